@@ -1,0 +1,261 @@
+//! Reel bundles: one being's whole reel in a self-verifying file
+//! (`seed export` / `seed import`). Format in `docs/reel-format.md`.
+//!
+//! A bundle carries every fact from genesis, so it verifies with nothing but
+//! itself: the genesis body gives the being id and first key, each fact its
+//! signature, rotations the later keys. A digest over the whole content and a
+//! declared head catch truncation and careless edits; the signatures catch the
+//! rest. Import verifies all of it (strictly, one signature at a time) before
+//! it writes anything.
+
+use crate::canonical::{self, as_u64, uint};
+use crate::check::{check_reel, Problem, SignatureMode};
+use crate::fact::body::GenesisBody;
+use crate::fact::{BeingId, Fact, FactId, Hash32};
+use crate::land::{Land, LandError};
+use crate::store::{RawRecord, Store, StoreError};
+use ciborium::value::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub const BUNDLE_FORMAT: &str = "seed-reel-bundle";
+pub const BUNDLE_VERSION: u64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} is {len} bytes, over the limit of {max} bytes (bundle_bytes_max)")]
+    TooLarge { path: PathBuf, len: u64, max: u64 },
+    #[error("not a seed reel bundle: {reason}")]
+    NotABundle { reason: String },
+    #[error("truncated bundle: the file ends before the bundle does")]
+    Truncated,
+    #[error("foreign format {found:?}: this is not a seed reel bundle")]
+    ForeignFormat { found: String },
+    #[error("bundle version {version} is not supported (this build reads version {BUNDLE_VERSION})")]
+    UnsupportedVersion { version: u64 },
+    #[error("malformed bundle: {reason}")]
+    Malformed { reason: String },
+    #[error("the bundle's digest does not match its content (altered or truncated)")]
+    DigestMismatch,
+    #[error("the bundle declares head seq {claimed_seq} but its facts end at seq {actual_seq}")]
+    HeadMismatch { claimed_seq: u64, actual_seq: u64 },
+    #[error("the bundle's reel fails verification ({count} problem(s)); first: {first}")]
+    Invalid { count: usize, first: Box<Problem> },
+    #[error("being {being} already lives here and its fact at seq {seq} differs from the bundle's ({local} here, {bundled} in the bundle): a fork; nothing was imported")]
+    Fork { being: BeingId, seq: u64, local: FactId, bundled: FactId },
+    #[error("the name @{name} is taken here by another being ({holder}); nothing was imported")]
+    NameTaken { name: String, holder: BeingId },
+    #[error("the reel of {being} in this land fails verification; refusing to export it: {first}")]
+    LocalInvalid { being: BeingId, first: Box<Problem> },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Land(#[from] LandError),
+}
+
+/// A decoded bundle: the being and its facts' exact envelope bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    pub being: BeingId,
+    pub head_seq: u64,
+    pub head_id: FactId,
+    pub envelopes: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    pub being: BeingId,
+    pub name: String,
+    pub imported: u64,
+    pub already_present: u64,
+}
+
+fn content_digest(being: &BeingId, head_seq: u64, head_id: &FactId, envelopes: &[Vec<u8>]) -> Hash32 {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(BUNDLE_FORMAT.as_bytes());
+    hasher.update(being.as_bytes());
+    hasher.update(&head_seq.to_be_bytes());
+    hasher.update(head_id.as_bytes());
+    for envelope in envelopes {
+        hasher.update(&(envelope.len() as u64).to_be_bytes());
+        hasher.update(envelope);
+    }
+    Hash32(*hasher.finalize().as_bytes())
+}
+
+impl Bundle {
+    pub fn encode(&self) -> Vec<u8> {
+        let digest = content_digest(&self.being, self.head_seq, &self.head_id, &self.envelopes);
+        let text = |key: &str| Value::Text(key.to_string());
+        let value = Value::Map(vec![
+            (text("format"), text(BUNDLE_FORMAT)),
+            (text("version"), uint(BUNDLE_VERSION)),
+            (text("being"), Value::Bytes(self.being.0.to_vec())),
+            (text("head_seq"), uint(self.head_seq)),
+            (text("head_id"), Value::Bytes(self.head_id.0.to_vec())),
+            (text("facts"), Value::Array(self.envelopes.iter().map(|bytes| Value::Bytes(bytes.clone())).collect())),
+            (text("digest"), Value::Bytes(digest.0.to_vec())),
+        ]);
+        canonical::encode_value(&value).expect("a bundle holds only bytes, texts and integers")
+    }
+
+    /// Decodes and checks the framing (format, version, digest, head claim).
+    /// The facts themselves are verified by `verify`.
+    pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let value = canonical::decode_canonical(bytes).map_err(|error| match error {
+            canonical::CanonicalError::Malformed { reason } if reason.contains("end of input") => BundleError::Truncated,
+            other => BundleError::NotABundle { reason: other.to_string() },
+        })?;
+        let Value::Map(entries) = value else {
+            return Err(BundleError::NotABundle { reason: "the file is CBOR but not a map".into() });
+        };
+        let field = |name: &str| {
+            entries.iter().find_map(|(key, item)| match key {
+                Value::Text(key) if key == name => Some(item),
+                _ => None,
+            })
+        };
+        match field("format") {
+            Some(Value::Text(format)) if format == BUNDLE_FORMAT => {}
+            Some(Value::Text(format)) => return Err(BundleError::ForeignFormat { found: format.clone() }),
+            _ => return Err(BundleError::NotABundle { reason: "no \"format\" field".into() }),
+        }
+        let version = field("version").and_then(as_u64).ok_or_else(|| malformed("no version"))?;
+        if version != BUNDLE_VERSION {
+            return Err(BundleError::UnsupportedVersion { version });
+        }
+        let known = ["format", "version", "being", "head_seq", "head_id", "facts", "digest"];
+        if let Some((key, _)) = entries.iter().find(|(key, _)| !matches!(key, Value::Text(key) if known.contains(&key.as_str()))) {
+            return Err(malformed(&format!("unknown field {key:?}")));
+        }
+        let bytes32 = |name: &str| match field(name) {
+            Some(Value::Bytes(bytes)) if bytes.len() == 32 => Ok(bytes.clone()),
+            _ => Err(malformed(&format!("\"{name}\" is not 32 bytes"))),
+        };
+        let being = BeingId::from_slice(&bytes32("being")?).ok_or_else(|| malformed("being"))?;
+        let head_id = FactId::from_slice(&bytes32("head_id")?).ok_or_else(|| malformed("head_id"))?;
+        let digest = Hash32::from_slice(&bytes32("digest")?).ok_or_else(|| malformed("digest"))?;
+        let head_seq = field("head_seq").and_then(as_u64).ok_or_else(|| malformed("no head_seq"))?;
+        let Some(Value::Array(items)) = field("facts") else {
+            return Err(malformed("no \"facts\" array"));
+        };
+        let mut envelopes = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            match item {
+                Value::Bytes(bytes) => envelopes.push(bytes.clone()),
+                _ => return Err(malformed(&format!("fact {index} is not a byte string"))),
+            }
+        }
+        if envelopes.is_empty() {
+            return Err(malformed("the bundle holds no facts"));
+        }
+        if content_digest(&being, head_seq, &head_id, &envelopes) != digest {
+            return Err(BundleError::DigestMismatch);
+        }
+        let actual_seq = envelopes.len() as u64 - 1;
+        if head_seq != actual_seq {
+            return Err(BundleError::HeadMismatch { claimed_seq: head_seq, actual_seq });
+        }
+        Ok(Bundle { being, head_seq, head_id, envelopes })
+    }
+
+    /// Verifies the reel in the bundle, strictly; returns the decoded facts.
+    pub fn verify(&self) -> Result<Vec<Fact>, BundleError> {
+        let records: Vec<RawRecord> = self
+            .envelopes
+            .iter()
+            .enumerate()
+            .map(|(seq, envelope)| RawRecord {
+                being: self.being,
+                seq: seq as u64,
+                land_seq: Some(0),
+                envelope: envelope.clone(),
+            })
+            .collect();
+        let report = check_reel(self.being, &records, SignatureMode::Strict);
+        if let Some(first) = report.problems.first() {
+            return Err(BundleError::Invalid { count: report.problems.len(), first: Box::new(first.clone()) });
+        }
+        let facts: Vec<Fact> = self
+            .envelopes
+            .iter()
+            .map(|envelope| Fact::decode_envelope(envelope).map_err(|error| malformed(&error.to_string())))
+            .collect::<Result<_, _>>()?;
+        let last = facts.last().map(Fact::id).unwrap_or(FactId::ZERO);
+        if last != self.head_id {
+            return Err(malformed("head_id is not the id of the last fact"));
+        }
+        Ok(facts)
+    }
+}
+
+fn malformed(reason: &str) -> BundleError {
+    BundleError::Malformed { reason: reason.to_string() }
+}
+
+/// Writes a being's whole reel to `path` after verifying it.
+pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleError> {
+    let store = land.store();
+    let records = store.raw_records(Some(being))?;
+    let report = check_reel(*being, &records, SignatureMode::Strict);
+    if let Some(first) = report.problems.first() {
+        return Err(BundleError::LocalInvalid { being: *being, first: Box::new(first.clone()) });
+    }
+    let (head_seq, head_id) = report.head.ok_or(LandError::UnknownBeing { being: *being })?;
+    let bundle = Bundle { being: *being, head_seq, head_id, envelopes: records.into_iter().map(|r| r.envelope).collect() };
+    let bytes = bundle.encode();
+    let temporary = path.with_extension("partial");
+    let io = |source| BundleError::Io { path: path.to_path_buf(), source };
+    std::fs::write(&temporary, &bytes).map_err(io)?;
+    std::fs::rename(&temporary, path).map_err(io)?;
+    Ok(head_seq + 1)
+}
+
+/// Reads, verifies and imports a bundle. Nothing is written unless the whole
+/// bundle verifies and agrees with what the land already holds.
+pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
+    let io = |source| BundleError::Io { path: path.to_path_buf(), source };
+    let max = land.limits().bundle_bytes_max;
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > max {
+        return Err(BundleError::TooLarge { path: path.to_path_buf(), len, max });
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::fs::File::open(path).map_err(io)?.take(max + 1).read_to_end(&mut bytes).map_err(io)?;
+    let bundle = Bundle::decode(&bytes)?;
+    let facts = bundle.verify()?;
+    let genesis: GenesisBody = facts[0].body_as().map_err(|error| malformed(&error.to_string()))?;
+    let store = land.store();
+    let local = store.head(&bundle.being)?;
+    let already_present = match local {
+        Some(head) => {
+            let overlap = (head.seq + 1).min(facts.len() as u64);
+            let stored = store.reel(&bundle.being, 0, overlap)?;
+            for (fact, stored) in facts.iter().zip(stored.iter()) {
+                if fact.id() != stored.fact.id() {
+                    return Err(BundleError::Fork {
+                        being: bundle.being,
+                        seq: fact.header.seq,
+                        local: stored.fact.id(),
+                        bundled: fact.id(),
+                    });
+                }
+            }
+            overlap
+        }
+        None => {
+            if let Some(holder) = store.beings_named(&genesis.name)?.into_iter().find(|other| *other != bundle.being) {
+                return Err(BundleError::NameTaken { name: genesis.name, holder });
+            }
+            0
+        }
+    };
+    let tickets: Vec<_> = facts.into_iter().skip(already_present as usize).map(|fact| store.submit(fact)).collect();
+    let imported = tickets.len() as u64;
+    for ticket in tickets {
+        ticket.wait()?;
+    }
+    Ok(ImportReport { being: bundle.being, name: genesis.name, imported, already_present })
+}

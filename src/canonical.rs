@@ -1,0 +1,301 @@
+//! Canonical CBOR: the only byte encoding a fact, a body or a bundle may use.
+//!
+//! Canonical means (RFC 8949 §4.2.1 "core deterministic encoding", restricted):
+//! definite lengths only, integers in their shortest form, map keys sorted by
+//! the bytewise order of their own encodings with no duplicates, no floats, no
+//! tags, no simple values other than `true`, `false` and `null`.
+//!
+//! Encoding goes through [`ciborium::Value`]: a value is first brought into
+//! canonical shape (keys sorted, floats and tags refused) and then written.
+//! Decoding parses with ciborium and re-encodes canonically; any input that is
+//! not byte-identical to its own canonical re-encoding is refused. That one
+//! comparison catches every non-canonical form (long integers, indefinite
+//! lengths, unsorted or duplicate keys, trailing bytes) without a hand-written
+//! validator that could drift from the encoder.
+
+use ciborium::value::{Integer, Value};
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Deepest nesting of arrays and maps a canonical value may have. Fact bodies
+/// are small records; anything deeper is refused rather than risked.
+pub const CBOR_NESTING_DEPTH_MAX: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    #[error("not valid CBOR: {reason}")]
+    Malformed { reason: String },
+    #[error("{count} trailing byte(s) after the CBOR item")]
+    TrailingBytes { count: usize },
+    #[error("not canonical CBOR (a shorter, definite or sorted encoding exists)")]
+    NotCanonical,
+    #[error("floating-point numbers are not allowed (at {path})")]
+    Float { path: String },
+    #[error("CBOR tags are not allowed (at {path})")]
+    Tag { path: String },
+    #[error("integer out of the 64-bit range (at {path})")]
+    IntegerRange { path: String },
+    #[error("duplicate map key (at {path})")]
+    DuplicateKey { path: String },
+    #[error("nested deeper than {max} levels (at {path})", max = CBOR_NESTING_DEPTH_MAX)]
+    TooDeep { path: String },
+    #[error("cannot represent the value as CBOR: {reason}")]
+    Unrepresentable { reason: String },
+}
+
+/// Serialises any serde value into canonical CBOR bytes.
+pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    let value = Value::serialized(value).map_err(|error| CanonicalError::Unrepresentable {
+        reason: error.to_string(),
+    })?;
+    encode_value(&value)
+}
+
+/// Writes a CBOR value in canonical form.
+pub fn encode_value(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    let canonical = canonicalise(value, 0, &mut String::from("$"))?;
+    let mut out = Vec::new();
+    write_raw(&canonical, &mut out);
+    Ok(out)
+}
+
+/// Parses canonical CBOR bytes into a value, refusing anything that is not
+/// exactly the canonical encoding of what it decodes to.
+pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
+    let mut reader = bytes;
+    let value: Value = ciborium::de::from_reader_with_recursion_limit(
+        &mut reader,
+        CBOR_NESTING_DEPTH_MAX + 1,
+    )
+    .map_err(|error| CanonicalError::Malformed {
+        reason: describe_decode_error(&error),
+    })?;
+    if !reader.is_empty() {
+        return Err(CanonicalError::TrailingBytes {
+            count: reader.len(),
+        });
+    }
+    let again = encode_value(&value)?;
+    if again != bytes {
+        return Err(CanonicalError::NotCanonical);
+    }
+    Ok(value)
+}
+
+/// Decodes canonical bytes straight into a typed record.
+pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
+    let value = decode_canonical(bytes)?;
+    value
+        .deserialized()
+        .map_err(|error| CanonicalError::Unrepresentable {
+            reason: error.to_string(),
+        })
+}
+
+fn describe_decode_error<E: std::fmt::Debug>(error: &ciborium::de::Error<E>) -> String {
+    match error {
+        ciborium::de::Error::Io(_) => "unexpected end of input".to_string(),
+        ciborium::de::Error::Syntax(offset) => format!("syntax error at byte {offset}"),
+        ciborium::de::Error::Semantic(offset, message) => match offset {
+            Some(offset) => format!("{message} at byte {offset}"),
+            None => message.clone(),
+        },
+        ciborium::de::Error::RecursionLimitExceeded => {
+            format!("nested deeper than {CBOR_NESTING_DEPTH_MAX} levels")
+        }
+    }
+}
+
+fn canonicalise(value: &Value, depth: usize, path: &mut String) -> Result<Value, CanonicalError> {
+    if depth > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: path.clone() });
+    }
+    Ok(match value {
+        Value::Integer(integer) => {
+            let wide = i128::from(*integer);
+            if wide > i128::from(u64::MAX) || wide < -(i128::from(u64::MAX)) - 1 {
+                return Err(CanonicalError::IntegerRange { path: path.clone() });
+            }
+            Value::Integer(*integer)
+        }
+        Value::Bytes(bytes) => Value::Bytes(bytes.clone()),
+        Value::Text(text) => Value::Text(text.clone()),
+        Value::Bool(flag) => Value::Bool(*flag),
+        Value::Null => Value::Null,
+        Value::Float(_) => return Err(CanonicalError::Float { path: path.clone() }),
+        Value::Tag(..) => return Err(CanonicalError::Tag { path: path.clone() }),
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let before = path.len();
+                path.push_str(&format!("[{index}]"));
+                out.push(canonicalise(item, depth + 1, path)?);
+                path.truncate(before);
+            }
+            Value::Array(out)
+        }
+        Value::Map(entries) => {
+            let mut keyed: Vec<(Vec<u8>, Value, Value)> = Vec::with_capacity(entries.len());
+            for (key, item) in entries {
+                let before = path.len();
+                path.push_str(&format!(".{}", key_label(key)));
+                let key = canonicalise(key, depth + 1, path)?;
+                let item = canonicalise(item, depth + 1, path)?;
+                path.truncate(before);
+                let mut key_bytes = Vec::new();
+                write_raw(&key, &mut key_bytes);
+                keyed.push((key_bytes, key, item));
+            }
+            keyed.sort_by(|left, right| left.0.cmp(&right.0));
+            for pair in keyed.windows(2) {
+                if pair[0].0 == pair[1].0 {
+                    return Err(CanonicalError::DuplicateKey {
+                        path: format!("{path}.{}", key_label(&pair[0].1)),
+                    });
+                }
+            }
+            Value::Map(keyed.into_iter().map(|(_, key, item)| (key, item)).collect())
+        }
+        other => {
+            return Err(CanonicalError::Unrepresentable {
+                reason: format!("unsupported CBOR value {other:?} at {path}"),
+            })
+        }
+    })
+}
+
+fn key_label(key: &Value) -> String {
+    match key {
+        Value::Text(text) => text.clone(),
+        Value::Integer(integer) => i128::from(*integer).to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Writes an already-canonical value. Lengths are always definite and
+/// integers shortest: the encoding rules live here and in `write_head` only.
+fn write_raw(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Integer(integer) => {
+            let wide = i128::from(*integer);
+            if wide >= 0 {
+                write_head(0, wide as u64, out);
+            } else {
+                // CBOR stores a negative n as -1 - n in major type 1.
+                write_head(1, (-1 - wide) as u64, out);
+            }
+        }
+        Value::Bytes(bytes) => {
+            write_head(2, bytes.len() as u64, out);
+            out.extend_from_slice(bytes);
+        }
+        Value::Text(text) => {
+            write_head(3, text.len() as u64, out);
+            out.extend_from_slice(text.as_bytes());
+        }
+        Value::Array(items) => {
+            write_head(4, items.len() as u64, out);
+            for item in items {
+                write_raw(item, out);
+            }
+        }
+        Value::Map(entries) => {
+            write_head(5, entries.len() as u64, out);
+            for (key, item) in entries {
+                write_raw(key, out);
+                write_raw(item, out);
+            }
+        }
+        Value::Bool(false) => out.push(0xf4),
+        Value::Bool(true) => out.push(0xf5),
+        Value::Null => out.push(0xf6),
+        // `canonicalise` refuses everything else before we get here.
+        other => unreachable!("non-canonical value reached the writer: {other:?}"),
+    }
+}
+
+fn write_head(major: u8, argument: u64, out: &mut Vec<u8>) {
+    let major = major << 5;
+    if argument < 24 {
+        out.push(major | argument as u8);
+    } else if argument <= u64::from(u8::MAX) {
+        out.push(major | 24);
+        out.push(argument as u8);
+    } else if argument <= u64::from(u16::MAX) {
+        out.push(major | 25);
+        out.extend_from_slice(&(argument as u16).to_be_bytes());
+    } else if argument <= u64::from(u32::MAX) {
+        out.push(major | 26);
+        out.extend_from_slice(&(argument as u32).to_be_bytes());
+    } else {
+        out.push(major | 27);
+        out.extend_from_slice(&argument.to_be_bytes());
+    }
+}
+
+/// Convenience constructors used by the fixed-position encoders.
+pub fn uint(value: u64) -> Value {
+    Value::Integer(Integer::from(value))
+}
+
+/// Reads a non-negative integer out of a value.
+pub fn as_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::Integer(integer) => u64::try_from(i128::from(*integer)).ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_rejected(bytes: &[u8], expected: CanonicalError) {
+        assert_eq!(decode_canonical(bytes), Err(expected), "input {}", hex::encode(bytes));
+    }
+
+    #[test]
+    fn non_canonical_forms_are_rejected() {
+        // 1 written in two bytes instead of one.
+        check_rejected(&[0x18, 0x01], CanonicalError::NotCanonical);
+        // Indefinite-length array [1].
+        check_rejected(&[0x9f, 0x01, 0xff], CanonicalError::NotCanonical);
+        // {"b": 1, "a": 2}: keys out of order.
+        check_rejected(&[0xa2, 0x61, b'b', 0x01, 0x61, b'a', 0x02], CanonicalError::NotCanonical);
+        // Trailing byte.
+        check_rejected(&[0x01, 0x01], CanonicalError::TrailingBytes { count: 1 });
+        // Half-precision float 1.0.
+        check_rejected(&[0xf9, 0x3c, 0x00], CanonicalError::Float { path: "$".into() });
+        // Tag 1 (epoch time) around 0.
+        check_rejected(&[0xc1, 0x00], CanonicalError::Tag { path: "$".into() });
+        // Duplicate key {"a":1,"a":1}.
+        check_rejected(
+            &[0xa2, 0x61, b'a', 0x01, 0x61, b'a', 0x01],
+            CanonicalError::DuplicateKey { path: "$.a".into() },
+        );
+    }
+
+    #[test]
+    fn canonical_forms_round_trip() {
+        for bytes in [
+            vec![0x00],
+            vec![0x18, 0x18],
+            vec![0x20],
+            vec![0x3b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            vec![0xa2, 0x61, b'a', 0x01, 0x61, b'b', 0x02],
+            vec![0x82, 0xf5, 0xf6],
+        ] {
+            let value = decode_canonical(&bytes).expect("canonical input");
+            assert_eq!(encode_value(&value).expect("encodable"), bytes);
+        }
+    }
+
+    #[test]
+    fn map_keys_sort_by_encoded_bytes_so_shorter_keys_come_first() {
+        let value = Value::Map(vec![
+            (Value::Text("bb".into()), uint(1)),
+            (Value::Text("c".into()), uint(2)),
+        ]);
+        let bytes = encode_value(&value).expect("encodable");
+        assert_eq!(bytes, vec![0xa2, 0x61, b'c', 0x02, 0x62, b'b', b'b', 0x01]);
+    }
+}

@@ -1,0 +1,465 @@
+//! Verification: everything `seed verify` and `seed import` check, as pure
+//! functions over stored records (no store writes, no clock).
+//!
+//! Per reel: canonical decoding of every layer, the record's key against its
+//! header, genesis identity (id = BLAKE3 of the genesis body), gap-free seq,
+//! prev links, non-decreasing stored time, nothing after `end`, known body
+//! schemas, and every signature against the key the chain says was current.
+//! Per land: the land log (gap-free, each fact exactly once, reel order
+//! respected), fork proofs, and the derived indexes against a rebuild.
+//!
+//! Signatures: the fast path verifies a batch at once; any batch that fails is
+//! re-checked one signature at a time with strict verification, so every bad
+//! signature is named. Before a signature enters a batch, the properties that
+//! strict verification demands and a batch equation does not see are checked
+//! directly: the key is not weak (small order), R decodes canonically and is
+//! not of small order. `SignatureMode::Strict` skips batching altogether.
+
+use crate::fact::body::{check_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
+use crate::store::{RawRecord, Store, StoreError};
+use curve25519_dalek::edwards::CompressedEdwardsY;
+use ed25519_dalek::{Signature, VerifyingKey};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureMode {
+    /// Batch verification with strict pre-checks, strict re-check on failure.
+    Batch { batch_facts: usize },
+    /// One strict verification per signature.
+    Strict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProblemKind {
+    #[error("undecodable: {reason}")]
+    Undecodable { reason: String },
+    #[error("stored under seq {stored_seq} of being {stored_being} but its header says seq {header_seq} of being {header_being}")]
+    MisfiledRecord { stored_being: BeingId, stored_seq: u64, header_being: BeingId, header_seq: u64 },
+    #[error("seq gap: expected seq {expected}, found {found}")]
+    SeqGap { expected: u64, found: u64 },
+    #[error("bad genesis: {reason}")]
+    Genesis { reason: String },
+    #[error("prev link broken: prev is {found}, the previous fact is {expected}")]
+    PrevLink { expected: FactId, found: FactId },
+    #[error("stored time {stored_ms} ms is before the previous fact's {previous_ms} ms")]
+    TimeWentBackwards { previous_ms: u64, stored_ms: u64 },
+    #[error("a fact follows the being's end fact")]
+    AfterEnd,
+    #[error("body of kind {kind:?} does not match its schema: {reason}")]
+    Body { kind: String, reason: String },
+    #[error("signature does not verify (strict Ed25519) against the being's key")]
+    Signature,
+    #[error("cannot check the signature: {reason}")]
+    NoKey { reason: String },
+    #[error("fork: rival fact {rival} competes with the stored fact {kept} at this seq")]
+    Fork { kept: FactId, rival: FactId },
+    #[error("land log: {reason}")]
+    LandLog { reason: String },
+    #[error("derived index: {reason} (run `seed reindex`)")]
+    Index { reason: String },
+}
+
+/// One thing wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub being: Option<BeingId>,
+    pub name: Option<String>,
+    pub seq: Option<u64>,
+    pub kind: ProblemKind,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.being, &self.name) {
+            (Some(being), Some(name)) => write!(formatter, "being @{name} ({})", being.short())?,
+            (Some(being), None) => write!(formatter, "being {}", being.short())?,
+            (None, _) => write!(formatter, "land")?,
+        }
+        if let Some(seq) = self.seq {
+            write!(formatter, " seq {seq}")?;
+        }
+        write!(formatter, ": {}", self.kind)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReelReport {
+    pub being: Option<BeingId>,
+    pub name: Option<String>,
+    pub facts: u64,
+    pub problems: Vec<Problem>,
+    /// Seq and id of the last fact, when the reel decoded that far.
+    pub head: Option<(u64, FactId)>,
+    /// The key that would sign the next fact.
+    pub current_key: Option<PublicKeyBytes>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LandReport {
+    pub beings: u64,
+    pub facts: u64,
+    pub problems: Vec<Problem>,
+}
+
+struct PendingSignature {
+    seq: u64,
+    header_bytes: Vec<u8>,
+    signature: Signature,
+    key: VerifyingKey,
+}
+
+/// Verifies one reel from its stored records, in seq order.
+pub fn check_reel(being: BeingId, records: &[RawRecord], mode: SignatureMode) -> ReelReport {
+    let mut checker = ReelChecker::new(being, mode);
+    for record in records {
+        checker.record(record);
+    }
+    checker.finish()
+}
+
+struct ReelChecker {
+    being: BeingId,
+    mode: SignatureMode,
+    report: ReelReport,
+    expected_seq: u64,
+    prev: Option<FactId>,
+    last_time_ms: u64,
+    key: Option<VerifyingKey>,
+    key_problem: Option<String>,
+    ended: bool,
+    pending: Vec<PendingSignature>,
+}
+
+impl ReelChecker {
+    fn new(being: BeingId, mode: SignatureMode) -> ReelChecker {
+        ReelChecker {
+            being,
+            mode,
+            report: ReelReport { being: Some(being), ..ReelReport::default() },
+            expected_seq: 0,
+            prev: None,
+            last_time_ms: 0,
+            key: None,
+            key_problem: Some("the genesis key is unknown".into()),
+            ended: false,
+            pending: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, seq: u64, kind: ProblemKind) {
+        self.report.problems.push(Problem { being: Some(self.being), name: None, seq: Some(seq), kind });
+    }
+
+    fn record(&mut self, record: &RawRecord) {
+        let seq = record.seq;
+        self.report.facts += 1;
+        if seq != self.expected_seq {
+            self.problem(seq, ProblemKind::SeqGap { expected: self.expected_seq, found: seq });
+            self.prev = None;
+        }
+        self.expected_seq = seq + 1;
+        if record.land_seq.is_none() {
+            self.problem(seq, ProblemKind::LandLog { reason: "record too short to hold its land seq".into() });
+        }
+        let fact = match Fact::decode_envelope(&record.envelope) {
+            Ok(fact) => fact,
+            Err(error) => {
+                self.problem(seq, ProblemKind::Undecodable { reason: error.to_string() });
+                self.prev = None;
+                return;
+            }
+        };
+        let header = &fact.header;
+        if header.being != record.being || header.seq != seq {
+            self.problem(
+                seq,
+                ProblemKind::MisfiledRecord {
+                    stored_being: record.being,
+                    stored_seq: seq,
+                    header_being: header.being,
+                    header_seq: header.seq,
+                },
+            );
+        }
+        if seq == 0 {
+            self.genesis(&fact);
+        } else {
+            if fact.kind() == KIND_GENESIS {
+                self.problem(seq, ProblemKind::Genesis { reason: "a genesis fact after seq 0".into() });
+            }
+            if let Some(expected) = self.prev {
+                if header.prev != expected {
+                    self.problem(seq, ProblemKind::PrevLink { expected, found: header.prev });
+                }
+            }
+            if header.stored_time_ms < self.last_time_ms {
+                self.problem(
+                    seq,
+                    ProblemKind::TimeWentBackwards { previous_ms: self.last_time_ms, stored_ms: header.stored_time_ms },
+                );
+            }
+            if self.ended {
+                self.problem(seq, ProblemKind::AfterEnd);
+            }
+        }
+        if let Err(reason) = check_known_body(fact.kind(), fact.body()) {
+            self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), reason });
+        }
+        self.signature(seq, &fact);
+        if fact.kind() == KIND_ROTATE_KEY {
+            // The rotation is signed by the old key; the new key signs what follows.
+            match fact.body_as::<RotateKeyBody>() {
+                Ok(body) => self.set_key(&body.new_public_key),
+                Err(_) => {
+                    self.key = None;
+                    self.key_problem = Some(format!("the rotate-key fact at seq {seq} is unreadable"));
+                }
+            }
+        }
+        if fact.kind() == KIND_END {
+            self.ended = true;
+        }
+        self.prev = Some(fact.id());
+        self.last_time_ms = self.last_time_ms.max(header.stored_time_ms);
+        self.report.head = Some((seq, fact.id()));
+    }
+
+    fn genesis(&mut self, fact: &Fact) {
+        let header = &fact.header;
+        if fact.kind() != KIND_GENESIS {
+            self.problem(0, ProblemKind::Genesis { reason: format!("seq 0 has kind {:?}", fact.kind()) });
+        }
+        if header.prev != FactId::ZERO {
+            self.problem(0, ProblemKind::Genesis { reason: "prev of seq 0 is not zero".into() });
+        }
+        if blake3_of(fact.body()) != Hash32(self.being.0) {
+            self.problem(0, ProblemKind::Genesis { reason: "the being id is not the BLAKE3 of the genesis body".into() });
+        }
+        match fact.body_as::<GenesisBody>() {
+            Ok(genesis) => {
+                self.report.name = Some(genesis.name.clone());
+                self.set_key(&genesis.public_key);
+            }
+            Err(_) => {
+                self.key_problem = Some("the genesis body is unreadable".into());
+            }
+        }
+        self.last_time_ms = header.stored_time_ms;
+    }
+
+    fn set_key(&mut self, key: &PublicKeyBytes) {
+        self.report.current_key = Some(*key);
+        match VerifyingKey::from_bytes(key.as_bytes()) {
+            Ok(parsed) if !parsed.is_weak() => {
+                self.key = Some(parsed);
+                self.key_problem = None;
+            }
+            Ok(_) => {
+                self.key = None;
+                self.key_problem = Some("the being's public key is weak (small order)".into());
+            }
+            Err(_) => {
+                self.key = None;
+                self.key_problem = Some("the being's public key is not a valid curve point".into());
+            }
+        }
+    }
+
+    fn signature(&mut self, seq: u64, fact: &Fact) {
+        let Some(key) = self.key else {
+            let reason = self.key_problem.clone().unwrap_or_else(|| "no key".into());
+            self.problem(seq, ProblemKind::NoKey { reason });
+            return;
+        };
+        match self.mode {
+            SignatureMode::Strict => {
+                if !fact.verify_signature(&key) {
+                    self.problem(seq, ProblemKind::Signature);
+                }
+            }
+            SignatureMode::Batch { batch_facts } => {
+                if !strict_prechecks_hold(fact.signature()) {
+                    self.problem(seq, ProblemKind::Signature);
+                    return;
+                }
+                self.pending.push(PendingSignature {
+                    seq,
+                    header_bytes: fact.header_bytes().to_vec(),
+                    signature: Signature::from_bytes(fact.signature()),
+                    key,
+                });
+                if self.pending.len() >= batch_facts.max(1) {
+                    self.flush_batch();
+                }
+            }
+        }
+    }
+
+    fn flush_batch(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let messages: Vec<&[u8]> = pending.iter().map(|entry| entry.header_bytes.as_slice()).collect();
+        let signatures: Vec<Signature> = pending.iter().map(|entry| entry.signature).collect();
+        let keys: Vec<VerifyingKey> = pending.iter().map(|entry| entry.key).collect();
+        if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+            return;
+        }
+        // The batch failed: find the culprits one by one, strictly.
+        for entry in pending {
+            if entry.key.verify_strict(&entry.header_bytes, &entry.signature).is_err() {
+                self.problem(entry.seq, ProblemKind::Signature);
+            }
+        }
+    }
+
+    fn finish(mut self) -> ReelReport {
+        self.flush_batch();
+        let name = self.report.name.clone();
+        for problem in &mut self.report.problems {
+            problem.name = name.clone();
+        }
+        self.report.problems.sort_by_key(|problem| problem.seq);
+        self.report
+    }
+}
+
+/// What strict verification requires of R that a batch equation does not
+/// check: a canonical encoding of a point that is not of small order.
+fn strict_prechecks_hold(signature: &[u8; 64]) -> bool {
+    let mut r_bytes = [0u8; 32];
+    r_bytes.copy_from_slice(&signature[..32]);
+    match CompressedEdwardsY(r_bytes).decompress() {
+        Some(point) => !point.is_small_order() && point.compress().to_bytes() == r_bytes,
+        None => false,
+    }
+}
+
+fn group_by_being(records: Vec<RawRecord>) -> Vec<(BeingId, Vec<RawRecord>)> {
+    let mut groups: Vec<(BeingId, Vec<RawRecord>)> = Vec::new();
+    for record in records {
+        match groups.last_mut() {
+            Some((being, group)) if *being == record.being => group.push(record),
+            _ => groups.push((record.being, vec![record])),
+        }
+    }
+    groups
+}
+
+/// Checks reels on `threads` threads; reports come back in being order.
+fn check_reels(groups: &[(BeingId, Vec<RawRecord>)], mode: SignatureMode, threads: usize) -> Vec<ReelReport> {
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some((being, records)) = groups.get(index) else { break };
+                let report = check_reel(*being, records, mode);
+                results.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(index, report);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()).into_values().collect()
+}
+
+fn fork_problems(store: &dyn Store, being: Option<&BeingId>, names: &BTreeMap<BeingId, String>) -> Result<Vec<Problem>, StoreError> {
+    Ok(store
+        .fork_proofs(being)?
+        .into_iter()
+        .map(|proof| Problem {
+            being: Some(proof.being),
+            name: names.get(&proof.being).cloned(),
+            seq: Some(proof.seq),
+            kind: ProblemKind::Fork { kept: proof.kept, rival: proof.rival },
+        })
+        .collect())
+}
+
+/// Verifies one being's reel and its fork proofs.
+pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> Result<ReelReport, StoreError> {
+    let records = store.raw_records(Some(being))?;
+    let mut report = check_reel(*being, &records, mode);
+    let names: BTreeMap<BeingId, String> = report.name.iter().map(|name| (*being, name.clone())).collect();
+    report.problems.extend(fork_problems(store, Some(being), &names)?);
+    Ok(report)
+}
+
+/// Verifies the whole land: every reel, the land log, fork proofs, indexes.
+pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
+    let records = store.raw_records(None)?;
+    let mut land_seqs: Vec<(u64, BeingId, u64)> =
+        records.iter().filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq))).collect();
+    let groups = group_by_being(records);
+    let reports = check_reels(&groups, mode, threads);
+    let names: BTreeMap<BeingId, String> =
+        reports.iter().filter_map(|report| Some((report.being?, report.name.clone()?))).collect();
+    let mut report = LandReport { beings: groups.len() as u64, ..LandReport::default() };
+    for reel in reports {
+        report.facts += reel.facts;
+        report.problems.extend(reel.problems);
+    }
+    report.problems.extend(fork_problems(store, None, &names)?);
+    report.problems.extend(land_log_problems(store, &mut land_seqs, &names)?);
+    for reason in store.index_problems()? {
+        report.problems.push(Problem { being: None, name: None, seq: None, kind: ProblemKind::Index { reason } });
+    }
+    Ok(report)
+}
+
+/// The land log must number every fact exactly once from 0 with no gap, and
+/// keep each reel's own order.
+fn land_log_problems(
+    store: &dyn Store,
+    land_seqs: &mut [(u64, BeingId, u64)],
+    names: &BTreeMap<BeingId, String>,
+) -> Result<Vec<Problem>, StoreError> {
+    let mut problems = Vec::new();
+    land_seqs.sort();
+    let at = |being: BeingId, seq: u64, reason: String| Problem {
+        being: Some(being),
+        name: names.get(&being).cloned(),
+        seq: Some(seq),
+        kind: ProblemKind::LandLog { reason },
+    };
+    let mut last_in_reel: BTreeMap<BeingId, (u64, u64)> = BTreeMap::new();
+    for (index, &(land_seq, being, seq)) in land_seqs.iter().enumerate() {
+        let expected = index as u64;
+        if land_seq != expected {
+            let previous = index.checked_sub(1).map(|before| land_seqs[before]);
+            match previous {
+                Some((previous_land_seq, other, other_seq)) if previous_land_seq == land_seq => problems.push(at(
+                    being,
+                    seq,
+                    format!("land seq {land_seq} is also claimed by being {} seq {other_seq}", other.short()),
+                )),
+                _ => problems.push(at(being, seq, format!("land seq {land_seq} leaves a gap (expected {expected})"))),
+            }
+        }
+        if let Some((previous_seq, previous_land_seq)) = last_in_reel.get(&being) {
+            if *previous_seq > seq {
+                problems.push(at(
+                    being,
+                    seq,
+                    format!("land seq {land_seq} puts it before seq {previous_seq} (land seq {previous_land_seq})"),
+                ));
+            }
+        }
+        last_in_reel.insert(being, (seq, land_seq));
+    }
+    let logged = store.land_len()?;
+    if logged != land_seqs.len() as u64 && problems.is_empty() {
+        problems.push(Problem {
+            being: None,
+            name: None,
+            seq: None,
+            kind: ProblemKind::LandLog { reason: format!("the log has {logged} entries for {} facts", land_seqs.len()) },
+        });
+    }
+    Ok(problems)
+}

@@ -1,0 +1,301 @@
+//! Command-line arguments and the commands behind them.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use seed::bundle;
+use seed::check::{verify_being, verify_land, SignatureMode};
+use seed::clock::WallClock;
+use seed::fact::body::{GenesisBody, NoteBody, KIND_NOTE};
+use seed::land::{BeingSpec, Land};
+use seed::limits::Limits;
+use seed::store::Store;
+use seed::view;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Most facts `seed stress` keeps in flight per being before it waits.
+const STRESS_WINDOW_FACTS_DEFAULT: usize = 64;
+
+#[derive(Parser, Debug)]
+#[command(name = "seed", version, about = "A being substrate: signed reels, roles, moments, replay.")]
+pub struct Arguments {
+    /// The land folder.
+    #[arg(long, global = true, env = "SEED_LAND", default_value = "land")]
+    land: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a land: the reality root, the operator, @birther and @role-manager.
+    Plant,
+    /// List the beings of the land.
+    Beings {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a being's reel.
+    Reel {
+        /// @name or being id.
+        being: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check every signature, chain link, seq, encoding, the land log and the indexes.
+    Verify {
+        /// Only this being's reel (and its fork proofs).
+        #[arg(long)]
+        being: Option<String>,
+        /// Verify each signature on its own instead of in batches.
+        #[arg(long)]
+        strict: bool,
+        /// Threads checking reels in parallel (default: the machine's cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Write a being's reel to a self-verifying bundle.
+    Export {
+        being: String,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Verify a bundle and add its reel to this land.
+    Import { file: PathBuf },
+    /// Drop every derived index and rebuild it from the reels.
+    Reindex,
+    /// Replace a being's signing key (a rotate-key fact signed by the old key).
+    RotateKey { being: String },
+    /// Diagnostics: seal note facts as fast as possible, printing each acknowledgement.
+    #[command(hide = true)]
+    Stress {
+        #[arg(long, default_value_t = 4)]
+        beings: usize,
+        /// Stop after this many facts per being (default: run until killed).
+        #[arg(long)]
+        facts: Option<u64>,
+        #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
+        window: usize,
+    },
+}
+
+pub fn run(arguments: Arguments) -> Result<ExitCode> {
+    let dir = arguments.land;
+    match arguments.command {
+        Command::Plant => plant(&dir),
+        Command::Beings { json } => beings(&open(&dir)?, json),
+        Command::Reel { being, json } => reel(&open(&dir)?, &being, json),
+        Command::Verify { being, strict, threads } => verify(&open(&dir)?, being.as_deref(), strict, threads),
+        Command::Export { being, output } => {
+            let land = open(&dir)?;
+            let id = land.resolve(&being)?;
+            let facts = bundle::export(&land, &id, &output)?;
+            println!("exported {being} ({facts} facts) to {}", output.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import { file } => {
+            let land = open(&dir)?;
+            let report = bundle::import(&land, &file).with_context(|| format!("importing {}", file.display()))?;
+            println!(
+                "imported @{} ({}): {} new fact(s), {} already present",
+                report.name,
+                report.being.short(),
+                report.imported,
+                report.already_present
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reindex => {
+            let land = open(&dir)?;
+            let report = land.store().reindex()?;
+            println!("reindexed {} facts of {} beings ({} fork proofs)", report.facts, report.beings, report.fork_proofs);
+            for (being, seq) in &report.unreadable_records {
+                println!("  left out unreadable record: being {} seq {seq} (run `seed verify`)", being.short());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::RotateKey { being } => {
+            let land = open(&dir)?;
+            let id = land.resolve(&being)?;
+            let sealed = land.rotate_key(&id)?;
+            println!("rotated the key of {being}: rotate-key fact seq {} ({})", sealed.seq, sealed.id.short());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
+    }
+}
+
+fn open(dir: &std::path::Path) -> Result<Land> {
+    Ok(Land::open(dir)?)
+}
+
+fn plant(dir: &std::path::Path) -> Result<ExitCode> {
+    let (land, report) = Land::plant(dir, Arc::new(WallClock::default()), Limits::default())?;
+    println!("Planted a land at {}", report.dir.display());
+    for being in &report.beings {
+        let parent = being.parent.as_ref().map(|parent| format!("  child of @{parent}")).unwrap_or_default();
+        println!("  @{:<14} {}  {:<9}{parent}", being.name, being.id.short(), being.cognition.as_str());
+    }
+    println!("Operator token (shown once; only its hash is stored):");
+    println!("  {}", report.operator_token);
+    land.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn beings(land: &Land, json: bool) -> Result<ExitCode> {
+    let store = land.store();
+    let mut rows = Vec::new();
+    for being in store.beings()? {
+        let genesis: GenesisBody = land.genesis(&being)?;
+        let head = store.head(&being)?.context("a listed being has no head")?;
+        let parent = match genesis.parent {
+            Some(parent) => land.genesis(&parent).map(|g| format!("@{}", g.name)).unwrap_or_else(|_| parent.short()),
+            None => "—".to_string(),
+        };
+        rows.push((genesis, being, head, parent));
+    }
+    rows.sort_by(|left, right| left.0.name.cmp(&right.0.name));
+    if json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(genesis, being, head, parent)| {
+                serde_json::json!({
+                    "name": genesis.name, "id": being.to_hex(), "cognition": genesis.cognition.as_str(),
+                    "parent": parent, "facts": head.seq + 1, "home_space": genesis.home_space,
+                    "default_role": genesis.default_role, "ended": head.ended,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        println!("{:<16} {:<13} {:<10} {:<15} {:>6}", "NAME", "ID", "COGNITION", "PARENT", "FACTS");
+        for (genesis, being, head, parent) in &rows {
+            println!(
+                "@{:<15} {:<13} {:<10} {:<15} {:>6}",
+                genesis.name,
+                being.short(),
+                genesis.cognition.as_str(),
+                parent,
+                head.seq + 1
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
+    let being = land.resolve(reference)?;
+    let head = land.store().head(&being)?.context("the being has no head")?;
+    let facts = land.store().reel(&being, 0, head.seq + 1)?;
+    if json {
+        let list: Vec<_> = facts.iter().map(view::stored_fact_json).collect();
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "being": being.to_hex(), "facts": list }))?);
+    } else {
+        let genesis: GenesisBody = land.genesis(&being)?;
+        println!("@{} {} ({}, {} facts)", genesis.name, being.to_hex(), genesis.cognition.as_str(), facts.len());
+        for stored in &facts {
+            println!("{}", view::stored_fact_line(stored));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(land: &Land, being: Option<&str>, strict: bool, threads: Option<usize>) -> Result<ExitCode> {
+    let mode = if strict {
+        SignatureMode::Strict
+    } else {
+        SignatureMode::Batch { batch_facts: land.limits().verify_batch_facts }
+    };
+    let threads = threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|count| count.get()))
+        .unwrap_or(1);
+    let (problems, summary) = match being {
+        Some(reference) => {
+            let id = land.resolve(reference)?;
+            let report = verify_being(land.store(), &id, mode)?;
+            (report.problems, format!("1 being, {} facts", report.facts))
+        }
+        None => {
+            let report = verify_land(land.store(), mode, threads)?;
+            (report.problems, format!("{} beings, {} facts", report.beings, report.facts))
+        }
+    };
+    if problems.is_empty() {
+        println!("verified {summary}: no problems");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for problem in &problems {
+        println!("{problem}");
+    }
+    println!("verified {summary}: {} problem(s)", problems.len());
+    Ok(ExitCode::FAILURE)
+}
+
+/// Seals note facts on `count` beings (`stress-0`, …) from one thread each,
+/// keeping up to `window` facts in flight per being, and prints
+/// `ack <being> <seq> <id>` for every fact once it is durable.
+fn stress(land: &Land, count: usize, facts: Option<u64>, window: usize) -> Result<ExitCode> {
+    if count == 0 || window == 0 {
+        bail!("--beings and --window must be at least 1");
+    }
+    let mut beings = Vec::new();
+    for index in 0..count {
+        let name = format!("stress-{index}");
+        let being = match land.resolve(&name) {
+            Ok(being) => being,
+            Err(seed::land::LandError::UnknownName { .. }) => {
+                let spec = BeingSpec {
+                    name: name.clone(),
+                    parent: Some(land.operator()),
+                    cognition: seed::fact::body::Cognition::Scripted,
+                    role_flow: Vec::new(),
+                    default_role: "stress".into(),
+                    home_space: "/".into(),
+                };
+                let sealed = land.create_being(spec)?;
+                report_ack(&sealed)?;
+                sealed.being
+            }
+            Err(other) => return Err(other.into()),
+        };
+        beings.push(being);
+    }
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = beings
+            .iter()
+            .map(|being| scope.spawn(move || stress_one(land, being, facts, window)))
+            .collect();
+        for worker in workers {
+            worker.join().map_err(|_| anyhow::anyhow!("a stress thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stress_one(land: &Land, being: &seed::fact::BeingId, facts: Option<u64>, window: usize) -> Result<()> {
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut sent = 0u64;
+    loop {
+        let more = facts.map_or(true, |limit| sent < limit);
+        if more && in_flight.len() < window {
+            let body = seed::canonical::to_canonical_bytes(&NoteBody { text: format!("stress {sent}") })?;
+            in_flight.push_back(land.submit(being, KIND_NOTE, body)?);
+            sent += 1;
+            continue;
+        }
+        match in_flight.pop_front() {
+            Some(pending) => report_ack(&pending.wait()?)?,
+            None => return Ok(()),
+        }
+    }
+}
+
+fn report_ack(sealed: &seed::land::Sealed) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ack {} {} {}", sealed.being.to_hex(), sealed.seq, sealed.id.to_hex())?;
+    out.flush()?;
+    Ok(())
+}

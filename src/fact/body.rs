@@ -1,0 +1,127 @@
+//! The typed bodies of the fact kinds the core knows. Field names are the map
+//! keys of the canonical CBOR body (documented in `docs/reel-format.md`).
+
+use super::{BeingId, Hash32, PublicKeyBytes};
+use serde::{Deserialize, Serialize};
+
+pub const KIND_GENESIS: &str = "genesis";
+pub const KIND_ROTATE_KEY: &str = "rotate-key";
+pub const KIND_END: &str = "end";
+pub const KIND_OPERATOR_TOKEN: &str = "operator-token";
+pub const KIND_NOTE: &str = "note";
+
+/// Every kind whose body schema this build knows; `seed verify` decodes each
+/// of them strictly. Kinds outside this list are accepted when their body is
+/// canonical CBOR (extensions add kinds of their own, `namespace:kind`).
+pub const KNOWN_KINDS: &[&str] = &[KIND_GENESIS, KIND_ROTATE_KEY, KIND_END, KIND_OPERATOR_TOKEN, KIND_NOTE];
+
+/// How a being decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cognition {
+    /// A Rhai script.
+    Scripted,
+    /// One language-model call per moment.
+    Llm,
+    /// A person at the portal.
+    Human,
+    /// Never has moments: the reality root.
+    None,
+}
+
+impl Cognition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cognition::Scripted => "scripted",
+            Cognition::Llm => "llm",
+            Cognition::Human => "human",
+            Cognition::None => "none",
+        }
+    }
+}
+
+/// Seq 0 of every reel. The being's id is the BLAKE3 of these bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenesisBody {
+    pub name: String,
+    /// The being that minted this one; none for the reality root and the operator.
+    pub parent: Option<BeingId>,
+    pub cognition: Cognition,
+    pub public_key: PublicKeyBytes,
+    /// The ordered roleFlow clauses, kept as canonical CBOR data.
+    pub role_flow: Vec<ciborium::value::Value>,
+    pub default_role: String,
+    /// Address of the being's home space.
+    pub home_space: String,
+    /// Random bytes so that two beings with the same row get different ids.
+    #[serde(with = "nonce_bytes")]
+    pub nonce: [u8; 16],
+}
+
+/// Replaces the signing key; signed by the key it replaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RotateKeyBody {
+    pub new_public_key: PublicKeyBytes,
+}
+
+/// The being is released for good; nothing may follow this fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndBody {
+    pub reason: String,
+}
+
+/// The hash of the operator's login token (the token itself is never stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorTokenBody {
+    pub token_hash: Hash32,
+}
+
+/// A free-text note: used by diagnostics (`seed stress`) and tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteBody {
+    pub text: String,
+}
+
+/// Decodes a body of a known kind to check its schema; `Ok` for unknown kinds.
+pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), String> {
+    use crate::canonical::from_canonical_bytes as decode;
+    let result = match kind {
+        KIND_GENESIS => decode::<GenesisBody>(body).map(|_| ()),
+        KIND_ROTATE_KEY => decode::<RotateKeyBody>(body).map(|_| ()),
+        KIND_END => decode::<EndBody>(body).map(|_| ()),
+        KIND_OPERATOR_TOKEN => decode::<OperatorTokenBody>(body).map(|_| ()),
+        KIND_NOTE => decode::<NoteBody>(body).map(|_| ()),
+        _ => Ok(()),
+    };
+    result.map_err(|error| error.to_string())
+}
+
+mod nonce_bytes {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(nonce: &[u8; 16], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(nonce)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<[u8; 16], D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = [u8; 16];
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a 16-byte byte string")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<[u8; 16], E> {
+                bytes.try_into().map_err(|_| E::invalid_length(bytes.len(), &self))
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<[u8; 16], E> {
+                self.visit_bytes(&bytes)
+            }
+        }
+        deserializer.deserialize_bytes(Visitor)
+    }
+}

@@ -1,0 +1,288 @@
+//! Facts: the signed, hash-linked records a reel is made of.
+//!
+//! The byte format is specified in `docs/reel-format.md`; this module is its
+//! only implementation. A [`Fact`] always holds the exact bytes it was decoded
+//! from (or encoded to): signatures and ids are computed over those bytes and
+//! never over a re-serialisation.
+
+pub mod body;
+mod ids;
+
+pub use ids::{blake3_of, BeingId, FactId, Hash32, PublicKeyBytes};
+
+use crate::canonical::{self, as_u64, uint, CanonicalError};
+use ciborium::value::Value;
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+
+/// Version of the fact format written in position 0 of every header.
+pub const FACT_FORMAT_VERSION: u64 = 1;
+/// Domain-separation tag in position 1: these bytes are a seed fact header and
+/// nothing else, so a signature over them can never be replayed as something else.
+pub const FACT_DOMAIN_TAG: &str = "seed/fact";
+/// Hard ceiling on a body, whatever the land's configured limit: no decoder
+/// allocates more than this for one fact.
+pub const FACT_BODY_BYTES_CEILING: usize = 1024 * 1024;
+/// Longest fact kind name.
+pub const FACT_KIND_CHARS_MAX: usize = 64;
+/// Number of fields in the fixed-position header array.
+const HEADER_FIELDS: usize = 9;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactError {
+    #[error("{part}: {source}")]
+    Cbor {
+        part: &'static str,
+        source: CanonicalError,
+    },
+    #[error("{part}: {reason}")]
+    Shape { part: &'static str, reason: String },
+    #[error("unsupported fact format version {version} (this build reads {FACT_FORMAT_VERSION})")]
+    Version { version: u64 },
+    #[error("wrong domain tag {found:?} (expected {FACT_DOMAIN_TAG:?})")]
+    DomainTag { found: String },
+    #[error("invalid fact kind {kind:?}: {reason}")]
+    Kind { kind: String, reason: String },
+    #[error("body is {len} bytes, over the limit of {max} bytes")]
+    BodyTooLarge { len: usize, max: usize },
+    #[error("header says the body is {declared} bytes but it is {actual}")]
+    BodyLength { declared: u64, actual: usize },
+    #[error("body hash does not match the header")]
+    BodyHash,
+    #[error("signature is {len} bytes, expected 64")]
+    SignatureLength { len: usize },
+}
+
+/// The fixed-position header every signature covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactHeader {
+    pub being: BeingId,
+    pub seq: u64,
+    pub prev: FactId,
+    pub stored_time_ms: u64,
+    pub kind: String,
+    pub body_len: u64,
+    pub body_hash: Hash32,
+}
+
+impl FactHeader {
+    pub fn encode(&self) -> Vec<u8> {
+        let value = Value::Array(vec![
+            uint(FACT_FORMAT_VERSION),
+            Value::Text(FACT_DOMAIN_TAG.to_string()),
+            Value::Bytes(self.being.0.to_vec()),
+            uint(self.seq),
+            Value::Bytes(self.prev.0.to_vec()),
+            uint(self.stored_time_ms),
+            Value::Text(self.kind.clone()),
+            uint(self.body_len),
+            Value::Bytes(self.body_hash.0.to_vec()),
+        ]);
+        // Only integers, texts and byte strings: always encodable.
+        canonical::encode_value(&value).expect("a header is always canonical-encodable")
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<FactHeader, FactError> {
+        let part = "header";
+        let value = canonical::decode_canonical(bytes).map_err(|source| FactError::Cbor { part, source })?;
+        let Value::Array(fields) = value else {
+            return Err(FactError::Shape { part, reason: "not an array".into() });
+        };
+        if fields.len() != HEADER_FIELDS {
+            return Err(FactError::Shape {
+                part,
+                reason: format!("{} fields, expected {HEADER_FIELDS}", fields.len()),
+            });
+        }
+        let version = field_u64(&fields, 0, "format version")?;
+        if version != FACT_FORMAT_VERSION {
+            return Err(FactError::Version { version });
+        }
+        let tag = field_text(&fields, 1, "domain tag")?;
+        if tag != FACT_DOMAIN_TAG {
+            return Err(FactError::DomainTag { found: tag });
+        }
+        let kind = field_text(&fields, 6, "kind")?;
+        validate_kind(&kind)?;
+        Ok(FactHeader {
+            being: BeingId(field_bytes32(&fields, 2, "being")?),
+            seq: field_u64(&fields, 3, "seq")?,
+            prev: FactId(field_bytes32(&fields, 4, "prev")?),
+            stored_time_ms: field_u64(&fields, 5, "stored time")?,
+            kind,
+            body_len: field_u64(&fields, 7, "body length")?,
+            body_hash: Hash32(field_bytes32(&fields, 8, "body hash")?),
+        })
+    }
+}
+
+fn field_u64(fields: &[Value], index: usize, name: &str) -> Result<u64, FactError> {
+    as_u64(&fields[index]).ok_or_else(|| FactError::Shape {
+        part: "header",
+        reason: format!("field {index} ({name}) is not an unsigned integer"),
+    })
+}
+
+fn field_text(fields: &[Value], index: usize, name: &str) -> Result<String, FactError> {
+    match &fields[index] {
+        Value::Text(text) => Ok(text.clone()),
+        _ => Err(FactError::Shape {
+            part: "header",
+            reason: format!("field {index} ({name}) is not a text string"),
+        }),
+    }
+}
+
+fn field_bytes32(fields: &[Value], index: usize, name: &str) -> Result<[u8; 32], FactError> {
+    match &fields[index] {
+        Value::Bytes(bytes) if bytes.len() == 32 => {
+            let mut out = [0u8; 32];
+            out.copy_from_slice(bytes);
+            Ok(out)
+        }
+        _ => Err(FactError::Shape {
+            part: "header",
+            reason: format!("field {index} ({name}) is not a 32-byte byte string"),
+        }),
+    }
+}
+
+/// Kinds are kebab-case words with an optional `namespace:` prefix, so that
+/// extensions can add kinds without colliding with the core's.
+pub fn validate_kind(kind: &str) -> Result<(), FactError> {
+    let fail = |reason: &str| FactError::Kind { kind: kind.to_string(), reason: reason.to_string() };
+    if kind.is_empty() || kind.len() > FACT_KIND_CHARS_MAX {
+        return Err(fail("must be 1 to 64 characters"));
+    }
+    let mut parts = kind.split(':');
+    let words: Vec<&str> = parts.by_ref().collect();
+    if words.len() > 2 {
+        return Err(fail("at most one ':' namespace separator"));
+    }
+    for word in words {
+        let mut chars = word.chars();
+        match chars.next() {
+            Some(first) if first.is_ascii_lowercase() => {}
+            _ => return Err(fail("each part must start with a lowercase letter")),
+        }
+        if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+            return Err(fail("only lowercase letters, digits and '-' are allowed"));
+        }
+    }
+    Ok(())
+}
+
+/// One fact: header, body and signature, with the exact bytes of each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    pub header: FactHeader,
+    header_bytes: Vec<u8>,
+    body: Vec<u8>,
+    signature: [u8; 64],
+    id: FactId,
+}
+
+impl Fact {
+    /// Builds and signs a new fact. `body` must already be canonical CBOR.
+    pub fn seal(
+        being: BeingId,
+        seq: u64,
+        prev: FactId,
+        stored_time_ms: u64,
+        kind: &str,
+        body: Vec<u8>,
+        key: &SigningKey,
+    ) -> Result<Fact, FactError> {
+        validate_kind(kind)?;
+        if body.len() > FACT_BODY_BYTES_CEILING {
+            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
+        }
+        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let header = FactHeader {
+            being,
+            seq,
+            prev,
+            stored_time_ms,
+            kind: kind.to_string(),
+            body_len: body.len() as u64,
+            body_hash: blake3_of(&body),
+        };
+        let header_bytes = header.encode();
+        let signature = key.sign(&header_bytes).to_bytes();
+        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
+        Ok(Fact { header, header_bytes, body, signature, id })
+    }
+
+    /// Decodes a stored envelope: `[header bytes, body bytes, signature]`.
+    /// Checks canonical encoding of all three layers and that the body matches
+    /// the header. The signature is checked separately, against the key the
+    /// chain says was current (see `check`).
+    pub fn decode_envelope(bytes: &[u8]) -> Result<Fact, FactError> {
+        let part = "envelope";
+        let value = canonical::decode_canonical(bytes).map_err(|source| FactError::Cbor { part, source })?;
+        let Value::Array(mut items) = value else {
+            return Err(FactError::Shape { part, reason: "not an array".into() });
+        };
+        if items.len() != 3 {
+            return Err(FactError::Shape { part, reason: format!("{} items, expected 3", items.len()) });
+        }
+        let take_bytes = |value: Value, what: &str| match value {
+            Value::Bytes(bytes) => Ok(bytes),
+            _ => Err(FactError::Shape { part, reason: format!("{what} is not a byte string") }),
+        };
+        let signature_bytes = take_bytes(items.pop().expect("three items"), "signature")?;
+        let body = take_bytes(items.pop().expect("three items"), "body")?;
+        let header_bytes = take_bytes(items.pop().expect("three items"), "header")?;
+        let header = FactHeader::decode(&header_bytes)?;
+        if body.len() > FACT_BODY_BYTES_CEILING {
+            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
+        }
+        if header.body_len != body.len() as u64 {
+            return Err(FactError::BodyLength { declared: header.body_len, actual: body.len() });
+        }
+        if blake3_of(&body) != header.body_hash {
+            return Err(FactError::BodyHash);
+        }
+        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let signature: [u8; 64] = signature_bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| FactError::SignatureLength { len: signature_bytes.len() })?;
+        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
+        Ok(Fact { header, header_bytes, body, signature, id })
+    }
+
+    pub fn encode_envelope(&self) -> Vec<u8> {
+        let value = Value::Array(vec![
+            Value::Bytes(self.header_bytes.clone()),
+            Value::Bytes(self.body.clone()),
+            Value::Bytes(self.signature.to_vec()),
+        ]);
+        canonical::encode_value(&value).expect("byte strings are always canonical-encodable")
+    }
+
+    pub fn id(&self) -> FactId {
+        self.id
+    }
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.header_bytes
+    }
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+    pub fn signature(&self) -> &[u8; 64] {
+        &self.signature
+    }
+    pub fn kind(&self) -> &str {
+        &self.header.kind
+    }
+
+    /// Strict Ed25519 verification of the signature over the header bytes.
+    pub fn verify_signature(&self, key: &VerifyingKey) -> bool {
+        key.verify_strict(&self.header_bytes, &Signature::from_bytes(&self.signature)).is_ok()
+    }
+
+    /// Decodes the body as a typed record.
+    pub fn body_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, FactError> {
+        canonical::from_canonical_bytes(&self.body).map_err(|source| FactError::Cbor { part: "body", source })
+    }
+}

@@ -1,0 +1,439 @@
+//! A land: one installation's store, key ring, clock and limits, and the one
+//! path by which facts are made (`submit` / `seal`).
+//!
+//! Folder layout of a land:
+//!
+//! ```text
+//! land/
+//!   land.toml   what this folder is (format, root and operator ids); written last at plant
+//!   store/      the sled store (reels, land log, indexes)
+//!   keys/       the key ring (0700; one 0600 file per hosted being)
+//! ```
+
+mod plant;
+
+pub use plant::{PlantReport, PlantedBeing};
+
+use crate::clock::{Clock, WallClock};
+use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::{BeingId, Fact, FactError, FactId};
+use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
+use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
+use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
+use crate::canonical;
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub const LAND_META_FILE: &str = "land.toml";
+pub const LAND_FORMAT_VERSION: u64 = 1;
+const STORE_DIR: &str = "store";
+const KEYS_DIR: &str = "keys";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandError {
+    #[error("no land at {dir}: run `seed plant --land {dir}` first")]
+    NoLand { dir: PathBuf },
+    #[error("{dir} is not a seed land (it has no {LAND_META_FILE})")]
+    NotALand { dir: PathBuf },
+    #[error("a land is already planted at {dir} (root {root}); nothing was changed")]
+    AlreadyPlanted { dir: PathBuf, root: BeingId },
+    #[error("{dir} exists and is not empty, but holds no planted land (an interrupted plant?); remove it or choose another folder")]
+    NotEmpty { dir: PathBuf },
+    #[error("{path} is unreadable: {reason}")]
+    Meta { path: PathBuf, reason: String },
+    #[error("the land at {dir} is in use by another process (its store is locked)")]
+    Locked { dir: PathBuf },
+    #[error("the store of the land at {dir} cannot be opened: {reason}")]
+    StoreOpen { dir: PathBuf, reason: String },
+    #[error("the store of the land at {dir} is missing the reality root's reel {root} (truncated or replaced store?)")]
+    StoreMissingFacts { dir: PathBuf, root: BeingId },
+    #[error("no being named @{name} in this land")]
+    UnknownName { name: String },
+    #[error("no being with id {being} in this land")]
+    UnknownBeing { being: BeingId },
+    #[error("several beings are named @{name}: {ids}")]
+    AmbiguousName { name: String, ids: String },
+    #[error("invalid being reference {given:?}: {reason}")]
+    BadReference { given: String, reason: String },
+    #[error("invalid being name {name:?}: {reason}")]
+    BadName { name: String, reason: String },
+    #[error("fact body is {len} bytes, over the land's limit of {max} bytes (fact_body_bytes_max)")]
+    BodyTooLarge { len: usize, max: usize },
+    #[error("being {being} has ended; it can seal nothing more")]
+    Ended { being: BeingId },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Fact(#[from] FactError),
+}
+
+/// The contents of `land.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandMeta {
+    pub format: u64,
+    pub root: String,
+    pub operator: String,
+}
+
+/// What a caller gets back once a fact is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sealed {
+    pub being: BeingId,
+    pub seq: u64,
+    pub id: FactId,
+    pub land_seq: u64,
+    pub stored_time_ms: u64,
+}
+
+/// What a new being starts with.
+#[derive(Debug, Clone)]
+pub struct BeingSpec {
+    pub name: String,
+    pub parent: Option<BeingId>,
+    pub cognition: Cognition,
+    pub role_flow: Vec<ciborium::value::Value>,
+    pub default_role: String,
+    pub home_space: String,
+}
+
+/// The writer state of one being: what its next fact links to. One per being,
+/// so different beings sign in parallel while one being's facts stay ordered.
+struct Writer {
+    key: SigningKey,
+    next_seq: u64,
+    prev: FactId,
+    last_time_ms: u64,
+    ended: bool,
+    /// Set when a submission failed: the next use reloads from the store.
+    stale: bool,
+}
+
+pub struct Land {
+    dir: PathBuf,
+    meta: LandMeta,
+    root: BeingId,
+    operator: BeingId,
+    store: Arc<SledStore>,
+    keys: KeyRing,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
+    writers: Mutex<HashMap<BeingId, Arc<Mutex<Writer>>>>,
+}
+
+/// A fact on its way to disk.
+pub struct PendingSeal {
+    ticket: AppendTicket,
+    being: BeingId,
+    seq: u64,
+    stored_time_ms: u64,
+    writer: Arc<Mutex<Writer>>,
+}
+
+impl PendingSeal {
+    pub fn wait(self) -> Result<Sealed, LandError> {
+        match self.ticket.wait() {
+            Ok(appended) => Ok(Sealed {
+                being: self.being,
+                seq: self.seq,
+                id: appended.id,
+                land_seq: appended.land_seq,
+                stored_time_ms: self.stored_time_ms,
+            }),
+            Err(error) => {
+                if let Ok(mut writer) = self.writer.lock() {
+                    writer.stale = true;
+                }
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// Being names: lowercase letters, digits and '-', starting with a letter or digit.
+pub fn validate_being_name(name: &str) -> Result<(), LandError> {
+    let fail = |reason: &str| LandError::BadName { name: name.to_string(), reason: reason.to_string() };
+    if name.is_empty() || name.chars().count() > BEING_NAME_CHARS_MAX {
+        return Err(fail("must be 1 to 63 characters"));
+    }
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        return Err(fail("only lowercase letters, digits and '-' are allowed"));
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Err(fail("must not start or end with '-'"));
+    }
+    Ok(())
+}
+
+fn read_meta(dir: &Path) -> Result<LandMeta, LandError> {
+    let path = dir.join(LAND_META_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| LandError::Io { path: path.clone(), source })?;
+    let meta: LandMeta = toml::from_str(&text).map_err(|error| LandError::Meta {
+        path: path.clone(),
+        reason: error.message().to_string(),
+    })?;
+    if meta.format != LAND_FORMAT_VERSION {
+        return Err(LandError::Meta {
+            path,
+            reason: format!("land format {} is not supported (this build reads {LAND_FORMAT_VERSION})", meta.format),
+        });
+    }
+    Ok(meta)
+}
+
+fn parse_meta_id(dir: &Path, text: &str, what: &str) -> Result<BeingId, LandError> {
+    BeingId::from_hex(text).ok_or_else(|| LandError::Meta {
+        path: dir.join(LAND_META_FILE),
+        reason: format!("{what} is not a 64-digit hex being id"),
+    })
+}
+
+impl Land {
+    /// Opens a planted land with the wall clock.
+    pub fn open(dir: &Path) -> Result<Land, LandError> {
+        Land::open_with(dir, Arc::new(WallClock::default()), Limits::default())
+    }
+
+    pub fn open_with(dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> Result<Land, LandError> {
+        if !dir.is_dir() {
+            return Err(LandError::NoLand { dir: dir.to_path_buf() });
+        }
+        if !dir.join(LAND_META_FILE).is_file() {
+            return Err(LandError::NotALand { dir: dir.to_path_buf() });
+        }
+        let meta = read_meta(dir)?;
+        let root = parse_meta_id(dir, &meta.root, "root")?;
+        let operator = parse_meta_id(dir, &meta.operator, "operator")?;
+        let store_dir = dir.join(STORE_DIR);
+        if !store_dir.is_dir() {
+            return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
+        }
+        let store = open_store(dir, &limits)?;
+        if store.head(&root)?.is_none() {
+            return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
+        }
+        let keys = KeyRing::open(&dir.join(KEYS_DIR))?;
+        Ok(Land {
+            dir: dir.to_path_buf(),
+            meta,
+            root,
+            operator,
+            store: Arc::new(store),
+            keys,
+            clock,
+            limits,
+            writers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn meta(&self) -> &LandMeta {
+        &self.meta
+    }
+    pub fn root(&self) -> BeingId {
+        self.root
+    }
+    pub fn operator(&self) -> BeingId {
+        self.operator
+    }
+    pub fn store(&self) -> &SledStore {
+        &self.store
+    }
+    pub fn keys(&self) -> &KeyRing {
+        &self.keys
+    }
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    /// Resolves `@name`, a bare name, or a 64-digit hex id to a being.
+    pub fn resolve(&self, reference: &str) -> Result<BeingId, LandError> {
+        if reference.len() == 64 {
+            if let Some(being) = BeingId::from_hex(reference) {
+                return match self.store.head(&being)? {
+                    Some(_) => Ok(being),
+                    None => Err(LandError::UnknownBeing { being }),
+                };
+            }
+        }
+        let name = reference.strip_prefix('@').unwrap_or(reference);
+        validate_being_name(name).map_err(|error| LandError::BadReference {
+            given: reference.to_string(),
+            reason: match error {
+                LandError::BadName { reason, .. } => format!("not @name or a being id ({reason})"),
+                other => other.to_string(),
+            },
+        })?;
+        let found = self.store.beings_named(name)?;
+        match found.as_slice() {
+            [] => Err(LandError::UnknownName { name: name.to_string() }),
+            [one] => Ok(*one),
+            many => Err(LandError::AmbiguousName {
+                name: name.to_string(),
+                ids: many.iter().map(|being| being.short()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// The genesis body of a being.
+    pub fn genesis(&self, being: &BeingId) -> Result<GenesisBody, LandError> {
+        let facts = self.store.reel(being, 0, 1)?;
+        let first = facts.first().ok_or(LandError::UnknownBeing { being: *being })?;
+        Ok(first.fact.body_as()?)
+    }
+
+    /// Mints a being: a fresh key (stored first, so a crash leaves at worst an
+    /// unused key file) and its genesis fact.
+    pub fn create_being(&self, spec: BeingSpec) -> Result<Sealed, LandError> {
+        validate_being_name(&spec.name)?;
+        let key = KeyRing::generate()?;
+        let mut nonce = [0u8; 16];
+        random_bytes(&mut nonce)?;
+        let genesis = GenesisBody {
+            name: spec.name,
+            parent: spec.parent,
+            cognition: spec.cognition,
+            public_key: public_key_bytes(&key),
+            role_flow: spec.role_flow,
+            default_role: spec.default_role,
+            home_space: spec.home_space,
+            nonce,
+        };
+        let body = canonical::to_canonical_bytes(&genesis).map_err(|source| FactError::Cbor { part: "body", source })?;
+        self.check_body_size(&body)?;
+        let being = BeingId(*blake3::hash(&body).as_bytes());
+        self.keys.store(&being, &key)?;
+        let fact = Fact::seal(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body, &key)?;
+        let stored_time_ms = fact.header.stored_time_ms;
+        let appended = self.store.append(fact)?;
+        Ok(Sealed { being, seq: 0, id: appended.id, land_seq: appended.land_seq, stored_time_ms })
+    }
+
+    fn check_body_size(&self, body: &[u8]) -> Result<(), LandError> {
+        if body.len() > self.limits.fact_body_bytes_max {
+            return Err(LandError::BodyTooLarge { len: body.len(), max: self.limits.fact_body_bytes_max });
+        }
+        Ok(())
+    }
+
+    fn writer(&self, being: &BeingId) -> Result<Arc<Mutex<Writer>>, LandError> {
+        let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(writer) = writers.get(being) {
+            return Ok(writer.clone());
+        }
+        let writer = Arc::new(Mutex::new(self.load_writer(being)?));
+        writers.insert(*being, writer.clone());
+        Ok(writer)
+    }
+
+    fn load_writer(&self, being: &BeingId) -> Result<Writer, LandError> {
+        let head = self.store.head(being)?.ok_or(LandError::UnknownBeing { being: *being })?;
+        let key = self.current_key(being, &head.public_key)?;
+        Ok(Writer {
+            key,
+            next_seq: head.seq + 1,
+            prev: head.id,
+            last_time_ms: head.stored_time_ms,
+            ended: head.ended,
+            stale: false,
+        })
+    }
+
+    /// The signing key matching the reel's current public key, finishing an
+    /// interrupted rotation if the staged key is the one the reel now expects.
+    fn current_key(&self, being: &BeingId, expected: &crate::fact::PublicKeyBytes) -> Result<SigningKey, LandError> {
+        if let Some(staged) = self.keys.staged_next(being)? {
+            if public_key_bytes(&staged) == *expected {
+                self.keys.promote_next(being)?;
+                return Ok(staged);
+            }
+            self.keys.discard_next(being)?;
+        }
+        let key = self.keys.load(being)?;
+        if public_key_bytes(&key) != *expected {
+            return Err(KeyError::Corrupt {
+                path: self.keys.dir().join(format!("{}.key", being.to_hex())),
+                reason: "it does not match the key the reel expects".into(),
+            }
+            .into());
+        }
+        Ok(key)
+    }
+
+    /// Signs the next fact of `being` and queues it; returns before it is durable.
+    pub fn submit(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<PendingSeal, LandError> {
+        self.check_body_size(&body)?;
+        let writer_cell = self.writer(being)?;
+        let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if writer.stale {
+            *writer = self.load_writer(being)?;
+        }
+        if writer.ended {
+            return Err(LandError::Ended { being: *being });
+        }
+        let stored_time_ms = self.clock.now_ms().max(writer.last_time_ms);
+        let fact = Fact::seal(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body, &writer.key)?;
+        let seq = writer.next_seq;
+        writer.next_seq += 1;
+        writer.prev = fact.id();
+        writer.last_time_ms = stored_time_ms;
+        writer.ended = kind == crate::fact::body::KIND_END;
+        let ticket = self.store.submit(fact);
+        drop(writer);
+        Ok(PendingSeal { ticket, being: *being, seq, stored_time_ms, writer: writer_cell })
+    }
+
+    /// Seals the next fact of `being` and waits until it is durable.
+    pub fn seal(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<Sealed, LandError> {
+        self.submit(being, kind, body)?.wait()
+    }
+
+    /// Seals a typed body.
+    pub fn seal_body<T: Serialize>(&self, being: &BeingId, kind: &str, body: &T) -> Result<Sealed, LandError> {
+        let bytes = canonical::to_canonical_bytes(body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        self.seal(being, kind, bytes)
+    }
+
+    /// Replaces a being's signing key: the new key is staged, the rotate-key
+    /// fact is signed by the old key and sealed, then the new key is promoted.
+    pub fn rotate_key(&self, being: &BeingId) -> Result<Sealed, LandError> {
+        let writer_cell = self.writer(being)?;
+        let new_key = KeyRing::generate()?;
+        self.keys.stage_next(being, &new_key)?;
+        let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
+        let sealed = match self.seal_body(being, KIND_ROTATE_KEY, &body) {
+            Ok(sealed) => sealed,
+            Err(error) => {
+                self.keys.discard_next(being)?;
+                return Err(error);
+            }
+        };
+        self.keys.promote_next(being)?;
+        let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        writer.key = new_key;
+        Ok(sealed)
+    }
+
+    /// Flushes and stops the committer.
+    pub fn close(&self) -> Result<(), LandError> {
+        Ok(self.store.close()?)
+    }
+}
+
+fn open_store(dir: &Path, limits: &Limits) -> Result<SledStore, LandError> {
+    SledStore::open(&dir.join(STORE_DIR), limits).map_err(|error| match error {
+        SledOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
+        other => LandError::StoreOpen { dir: dir.to_path_buf(), reason: other.to_string() },
+    })
+}

@@ -1,0 +1,127 @@
+//! Planting: creating a land with its first beings.
+
+use super::{open_store, BeingSpec, Land, LandError, LandMeta, Writer, LAND_FORMAT_VERSION, LAND_META_FILE};
+use super::{KEYS_DIR, STORE_DIR};
+use crate::clock::Clock;
+use crate::fact::body::{Cognition, OperatorTokenBody, KIND_OPERATOR_TOKEN};
+use crate::fact::{blake3_of, BeingId};
+use crate::keys::{random_bytes, KeyRing};
+use crate::limits::Limits;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Address of the reality root's space.
+pub const ROOT_SPACE: &str = "/";
+/// Prefix of operator tokens, so a leaked one is recognisable.
+const OPERATOR_TOKEN_PREFIX: &str = "seed-op-";
+
+#[derive(Debug, Clone)]
+pub struct PlantedBeing {
+    pub name: String,
+    pub id: BeingId,
+    pub cognition: Cognition,
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlantReport {
+    pub dir: std::path::PathBuf,
+    pub beings: Vec<PlantedBeing>,
+    /// Shown once; only its BLAKE3 hash is stored (on the operator's reel).
+    pub operator_token: String,
+}
+
+/// Writes `land.toml` atomically: the marker that the plant finished.
+fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
+    let path = dir.join(LAND_META_FILE);
+    let temporary = dir.join(format!("{LAND_META_FILE}.tmp"));
+    let io = |source| LandError::Io { path: path.clone(), source };
+    let text = toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
+    let mut file = std::fs::File::create(&temporary).map_err(io)?;
+    file.write_all(b"# A seed land. Written once by `seed plant`; do not edit.\n").map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&temporary, &path).map_err(io)?;
+    std::fs::File::open(dir).and_then(|handle| handle.sync_all()).map_err(io)
+}
+
+impl Land {
+    /// Plants a new land in `dir`: the reality root, the operator, `@birther`
+    /// and `@role-manager`, and the operator's token hash. Refuses a folder
+    /// that already holds a land or anything else.
+    pub fn plant(dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> Result<(Land, PlantReport), LandError> {
+        if dir.join(LAND_META_FILE).exists() {
+            let root = super::read_meta(dir)
+                .ok()
+                .and_then(|meta| BeingId::from_hex(&meta.root))
+                .unwrap_or(BeingId::ZERO);
+            return Err(LandError::AlreadyPlanted { dir: dir.to_path_buf(), root });
+        }
+        if dir.exists() {
+            let mut entries = std::fs::read_dir(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
+            if entries.next().is_some() {
+                return Err(LandError::NotEmpty { dir: dir.to_path_buf() });
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
+        let store = open_store(dir, &limits)?;
+        let keys = KeyRing::open(&dir.join(KEYS_DIR))?;
+        debug_assert!(dir.join(STORE_DIR).is_dir());
+        // The land is usable before its meta file exists; the meta is written last.
+        let mut land = Land {
+            dir: dir.to_path_buf(),
+            meta: LandMeta { format: LAND_FORMAT_VERSION, root: String::new(), operator: String::new() },
+            root: BeingId::ZERO,
+            operator: BeingId::ZERO,
+            store: Arc::new(store),
+            keys,
+            clock,
+            limits,
+            writers: Mutex::new(HashMap::<BeingId, Arc<Mutex<Writer>>>::new()),
+        };
+        let spec = |name: &str, parent: Option<BeingId>, cognition: Cognition| BeingSpec {
+            name: name.to_string(),
+            parent,
+            cognition,
+            role_flow: Vec::new(),
+            default_role: name.to_string(),
+            home_space: ROOT_SPACE.to_string(),
+        };
+        let root = land.create_being(spec("reality", None, Cognition::None))?.being;
+        let operator = land.create_being(spec("operator", None, Cognition::Human))?.being;
+        let birther = land.create_being(spec("birther", Some(root), Cognition::Scripted))?.being;
+        let role_manager = land.create_being(spec("role-manager", Some(root), Cognition::Scripted))?.being;
+
+        let mut secret = [0u8; 32];
+        random_bytes(&mut secret)?;
+        let operator_token = format!("{OPERATOR_TOKEN_PREFIX}{}", hex::encode(secret));
+        let token_body = OperatorTokenBody { token_hash: blake3_of(operator_token.as_bytes()) };
+        land.seal_body(&operator, KIND_OPERATOR_TOKEN, &token_body)?;
+
+        land.root = root;
+        land.operator = operator;
+        land.meta.root = root.to_hex();
+        land.meta.operator = operator.to_hex();
+        write_meta(dir, &land.meta)?;
+
+        let named = |name: &str, id: BeingId, cognition: Cognition, parent: Option<&str>| PlantedBeing {
+            name: name.to_string(),
+            id,
+            cognition,
+            parent: parent.map(str::to_string),
+        };
+        let report = PlantReport {
+            dir: dir.to_path_buf(),
+            beings: vec![
+                named("reality", root, Cognition::None, None),
+                named("operator", operator, Cognition::Human, None),
+                named("birther", birther, Cognition::Scripted, Some("reality")),
+                named("role-manager", role_manager, Cognition::Scripted, Some("reality")),
+            ],
+            operator_token,
+        };
+        Ok((land, report))
+    }
+}

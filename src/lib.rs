@@ -1,0 +1,14 @@
+//! seed: a being substrate. A land hosts beings; each being is a row plus an
+//! append-only reel of signed, hash-chained facts. See `docs/ARCHITECTURE.md`
+//! for the map of this crate.
+
+pub mod bundle;
+pub mod canonical;
+pub mod check;
+pub mod clock;
+pub mod fact;
+pub mod keys;
+pub mod land;
+pub mod limits;
+pub mod store;
+pub mod view;

@@ -1,0 +1,179 @@
+//! The store: where reels live. Callers see only the [`Store`] trait so that a
+//! PostgreSQL backend can replace sled without touching them.
+//!
+//! The store enforces the chain rules on every append (compare-and-swap on
+//! the being's head, gap-free seq, prev link, non-decreasing stored time, one
+//! genesis per being, unique names, nothing after `end`) and keeps fork proofs.
+//! It does not check signatures: facts are signed by the land that seals them
+//! and `check` verifies them; imports verify before they append.
+
+mod sled_store;
+
+pub use sled_store::{SledOpenError, SledStore};
+
+use crate::fact::{BeingId, Fact, FactId, Hash32, PublicKeyBytes};
+use std::sync::mpsc::Receiver;
+
+/// The tip of one reel, with what the chain says about it so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub seq: u64,
+    pub id: FactId,
+    pub stored_time_ms: u64,
+    /// The key that must sign the next fact (genesis key, or the latest rotation's).
+    pub public_key: PublicKeyBytes,
+    /// An `end` fact was sealed: the reel is closed.
+    pub ended: bool,
+}
+
+/// What an acknowledged append returns: the fact is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub id: FactId,
+    pub land_seq: u64,
+    /// The very same fact was already stored; nothing was written.
+    pub duplicate: bool,
+}
+
+/// One stored fact record exactly as kept, not yet decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    pub being: BeingId,
+    pub seq: u64,
+    /// Position in the land's order; `None` if the record is too short to hold one.
+    pub land_seq: Option<u64>,
+    pub envelope: Vec<u8>,
+}
+
+/// A decoded stored fact with its place in the land order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFact {
+    pub land_seq: u64,
+    pub fact: Fact,
+}
+
+/// Two different facts claiming the same place on one reel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkProof {
+    pub being: BeingId,
+    pub seq: u64,
+    /// The fact the reel holds at that seq.
+    pub kept: FactId,
+    /// The competing fact, kept as evidence.
+    pub rival: FactId,
+    pub rival_envelope: Vec<u8>,
+}
+
+/// One entry of the land log: the land sequence and the fact it points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LandEntry {
+    pub land_seq: u64,
+    pub being: BeingId,
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReindexReport {
+    pub facts: u64,
+    pub beings: u64,
+    pub fork_proofs: u64,
+    /// Records that could not be decoded and were left out of the indexes.
+    pub unreadable_records: Vec<(BeingId, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("store I/O failed: {reason}")]
+    Io { reason: String },
+    #[error("the store is closed")]
+    Closed,
+    #[error("being {being}: expected seq {expected}, got {got} (a gap)")]
+    Gap { being: BeingId, expected: u64, got: u64 },
+    #[error("being {being} seq {seq}: prev does not match the head (someone else extended this reel)")]
+    PrevMismatch { being: BeingId, seq: u64 },
+    #[error("being {being} seq {seq}: fork — fact {rival} competes with stored fact {kept}; both kept as a fork proof")]
+    Fork { being: BeingId, seq: u64, kept: FactId, rival: FactId },
+    #[error("being {being} has a recorded fork; its reel will not be extended until the fork is resolved")]
+    BeingForked { being: BeingId },
+    #[error("being {being}: the first fact of a reel must be a genesis at seq 0 with a zero prev")]
+    NotGenesis { being: BeingId },
+    #[error("being {being}: its id is not the BLAKE3 of its genesis body")]
+    GenesisIdMismatch { being: BeingId },
+    #[error("being {being}: genesis body unreadable: {reason}")]
+    GenesisBody { being: BeingId, reason: String },
+    #[error("being {being} seq {seq}: stored time {stored_ms} is before the previous fact's {previous_ms}")]
+    TimeWentBackwards { being: BeingId, seq: u64, previous_ms: u64, stored_ms: u64 },
+    #[error("the name {name:?} is taken by being {holder}")]
+    NameTaken { name: String, holder: BeingId },
+    #[error("being {being} has ended; nothing may follow its end fact")]
+    Ended { being: BeingId },
+    #[error("stored record for being {being} seq {seq} is unreadable: {reason}")]
+    Corrupt { being: BeingId, seq: u64, reason: String },
+}
+
+/// An append on its way to disk. `wait` returns once the group it rode in has
+/// been flushed (acknowledged means durable) or it was refused.
+pub struct AppendTicket {
+    pending: Result<Receiver<Result<Appended, StoreError>>, StoreError>,
+}
+
+impl AppendTicket {
+    pub(crate) fn waiting(receiver: Receiver<Result<Appended, StoreError>>) -> AppendTicket {
+        AppendTicket { pending: Ok(receiver) }
+    }
+
+    pub(crate) fn failed(error: StoreError) -> AppendTicket {
+        AppendTicket { pending: Err(error) }
+    }
+
+    pub fn wait(self) -> Result<Appended, StoreError> {
+        match self.pending {
+            Ok(receiver) => receiver.recv().unwrap_or(Err(StoreError::Closed)),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+pub trait Store: Send + Sync {
+    /// Queues a fact for the next group commit.
+    fn submit(&self, fact: Fact) -> AppendTicket;
+
+    /// Appends and waits until the fact is durable.
+    fn append(&self, fact: Fact) -> Result<Appended, StoreError> {
+        self.submit(fact).wait()
+    }
+
+    fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError>;
+
+    /// Every being with a reel, in id order (from the head index).
+    fn beings(&self) -> Result<Vec<BeingId>, StoreError>;
+
+    /// Beings whose genesis carries this name (more than one only after an import clash).
+    fn beings_named(&self, name: &str) -> Result<Vec<BeingId>, StoreError>;
+
+    /// Decoded facts of one reel with `from_seq <= seq < to_seq`.
+    fn reel(&self, being: &BeingId, from_seq: u64, to_seq: u64) -> Result<Vec<StoredFact>, StoreError>;
+
+    /// Every stored record, grouped by being in id order and seq order within,
+    /// read from the primary records only (no index): what `check` verifies.
+    fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError>;
+
+    /// Number of facts in the land log.
+    fn land_len(&self) -> Result<u64, StoreError>;
+
+    /// Land log entries with `from <= land_seq < to`.
+    fn land_log(&self, from: u64, to: u64) -> Result<Vec<LandEntry>, StoreError>;
+
+    fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError>;
+
+    /// Drops every derived index and rebuilds it from the primary records.
+    fn reindex(&self) -> Result<ReindexReport, StoreError>;
+
+    /// Differences between the derived indexes and what a rebuild would write
+    /// (empty when they agree).
+    fn index_problems(&self) -> Result<Vec<String>, StoreError>;
+
+    /// BLAKE3 over every derived index entry in key order: equal digests mean
+    /// equal indexes (the reindex test compares them).
+    fn derived_index_digest(&self) -> Result<Hash32, StoreError>;
+}

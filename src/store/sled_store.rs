@@ -1,0 +1,732 @@
+//! The embedded store on sled, with group commit.
+//!
+//! Layout: one sled tree; every key starts with a one-byte prefix.
+//!
+//! | prefix | key                          | value                                   | kind     |
+//! |--------|------------------------------|-----------------------------------------|----------|
+//! | `f`    | being(32) seq(8, big-endian) | land seq(8) ‖ fact envelope bytes       | primary  |
+//! | `x`    | being(32) seq(8) rival id(32)| rival fact envelope bytes (fork proof)  | primary  |
+//! | `h`    | being(32)                    | head: seq(8) id(32) time(8) key(32) end(1) | derived |
+//! | `l`    | land seq(8)                  | being(32) seq(8)                        | derived  |
+//! | `n`    | name ‖ 0x00 ‖ being(32)      | empty                                   | derived  |
+//! | `z`    | being(32)                    | empty: the being has a fork proof       | derived  |
+//! | `m`    | `m:reindexing`               | present while a reindex is under way    | marker   |
+//!
+//! The land sequence of a fact is kept in its primary record (it is the
+//! land's order of arrival, which no reel can tell), so `l` is rebuilt from
+//! `f` exactly. All writes go through one committer thread: it drains the
+//! queue, checks each append against the heads, writes the whole group as one
+//! atomic sled batch, flushes once and only then acknowledges the group.
+
+use super::{
+    AppendTicket, Appended, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
+};
+use crate::fact::body::{GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
+use crate::limits::Limits;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+const PREFIX_FACT: u8 = b'f';
+const PREFIX_FORK: u8 = b'x';
+const PREFIX_HEAD: u8 = b'h';
+const PREFIX_LAND: u8 = b'l';
+const PREFIX_NAME: u8 = b'n';
+const PREFIX_FORKED: u8 = b'z';
+const DERIVED_PREFIXES: [u8; 4] = [PREFIX_HEAD, PREFIX_LAND, PREFIX_NAME, PREFIX_FORKED];
+const REINDEXING_MARKER: &[u8] = b"m:reindexing";
+const HEAD_VALUE_BYTES: usize = 8 + 32 + 8 + 32 + 1;
+/// Most index discrepancies `index_problems` lists before it stops counting.
+const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
+
+type Reply = SyncSender<Result<Appended, StoreError>>;
+
+enum Request {
+    Append { fact: Box<Fact>, reply: Reply },
+    Reindex { reply: SyncSender<Result<ReindexReport, StoreError>> },
+}
+
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    sender: Mutex<Option<SyncSender<Request>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SledOpenError {
+    #[error("the store is locked by another process (is another `seed` running on this land?)")]
+    Locked,
+    #[error("the store is corrupt: {reason}")]
+    Corrupt { reason: String },
+    #[error("cannot open the store: {reason}")]
+    Other { reason: String },
+}
+
+fn io_error(error: sled::Error) -> StoreError {
+    StoreError::Io { reason: error.to_string() }
+}
+
+impl SledStore {
+    pub fn open(path: &Path, limits: &Limits) -> Result<SledStore, SledOpenError> {
+        let db = sled::Config::new().path(path).open().map_err(|error| match error {
+            sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
+            sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
+            sled::Error::Corruption { .. } => SledOpenError::Corrupt { reason: error.to_string() },
+            other => SledOpenError::Other { reason: other.to_string() },
+        })?;
+        let tree: sled::Tree = (*db).clone();
+        let store_error = |error: StoreError| SledOpenError::Other { reason: error.to_string() };
+        if tree.contains_key(REINDEXING_MARKER).map_err(|error| SledOpenError::Other { reason: error.to_string() })? {
+            // A reindex was interrupted: the derived indexes may be half-built.
+            let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+            committer.reindex().map_err(store_error)?;
+        }
+        let committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+        let (sender, receiver) = sync_channel(limits.append_queue_facts_max);
+        let group_max = limits.group_commit_facts_max.max(1);
+        let handle = std::thread::Builder::new()
+            .name("seed-committer".into())
+            .spawn(move || committer.run(receiver, group_max))
+            .map_err(|error| SledOpenError::Other { reason: error.to_string() })?;
+        Ok(SledStore { db, tree, sender: Mutex::new(Some(sender)), committer: Mutex::new(Some(handle)) })
+    }
+
+    /// The raw sled tree, for repair tools and the tamper tests. Writing to it
+    /// bypasses every chain rule.
+    pub fn raw_tree(&self) -> &sled::Tree {
+        &self.tree
+    }
+
+    fn send(&self, request: Request) -> Result<(), StoreError> {
+        let guard = self.sender.lock().map_err(|_| StoreError::Closed)?;
+        match guard.as_ref() {
+            Some(sender) => sender.send(request).map_err(|_| StoreError::Closed),
+            None => Err(StoreError::Closed),
+        }
+    }
+
+    /// Stops the committer after it has written everything queued, and flushes.
+    pub fn close(&self) -> Result<(), StoreError> {
+        if let Ok(mut sender) = self.sender.lock() {
+            sender.take();
+        }
+        if let Ok(mut handle) = self.committer.lock() {
+            if let Some(handle) = handle.take() {
+                let _ = handle.join();
+            }
+        }
+        self.db.flush().map(|_| ()).map_err(io_error)
+    }
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn fact_key(being: &BeingId, seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(41);
+    key.push(PREFIX_FACT);
+    key.extend_from_slice(being.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn being_key(prefix: u8, being: &BeingId) -> Vec<u8> {
+    let mut key = Vec::with_capacity(33);
+    key.push(prefix);
+    key.extend_from_slice(being.as_bytes());
+    key
+}
+
+fn land_key(land_seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(9);
+    key.push(PREFIX_LAND);
+    key.extend_from_slice(&land_seq.to_be_bytes());
+    key
+}
+
+fn name_key(name: &str, being: &BeingId) -> Vec<u8> {
+    let mut key = name_prefix(name);
+    key.extend_from_slice(being.as_bytes());
+    key
+}
+
+fn name_prefix(name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(name.len() + 34);
+    key.push(PREFIX_NAME);
+    key.extend_from_slice(name.as_bytes());
+    key.push(0);
+    key
+}
+
+fn fork_key(being: &BeingId, seq: u64, rival: &FactId) -> Vec<u8> {
+    let mut key = Vec::with_capacity(73);
+    key.push(PREFIX_FORK);
+    key.extend_from_slice(being.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    key.extend_from_slice(rival.as_bytes());
+    key
+}
+
+fn encode_head(head: &Head) -> Vec<u8> {
+    let mut value = Vec::with_capacity(HEAD_VALUE_BYTES);
+    value.extend_from_slice(&head.seq.to_be_bytes());
+    value.extend_from_slice(head.id.as_bytes());
+    value.extend_from_slice(&head.stored_time_ms.to_be_bytes());
+    value.extend_from_slice(head.public_key.as_bytes());
+    value.push(u8::from(head.ended));
+    value
+}
+
+fn decode_head(value: &[u8]) -> Option<Head> {
+    if value.len() != HEAD_VALUE_BYTES {
+        return None;
+    }
+    Some(Head {
+        seq: u64::from_be_bytes(value[0..8].try_into().ok()?),
+        id: FactId::from_slice(&value[8..40])?,
+        stored_time_ms: u64::from_be_bytes(value[40..48].try_into().ok()?),
+        public_key: PublicKeyBytes::from_slice(&value[48..80])?,
+        ended: value[80] != 0,
+    })
+}
+
+fn encode_fact_record(land_seq: u64, envelope: &[u8]) -> Vec<u8> {
+    let mut value = Vec::with_capacity(8 + envelope.len());
+    value.extend_from_slice(&land_seq.to_be_bytes());
+    value.extend_from_slice(envelope);
+    value
+}
+
+fn split_fact_key(key: &[u8]) -> Option<(BeingId, u64)> {
+    if key.len() != 41 || key[0] != PREFIX_FACT {
+        return None;
+    }
+    Some((BeingId::from_slice(&key[1..33])?, u64::from_be_bytes(key[33..41].try_into().ok()?)))
+}
+
+fn raw_record(key: &[u8], value: &[u8]) -> Option<RawRecord> {
+    let (being, seq) = split_fact_key(key)?;
+    let (land_seq, envelope) = if value.len() >= 8 {
+        (Some(u64::from_be_bytes(value[0..8].try_into().ok()?)), value[8..].to_vec())
+    } else {
+        (None, value.to_vec())
+    };
+    Some(RawRecord { being, seq, land_seq, envelope })
+}
+
+/// Folds one fact into its reel's head: the only place the head rules live,
+/// shared by the committer (incrementally) and reindex (from scratch).
+fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, String> {
+    let public_key = match fact.kind() {
+        KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(|error| error.to_string())?.public_key,
+        KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(|error| error.to_string())?.new_public_key,
+        _ => match previous {
+            Some(head) => head.public_key,
+            None => return Err("the first fact is not a genesis".into()),
+        },
+    };
+    Ok(Head {
+        seq: fact.header.seq,
+        id: fact.id(),
+        stored_time_ms: fact.header.stored_time_ms,
+        public_key,
+        ended: fact.kind() == KIND_END,
+    })
+}
+
+/// The single writer. Everything it caches mirrors what it has written.
+struct Committer {
+    db: sled::Db,
+    tree: sled::Tree,
+    heads: HashMap<BeingId, Head>,
+    forked: HashSet<BeingId>,
+    next_land_seq: u64,
+}
+
+/// What one group has staged but not yet written.
+#[derive(Default)]
+struct Staged {
+    batch: sled::Batch,
+    heads: HashMap<BeingId, Head>,
+    facts: HashMap<(BeingId, u64), (FactId, u64)>,
+    names: HashMap<String, BeingId>,
+    forked: HashSet<BeingId>,
+    appended: u64,
+}
+
+impl Committer {
+    fn new(db: sled::Db, tree: sled::Tree) -> Result<Committer, StoreError> {
+        let next_land_seq = match tree.scan_prefix([PREFIX_LAND]).next_back() {
+            Some(entry) => {
+                let (key, _) = entry.map_err(io_error)?;
+                let bytes: [u8; 8] = key[1..].try_into().map_err(|_| StoreError::Io {
+                    reason: "land index key has the wrong length (run `seed reindex`)".into(),
+                })?;
+                u64::from_be_bytes(bytes) + 1
+            }
+            None => 0,
+        };
+        let mut forked = HashSet::new();
+        for entry in tree.scan_prefix([PREFIX_FORKED]) {
+            let (key, _) = entry.map_err(io_error)?;
+            if let Some(being) = BeingId::from_slice(&key[1..]) {
+                forked.insert(being);
+            }
+        }
+        Ok(Committer { db, tree, heads: HashMap::new(), forked, next_land_seq })
+    }
+
+    fn run(mut self, receiver: Receiver<Request>, group_max: usize) {
+        while let Ok(first) = receiver.recv() {
+            let mut group = Vec::new();
+            let mut pending = Some(first);
+            while let Some(request) = pending.take() {
+                match request {
+                    Request::Append { fact, reply } => group.push((fact, reply)),
+                    Request::Reindex { reply } => {
+                        // Everything queued before the reindex is written first.
+                        self.commit_group(std::mem::take(&mut group));
+                        let _ = reply.send(self.reindex());
+                    }
+                }
+                if group.len() < group_max {
+                    pending = receiver.try_recv().ok();
+                }
+            }
+            self.commit_group(group);
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<(Box<Fact>, Reply)>) {
+        if group.is_empty() {
+            return;
+        }
+        let mut staged = Staged::default();
+        let mut outcomes = Vec::with_capacity(group.len());
+        for (fact, reply) in group {
+            let outcome = self.stage(&fact, &mut staged);
+            outcomes.push((reply, outcome));
+        }
+        let write = self.tree.apply_batch(std::mem::take(&mut staged.batch)).and_then(|_| self.db.flush());
+        match write {
+            Ok(_) => {
+                self.heads.extend(staged.heads);
+                self.forked.extend(staged.forked);
+                self.next_land_seq += staged.appended;
+            }
+            Err(error) => {
+                let failure = io_error(error);
+                for (_, outcome) in outcomes.iter_mut() {
+                    *outcome = Err(failure.clone());
+                }
+                // The batch may or may not be on disk: forget what we cached.
+                self.heads.clear();
+                if let Ok(fresh) = Committer::new(self.db.clone(), self.tree.clone()) {
+                    self.next_land_seq = fresh.next_land_seq;
+                    self.forked = fresh.forked;
+                }
+            }
+        }
+        for (reply, outcome) in outcomes {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    fn head(&mut self, being: &BeingId, staged: &Staged) -> Result<Option<Head>, StoreError> {
+        if let Some(head) = staged.heads.get(being) {
+            return Ok(Some(*head));
+        }
+        if let Some(head) = self.heads.get(being) {
+            return Ok(Some(*head));
+        }
+        match self.tree.get(being_key(PREFIX_HEAD, being)).map_err(io_error)? {
+            Some(value) => {
+                let head = decode_head(&value).ok_or_else(|| StoreError::Io {
+                    reason: format!("head index entry for {being} is malformed (run `seed reindex`)"),
+                })?;
+                self.heads.insert(*being, head);
+                Ok(Some(head))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn stored_at(&self, being: &BeingId, seq: u64, staged: &Staged) -> Result<Option<(FactId, u64)>, StoreError> {
+        if let Some(found) = staged.facts.get(&(*being, seq)) {
+            return Ok(Some(*found));
+        }
+        let Some(value) = self.tree.get(fact_key(being, seq)).map_err(io_error)? else {
+            return Ok(None);
+        };
+        let corrupt = |reason: String| StoreError::Corrupt { being: *being, seq, reason };
+        let record = raw_record(&fact_key(being, seq), &value).ok_or_else(|| corrupt("malformed record".into()))?;
+        let fact = Fact::decode_envelope(&record.envelope).map_err(|error| corrupt(error.to_string()))?;
+        Ok(Some((fact.id(), record.land_seq.unwrap_or(0))))
+    }
+
+    fn name_holder(&self, name: &str, staged: &Staged) -> Result<Option<BeingId>, StoreError> {
+        if let Some(holder) = staged.names.get(name) {
+            return Ok(Some(*holder));
+        }
+        match self.tree.scan_prefix(name_prefix(name)).next() {
+            Some(entry) => {
+                let (key, _) = entry.map_err(io_error)?;
+                Ok(BeingId::from_slice(&key[key.len() - 32..]))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Checks one append against the chain rules and stages its writes.
+    fn stage(&mut self, fact: &Fact, staged: &mut Staged) -> Result<Appended, StoreError> {
+        let header = &fact.header;
+        let being = header.being;
+        if self.forked.contains(&being) || staged.forked.contains(&being) {
+            return Err(StoreError::BeingForked { being });
+        }
+        let head = self.head(&being, staged)?;
+        match head {
+            None => {
+                if header.seq != 0 || fact.kind() != KIND_GENESIS || header.prev != FactId::ZERO {
+                    return Err(StoreError::NotGenesis { being });
+                }
+                if blake3_of(fact.body()) != Hash32(being.0) {
+                    return Err(StoreError::GenesisIdMismatch { being });
+                }
+            }
+            Some(head) => {
+                if header.seq <= head.seq {
+                    let (kept, land_seq) = self.stored_at(&being, header.seq, staged)?.ok_or_else(|| {
+                        StoreError::Corrupt { being, seq: header.seq, reason: "missing below the head".into() }
+                    })?;
+                    if kept == fact.id() {
+                        return Ok(Appended { id: kept, land_seq, duplicate: true });
+                    }
+                    staged.batch.insert(fork_key(&being, header.seq, &fact.id()), fact.encode_envelope());
+                    staged.batch.insert(being_key(PREFIX_FORKED, &being), Vec::<u8>::new());
+                    staged.forked.insert(being);
+                    return Err(StoreError::Fork { being, seq: header.seq, kept, rival: fact.id() });
+                }
+                if head.ended {
+                    return Err(StoreError::Ended { being });
+                }
+                if header.seq != head.seq + 1 {
+                    return Err(StoreError::Gap { being, expected: head.seq + 1, got: header.seq });
+                }
+                if header.prev != head.id {
+                    return Err(StoreError::PrevMismatch { being, seq: header.seq });
+                }
+                if header.stored_time_ms < head.stored_time_ms {
+                    return Err(StoreError::TimeWentBackwards {
+                        being,
+                        seq: header.seq,
+                        previous_ms: head.stored_time_ms,
+                        stored_ms: header.stored_time_ms,
+                    });
+                }
+            }
+        }
+        let new_head = next_head(head.as_ref(), fact).map_err(|reason| StoreError::GenesisBody { being, reason })?;
+        if fact.kind() == KIND_GENESIS {
+            let genesis: GenesisBody =
+                fact.body_as().map_err(|error| StoreError::GenesisBody { being, reason: error.to_string() })?;
+            if let Some(holder) = self.name_holder(&genesis.name, staged)? {
+                return Err(StoreError::NameTaken { name: genesis.name, holder });
+            }
+            staged.batch.insert(name_key(&genesis.name, &being), Vec::<u8>::new());
+            staged.names.insert(genesis.name, being);
+        }
+        let land_seq = self.next_land_seq + staged.appended;
+        staged.batch.insert(fact_key(&being, header.seq), encode_fact_record(land_seq, &fact.encode_envelope()));
+        staged.batch.insert(being_key(PREFIX_HEAD, &being), encode_head(&new_head));
+        let mut land_value = being.as_bytes().to_vec();
+        land_value.extend_from_slice(&header.seq.to_be_bytes());
+        staged.batch.insert(land_key(land_seq), land_value);
+        staged.heads.insert(being, new_head);
+        staged.facts.insert((being, header.seq), (fact.id(), land_seq));
+        staged.appended += 1;
+        Ok(Appended { id: fact.id(), land_seq, duplicate: false })
+    }
+
+    fn reindex(&mut self) -> Result<ReindexReport, StoreError> {
+        self.tree.insert(REINDEXING_MARKER, Vec::<u8>::new()).map_err(io_error)?;
+        self.db.flush().map_err(io_error)?;
+        let (derived, report) = derive_indexes(&self.tree)?;
+        let mut batch = sled::Batch::default();
+        for prefix in DERIVED_PREFIXES {
+            for entry in self.tree.scan_prefix([prefix]) {
+                let (key, _) = entry.map_err(io_error)?;
+                batch.remove(key);
+            }
+        }
+        for (key, value) in &derived {
+            batch.insert(key.as_slice(), value.as_slice());
+        }
+        batch.remove(REINDEXING_MARKER);
+        self.tree.apply_batch(batch).map_err(io_error)?;
+        self.db.flush().map_err(io_error)?;
+        let fresh = Committer::new(self.db.clone(), self.tree.clone())?;
+        self.heads.clear();
+        self.forked = fresh.forked;
+        self.next_land_seq = fresh.next_land_seq;
+        Ok(report)
+    }
+}
+
+/// Computes every derived index entry from the primary records alone.
+fn derive_indexes(tree: &sled::Tree) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, ReindexReport), StoreError> {
+    let mut derived = BTreeMap::new();
+    let mut report = ReindexReport::default();
+    let mut current: Option<(BeingId, Head)> = None;
+    for entry in tree.scan_prefix([PREFIX_FACT]) {
+        let (key, value) = entry.map_err(io_error)?;
+        let Some(record) = raw_record(&key, &value) else {
+            continue;
+        };
+        let decoded = Fact::decode_envelope(&record.envelope);
+        let (Some(land_seq), Ok(fact)) = (record.land_seq, decoded) else {
+            report.unreadable_records.push((record.being, record.seq));
+            continue;
+        };
+        let previous = match &current {
+            Some((being, head)) if *being == record.being => Some(*head),
+            _ => None,
+        };
+        if previous.is_none() {
+            report.beings += 1;
+        }
+        let head = match next_head(previous.as_ref(), &fact) {
+            Ok(head) => head,
+            Err(_) => {
+                report.unreadable_records.push((record.being, record.seq));
+                continue;
+            }
+        };
+        if fact.kind() == KIND_GENESIS {
+            if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                derived.insert(name_key(&genesis.name, &record.being), Vec::new());
+            }
+        }
+        let mut land_value = record.being.as_bytes().to_vec();
+        land_value.extend_from_slice(&record.seq.to_be_bytes());
+        derived.insert(land_key(land_seq), land_value);
+        derived.insert(being_key(PREFIX_HEAD, &record.being), encode_head(&head));
+        current = Some((record.being, head));
+        report.facts += 1;
+    }
+    for entry in tree.scan_prefix([PREFIX_FORK]) {
+        let (key, _) = entry.map_err(io_error)?;
+        if let Some(being) = BeingId::from_slice(&key[1..33.min(key.len())]) {
+            derived.insert(being_key(PREFIX_FORKED, &being), Vec::new());
+            report.fork_proofs += 1;
+        }
+    }
+    Ok((derived, report))
+}
+
+fn derived_entries(tree: &sled::Tree) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, StoreError> {
+    let mut entries = BTreeMap::new();
+    for prefix in DERIVED_PREFIXES {
+        for entry in tree.scan_prefix([prefix]) {
+            let (key, value) = entry.map_err(io_error)?;
+            entries.insert(key.to_vec(), value.to_vec());
+        }
+    }
+    Ok(entries)
+}
+
+fn describe_index_key(key: &[u8]) -> String {
+    match key.first() {
+        Some(&PREFIX_HEAD) => format!("head of {}", hex::encode(&key[1..]).get(..12).unwrap_or("?")),
+        Some(&PREFIX_LAND) if key.len() == 9 => {
+            format!("land log entry {}", u64::from_be_bytes(key[1..9].try_into().unwrap_or([0; 8])))
+        }
+        Some(&PREFIX_NAME) => format!("name index {:?}", String::from_utf8_lossy(&key[1..key.len().saturating_sub(33)])),
+        Some(&PREFIX_FORKED) => "fork marker".to_string(),
+        _ => format!("key {}", hex::encode(key)),
+    }
+}
+
+impl Store for SledStore {
+    fn submit(&self, fact: Fact) -> AppendTicket {
+        let (reply, receiver) = sync_channel(1);
+        match self.send(Request::Append { fact: Box::new(fact), reply }) {
+            Ok(()) => AppendTicket::waiting(receiver),
+            Err(error) => AppendTicket::failed(error),
+        }
+    }
+
+    fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
+        match self.tree.get(being_key(PREFIX_HEAD, being)).map_err(io_error)? {
+            Some(value) => decode_head(&value)
+                .map(Some)
+                .ok_or_else(|| StoreError::Io { reason: format!("head index entry for {being} is malformed") }),
+            None => Ok(None),
+        }
+    }
+
+    fn beings(&self) -> Result<Vec<BeingId>, StoreError> {
+        let mut beings = Vec::new();
+        for entry in self.tree.scan_prefix([PREFIX_HEAD]) {
+            let (key, _) = entry.map_err(io_error)?;
+            if let Some(being) = BeingId::from_slice(&key[1..]) {
+                beings.push(being);
+            }
+        }
+        Ok(beings)
+    }
+
+    fn beings_named(&self, name: &str) -> Result<Vec<BeingId>, StoreError> {
+        let mut beings = Vec::new();
+        for entry in self.tree.scan_prefix(name_prefix(name)) {
+            let (key, _) = entry.map_err(io_error)?;
+            if let Some(being) = BeingId::from_slice(&key[key.len() - 32..]) {
+                beings.push(being);
+            }
+        }
+        Ok(beings)
+    }
+
+    fn reel(&self, being: &BeingId, from_seq: u64, to_seq: u64) -> Result<Vec<StoredFact>, StoreError> {
+        let mut facts = Vec::new();
+        if from_seq >= to_seq {
+            return Ok(facts);
+        }
+        for entry in self.tree.range(fact_key(being, from_seq)..fact_key(being, to_seq)) {
+            let (key, value) = entry.map_err(io_error)?;
+            let (_, seq) = split_fact_key(&key).unwrap_or((*being, 0));
+            let corrupt = |reason: String| StoreError::Corrupt { being: *being, seq, reason };
+            let record = raw_record(&key, &value).ok_or_else(|| corrupt("malformed record".into()))?;
+            let land_seq = record.land_seq.ok_or_else(|| corrupt("record too short".into()))?;
+            let fact = Fact::decode_envelope(&record.envelope).map_err(|error| corrupt(error.to_string()))?;
+            facts.push(StoredFact { land_seq, fact });
+        }
+        Ok(facts)
+    }
+
+    fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError> {
+        let prefix = match being {
+            Some(being) => being_key(PREFIX_FACT, being),
+            None => vec![PREFIX_FACT],
+        };
+        let mut records = Vec::new();
+        for entry in self.tree.scan_prefix(prefix) {
+            let (key, value) = entry.map_err(io_error)?;
+            match raw_record(&key, &value) {
+                Some(record) => records.push(record),
+                None => {
+                    return Err(StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) })
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    fn land_len(&self) -> Result<u64, StoreError> {
+        match self.tree.scan_prefix([PREFIX_LAND]).next_back() {
+            Some(entry) => {
+                let (key, _) = entry.map_err(io_error)?;
+                let bytes: [u8; 8] = key[1..]
+                    .try_into()
+                    .map_err(|_| StoreError::Io { reason: "land index key has the wrong length".into() })?;
+                Ok(u64::from_be_bytes(bytes) + 1)
+            }
+            None => Ok(0),
+        }
+    }
+
+    fn land_log(&self, from: u64, to: u64) -> Result<Vec<LandEntry>, StoreError> {
+        let mut entries = Vec::new();
+        if from >= to {
+            return Ok(entries);
+        }
+        for entry in self.tree.range(land_key(from)..land_key(to)) {
+            let (key, value) = entry.map_err(io_error)?;
+            let malformed = || StoreError::Io { reason: format!("malformed land log entry {}", hex::encode(&key)) };
+            if key.len() != 9 || value.len() != 40 {
+                return Err(malformed());
+            }
+            entries.push(LandEntry {
+                land_seq: u64::from_be_bytes(key[1..9].try_into().map_err(|_| malformed())?),
+                being: BeingId::from_slice(&value[..32]).ok_or_else(malformed)?,
+                seq: u64::from_be_bytes(value[32..40].try_into().map_err(|_| malformed())?),
+            });
+        }
+        Ok(entries)
+    }
+
+    fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError> {
+        let prefix = match being {
+            Some(being) => being_key(PREFIX_FORK, being),
+            None => vec![PREFIX_FORK],
+        };
+        let mut proofs = Vec::new();
+        for entry in self.tree.scan_prefix(prefix) {
+            let (key, value) = entry.map_err(io_error)?;
+            if key.len() != 73 {
+                return Err(StoreError::Io { reason: format!("malformed fork proof key {}", hex::encode(&key)) });
+            }
+            let being = BeingId::from_slice(&key[1..33]).unwrap_or(BeingId::ZERO);
+            let seq = u64::from_be_bytes(key[33..41].try_into().unwrap_or([0; 8]));
+            let rival = FactId::from_slice(&key[41..73]).unwrap_or(FactId::ZERO);
+            let kept = match self.tree.get(fact_key(&being, seq)).map_err(io_error)? {
+                Some(stored) => raw_record(&fact_key(&being, seq), &stored)
+                    .and_then(|record| Fact::decode_envelope(&record.envelope).ok())
+                    .map(|fact| fact.id())
+                    .unwrap_or(FactId::ZERO),
+                None => FactId::ZERO,
+            };
+            proofs.push(ForkProof { being, seq, kept, rival, rival_envelope: value.to_vec() });
+        }
+        Ok(proofs)
+    }
+
+    fn reindex(&self) -> Result<ReindexReport, StoreError> {
+        let (reply, receiver) = sync_channel(1);
+        self.send(Request::Reindex { reply })?;
+        receiver.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    fn index_problems(&self) -> Result<Vec<String>, StoreError> {
+        let (expected, _) = derive_indexes(&self.tree)?;
+        let actual = derived_entries(&self.tree)?;
+        let mut problems = Vec::new();
+        for (key, value) in &expected {
+            match actual.get(key) {
+                None => problems.push(format!("{} is missing", describe_index_key(key))),
+                Some(found) if found != value => problems.push(format!("{} is wrong", describe_index_key(key))),
+                _ => {}
+            }
+            if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
+                return Ok(problems);
+            }
+        }
+        for key in actual.keys() {
+            if !expected.contains_key(key) {
+                problems.push(format!("{} should not exist", describe_index_key(key)));
+                if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
+                    break;
+                }
+            }
+        }
+        Ok(problems)
+    }
+
+    fn derived_index_digest(&self) -> Result<Hash32, StoreError> {
+        let mut hasher = blake3::Hasher::new();
+        for (key, value) in derived_entries(&self.tree)? {
+            hasher.update(&(key.len() as u64).to_be_bytes());
+            hasher.update(&key);
+            hasher.update(&(value.len() as u64).to_be_bytes());
+            hasher.update(&value);
+        }
+        Ok(Hash32(*hasher.finalize().as_bytes()))
+    }
+}
