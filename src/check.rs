@@ -413,52 +413,68 @@ pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Re
 }
 
 /// The land log must number every fact exactly once from 0 with no gap, and
-/// keep each reel's own order.
+/// keep each reel's own order. Each problem names the fact that carries the
+/// offending land seq (both facts, for a land seq claimed twice).
 fn land_log_problems(
     store: &dyn Store,
     land_seqs: &mut [(u64, BeingId, u64)],
     names: &BTreeMap<BeingId, String>,
 ) -> Result<Vec<Problem>, StoreError> {
     let mut problems = Vec::new();
-    land_seqs.sort();
+    let count = land_seqs.len() as u64;
     let at = |being: BeingId, seq: u64, reason: String| Problem {
         being: Some(being),
         name: names.get(&being).cloned(),
         seq: Some(seq),
         kind: ProblemKind::LandLog { reason },
     };
-    let mut last_in_reel: BTreeMap<BeingId, (u64, u64)> = BTreeMap::new();
-    for (index, &(land_seq, being, seq)) in land_seqs.iter().enumerate() {
-        let expected = index as u64;
-        if land_seq != expected {
-            let previous = index.checked_sub(1).map(|before| land_seqs[before]);
-            match previous {
-                Some((previous_land_seq, other, other_seq)) if previous_land_seq == land_seq => problems.push(at(
-                    being,
-                    seq,
-                    format!("land seq {land_seq} is also claimed by being {} seq {other_seq}", other.short()),
-                )),
-                _ => problems.push(at(being, seq, format!("land seq {land_seq} leaves a gap (expected {expected})"))),
+    // Reel order first: within one being, land seqs rise with seq.
+    land_seqs.sort_by_key(|&(_, being, seq)| (being, seq));
+    for pair in land_seqs.windows(2) {
+        let ((earlier_land_seq, earlier_being, earlier_seq), (land_seq, being, seq)) = (pair[0], pair[1]);
+        if being == earlier_being && land_seq <= earlier_land_seq {
+            problems.push(at(
+                being,
+                seq,
+                format!("land seq {land_seq} is not after seq {earlier_seq}'s land seq {earlier_land_seq}"),
+            ));
+        }
+    }
+    land_seqs.sort();
+    let mut index = 0;
+    let mut expected = 0u64;
+    while index < land_seqs.len() {
+        let land_seq = land_seqs[index].0;
+        let mut end = index + 1;
+        while end < land_seqs.len() && land_seqs[end].0 == land_seq {
+            end += 1;
+        }
+        if end - index > 1 {
+            for &(_, being, seq) in &land_seqs[index..end] {
+                problems.push(at(being, seq, format!("land seq {land_seq} is claimed by {} facts", end - index)));
             }
         }
-        if let Some((previous_seq, previous_land_seq)) = last_in_reel.get(&being) {
-            if *previous_seq > seq {
-                problems.push(at(
-                    being,
-                    seq,
-                    format!("land seq {land_seq} puts it before seq {previous_seq} (land seq {previous_land_seq})"),
-                ));
-            }
+        if land_seq >= count {
+            let (_, being, seq) = land_seqs[index];
+            problems.push(at(being, seq, format!("land seq {land_seq} is beyond the end of the log ({count} facts)")));
+        } else if land_seq > expected {
+            problems.push(Problem {
+                being: None,
+                name: None,
+                seq: None,
+                kind: ProblemKind::LandLog { reason: format!("land seqs {expected} to {} are missing", land_seq - 1) },
+            });
         }
-        last_in_reel.insert(being, (seq, land_seq));
+        expected = land_seq + 1;
+        index = end;
     }
     let logged = store.land_len()?;
-    if logged != land_seqs.len() as u64 && problems.is_empty() {
+    if logged != count && problems.is_empty() {
         problems.push(Problem {
             being: None,
             name: None,
             seq: None,
-            kind: ProblemKind::LandLog { reason: format!("the log has {logged} entries for {} facts", land_seqs.len()) },
+            kind: ProblemKind::LandLog { reason: format!("the log has {logged} entries for {count} facts") },
         });
     }
     Ok(problems)

@@ -1,0 +1,82 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use seed::clock::LogicalClock;
+use seed::fact::body::{Cognition, NoteBody, KIND_NOTE};
+use seed::land::{BeingSpec, Land, PlantReport, Sealed};
+use seed::limits::Limits;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+/// A land planted in a fresh temporary folder, on a logical clock.
+pub struct TestLand {
+    pub dir: tempfile::TempDir,
+    pub land: Land,
+    pub report: PlantReport,
+}
+
+impl TestLand {
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("land")
+    }
+}
+
+pub fn plant() -> TestLand {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let (land, report) = Land::plant(&dir.path().join("land"), Arc::new(LogicalClock::starting_at(1_700_000_000_000)), Limits::default())
+        .expect("plant");
+    TestLand { dir, land, report }
+}
+
+pub fn spec(name: &str) -> BeingSpec {
+    BeingSpec {
+        name: name.to_string(),
+        parent: None,
+        cognition: Cognition::Scripted,
+        role_flow: Vec::new(),
+        default_role: "worker".to_string(),
+        home_space: "/".to_string(),
+    }
+}
+
+pub fn note(land: &Land, being: &seed::fact::BeingId, text: &str) -> Sealed {
+    land.seal_body(being, KIND_NOTE, &NoteBody { text: text.to_string() }).expect("seal note")
+}
+
+/// Runs the `seed` binary against a land folder.
+pub fn seed(land: &Path, arguments: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(land)
+        .args(arguments)
+        .env_remove("SEED_LAND")
+        .output()
+        .expect("run seed")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every file under `dir` with its bytes, in path order: a checksum of a land.
+pub fn folder_snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("read folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).expect("read file")));
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -1,0 +1,248 @@
+//! Property tests of the byte format: round trips, refusal of every
+//! non-canonical encoding, and decoders that never panic.
+
+use ciborium::value::{Integer, Value};
+use ed25519_dalek::SigningKey;
+use proptest::prelude::*;
+use seed::bundle::Bundle;
+use seed::canonical::{decode_canonical, encode_value};
+use seed::fact::{BeingId, Fact, FactHeader, FactId};
+
+fn value_strategy() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        any::<u64>().prop_map(|n| Value::Integer(Integer::from(n))),
+        any::<i64>().prop_map(|n| Value::Integer(Integer::from(n))),
+        proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Bytes),
+        "[a-z0-9 éß-]{0,30}".prop_map(Value::Text),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..6).prop_map(|entries| {
+                Value::Map(entries.into_iter().map(|(key, item)| (Value::Text(key), item)).collect())
+            }),
+        ]
+    })
+}
+
+/// How one item of a deliberately non-canonical encoding is written.
+#[derive(Debug, Clone, Copy)]
+struct Quirks {
+    widen_heads: bool,
+    indefinite: bool,
+    reverse_maps: bool,
+}
+
+fn head(major: u8, argument: u64, widen: bool, out: &mut Vec<u8>) {
+    let major = major << 5;
+    if widen && argument <= u64::from(u32::MAX) {
+        // Always eight bytes: valid CBOR, never the shortest form.
+        out.push(major | 27);
+        out.extend_from_slice(&argument.to_be_bytes());
+    } else if argument < 24 {
+        out.push(major | argument as u8);
+    } else if argument <= 0xff {
+        out.extend_from_slice(&[major | 24, argument as u8]);
+    } else if argument <= 0xffff {
+        out.push(major | 25);
+        out.extend_from_slice(&(argument as u16).to_be_bytes());
+    } else if argument <= 0xffff_ffff {
+        out.push(major | 26);
+        out.extend_from_slice(&(argument as u32).to_be_bytes());
+    } else {
+        out.push(major | 27);
+        out.extend_from_slice(&argument.to_be_bytes());
+    }
+}
+
+/// Writes `value` the way a lenient encoder might. Returns whether any
+/// non-canonical choice actually applied.
+fn write_quirky(value: &Value, quirks: Quirks, out: &mut Vec<u8>) -> bool {
+    match value {
+        Value::Integer(integer) => {
+            let wide = i128::from(*integer);
+            let (major, argument) = if wide >= 0 { (0, wide as u64) } else { (1, (-1 - wide) as u64) };
+            head(major, argument, quirks.widen_heads, out);
+            quirks.widen_heads && argument <= u64::from(u32::MAX)
+        }
+        Value::Bytes(bytes) => {
+            if quirks.indefinite {
+                out.push(0x5f);
+                head(2, bytes.len() as u64, false, out);
+                out.extend_from_slice(bytes);
+                out.push(0xff);
+                true
+            } else {
+                head(2, bytes.len() as u64, quirks.widen_heads, out);
+                out.extend_from_slice(bytes);
+                quirks.widen_heads
+            }
+        }
+        Value::Text(text) => {
+            head(3, text.len() as u64, quirks.widen_heads, out);
+            out.extend_from_slice(text.as_bytes());
+            quirks.widen_heads
+        }
+        Value::Bool(flag) => {
+            out.push(if *flag { 0xf5 } else { 0xf4 });
+            false
+        }
+        Value::Null => {
+            out.push(0xf6);
+            false
+        }
+        Value::Array(items) => {
+            let mut changed = quirks.indefinite || quirks.widen_heads;
+            if quirks.indefinite {
+                out.push(0x9f);
+            } else {
+                head(4, items.len() as u64, quirks.widen_heads, out);
+            }
+            for item in items {
+                changed |= write_quirky(item, quirks, out);
+            }
+            if quirks.indefinite {
+                out.push(0xff);
+            }
+            changed
+        }
+        Value::Map(entries) => {
+            let mut changed = quirks.indefinite || quirks.widen_heads || (quirks.reverse_maps && entries.len() > 1);
+            if quirks.indefinite {
+                out.push(0xbf);
+            } else {
+                head(5, entries.len() as u64, quirks.widen_heads, out);
+            }
+            let ordered: Vec<&(Value, Value)> =
+                if quirks.reverse_maps { entries.iter().rev().collect() } else { entries.iter().collect() };
+            for (key, item) in ordered {
+                changed |= write_quirky(key, quirks, out);
+                changed |= write_quirky(item, quirks, out);
+            }
+            if quirks.indefinite {
+                out.push(0xff);
+            }
+            changed
+        }
+        other => panic!("strategy made an unexpected value {other:?}"),
+    }
+}
+
+fn header_strategy() -> impl Strategy<Value = (FactHeader, Vec<u8>, [u8; 32])> {
+    (any::<[u8; 32]>(), any::<u64>(), any::<[u8; 32]>(), any::<u64>(), "[a-z][a-z0-9-]{0,20}", value_strategy(), any::<[u8; 32]>())
+        .prop_map(|(being, seq, prev, time, kind, body, key)| {
+            let body = encode_value(&body).expect("strategy values are canonical-encodable");
+            let header = FactHeader {
+                being: BeingId(being),
+                seq,
+                prev: FactId(prev),
+                stored_time_ms: time,
+                kind,
+                body_len: body.len() as u64,
+                body_hash: seed::fact::blake3_of(&body),
+            };
+            (header, body, key)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn canonical_values_round_trip(value in value_strategy()) {
+        let bytes = encode_value(&value).expect("encodable");
+        let decoded = decode_canonical(&bytes).expect("own encoding decodes");
+        prop_assert_eq!(encode_value(&decoded).expect("encodable"), bytes);
+    }
+
+    #[test]
+    fn facts_round_trip_and_verify((header, body, key) in header_strategy()) {
+        let key = SigningKey::from_bytes(&key);
+        let fact = Fact::seal(header.being, header.seq, header.prev, header.stored_time_ms, &header.kind, body, &key)
+            .expect("seal");
+        prop_assert_eq!(&fact.header, &header);
+        let envelope = fact.encode_envelope();
+        let decoded = Fact::decode_envelope(&envelope).expect("decode");
+        prop_assert_eq!(&decoded, &fact);
+        prop_assert_eq!(decoded.encode_envelope(), envelope);
+        prop_assert_eq!(FactHeader::decode(&header.encode()).expect("header"), header);
+        prop_assert!(decoded.verify_signature(&key.verifying_key()));
+    }
+
+    #[test]
+    fn every_non_canonical_encoding_is_rejected(
+        value in value_strategy(),
+        widen_heads in any::<bool>(),
+        indefinite in any::<bool>(),
+        reverse_maps in any::<bool>(),
+    ) {
+        // Start from the canonical shape (map keys in canonical order).
+        let value = decode_canonical(&encode_value(&value).expect("encodable")).expect("canonical");
+        let mut quirky = Vec::new();
+        let changed = write_quirky(&value, Quirks { widen_heads, indefinite, reverse_maps }, &mut quirky);
+        let canonical = encode_value(&value).expect("encodable");
+        // A lenient decoder reads the same value from the quirky bytes...
+        let lenient: Value = ciborium::from_reader(quirky.as_slice()).expect("valid CBOR");
+        prop_assert_eq!(encode_value(&lenient).expect("encodable"), canonical.clone());
+        // ...but the canonical decoder accepts only the canonical bytes.
+        if changed {
+            prop_assert_ne!(&quirky, &canonical);
+            prop_assert!(decode_canonical(&quirky).is_err());
+        } else {
+            prop_assert_eq!(&quirky, &canonical);
+            prop_assert!(decode_canonical(&quirky).is_ok());
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_decoders(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = decode_canonical(&bytes);
+        let _ = FactHeader::decode(&bytes);
+        let _ = Fact::decode_envelope(&bytes);
+        let _ = Bundle::decode(&bytes);
+    }
+
+    #[test]
+    fn mutated_envelopes_never_panic_and_never_decode_to_the_same_fact(
+        (header, body, key) in header_strategy(),
+        position in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let key = SigningKey::from_bytes(&key);
+        let fact = Fact::seal(header.being, header.seq, header.prev, header.stored_time_ms, &header.kind, body, &key)
+            .expect("seal");
+        let mut envelope = fact.encode_envelope();
+        let index = position.index(envelope.len());
+        envelope[index] ^= flip;
+        if let Ok(decoded) = Fact::decode_envelope(&envelope) {
+            // A flip that still decodes changed the header or the signature:
+            // either way the signature no longer verifies.
+            prop_assert_ne!(&decoded, &fact);
+            prop_assert!(!decoded.verify_signature(&key.verifying_key()));
+        }
+    }
+}
+
+#[test]
+fn header_with_wrong_domain_tag_or_version_is_refused() {
+    let body = encode_value(&Value::Null).expect("encodable");
+    let header = FactHeader {
+        being: BeingId([1; 32]),
+        seq: 0,
+        prev: FactId::ZERO,
+        stored_time_ms: 5,
+        kind: "note".into(),
+        body_len: body.len() as u64,
+        body_hash: seed::fact::blake3_of(&body),
+    };
+    let Value::Array(mut fields) = decode_canonical(&header.encode()).expect("decodes") else { panic!("array") };
+    fields[1] = Value::Text("other/fact".into());
+    let wrong_tag = encode_value(&Value::Array(fields.clone())).expect("encodable");
+    assert!(matches!(FactHeader::decode(&wrong_tag), Err(seed::fact::FactError::DomainTag { .. })));
+    fields[1] = Value::Text("seed/fact".into());
+    fields[0] = Value::Integer(Integer::from(2u8));
+    let wrong_version = encode_value(&Value::Array(fields)).expect("encodable");
+    assert!(matches!(FactHeader::decode(&wrong_version), Err(seed::fact::FactError::Version { version: 2 })));
+}

@@ -1,0 +1,230 @@
+//! The chain rules the store enforces on append, fork proofs, the land log,
+//! and reindex rebuilding the derived indexes identically.
+
+mod common;
+
+use common::{note, plant, spec};
+use seed::check::{verify_land, ProblemKind, SignatureMode};
+use seed::fact::body::{NoteBody, KIND_NOTE};
+use seed::fact::{Fact, FactId};
+use seed::fact::body::{RotateKeyBody, KIND_ROTATE_KEY};
+use seed::keys::{public_key_bytes, KeyRing};
+use seed::land::Land;
+use seed::land::LandError;
+use seed::store::{Store, StoreError};
+
+const MODE: SignatureMode = SignatureMode::Batch { batch_facts: 64 };
+
+fn note_body(text: &str) -> Vec<u8> {
+    seed::canonical::to_canonical_bytes(&NoteBody { text: text.into() }).expect("body")
+}
+
+#[test]
+fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let first = note(&test.land, &worker, "one");
+    let key = test.land.keys().load(&worker).expect("key");
+    let store = test.land.store();
+    let head_before = store.head(&worker).expect("head").expect("present");
+
+    // A rival fact for seq 1, properly signed by the same key.
+    let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
+    let rival = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
+    let rival_id = rival.id();
+    match store.append(rival) {
+        Err(StoreError::Fork { seq: 1, kept, rival, .. }) => {
+            assert_eq!(kept, first.id);
+            assert_eq!(rival, rival_id);
+        }
+        other => panic!("expected a fork, got {other:?}"),
+    }
+    assert_eq!(store.head(&worker).expect("head"), Some(head_before), "the head did not move");
+    let proofs = store.fork_proofs(Some(&worker)).expect("proofs");
+    assert_eq!(proofs.len(), 1);
+    assert_eq!((proofs[0].seq, proofs[0].kept, proofs[0].rival), (1, first.id, rival_id));
+    assert_eq!(Fact::decode_envelope(&proofs[0].rival_envelope).expect("proof decodes").id(), rival_id);
+
+    // Neither branch is extended silently.
+    let next = Fact::seal(worker, 2, first.id, first.stored_time_ms, KIND_NOTE, note_body("two"), &key).expect("seal");
+    assert!(matches!(store.append(next), Err(StoreError::BeingForked { .. })));
+    assert!(matches!(
+        test.land.seal(&worker, KIND_NOTE, note_body("three")),
+        Err(LandError::Store(StoreError::BeingForked { .. }))
+    ));
+    let report = verify_land(store, MODE, 1).expect("verify");
+    assert!(
+        report.problems.iter().any(|problem| problem.seq == Some(1) && matches!(problem.kind, ProblemKind::Fork { .. })),
+        "{:?}",
+        report.problems
+    );
+}
+
+#[test]
+fn the_fork_proof_survives_reopening_and_reindex() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let first = note(&test.land, &worker, "one");
+    let key = test.land.keys().load(&worker).expect("key");
+    let genesis_id = test.land.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
+    let rival = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
+    assert!(test.land.store().append(rival).is_err());
+    test.land.close().expect("close");
+    let path = test.path();
+    drop(test.land);
+    let land = seed::land::Land::open(&path).expect("reopen");
+    land.store().reindex().expect("reindex");
+    let next = Fact::seal(worker, 2, first.id, first.stored_time_ms, KIND_NOTE, note_body("two"), &key).expect("seal");
+    assert!(matches!(land.store().append(next), Err(StoreError::BeingForked { .. })));
+    assert_eq!(land.store().fork_proofs(None).expect("proofs").len(), 1);
+}
+
+#[test]
+fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let first = note(&test.land, &worker, "one");
+    let key = test.land.keys().load(&worker).expect("key");
+    let store = test.land.store();
+    let land_len = store.land_len().expect("len");
+    let time = first.stored_time_ms;
+    let cases: Vec<(&str, Fact, fn(&StoreError) -> bool)> = vec![
+        ("gap", Fact::seal(worker, 3, first.id, time, KIND_NOTE, note_body("x"), &key).unwrap(), |e| {
+            matches!(e, StoreError::Gap { expected: 2, got: 3, .. })
+        }),
+        ("wrong prev", Fact::seal(worker, 2, FactId([9; 32]), time, KIND_NOTE, note_body("x"), &key).unwrap(), |e| {
+            matches!(e, StoreError::PrevMismatch { seq: 2, .. })
+        }),
+        ("time backwards", Fact::seal(worker, 2, first.id, time - 1, KIND_NOTE, note_body("x"), &key).unwrap(), |e| {
+            matches!(e, StoreError::TimeWentBackwards { .. })
+        }),
+        (
+            "unknown being without genesis",
+            Fact::seal(seed::fact::BeingId([7; 32]), 0, FactId::ZERO, time, KIND_NOTE, note_body("x"), &key).unwrap(),
+            |e| matches!(e, StoreError::NotGenesis { .. }),
+        ),
+    ];
+    for (name, fact, expected) in cases {
+        let error = store.append(fact).expect_err(name);
+        assert!(expected(&error), "{name}: got {error:?}");
+    }
+    assert_eq!(store.land_len().expect("len"), land_len, "nothing was appended");
+    assert!(verify_land(store, MODE, 1).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn the_same_fact_appended_twice_is_acknowledged_once() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let first = note(&test.land, &worker, "one");
+    let key = test.land.keys().load(&worker).expect("key");
+    let store = test.land.store();
+    let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
+    let again = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("one"), &key).expect("seal");
+    assert_eq!(again.id(), first.id, "same content, same id");
+    let appended = store.append(again).expect("idempotent");
+    assert!(appended.duplicate);
+    assert_eq!(appended.land_seq, first.land_seq);
+    assert!(store.fork_proofs(None).expect("proofs").is_empty());
+}
+
+#[test]
+fn names_are_unique_and_ended_beings_take_nothing_more() {
+    let test = plant();
+    let error = test.land.create_being(spec("operator")).expect_err("name taken");
+    assert!(matches!(error, LandError::Store(StoreError::NameTaken { .. })), "{error:?}");
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    test.land
+        .seal_body(&worker, seed::fact::body::KIND_END, &seed::fact::body::EndBody { reason: "done".into() })
+        .expect("end");
+    assert!(matches!(test.land.seal(&worker, KIND_NOTE, note_body("late")), Err(LandError::Ended { .. })));
+}
+
+#[test]
+fn oversized_bodies_are_refused_before_signing() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let huge = "x".repeat(test.land.limits().fact_body_bytes_max + 1);
+    let error = test.land.seal_body(&worker, KIND_NOTE, &NoteBody { text: huge }).expect_err("too large");
+    assert!(matches!(error, LandError::BodyTooLarge { .. }), "{error:?}");
+    assert_eq!(test.land.store().head(&worker).expect("head").expect("present").seq, 0);
+}
+
+#[test]
+fn the_land_log_numbers_every_fact_once_in_arrival_order() {
+    let test = plant();
+    let a = test.land.create_being(spec("a")).expect("a").being;
+    let b = test.land.create_being(spec("b")).expect("b").being;
+    let mut expected = Vec::new();
+    for index in 0..5 {
+        let sealed = note(&test.land, if index % 2 == 0 { &a } else { &b }, "tick");
+        expected.push((sealed.land_seq, sealed.being, sealed.seq));
+    }
+    let store = test.land.store();
+    let len = store.land_len().expect("len");
+    let log = store.land_log(0, len).expect("log");
+    assert_eq!(log.len() as u64, len);
+    for (index, entry) in log.iter().enumerate() {
+        assert_eq!(entry.land_seq, index as u64, "gap-free");
+    }
+    for (land_seq, being, seq) in expected {
+        let entry = log[land_seq as usize];
+        assert_eq!((entry.being, entry.seq), (being, seq));
+    }
+}
+
+#[test]
+fn reindex_rebuilds_the_derived_indexes_identically() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    for index in 0..20 {
+        note(&test.land, &worker, &format!("n{index}"));
+    }
+    test.land.rotate_key(&worker).expect("rotate");
+    note(&test.land, &worker, "after");
+    let store = test.land.store();
+    let before = store.derived_index_digest().expect("digest");
+    let report = store.reindex().expect("reindex");
+    assert_eq!(report.facts, store.land_len().expect("len"));
+    assert!(report.unreadable_records.is_empty());
+    assert_eq!(store.derived_index_digest().expect("digest"), before);
+
+    // Damage the derived indexes: verify notices, reindex repairs them exactly.
+    let tree = store.raw_tree();
+    let heads: Vec<_> = tree.scan_prefix([b'h']).map(|entry| entry.expect("read").0).collect();
+    tree.remove(&heads[0]).expect("remove");
+    tree.insert([b'l', 0, 0, 0, 0, 0, 0, 3, 0], vec![1u8; 40]).expect("junk");
+    let damaged = verify_land(store, MODE, 1).expect("verify");
+    assert!(damaged.problems.iter().any(|p| matches!(p.kind, ProblemKind::Index { .. })), "{:?}", damaged.problems);
+    store.reindex().expect("reindex");
+    assert_eq!(store.derived_index_digest().expect("digest"), before);
+    assert!(verify_land(store, MODE, 1).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let keys_dir = test.path().join("keys");
+    // A key staged for a rotation that never sealed is discarded.
+    let ring = KeyRing::open(&keys_dir).expect("ring");
+    ring.stage_next(&worker, &KeyRing::generate().expect("key")).expect("stage");
+    note(&test.land, &worker, "still the old key");
+    assert!(ring.staged_next(&worker).expect("read").is_none());
+    assert!(verify_land(test.land.store(), MODE, 1).expect("verify").problems.is_empty());
+
+    // A rotation whose fact sealed but whose key was never promoted (a crash
+    // between the two) is finished when the land next opens.
+    let new_key = KeyRing::generate().expect("key");
+    ring.stage_next(&worker, &new_key).expect("stage");
+    let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
+    test.land.seal_body(&worker, KIND_ROTATE_KEY, &body).expect("rotate-key fact");
+    test.land.close().expect("close");
+    let path = test.path();
+    drop(test.land);
+    let land = Land::open(&path).expect("reopen");
+    note(&land, &worker, "signed by the new key");
+    assert_eq!(ring.load(&worker).expect("key").to_bytes(), new_key.to_bytes(), "the staged key was promoted");
+    assert!(ring.staged_next(&worker).expect("read").is_none());
+    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
+}
