@@ -104,6 +104,14 @@ impl Bundle {
     /// Decodes and checks the framing (format, version, digest, head claim).
     /// The facts themselves are verified by `verify`.
     pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        match bytes.first() {
+            None => return Err(BundleError::NotABundle { reason: "the file is empty".into() }),
+            // A bundle is a definite-length CBOR map (major type 5).
+            Some(first) if first >> 5 != 5 || first & 0x1f > 27 => {
+                return Err(BundleError::NotABundle { reason: "it does not start with a CBOR map".into() })
+            }
+            Some(_) => {}
+        }
         let value = canonical::decode_canonical(bytes).map_err(|error| match error {
             canonical::CanonicalError::Malformed { reason } if reason.contains("end of input") => BundleError::Truncated,
             other => BundleError::NotABundle { reason: other.to_string() },

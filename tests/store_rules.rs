@@ -69,9 +69,8 @@ fn the_fork_proof_survives_reopening_and_reindex() {
     let genesis_id = test.land.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
     let rival = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
     assert!(test.land.store().append(rival).is_err());
-    test.land.close().expect("close");
     let path = test.path();
-    drop(test.land);
+    test.land.close().expect("close");
     let land = seed::land::Land::open(&path).expect("reopen");
     land.store().reindex().expect("reindex");
     let next = Fact::seal(worker, 2, first.id, first.stored_time_ms, KIND_NOTE, note_body("two"), &key).expect("seal");
@@ -219,9 +218,8 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     ring.stage_next(&worker, &new_key).expect("stage");
     let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
     test.land.seal_body(&worker, KIND_ROTATE_KEY, &body).expect("rotate-key fact");
-    test.land.close().expect("close");
     let path = test.path();
-    drop(test.land);
+    test.land.close().expect("close");
     let land = Land::open(&path).expect("reopen");
     note(&land, &worker, "signed by the new key");
     assert_eq!(ring.load(&worker).expect("key").to_bytes(), new_key.to_bytes(), "the staged key was promoted");

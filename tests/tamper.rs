@@ -6,7 +6,6 @@ mod common;
 use common::{note, plant, seed, spec, stdout};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::BeingId;
-use seed::store::Store;
 
 /// Record keys of stored facts: prefix `f`, being (32), seq (8, big-endian).
 fn fact_keys(tree: &sled::Tree) -> Vec<(Vec<u8>, BeingId, u64)> {
@@ -72,7 +71,6 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     value[at] = b'O';
     tree.insert(&key, value).expect("tamper");
     test.land.close().expect("close");
-    drop(test.land);
 
     let output = seed(&test.dir.path().join("land"), &["verify"]);
     let text = stdout(&output);

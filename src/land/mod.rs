@@ -8,6 +8,7 @@
 //!   land.toml   what this folder is (format, root and operator ids); written last at plant
 //!   store/      the sled store (reels, land log, indexes)
 //!   keys/       the key ring (0700; one 0600 file per hosted being)
+//!   witness     how many facts are durable, as last recorded: catches a truncated store
 //! ```
 
 mod plant;
@@ -31,6 +32,8 @@ pub const LAND_META_FILE: &str = "land.toml";
 pub const LAND_FORMAT_VERSION: u64 = 1;
 const STORE_DIR: &str = "store";
 const KEYS_DIR: &str = "keys";
+/// How many facts the store had made durable, as last recorded (see `SledStore::open`).
+const WITNESS_FILE: &str = "witness";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LandError {
@@ -425,14 +428,15 @@ impl Land {
         Ok(sealed)
     }
 
-    /// Flushes and stops the committer.
-    pub fn close(&self) -> Result<(), LandError> {
+    /// Writes everything queued, flushes, and releases the land (its lock is
+    /// gone when this returns).
+    pub fn close(self) -> Result<(), LandError> {
         Ok(self.store.close()?)
     }
 }
 
 fn open_store(dir: &Path, limits: &Limits) -> Result<SledStore, LandError> {
-    SledStore::open(&dir.join(STORE_DIR), limits).map_err(|error| match error {
+    SledStore::open(&dir.join(STORE_DIR), Some(&dir.join(WITNESS_FILE)), limits).map_err(|error| match error {
         SledOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
         other => LandError::StoreOpen { dir: dir.to_path_buf(), reason: other.to_string() },
     })

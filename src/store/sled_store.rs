@@ -60,8 +60,10 @@ pub struct SledStore {
 pub enum SledOpenError {
     #[error("the store is locked by another process (is another `seed` running on this land?)")]
     Locked,
-    #[error("the store is corrupt: {reason}")]
+    #[error("the store is corrupt ({reason}); restore the land from a copy or re-import its reels")]
     Corrupt { reason: String },
+    #[error("the store holds {found} facts but {witness} recorded {recorded} acknowledged facts: it was truncated or replaced by an older copy (if you restored a copy on purpose, delete {witness})")]
+    Truncated { found: u64, recorded: u64, witness: String },
     #[error("cannot open the store: {reason}")]
     Other { reason: String },
 }
@@ -71,11 +73,20 @@ fn io_error(error: sled::Error) -> StoreError {
 }
 
 impl SledStore {
-    pub fn open(path: &Path, limits: &Limits) -> Result<SledStore, SledOpenError> {
+    /// Opens the store at `path`. `witness` is a file outside the store where
+    /// the committer records how many facts are durable after each group; a
+    /// store found holding fewer is refused as truncated.
+    pub fn open(path: &Path, witness: Option<&Path>, limits: &Limits) -> Result<SledStore, SledOpenError> {
         let db = sled::Config::new().path(path).open().map_err(|error| match error {
             sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
             sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
-            sled::Error::Corruption { .. } => SledOpenError::Corrupt { reason: error.to_string() },
+            sled::Error::Corruption { at, .. } => {
+                let reason = match at {
+                    Some(position) => format!("unreadable data at {position:?}"),
+                    None => "unreadable data".to_string(),
+                };
+                SledOpenError::Corrupt { reason }
+            }
             other => SledOpenError::Other { reason: other.to_string() },
         })?;
         let tree: sled::Tree = (*db).clone();
@@ -85,7 +96,19 @@ impl SledStore {
             let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
             committer.reindex().map_err(store_error)?;
         }
-        let committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+        let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+        if let Some(witness) = witness {
+            if let Some(recorded) = read_witness(witness) {
+                if committer.next_land_seq < recorded {
+                    return Err(SledOpenError::Truncated {
+                        found: committer.next_land_seq,
+                        recorded,
+                        witness: witness.display().to_string(),
+                    });
+                }
+            }
+            committer.witness = Some(witness.to_path_buf());
+        }
         let (sender, receiver) = sync_channel(limits.append_queue_facts_max);
         let group_max = limits.group_commit_facts_max.max(1);
         let handle = std::thread::Builder::new()
@@ -248,6 +271,27 @@ struct Committer {
     heads: HashMap<BeingId, Head>,
     forked: HashSet<BeingId>,
     next_land_seq: u64,
+    witness: Option<std::path::PathBuf>,
+}
+
+const WITNESS_PREFIX: &str = "durable_facts ";
+
+/// The witness's recorded count; `None` if it is absent or unreadable (it is
+/// written without a sync, so after a power loss it may be empty: then it
+/// proves nothing and is ignored).
+fn read_witness(path: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.trim().strip_prefix(WITNESS_PREFIX)?.parse().ok()
+}
+
+/// Records a lower bound of the durable facts. Written after the flush, so it
+/// never claims more than the store holds; not synced, because a stale witness
+/// only weakens the truncation check, never breaks it.
+fn write_witness(path: &Path, durable_facts: u64) {
+    let temporary = path.with_extension("tmp");
+    if std::fs::write(&temporary, format!("{WITNESS_PREFIX}{durable_facts}\n")).is_ok() {
+        let _ = std::fs::rename(&temporary, path);
+    }
 }
 
 /// What one group has staged but not yet written.
@@ -280,7 +324,7 @@ impl Committer {
                 forked.insert(being);
             }
         }
-        Ok(Committer { db, tree, heads: HashMap::new(), forked, next_land_seq })
+        Ok(Committer { db, tree, heads: HashMap::new(), forked, next_land_seq, witness: None })
     }
 
     fn run(mut self, receiver: Receiver<Request>, group_max: usize) {
@@ -320,6 +364,9 @@ impl Committer {
                 self.heads.extend(staged.heads);
                 self.forked.extend(staged.forked);
                 self.next_land_seq += staged.appended;
+                if let (Some(witness), true) = (&self.witness, staged.appended > 0) {
+                    write_witness(witness, self.next_land_seq);
+                }
             }
             Err(error) => {
                 let failure = io_error(error);
