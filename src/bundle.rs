@@ -211,7 +211,8 @@ pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleEr
     if let Some(first) = report.problems.first() {
         return Err(BundleError::LocalInvalid { being: *being, first: Box::new(first.clone()) });
     }
-    let (head_seq, head_id) = report.head.ok_or(LandError::UnknownBeing { being: *being })?;
+    let head = report.head.ok_or(LandError::UnknownBeing { being: *being })?;
+    let (head_seq, head_id) = (head.seq, head.id);
     let bundle = Bundle { being: *being, head_seq, head_id, envelopes: records.into_iter().map(|r| r.envelope).collect() };
     let bytes = bundle.encode();
     let temporary = path.with_extension("partial");

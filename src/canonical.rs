@@ -74,11 +74,84 @@ pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
             count: reader.len(),
         });
     }
-    let again = encode_value(&value)?;
+    let mut again = Vec::with_capacity(bytes.len());
+    write_checked(&value, 0, &mut again).map_err(CanonicalError::rooted)?;
     if again != bytes {
         return Err(CanonicalError::NotCanonical);
     }
     Ok(value)
+}
+
+/// Re-encodes a decoded value in the order it was read, refusing what a
+/// canonical encoding cannot hold (floats, tags, out-of-range integers, map
+/// keys out of order or repeated). Together with the byte comparison in
+/// `decode_canonical` this equals "re-encode canonically and compare", without
+/// cloning the value to sort it. Error paths are built only on the way out.
+fn write_checked(value: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    if depth > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: String::new() });
+    }
+    match value {
+        Value::Integer(integer) => {
+            let wide = i128::from(*integer);
+            if wide > i128::from(u64::MAX) || wide < -(i128::from(u64::MAX)) - 1 {
+                return Err(CanonicalError::IntegerRange { path: String::new() });
+            }
+            write_raw(value, out);
+        }
+        Value::Bytes(_) | Value::Text(_) | Value::Bool(_) | Value::Null => write_raw(value, out),
+        Value::Float(_) => return Err(CanonicalError::Float { path: String::new() }),
+        Value::Tag(..) => return Err(CanonicalError::Tag { path: String::new() }),
+        Value::Array(items) => {
+            write_head(4, items.len() as u64, out);
+            for (index, item) in items.iter().enumerate() {
+                write_checked(item, depth + 1, out).map_err(|error| error.within(&format!("[{index}]")))?;
+            }
+        }
+        Value::Map(entries) => {
+            write_head(5, entries.len() as u64, out);
+            let mut previous_key: Option<(usize, usize)> = None;
+            for (key, item) in entries {
+                let segment = || format!(".{}", key_label(key));
+                let key_start = out.len();
+                write_checked(key, depth + 1, out).map_err(|error| error.within(&segment()))?;
+                let key_end = out.len();
+                if let Some((start, end)) = previous_key {
+                    match out[start..end].cmp(&out[key_start..key_end]) {
+                        std::cmp::Ordering::Less => {}
+                        std::cmp::Ordering::Equal => return Err(CanonicalError::DuplicateKey { path: segment() }),
+                        std::cmp::Ordering::Greater => return Err(CanonicalError::NotCanonical),
+                    }
+                }
+                previous_key = Some((key_start, key_end));
+                write_checked(item, depth + 1, out).map_err(|error| error.within(&segment()))?;
+            }
+        }
+        other => {
+            return Err(CanonicalError::Unrepresentable { reason: format!("unsupported CBOR value {other:?}") })
+        }
+    }
+    Ok(())
+}
+
+impl CanonicalError {
+    /// Prefixes the path of an error raised inside a nested item.
+    fn within(self, segment: &str) -> CanonicalError {
+        let prefixed = |path: String| format!("{segment}{path}");
+        match self {
+            CanonicalError::Float { path } => CanonicalError::Float { path: prefixed(path) },
+            CanonicalError::Tag { path } => CanonicalError::Tag { path: prefixed(path) },
+            CanonicalError::IntegerRange { path } => CanonicalError::IntegerRange { path: prefixed(path) },
+            CanonicalError::DuplicateKey { path } => CanonicalError::DuplicateKey { path: prefixed(path) },
+            CanonicalError::TooDeep { path } => CanonicalError::TooDeep { path: prefixed(path) },
+            other => other,
+        }
+    }
+
+    /// Roots a relative path at `$`.
+    fn rooted(self) -> CanonicalError {
+        self.within("$")
+    }
 }
 
 /// Decodes canonical bytes straight into a typed record.

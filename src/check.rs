@@ -17,8 +17,7 @@
 
 use crate::fact::body::{check_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
-use crate::store::{RawRecord, Store, StoreError};
-use curve25519_dalek::edwards::CompressedEdwardsY;
+use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -92,8 +91,9 @@ pub struct ReelReport {
     pub name: Option<String>,
     pub facts: u64,
     pub problems: Vec<Problem>,
-    /// Seq and id of the last fact, when the reel decoded that far.
-    pub head: Option<(u64, FactId)>,
+    /// The head as the verified facts define it (seq and id of the last
+    /// fact, its time, the key that signs next, whether the reel ended).
+    pub head: Option<Head>,
     /// The key that would sign the next fact.
     pub current_key: Option<PublicKeyBytes>,
 }
@@ -225,7 +225,13 @@ impl ReelChecker {
         }
         self.prev = Some(fact.id());
         self.last_time_ms = self.last_time_ms.max(header.stored_time_ms);
-        self.report.head = Some((seq, fact.id()));
+        self.report.head = self.report.current_key.map(|public_key| Head {
+            seq,
+            id: fact.id(),
+            stored_time_ms: header.stored_time_ms,
+            public_key,
+            ended: self.ended,
+        });
     }
 
     fn genesis(&mut self, fact: &Fact) {
@@ -329,15 +335,39 @@ impl ReelChecker {
     }
 }
 
-/// What strict verification requires of R that a batch equation does not
-/// check: a canonical encoding of a point that is not of small order.
+/// The y-coordinates (sign bit cleared) of the eight points of small order:
+/// the identity, the point of order 2, the two of order 4 (y = 0) and the four
+/// of order 8 (two y values, each with both signs). A unit test proves the
+/// encodings decompress to exactly the eight-torsion subgroup.
+const SMALL_ORDER_Y: [[u8; 32]; 5] = [
+    [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    [
+        0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+    ],
+    [0; 32],
+    [
+        0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f, 0x2a, 0x20,
+        0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a,
+    ],
+    [
+        0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0, 0xd5, 0xdf,
+        0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05,
+    ],
+];
+
+/// What strict verification demands of R that a batch equation does not see,
+/// decided on the bytes alone (no point arithmetic): R's y is a canonical
+/// field element (below 2^255 - 19) and R is not one of the small-order
+/// points (whatever its sign bit, which also refuses the non-canonical
+/// "negative zero" x of y = ±1). Whether R is on the curve at all is left to
+/// the batch, whose failure sends every signature to strict verification.
 fn strict_prechecks_hold(signature: &[u8; 64]) -> bool {
-    let mut r_bytes = [0u8; 32];
-    r_bytes.copy_from_slice(&signature[..32]);
-    match CompressedEdwardsY(r_bytes).decompress() {
-        Some(point) => !point.is_small_order() && point.compress().to_bytes() == r_bytes,
-        None => false,
-    }
+    let mut y = [0u8; 32];
+    y.copy_from_slice(&signature[..32]);
+    y[31] &= 0x7f;
+    let at_least_p = y[31] == 0x7f && y[1..31].iter().all(|&byte| byte == 0xff) && y[0] >= 0xed;
+    !at_least_p && !SMALL_ORDER_Y.contains(&y)
 }
 
 fn group_by_being(records: Vec<RawRecord>) -> Vec<(BeingId, Vec<RawRecord>)> {
@@ -399,14 +429,32 @@ pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Re
     let reports = check_reels(&groups, mode, threads);
     let names: BTreeMap<BeingId, String> =
         reports.iter().filter_map(|report| Some((report.being?, report.name.clone()?))).collect();
+    let mut expected = DerivedIndexes::default();
+    for &(land_seq, being, seq) in &land_seqs {
+        expected.land_log.insert(land_seq, (being, seq));
+    }
     let mut report = LandReport { beings: groups.len() as u64, ..LandReport::default() };
     for reel in reports {
+        let Some(being) = reel.being else { continue };
+        match (&reel.head, &reel.name, reel.problems.is_empty()) {
+            (Some(head), Some(name), true) => {
+                expected.heads.insert(being, *head);
+                expected.names.insert((name.clone(), being));
+            }
+            _ => {
+                expected.skip.insert(being);
+            }
+        }
         report.facts += reel.facts;
         report.problems.extend(reel.problems);
     }
-    report.problems.extend(fork_problems(store, None, &names)?);
-    report.problems.extend(land_log_problems(store, &mut land_seqs, &names)?);
-    for reason in store.index_problems()? {
+    let forks = fork_problems(store, None, &names)?;
+    expected.forked.extend(forks.iter().filter_map(|problem| problem.being));
+    report.problems.extend(forks);
+    let land_log = land_log_problems(store, &mut land_seqs, &names)?;
+    expected.skip.extend(land_log.iter().filter_map(|problem| problem.being));
+    report.problems.extend(land_log);
+    for reason in store.index_problems(&expected)? {
         report.problems.push(Problem { being: None, name: None, seq: None, kind: ProblemKind::Index { reason } });
     }
     Ok(report)
@@ -478,4 +526,58 @@ fn land_log_problems(
         });
     }
     Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use curve25519_dalek::edwards::CompressedEdwardsY;
+
+    #[test]
+    fn the_small_order_list_is_exactly_the_eight_torsion_subgroup() {
+        let mut points = Vec::new();
+        for y in SMALL_ORDER_Y {
+            for sign in [0u8, 0x80] {
+                let mut bytes = y;
+                bytes[31] |= sign;
+                let Some(point) = CompressedEdwardsY(bytes).decompress() else { continue };
+                assert!(point.is_small_order(), "{}", hex::encode(bytes));
+                let canonical = point.compress().to_bytes();
+                if !points.contains(&canonical) {
+                    points.push(canonical);
+                }
+            }
+        }
+        assert_eq!(points.len(), 8, "the eight-torsion subgroup has eight points");
+    }
+
+    fn signature_with_r(r: [u8; 32]) -> [u8; 64] {
+        let mut signature = [0u8; 64];
+        signature[..32].copy_from_slice(&r);
+        signature
+    }
+
+    #[test]
+    fn prechecks_refuse_what_strict_verification_refuses() {
+        let mut cases: Vec<([u8; 32], bool)> = Vec::new();
+        // An honest R: the base point's encoding.
+        cases.push((curve25519_dalek::constants::ED25519_BASEPOINT_COMPRESSED.to_bytes(), true));
+        for y in SMALL_ORDER_Y {
+            cases.push((y, false));
+            let mut negative = y;
+            negative[31] |= 0x80;
+            cases.push((negative, false));
+        }
+        // y = p (non-canonical zero) and y = p + 1 (non-canonical one).
+        let mut p = [0xffu8; 32];
+        p[0] = 0xed;
+        p[31] = 0x7f;
+        cases.push((p, false));
+        let mut p_plus_one = p;
+        p_plus_one[0] = 0xee;
+        cases.push((p_plus_one, false));
+        for (r, expected) in cases {
+            assert_eq!(strict_prechecks_hold(&signature_with_r(r)), expected, "{}", hex::encode(r));
+        }
+    }
 }

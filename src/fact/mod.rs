@@ -251,6 +251,31 @@ impl Fact {
         Ok(Fact { header, header_bytes, body, signature, id })
     }
 
+    /// Decodes an envelope for index building: the envelope and header are
+    /// parsed and the header checked, but the body's hash and encoding are
+    /// not (that is `decode_envelope`'s job, and `seed verify` does it for
+    /// every record). Bodies the indexes need are decoded strictly by `body_as`.
+    pub fn decode_envelope_for_index(bytes: &[u8]) -> Result<Fact, FactError> {
+        let part = "envelope";
+        let value: Value = ciborium::from_reader(bytes)
+            .map_err(|_| FactError::Shape { part, reason: "not a CBOR array".into() })?;
+        let Value::Array(items) = value else {
+            return Err(FactError::Shape { part, reason: "not an array".into() });
+        };
+        let [Value::Bytes(header_bytes), Value::Bytes(body), Value::Bytes(signature)] = <[Value; 3]>::try_from(items)
+            .map_err(|_| FactError::Shape { part, reason: "not three items".into() })?
+        else {
+            return Err(FactError::Shape { part, reason: "items are not byte strings".into() });
+        };
+        let header = FactHeader::decode(&header_bytes)?;
+        let signature: [u8; 64] = signature
+            .as_slice()
+            .try_into()
+            .map_err(|_| FactError::SignatureLength { len: signature.len() })?;
+        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
+        Ok(Fact { header, header_bytes, body, signature, id })
+    }
+
     pub fn encode_envelope(&self) -> Vec<u8> {
         let value = Value::Array(vec![
             Value::Bytes(self.header_bytes.clone()),

@@ -19,7 +19,8 @@
 //! atomic sled batch, flushes once and only then acknowledges the group.
 
 use super::{
-    AppendTicket, Appended, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
+    AppendTicket, Appended, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError,
+    StoredFact,
 };
 use crate::fact::body::{GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
@@ -506,6 +507,7 @@ impl Committer {
         self.tree.insert(REINDEXING_MARKER, Vec::<u8>::new()).map_err(io_error)?;
         self.db.flush().map_err(io_error)?;
         let (derived, report) = derive_indexes(&self.tree)?;
+        let derived = encode_derived(&derived);
         let mut batch = sled::Batch::default();
         for prefix in DERIVED_PREFIXES {
             for entry in self.tree.scan_prefix([prefix]) {
@@ -527,9 +529,9 @@ impl Committer {
     }
 }
 
-/// Computes every derived index entry from the primary records alone.
-fn derive_indexes(tree: &sled::Tree) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, ReindexReport), StoreError> {
-    let mut derived = BTreeMap::new();
+/// Computes every derived index from the primary records alone.
+fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), StoreError> {
+    let mut derived = DerivedIndexes::default();
     let mut report = ReindexReport::default();
     let mut current: Option<(BeingId, Head)> = None;
     for entry in tree.scan_prefix([PREFIX_FACT]) {
@@ -537,7 +539,7 @@ fn derive_indexes(tree: &sled::Tree) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, Rein
         let Some(record) = raw_record(&key, &value) else {
             continue;
         };
-        let decoded = Fact::decode_envelope(&record.envelope);
+        let decoded = Fact::decode_envelope_for_index(&record.envelope);
         let (Some(land_seq), Ok(fact)) = (record.land_seq, decoded) else {
             report.unreadable_records.push((record.being, record.seq));
             continue;
@@ -558,24 +560,53 @@ fn derive_indexes(tree: &sled::Tree) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, Rein
         };
         if fact.kind() == KIND_GENESIS {
             if let Ok(genesis) = fact.body_as::<GenesisBody>() {
-                derived.insert(name_key(&genesis.name, &record.being), Vec::new());
+                derived.names.insert((genesis.name, record.being));
             }
         }
-        let mut land_value = record.being.as_bytes().to_vec();
-        land_value.extend_from_slice(&record.seq.to_be_bytes());
-        derived.insert(land_key(land_seq), land_value);
-        derived.insert(being_key(PREFIX_HEAD, &record.being), encode_head(&head));
+        derived.land_log.insert(land_seq, (record.being, record.seq));
+        derived.heads.insert(record.being, head);
         current = Some((record.being, head));
         report.facts += 1;
     }
     for entry in tree.scan_prefix([PREFIX_FORK]) {
         let (key, _) = entry.map_err(io_error)?;
         if let Some(being) = BeingId::from_slice(&key[1..33.min(key.len())]) {
-            derived.insert(being_key(PREFIX_FORKED, &being), Vec::new());
+            derived.forked.insert(being);
             report.fork_proofs += 1;
         }
     }
     Ok((derived, report))
+}
+
+/// The sled entries that represent `derived`, leaving out skipped beings.
+fn encode_derived(derived: &DerivedIndexes) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut entries = BTreeMap::new();
+    let kept = |being: &BeingId| !derived.skip.contains(being);
+    for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
+        entries.insert(being_key(PREFIX_HEAD, being), encode_head(head));
+    }
+    for (land_seq, (being, seq)) in derived.land_log.iter().filter(|(_, (being, _))| kept(being)) {
+        let mut value = being.as_bytes().to_vec();
+        value.extend_from_slice(&seq.to_be_bytes());
+        entries.insert(land_key(*land_seq), value);
+    }
+    for (name, being) in derived.names.iter().filter(|(_, being)| kept(being)) {
+        entries.insert(name_key(name, being), Vec::new());
+    }
+    for being in &derived.forked {
+        entries.insert(being_key(PREFIX_FORKED, being), Vec::new());
+    }
+    entries
+}
+
+/// The being an index entry speaks of, if any.
+fn index_entry_being(key: &[u8], value: &[u8]) -> Option<BeingId> {
+    match key.first()? {
+        &PREFIX_HEAD | &PREFIX_FORKED => BeingId::from_slice(key.get(1..33)?),
+        &PREFIX_LAND => BeingId::from_slice(value.get(..32)?),
+        &PREFIX_NAME => BeingId::from_slice(key.get(key.len().checked_sub(32)?..)?),
+        _ => None,
+    }
 }
 
 fn derived_entries(tree: &sled::Tree) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, StoreError> {
@@ -741,22 +772,23 @@ impl Store for SledStore {
         receiver.recv().unwrap_or(Err(StoreError::Closed))
     }
 
-    fn index_problems(&self) -> Result<Vec<String>, StoreError> {
-        let (expected, _) = derive_indexes(&self.tree)?;
+    fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
+        let wanted = encode_derived(expected);
         let actual = derived_entries(&self.tree)?;
         let mut problems = Vec::new();
-        for (key, value) in &expected {
+        for (key, value) in &wanted {
             match actual.get(key) {
                 None => problems.push(format!("{} is missing", describe_index_key(key))),
                 Some(found) if found != value => problems.push(format!("{} is wrong", describe_index_key(key))),
-                _ => {}
+                Some(_) => {}
             }
             if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
                 return Ok(problems);
             }
         }
-        for key in actual.keys() {
-            if !expected.contains_key(key) {
+        for (key, value) in &actual {
+            let skipped = index_entry_being(key, value).is_some_and(|being| expected.skip.contains(&being));
+            if !wanted.contains_key(key) && !skipped {
                 problems.push(format!("{} should not exist", describe_index_key(key)));
                 if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
                     break;
