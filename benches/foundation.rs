@@ -84,7 +84,8 @@ fn make_beings(land: &Land, count: usize) -> Vec<seed::fact::BeingId> {
 /// Seals `total` note facts spread over `beings` from `threads` threads, each
 /// keeping `window` facts in flight per being; returns when all are durable.
 fn seal_many(land: &Land, beings: &[seed::fact::BeingId], total: u64, threads: usize) {
-    let body = seed::canonical::to_canonical_bytes(&NoteBody { text: "a note of ordinary length".into() }).expect("body");
+    let body =
+        seed::canonical::to_canonical_bytes(&NoteBody { text: "a note of ordinary length".into() }).expect("body");
     let per_thread = beings.len() / threads;
     std::thread::scope(|scope| {
         for chunk in beings.chunks(per_thread) {
@@ -164,7 +165,8 @@ fn print_ratios() {
     let seal = rate("substrate/seal_durable", SEAL_FACTS_PER_ITERATION as f64);
     let verify_1 = rate("substrate/verify_land_batch/1", facts);
     let verify_2 = rate("substrate/verify_land_batch/2", facts);
-    let verify_strict = rate("substrate/verify_land_strict_1", facts).or_else(|| rate("substrate/verify_land_strict/1", facts));
+    let verify_strict =
+        rate("substrate/verify_land_strict_1", facts).or_else(|| rate("substrate/verify_land_strict/1", facts));
     println!("\n== figures of this run (per second) and ratios to their reference ==");
     println!("raw ed25519 sign (reference)         {sign:>10.0}/s");
     let line = |name: &str, value: Option<f64>, reference: Option<f64>, reference_name: &str| {

@@ -13,7 +13,7 @@ use crate::check::{check_reel, Problem, SignatureMode};
 use crate::fact::body::GenesisBody;
 use crate::fact::{BeingId, Fact, FactId, Hash32};
 use crate::land::{Land, LandError};
-use crate::store::{RawRecord, Store, StoreError};
+use crate::store::{RawRecord, StoreError};
 use ciborium::value::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -113,7 +113,9 @@ impl Bundle {
             Some(_) => {}
         }
         let value = canonical::decode_canonical(bytes).map_err(|error| match error {
-            canonical::CanonicalError::Malformed { reason } if reason.contains("end of input") => BundleError::Truncated,
+            canonical::CanonicalError::Malformed { reason } if reason.contains("end of input") => {
+                BundleError::Truncated
+            }
             other => BundleError::NotABundle { reason: other.to_string() },
         })?;
         let Value::Map(entries) = value else {
@@ -135,7 +137,9 @@ impl Bundle {
             return Err(BundleError::UnsupportedVersion { version });
         }
         let known = ["format", "version", "being", "head_seq", "head_id", "facts", "digest"];
-        if let Some((key, _)) = entries.iter().find(|(key, _)| !matches!(key, Value::Text(key) if known.contains(&key.as_str()))) {
+        if let Some((key, _)) =
+            entries.iter().find(|(key, _)| !matches!(key, Value::Text(key) if known.contains(&key.as_str())))
+        {
             return Err(malformed(&format!("unknown field {key:?}")));
         }
         let bytes32 = |name: &str| match field(name) {
@@ -213,7 +217,8 @@ pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleEr
     }
     let head = report.head.ok_or(LandError::UnknownBeing { being: *being })?;
     let (head_seq, head_id) = (head.seq, head.id);
-    let bundle = Bundle { being: *being, head_seq, head_id, envelopes: records.into_iter().map(|r| r.envelope).collect() };
+    let bundle =
+        Bundle { being: *being, head_seq, head_id, envelopes: records.into_iter().map(|r| r.envelope).collect() };
     let bytes = bundle.encode();
     let temporary = path.with_extension("partial");
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };

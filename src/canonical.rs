@@ -44,9 +44,8 @@ pub enum CanonicalError {
 
 /// Serialises any serde value into canonical CBOR bytes.
 pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
-    let value = Value::serialized(value).map_err(|error| CanonicalError::Unrepresentable {
-        reason: error.to_string(),
-    })?;
+    let value =
+        Value::serialized(value).map_err(|error| CanonicalError::Unrepresentable { reason: error.to_string() })?;
     encode_value(&value)
 }
 
@@ -62,17 +61,10 @@ pub fn encode_value(value: &Value) -> Result<Vec<u8>, CanonicalError> {
 /// exactly the canonical encoding of what it decodes to.
 pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
     let mut reader = bytes;
-    let value: Value = ciborium::de::from_reader_with_recursion_limit(
-        &mut reader,
-        CBOR_NESTING_DEPTH_MAX + 1,
-    )
-    .map_err(|error| CanonicalError::Malformed {
-        reason: describe_decode_error(&error),
-    })?;
+    let value: Value = ciborium::de::from_reader_with_recursion_limit(&mut reader, CBOR_NESTING_DEPTH_MAX + 1)
+        .map_err(|error| CanonicalError::Malformed { reason: describe_decode_error(&error) })?;
     if !reader.is_empty() {
-        return Err(CanonicalError::TrailingBytes {
-            count: reader.len(),
-        });
+        return Err(CanonicalError::TrailingBytes { count: reader.len() });
     }
     let mut again = Vec::with_capacity(bytes.len());
     write_checked(&value, 0, &mut again).map_err(CanonicalError::rooted)?;
@@ -127,9 +119,7 @@ fn write_checked(value: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), C
                 write_checked(item, depth + 1, out).map_err(|error| error.within(&segment()))?;
             }
         }
-        other => {
-            return Err(CanonicalError::Unrepresentable { reason: format!("unsupported CBOR value {other:?}") })
-        }
+        other => return Err(CanonicalError::Unrepresentable { reason: format!("unsupported CBOR value {other:?}") }),
     }
     Ok(())
 }
@@ -157,11 +147,7 @@ impl CanonicalError {
 /// Decodes canonical bytes straight into a typed record.
 pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     let value = decode_canonical(bytes)?;
-    value
-        .deserialized()
-        .map_err(|error| CanonicalError::Unrepresentable {
-            reason: error.to_string(),
-        })
+    value.deserialized().map_err(|error| CanonicalError::Unrepresentable { reason: error.to_string() })
 }
 
 fn describe_decode_error<E: std::fmt::Debug>(error: &ciborium::de::Error<E>) -> String {
@@ -221,9 +207,7 @@ fn canonicalise(value: &Value, depth: usize, path: &mut String) -> Result<Value,
             keyed.sort_by(|left, right| left.0.cmp(&right.0));
             for pair in keyed.windows(2) {
                 if pair[0].0 == pair[1].0 {
-                    return Err(CanonicalError::DuplicateKey {
-                        path: format!("{path}.{}", key_label(&pair[0].1)),
-                    });
+                    return Err(CanonicalError::DuplicateKey { path: format!("{path}.{}", key_label(&pair[0].1)) });
                 }
             }
             Value::Map(keyed.into_iter().map(|(_, key, item)| (key, item)).collect())
@@ -364,10 +348,7 @@ mod tests {
 
     #[test]
     fn map_keys_sort_by_encoded_bytes_so_shorter_keys_come_first() {
-        let value = Value::Map(vec![
-            (Value::Text("bb".into()), uint(1)),
-            (Value::Text("c".into()), uint(2)),
-        ]);
+        let value = Value::Map(vec![(Value::Text("bb".into()), uint(1)), (Value::Text("c".into()), uint(2))]);
         let bytes = encode_value(&value).expect("encodable");
         assert_eq!(bytes, vec![0xa2, 0x61, b'c', 0x02, 0x62, b'b', b'b', 0x01]);
     }

@@ -243,7 +243,10 @@ impl ReelChecker {
             self.problem(0, ProblemKind::Genesis { reason: "prev of seq 0 is not zero".into() });
         }
         if blake3_of(fact.body()) != Hash32(self.being.0) {
-            self.problem(0, ProblemKind::Genesis { reason: "the being id is not the BLAKE3 of the genesis body".into() });
+            self.problem(
+                0,
+                ProblemKind::Genesis { reason: "the being id is not the BLAKE3 of the genesis body".into() },
+            );
         }
         match fact.body_as::<GenesisBody>() {
             Ok(genesis) => {
@@ -398,7 +401,11 @@ fn check_reels(groups: &[(BeingId, Vec<RawRecord>)], mode: SignatureMode, thread
     results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()).into_values().collect()
 }
 
-fn fork_problems(store: &dyn Store, being: Option<&BeingId>, names: &BTreeMap<BeingId, String>) -> Result<Vec<Problem>, StoreError> {
+fn fork_problems(
+    store: &dyn Store,
+    being: Option<&BeingId>,
+    names: &BTreeMap<BeingId, String>,
+) -> Result<Vec<Problem>, StoreError> {
     Ok(store
         .fork_proofs(being)?
         .into_iter()
@@ -423,8 +430,10 @@ pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> 
 /// Verifies the whole land: every reel, the land log, fork proofs, indexes.
 pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
     let records = store.raw_records(None)?;
-    let mut land_seqs: Vec<(u64, BeingId, u64)> =
-        records.iter().filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq))).collect();
+    let mut land_seqs: Vec<(u64, BeingId, u64)> = records
+        .iter()
+        .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
+        .collect();
     let groups = group_by_being(records);
     let reports = check_reels(&groups, mode, threads);
     let names: BTreeMap<BeingId, String> =

@@ -8,7 +8,6 @@ use seed::clock::WallClock;
 use seed::fact::body::{GenesisBody, NoteBody, KIND_NOTE};
 use seed::land::{BeingSpec, Land};
 use seed::limits::Limits;
-use seed::store::Store;
 use seed::view;
 use std::io::Write;
 use std::path::PathBuf;
@@ -110,7 +109,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Reindex => {
             let land = open(&dir)?;
             let report = land.store().reindex()?;
-            println!("reindexed {} facts of {} beings ({} fork proofs)", report.facts, report.beings, report.fork_proofs);
+            println!(
+                "reindexed {} facts of {} beings ({} fork proofs)",
+                report.facts, report.beings, report.fork_proofs
+            );
             for (being, seq) in &report.unreadable_records {
                 println!("  left out unreadable record: being {} seq {seq} (run `seed verify`)", being.short());
             }
@@ -208,9 +210,7 @@ fn verify(land: &Land, being: Option<&str>, strict: bool, threads: Option<usize>
     } else {
         SignatureMode::Batch { batch_facts: land.limits().verify_batch_facts }
     };
-    let threads = threads
-        .or_else(|| std::thread::available_parallelism().ok().map(|count| count.get()))
-        .unwrap_or(1);
+    let threads = threads.or_else(|| std::thread::available_parallelism().ok().map(|count| count.get())).unwrap_or(1);
     let (problems, summary) = match being {
         Some(reference) => {
             let id = land.resolve(reference)?;
@@ -263,10 +263,8 @@ fn stress(land: &Land, count: usize, facts: Option<u64>, window: usize) -> Resul
         beings.push(being);
     }
     std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = beings
-            .iter()
-            .map(|being| scope.spawn(move || stress_one(land, being, facts, window)))
-            .collect();
+        let workers: Vec<_> =
+            beings.iter().map(|being| scope.spawn(move || stress_one(land, being, facts, window))).collect();
         for worker in workers {
             worker.join().map_err(|_| anyhow::anyhow!("a stress thread panicked"))??;
         }

@@ -19,10 +19,7 @@ pub struct WallClock {
 
 impl Clock for WallClock {
     fn now_ms(&self) -> u64 {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_millis() as u64)
-            .unwrap_or(0);
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0);
         let previous = self.last_ms.fetch_max(wall, Ordering::SeqCst);
         previous.max(wall)
     }

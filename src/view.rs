@@ -69,11 +69,9 @@ pub fn stored_fact_json(stored: &StoredFact) -> Json {
 pub fn stored_fact_line(stored: &StoredFact) -> String {
     let fact = &stored.fact;
     let body = match body_json(fact) {
-        Json::Object(fields) => fields
-            .iter()
-            .map(|(key, value)| format!("{key}={}", compact(value)))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Json::Object(fields) => {
+            fields.iter().map(|(key, value)| format!("{key}={}", compact(value))).collect::<Vec<_>>().join(" ")
+        }
         other => compact(&other),
     };
     format!(

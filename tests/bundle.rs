@@ -7,7 +7,6 @@ use common::{note, plant, seed, spec, stderr, stdout};
 use seed::bundle::{Bundle, BundleError};
 use seed::fact::body::{NoteBody, KIND_NOTE};
 use seed::fact::Fact;
-use seed::store::Store;
 use std::path::Path;
 
 fn note_body(text: &str) -> Vec<u8> {
@@ -105,7 +104,11 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
     forked.head_seq += 1;
     check_import_refused(&target, &write("forked.bundle", &forked.encode()), "fails verification");
     // Foreign formats.
-    check_import_refused(&target, &write("json.bundle", b"{\"format\": \"seed-reel-bundle\"}"), "not a seed reel bundle");
+    check_import_refused(
+        &target,
+        &write("json.bundle", b"{\"format\": \"seed-reel-bundle\"}"),
+        "not a seed reel bundle",
+    );
     let other = seed::canonical::encode_value(&ciborium::value::Value::Map(vec![(
         ciborium::value::Value::Text("format".into()),
         ciborium::value::Value::Text("other-tool-archive".into()),
@@ -117,17 +120,10 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
     // A rival history for a being the target already holds: refused as a fork.
     seed::bundle::import(&target.land, &file).expect("the good bundle imports");
     let mut rival_history = bundle.clone();
-    rival_history.envelopes[2] = Fact::seal(
-        worker,
-        2,
-        first.id(),
-        first.header.stored_time_ms,
-        KIND_NOTE,
-        note_body("another past"),
-        &key,
-    )
-    .expect("seal")
-    .encode_envelope();
+    rival_history.envelopes[2] =
+        Fact::seal(worker, 2, first.id(), first.header.stored_time_ms, KIND_NOTE, note_body("another past"), &key)
+            .expect("seal")
+            .encode_envelope();
     rival_history.envelopes.truncate(3);
     rival_history.head_seq = 2;
     rival_history.head_id = Fact::decode_envelope(&rival_history.envelopes[2]).expect("fact").id();

@@ -61,7 +61,8 @@ fn reel_prints_readably_and_as_json() {
     let (_dir, land) = planted();
     let text = stdout(&seed(&land, &["reel", "@operator"]));
     assert!(text.contains("genesis") && text.contains("operator-token"), "{text}");
-    let json: serde_json::Value = serde_json::from_str(&stdout(&seed(&land, &["reel", "@operator", "--json"]))).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&seed(&land, &["reel", "@operator", "--json"]))).expect("json");
     let facts = json["facts"].as_array().expect("facts");
     assert_eq!(facts.len(), 2);
     assert_eq!(facts[0]["kind"], "genesis");

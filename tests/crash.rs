@@ -11,7 +11,6 @@ mod common;
 use seed::check::{verify_land, SignatureMode};
 use seed::fact::{BeingId, FactId};
 use seed::land::Land;
-use seed::store::Store;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -48,10 +47,8 @@ fn parse_ack(line: &str) -> Option<(BeingId, u64, FactId)> {
 
 #[test]
 fn acknowledged_facts_survive_kill_9() {
-    let cycles: usize = std::env::var("SEED_CRASH_CYCLES")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(CRASH_CYCLES_DEFAULT);
+    let cycles: usize =
+        std::env::var("SEED_CRASH_CYCLES").ok().and_then(|text| text.parse().ok()).unwrap_or(CRASH_CYCLES_DEFAULT);
     let seed_value: u64 = std::env::var("SEED_CRASH_SEED").ok().and_then(|t| t.parse().ok()).unwrap_or(0x5eed_c4a5);
     let mut random = XorShift(seed_value);
     let mut folder = None;
@@ -100,6 +97,8 @@ fn acknowledged_facts_survive_kill_9() {
         total_acks += acks.len();
         cycles_with_acks += usize::from(!acks.is_empty());
     }
-    eprintln!("{cycles} kills, {total_acks} acknowledged facts checked, {cycles_with_acks} cycles acknowledged something");
+    eprintln!(
+        "{cycles} kills, {total_acks} acknowledged facts checked, {cycles_with_acks} cycles acknowledged something"
+    );
     assert!(cycles_with_acks * 2 >= cycles, "most cycles must get far enough to acknowledge facts");
 }

@@ -131,7 +131,15 @@ fn write_quirky(value: &Value, quirks: Quirks, out: &mut Vec<u8>) -> bool {
 }
 
 fn header_strategy() -> impl Strategy<Value = (FactHeader, Vec<u8>, [u8; 32])> {
-    (any::<[u8; 32]>(), any::<u64>(), any::<[u8; 32]>(), any::<u64>(), "[a-z][a-z0-9-]{0,20}", value_strategy(), any::<[u8; 32]>())
+    (
+        any::<[u8; 32]>(),
+        any::<u64>(),
+        any::<[u8; 32]>(),
+        any::<u64>(),
+        "[a-z][a-z0-9-]{0,20}",
+        value_strategy(),
+        any::<[u8; 32]>(),
+    )
         .prop_map(|(being, seq, prev, time, kind, body, key)| {
             let body = encode_value(&body).expect("strategy values are canonical-encodable");
             let header = FactHeader {

@@ -37,13 +37,18 @@ fn example() -> (Fact, Vec<u8>, SigningKey) {
 }
 
 fn spaced(bytes: &[u8]) -> String {
-    bytes.chunks(32).map(|line| line.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
+    bytes
+        .chunks(32)
+        .map(|line| line.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The hex inside the fenced block whose info string is `hex LABEL`.
 fn block(label: &str) -> Vec<u8> {
     let opening = format!("```hex {label}\n");
-    let start = DOC.find(&opening).unwrap_or_else(|| panic!("docs/reel-format.md has no ```hex {label} block")) + opening.len();
+    let start =
+        DOC.find(&opening).unwrap_or_else(|| panic!("docs/reel-format.md has no ```hex {label} block")) + opening.len();
     let end = start + DOC[start..].find("```").expect("closing fence");
     let digits: String = DOC[start..end].chars().filter(|c| c.is_ascii_hexdigit()).collect();
     hex::decode(digits).expect("hex")
@@ -76,6 +81,7 @@ fn the_worked_example_in_the_format_document_is_true() {
     assert_eq!(block("envelope"), envelope);
     // The document's bytes, taken on their own, decode and verify.
     let decoded = Fact::decode_envelope(&block("envelope")).expect("the documented envelope decodes");
-    let public = ed25519_dalek::VerifyingKey::from_bytes(&block("public-key").try_into().expect("32 bytes")).expect("key");
+    let public =
+        ed25519_dalek::VerifyingKey::from_bytes(&block("public-key").try_into().expect("32 bytes")).expect("key");
     assert!(decoded.verify_signature(&public));
 }

@@ -6,12 +6,12 @@ mod common;
 use common::{note, plant, spec};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::body::{NoteBody, KIND_NOTE};
-use seed::fact::{Fact, FactId};
 use seed::fact::body::{RotateKeyBody, KIND_ROTATE_KEY};
+use seed::fact::{Fact, FactId};
 use seed::keys::{public_key_bytes, KeyRing};
 use seed::land::Land;
 use seed::land::LandError;
-use seed::store::{Store, StoreError};
+use seed::store::StoreError;
 
 const MODE: SignatureMode = SignatureMode::Batch { batch_facts: 64 };
 
@@ -30,7 +30,8 @@ fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
 
     // A rival fact for seq 1, properly signed by the same key.
     let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
-    let rival = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
+    let rival =
+        Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
     let rival_id = rival.id();
     match store.append(rival) {
         Err(StoreError::Fork { seq: 1, kept, rival, .. }) => {
@@ -54,7 +55,10 @@ fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
     ));
     let report = verify_land(store, MODE, 1).expect("verify");
     assert!(
-        report.problems.iter().any(|problem| problem.seq == Some(1) && matches!(problem.kind, ProblemKind::Fork { .. })),
+        report
+            .problems
+            .iter()
+            .any(|problem| problem.seq == Some(1) && matches!(problem.kind, ProblemKind::Fork { .. })),
         "{:?}",
         report.problems
     );
@@ -67,7 +71,8 @@ fn the_fork_proof_survives_reopening_and_reindex() {
     let first = note(&test.land, &worker, "one");
     let key = test.land.keys().load(&worker).expect("key");
     let genesis_id = test.land.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
-    let rival = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
+    let rival =
+        Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
     assert!(test.land.store().append(rival).is_err());
     let path = test.path();
     test.land.close().expect("close");
@@ -87,7 +92,8 @@ fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
     let store = test.land.store();
     let land_len = store.land_len().expect("len");
     let time = first.stored_time_ms;
-    let cases: Vec<(&str, Fact, fn(&StoreError) -> bool)> = vec![
+    type Case = (&'static str, Fact, fn(&StoreError) -> bool);
+    let cases: Vec<Case> = vec![
         ("gap", Fact::seal(worker, 3, first.id, time, KIND_NOTE, note_body("x"), &key).unwrap(), |e| {
             matches!(e, StoreError::Gap { expected: 2, got: 3, .. })
         }),
@@ -119,7 +125,8 @@ fn the_same_fact_appended_twice_is_acknowledged_once() {
     let key = test.land.keys().load(&worker).expect("key");
     let store = test.land.store();
     let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
-    let again = Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("one"), &key).expect("seal");
+    let again =
+        Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("one"), &key).expect("seal");
     assert_eq!(again.id(), first.id, "same content, same id");
     let appended = store.append(again).expect("idempotent");
     assert!(appended.duplicate);
@@ -189,7 +196,7 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
     assert_eq!(store.derived_index_digest().expect("digest"), before);
 
     // Damage the derived indexes: verify notices, reindex repairs them exactly.
-    let tree = store.raw_tree();
+    let tree = test.land.sled_store().raw_tree();
     let heads: Vec<_> = tree.scan_prefix([b'h']).map(|entry| entry.expect("read").0).collect();
     tree.remove(&heads[0]).expect("remove");
     tree.insert([b'l', 0, 0, 0, 0, 0, 0, 3, 0], vec![1u8; 40]).expect("junk");

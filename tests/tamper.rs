@@ -27,7 +27,7 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     test.land.rotate_key(&worker).expect("rotate");
     note(&test.land, &worker, "after rotation");
     let store = test.land.store();
-    let tree = store.raw_tree();
+    let tree = test.land.sled_store().raw_tree();
     let mode = SignatureMode::Batch { batch_facts: 64 };
     assert!(verify_land(store, mode, 1).expect("verify").problems.is_empty(), "a fresh land verifies");
 
@@ -62,7 +62,7 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "the original words");
-    let tree = test.land.store().raw_tree();
+    let tree = test.land.sled_store().raw_tree();
     let mut key = vec![b'f'];
     key.extend_from_slice(worker.as_bytes());
     key.extend_from_slice(&1u64.to_be_bytes());
@@ -75,7 +75,13 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     let output = seed(&test.dir.path().join("land"), &["verify"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
-    assert!(text.contains(&format!("being @worker ({}) seq 1: undecodable: body hash does not match the header", worker.short())), "{text}");
+    assert!(
+        text.contains(&format!(
+            "being @worker ({}) seq 1: undecodable: body hash does not match the header",
+            worker.short()
+        )),
+        "{text}"
+    );
     let strict = seed(&test.dir.path().join("land"), &["verify", "--strict", "--being", "@worker"]);
     assert_eq!(strict.status.code(), Some(1));
     assert!(stdout(&strict).contains("seq 1: undecodable"), "{}", stdout(&strict));
@@ -88,7 +94,7 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
     for index in 0..40 {
         note(&test.land, &worker, &format!("note {index}"));
     }
-    let tree = test.land.store().raw_tree();
+    let tree = test.land.sled_store().raw_tree();
     let mut key = vec![b'f'];
     key.extend_from_slice(worker.as_bytes());
     key.extend_from_slice(&17u64.to_be_bytes());

@@ -71,9 +71,7 @@ impl<'de> serde::de::Visitor<'de> for Bytes32Visitor {
     }
 
     fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<[u8; 32], E> {
-        bytes
-            .try_into()
-            .map_err(|_| E::invalid_length(bytes.len(), &self))
+        bytes.try_into().map_err(|_| E::invalid_length(bytes.len(), &self))
     }
 
     fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<[u8; 32], E> {

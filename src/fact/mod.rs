@@ -30,10 +30,7 @@ const HEADER_FIELDS: usize = 9;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FactError {
     #[error("{part}: {source}")]
-    Cbor {
-        part: &'static str,
-        source: CanonicalError,
-    },
+    Cbor { part: &'static str, source: CanonicalError },
     #[error("{part}: {reason}")]
     Shape { part: &'static str, reason: String },
     #[error("unsupported fact format version {version} (this build reads {FACT_FORMAT_VERSION})")]
@@ -125,10 +122,7 @@ fn field_u64(fields: &[Value], index: usize, name: &str) -> Result<u64, FactErro
 fn field_text(fields: &[Value], index: usize, name: &str) -> Result<String, FactError> {
     match &fields[index] {
         Value::Text(text) => Ok(text.clone()),
-        _ => Err(FactError::Shape {
-            part: "header",
-            reason: format!("field {index} ({name}) is not a text string"),
-        }),
+        _ => Err(FactError::Shape { part: "header", reason: format!("field {index} ({name}) is not a text string") }),
     }
 }
 
@@ -257,21 +251,19 @@ impl Fact {
     /// every record). Bodies the indexes need are decoded strictly by `body_as`.
     pub fn decode_envelope_for_index(bytes: &[u8]) -> Result<Fact, FactError> {
         let part = "envelope";
-        let value: Value = ciborium::from_reader(bytes)
-            .map_err(|_| FactError::Shape { part, reason: "not a CBOR array".into() })?;
+        let value: Value =
+            ciborium::from_reader(bytes).map_err(|_| FactError::Shape { part, reason: "not a CBOR array".into() })?;
         let Value::Array(items) = value else {
             return Err(FactError::Shape { part, reason: "not an array".into() });
         };
-        let [Value::Bytes(header_bytes), Value::Bytes(body), Value::Bytes(signature)] = <[Value; 3]>::try_from(items)
-            .map_err(|_| FactError::Shape { part, reason: "not three items".into() })?
+        let [Value::Bytes(header_bytes), Value::Bytes(body), Value::Bytes(signature)] =
+            <[Value; 3]>::try_from(items).map_err(|_| FactError::Shape { part, reason: "not three items".into() })?
         else {
             return Err(FactError::Shape { part, reason: "items are not byte strings".into() });
         };
         let header = FactHeader::decode(&header_bytes)?;
-        let signature: [u8; 64] = signature
-            .as_slice()
-            .try_into()
-            .map_err(|_| FactError::SignatureLength { len: signature.len() })?;
+        let signature: [u8; 64] =
+            signature.as_slice().try_into().map_err(|_| FactError::SignatureLength { len: signature.len() })?;
         let id = FactId(*blake3::hash(&header_bytes).as_bytes());
         Ok(Fact { header, header_bytes, body, signature, id })
     }

@@ -15,13 +15,13 @@ mod plant;
 
 pub use plant::{PlantReport, PlantedBeing};
 
+use crate::canonical;
 use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{BeingId, Fact, FactError, FactId};
 use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
 use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
-use crate::canonical;
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -177,10 +177,8 @@ pub fn validate_being_name(name: &str) -> Result<(), LandError> {
 fn read_meta(dir: &Path) -> Result<LandMeta, LandError> {
     let path = dir.join(LAND_META_FILE);
     let text = std::fs::read_to_string(&path).map_err(|source| LandError::Io { path: path.clone(), source })?;
-    let meta: LandMeta = toml::from_str(&text).map_err(|error| LandError::Meta {
-        path: path.clone(),
-        reason: error.message().to_string(),
-    })?;
+    let meta: LandMeta = toml::from_str(&text)
+        .map_err(|error| LandError::Meta { path: path.clone(), reason: error.message().to_string() })?;
     if meta.format != LAND_FORMAT_VERSION {
         return Err(LandError::Meta {
             path,
@@ -247,7 +245,14 @@ impl Land {
     pub fn operator(&self) -> BeingId {
         self.operator
     }
-    pub fn store(&self) -> &SledStore {
+    /// The store, through the backend-neutral interface every caller uses.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The sled backend itself, for repair tools and tests that need its raw
+    /// tree. Ordinary callers use `store()`.
+    pub fn sled_store(&self) -> &SledStore {
         &self.store
     }
     pub fn keys(&self) -> &KeyRing {
@@ -313,7 +318,8 @@ impl Land {
             home_space: spec.home_space,
             nonce,
         };
-        let body = canonical::to_canonical_bytes(&genesis).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let body =
+            canonical::to_canonical_bytes(&genesis).map_err(|source| FactError::Cbor { part: "body", source })?;
         self.check_body_size(&body)?;
         let being = BeingId(*blake3::hash(&body).as_bytes());
         self.keys.store(&being, &key)?;

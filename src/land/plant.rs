@@ -38,7 +38,8 @@ fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
     let temporary = dir.join(format!("{LAND_META_FILE}.tmp"));
     let io = |source| LandError::Io { path: path.clone(), source };
-    let text = toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
+    let text =
+        toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
     let mut file = std::fs::File::create(&temporary).map_err(io)?;
     file.write_all(b"# A seed land. Written once by `seed plant`; do not edit.\n").map_err(io)?;
     file.write_all(text.as_bytes()).map_err(io)?;
@@ -53,14 +54,13 @@ impl Land {
     /// that already holds a land or anything else.
     pub fn plant(dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> Result<(Land, PlantReport), LandError> {
         if dir.join(LAND_META_FILE).exists() {
-            let root = super::read_meta(dir)
-                .ok()
-                .and_then(|meta| BeingId::from_hex(&meta.root))
-                .unwrap_or(BeingId::ZERO);
+            let root =
+                super::read_meta(dir).ok().and_then(|meta| BeingId::from_hex(&meta.root)).unwrap_or(BeingId::ZERO);
             return Err(LandError::AlreadyPlanted { dir: dir.to_path_buf(), root });
         }
         if dir.exists() {
-            let mut entries = std::fs::read_dir(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
+            let mut entries =
+                std::fs::read_dir(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
             if entries.next().is_some() {
                 return Err(LandError::NotEmpty { dir: dir.to_path_buf() });
             }

@@ -106,7 +106,9 @@ pub enum StoreError {
     Gap { being: BeingId, expected: u64, got: u64 },
     #[error("being {being} seq {seq}: prev does not match the head (someone else extended this reel)")]
     PrevMismatch { being: BeingId, seq: u64 },
-    #[error("being {being} seq {seq}: fork — fact {rival} competes with stored fact {kept}; both kept as a fork proof")]
+    #[error(
+        "being {being} seq {seq}: fork — fact {rival} competes with stored fact {kept}; both kept as a fork proof"
+    )]
     Fork { being: BeingId, seq: u64, kept: FactId, rival: FactId },
     #[error("being {being} has a recorded fork; its reel will not be extended until the fork is resolved")]
     BeingForked { being: BeingId },

@@ -626,7 +626,9 @@ fn describe_index_key(key: &[u8]) -> String {
         Some(&PREFIX_LAND) if key.len() == 9 => {
             format!("land log entry {}", u64::from_be_bytes(key[1..9].try_into().unwrap_or([0; 8])))
         }
-        Some(&PREFIX_NAME) => format!("name index {:?}", String::from_utf8_lossy(&key[1..key.len().saturating_sub(33)])),
+        Some(&PREFIX_NAME) => {
+            format!("name index {:?}", String::from_utf8_lossy(&key[1..key.len().saturating_sub(33)]))
+        }
         Some(&PREFIX_FORKED) => "fork marker".to_string(),
         _ => format!("key {}", hex::encode(key)),
     }
@@ -699,9 +701,7 @@ impl Store for SledStore {
             let (key, value) = entry.map_err(io_error)?;
             match raw_record(&key, &value) {
                 Some(record) => records.push(record),
-                None => {
-                    return Err(StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) })
-                }
+                None => return Err(StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) }),
             }
         }
         Ok(records)

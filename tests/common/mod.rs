@@ -24,8 +24,12 @@ impl TestLand {
 
 pub fn plant() -> TestLand {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let (land, report) = Land::plant(&dir.path().join("land"), Arc::new(LogicalClock::starting_at(1_700_000_000_000)), Limits::default())
-        .expect("plant");
+    let (land, report) = Land::plant(
+        &dir.path().join("land"),
+        Arc::new(LogicalClock::starting_at(1_700_000_000_000)),
+        Limits::default(),
+    )
+    .expect("plant");
     TestLand { dir, land, report }
 }
 
