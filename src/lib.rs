@@ -10,5 +10,7 @@ pub mod fact;
 pub mod keys;
 pub mod land;
 pub mod limits;
+pub mod names;
+pub mod roles;
 pub mod store;
 pub mod view;

@@ -22,8 +22,6 @@ pub const FACT_DOMAIN_TAG: &str = "seed/fact";
 /// Hard ceiling on a body, whatever the land's configured limit: no decoder
 /// allocates more than this for one fact.
 pub const FACT_BODY_BYTES_CEILING: usize = 1024 * 1024;
-/// Longest fact kind name.
-pub const FACT_KIND_CHARS_MAX: usize = 64;
 /// Number of fields in the fixed-position header array.
 const HEADER_FIELDS: usize = 9;
 
@@ -143,26 +141,10 @@ fn field_bytes32(fields: &[Value], index: usize, name: &str) -> Result<[u8; 32],
 /// Kinds are kebab-case words with an optional `namespace:` prefix, so that
 /// extensions can add kinds without colliding with the core's.
 pub fn validate_kind(kind: &str) -> Result<(), FactError> {
-    let fail = |reason: &str| FactError::Kind { kind: kind.to_string(), reason: reason.to_string() };
-    if kind.is_empty() || kind.len() > FACT_KIND_CHARS_MAX {
-        return Err(fail("must be 1 to 64 characters"));
+    match crate::names::kebab_name_problem(kind) {
+        Some(reason) => Err(FactError::Kind { kind: kind.to_string(), reason: reason.to_string() }),
+        None => Ok(()),
     }
-    let mut parts = kind.split(':');
-    let words: Vec<&str> = parts.by_ref().collect();
-    if words.len() > 2 {
-        return Err(fail("at most one ':' namespace separator"));
-    }
-    for word in words {
-        let mut chars = word.chars();
-        match chars.next() {
-            Some(first) if first.is_ascii_lowercase() => {}
-            _ => return Err(fail("each part must start with a lowercase letter")),
-        }
-        if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-            return Err(fail("only lowercase letters, digits and '-' are allowed"));
-        }
-    }
-    Ok(())
 }
 
 /// One fact: header, body and signature, with the exact bytes of each.

@@ -1,5 +1,7 @@
 //! Command-line arguments and the commands behind them.
 
+mod flow;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use seed::bundle;
@@ -67,6 +69,11 @@ enum Command {
     Reindex,
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
     RotateKey { being: String },
+    /// Evaluate or check a roleFlow on files (for role authors).
+    Flow {
+        #[command(subcommand)]
+        command: FlowCommand,
+    },
     /// Diagnostics: seal note facts as fast as possible, printing each acknowledgement.
     #[command(hide = true)]
     Stress {
@@ -78,6 +85,43 @@ enum Command {
         #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
         window: usize,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum FlowCommand {
+    /// Which roles a being with this flow wears in this context, and why.
+    Eval {
+        /// A JSON array of clauses, or {"defaultRole": ..., "flow": [...]}.
+        #[arg(long)]
+        flow: PathBuf,
+        /// A JSON object of dotted keys or nested objects.
+        #[arg(long)]
+        context: PathBuf,
+        /// Role folders (repeatable; later ones override). Default: roles/ and extensions/*/roles/.
+        #[arg(long = "roles")]
+        roles: Vec<PathBuf>,
+        /// The being's effective cognition (default: the context's me.cognition, else scripted).
+        #[arg(long, value_parser = parse_cognition)]
+        cognition: Option<seed::fact::body::Cognition>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a flow: errors exit 2, unknown keys and likely typos are warnings.
+    Check {
+        flow: PathBuf,
+        #[arg(long = "roles")]
+        roles: Vec<PathBuf>,
+    },
+}
+
+fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
+    use seed::fact::body::Cognition;
+    match text {
+        "llm" => Ok(Cognition::Llm),
+        "human" => Ok(Cognition::Human),
+        "scripted" => Ok(Cognition::Scripted),
+        other => Err(format!("{other:?} is not a cognition (llm, human or scripted)")),
+    }
 }
 
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
@@ -125,6 +169,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             println!("rotated the key of {being}: rotate-key fact seq {} ({})", sealed.seq, sealed.id.short());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Flow { command: FlowCommand::Eval { flow, context, roles, cognition, json } } => {
+            flow::eval(&flow, &context, &roles, cognition, json)
+        }
+        Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
         Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
     }
 }

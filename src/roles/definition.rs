@@ -1,0 +1,408 @@
+//! Role definitions: the file format, validation, and the registry.
+//!
+//! A role file is TOML (`.toml`) or JSON (`.json`) with the fields of
+//! docs/roles.md. Loading reports every problem with its file, field and
+//! reason, and a bad file never takes the others down.
+
+use crate::canonical;
+use crate::fact::body::Cognition;
+use crate::fact::Hash32;
+use ciborium::value::Value as Cbor;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Longest role prompt template, in characters.
+pub const ROLE_PROMPT_CHARS_MAX: usize = 16_000;
+/// Most entries in one can* list or in `see`.
+pub const ROLE_LIST_ENTRIES_MAX: usize = 256;
+/// Largest role file read, in bytes.
+pub const ROLE_FILE_BYTES_MAX: u64 = 256 * 1024;
+
+/// The relationship tokens (`{rel = "..."}`) the standard resolvers expand.
+pub const KNOWN_RELATIONS: &[&str] = &["parent", "any-child"];
+
+/// One entry of a can* list: a literal, or a token expanded per moment.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CanEntry {
+    Literal(Arc<str>),
+    Rel(Arc<str>),
+    Pattern(Arc<str>),
+}
+
+impl CanEntry {
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            CanEntry::Literal(text) => serde_json::Value::String(text.to_string()),
+            CanEntry::Rel(relation) => serde_json::json!({ "rel": relation.as_ref() }),
+            CanEntry::Pattern(pattern) => serde_json::json!({ "pattern": pattern.as_ref() }),
+        }
+    }
+
+    pub fn to_cbor(&self) -> Cbor {
+        let map = |key: &str, value: &str| Cbor::Map(vec![(Cbor::Text(key.into()), Cbor::Text(value.into()))]);
+        match self {
+            CanEntry::Literal(text) => Cbor::Text(text.to_string()),
+            CanEntry::Rel(relation) => map("rel", relation),
+            CanEntry::Pattern(pattern) => map("pattern", pattern),
+        }
+    }
+}
+
+impl fmt::Display for CanEntry {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CanEntry::Literal(text) => formatter.write_str(text),
+            CanEntry::Rel(relation) => write!(formatter, "{{rel: {relation}}}"),
+            CanEntry::Pattern(pattern) => write!(formatter, "{{pattern: {pattern}}}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CanEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CanEntry, D::Error> {
+        struct EntryVisitor;
+        impl<'de> Visitor<'de> for EntryVisitor {
+            type Value = CanEntry;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a string, {rel = \"...\"} or {pattern = \"...\"}")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<CanEntry, E> {
+                if text.trim().is_empty() {
+                    return Err(E::custom("an empty entry"));
+                }
+                Ok(CanEntry::Literal(Arc::from(text)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CanEntry, A::Error> {
+                let mut entry = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: String = map.next_value()?;
+                    if entry.is_some() {
+                        return Err(de::Error::custom("a token has exactly one key, `rel` or `pattern`"));
+                    }
+                    entry = Some(match key.as_str() {
+                        "rel" => CanEntry::Rel(Arc::from(value.as_str())),
+                        "pattern" => CanEntry::Pattern(Arc::from(value.as_str())),
+                        other => {
+                            return Err(de::Error::custom(format!(
+                                "unknown token key `{other}` (use `rel` or `pattern`)"
+                            )))
+                        }
+                    });
+                }
+                entry.ok_or_else(|| de::Error::custom("an empty token; use {rel = \"...\"} or {pattern = \"...\"}"))
+            }
+        }
+        deserializer.deserialize_any(EntryVisitor)
+    }
+}
+
+/// How a moment reads the world; `half` and `inward` are accepted now and
+/// honoured once recall exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Orientation {
+    Forward,
+    Half,
+    Inward,
+}
+
+impl Orientation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Orientation::Forward => "forward",
+            Orientation::Half => "half",
+            Orientation::Inward => "inward",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RoleFile {
+    name: String,
+    #[serde(default)]
+    can_see: Vec<CanEntry>,
+    #[serde(default)]
+    can_do: Vec<CanEntry>,
+    #[serde(default)]
+    can_summon: Vec<CanEntry>,
+    #[serde(default)]
+    can_be: Vec<CanEntry>,
+    #[serde(default)]
+    see: Vec<String>,
+    #[serde(default)]
+    self_continue: Option<bool>,
+    #[serde(default)]
+    default_orientation: Option<Orientation>,
+    #[serde(default)]
+    required_cognition: Option<Cognition>,
+    #[serde(default)]
+    prompt: String,
+}
+
+/// A validated role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Role {
+    pub name: Arc<str>,
+    pub can_see: Vec<CanEntry>,
+    pub can_do: Vec<CanEntry>,
+    pub can_summon: Vec<CanEntry>,
+    pub can_be: Vec<CanEntry>,
+    /// See-resolvers run every moment for this role.
+    pub see: Vec<Arc<str>>,
+    /// `None`: not set, the stack's other roles decide (see the composer).
+    pub self_continue: Option<bool>,
+    pub default_orientation: Option<Orientation>,
+    pub required_cognition: Option<Cognition>,
+    /// The prompt template (placeholders `{{path}}`, see docs/roles.md).
+    pub prompt: Arc<str>,
+    /// Where it came from (a file path, later a fact).
+    pub origin: String,
+    /// BLAKE3 of the canonical CBOR of the definition (origin excluded).
+    pub digest: Hash32,
+}
+
+/// A problem with one role file, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {field}: {reason}")]
+pub struct RoleLoadError {
+    pub file: String,
+    pub field: String,
+    pub reason: String,
+}
+
+fn list_cbor(entries: &[CanEntry]) -> Cbor {
+    Cbor::Array(entries.iter().map(CanEntry::to_cbor).collect())
+}
+
+impl Role {
+    fn definition_cbor(&self) -> Cbor {
+        let text = |key: &str| Cbor::Text(key.to_string());
+        let optional_bool = |value: Option<bool>| value.map(Cbor::Bool).unwrap_or(Cbor::Null);
+        Cbor::Map(vec![
+            (text("name"), Cbor::Text(self.name.to_string())),
+            (text("canSee"), list_cbor(&self.can_see)),
+            (text("canDo"), list_cbor(&self.can_do)),
+            (text("canSummon"), list_cbor(&self.can_summon)),
+            (text("canBe"), list_cbor(&self.can_be)),
+            (text("see"), Cbor::Array(self.see.iter().map(|name| Cbor::Text(name.to_string())).collect())),
+            (text("selfContinue"), optional_bool(self.self_continue)),
+            (
+                text("defaultOrientation"),
+                self.default_orientation.map(|o| Cbor::Text(o.as_str().into())).unwrap_or(Cbor::Null),
+            ),
+            (
+                text("requiredCognition"),
+                self.required_cognition.map(|c| Cbor::Text(c.as_str().into())).unwrap_or(Cbor::Null),
+            ),
+            (text("prompt"), Cbor::Text(self.prompt.to_string())),
+        ])
+    }
+
+    /// Parses and validates one role from TOML or JSON text.
+    pub fn parse(text: &str, format: RoleFormat, origin: &str) -> Result<Role, Vec<RoleLoadError>> {
+        let problem =
+            |field: &str, reason: String| RoleLoadError { file: origin.to_string(), field: field.to_string(), reason };
+        let parsed: Result<RoleFile, (String, String)> = match format {
+            RoleFormat::Toml => {
+                let deserializer = toml::Deserializer::new(text);
+                serde_path_to_error::deserialize(deserializer)
+                    .map_err(|error| (error.path().to_string(), error.inner().message().to_string()))
+            }
+            RoleFormat::Json => {
+                let mut deserializer = serde_json::Deserializer::from_str(text);
+                serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+                    let inner = error.inner();
+                    (error.path().to_string(), format!("{inner}"))
+                })
+            }
+        };
+        let file = parsed.map_err(|(field, reason)| {
+            let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
+            vec![problem(&field, reason)]
+        })?;
+        let mut problems = Vec::new();
+        if let Some(reason) = crate::names::kebab_name_problem(&file.name) {
+            problems.push(problem("name", format!("{:?}: {reason}", file.name)));
+        }
+        for (field, entries) in [
+            ("canSee", &file.can_see),
+            ("canDo", &file.can_do),
+            ("canSummon", &file.can_summon),
+            ("canBe", &file.can_be),
+        ] {
+            if entries.len() > ROLE_LIST_ENTRIES_MAX {
+                problems.push(problem(field, format!("more than {ROLE_LIST_ENTRIES_MAX} entries")));
+            }
+            for (index, entry) in entries.iter().enumerate() {
+                let at = format!("{field}[{index}]");
+                match entry {
+                    CanEntry::Rel(relation) if !KNOWN_RELATIONS.contains(&relation.as_ref()) => problems.push(problem(
+                        &at,
+                        format!("unknown relation {relation:?} (known: {})", KNOWN_RELATIONS.join(", ")),
+                    )),
+                    CanEntry::Pattern(pattern) => {
+                        if let Some(reason) = super::resolve::pattern_problem(pattern) {
+                            problems.push(problem(&at, format!("pattern {pattern:?}: {reason}")));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (index, name) in file.see.iter().enumerate() {
+            if let Some(reason) = crate::names::kebab_name_problem(name) {
+                problems.push(problem(&format!("see[{index}]"), format!("{name:?}: {reason}")));
+            }
+        }
+        if file.required_cognition == Some(Cognition::None) {
+            problems.push(problem("requiredCognition", "must be scripted, llm or human".into()));
+        }
+        if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
+            problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
+        }
+        if let Err(reason) = super::compose::placeholders(&file.prompt) {
+            problems.push(problem("prompt", reason));
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut role = Role {
+            name: Arc::from(file.name.as_str()),
+            can_see: file.can_see,
+            can_do: file.can_do,
+            can_summon: file.can_summon,
+            can_be: file.can_be,
+            see: file.see.iter().map(|name| Arc::from(name.as_str())).collect(),
+            self_continue: file.self_continue,
+            default_orientation: file.default_orientation,
+            required_cognition: file.required_cognition,
+            prompt: Arc::from(file.prompt.as_str()),
+            origin: origin.to_string(),
+            digest: Hash32::ZERO,
+        };
+        let bytes = canonical::encode_value(&role.definition_cbor()).expect("a role holds only texts, lists and flags");
+        role.digest = crate::fact::blake3_of(&bytes);
+        Ok(role)
+    }
+
+    /// Reads one role file.
+    pub fn load_file(path: &Path) -> Result<Role, Vec<RoleLoadError>> {
+        let origin = path.display().to_string();
+        let fail = |reason: String| vec![RoleLoadError { file: origin.clone(), field: "(file)".into(), reason }];
+        let format = match path.extension().and_then(|e| e.to_str()) {
+            Some("toml") => RoleFormat::Toml,
+            Some("json") => RoleFormat::Json,
+            _ => return Err(fail("a role file ends in .toml or .json".into())),
+        };
+        let size = std::fs::metadata(path).map_err(|error| fail(error.to_string()))?.len();
+        if size > ROLE_FILE_BYTES_MAX {
+            return Err(fail(format!("{size} bytes, over the limit of {ROLE_FILE_BYTES_MAX}")));
+        }
+        let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
+        Role::parse(&text, format, &origin)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleFormat {
+    Toml,
+    Json,
+}
+
+/// Every role known to a moment, by name.
+#[derive(Debug, Clone, Default)]
+pub struct RoleRegistry {
+    roles: BTreeMap<Arc<str>, Arc<Role>>,
+}
+
+/// What loading role folders found besides the roles.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    pub errors: Vec<RoleLoadError>,
+    /// Roles defined again by a later folder (the later definition wins).
+    pub overridden: Vec<(String, String, String)>,
+}
+
+impl RoleRegistry {
+    pub fn new() -> RoleRegistry {
+        RoleRegistry::default()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Role>> {
+        self.roles.get(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.roles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.roles.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Role>> {
+        self.roles.values()
+    }
+
+    /// Adds a role; returns the definition it replaced.
+    pub fn insert(&mut self, role: Role) -> Option<Arc<Role>> {
+        self.roles.insert(role.name.clone(), Arc::new(role))
+    }
+
+    /// Loads every `.toml` / `.json` file under each folder, in path order.
+    /// Folders later in the list override roles of earlier ones; within one
+    /// folder a second definition of a name is an error and the first stays.
+    pub fn load_dirs(dirs: &[PathBuf]) -> (RoleRegistry, LoadReport) {
+        let mut registry = RoleRegistry::new();
+        let mut report = LoadReport::default();
+        for dir in dirs {
+            let mut files = Vec::new();
+            if let Err(reason) = collect_role_files(dir, &mut files) {
+                report.errors.push(RoleLoadError { file: dir.display().to_string(), field: "(folder)".into(), reason });
+                continue;
+            }
+            files.sort();
+            let mut seen_here: BTreeMap<String, String> = BTreeMap::new();
+            for file in files {
+                match Role::load_file(&file) {
+                    Ok(role) => {
+                        let name = role.name.to_string();
+                        if let Some(first) = seen_here.get(&name) {
+                            report.errors.push(RoleLoadError {
+                                file: file.display().to_string(),
+                                field: "name".into(),
+                                reason: format!("role {name:?} is already defined in {first}"),
+                            });
+                            continue;
+                        }
+                        seen_here.insert(name.clone(), role.origin.clone());
+                        let origin = role.origin.clone();
+                        if let Some(previous) = registry.insert(role) {
+                            report.overridden.push((name, previous.origin.clone(), origin));
+                        }
+                    }
+                    Err(errors) => report.errors.extend(errors),
+                }
+            }
+        }
+        (registry, report)
+    }
+}
+
+fn collect_role_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|error| format!("cannot read the folder: {error}"))?;
+    for entry in entries {
+        let path = entry.map_err(|error| error.to_string())?.path();
+        if path.is_dir() {
+            collect_role_files(&path, out)?;
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "json")) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
