@@ -325,7 +325,7 @@ fn stress_one(land: &Land, being: &seed::fact::BeingId, facts: Option<u64>, wind
     let mut in_flight = std::collections::VecDeque::new();
     let mut sent = 0u64;
     loop {
-        let more = facts.map_or(true, |limit| sent < limit);
+        let more = facts.is_none_or(|limit| sent < limit);
         if more && in_flight.len() < window {
             let body = seed::canonical::to_canonical_bytes(&NoteBody { text: format!("stress {sent}") })?;
             in_flight.push_back(land.submit(being, KIND_NOTE, body)?);

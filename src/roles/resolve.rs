@@ -101,7 +101,10 @@ impl Resolvers {
 pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
     let (space, glob) = match pattern.rsplit_once("/@") {
         Some((space, glob)) => (Some(space), glob),
-        None => (None, pattern.strip_prefix('@')?),
+        None => match pattern.strip_prefix('@') {
+            Some(glob) => (None, glob),
+            None => return Some("a pattern is `@glob` or `space/path/@glob`"),
+        },
     };
     if glob.is_empty() || !glob.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '*') {
         return Some("the name after '@' is a glob of lowercase letters, digits, '-' and '*'");
