@@ -191,7 +191,7 @@ fn the_composer_unites_lists_in_order_frames_prompts_and_settles_flags() {
     // The last explicit setting wins: alert sets selfContinue back to false.
     assert!(!composed.self_continue);
     assert_eq!(composed.orientation, seed::roles::Orientation::Half);
-    let without_alert = compose(Some(&primary), &[bored.clone()]);
+    let without_alert = compose(Some(&primary), std::slice::from_ref(&bored));
     assert!(without_alert.self_continue);
     // Same inputs, same bytes; a different order, a different composition.
     assert_eq!(compose(Some(&primary), &[bored.clone(), alert.clone()]).digest(), composed.digest());

@@ -1,0 +1,102 @@
+//! The roleFlow walk and the composer: a 10-clause flow with 5 stacked
+//! clauses against a 30-key context, walk plus composition per iteration
+//! (target: at least 1,000,000 per second on one thread). The composed role's
+//! digest (canonical CBOR + BLAKE3) is measured on its own. Reference in the
+//! same run: raw Ed25519 signing, the project's physical yardstick.
+
+use criterion::{criterion_group, Criterion, Throughput};
+use ed25519_dalek::{Signer, SigningKey};
+use seed::fact::body::Cognition;
+use seed::roles::definition::RoleRegistry;
+use seed::roles::{compose, OpenContext, RoleFlow};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn flow() -> serde_json::Value {
+    json!([
+        { "when": { "verb": "summon", "caller.role": "human" }, "role": "human-conversationalist" },
+        { "when": { "space.name": "court", "world.court.in-session": true }, "role": "judge" },
+        { "when": { "time.hour": { "gte": 22 } }, "role": "friendly" },
+        { "when": { "or": [{ "verb": "do" }, { "verb": "be" }] }, "role": "dancer" },
+        { "role": "court-watcher" },
+        { "stack": true, "when": { "time.sinceLastMoment": { "gte": 60 } }, "role": "emotions:bored" },
+        { "stack": true, "when": { "world.court.recent-disturbance": true }, "role": "emotions:alert" },
+        { "stack": true, "when": { "space.quality.ambient.tone": "quiet" }, "role": "library-voice" },
+        { "stack": true, "when": { "not": { "inHomeSpace": true } }, "role": "friendly" },
+        { "stack": true, "when": { "me.quality.mood.level": { "lt": 0.1 } }, "role": "idle" }
+    ])
+}
+
+fn context() -> OpenContext {
+    let mut context = OpenContext::from_json(&json!({
+        "verb": "summon", "caller.role": "llm", "caller.cognition": "llm", "caller.name": "bob",
+        "space.name": "library", "inHomeSpace": false, "time.hour": 10, "time.dayOfWeek": 2,
+        "time.sinceLastMoment": 75, "me.name": "ada", "me.cognition": "llm", "me.previousRole": "court-watcher",
+        "world.court.in-session": false, "world.court.recent-disturbance": true, "world.harmony.tick.alive": true,
+        "space.quality.ambient.tone": "quiet", "me.quality.mood.level": 0.5
+    }))
+    .expect("context");
+    for index in 0..13 {
+        context.insert(format!("world.filler.key-{index}"), index);
+    }
+    assert_eq!(context.len(), 30);
+    context
+}
+
+fn bench(c: &mut Criterion) {
+    let dirs = [PathBuf::from("roles"), PathBuf::from("extensions/emotions/roles"), PathBuf::from("fixtures/roles")];
+    let (registry, _) = RoleRegistry::load_dirs(&dirs);
+    let bound = RoleFlow::from_json(&flow()).expect("flow").bind(&registry, None).expect("bind");
+    let context = context();
+    let walk = bound.walk(&context, Cognition::Llm);
+    assert_eq!(walk.primary.as_ref().map(|r| r.name.as_ref()), Some("court-watcher"));
+    assert_eq!(walk.modifiers.len(), 4);
+
+    let mut group = c.benchmark_group("roles");
+    group.throughput(Throughput::Elements(1));
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let message = [0x89u8; 150];
+    group.bench_function("reference_ed25519_sign", |b| b.iter(|| key.sign(std::hint::black_box(&message))));
+    group.bench_function("walk_and_compose", |b| {
+        b.iter(|| {
+            let walk = bound.walk(std::hint::black_box(&context), Cognition::Llm);
+            compose(walk.primary.as_ref(), &walk.modifiers)
+        })
+    });
+    let composed = compose(walk.primary.as_ref(), &walk.modifiers);
+    group.bench_function("composed_digest", |b| b.iter(|| std::hint::black_box(&composed).digest()));
+    group.finish();
+}
+
+fn rate(path: &str) -> Option<f64> {
+    let dir =
+        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(1e9 / json["mean"]["point_estimate"].as_f64()?)
+}
+
+fn print_ratios() {
+    let (Some(sign), Some(walk), Some(digest)) =
+        (rate("roles/reference_ed25519_sign"), rate("roles/walk_and_compose"), rate("roles/composed_digest"))
+    else {
+        return;
+    };
+    println!("\n== figures of this run (per second) ==");
+    println!("raw ed25519 sign (reference)      {sign:>12.0}/s");
+    println!("walk + compose (target >= 1e6)    {walk:>12.0}/s  = {:.1}x the sign rate", walk / sign);
+    println!("composed role digest              {digest:>12.0}/s  = {:.1}x the sign rate", digest / sign);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    targets = bench
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    print_ratios();
+}
