@@ -12,5 +12,7 @@ pub mod land;
 pub mod limits;
 pub mod names;
 pub mod roles;
+pub mod script;
 pub mod store;
 pub mod view;
+pub mod world;

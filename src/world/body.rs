@@ -1,0 +1,104 @@
+//! Fact bodies that change the world: `act` (a moment's record) and `world`
+//! (administrative effects, e.g. a fixture planting spaces and signals), and
+//! the effect vocabulary both carry. Documented in docs/moments.md.
+
+use crate::fact::{BeingId, FactId, Hash32};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+pub const KIND_ACT: &str = "act";
+pub const KIND_WORLD: &str = "world";
+
+/// One change to the world, as data. The fold applies effects mechanically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Effect {
+    PutSpace { path: String, kind: String, qualities: BTreeMap<String, Json> },
+    SetSpaceQuality { path: String, key: String, value: Option<Json> },
+    SetSignal { key: String, value: Option<Json> },
+    SetConfig { key: String, value: Option<Json> },
+    PutMatter { address: String, kind: String, fields: BTreeMap<String, Json> },
+    RemoveMatter { address: String },
+    MoveBeing { being: String, to: String },
+    SetBeingQuality { being: String, key: String, value: Option<Json> },
+    SetRoleFlow { being: String, flow: Json },
+    Inhabit { being: String, by: String },
+    Release { being: String },
+}
+
+/// What opened a moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Wake {
+    /// A summon in the inbox (the summon's act fact).
+    Summon { fact: FactId, from: BeingId },
+    /// A world signal the being's flow reads changed.
+    Signal { key: String },
+    /// A heartbeat.
+    Tick { tick: u64 },
+    /// The previous act's role asked to continue.
+    SelfContinue,
+}
+
+/// The verb call a moment sealed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "lowercase")]
+pub enum VerbCall {
+    See { address: String },
+    Do { target: String, action: String, args: Json },
+    Summon { target: String, content: String, in_reply_to: Option<FactId> },
+    Be { operation: String, payload: Json },
+}
+
+impl VerbCall {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            VerbCall::See { .. } => "see",
+            VerbCall::Do { .. } => "do",
+            VerbCall::Summon { .. } => "summon",
+            VerbCall::Be { .. } => "be",
+        }
+    }
+}
+
+/// A role worn in the moment, with the digest of the definition used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleUse {
+    pub name: String,
+    pub digest: Hash32,
+}
+
+/// Digests of what the moment derived, recomputed by replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digests {
+    pub context: Hash32,
+    pub composed: Hash32,
+    pub face: Hash32,
+    pub script_output: Option<Hash32>,
+}
+
+/// The record of one moment that ended in an act.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActBody {
+    pub wake: Wake,
+    /// The land cursor the moment opened at.
+    pub cursor: u64,
+    pub orientation: String,
+    pub primary: Option<String>,
+    /// Primary first (if any), then the modifiers, each with its digest.
+    pub stack: Vec<RoleUse>,
+    pub digests: Digests,
+    pub call: VerbCall,
+    /// Prose that rode with the call.
+    pub content: Option<String>,
+    pub effects: Vec<Effect>,
+    /// The evaluator that decided the moment (crate version).
+    pub evaluator: String,
+}
+
+/// Administrative effects sealed outside a moment (planting a fixture).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorldBody {
+    pub effects: Vec<Effect>,
+}

@@ -1,0 +1,364 @@
+//! The world: everything about a reality that is not a reel, folded from
+//! reels. Spaces (a typed tree with qualities), matter, beings (their rows and
+//! where they are), world signals, land configuration and inboxes.
+//!
+//! Decide, then apply: the rules live where facts are decided (the moment's
+//! seal, planting); `World::apply` only folds a sealed fact in and cannot fail.
+//! The world at cursor c is the fold of the first c facts of the land log.
+
+pub mod address;
+pub mod body;
+
+pub use body::{ActBody, Effect, RoleUse, VerbCall, Wake, WorldBody};
+
+use crate::canonical;
+use crate::fact::body::{Cognition, GenesisBody, KIND_END, KIND_GENESIS};
+use crate::fact::{BeingId, Fact, FactId, Hash32};
+use body::{KIND_ACT, KIND_WORLD};
+use ciborium::value::Value as Cbor;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Space {
+    pub kind: String,
+    pub qualities: BTreeMap<String, Json>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matter {
+    pub kind: String,
+    pub fields: BTreeMap<String, Json>,
+    /// The being whose act created it.
+    pub creator: Option<BeingId>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeingRow {
+    pub id: BeingId,
+    pub name: String,
+    pub parent: Option<BeingId>,
+    pub cognition: Cognition,
+    pub role_flow: Json,
+    pub default_role: String,
+    pub home_space: String,
+    /// The space the being is in now.
+    pub location: String,
+    pub qualities: BTreeMap<String, Json>,
+    pub ended: bool,
+    /// The being inhabiting it (its effective cognition is then human).
+    pub inhabited_by: Option<BeingId>,
+    /// Stored time of its last act.
+    pub last_act_ms: Option<u64>,
+    /// The primary role of its last act.
+    pub previous_role: Option<String>,
+    pub acts: u64,
+}
+
+impl BeingRow {
+    pub fn effective_cognition(&self) -> Cognition {
+        if self.inhabited_by.is_some() {
+            Cognition::Human
+        } else {
+            self.cognition
+        }
+    }
+}
+
+/// A summon waiting in an inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingSummon {
+    pub fact: FactId,
+    pub land_seq: u64,
+    pub from: BeingId,
+    pub content: String,
+    /// The role the asker wore when it summoned.
+    pub caller_role: Option<String>,
+    /// The conversation this belongs to (the first summon's fact id).
+    pub correlation: FactId,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct World {
+    /// How many land-log facts are folded in.
+    pub cursor: u64,
+    pub spaces: BTreeMap<String, Space>,
+    pub matter: BTreeMap<String, Matter>,
+    pub beings: BTreeMap<BeingId, BeingRow>,
+    pub names: BTreeMap<String, BeingId>,
+    pub signals: BTreeMap<String, Json>,
+    pub config: BTreeMap<String, Json>,
+    /// Pending summons per being, by land seq (arrival order).
+    pub inbox: BTreeMap<BeingId, BTreeMap<u64, PendingSummon>>,
+}
+
+/// JSON (from facts, so never a float) to CBOR for hashing.
+pub fn json_to_cbor(value: &Json) -> Cbor {
+    match value {
+        Json::Null => Cbor::Null,
+        Json::Bool(flag) => Cbor::Bool(*flag),
+        Json::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(signed), _) => Cbor::Integer(signed.into()),
+            (_, Some(unsigned)) => Cbor::Integer(unsigned.into()),
+            _ => Cbor::Text(number.to_string()),
+        },
+        Json::String(text) => Cbor::Text(text.clone()),
+        Json::Array(items) => Cbor::Array(items.iter().map(json_to_cbor).collect()),
+        Json::Object(map) => Cbor::Map(map.iter().map(|(k, v)| (Cbor::Text(k.clone()), json_to_cbor(v))).collect()),
+    }
+}
+
+fn map_cbor(map: &BTreeMap<String, Json>) -> Cbor {
+    Cbor::Map(map.iter().map(|(k, v)| (Cbor::Text(k.clone()), json_to_cbor(v))).collect())
+}
+
+impl World {
+    pub fn new() -> World {
+        let mut world = World::default();
+        world.spaces.insert("/".to_string(), Space { kind: "root".into(), qualities: BTreeMap::new() });
+        world
+    }
+
+    pub fn being_named(&self, name: &str) -> Option<&BeingRow> {
+        self.names.get(name).and_then(|id| self.beings.get(id))
+    }
+
+    pub fn name_of(&self, being: &BeingId) -> Option<&str> {
+        self.beings.get(being).map(|row| row.name.as_str())
+    }
+
+    /// Folds one sealed fact in. Never fails: a body this build cannot read
+    /// changes nothing (verification reports it; the fold is not the judge).
+    pub fn apply(&mut self, land_seq: u64, fact: &Fact) {
+        self.cursor = self.cursor.max(land_seq + 1);
+        let being = fact.header.being;
+        match fact.kind() {
+            KIND_GENESIS => {
+                if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                    let row = BeingRow {
+                        id: being,
+                        name: genesis.name.clone(),
+                        parent: genesis.parent,
+                        cognition: genesis.cognition,
+                        role_flow: Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect()),
+                        default_role: genesis.default_role.clone(),
+                        home_space: genesis.home_space.clone(),
+                        location: genesis.home_space.clone(),
+                        qualities: BTreeMap::new(),
+                        ended: false,
+                        inhabited_by: None,
+                        last_act_ms: None,
+                        previous_role: None,
+                        acts: 0,
+                    };
+                    self.names.insert(genesis.name, being);
+                    self.beings.insert(being, row);
+                }
+            }
+            KIND_END => {
+                if let Some(row) = self.beings.get_mut(&being) {
+                    row.ended = true;
+                }
+                self.inbox.remove(&being);
+            }
+            KIND_WORLD => {
+                if let Ok(body) = fact.body_as::<WorldBody>() {
+                    for effect in &body.effects {
+                        self.apply_effect(Some(being), effect);
+                    }
+                }
+            }
+            KIND_ACT => {
+                if let Ok(act) = fact.body_as::<ActBody>() {
+                    self.apply_act(land_seq, fact, &act);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_act(&mut self, land_seq: u64, fact: &Fact, act: &ActBody) {
+        let being = fact.header.being;
+        if let Wake::Summon { fact: summon, .. } = &act.wake {
+            if let Some(inbox) = self.inbox.get_mut(&being) {
+                inbox.retain(|_, pending| pending.fact != *summon);
+            }
+        }
+        if let Some(row) = self.beings.get_mut(&being) {
+            row.last_act_ms = Some(fact.header.stored_time_ms);
+            row.previous_role = act.primary.clone();
+            row.acts += 1;
+        }
+        if let VerbCall::Summon { target, content, in_reply_to } = &act.call {
+            if let Some(target) = self.names.get(target.trim_start_matches('@')).copied() {
+                let correlation = in_reply_to.unwrap_or(fact.id());
+                self.inbox.entry(target).or_default().insert(
+                    land_seq,
+                    PendingSummon {
+                        fact: fact.id(),
+                        land_seq,
+                        from: being,
+                        content: content.clone(),
+                        caller_role: act.primary.clone(),
+                        correlation,
+                    },
+                );
+            }
+        }
+        for effect in &act.effects {
+            self.apply_effect(Some(being), effect);
+        }
+    }
+
+    /// Applies one effect. Effects were checked when they were decided; one
+    /// that no longer fits (a being that is gone) changes nothing.
+    pub fn apply_effect(&mut self, actor: Option<BeingId>, effect: &Effect) {
+        match effect {
+            Effect::PutSpace { path, kind, qualities } => {
+                self.spaces.insert(path.clone(), Space { kind: kind.clone(), qualities: qualities.clone() });
+            }
+            Effect::SetSpaceQuality { path, key, value } => {
+                if let Some(space) = self.spaces.get_mut(path) {
+                    set_or_remove(&mut space.qualities, key, value);
+                }
+            }
+            Effect::SetSignal { key, value } => set_or_remove(&mut self.signals, key, value),
+            Effect::SetConfig { key, value } => set_or_remove(&mut self.config, key, value),
+            Effect::PutMatter { address, kind, fields } => {
+                self.matter
+                    .insert(address.clone(), Matter { kind: kind.clone(), fields: fields.clone(), creator: actor });
+            }
+            Effect::RemoveMatter { address } => {
+                self.matter.remove(address);
+            }
+            Effect::MoveBeing { being, to } => {
+                if let Some(id) = self.names.get(being).copied() {
+                    if let Some(row) = self.beings.get_mut(&id) {
+                        row.location = to.clone();
+                    }
+                }
+            }
+            Effect::SetBeingQuality { being, key, value } => {
+                if let Some(id) = self.names.get(being).copied() {
+                    if let Some(row) = self.beings.get_mut(&id) {
+                        set_or_remove(&mut row.qualities, key, value);
+                    }
+                }
+            }
+            Effect::SetRoleFlow { being, flow } => {
+                if let Some(id) = self.names.get(being).copied() {
+                    if let Some(row) = self.beings.get_mut(&id) {
+                        row.role_flow = flow.clone();
+                    }
+                }
+            }
+            Effect::Inhabit { being, by } => {
+                let by = self.names.get(by).copied();
+                if let Some(id) = self.names.get(being).copied() {
+                    if let Some(row) = self.beings.get_mut(&id) {
+                        row.inhabited_by = by;
+                    }
+                }
+            }
+            Effect::Release { being } => {
+                if let Some(id) = self.names.get(being).copied() {
+                    if let Some(row) = self.beings.get_mut(&id) {
+                        row.inhabited_by = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The canonical CBOR of the whole world state (cursor excluded: two
+    /// worlds with the same contents hash the same however they got there).
+    pub fn canonical_state(&self) -> Vec<u8> {
+        let text = |s: &str| Cbor::Text(s.to_string());
+        let id = |being: &BeingId| Cbor::Bytes(being.0.to_vec());
+        let optional_id = |being: &Option<BeingId>| being.as_ref().map(id).unwrap_or(Cbor::Null);
+        let spaces = Cbor::Map(
+            self.spaces
+                .iter()
+                .map(|(path, space)| {
+                    (
+                        text(path),
+                        Cbor::Map(vec![
+                            (text("kind"), text(&space.kind)),
+                            (text("qualities"), map_cbor(&space.qualities)),
+                        ]),
+                    )
+                })
+                .collect(),
+        );
+        let matter = Cbor::Map(
+            self.matter
+                .iter()
+                .map(|(address, matter)| {
+                    (
+                        text(address),
+                        Cbor::Map(vec![
+                            (text("kind"), text(&matter.kind)),
+                            (text("fields"), map_cbor(&matter.fields)),
+                            (text("creator"), optional_id(&matter.creator)),
+                        ]),
+                    )
+                })
+                .collect(),
+        );
+        let beings = Cbor::Map(
+            self.beings
+                .iter()
+                .map(|(being, row)| {
+                    (
+                        id(being),
+                        Cbor::Map(vec![
+                            (text("name"), text(&row.name)),
+                            (text("location"), text(&row.location)),
+                            (text("qualities"), map_cbor(&row.qualities)),
+                            (text("roleFlow"), json_to_cbor(&row.role_flow)),
+                            (text("ended"), Cbor::Bool(row.ended)),
+                            (text("inhabitedBy"), optional_id(&row.inhabited_by)),
+                            (text("acts"), Cbor::Integer(row.acts.into())),
+                            (text("previousRole"), row.previous_role.as_deref().map(text).unwrap_or(Cbor::Null)),
+                        ]),
+                    )
+                })
+                .collect(),
+        );
+        let inbox = Cbor::Map(
+            self.inbox
+                .iter()
+                .map(|(being, pending)| {
+                    (
+                        id(being),
+                        Cbor::Array(pending.values().map(|summon| Cbor::Bytes(summon.fact.0.to_vec())).collect()),
+                    )
+                })
+                .collect(),
+        );
+        let state = Cbor::Map(vec![
+            (text("spaces"), spaces),
+            (text("matter"), matter),
+            (text("beings"), beings),
+            (text("signals"), map_cbor(&self.signals)),
+            (text("config"), map_cbor(&self.config)),
+            (text("inbox"), inbox),
+        ]);
+        canonical::encode_value(&state).expect("world state holds no floats or tags")
+    }
+
+    pub fn state_digest(&self) -> Hash32 {
+        crate::fact::blake3_of(&self.canonical_state())
+    }
+}
+
+fn set_or_remove(map: &mut BTreeMap<String, Json>, key: &str, value: &Option<Json>) {
+    match value {
+        Some(value) => {
+            map.insert(key.to_string(), value.clone());
+        }
+        None => {
+            map.remove(key);
+        }
+    }
+}
