@@ -10,6 +10,7 @@ pub mod fact;
 pub mod keys;
 pub mod land;
 pub mod limits;
+pub mod moment;
 pub mod names;
 pub mod roles;
 pub mod script;

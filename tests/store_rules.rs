@@ -211,22 +211,23 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
 fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let keys_dir = test.path().join("keys");
-    // A key staged for a rotation that never sealed is discarded.
-    let ring = KeyRing::open(&keys_dir).expect("ring");
+    let path = test.path();
+    let ring = KeyRing::open(&path.join("keys")).expect("ring");
+    // A key staged for a rotation that never sealed is discarded on open.
     ring.stage_next(&worker, &KeyRing::generate().expect("key")).expect("stage");
-    note(&test.land, &worker, "still the old key");
+    test.land.close().expect("close");
+    let land = Land::open(&path).expect("reopen");
+    note(&land, &worker, "still the old key");
     assert!(ring.staged_next(&worker).expect("read").is_none());
-    assert!(verify_land(test.land.store(), MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
 
     // A rotation whose fact sealed but whose key was never promoted (a crash
     // between the two) is finished when the land next opens.
     let new_key = KeyRing::generate().expect("key");
     ring.stage_next(&worker, &new_key).expect("stage");
     let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
-    test.land.seal_body(&worker, KIND_ROTATE_KEY, &body).expect("rotate-key fact");
-    let path = test.path();
-    test.land.close().expect("close");
+    land.seal_body(&worker, KIND_ROTATE_KEY, &body).expect("rotate-key fact");
+    land.close().expect("close");
     let land = Land::open(&path).expect("reopen");
     note(&land, &worker, "signed by the new key");
     assert_eq!(ring.load(&worker).expect("key").to_bytes(), new_key.to_bytes(), "the staged key was promoted");

@@ -106,6 +106,37 @@ pub struct BeingSpec {
     pub home_space: String,
 }
 
+/// Where new keys, nonces and tokens come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// The operating system's random source (live lands).
+    Os,
+    /// Derived from a seed and the being's name (simulations: the same seed
+    /// plants the same beings with the same ids, so runs are reproducible).
+    Seeded([u8; 32]),
+}
+
+impl KeySource {
+    fn derive(self, purpose: &str, name: &str, out: &mut [u8]) -> Result<(), KeyError> {
+        match self {
+            KeySource::Os => random_bytes(out),
+            KeySource::Seeded(seed) => {
+                let mut hasher = blake3::Hasher::new_derive_key(&format!("seed land {purpose} v1"));
+                hasher.update(&seed);
+                hasher.update(name.as_bytes());
+                hasher.finalize_xof().fill(out);
+                Ok(())
+            }
+        }
+    }
+
+    fn signing_key(self, name: &str) -> Result<SigningKey, KeyError> {
+        let mut seed = [0u8; 32];
+        self.derive("key", name, &mut seed)?;
+        Ok(SigningKey::from_bytes(&seed))
+    }
+}
+
 /// The writer state of one being: what its next fact links to. One per being,
 /// so different beings sign in parallel while one being's facts stay ordered.
 struct Writer {
@@ -127,11 +158,13 @@ pub struct Land {
     keys: KeyRing,
     clock: Arc<dyn Clock>,
     limits: Limits,
+    key_source: KeySource,
     writers: Mutex<HashMap<BeingId, Arc<Mutex<Writer>>>>,
 }
 
 /// A fact on its way to disk.
 pub struct PendingSeal {
+    fact: Fact,
     ticket: AppendTicket,
     being: BeingId,
     seq: u64,
@@ -140,6 +173,11 @@ pub struct PendingSeal {
 }
 
 impl PendingSeal {
+    /// The fact being sealed (exactly the bytes that will be stored).
+    pub fn fact(&self) -> &Fact {
+        &self.fact
+    }
+
     pub fn wait(self) -> Result<Sealed, LandError> {
         match self.ticket.wait() {
             Ok(appended) => Ok(Sealed {
@@ -229,8 +267,14 @@ impl Land {
             keys,
             clock,
             limits,
+            key_source: KeySource::Os,
             writers: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Uses `source` for the keys and nonces of beings minted from now on.
+    pub fn set_key_source(&mut self, source: KeySource) {
+        self.key_source = source;
     }
 
     pub fn dir(&self) -> &Path {
@@ -304,10 +348,15 @@ impl Land {
     /// Mints a being: a fresh key (stored first, so a crash leaves at worst an
     /// unused key file) and its genesis fact.
     pub fn create_being(&self, spec: BeingSpec) -> Result<Sealed, LandError> {
+        self.submit_being(spec)?.wait()
+    }
+
+    /// Mints a being without waiting for its genesis to be durable.
+    pub fn submit_being(&self, spec: BeingSpec) -> Result<PendingSeal, LandError> {
         validate_being_name(&spec.name)?;
-        let key = KeyRing::generate()?;
+        let key = self.key_source.signing_key(&spec.name)?;
         let mut nonce = [0u8; 16];
-        random_bytes(&mut nonce)?;
+        self.key_source.derive("nonce", &spec.name, &mut nonce)?;
         let genesis = GenesisBody {
             name: spec.name,
             parent: spec.parent,
@@ -325,8 +374,17 @@ impl Land {
         self.keys.store(&being, &key)?;
         let fact = Fact::seal(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body, &key)?;
         let stored_time_ms = fact.header.stored_time_ms;
-        let appended = self.store.append(fact)?;
-        Ok(Sealed { being, seq: 0, id: appended.id, land_seq: appended.land_seq, stored_time_ms })
+        let writer = Arc::new(Mutex::new(Writer {
+            key,
+            next_seq: 1,
+            prev: fact.id(),
+            last_time_ms: stored_time_ms,
+            ended: false,
+            stale: false,
+        }));
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
+        let ticket = self.store.submit(fact.clone());
+        Ok(PendingSeal { fact, ticket, being, seq: 0, stored_time_ms, writer })
     }
 
     fn check_body_size(&self, body: &[u8]) -> Result<(), LandError> {
@@ -398,9 +456,9 @@ impl Land {
         writer.prev = fact.id();
         writer.last_time_ms = stored_time_ms;
         writer.ended = kind == crate::fact::body::KIND_END;
-        let ticket = self.store.submit(fact);
+        let ticket = self.store.submit(fact.clone());
         drop(writer);
-        Ok(PendingSeal { ticket, being: *being, seq, stored_time_ms, writer: writer_cell })
+        Ok(PendingSeal { fact, ticket, being: *being, seq, stored_time_ms, writer: writer_cell })
     }
 
     /// Seals the next fact of `being` and waits until it is durable.
@@ -418,7 +476,13 @@ impl Land {
     /// fact is signed by the old key and sealed, then the new key is promoted.
     pub fn rotate_key(&self, being: &BeingId) -> Result<Sealed, LandError> {
         let writer_cell = self.writer(being)?;
-        let new_key = KeyRing::generate()?;
+        let new_key = match self.key_source {
+            KeySource::Os => KeyRing::generate()?,
+            KeySource::Seeded(_) => {
+                let head = self.store.head(being)?.ok_or(LandError::UnknownBeing { being: *being })?;
+                self.key_source.signing_key(&format!("{}#{}", being.to_hex(), head.seq + 1))?
+            }
+        };
         self.keys.stage_next(being, &new_key)?;
         let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
         let sealed = match self.seal_body(being, KIND_ROTATE_KEY, &body) {

@@ -1,6 +1,6 @@
 //! Planting: creating a land with its first beings.
 
-use super::{open_store, BeingSpec, Land, LandError, LandMeta, Writer, LAND_FORMAT_VERSION, LAND_META_FILE};
+use super::{open_store, BeingSpec, KeySource, Land, LandError, LandMeta, Writer, LAND_FORMAT_VERSION, LAND_META_FILE};
 use super::{KEYS_DIR, STORE_DIR};
 use crate::clock::Clock;
 use crate::fact::body::{Cognition, OperatorTokenBody, KIND_OPERATOR_TOKEN};
@@ -53,6 +53,16 @@ impl Land {
     /// and `@role-manager`, and the operator's token hash. Refuses a folder
     /// that already holds a land or anything else.
     pub fn plant(dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> Result<(Land, PlantReport), LandError> {
+        Land::plant_with(dir, clock, limits, KeySource::Os)
+    }
+
+    /// Plants with a given key source (`KeySource::Seeded` for simulations).
+    pub fn plant_with(
+        dir: &Path,
+        clock: Arc<dyn Clock>,
+        limits: Limits,
+        key_source: KeySource,
+    ) -> Result<(Land, PlantReport), LandError> {
         if dir.join(LAND_META_FILE).exists() {
             let root =
                 super::read_meta(dir).ok().and_then(|meta| BeingId::from_hex(&meta.root)).unwrap_or(BeingId::ZERO);
@@ -79,6 +89,7 @@ impl Land {
             keys,
             clock,
             limits,
+            key_source,
             writers: Mutex::new(HashMap::<BeingId, Arc<Mutex<Writer>>>::new()),
         };
         let spec = |name: &str, parent: Option<BeingId>, cognition: Cognition| BeingSpec {
@@ -95,7 +106,10 @@ impl Land {
         let role_manager = land.create_being(spec("role-manager", Some(root), Cognition::Scripted))?.being;
 
         let mut secret = [0u8; 32];
-        random_bytes(&mut secret)?;
+        match key_source {
+            KeySource::Os => random_bytes(&mut secret)?,
+            KeySource::Seeded(_) => key_source.derive("operator-token", "operator", &mut secret)?,
+        }
         let operator_token = format!("{OPERATOR_TOKEN_PREFIX}{}", hex::encode(secret));
         let token_body = OperatorTokenBody { token_hash: blake3_of(operator_token.as_bytes()) };
         land.seal_body(&operator, KIND_OPERATOR_TOKEN, &token_body)?;

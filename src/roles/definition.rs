@@ -142,6 +142,9 @@ struct RoleFile {
     required_cognition: Option<Cognition>,
     #[serde(default)]
     prompt: String,
+    /// A Rhai file (relative to the role file) run by scripted cognition.
+    #[serde(default)]
+    script: Option<String>,
 }
 
 /// A validated role.
@@ -160,6 +163,8 @@ pub struct Role {
     pub required_cognition: Option<Cognition>,
     /// The prompt template (placeholders `{{path}}`, see docs/roles.md).
     pub prompt: Arc<str>,
+    /// The Rhai source scripted cognition runs while this role is primary.
+    pub script: Option<Arc<str>>,
     /// Where it came from (a file path, later a fact).
     pub origin: String,
     /// BLAKE3 of the canonical CBOR of the definition (origin excluded).
@@ -200,11 +205,22 @@ impl Role {
                 self.required_cognition.map(|c| Cbor::Text(c.as_str().into())).unwrap_or(Cbor::Null),
             ),
             (text("prompt"), Cbor::Text(self.prompt.to_string())),
+            (text("script"), self.script.as_ref().map(|s| Cbor::Text(s.to_string())).unwrap_or(Cbor::Null)),
         ])
     }
 
-    /// Parses and validates one role from TOML or JSON text.
+    /// Parses and validates one role from TOML or JSON text. A `script` path
+    /// is read relative to `base_dir` (a role parsed without one may not name a script).
     pub fn parse(text: &str, format: RoleFormat, origin: &str) -> Result<Role, Vec<RoleLoadError>> {
+        Role::parse_in(text, format, origin, None)
+    }
+
+    pub fn parse_in(
+        text: &str,
+        format: RoleFormat,
+        origin: &str,
+        base_dir: Option<&Path>,
+    ) -> Result<Role, Vec<RoleLoadError>> {
         let problem =
             |field: &str, reason: String| RoleLoadError { file: origin.to_string(), field: field.to_string(), reason };
         let parsed: Result<RoleFile, (String, String)> = match format {
@@ -268,6 +284,24 @@ impl Role {
         if let Err(reason) = super::compose::placeholders(&file.prompt) {
             problems.push(problem("prompt", reason));
         }
+        let script = match (&file.script, base_dir) {
+            (None, _) => None,
+            (Some(path), Some(base)) => match std::fs::read_to_string(base.join(path)) {
+                Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => Some(Arc::from(source.as_str())),
+                Ok(source) => {
+                    problems.push(problem("script", format!("{path}: {} bytes, over the script size limit", source.len())));
+                    None
+                }
+                Err(error) => {
+                    problems.push(problem("script", format!("{path}: {error}")));
+                    None
+                }
+            },
+            (Some(_), None) => {
+                problems.push(problem("script", "a script path needs a role file to be relative to".into()));
+                None
+            }
+        };
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -282,6 +316,7 @@ impl Role {
             default_orientation: file.default_orientation,
             required_cognition: file.required_cognition,
             prompt: Arc::from(file.prompt.as_str()),
+            script,
             origin: origin.to_string(),
             digest: Hash32::ZERO,
         };
@@ -304,7 +339,7 @@ impl Role {
             return Err(fail(format!("{size} bytes, over the limit of {ROLE_FILE_BYTES_MAX}")));
         }
         let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
-        Role::parse(&text, format, &origin)
+        Role::parse_in(&text, format, &origin, path.parent())
     }
 }
 

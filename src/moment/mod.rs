@@ -1,0 +1,615 @@
+//! The moment: one wake of one being, in five beats, each a pure function of
+//! the world at the moment's cursor and what the previous beats produced.
+//!
+//! open → assign → fold → momentum → decide
+//!
+//! - **open** fixes the wake, the cursor and the stored time, and derives the
+//!   moment's id (which seeds any randomness).
+//! - **assign** builds the open context, walks the roleFlow and composes the role.
+//! - **fold** builds the face: identity, time, the wake, the capabilities
+//!   (can* lists with relationship tokens expanded), see-resolver outputs and
+//!   the rendered prompt.
+//! - **momentum** runs the cognition (here: scripted, Rhai) and gets at most
+//!   one verb call.
+//! - **decide** is the verb layer: it checks the call against the composed
+//!   role and the substrate's rules, runs the DO operation, and produces the
+//!   act body (or refuses: a failure with its reason).
+//!
+//! Sealing the act (signing, appending) is the caller's I/O, not a beat here.
+
+pub mod ops;
+pub mod see;
+
+use crate::canonical;
+use crate::fact::body::Cognition;
+use crate::fact::{blake3_of, BeingId, Hash32};
+use crate::land::validate_being_name;
+use crate::roles::definition::RoleRegistry;
+use crate::roles::flow::{BoundFlow, Walk};
+use crate::roles::resolve::Resolvers;
+use crate::roles::{compose, ComposedRole, OpenContext, RoleFlow};
+use crate::script::ScriptEngine;
+use crate::world::address::{space_name, Address};
+use crate::world::body::Digests;
+use crate::world::{json_to_cbor, ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
+use ops::{OpCall, OpRegistry};
+use see::SeeResolvers;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+/// Recorded in every act: which evaluator decided it.
+pub const EVALUATOR_VERSION: &str = concat!("seed ", env!("CARGO_PKG_VERSION"));
+/// Most summons waiting in one inbox; a summon to a full inbox is refused.
+pub const INBOX_DEPTH_MAX: usize = 64;
+/// Longest summon content / act prose, in characters.
+pub const SUMMON_CONTENT_CHARS_MAX: usize = 4_000;
+/// Most beings one land holds (births beyond it are refused).
+pub const BEINGS_PER_LAND_MAX: usize = 1_000_000;
+
+/// Everything a moment consults besides the world.
+pub struct Substrate {
+    pub roles: RoleRegistry,
+    pub resolvers: Resolvers,
+    pub ops: OpRegistry,
+    pub see: SeeResolvers,
+    pub scripts: ScriptEngine,
+    /// Compiled flows by (flow digest, default role).
+    flows: RwLock<BTreeMap<Hash32, Arc<BoundFlow>>>,
+}
+
+impl Substrate {
+    pub fn new(roles: RoleRegistry) -> Substrate {
+        let mut ops = OpRegistry::core();
+        see::register_grid_ops(&mut ops);
+        Substrate {
+            roles,
+            resolvers: Resolvers::standard(),
+            ops,
+            see: SeeResolvers::core(),
+            scripts: ScriptEngine::new(),
+            flows: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    /// The being's flow, compiled and bound once per distinct flow.
+    pub fn bound_flow(&self, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
+        let mut key_input = canonical::encode_value(&json_to_cbor(&row.role_flow)).map_err(|e| e.to_string())?;
+        key_input.extend_from_slice(row.default_role.as_bytes());
+        let key = blake3_of(&key_input);
+        if let Some(flow) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(flow.clone());
+        }
+        let flow = RoleFlow::from_json(&row.role_flow).map_err(|error| format!("roleFlow {error}"))?;
+        let bound = Arc::new(flow.bind(&self.roles, Some(&row.default_role)).map_err(|error| format!("roleFlow {error}"))?);
+        self.flows.write().unwrap_or_else(|p| p.into_inner()).insert(key, bound.clone());
+        Ok(bound)
+    }
+}
+
+/// Where a moment stopped when it did not act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    Open,
+    Assign,
+    Fold,
+    Momentum,
+    Decide,
+}
+
+impl Beat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Beat::Open => "open",
+            Beat::Assign => "assign",
+            Beat::Fold => "fold",
+            Beat::Momentum => "momentum",
+            Beat::Decide => "decide",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub beat: Beat,
+    pub reason: String,
+}
+
+fn failure(beat: Beat, reason: impl Into<String>) -> Failure {
+    Failure { beat, reason: reason.into() }
+}
+
+/// Beat 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    pub being: BeingId,
+    pub wake: Wake,
+    pub cursor: u64,
+    pub stored_time_ms: u64,
+    /// BLAKE3 of (being, cursor, stored time, wake): seeds the moment's randomness.
+    pub id: Hash32,
+}
+
+pub fn open(world: &World, being: BeingId, wake: Wake, stored_time_ms: u64) -> Opened {
+    let wake_bytes = canonical::to_canonical_bytes(&wake).expect("a wake is canonical-encodable");
+    let mut input = being.0.to_vec();
+    input.extend_from_slice(&world.cursor.to_be_bytes());
+    input.extend_from_slice(&stored_time_ms.to_be_bytes());
+    input.extend_from_slice(&wake_bytes);
+    Opened { being, wake, cursor: world.cursor, stored_time_ms, id: blake3_of(&input) }
+}
+
+/// The pending summon that woke the moment, if any.
+fn waking_summon<'a>(world: &'a World, opened: &Opened) -> Option<&'a crate::world::PendingSummon> {
+    match &opened.wake {
+        Wake::Summon { fact, .. } => world.inbox.get(&opened.being)?.values().find(|pending| pending.fact == *fact),
+        _ => None,
+    }
+}
+
+/// The open context the `when` language reads (docs/roles.md lists the keys).
+pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenContext {
+    let mut context = OpenContext::new();
+    if let Some(summon) = waking_summon(world, opened) {
+        context.insert("verb", "summon");
+        if let Some(role) = &summon.caller_role {
+            context.insert("caller.role", role.as_str());
+        }
+        if let Some(caller) = world.beings.get(&summon.from) {
+            context.insert("caller.name", caller.name.as_str());
+            context.insert("caller.cognition", caller.effective_cognition().as_str());
+        }
+    }
+    let space = if row.location == "/" { "/" } else { space_name(&row.location) };
+    context.insert("space.name", space);
+    context.insert("inHomeSpace", row.location == row.home_space);
+    let ms = opened.stored_time_ms;
+    context.insert("time.hour", (ms / 3_600_000) % 24);
+    // 1970-01-01 was a Thursday (day 4, with Sunday = 0).
+    context.insert("time.dayOfWeek", (ms / 86_400_000 + 4) % 7);
+    if let Some(last) = row.last_act_ms {
+        context.insert("time.sinceLastMoment", ms.saturating_sub(last) / 1000);
+    }
+    context.insert("me.name", row.name.as_str());
+    context.insert("me.cognition", row.effective_cognition().as_str());
+    if let Some(previous) = &row.previous_role {
+        context.insert("me.previousRole", previous.as_str());
+    }
+    for (key, value) in &world.signals {
+        context.insert(format!("world.{key}"), value.clone());
+    }
+    if let Some(space) = world.spaces.get(&row.location) {
+        for (key, value) in &space.qualities {
+            context.insert(format!("space.quality.{key}"), value.clone());
+        }
+    }
+    for (key, value) in &row.qualities {
+        context.insert(format!("me.quality.{key}"), value.clone());
+    }
+    context
+}
+
+fn context_digest(context: &OpenContext) -> Hash32 {
+    let map = ciborium::value::Value::Map(
+        context.iter().map(|(k, v)| (ciborium::value::Value::Text(k.clone()), json_to_cbor(v))).collect(),
+    );
+    blake3_of(&canonical::encode_value(&map).expect("context values come from facts"))
+}
+
+/// Beat 2.
+pub struct Assigned {
+    pub context: OpenContext,
+    pub context_digest: Hash32,
+    pub flow: Arc<BoundFlow>,
+    pub walk: Walk,
+    pub composed: ComposedRole,
+    pub composed_digest: Hash32,
+}
+
+pub fn assign(substrate: &Substrate, world: &World, opened: &Opened) -> Result<Assigned, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
+    let flow = substrate.bound_flow(row).map_err(|reason| failure(Beat::Assign, reason))?;
+    let context = open_context(world, row, opened);
+    let walk = flow.walk(&context, row.effective_cognition());
+    let composed = compose(walk.primary.as_ref(), &walk.modifiers);
+    Ok(Assigned {
+        context_digest: context_digest(&context),
+        composed_digest: composed.digest(),
+        context,
+        flow,
+        walk,
+        composed,
+    })
+}
+
+/// Beat 3: the face, what the cognition reads.
+pub struct Face {
+    pub value: Json,
+    pub digest: Hash32,
+    pub can_see: Vec<String>,
+    pub can_do: Vec<String>,
+    pub can_summon: Vec<String>,
+    pub can_be: Vec<String>,
+}
+
+/// Entries naming beings without '@' are taken as `@name`.
+fn as_being_entries(entries: Vec<String>) -> Vec<String> {
+    entries.into_iter().map(|entry| if entry.starts_with('@') || entry.starts_with('/') { entry } else { format!("@{entry}") }).collect()
+}
+
+pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &Assigned) -> Result<Face, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Fold, "the being is not in the world"))?;
+    let composed = &assigned.composed;
+    let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
+    let can_see = expand(&composed.can_see);
+    let can_do = expand(&composed.can_do);
+    let can_summon = as_being_entries(expand(&composed.can_summon));
+    let can_be = expand(&composed.can_be);
+    let mut seen = serde_json::Map::new();
+    for name in &composed.see {
+        let resolver = substrate
+            .see
+            .get(name)
+            .ok_or_else(|| failure(Beat::Fold, format!("no see-resolver named {name:?} is registered")))?;
+        let output = resolver(world, row).map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
+        seen.insert(name.to_string(), output);
+    }
+    let wake = match (&opened.wake, waking_summon(world, opened)) {
+        (Wake::Summon { .. }, Some(summon)) => json!({
+            "kind": "summon",
+            "from": world.name_of(&summon.from).map(|name| format!("@{name}")),
+            "content": summon.content,
+            "summon": summon.fact.to_hex(),
+        }),
+        (Wake::Summon { .. }, None) => return Err(failure(Beat::Fold, "the waking summon is no longer in the inbox")),
+        (Wake::Signal { key }, _) => json!({ "kind": "signal", "key": key, "value": world.signals.get(key) }),
+        (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
+        (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
+    };
+    let value = json!({
+        "me": {
+            "name": row.name,
+            "cognition": row.effective_cognition().as_str(),
+            "space": row.location,
+            "home": row.home_space,
+            "qualities": row.qualities,
+        },
+        "time": {
+            "ms": opened.stored_time_ms,
+            "hour": assigned.context.get("time.hour"),
+            "dayOfWeek": assigned.context.get("time.dayOfWeek"),
+            "sinceLastMoment": assigned.context.get("time.sinceLastMoment"),
+        },
+        "wake": wake,
+        "roles": {
+            "primary": composed.primary.as_deref(),
+            "stack": composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+        },
+        "can": { "see": can_see, "do": can_do, "summon": can_summon, "be": can_be },
+        "see": seen,
+        "prompt": composed.render_prompt(&assigned.context),
+        "inbox": world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
+    });
+    let digest = blake3_of(&canonical::encode_value(&json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
+    Ok(Face { value, digest, can_see, can_do, can_summon, can_be })
+}
+
+/// Beat 4: what the cognition chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub call: Option<VerbCall>,
+    pub content: Option<String>,
+    /// BLAKE3 of the script's output, for replay to compare.
+    pub output_digest: Option<Hash32>,
+}
+
+/// Reads a verb call from a cognition's output (`null` = no call).
+pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), String> {
+    let Json::Object(fields) = output else {
+        return match output {
+            Json::Null => Ok((None, None)),
+            other => Err(format!("expected a verb call map or (), got {other}")),
+        };
+    };
+    let text = |name: &str| fields.get(name).and_then(Json::as_str).map(str::to_string);
+    let content = text("content");
+    let verb = text("verb").ok_or("the verb call has no `verb`")?;
+    let call = match verb.as_str() {
+        "see" => VerbCall::See { address: text("address").ok_or("see needs an `address`")? },
+        "do" => VerbCall::Do {
+            target: text("target").unwrap_or_else(|| "/".into()),
+            action: text("action").ok_or("do needs an `action`")?,
+            args: fields.get("args").cloned().unwrap_or(Json::Null),
+        },
+        "summon" => VerbCall::Summon {
+            target: text("target").unwrap_or_default(),
+            content: text("content").or_else(|| text("message")).unwrap_or_default(),
+            in_reply_to: None,
+        },
+        "be" => VerbCall::Be {
+            operation: text("operation").ok_or("be needs an `operation`")?,
+            payload: fields.get("payload").cloned().unwrap_or(Json::Null),
+        },
+        other => return Err(format!("unknown verb {other:?} (see, do, summon, be)")),
+    };
+    let content = if matches!(call, VerbCall::Summon { .. }) { None } else { content };
+    Ok((Some(call), content))
+}
+
+pub fn momentum(substrate: &Substrate, world: &World, opened: &Opened, assigned: &Assigned, face: &Face) -> Result<Decision, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
+    match row.effective_cognition() {
+        Cognition::Scripted => {}
+        other => return Err(failure(Beat::Momentum, format!("{} cognition is not run by the scripted engine", other.as_str()))),
+    }
+    let script = match row.qualities.get("script").and_then(Json::as_str) {
+        Some(source) => Arc::from(source),
+        None => match assigned.walk.primary.as_ref().and_then(|role| role.script.clone()) {
+            Some(source) => source,
+            None => return Ok(Decision { call: None, content: None, output_digest: None }),
+        },
+    };
+    let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
+    let output = substrate
+        .scripts
+        .run(&script, &[("face", &face.value)], seed)
+        .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
+    let output_bytes = canonical::encode_value(&json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
+    let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
+    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)) })
+}
+
+/// A child the moment asks the land to mint (the genesis is sealed by the land).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BirthRequest {
+    pub name: String,
+    pub parent: BeingId,
+    pub cognition: Cognition,
+    pub role_flow: Json,
+    pub default_role: String,
+    pub home_space: String,
+}
+
+/// What deciding produced: the act to seal, and what the land does beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Act {
+    pub body: ActBody,
+    pub birth: Option<BirthRequest>,
+    pub rotate_key: bool,
+}
+
+fn permits_see(allowed: &[String], address: &Address) -> bool {
+    let text = address.to_string();
+    allowed.iter().any(|entry| {
+        entry == "/"
+            || *entry == text
+            || (entry.starts_with('/') && (text.starts_with(&format!("{entry}/")) || text.starts_with(&format!("{entry}#"))))
+    })
+}
+
+fn is_ancestor(world: &World, ancestor: BeingId, being: BeingId) -> bool {
+    let mut current = world.beings.get(&being).and_then(|row| row.parent);
+    let mut steps = 0;
+    while let Some(parent) = current {
+        if parent == ancestor {
+            return true;
+        }
+        steps += 1;
+        if steps > world.beings.len() {
+            return false;
+        }
+        current = world.beings.get(&parent).and_then(|row| row.parent);
+    }
+    false
+}
+
+/// Beat 5: the verb layer. `Ok(None)` is a see (no call).
+pub fn decide(
+    substrate: &Substrate,
+    world: &World,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    decision: Decision,
+) -> Result<Option<Act>, Failure> {
+    let Some(call) = decision.call else { return Ok(None) };
+    let refuse = |reason: String| failure(Beat::Decide, reason);
+    let row = world.beings.get(&opened.being).ok_or_else(|| refuse("the being is not in the world".into()))?;
+    let summon = waking_summon(world, opened);
+    if let Some(content) = &decision.content {
+        if content.chars().count() > SUMMON_CONTENT_CHARS_MAX {
+            return Err(refuse(format!("prose longer than {SUMMON_CONTENT_CHARS_MAX} characters")));
+        }
+    }
+    let mut effects: Vec<Effect> = Vec::new();
+    let mut birth = None;
+    let mut rotate_key = false;
+    let call = match call {
+        VerbCall::See { address } => {
+            let parsed: Address = address.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            if !permits_see(&face.can_see, &parsed) {
+                return Err(refuse(format!("see {parsed} is not within canSee")));
+            }
+            VerbCall::See { address: parsed.to_string() }
+        }
+        VerbCall::Do { target, action, args } => {
+            if !face.can_do.contains(&action) {
+                return Err(refuse(format!("do {action:?} is not within canDo")));
+            }
+            let target_address: Address = target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
+            let op_call = OpCall { world, actor: &row.name, target: &target_address, args: &args };
+            effects = substrate.ops.run(&action, &op_call, &substrate.scripts, seed).map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+            VerbCall::Do { target: target_address.to_string(), action, args }
+        }
+        VerbCall::Summon { target, content, in_reply_to } => {
+            let target = if target.is_empty() {
+                match summon {
+                    Some(summon) => format!("@{}", world.name_of(&summon.from).unwrap_or_default()),
+                    None => return Err(refuse("summon has no target and the moment was not woken by a summon".into())),
+                }
+            } else if target.starts_with('@') {
+                target
+            } else {
+                format!("@{target}")
+            };
+            if !face.can_summon.contains(&target) {
+                return Err(refuse(format!("summon {target} is not within canSummon")));
+            }
+            let target_row = world.being_named(&target[1..]).ok_or_else(|| refuse(format!("no being {target}")))?;
+            if target_row.ended {
+                return Err(refuse(format!("{target} has ended")));
+            }
+            if world.inbox.get(&target_row.id).map_or(0, |pending| pending.len()) >= INBOX_DEPTH_MAX {
+                return Err(refuse(format!("the inbox of {target} is full ({INBOX_DEPTH_MAX})")));
+            }
+            if content.chars().count() > SUMMON_CONTENT_CHARS_MAX {
+                return Err(refuse(format!("summon content longer than {SUMMON_CONTENT_CHARS_MAX} characters")));
+            }
+            let in_reply_to = in_reply_to.or(summon.map(|summon| summon.correlation));
+            VerbCall::Summon { target, content, in_reply_to }
+        }
+        VerbCall::Be { operation, payload } => {
+            if !face.can_be.contains(&operation) {
+                return Err(refuse(format!("be {operation:?} is not within canBe")));
+            }
+            match operation.as_str() {
+                "birth" => birth = Some(check_birth(substrate, world, row, &payload).map_err(refuse)?),
+                "connect" | "release" => {
+                    let target = payload.get("being").and_then(Json::as_str).unwrap_or_default().trim_start_matches('@');
+                    let target_row = world.being_named(target).ok_or_else(|| refuse(format!("no being @{target}")))?;
+                    if !is_ancestor(world, row.id, target_row.id) {
+                        return Err(refuse(format!("@{} is not an ancestor of @{target}", row.name)));
+                    }
+                    effects.push(if operation == "connect" {
+                        Effect::Inhabit { being: target.to_string(), by: row.name.clone() }
+                    } else {
+                        Effect::Release { being: target.to_string() }
+                    });
+                }
+                "rotate-key" => rotate_key = true,
+                other => return Err(refuse(format!("unknown be operation {other:?} (birth, connect, release, rotate-key)"))),
+            }
+            VerbCall::Be { operation, payload }
+        }
+    };
+    let mut stack: Vec<RoleUse> = Vec::new();
+    if let Some(primary) = &assigned.walk.primary {
+        stack.push(RoleUse { name: primary.name.to_string(), digest: primary.digest });
+    }
+    stack.extend(assigned.walk.modifiers.iter().map(|role| RoleUse { name: role.name.to_string(), digest: role.digest }));
+    let body = ActBody {
+        wake: opened.wake.clone(),
+        cursor: opened.cursor,
+        orientation: assigned.composed.orientation.as_str().to_string(),
+        primary: assigned.composed.primary.as_ref().map(|name| name.to_string()),
+        stack,
+        digests: Digests {
+            context: assigned.context_digest,
+            composed: assigned.composed_digest,
+            face: face.digest,
+            script_output: decision.output_digest,
+        },
+        call,
+        content: decision.content,
+        effects,
+        evaluator: EVALUATOR_VERSION.to_string(),
+    };
+    Ok(Some(Act { body, birth, rotate_key }))
+}
+
+fn check_birth(substrate: &Substrate, world: &World, parent: &BeingRow, payload: &Json) -> Result<BirthRequest, String> {
+    let text = |name: &str| payload.get(name).and_then(Json::as_str).map(str::to_string);
+    let name = text("name").ok_or("birth needs a `name`")?;
+    validate_being_name(&name).map_err(|error| error.to_string())?;
+    if world.names.contains_key(&name) {
+        return Err(format!("the name @{name} is taken"));
+    }
+    if world.beings.len() >= BEINGS_PER_LAND_MAX {
+        return Err(format!("the land holds {BEINGS_PER_LAND_MAX} beings (beings_per_land_max)"));
+    }
+    let cognition = match text("cognition").as_deref() {
+        Some("scripted") => Cognition::Scripted,
+        Some("llm") => Cognition::Llm,
+        Some("human") => Cognition::Human,
+        other => return Err(format!("birth cognition {other:?} is not scripted, llm or human")),
+    };
+    let role_flow = payload.get("roleFlow").cloned().unwrap_or(Json::Array(Vec::new()));
+    let default_role = text("defaultRole").unwrap_or_else(|| "idle".to_string());
+    let flow = RoleFlow::from_json(&role_flow).map_err(|error| format!("roleFlow {error}"))?;
+    flow.bind(&substrate.roles, Some(&default_role)).map_err(|error| format!("roleFlow {error}"))?;
+    Ok(BirthRequest {
+        name,
+        parent: parent.id,
+        cognition,
+        role_flow,
+        default_role,
+        home_space: parent.location.clone(),
+    })
+}
+
+/// How a moment ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Act(Box<Act>),
+    See,
+    Failure(Failure),
+}
+
+/// The observability record of one moment (not a source of truth).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MomentTrace {
+    pub being: BeingId,
+    pub name: String,
+    pub wake: Wake,
+    pub cursor: u64,
+    pub stored_time_ms: u64,
+    pub primary: Option<String>,
+    pub stack: Vec<String>,
+    pub clauses: Vec<String>,
+    pub face_digest: Option<Hash32>,
+    pub outcome: String,
+}
+
+/// Runs the five beats. Pure: same world, substrate, being, wake and time,
+/// same outcome and trace.
+pub fn run(substrate: &Substrate, world: &World, being: BeingId, wake: Wake, stored_time_ms: u64) -> (Outcome, MomentTrace) {
+    let opened = open(world, being, wake, stored_time_ms);
+    let mut trace = MomentTrace {
+        being,
+        name: world.name_of(&being).unwrap_or_default().to_string(),
+        wake: opened.wake.clone(),
+        cursor: opened.cursor,
+        stored_time_ms,
+        primary: None,
+        stack: Vec::new(),
+        clauses: Vec::new(),
+        face_digest: None,
+        outcome: String::new(),
+    };
+    let result = (|| {
+        let assigned = assign(substrate, world, &opened)?;
+        trace.primary = assigned.composed.primary.as_ref().map(|name| name.to_string());
+        trace.stack = assigned.composed.stack.iter().map(|name| name.to_string()).collect();
+        trace.clauses = assigned.flow.explain(&assigned.walk);
+        let face = fold(substrate, world, &opened, &assigned)?;
+        trace.face_digest = Some(face.digest);
+        let decision = momentum(substrate, world, &opened, &assigned, &face)?;
+        decide(substrate, world, &opened, &assigned, &face, decision)
+    })();
+    let outcome = match result {
+        Ok(Some(act)) => {
+            trace.outcome = format!("act: {}", act.body.call.verb());
+            Outcome::Act(Box::new(act))
+        }
+        Ok(None) => {
+            trace.outcome = "see".into();
+            Outcome::See
+        }
+        Err(failure) => {
+            trace.outcome = format!("failure in {}: {}", failure.beat.as_str(), failure.reason);
+            Outcome::Failure(failure)
+        }
+    };
+    (outcome, trace)
+}

@@ -1,0 +1,264 @@
+//! DO operations: named actions with an argument schema. The core registers
+//! a few in Rust; extensions register more in Rhai. An operation turns a
+//! validated call into effects (data) or refuses with a reason; it never
+//! touches the world itself.
+
+use crate::script::ScriptEngine;
+use crate::world::address::Address;
+use crate::world::{Effect, World};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Most effects one DO operation may produce.
+pub const OP_EFFECTS_MAX: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    Text,
+    Integer,
+    Bool,
+    Any,
+}
+
+impl ArgType {
+    pub fn parse(name: &str) -> Option<ArgType> {
+        match name {
+            "string" | "text" => Some(ArgType::Text),
+            "int" | "integer" => Some(ArgType::Integer),
+            "bool" => Some(ArgType::Bool),
+            "any" => Some(ArgType::Any),
+            _ => None,
+        }
+    }
+
+    fn accepts(self, value: &Json) -> bool {
+        match self {
+            ArgType::Text => value.is_string(),
+            ArgType::Integer => value.as_i64().is_some(),
+            ArgType::Bool => value.is_boolean(),
+            ArgType::Any => !value.is_f64(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ArgType::Text => "a string",
+            ArgType::Integer => "an integer",
+            ArgType::Bool => "true or false",
+            ArgType::Any => "a value",
+        }
+    }
+}
+
+/// The argument schema: field → (type, required).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArgSchema {
+    pub fields: BTreeMap<String, (ArgType, bool)>,
+}
+
+impl ArgSchema {
+    pub fn field(mut self, name: &str, kind: ArgType, required: bool) -> ArgSchema {
+        self.fields.insert(name.to_string(), (kind, required));
+        self
+    }
+
+    /// Checks `args` (an object) against the schema, naming the bad field.
+    pub fn validate(&self, args: &Json) -> Result<(), String> {
+        let empty = serde_json::Map::new();
+        let object = match args {
+            Json::Object(object) => object,
+            Json::Null => &empty,
+            _ => return Err("args must be an object".into()),
+        };
+        for (name, (kind, required)) in &self.fields {
+            match object.get(name) {
+                None | Some(Json::Null) if *required => return Err(format!("args.{name} is required")),
+                Some(value) if !value.is_null() && !kind.accepts(value) => {
+                    return Err(format!("args.{name} must be {}", kind.name()))
+                }
+                _ => {}
+            }
+        }
+        if let Some(unknown) = object.keys().find(|key| !self.fields.contains_key(*key)) {
+            return Err(format!("args.{unknown} is not an argument of this operation"));
+        }
+        Ok(())
+    }
+}
+
+/// What an operation sees of its call.
+pub struct OpCall<'a> {
+    pub world: &'a World,
+    pub actor: &'a str,
+    pub target: &'a Address,
+    pub args: &'a Json,
+}
+
+pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, String>;
+
+#[derive(Clone)]
+pub enum OpHandler {
+    Builtin(BuiltinOp),
+    /// Rhai source: gets `actor`, `target`, `args`, `world` (a small view) and
+    /// returns an array of effect maps (or throws to refuse).
+    Script(Arc<str>),
+}
+
+#[derive(Clone)]
+pub struct OpSpec {
+    pub name: String,
+    pub schema: ArgSchema,
+    pub handler: OpHandler,
+    /// Where it came from (`core` or an extension's name).
+    pub origin: String,
+}
+
+#[derive(Clone, Default)]
+pub struct OpRegistry {
+    ops: BTreeMap<String, OpSpec>,
+}
+
+impl OpRegistry {
+    /// The core's operations: `move`, `publish-signal`, `set-quality`, `create-matter`.
+    pub fn core() -> OpRegistry {
+        let mut registry = OpRegistry::default();
+        let mut add = |name: &str, schema: ArgSchema, handler: BuiltinOp| {
+            registry.register(OpSpec {
+                name: name.into(),
+                schema,
+                handler: OpHandler::Builtin(handler),
+                origin: "core".into(),
+            })
+        };
+        add("move", ArgSchema::default().field("to", ArgType::Text, true), op_move);
+        add(
+            "publish-signal",
+            ArgSchema::default().field("key", ArgType::Text, true).field("value", ArgType::Any, false),
+            op_publish_signal,
+        );
+        add(
+            "set-quality",
+            ArgSchema::default().field("key", ArgType::Text, true).field("value", ArgType::Any, false),
+            op_set_quality,
+        );
+        add(
+            "create-matter",
+            ArgSchema::default().field("kind", ArgType::Text, true).field("fields", ArgType::Any, false),
+            op_create_matter,
+        );
+        registry
+    }
+
+    pub fn register(&mut self, spec: OpSpec) {
+        self.ops.insert(spec.name.clone(), spec);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&OpSpec> {
+        self.ops.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.ops.keys()
+    }
+
+    /// Validates the call and computes its effects.
+    pub fn run(&self, name: &str, call: &OpCall<'_>, scripts: &ScriptEngine, seed: u64) -> Result<Vec<Effect>, String> {
+        let spec = self.ops.get(name).ok_or_else(|| format!("no DO operation named {name:?} is registered"))?;
+        spec.schema.validate(call.args)?;
+        let effects = match &spec.handler {
+            OpHandler::Builtin(handler) => handler(call)?,
+            OpHandler::Script(source) => {
+                let actor = json!(call.actor);
+                let target = json!(call.target.to_string());
+                let view = json!({ "signals": call.world.signals });
+                let output = scripts
+                    .run(source, &[("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)], seed)
+                    .map_err(|error| error.to_string())?;
+                match output {
+                    Json::Null => Vec::new(),
+                    other => serde_json::from_value(other).map_err(|error| format!("the operation returned bad effects: {error}"))?,
+                }
+            }
+        };
+        if effects.len() > OP_EFFECTS_MAX {
+            return Err(format!("{} effects, over the limit of {OP_EFFECTS_MAX}", effects.len()));
+        }
+        Ok(effects)
+    }
+}
+
+fn text_arg<'a>(args: &'a Json, name: &str) -> &'a str {
+    args.get(name).and_then(Json::as_str).unwrap_or_default()
+}
+
+fn op_move(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let to = crate::world::address::parse_space(text_arg(call.args, "to")).map_err(|error| error.to_string())?;
+    if !call.world.spaces.contains_key(&to) {
+        return Err(format!("there is no space {to}"));
+    }
+    Ok(vec![Effect::MoveBeing { being: call.actor.to_string(), to }])
+}
+
+fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let key = text_arg(call.args, "key");
+    if key.split('.').count() < 2 || key.split('.').any(str::is_empty) {
+        return Err(format!("signal key {key:?} must be `namespace.key`"));
+    }
+    let value = call.args.get("value").cloned().filter(|value| !value.is_null());
+    Ok(vec![Effect::SetSignal { key: key.to_string(), value }])
+}
+
+fn op_set_quality(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let Address::Space(path) = call.target else {
+        return Err("set-quality targets a space".into());
+    };
+    if !call.world.spaces.contains_key(path) {
+        return Err(format!("there is no space {path}"));
+    }
+    let value = call.args.get("value").cloned().filter(|value| !value.is_null());
+    Ok(vec![Effect::SetSpaceQuality { path: path.clone(), key: text_arg(call.args, "key").to_string(), value }])
+}
+
+fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let Address::Matter { space, .. } = call.target else {
+        return Err("create-matter targets a matter address (/space#id)".into());
+    };
+    if !call.world.spaces.contains_key(space) {
+        return Err(format!("there is no space {space}"));
+    }
+    if call.world.matter.contains_key(&call.target.to_string()) {
+        return Err(format!("{} already exists", call.target));
+    }
+    let fields = match call.args.get("fields") {
+        Some(Json::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        _ => BTreeMap::new(),
+    };
+    Ok(vec![Effect::PutMatter { address: call.target.to_string(), kind: text_arg(call.args, "kind").to_string(), fields }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_name_the_bad_field() {
+        let schema = ArgSchema::default().field("to", ArgType::Text, true).field("count", ArgType::Integer, false);
+        let cases = [
+            (json!({"to": "/a"}), Ok(())),
+            (json!({"to": "/a", "count": 2}), Ok(())),
+            (json!({}), Err("args.to is required")),
+            (json!({"to": 3}), Err("args.to must be a string")),
+            (json!({"to": "/a", "count": "2"}), Err("args.count must be an integer")),
+            (json!({"to": "/a", "colour": 1}), Err("args.colour is not an argument")),
+            (json!([1]), Err("args must be an object")),
+        ];
+        for (args, expected) in cases {
+            match (schema.validate(&args), expected) {
+                (Ok(()), Ok(())) => {}
+                (Err(error), Err(needle)) => assert!(error.contains(needle), "{args}: {error}"),
+                (got, expected) => panic!("{args}: {got:?} vs {expected:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! See-resolvers (focused, structured views a role pre-renders into the face
+//! every moment) and the world view relationship tokens expand against.
+//! Both are pure functions of the world at the moment's cursor.
+
+use super::ops::{ArgSchema, ArgType, OpCall, OpHandler, OpRegistry, OpSpec};
+use crate::roles::resolve::WorldView;
+use crate::world::{BeingRow, Effect, World};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+
+pub type SeeResolver = fn(&World, &BeingRow) -> Result<Json, String>;
+
+#[derive(Clone, Default)]
+pub struct SeeResolvers {
+    resolvers: BTreeMap<String, SeeResolver>,
+}
+
+impl SeeResolvers {
+    /// The core's resolvers: `neighbours` (the grid view).
+    pub fn core() -> SeeResolvers {
+        let mut resolvers = SeeResolvers::default();
+        resolvers.register("neighbours", grid_neighbours);
+        resolvers
+    }
+
+    pub fn register(&mut self, name: &str, resolver: SeeResolver) {
+        self.resolvers.insert(name.to_string(), resolver);
+    }
+
+    pub fn get(&self, name: &str) -> Option<SeeResolver> {
+        self.resolvers.get(name).copied()
+    }
+}
+
+impl WorldView for World {
+    fn parent_of(&self, being: &str) -> Option<String> {
+        let row = self.being_named(being)?;
+        row.parent.and_then(|parent| self.name_of(&parent).map(str::to_string))
+    }
+    fn children_of(&self, being: &str) -> Vec<String> {
+        let Some(id) = self.names.get(being) else { return Vec::new() };
+        self.names
+            .iter()
+            .filter(|(_, child)| self.beings.get(child).is_some_and(|row| row.parent == Some(*id) && !row.ended))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+    fn beings_in(&self, space: &str) -> Vec<String> {
+        let wanted = format!("/{}", space.trim_matches('/'));
+        self.names
+            .iter()
+            .filter(|(_, id)| self.beings.get(id).is_some_and(|row| row.location == wanted && !row.ended))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+    fn all_beings(&self) -> Vec<String> {
+        self.names.iter().filter(|(_, id)| self.beings.get(id).is_some_and(|row| !row.ended)).map(|(n, _)| n.clone()).collect()
+    }
+}
+
+// ---- the grid: positions in being qualities, size and walls in space qualities ----
+
+pub const GRID_DIRECTIONS: [(&str, i64, i64); 8] =
+    [("N", 0, -1), ("NE", 1, -1), ("E", 1, 0), ("SE", 1, 1), ("S", 0, 1), ("SW", -1, 1), ("W", -1, 0), ("NW", -1, -1)];
+
+fn position(row: &BeingRow) -> Option<(i64, i64)> {
+    Some((row.qualities.get("grid.x")?.as_i64()?, row.qualities.get("grid.y")?.as_i64()?))
+}
+
+enum Cell {
+    Wall,
+    Empty,
+    Taken(String),
+}
+
+struct Grid {
+    width: i64,
+    height: i64,
+    walls: Vec<(i64, i64)>,
+    occupants: BTreeMap<(i64, i64), String>,
+}
+
+impl Grid {
+    fn of(world: &World, space: &str) -> Result<Grid, String> {
+        let qualities = &world.spaces.get(space).ok_or_else(|| format!("no space {space}"))?.qualities;
+        let size = |key: &str| qualities.get(key).and_then(Json::as_i64).filter(|n| *n > 0);
+        let (Some(width), Some(height)) = (size("grid.w"), size("grid.h")) else {
+            return Err(format!("space {space} is not a grid (no grid.w / grid.h)"));
+        };
+        let walls = match qualities.get("grid.walls") {
+            Some(Json::Array(cells)) => cells
+                .iter()
+                .filter_map(|cell| Some((cell.get(0)?.as_i64()?, cell.get(1)?.as_i64()?)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut occupants = BTreeMap::new();
+        for row in world.beings.values().filter(|row| row.location == space && !row.ended) {
+            if let Some(at) = position(row) {
+                occupants.insert(at, row.name.clone());
+            }
+        }
+        Ok(Grid { width, height, walls, occupants })
+    }
+
+    fn cell(&self, x: i64, y: i64) -> Cell {
+        if x < 0 || y < 0 || x >= self.width || y >= self.height || self.walls.contains(&(x, y)) {
+            return Cell::Wall;
+        }
+        match self.occupants.get(&(x, y)) {
+            Some(name) => Cell::Taken(name.clone()),
+            None => Cell::Empty,
+        }
+    }
+}
+
+/// Position, grid size, the eight neighbours ("wall", "empty" or "@name"),
+/// the wall directions and the legal moves ("STAY" and every empty direction).
+fn grid_neighbours(world: &World, me: &BeingRow) -> Result<Json, String> {
+    let grid = Grid::of(world, &me.location)?;
+    let (x, y) = position(me).ok_or_else(|| format!("@{} has no grid position", me.name))?;
+    let mut neighbours = serde_json::Map::new();
+    let mut walls = Vec::new();
+    let mut legal = vec![json!("STAY")];
+    for (direction, dx, dy) in GRID_DIRECTIONS {
+        let description = match grid.cell(x + dx, y + dy) {
+            Cell::Wall => {
+                walls.push(json!(direction));
+                "wall".to_string()
+            }
+            Cell::Empty => {
+                legal.push(json!(direction));
+                "empty".to_string()
+            }
+            Cell::Taken(name) => format!("@{name}"),
+        };
+        neighbours.insert(direction.to_string(), json!(description));
+    }
+    Ok(json!({
+        "position": { "x": x, "y": y },
+        "grid": { "w": grid.width, "h": grid.height },
+        "neighbors": neighbours,
+        "walls": walls,
+        "legalMoves": legal,
+    }))
+}
+
+/// `step {dir}`: move one cell on the grid, only to an empty cell.
+fn op_step(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let me = call.world.being_named(call.actor).ok_or("the actor is not in the world")?;
+    let direction = call.args.get("dir").and_then(Json::as_str).unwrap_or_default();
+    if direction == "STAY" {
+        return Ok(Vec::new());
+    }
+    let (_, dx, dy) = GRID_DIRECTIONS
+        .iter()
+        .find(|(name, _, _)| *name == direction)
+        .ok_or_else(|| format!("{direction:?} is not a direction (N, NE, E, SE, S, SW, W, NW, STAY)"))?;
+    let grid = Grid::of(call.world, &me.location)?;
+    let (x, y) = position(me).ok_or("the actor has no grid position")?;
+    match grid.cell(x + dx, y + dy) {
+        Cell::Empty => Ok(vec![
+            Effect::SetBeingQuality { being: me.name.clone(), key: "grid.x".into(), value: Some(json!(x + dx)) },
+            Effect::SetBeingQuality { being: me.name.clone(), key: "grid.y".into(), value: Some(json!(y + dy)) },
+        ]),
+        Cell::Wall => Err(format!("illegal move {direction}: a wall")),
+        Cell::Taken(name) => Err(format!("illegal move {direction}: @{name} is there")),
+    }
+}
+
+/// Registers the grid's DO operation.
+pub fn register_grid_ops(ops: &mut OpRegistry) {
+    ops.register(OpSpec {
+        name: "step".into(),
+        schema: ArgSchema::default().field("dir", ArgType::Text, true),
+        handler: OpHandler::Builtin(op_step),
+        origin: "core".into(),
+    });
+}
