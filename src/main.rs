@@ -6,6 +6,12 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A closed pipe (`seed reel @x | head`) ends the process quietly, as it
+    // does for other command-line tools, instead of panicking in println!.
+    // SAFETY: setting a signal disposition to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let arguments = cli::Arguments::parse();
     match cli::run(arguments) {
         Ok(code) => code,

@@ -22,9 +22,9 @@ const STRESS_WINDOW_FACTS_DEFAULT: usize = 64;
 #[derive(Parser, Debug)]
 #[command(name = "seed", version, about = "A being substrate: signed reels, roles, moments, replay.")]
 pub struct Arguments {
-    /// The land folder.
-    #[arg(long, global = true, env = "SEED_LAND", default_value = "land")]
-    land: PathBuf,
+    /// The land folder (default: ./land; `seed sim` uses a temporary land unless given).
+    #[arg(long, global = true, env = "SEED_LAND")]
+    land: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,6 +69,24 @@ enum Command {
     Reindex,
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
     RotateKey { being: String },
+    /// Run a demo world headless, deterministically, and print a summary.
+    Sim {
+        /// The fixture file (e.g. fixtures/court.toml).
+        fixture: PathBuf,
+        /// Rounds to run (default: the fixture's `ticks`).
+        #[arg(long)]
+        ticks: Option<u64>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Threads running moments (results do not depend on it).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Write one JSON line per moment (the moment trace) to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate or check a roleFlow on files (for role authors).
     Flow {
         #[command(subcommand)]
@@ -125,7 +143,10 @@ fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
 }
 
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
-    let dir = arguments.land;
+    if let Command::Sim { fixture, ticks, seed, threads, trace, json } = &arguments.command {
+        return sim(arguments.land.as_deref(), fixture, *ticks, *seed, *threads, trace.clone(), *json);
+    }
+    let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     match arguments.command {
         Command::Plant => plant(&dir),
         Command::Beings { json } => beings(&open(&dir)?, json),
@@ -173,6 +194,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             flow::eval(&flow, &context, &roles, cognition, json)
         }
         Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
+        Command::Sim { .. } => unreachable!("handled above"),
         Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
     }
 }
@@ -344,4 +366,66 @@ fn report_ack(sealed: &seed::land::Sealed) -> Result<()> {
     writeln!(out, "ack {} {} {}", sealed.being.to_hex(), sealed.seq, sealed.id.to_hex())?;
     out.flush()?;
     Ok(())
+}
+
+fn sim(
+    land: Option<&std::path::Path>,
+    fixture_path: &std::path::Path,
+    ticks: Option<u64>,
+    seed: u64,
+    threads: usize,
+    trace: Option<PathBuf>,
+    json: bool,
+) -> Result<ExitCode> {
+    use seed::sim::{self, fixture::Fixture, SimOptions};
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let fixture = Fixture::load(fixture_path)?;
+    let temporary = match land {
+        Some(_) => None,
+        None => Some(tempfile::tempdir()?),
+    };
+    let land_dir = match (land, &temporary) {
+        (Some(dir), _) => dir.to_path_buf(),
+        (None, Some(temporary)) => temporary.path().join("land"),
+        (None, None) => unreachable!("a temporary folder exists when no land is given"),
+    };
+    let options = SimOptions {
+        ticks,
+        seed,
+        threads,
+        land_dir: land_dir.clone(),
+        trace_file: trace,
+        progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let summary = sim::run(&fixture, &options)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+    } else {
+        let value = summary.to_json();
+        println!(
+            "{} — {} ticks, seed {}, {} thread(s), {} beings",
+            summary.fixture, summary.ticks, seed, threads, summary.beings
+        );
+        println!("  moments   {}", summary.moments);
+        let acts: Vec<String> = summary.acts.iter().map(|(verb, count)| format!("{verb} {count}")).collect();
+        println!("  acts      {}", if acts.is_empty() { "none".to_string() } else { acts.join(", ") });
+        println!("  sees      {}", summary.sees);
+        println!("  failures  {}", summary.failures);
+        for (reason, count) in &summary.failure_reasons {
+            println!("            {count} × {reason}");
+        }
+        println!("  facts     {} sealed", summary.facts_sealed);
+        for (name, reason) in &summary.skipped_extensions {
+            println!("  skipped extension {name}: {reason}");
+        }
+        println!("  speed     {} moments/s", value["momentsPerSecond"]);
+        println!("  world_hash {}", summary.world_hash.to_hex());
+        match land {
+            Some(dir) => println!("  land      {} (try `seed --land {} verify`)", dir.display(), dir.display()),
+            None => println!("  land      temporary (pass --land DIR to keep it)"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -81,7 +81,8 @@ impl Substrate {
             return Ok(flow.clone());
         }
         let flow = RoleFlow::from_json(&row.role_flow).map_err(|error| format!("roleFlow {error}"))?;
-        let bound = Arc::new(flow.bind(&self.roles, Some(&row.default_role)).map_err(|error| format!("roleFlow {error}"))?);
+        let bound =
+            Arc::new(flow.bind(&self.roles, Some(&row.default_role)).map_err(|error| format!("roleFlow {error}"))?);
         self.flows.write().unwrap_or_else(|p| p.into_inner()).insert(key, bound.clone());
         Ok(bound)
     }
@@ -234,7 +235,10 @@ pub struct Face {
 
 /// Entries naming beings without '@' are taken as `@name`.
 fn as_being_entries(entries: Vec<String>) -> Vec<String> {
-    entries.into_iter().map(|entry| if entry.starts_with('@') || entry.starts_with('/') { entry } else { format!("@{entry}") }).collect()
+    entries
+        .into_iter()
+        .map(|entry| if entry.starts_with('@') || entry.starts_with('/') { entry } else { format!("@{entry}") })
+        .collect()
 }
 
 pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &Assigned) -> Result<Face, Failure> {
@@ -251,7 +255,8 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
             .see
             .get(name)
             .ok_or_else(|| failure(Beat::Fold, format!("no see-resolver named {name:?} is registered")))?;
-        let output = resolver(world, row).map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
+        let output =
+            resolver(world, row).map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
         seen.insert(name.to_string(), output);
     }
     let wake = match (&opened.wake, waking_summon(world, opened)) {
@@ -290,7 +295,8 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
         "prompt": composed.render_prompt(&assigned.context),
         "inbox": world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
     });
-    let digest = blake3_of(&canonical::encode_value(&json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
+    let digest =
+        blake3_of(&canonical::encode_value(&json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
     Ok(Face { value, digest, can_see, can_do, can_summon, can_be })
 }
 
@@ -336,11 +342,23 @@ pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), S
     Ok((Some(call), content))
 }
 
-pub fn momentum(substrate: &Substrate, world: &World, opened: &Opened, assigned: &Assigned, face: &Face) -> Result<Decision, Failure> {
-    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
+pub fn momentum(
+    substrate: &Substrate,
+    world: &World,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+) -> Result<Decision, Failure> {
+    let row =
+        world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
     match row.effective_cognition() {
         Cognition::Scripted => {}
-        other => return Err(failure(Beat::Momentum, format!("{} cognition is not run by the scripted engine", other.as_str()))),
+        other => {
+            return Err(failure(
+                Beat::Momentum,
+                format!("{} cognition is not run by the scripted engine", other.as_str()),
+            ))
+        }
     }
     let script = match row.qualities.get("script").and_then(Json::as_str) {
         Some(source) => Arc::from(source),
@@ -354,7 +372,8 @@ pub fn momentum(substrate: &Substrate, world: &World, opened: &Opened, assigned:
         .scripts
         .run(&script, &[("face", &face.value)], seed)
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
-    let output_bytes = canonical::encode_value(&json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
+    let output_bytes =
+        canonical::encode_value(&json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
     Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)) })
 }
@@ -376,6 +395,11 @@ pub struct Act {
     pub body: ActBody,
     pub birth: Option<BirthRequest>,
     pub rotate_key: bool,
+    /// The composed role asked to continue after this act.
+    pub self_continue: bool,
+    /// Seeds a DO operation's randomness (derived from the moment's id).
+    pub op_seed: u64,
+    pub actor: BeingId,
 }
 
 fn permits_see(allowed: &[String], address: &Address) -> bool {
@@ -383,7 +407,8 @@ fn permits_see(allowed: &[String], address: &Address) -> bool {
     allowed.iter().any(|entry| {
         entry == "/"
             || *entry == text
-            || (entry.starts_with('/') && (text.starts_with(&format!("{entry}/")) || text.starts_with(&format!("{entry}#"))))
+            || (entry.starts_with('/')
+                && (text.starts_with(&format!("{entry}/")) || text.starts_with(&format!("{entry}#"))))
     })
 }
 
@@ -426,7 +451,8 @@ pub fn decide(
     let mut rotate_key = false;
     let call = match call {
         VerbCall::See { address } => {
-            let parsed: Address = address.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let parsed: Address =
+                address.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
             if !permits_see(&face.can_see, &parsed) {
                 return Err(refuse(format!("see {parsed} is not within canSee")));
             }
@@ -436,10 +462,14 @@ pub fn decide(
             if !face.can_do.contains(&action) {
                 return Err(refuse(format!("do {action:?} is not within canDo")));
             }
-            let target_address: Address = target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let target_address: Address =
+                target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
             let seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
             let op_call = OpCall { world, actor: &row.name, target: &target_address, args: &args };
-            effects = substrate.ops.run(&action, &op_call, &substrate.scripts, seed).map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+            effects = substrate
+                .ops
+                .run(&action, &op_call, &substrate.scripts, seed)
+                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
             VerbCall::Do { target: target_address.to_string(), action, args }
         }
         VerbCall::Summon { target, content, in_reply_to } => {
@@ -476,7 +506,8 @@ pub fn decide(
             match operation.as_str() {
                 "birth" => birth = Some(check_birth(substrate, world, row, &payload).map_err(refuse)?),
                 "connect" | "release" => {
-                    let target = payload.get("being").and_then(Json::as_str).unwrap_or_default().trim_start_matches('@');
+                    let target =
+                        payload.get("being").and_then(Json::as_str).unwrap_or_default().trim_start_matches('@');
                     let target_row = world.being_named(target).ok_or_else(|| refuse(format!("no being @{target}")))?;
                     if !is_ancestor(world, row.id, target_row.id) {
                         return Err(refuse(format!("@{} is not an ancestor of @{target}", row.name)));
@@ -488,7 +519,9 @@ pub fn decide(
                     });
                 }
                 "rotate-key" => rotate_key = true,
-                other => return Err(refuse(format!("unknown be operation {other:?} (birth, connect, release, rotate-key)"))),
+                other => {
+                    return Err(refuse(format!("unknown be operation {other:?} (birth, connect, release, rotate-key)")))
+                }
             }
             VerbCall::Be { operation, payload }
         }
@@ -497,7 +530,9 @@ pub fn decide(
     if let Some(primary) = &assigned.walk.primary {
         stack.push(RoleUse { name: primary.name.to_string(), digest: primary.digest });
     }
-    stack.extend(assigned.walk.modifiers.iter().map(|role| RoleUse { name: role.name.to_string(), digest: role.digest }));
+    stack.extend(
+        assigned.walk.modifiers.iter().map(|role| RoleUse { name: role.name.to_string(), digest: role.digest }),
+    );
     let body = ActBody {
         wake: opened.wake.clone(),
         cursor: opened.cursor,
@@ -515,10 +550,68 @@ pub fn decide(
         effects,
         evaluator: EVALUATOR_VERSION.to_string(),
     };
-    Ok(Some(Act { body, birth, rotate_key }))
+    let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
+    Ok(Some(Act {
+        body,
+        birth,
+        rotate_key,
+        self_continue: assigned.composed.self_continue,
+        op_seed,
+        actor: opened.being,
+    }))
 }
 
-fn check_birth(substrate: &Substrate, world: &World, parent: &BeingRow, payload: &Json) -> Result<BirthRequest, String> {
+/// Re-runs the rules of the verb layer that depend on the world's state
+/// against the world as it stands when the act seals: an earlier act of the
+/// same round may have changed it (taken a cell, filled an inbox, used a
+/// name). DO operations are recomputed here, so an act's effects are those
+/// of its operation on the world just before the act's own land seq.
+pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<(), Failure> {
+    let refuse = |reason: String| failure(Beat::Decide, reason);
+    match &act.body.call {
+        VerbCall::Do { target, action, args } => {
+            let actor = act_actor_name(world, act).ok_or_else(|| refuse("the actor is not in the world".into()))?;
+            let target: Address =
+                target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let call = OpCall { world, actor: &actor, target: &target, args };
+            act.body.effects = substrate
+                .ops
+                .run(action, &call, &substrate.scripts, act.op_seed)
+                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+        }
+        VerbCall::Summon { target, .. } => {
+            let row = world
+                .being_named(target.trim_start_matches('@'))
+                .ok_or_else(|| refuse(format!("no being {target}")))?;
+            if row.ended {
+                return Err(refuse(format!("{target} has ended")));
+            }
+            if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= INBOX_DEPTH_MAX {
+                return Err(refuse(format!("the inbox of {target} is full ({INBOX_DEPTH_MAX})")));
+            }
+        }
+        VerbCall::Be { .. } => {
+            if let Some(birth) = &act.birth {
+                if world.names.contains_key(&birth.name) {
+                    return Err(refuse(format!("the name @{} is taken", birth.name)));
+                }
+            }
+        }
+        VerbCall::See { .. } => {}
+    }
+    Ok(())
+}
+
+fn act_actor_name(world: &World, act: &Act) -> Option<String> {
+    world.beings.get(&act.actor).map(|row| row.name.clone())
+}
+
+fn check_birth(
+    substrate: &Substrate,
+    world: &World,
+    parent: &BeingRow,
+    payload: &Json,
+) -> Result<BirthRequest, String> {
     let text = |name: &str| payload.get(name).and_then(Json::as_str).map(str::to_string);
     let name = text("name").ok_or("birth needs a `name`")?;
     validate_being_name(&name).map_err(|error| error.to_string())?;
@@ -534,8 +627,20 @@ fn check_birth(substrate: &Substrate, world: &World, parent: &BeingRow, payload:
         Some("human") => Cognition::Human,
         other => return Err(format!("birth cognition {other:?} is not scripted, llm or human")),
     };
-    let role_flow = payload.get("roleFlow").cloned().unwrap_or(Json::Array(Vec::new()));
-    let default_role = text("defaultRole").unwrap_or_else(|| "idle".to_string());
+    // The flow may be given as an array or as {"defaultRole", "flow"}; the
+    // child's genesis stores the array and its default role.
+    let given_flow = payload.get("roleFlow").cloned().unwrap_or(Json::Array(Vec::new()));
+    let (role_flow, flow_default) = match given_flow {
+        Json::Object(mut object) => (
+            object.remove("flow").unwrap_or(Json::Array(Vec::new())),
+            object.get("defaultRole").and_then(Json::as_str).map(str::to_string),
+        ),
+        other => (other, None),
+    };
+    if !role_flow.is_array() {
+        return Err("roleFlow must be an array of clauses or {\"defaultRole\", \"flow\"}".into());
+    }
+    let default_role = text("defaultRole").or(flow_default).unwrap_or_else(|| "idle".to_string());
     let flow = RoleFlow::from_json(&role_flow).map_err(|error| format!("roleFlow {error}"))?;
     flow.bind(&substrate.roles, Some(&default_role)).map_err(|error| format!("roleFlow {error}"))?;
     Ok(BirthRequest {
@@ -564,6 +669,8 @@ pub struct MomentTrace {
     pub wake: Wake,
     pub cursor: u64,
     pub stored_time_ms: u64,
+    /// Where the being was when the moment opened.
+    pub space: String,
     pub primary: Option<String>,
     pub stack: Vec<String>,
     pub clauses: Vec<String>,
@@ -573,7 +680,13 @@ pub struct MomentTrace {
 
 /// Runs the five beats. Pure: same world, substrate, being, wake and time,
 /// same outcome and trace.
-pub fn run(substrate: &Substrate, world: &World, being: BeingId, wake: Wake, stored_time_ms: u64) -> (Outcome, MomentTrace) {
+pub fn run(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    wake: Wake,
+    stored_time_ms: u64,
+) -> (Outcome, MomentTrace) {
     let opened = open(world, being, wake, stored_time_ms);
     let mut trace = MomentTrace {
         being,
@@ -581,6 +694,7 @@ pub fn run(substrate: &Substrate, world: &World, being: BeingId, wake: Wake, sto
         wake: opened.wake.clone(),
         cursor: opened.cursor,
         stored_time_ms,
+        space: world.beings.get(&being).map(|row| row.location.clone()).unwrap_or_default(),
         primary: None,
         stack: Vec::new(),
         clauses: Vec::new(),

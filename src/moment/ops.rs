@@ -97,7 +97,7 @@ pub struct OpCall<'a> {
 
 pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, String>;
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub enum OpHandler {
     Builtin(BuiltinOp),
     /// Rhai source: gets `actor`, `target`, `args`, `world` (a small view) and
@@ -105,7 +105,7 @@ pub enum OpHandler {
     Script(Arc<str>),
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct OpSpec {
     pub name: String,
     pub schema: ArgSchema,
@@ -177,7 +177,8 @@ impl OpRegistry {
                     .map_err(|error| error.to_string())?;
                 match output {
                     Json::Null => Vec::new(),
-                    other => serde_json::from_value(other).map_err(|error| format!("the operation returned bad effects: {error}"))?,
+                    other => serde_json::from_value(other)
+                        .map_err(|error| format!("the operation returned bad effects: {error}"))?,
                 }
             }
         };
@@ -234,7 +235,11 @@ fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
         Some(Json::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         _ => BTreeMap::new(),
     };
-    Ok(vec![Effect::PutMatter { address: call.target.to_string(), kind: text_arg(call.args, "kind").to_string(), fields }])
+    Ok(vec![Effect::PutMatter {
+        address: call.target.to_string(),
+        kind: text_arg(call.args, "kind").to_string(),
+        fields,
+    }])
 }
 
 #[cfg(test)]

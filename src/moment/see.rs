@@ -54,7 +54,11 @@ impl WorldView for World {
             .collect()
     }
     fn all_beings(&self) -> Vec<String> {
-        self.names.iter().filter(|(_, id)| self.beings.get(id).is_some_and(|row| !row.ended)).map(|(n, _)| n.clone()).collect()
+        self.names
+            .iter()
+            .filter(|(_, id)| self.beings.get(id).is_some_and(|row| !row.ended))
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 }
 
@@ -88,10 +92,9 @@ impl Grid {
             return Err(format!("space {space} is not a grid (no grid.w / grid.h)"));
         };
         let walls = match qualities.get("grid.walls") {
-            Some(Json::Array(cells)) => cells
-                .iter()
-                .filter_map(|cell| Some((cell.get(0)?.as_i64()?, cell.get(1)?.as_i64()?)))
-                .collect(),
+            Some(Json::Array(cells)) => {
+                cells.iter().filter_map(|cell| Some((cell.get(0)?.as_i64()?, cell.get(1)?.as_i64()?))).collect()
+            }
             _ => Vec::new(),
         };
         let mut occupants = BTreeMap::new();

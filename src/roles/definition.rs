@@ -287,9 +287,12 @@ impl Role {
         let script = match (&file.script, base_dir) {
             (None, _) => None,
             (Some(path), Some(base)) => match std::fs::read_to_string(base.join(path)) {
-                Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => Some(Arc::from(source.as_str())),
+                Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => {
+                    Some(Arc::from(source.as_str()))
+                }
                 Ok(source) => {
-                    problems.push(problem("script", format!("{path}: {} bytes, over the script size limit", source.len())));
+                    problems
+                        .push(problem("script", format!("{path}: {} bytes, over the script size limit", source.len())));
                     None
                 }
                 Err(error) => {

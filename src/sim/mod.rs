@@ -1,0 +1,435 @@
+//! `seed sim`: a world run headless on a logical clock, deterministically.
+//!
+//! The run is a sequence of rounds, one per tick. In a round, every woken
+//! being's moment opens at the same cursor and runs in parallel (the beats
+//! are pure, so thread count cannot change a result); then the acts are
+//! sealed one by one in being-id order, each re-checked against the world as
+//! the earlier acts of the round left it. Same fixture, seed and build: the
+//! same facts, byte for byte, and the same world hash, for any thread count.
+
+pub mod fixture;
+
+use crate::canonical;
+use crate::clock::{Clock, LogicalClock};
+use crate::fact::{BeingId, FactId, Hash32};
+use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal};
+use crate::limits::Limits;
+use crate::moment::{self, MomentTrace, Outcome, Substrate};
+use crate::roles::definition::RoleRegistry;
+use crate::store::Store;
+use crate::world::body::{KIND_ACT, KIND_WORLD};
+use crate::world::{json_to_cbor, Effect, Wake, World, WorldBody};
+use fixture::{Fixture, FixtureError, PlannedBeing};
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    #[error("role files of the fixture have errors:\n  {0}")]
+    Roles(String),
+    #[error(transparent)]
+    Land(#[from] LandError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("moment trace {path}: {source}")]
+    Trace { path: PathBuf, source: std::io::Error },
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+pub struct SimOptions {
+    pub ticks: Option<u64>,
+    pub seed: u64,
+    pub threads: usize,
+    pub land_dir: PathBuf,
+    /// Where to write the moment trace (one JSON object per moment).
+    pub trace_file: Option<PathBuf>,
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimSummary {
+    pub fixture: String,
+    pub ticks: u64,
+    pub seed: u64,
+    pub threads: usize,
+    pub beings: u64,
+    pub moments: u64,
+    pub acts: BTreeMap<String, u64>,
+    pub sees: u64,
+    pub failures: u64,
+    pub failure_reasons: BTreeMap<String, u64>,
+    pub facts_sealed: u64,
+    pub elapsed_ms: u64,
+    pub world_hash: Hash32,
+    /// Extensions skipped at load, with the reason.
+    pub skipped_extensions: Vec<(String, String)>,
+}
+
+impl SimSummary {
+    pub fn to_json(&self) -> Json {
+        let moments_per_second =
+            if self.elapsed_ms == 0 { 0.0 } else { self.moments as f64 * 1000.0 / self.elapsed_ms as f64 };
+        json!({
+            "fixture": self.fixture, "ticks": self.ticks, "seed": self.seed, "threads": self.threads,
+            "beings": self.beings, "moments": self.moments, "acts": self.acts, "sees": self.sees,
+            "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
+            "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
+            "worldHash": self.world_hash.to_hex(),
+            "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Folds the land log from `world.cursor` to the end into `world`.
+pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), SimError> {
+    let end = store.land_len()?;
+    for entry in store.land_log(world.cursor, end)? {
+        let facts = store.reel(&entry.being, entry.seq, entry.seq + 1)?;
+        let stored = facts
+            .first()
+            .ok_or_else(|| SimError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
+        world.apply(entry.land_seq, &stored.fact);
+    }
+    Ok(())
+}
+
+/// BLAKE3 over the canonical world state and every reel head.
+pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, SimError> {
+    let mut hasher = blake3::Hasher::new_derive_key("seed world hash v1");
+    hasher.update(&world.canonical_state());
+    for being in store.beings()? {
+        if let Some(head) = store.head(&being)? {
+            hasher.update(being.as_bytes());
+            hasher.update(&head.seq.to_be_bytes());
+            hasher.update(head.id.as_bytes());
+        }
+    }
+    Ok(Hash32(*hasher.finalize().as_bytes()))
+}
+
+fn seal_world(land: &Land, effects: Vec<Effect>) -> Result<(), SimError> {
+    if effects.is_empty() {
+        return Ok(());
+    }
+    let body = canonical::to_canonical_bytes(&WorldBody { effects })
+        .map_err(|error| SimError::Internal(format!("world body: {error}")))?;
+    land.seal(&land.root(), KIND_WORLD, body)?;
+    Ok(())
+}
+
+fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(), SimError> {
+    let mut effects: Vec<Effect> = fixture
+        .spaces
+        .iter()
+        .map(|space| Effect::PutSpace {
+            path: crate::world::address::parse_space(&space.path).unwrap_or_else(|_| space.path.clone()),
+            kind: space.kind.clone(),
+            qualities: space.qualities.clone(),
+        })
+        .collect();
+    effects.extend(
+        fixture
+            .signals
+            .iter()
+            .map(|signal| Effect::SetSignal { key: signal.key.clone(), value: Some(signal.value.clone()) }),
+    );
+    seal_world(land, effects)?;
+    let mut pending = Vec::with_capacity(planned.len());
+    for being in planned {
+        let Json::Array(flow) = &being.flow else { return Err(SimError::Internal("flow is not an array".into())) };
+        pending.push(land.submit_being(BeingSpec {
+            name: being.name.clone(),
+            parent: Some(land.operator()),
+            cognition: being.cognition,
+            role_flow: flow.iter().map(json_to_cbor).collect(),
+            default_role: being.default_role.clone(),
+            home_space: being.home.clone(),
+        })?);
+    }
+    for seal in pending {
+        seal.wait()?;
+    }
+    let mut qualities = Vec::new();
+    for being in planned {
+        for (key, value) in &being.qualities {
+            qualities.push(Effect::SetBeingQuality {
+                being: being.name.clone(),
+                key: key.clone(),
+                value: Some(value.clone()),
+            });
+        }
+        if let Some(script) = &being.script {
+            qualities.push(Effect::SetBeingQuality {
+                being: being.name.clone(),
+                key: "script".into(),
+                value: Some(json!(script)),
+            });
+        }
+    }
+    seal_world(land, qualities)
+}
+
+/// What the scheduler remembers between rounds (derived, not truth).
+#[derive(Default)]
+struct Scheduler {
+    delivered: BTreeSet<FactId>,
+    continuing: BTreeSet<BeingId>,
+    seen_signals: BTreeMap<BeingId, BTreeMap<String, Option<Json>>>,
+    subscriptions: BTreeMap<BeingId, Vec<String>>,
+    wake_every: BTreeMap<BeingId, u64>,
+}
+
+impl Scheduler {
+    fn signals_now(world: &World, keys: &[String]) -> BTreeMap<String, Option<Json>> {
+        keys.iter().map(|key| (key.clone(), world.signals.get(key).cloned())).collect()
+    }
+
+    /// Which wake (if any) each scheduled being gets this round, in id order.
+    fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
+        let mut wakes = Vec::new();
+        for (id, row) in &world.beings {
+            if row.ended || row.effective_cognition() != crate::fact::body::Cognition::Scripted {
+                continue;
+            }
+            if let Some(summon) =
+                world.inbox.get(id).and_then(|inbox| inbox.values().find(|s| !self.delivered.contains(&s.fact)))
+            {
+                self.delivered.insert(summon.fact);
+                wakes.push((*id, Wake::Summon { fact: summon.fact, from: summon.from }));
+                continue;
+            }
+            if self.continuing.remove(id) {
+                wakes.push((*id, Wake::SelfContinue));
+                continue;
+            }
+            if let Some(keys) = self.subscriptions.get(id) {
+                let now = Scheduler::signals_now(world, keys);
+                let seen = self.seen_signals.get(id);
+                if let Some(changed) = keys.iter().find(|key| seen.and_then(|seen| seen.get(*key)) != now.get(*key)) {
+                    wakes.push((*id, Wake::Signal { key: changed.clone() }));
+                    continue;
+                }
+            }
+            if let Some(every) = self.wake_every.get(id).filter(|every| **every > 0) {
+                if tick % every == 0 {
+                    wakes.push((*id, Wake::Tick { tick }));
+                }
+            }
+        }
+        wakes
+    }
+}
+
+fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
+    json!({
+        "tick": tick, "being": trace.being.to_hex(), "name": trace.name,
+        "wake": serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
+        "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
+        "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
+        "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
+    })
+}
+
+/// Runs moments for `wakes` on `threads` threads; results come back in order.
+fn run_round(
+    substrate: &Substrate,
+    world: &World,
+    wakes: &[(BeingId, Wake)],
+    now_ms: u64,
+    threads: usize,
+) -> Vec<(Outcome, MomentTrace)> {
+    if threads <= 1 || wakes.len() < 2 {
+        return wakes.iter().map(|(being, wake)| moment::run(substrate, world, *being, wake.clone(), now_ms)).collect();
+    }
+    let chunk = wakes.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = wakes
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(being, wake)| moment::run(substrate, world, *being, wake.clone(), now_ms))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
+    })
+}
+
+/// Plants the fixture in `options.land_dir` and runs it.
+pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimError> {
+    let extensions = fixture.load_extensions();
+    let mut role_dirs = extensions.role_dirs();
+    role_dirs.extend(fixture.role_dirs());
+    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
+    if !report.errors.is_empty() {
+        let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        return Err(SimError::Roles(list.join("\n  ")));
+    }
+    let planned = fixture.plan(&registry)?;
+    let mut seed_input = fixture.name.as_bytes().to_vec();
+    seed_input.extend_from_slice(&options.seed.to_be_bytes());
+    let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
+    let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
+    let (land, _) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), KeySource::Seeded(key_seed))?;
+    plant(fixture, &planned, &land)?;
+    let mut world = World::new();
+    fold_to_end(land.store(), &mut world)?;
+
+    let mut substrate = Substrate::new(registry);
+    extensions.register_ops(&mut substrate.ops);
+    let mut scheduler = Scheduler::default();
+    for being in &planned {
+        let Some(id) = world.names.get(&being.name).copied() else { continue };
+        let keys: Vec<String> = crate::roles::RoleFlow::from_json(&being.flow)
+            .map(|flow| {
+                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
+            })
+            .unwrap_or_default();
+        scheduler.seen_signals.insert(id, Scheduler::signals_now(&world, &keys));
+        scheduler.subscriptions.insert(id, keys);
+        scheduler.wake_every.insert(id, being.wake_every);
+    }
+    let mut trace_out = match &options.trace_file {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|source| SimError::Trace { path: path.clone(), source })?,
+        )),
+        None => None,
+    };
+    let ticks = options.ticks.unwrap_or(fixture.ticks);
+    let progress = if options.progress { indicatif::ProgressBar::new(ticks) } else { indicatif::ProgressBar::hidden() };
+    let mut summary = SimSummary {
+        fixture: fixture.name.clone(),
+        ticks,
+        seed: options.seed,
+        threads: options.threads,
+        beings: world.beings.len() as u64,
+        skipped_extensions: extensions.skipped.clone(),
+        ..SimSummary::default()
+    };
+    let facts_before = land.store().land_len()?;
+    // The wall clock measures the run for the summary only; no fact sees it.
+    let started = std::time::Instant::now();
+    for tick in 1..=ticks {
+        clock.advance_ms(fixture.tick_ms);
+        let mut events = Vec::new();
+        for event in fixture.events.iter().filter(|event| event.tick == tick) {
+            if let Some(signal) = &event.signal {
+                let value = if signal.value.is_null() { None } else { Some(signal.value.clone()) };
+                events.push(Effect::SetSignal { key: signal.key.clone(), value });
+            }
+            if let Some(quality) = &event.quality {
+                let value = if quality.value.is_null() { None } else { Some(quality.value.clone()) };
+                events.push(Effect::SetSpaceQuality { path: quality.space.clone(), key: quality.key.clone(), value });
+            }
+            if let Some(movement) = &event.move_being {
+                events.push(Effect::MoveBeing { being: movement.being.clone(), to: movement.to.clone() });
+            }
+        }
+        seal_world(&land, events)?;
+        fold_to_end(land.store(), &mut world)?;
+        let wakes = scheduler.wakes(&world, tick);
+        let now_ms = clock.now_ms();
+        let results = run_round(&substrate, &world, &wakes, now_ms, options.threads);
+        let mut pending: Vec<(u64, PendingSeal)> = Vec::new();
+        let mut next_land_seq = land.store().land_len()?;
+        for ((being, _), (outcome, mut trace)) in wakes.iter().zip(results) {
+            summary.moments += 1;
+            match outcome {
+                Outcome::Act(mut act) => match moment::recheck(&substrate, &world, &mut act) {
+                    Ok(()) => {
+                        let body = canonical::to_canonical_bytes(&act.body)
+                            .map_err(|error| SimError::Internal(format!("act body: {error}")))?;
+                        let seal = land.submit(being, KIND_ACT, body)?;
+                        world.apply(next_land_seq, seal.fact());
+                        pending.push((next_land_seq, seal));
+                        next_land_seq += 1;
+                        *summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
+                        if let Some(birth) = act.birth {
+                            let Json::Array(flow) = &birth.role_flow else { continue };
+                            let seal = land.submit_being(BeingSpec {
+                                name: birth.name.clone(),
+                                parent: Some(birth.parent),
+                                cognition: birth.cognition,
+                                role_flow: flow.iter().map(json_to_cbor).collect(),
+                                default_role: birth.default_role.clone(),
+                                home_space: birth.home_space.clone(),
+                            })?;
+                            world.apply(next_land_seq, seal.fact());
+                            pending.push((next_land_seq, seal));
+                            next_land_seq += 1;
+                            if let Some(child) = world.names.get(&birth.name).copied() {
+                                let keys: Vec<String> = crate::roles::RoleFlow::from_json(&birth.role_flow)
+                                    .map(|f| {
+                                        f.world_subscriptions()
+                                            .iter()
+                                            .map(|k| k.trim_start_matches("world.").to_string())
+                                            .collect()
+                                    })
+                                    .unwrap_or_default();
+                                scheduler.seen_signals.insert(child, Scheduler::signals_now(&world, &keys));
+                                scheduler.subscriptions.insert(child, keys);
+                            }
+                        }
+                        if act.self_continue {
+                            scheduler.continuing.insert(*being);
+                        }
+                    }
+                    Err(failure) => {
+                        summary.failures += 1;
+                        *summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
+                        trace.outcome = format!("failure in seal: {}", failure.reason);
+                    }
+                },
+                Outcome::See => summary.sees += 1,
+                Outcome::Failure(failure) => {
+                    summary.failures += 1;
+                    *summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
+                }
+            }
+            if let Some(keys) = scheduler.subscriptions.get(being) {
+                let now = Scheduler::signals_now(&world, keys);
+                scheduler.seen_signals.insert(*being, now);
+            }
+            if let Some(out) = trace_out.as_mut() {
+                let line = trace_json(tick, &trace);
+                writeln!(out, "{line}").map_err(|source| SimError::Trace {
+                    path: options.trace_file.clone().unwrap_or_default(),
+                    source,
+                })?;
+            }
+        }
+        for (expected, seal) in pending {
+            let sealed = seal.wait()?;
+            if sealed.land_seq != expected {
+                return Err(SimError::Internal(format!(
+                    "land seq {} sealed where {expected} was folded",
+                    sealed.land_seq
+                )));
+            }
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    summary.facts_sealed = land.store().land_len()? - facts_before;
+    summary.world_hash = world_hash(&world, land.store())?;
+    if let Some(mut out) = trace_out {
+        out.flush()
+            .map_err(|source| SimError::Trace { path: options.trace_file.clone().unwrap_or_default(), source })?;
+    }
+    land.close()?;
+    Ok(summary)
+}
+
+/// A short, stable label for counting failures by kind.
+fn failure_kind(reason: &str) -> String {
+    reason.split(':').next().unwrap_or(reason).chars().take(60).collect()
+}
