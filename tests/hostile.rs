@@ -1,0 +1,130 @@
+//! Hostile scripts and manifests: each produces its documented failure and
+//! harms nothing else.
+
+use seed::extensions;
+use seed::sim::fixture::Fixture;
+use seed::sim::{self, SimOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[test]
+fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("folder");
+    let trace = dir.path().join("moments.jsonl");
+    let fixture = Fixture::load(Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
+    let options = SimOptions {
+        ticks: None,
+        seed: 1,
+        threads: 2,
+        land_dir: dir.path().join("land"),
+        trace_file: Some(trace.clone()),
+        progress: false,
+    };
+    let summary = sim::run(&fixture, &options).expect("the simulation survives hostile scripts");
+    let mut outcomes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+        let trace: serde_json::Value = serde_json::from_str(line).unwrap();
+        outcomes
+            .entry(trace["name"].as_str().unwrap().to_string())
+            .or_default()
+            .push(trace["outcome"].as_str().unwrap().to_string());
+    }
+    let expected = [
+        ("loop", "failure in momentum: script exceeded its budget: more than 100000 operations"),
+        ("huge", "failure in momentum: script exceeded its budget"),
+        ("deep", "failure in momentum: script exceeded its budget: call stack overflow"),
+        ("syntax", "failure in momentum: script does not compile"),
+        ("bad-verb", "failure in momentum: unknown verb \"dance\""),
+        ("bad-args", "failure in decide: do move: args.to must be a string"),
+        ("off-summon", "failure in decide: summon @operator is not within canSummon"),
+        ("off-see", "failure in decide: see /vault is not within canSee"),
+        ("off-do", "failure in decide: do \"publish-signal\" is not within canDo"),
+        ("good", "act: summon"),
+    ];
+    for (being, outcome) in expected {
+        let seen = outcomes.get(being).unwrap_or_else(|| panic!("@{being} had no moments"));
+        assert_eq!(seen.len(), 3, "@{being} was woken every round");
+        assert!(seen.iter().all(|o| o.starts_with(outcome)), "@{being}: {seen:?}");
+    }
+    assert_eq!(summary.acts.get("summon"), Some(&3), "only the good being's acts sealed");
+    assert_eq!(summary.facts_sealed, 3);
+    let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
+    let report = seed::check::verify_land(land.store(), seed::check::SignatureMode::Strict, 1).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+fn write(dir: &Path, name: &str, manifest: &str) {
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    std::fs::write(dir.join(name).join("extension.toml"), manifest).unwrap();
+}
+
+fn manifest(name: &str, version: &str, needs: &str) -> String {
+    format!("name = \"{name}\"\nversion = \"{version}\"\nlicense = \"MIT\"\n[needs]\n{needs}\n")
+}
+
+#[test]
+fn hostile_manifests_are_skipped_with_a_reason_and_the_rest_load_in_order() {
+    let dir = tempfile::tempdir().expect("folder");
+    let root = dir.path();
+    write(root, "base", &manifest("base", "1.2.0", ""));
+    write(root, "uses-base", &manifest("uses-base", "1.0.0", "base = \"^1.1\""));
+    write(root, "top", &manifest("top", "0.1.0", "uses-base = \"1\"\nbase = \">=1.0, <2\""));
+    write(root, "ring-a", &manifest("ring-a", "1.0.0", "ring-b = \"*\""));
+    write(root, "ring-b", &manifest("ring-b", "1.0.0", "ring-a = \"*\""));
+    write(root, "orphan", &manifest("orphan", "1.0.0", "nowhere = \"^1\""));
+    write(root, "too-new", &manifest("too-new", "1.0.0", "base = \"^2\""));
+    write(root, "bad-version", &manifest("bad-version", "one", ""));
+    write(root, "bad-field", "name = \"bad-field\"\nversion = \"1.0.0\"\nlicense = \"MIT\"\ncolour = \"red\"\n");
+    write(root, "needs-disabled", &manifest("needs-disabled", "1.0.0", "off = \"*\""));
+    write(root, "off", &manifest("off", "1.0.0", ""));
+    write(root, "bad-op", "name = \"bad-op\"\nversion = \"1.0.0\"\nlicense = \"MIT\"\n[[provides.op]]\nname = \"x\"\nscript = \"missing.rhai\"\n");
+    let loaded = extensions::load(root, &["off".to_string()]);
+    let order: Vec<&str> = loaded.enabled.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(order, vec!["base", "uses-base", "top"], "dependencies first");
+    let skipped: BTreeMap<&str, &str> = loaded.skipped.iter().map(|(n, r)| (n.as_str(), r.as_str())).collect();
+    let reason = |name: &str| {
+        skipped
+            .iter()
+            .find(|(n, _)| n.ends_with(name))
+            .map(|(_, r)| r.to_string())
+            .unwrap_or_else(|| panic!("{name} not skipped: {skipped:?}"))
+    };
+    assert!(reason("ring-a").contains("cycle"));
+    assert!(reason("ring-b").contains("cycle"));
+    assert!(reason("orphan").contains("needs nowhere ^1, which is not installed"));
+    assert!(reason("too-new").contains("but base is 1.2.0"));
+    assert!(reason("bad-version").contains("invalid manifest: version"));
+    assert!(reason("bad-field").contains("unknown field `colour`"));
+    assert_eq!(reason("off"), "disabled");
+    assert!(reason("needs-disabled").contains("which is skipped (disabled)"));
+    assert!(reason("bad-op").contains("missing.rhai"));
+}
+
+#[test]
+fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(Path::new("fixtures/factory.toml")).expect("fixture");
+    let options = SimOptions {
+        ticks: Some(6),
+        seed: 0,
+        threads: 1,
+        land_dir: dir.path().join("land"),
+        trace_file: None,
+        progress: false,
+    };
+    sim::run(&fixture, &options).expect("run");
+    let count_decks = || {
+        let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
+        let mut world = seed::world::World::new();
+        sim::fold_to_end(land.store(), &mut world).expect("fold");
+        world.matter.values().filter(|m| m.kind == "deck").count()
+    };
+    let before = count_decks();
+    assert!(before > 0);
+    let disabled = extensions::load(Path::new("extensions"), &["factory".to_string()]);
+    assert!(disabled.enabled.iter().all(|e| e.name != "factory"));
+    assert_eq!(count_decks(), before, "the facts of a disabled extension stay");
+    let enabled = extensions::load(Path::new("extensions"), &[]);
+    assert!(enabled.enabled.iter().any(|e| e.name == "factory"));
+    assert_eq!(count_decks(), before);
+}

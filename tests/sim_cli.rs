@@ -1,0 +1,66 @@
+//! `seed sim` from the command line.
+
+use std::process::{Command, Output};
+
+fn seed(arguments: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seed")).args(arguments).env_remove("SEED_LAND").output().expect("run seed")
+}
+
+#[test]
+fn sim_prints_a_summary_keeps_the_land_when_asked_and_verifies() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let land = land.to_str().unwrap();
+    let output = seed(&["--land", land, "sim", "fixtures/court.toml", "--ticks", "8", "--seed", "5", "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    for key in ["moments", "acts", "sees", "failures", "factsSealed", "momentsPerSecond", "worldHash"] {
+        assert!(summary.get(key).is_some(), "{key} missing from {summary}");
+    }
+    assert_eq!(summary["ticks"], 8);
+    let verify = seed(&["--land", land, "verify"]);
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    let again = seed(&["sim", "fixtures/court.toml", "--ticks", "8", "--seed", "5", "--threads", "3", "--json"]);
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(again["worldHash"], summary["worldHash"], "a temporary land, three threads, the same world");
+    let text = seed(&["sim", "fixtures/library.toml", "--ticks", "3"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("world_hash") && text.contains("moments"), "{text}");
+}
+
+#[test]
+fn bad_fixtures_get_one_clear_error() {
+    let dir = tempfile::tempdir().expect("folder");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let cases = [
+        (write("typo.toml", "name = \"x\"\nspacez = 1\n"), "unknown field `spacez`"),
+        (
+            write("no-parent.toml", "name = \"x\"\n[[space]]\npath = \"/a/b\"\nkind = \"k\"\n"),
+            "the parent space /a of /a/b",
+        ),
+        (
+            write("no-role.toml", "name = \"x\"\n[[being]]\nname = \"a\"\nhome = \"/\"\ndefault_role = \"ghost\"\n"),
+            "no role named \"ghost\"",
+        ),
+        (
+            write(
+                "bad-home.toml",
+                "name = \"x\"\nroles = []\n[[being]]\nname = \"a\"\nhome = \"nowhere\"\ndefault_role = \"x\"\n",
+            ),
+            "home",
+        ),
+        ("fixtures/none.toml".to_string(), "No such file"),
+    ];
+    for (file, needle) in cases {
+        let output = seed(&["sim", &file]);
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{file}: {error}");
+        assert!(error.contains(needle), "{file}: expected {needle:?} in {error}");
+        assert!(!error.contains("panicked"));
+    }
+    assert_eq!(seed(&["sim", "fixtures/court.toml", "--threads", "0"]).status.code(), Some(1));
+}
