@@ -44,9 +44,41 @@ pub enum CanonicalError {
 
 /// Serialises any serde value into canonical CBOR bytes.
 pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
-    let value =
+    let mut value =
         Value::serialized(value).map_err(|error| CanonicalError::Unrepresentable { reason: error.to_string() })?;
-    encode_value(&value)
+    // The tree is ours: sort it in place instead of cloning it.
+    canonicalise_in_place(&mut value, 0)?;
+    let mut out = Vec::new();
+    write_raw(&value, &mut out);
+    Ok(out)
+}
+
+/// `canonicalise` for an owned tree: the same rules, without copying it.
+fn canonicalise_in_place(value: &mut Value, depth: usize) -> Result<(), CanonicalError> {
+    if depth > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: "$".into() });
+    }
+    match value {
+        Value::Array(items) => items.iter_mut().try_for_each(|item| canonicalise_in_place(item, depth + 1)),
+        Value::Map(entries) => {
+            let mut keyed: Vec<(Vec<u8>, (Value, Value))> = Vec::with_capacity(entries.len());
+            for (mut key, mut item) in std::mem::take(entries) {
+                canonicalise_in_place(&mut key, depth + 1)?;
+                canonicalise_in_place(&mut item, depth + 1)?;
+                let mut key_bytes = Vec::new();
+                write_raw(&key, &mut key_bytes);
+                keyed.push((key_bytes, (key, item)));
+            }
+            keyed.sort_by(|left, right| left.0.cmp(&right.0));
+            if let Some(pair) = keyed.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                return Err(CanonicalError::DuplicateKey { path: format!("$.{}", key_label(&(pair[0].1).0)) });
+            }
+            *entries = keyed.into_iter().map(|(_, entry)| entry).collect();
+            Ok(())
+        }
+        // Scalars: the range and type checks are the cloning path's own.
+        scalar => canonicalise(scalar, depth, &mut String::from("$")).map(|_| ()),
+    }
 }
 
 /// Writes a CBOR value in canonical form.

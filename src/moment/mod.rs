@@ -56,6 +56,9 @@ pub struct Substrate {
     pub scripts: ScriptEngine,
     /// Compiled flows by (flow digest, default role).
     flows: RwLock<BTreeMap<Hash32, Arc<BoundFlow>>>,
+    /// Composed-role digests by the digests of the roles in the stack: the
+    /// composition of the same definitions is always the same bytes.
+    composed_digests: RwLock<BTreeMap<Vec<Hash32>, Hash32>>,
 }
 
 impl Substrate {
@@ -69,7 +72,22 @@ impl Substrate {
             see: SeeResolvers::core(),
             scripts: ScriptEngine::new(),
             flows: RwLock::new(BTreeMap::new()),
+            composed_digests: RwLock::new(BTreeMap::new()),
         }
+    }
+
+    /// The digest of a composed role, cached by its stack's definitions.
+    pub fn composed_digest(&self, walk: &Walk, composed: &ComposedRole) -> Hash32 {
+        let mut key: Vec<Hash32> = Vec::with_capacity(walk.modifiers.len() + 1);
+        // A zero first entry keeps "no primary, [a]" apart from "primary a".
+        key.push(walk.primary.as_ref().map_or(Hash32::ZERO, |role| role.digest));
+        key.extend(walk.modifiers.iter().map(|role| role.digest));
+        if let Some(digest) = self.composed_digests.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return *digest;
+        }
+        let digest = composed.digest();
+        self.composed_digests.write().unwrap_or_else(|p| p.into_inner()).insert(key, digest);
+        digest
     }
 
     /// The being's flow, compiled and bound once per distinct flow.
@@ -215,7 +233,7 @@ pub fn assign(substrate: &Substrate, world: &World, opened: &Opened) -> Result<A
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);
     Ok(Assigned {
         context_digest: context_digest(&context),
-        composed_digest: composed.digest(),
+        composed_digest: substrate.composed_digest(&walk, &composed),
         context,
         flow,
         walk,

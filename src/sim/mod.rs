@@ -186,6 +186,25 @@ struct Scheduler {
 }
 
 impl Scheduler {
+    /// Subscribes a being to the signals its flow reads.
+    fn subscribe(&mut self, world: &World, being: BeingId, flow: &Json) {
+        let keys: Vec<String> = crate::roles::RoleFlow::from_json(flow)
+            .map(|flow| {
+                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
+            })
+            .unwrap_or_default();
+        self.seen_signals.insert(being, Scheduler::signals_now(world, &keys));
+        self.subscriptions.insert(being, keys);
+    }
+
+    /// Records the signal values a being has now seen.
+    fn saw(&mut self, world: &World, being: BeingId) {
+        if let Some(keys) = self.subscriptions.get(&being) {
+            let now = Scheduler::signals_now(world, keys);
+            self.seen_signals.insert(being, now);
+        }
+    }
+
     fn signals_now(world: &World, keys: &[String]) -> BTreeMap<String, Option<Json>> {
         keys.iter().map(|key| (key.clone(), world.signals.get(key).cloned())).collect()
     }
@@ -236,177 +255,159 @@ fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
     })
 }
 
-/// Runs moments for `wakes` on `threads` threads; results come back in order.
-fn run_round(
-    substrate: &Substrate,
-    world: &World,
-    wakes: &[(BeingId, Wake)],
-    now_ms: u64,
-    threads: usize,
-) -> Vec<(Outcome, MomentTrace)> {
-    if threads <= 1 || wakes.len() < 2 {
-        return wakes.iter().map(|(being, wake)| moment::run(substrate, world, *being, wake.clone(), now_ms)).collect();
-    }
-    let chunk = wakes.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = wakes
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|(being, wake)| moment::run(substrate, world, *being, wake.clone(), now_ms))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|handle| handle.join().unwrap_or_default()).collect()
-    })
+/// Facts of a round queued for sealing, with the land seq each will get
+/// (the land has one writer here, so land seqs follow submission order).
+struct Sealing {
+    pending: Vec<(u64, PendingSeal)>,
+    next_land_seq: u64,
 }
 
-/// Plants the fixture in `options.land_dir` and runs it.
-pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimError> {
-    let extensions = fixture.load_extensions();
-    let mut role_dirs = extensions.role_dirs();
-    role_dirs.extend(fixture.role_dirs());
-    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
-    if !report.errors.is_empty() {
-        let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        return Err(SimError::Roles(list.join("\n  ")));
+impl Sealing {
+    fn push(&mut self, seal: PendingSeal) {
+        self.pending.push((self.next_land_seq, seal));
+        self.next_land_seq += 1;
     }
-    let planned = fixture.plan(&registry)?;
-    let mut seed_input = fixture.name.as_bytes().to_vec();
-    seed_input.extend_from_slice(&options.seed.to_be_bytes());
-    let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
-    let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
-    let (land, _) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), KeySource::Seeded(key_seed))?;
-    plant(fixture, &planned, &land)?;
-    let mut world = World::new();
-    fold_to_end(land.store(), &mut world)?;
+}
 
-    let mut substrate = Substrate::new(registry);
-    extensions.register_ops(&mut substrate.ops);
-    let mut scheduler = Scheduler::default();
-    for being in &planned {
-        let Some(id) = world.names.get(&being.name).copied() else { continue };
-        let keys: Vec<String> = crate::roles::RoleFlow::from_json(&being.flow)
-            .map(|flow| {
-                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
-            })
-            .unwrap_or_default();
-        scheduler.seen_signals.insert(id, Scheduler::signals_now(&world, &keys));
-        scheduler.subscriptions.insert(id, keys);
-        scheduler.wake_every.insert(id, being.wake_every);
+/// A planted world, ready to run round by round.
+pub struct Simulation {
+    pub land: Land,
+    pub world: World,
+    substrate: Arc<Substrate>,
+    scheduler: Scheduler,
+    clock: Arc<LogicalClock>,
+    fixture: Fixture,
+    threads: usize,
+    trace_out: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    pub summary: SimSummary,
+    pub tick: u64,
+    facts_before: u64,
+}
+
+impl Simulation {
+    /// Plants the fixture in `options.land_dir`.
+    pub fn plant(fixture: &Fixture, options: &SimOptions) -> Result<Simulation, SimError> {
+        let extensions = fixture.load_extensions();
+        let mut role_dirs = extensions.role_dirs();
+        role_dirs.extend(fixture.role_dirs());
+        let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
+        if !report.errors.is_empty() {
+            let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+            return Err(SimError::Roles(list.join("\n  ")));
+        }
+        let planned = fixture.plan(&registry)?;
+        let mut seed_input = fixture.name.as_bytes().to_vec();
+        seed_input.extend_from_slice(&options.seed.to_be_bytes());
+        let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
+        let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
+        let (land, _) =
+            Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), KeySource::Seeded(key_seed))?;
+        plant(fixture, &planned, &land)?;
+        let mut world = World::new();
+        fold_to_end(land.store(), &mut world)?;
+        let mut substrate = Substrate::new(registry);
+        extensions.register_ops(&mut substrate.ops);
+        let mut scheduler = Scheduler::default();
+        for being in &planned {
+            let Some(id) = world.names.get(&being.name).copied() else { continue };
+            scheduler.subscribe(&world, id, &being.flow);
+            scheduler.wake_every.insert(id, being.wake_every);
+        }
+        let trace_out = match &options.trace_file {
+            Some(path) => Some((
+                path.clone(),
+                std::io::BufWriter::new(
+                    std::fs::File::create(path).map_err(|source| SimError::Trace { path: path.clone(), source })?,
+                ),
+            )),
+            None => None,
+        };
+        let summary = SimSummary {
+            fixture: fixture.name.clone(),
+            ticks: 0,
+            seed: options.seed,
+            threads: options.threads,
+            beings: world.beings.len() as u64,
+            skipped_extensions: extensions.skipped.clone(),
+            ..SimSummary::default()
+        };
+        let facts_before = land.store().land_len()?;
+        Ok(Simulation {
+            land,
+            world,
+            substrate: Arc::new(substrate),
+            scheduler,
+            clock,
+            fixture: fixture.clone(),
+            threads: options.threads,
+            trace_out,
+            summary,
+            tick: 0,
+            facts_before,
+        })
     }
-    let mut trace_out = match &options.trace_file {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|source| SimError::Trace { path: path.clone(), source })?,
-        )),
-        None => None,
-    };
-    let ticks = options.ticks.unwrap_or(fixture.ticks);
-    let progress = if options.progress { indicatif::ProgressBar::new(ticks) } else { indicatif::ProgressBar::hidden() };
-    let mut summary = SimSummary {
-        fixture: fixture.name.clone(),
-        ticks,
-        seed: options.seed,
-        threads: options.threads,
-        beings: world.beings.len() as u64,
-        skipped_extensions: extensions.skipped.clone(),
-        ..SimSummary::default()
-    };
-    let facts_before = land.store().land_len()?;
-    // The wall clock measures the run for the summary only; no fact sees it.
-    let started = std::time::Instant::now();
-    for tick in 1..=ticks {
-        clock.advance_ms(fixture.tick_ms);
+
+    /// One round: the tick's events, every wake's moment, the seals.
+    pub fn round(&mut self) -> Result<(), SimError> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.clock.advance_ms(self.fixture.tick_ms);
         let mut events = Vec::new();
-        for event in fixture.events.iter().filter(|event| event.tick == tick) {
+        for event in self.fixture.events.iter().filter(|event| event.tick == tick) {
+            let value = |value: &Json| if value.is_null() { None } else { Some(value.clone()) };
             if let Some(signal) = &event.signal {
-                let value = if signal.value.is_null() { None } else { Some(signal.value.clone()) };
-                events.push(Effect::SetSignal { key: signal.key.clone(), value });
+                events.push(Effect::SetSignal { key: signal.key.clone(), value: value(&signal.value) });
             }
             if let Some(quality) = &event.quality {
-                let value = if quality.value.is_null() { None } else { Some(quality.value.clone()) };
-                events.push(Effect::SetSpaceQuality { path: quality.space.clone(), key: quality.key.clone(), value });
+                events.push(Effect::SetSpaceQuality {
+                    path: quality.space.clone(),
+                    key: quality.key.clone(),
+                    value: value(&quality.value),
+                });
             }
             if let Some(movement) = &event.move_being {
                 events.push(Effect::MoveBeing { being: movement.being.clone(), to: movement.to.clone() });
             }
         }
-        seal_world(&land, events)?;
-        fold_to_end(land.store(), &mut world)?;
-        let wakes = scheduler.wakes(&world, tick);
-        let now_ms = clock.now_ms();
-        let results = run_round(&substrate, &world, &wakes, now_ms, options.threads);
-        let mut pending: Vec<(u64, PendingSeal)> = Vec::new();
-        let mut next_land_seq = land.store().land_len()?;
-        for ((being, _), (outcome, mut trace)) in wakes.iter().zip(results) {
-            summary.moments += 1;
-            match outcome {
-                Outcome::Act(mut act) => match moment::recheck(&substrate, &world, &mut act) {
-                    Ok(()) => {
-                        let body = canonical::to_canonical_bytes(&act.body)
-                            .map_err(|error| SimError::Internal(format!("act body: {error}")))?;
-                        let seal = land.submit(being, KIND_ACT, body)?;
-                        world.apply(next_land_seq, seal.fact());
-                        pending.push((next_land_seq, seal));
-                        next_land_seq += 1;
-                        *summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
-                        if let Some(birth) = act.birth {
-                            let Json::Array(flow) = &birth.role_flow else { continue };
-                            let seal = land.submit_being(BeingSpec {
-                                name: birth.name.clone(),
-                                parent: Some(birth.parent),
-                                cognition: birth.cognition,
-                                role_flow: flow.iter().map(json_to_cbor).collect(),
-                                default_role: birth.default_role.clone(),
-                                home_space: birth.home_space.clone(),
-                            })?;
-                            world.apply(next_land_seq, seal.fact());
-                            pending.push((next_land_seq, seal));
-                            next_land_seq += 1;
-                            if let Some(child) = world.names.get(&birth.name).copied() {
-                                let keys: Vec<String> = crate::roles::RoleFlow::from_json(&birth.role_flow)
-                                    .map(|f| {
-                                        f.world_subscriptions()
-                                            .iter()
-                                            .map(|k| k.trim_start_matches("world.").to_string())
-                                            .collect()
-                                    })
-                                    .unwrap_or_default();
-                                scheduler.seen_signals.insert(child, Scheduler::signals_now(&world, &keys));
-                                scheduler.subscriptions.insert(child, keys);
-                            }
-                        }
-                        if act.self_continue {
-                            scheduler.continuing.insert(*being);
+        seal_world(&self.land, events)?;
+        fold_to_end(self.land.store(), &mut self.world)?;
+        let wakes = self.scheduler.wakes(&self.world, tick);
+        let now_ms = self.clock.now_ms();
+        let mut sealing = Sealing { pending: Vec::new(), next_land_seq: self.land.store().land_len()? };
+        // Every moment of the round opens at the same cursor: workers compute
+        // them from a snapshot while this thread seals finished ones, in order.
+        let snapshot = self.world.clone();
+        let threads = self.threads.max(1);
+        let (sender, receiver) = std::sync::mpsc::channel::<(usize, (Outcome, MomentTrace))>();
+        let substrate = self.substrate.clone();
+        let (wakes_ref, snapshot_ref, substrate_ref) = (&wakes, &snapshot, &*substrate);
+        std::thread::scope(|scope| -> Result<(), SimError> {
+            for worker in 0..threads {
+                let sender = sender.clone();
+                scope.spawn(move || {
+                    for index in (worker..wakes_ref.len()).step_by(threads) {
+                        let (being, wake) = &wakes_ref[index];
+                        let result = moment::run(substrate_ref, snapshot_ref, *being, wake.clone(), now_ms);
+                        if sender.send((index, result)).is_err() {
+                            return;
                         }
                     }
-                    Err(failure) => {
-                        summary.failures += 1;
-                        *summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
-                        trace.outcome = format!("failure in seal: {}", failure.reason);
-                    }
-                },
-                Outcome::See => summary.sees += 1,
-                Outcome::Failure(failure) => {
-                    summary.failures += 1;
-                    *summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
+                });
+            }
+            drop(sender);
+            let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
+            for next in 0..wakes_ref.len() {
+                while !waiting.contains_key(&next) {
+                    let (index, result) =
+                        receiver.recv().map_err(|_| SimError::Internal("a moment worker stopped early".into()))?;
+                    waiting.insert(index, result);
                 }
+                let (outcome, trace) = waiting.remove(&next).expect("just checked");
+                self.seal_outcome(tick, wakes_ref[next].0, outcome, trace, &mut sealing)?;
             }
-            if let Some(keys) = scheduler.subscriptions.get(being) {
-                let now = Scheduler::signals_now(&world, keys);
-                scheduler.seen_signals.insert(*being, now);
-            }
-            if let Some(out) = trace_out.as_mut() {
-                let line = trace_json(tick, &trace);
-                writeln!(out, "{line}").map_err(|source| SimError::Trace {
-                    path: options.trace_file.clone().unwrap_or_default(),
-                    source,
-                })?;
-            }
-        }
-        for (expected, seal) in pending {
+            Ok(())
+        })?;
+        for (expected, seal) in sealing.pending {
             let sealed = seal.wait()?;
             if sealed.land_seq != expected {
                 return Err(SimError::Internal(format!(
@@ -415,18 +416,111 @@ pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimErr
                 )));
             }
         }
+        self.summary.ticks = tick;
+        Ok(())
+    }
+
+    /// Seals one moment's outcome (in being-id order within the round),
+    /// re-checking its act against the world the earlier acts left.
+    fn seal_outcome(
+        &mut self,
+        tick: u64,
+        being: BeingId,
+        outcome: Outcome,
+        mut trace: MomentTrace,
+        sealing: &mut Sealing,
+    ) -> Result<(), SimError> {
+        self.summary.moments += 1;
+        match outcome {
+            Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
+                Ok(()) => {
+                    let body = canonical::to_canonical_bytes(&act.body)
+                        .map_err(|error| SimError::Internal(format!("act body: {error}")))?;
+                    let seal = self.land.submit(&being, KIND_ACT, body)?;
+                    self.world.apply_act(sealing.next_land_seq, seal.fact(), &act.body);
+                    sealing.push(seal);
+                    *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
+                    if let Some(birth) = &act.birth {
+                        let seal = self.land.submit_being(BeingSpec {
+                            name: birth.name.clone(),
+                            parent: Some(birth.parent),
+                            cognition: birth.cognition,
+                            role_flow: birth
+                                .role_flow
+                                .as_array()
+                                .map(|flow| flow.iter().map(json_to_cbor).collect())
+                                .unwrap_or_default(),
+                            default_role: birth.default_role.clone(),
+                            home_space: birth.home_space.clone(),
+                        })?;
+                        self.world.apply(sealing.next_land_seq, seal.fact());
+                        sealing.push(seal);
+                        if let Some(child) = self.world.names.get(&birth.name).copied() {
+                            self.scheduler.subscribe(&self.world, child, &birth.role_flow);
+                        }
+                    }
+                    if act.rotate_key {
+                        // The rotation seals after the act and everything queued before it.
+                        let sealed = self.land.rotate_key(&being)?;
+                        if sealed.land_seq != sealing.next_land_seq {
+                            return Err(SimError::Internal(format!(
+                                "rotate-key sealed at {} not {}",
+                                sealed.land_seq, sealing.next_land_seq
+                            )));
+                        }
+                        self.world.cursor = self.world.cursor.max(sealed.land_seq + 1);
+                        sealing.next_land_seq += 1;
+                    }
+                    if act.self_continue {
+                        self.scheduler.continuing.insert(being);
+                    }
+                }
+                Err(failure) => {
+                    self.summary.failures += 1;
+                    *self.summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
+                    trace.outcome = format!("failure in seal: {}", failure.reason);
+                }
+            },
+            Outcome::See => self.summary.sees += 1,
+            Outcome::Failure(failure) => {
+                self.summary.failures += 1;
+                *self.summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
+            }
+        }
+        self.scheduler.saw(&self.world, being);
+        if let Some((path, out)) = self.trace_out.as_mut() {
+            let line = trace_json(tick, &trace);
+            writeln!(out, "{line}").map_err(|source| SimError::Trace { path: path.clone(), source })?;
+        }
+        Ok(())
+    }
+
+    /// Computes the world hash, flushes the trace and closes the land.
+    pub fn finish(mut self) -> Result<SimSummary, SimError> {
+        self.summary.facts_sealed = self.land.store().land_len()? - self.facts_before;
+        self.summary.world_hash = world_hash(&self.world, self.land.store())?;
+        if let Some((path, mut out)) = self.trace_out.take() {
+            out.flush().map_err(|source| SimError::Trace { path, source })?;
+        }
+        self.land.close()?;
+        Ok(self.summary)
+    }
+}
+
+/// Plants the fixture in `options.land_dir` and runs it.
+pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimError> {
+    let mut simulation = Simulation::plant(fixture, options)?;
+    let ticks = options.ticks.unwrap_or(fixture.ticks);
+    let progress = if options.progress { indicatif::ProgressBar::new(ticks) } else { indicatif::ProgressBar::hidden() };
+    // The wall clock measures the run for the summary only; no fact sees it.
+    let started = std::time::Instant::now();
+    for _ in 0..ticks {
+        simulation.round()?;
         progress.inc(1);
     }
     progress.finish_and_clear();
-    summary.elapsed_ms = started.elapsed().as_millis() as u64;
-    summary.facts_sealed = land.store().land_len()? - facts_before;
-    summary.world_hash = world_hash(&world, land.store())?;
-    if let Some(mut out) = trace_out {
-        out.flush()
-            .map_err(|source| SimError::Trace { path: options.trace_file.clone().unwrap_or_default(), source })?;
-    }
-    land.close()?;
-    Ok(summary)
+    simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    simulation.finish()
 }
 
 /// A short, stable label for counting failures by kind.

@@ -40,6 +40,11 @@ const PREFIX_FORKED: u8 = b'z';
 const DERIVED_PREFIXES: [u8; 4] = [PREFIX_HEAD, PREFIX_LAND, PREFIX_NAME, PREFIX_FORKED];
 const REINDEXING_MARKER: &[u8] = b"m:reindexing";
 const HEAD_VALUE_BYTES: usize = 8 + 32 + 8 + 32 + 1;
+/// How long opening waits for a lock held by a store that is closing: sled
+/// releases its file lock from a background thread shortly after the last
+/// handle is dropped, so a land closed and reopened at once can find it held.
+pub const STORE_LOCK_WAIT_MS: u64 = 2_000;
+const STORE_LOCK_RETRY_MS: u64 = 20;
 /// Most index discrepancies `index_problems` lists before it stops counting.
 const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
 
@@ -78,18 +83,16 @@ impl SledStore {
     /// the committer records how many facts are durable after each group; a
     /// store found holding fewer is refused as truncated.
     pub fn open(path: &Path, witness: Option<&Path>, limits: &Limits) -> Result<SledStore, SledOpenError> {
-        let db = sled::Config::new().path(path).open().map_err(|error| match error {
-            sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
-            sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
-            sled::Error::Corruption { at, .. } => {
-                let reason = match at {
-                    Some(position) => format!("unreadable data at {position:?}"),
-                    None => "unreadable data".to_string(),
-                };
-                SledOpenError::Corrupt { reason }
+        let mut waited_ms = 0;
+        let db = loop {
+            match open_db(path) {
+                Err(SledOpenError::Locked) if waited_ms < STORE_LOCK_WAIT_MS => {
+                    std::thread::sleep(std::time::Duration::from_millis(STORE_LOCK_RETRY_MS));
+                    waited_ms += STORE_LOCK_RETRY_MS;
+                }
+                other => break other?,
             }
-            other => SledOpenError::Other { reason: other.to_string() },
-        })?;
+        };
         let tree: sled::Tree = (*db).clone();
         let store_error = |error: StoreError| SledOpenError::Other { reason: error.to_string() };
         if tree.contains_key(REINDEXING_MARKER).map_err(|error| SledOpenError::Other { reason: error.to_string() })? {
@@ -108,7 +111,13 @@ impl SledStore {
                     });
                 }
             }
-            committer.witness = Some(witness.to_path_buf());
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(witness)
+                .map_err(|error| SledOpenError::Other { reason: format!("{}: {error}", witness.display()) })?;
+            committer.witness = Some(file);
         }
         let (sender, receiver) = sync_channel(limits.append_queue_facts_max);
         let group_max = limits.group_commit_facts_max.max(1);
@@ -145,6 +154,21 @@ impl SledStore {
         }
         self.db.flush().map(|_| ()).map_err(io_error)
     }
+}
+
+fn open_db(path: &Path) -> Result<sled::Db, SledOpenError> {
+    sled::Config::new().path(path).open().map_err(|error| match error {
+        sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
+        sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
+        sled::Error::Corruption { at, .. } => {
+            let reason = match at {
+                Some(position) => format!("unreadable data at {position:?}"),
+                None => "unreadable data".to_string(),
+            };
+            SledOpenError::Corrupt { reason }
+        }
+        other => SledOpenError::Other { reason: other.to_string() },
+    })
 }
 
 impl Drop for SledStore {
@@ -272,7 +296,7 @@ struct Committer {
     heads: HashMap<BeingId, Head>,
     forked: HashSet<BeingId>,
     next_land_seq: u64,
-    witness: Option<std::path::PathBuf>,
+    witness: Option<std::fs::File>,
 }
 
 const WITNESS_PREFIX: &str = "durable_facts ";
@@ -285,14 +309,13 @@ fn read_witness(path: &Path) -> Option<u64> {
     text.trim().strip_prefix(WITNESS_PREFIX)?.parse().ok()
 }
 
-/// Records a lower bound of the durable facts. Written after the flush, so it
-/// never claims more than the store holds; not synced, because a stale witness
-/// only weakens the truncation check, never breaks it.
-fn write_witness(path: &Path, durable_facts: u64) {
-    let temporary = path.with_extension("tmp");
-    if std::fs::write(&temporary, format!("{WITNESS_PREFIX}{durable_facts}\n")).is_ok() {
-        let _ = std::fs::rename(&temporary, path);
-    }
+/// Records a lower bound of the durable facts, overwriting a fixed-width
+/// record in place (no file is created or renamed per group). Written after
+/// the flush, so it never claims more than the store holds; not synced,
+/// because a stale witness only weakens the truncation check, never breaks it.
+fn write_witness(file: &std::fs::File, durable_facts: u64) {
+    use std::os::unix::fs::FileExt;
+    let _ = file.write_all_at(format!("{WITNESS_PREFIX}{durable_facts:020}\n").as_bytes(), 0);
 }
 
 /// What one group has staged but not yet written.

@@ -177,7 +177,11 @@ impl World {
         }
     }
 
-    fn apply_act(&mut self, land_seq: u64, fact: &Fact, act: &ActBody) {
+    /// Folds an act whose body the caller already holds decoded (it must be
+    /// the body of `fact`): the same fold as `apply`, without decoding again.
+    pub fn apply_act(&mut self, land_seq: u64, fact: &Fact, act: &ActBody) {
+        debug_assert_eq!(fact.kind(), KIND_ACT);
+        self.cursor = self.cursor.max(land_seq + 1);
         let being = fact.header.being;
         if let Wake::Summon { fact: summon, .. } = &act.wake {
             if let Some(inbox) = self.inbox.get_mut(&being) {
