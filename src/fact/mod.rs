@@ -147,6 +147,61 @@ pub fn validate_kind(kind: &str) -> Result<(), FactError> {
     }
 }
 
+/// A fact before its signature: everything but the signature is fixed, so
+/// its id is known (the id is the hash of the header) and the world can fold
+/// it before it is signed. Signing is the costly step; unsigned facts let a
+/// caller sign many in parallel and still append them in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsignedFact {
+    pub header: FactHeader,
+    header_bytes: Vec<u8>,
+    body: Vec<u8>,
+    id: FactId,
+}
+
+impl UnsignedFact {
+    /// Builds the header of a new fact. `body` must be canonical CBOR.
+    pub fn new(
+        being: BeingId,
+        seq: u64,
+        prev: FactId,
+        stored_time_ms: u64,
+        kind: &str,
+        body: Vec<u8>,
+    ) -> Result<UnsignedFact, FactError> {
+        validate_kind(kind)?;
+        if body.len() > FACT_BODY_BYTES_CEILING {
+            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
+        }
+        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let header = FactHeader {
+            being,
+            seq,
+            prev,
+            stored_time_ms,
+            kind: kind.to_string(),
+            body_len: body.len() as u64,
+            body_hash: blake3_of(&body),
+        };
+        let header_bytes = header.encode();
+        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
+        Ok(UnsignedFact { header, header_bytes, body, id })
+    }
+
+    pub fn id(&self) -> FactId {
+        self.id
+    }
+
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    pub fn sign(self, key: &SigningKey) -> Fact {
+        let signature = key.sign(&self.header_bytes).to_bytes();
+        Fact { header: self.header, header_bytes: self.header_bytes, body: self.body, signature, id: self.id }
+    }
+}
+
 /// One fact: header, body and signature, with the exact bytes of each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
@@ -168,24 +223,7 @@ impl Fact {
         body: Vec<u8>,
         key: &SigningKey,
     ) -> Result<Fact, FactError> {
-        validate_kind(kind)?;
-        if body.len() > FACT_BODY_BYTES_CEILING {
-            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
-        }
-        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
-        let header = FactHeader {
-            being,
-            seq,
-            prev,
-            stored_time_ms,
-            kind: kind.to_string(),
-            body_len: body.len() as u64,
-            body_hash: blake3_of(&body),
-        };
-        let header_bytes = header.encode();
-        let signature = key.sign(&header_bytes).to_bytes();
-        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
-        Ok(Fact { header, header_bytes, body, signature, id })
+        Ok(UnsignedFact::new(being, seq, prev, stored_time_ms, kind, body)?.sign(key))
     }
 
     /// Decodes a stored envelope: `[header bytes, body bytes, signature]`.

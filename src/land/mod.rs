@@ -18,7 +18,7 @@ pub use plant::{PlantReport, PlantedBeing};
 use crate::canonical;
 use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{BeingId, Fact, FactError, FactId};
+use crate::fact::{BeingId, Fact, FactError, FactId, UnsignedFact};
 use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
 use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
@@ -160,6 +160,38 @@ pub struct Land {
     limits: Limits,
     key_source: KeySource,
     writers: Mutex<HashMap<BeingId, Arc<Mutex<Writer>>>>,
+}
+
+/// A fact with its place on the reel fixed, not yet signed.
+pub struct Prepared {
+    pub unsigned: UnsignedFact,
+    key: SigningKey,
+    being: BeingId,
+    seq: u64,
+    stored_time_ms: u64,
+    writer: Arc<Mutex<Writer>>,
+}
+
+/// A signed fact ready for `Land::submit_signed`.
+pub struct SignedFact {
+    fact: Fact,
+    being: BeingId,
+    seq: u64,
+    stored_time_ms: u64,
+    writer: Arc<Mutex<Writer>>,
+}
+
+impl Prepared {
+    /// Signs (the costly step; prepared facts may be signed on any thread).
+    pub fn sign(self) -> SignedFact {
+        SignedFact {
+            fact: self.unsigned.sign(&self.key),
+            being: self.being,
+            seq: self.seq,
+            stored_time_ms: self.stored_time_ms,
+            writer: self.writer,
+        }
+    }
 }
 
 /// A fact on its way to disk.
@@ -353,6 +385,12 @@ impl Land {
 
     /// Mints a being without waiting for its genesis to be durable.
     pub fn submit_being(&self, spec: BeingSpec) -> Result<PendingSeal, LandError> {
+        Ok(self.submit_signed(self.prepare_being(spec)?.sign()))
+    }
+
+    /// Mints a being up to its unsigned genesis (its key is already in the
+    /// ring; see `prepare`).
+    pub fn prepare_being(&self, spec: BeingSpec) -> Result<Prepared, LandError> {
         validate_being_name(&spec.name)?;
         let key = self.key_source.signing_key(&spec.name)?;
         let mut nonce = [0u8; 16];
@@ -372,19 +410,31 @@ impl Land {
         self.check_body_size(&body)?;
         let being = BeingId(*blake3::hash(&body).as_bytes());
         self.keys.store(&being, &key)?;
-        let fact = Fact::seal(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body, &key)?;
-        let stored_time_ms = fact.header.stored_time_ms;
+        let unsigned = UnsignedFact::new(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body)?;
+        let stored_time_ms = unsigned.header.stored_time_ms;
         let writer = Arc::new(Mutex::new(Writer {
-            key,
+            key: key.clone(),
             next_seq: 1,
-            prev: fact.id(),
+            prev: unsigned.id(),
             last_time_ms: stored_time_ms,
             ended: false,
             stale: false,
         }));
         self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
-        let ticket = self.store.submit(fact.clone());
-        Ok(PendingSeal { fact, ticket, being, seq: 0, stored_time_ms, writer })
+        Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer })
+    }
+
+    /// Queues a signed fact for the next group commit.
+    pub fn submit_signed(&self, signed: SignedFact) -> PendingSeal {
+        let ticket = self.store.submit(signed.fact.clone());
+        PendingSeal {
+            fact: signed.fact,
+            ticket,
+            being: signed.being,
+            seq: signed.seq,
+            stored_time_ms: signed.stored_time_ms,
+            writer: signed.writer,
+        }
     }
 
     fn check_body_size(&self, body: &[u8]) -> Result<(), LandError> {
@@ -440,6 +490,13 @@ impl Land {
 
     /// Signs the next fact of `being` and queues it; returns before it is durable.
     pub fn submit(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<PendingSeal, LandError> {
+        Ok(self.submit_signed(self.prepare(being, kind, body)?.sign()))
+    }
+
+    /// Fixes the next fact of `being` (seq, prev, stored time) without signing
+    /// it: its id is known, so the world can fold it now. Prepared facts must
+    /// be signed and submitted in the order they were prepared.
+    pub fn prepare(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<Prepared, LandError> {
         self.check_body_size(&body)?;
         let writer_cell = self.writer(being)?;
         let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -450,15 +507,15 @@ impl Land {
             return Err(LandError::Ended { being: *being });
         }
         let stored_time_ms = self.clock.now_ms().max(writer.last_time_ms);
-        let fact = Fact::seal(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body, &writer.key)?;
+        let unsigned = UnsignedFact::new(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body)?;
         let seq = writer.next_seq;
         writer.next_seq += 1;
-        writer.prev = fact.id();
+        writer.prev = unsigned.id();
         writer.last_time_ms = stored_time_ms;
         writer.ended = kind == crate::fact::body::KIND_END;
-        let ticket = self.store.submit(fact.clone());
+        let key = writer.key.clone();
         drop(writer);
-        Ok(PendingSeal { fact, ticket, being: *being, seq, stored_time_ms, writer: writer_cell })
+        Ok(Prepared { unsigned, key, being: *being, seq, stored_time_ms, writer: writer_cell })
     }
 
     /// Seals the next fact of `being` and waits until it is durable.

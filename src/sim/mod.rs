@@ -12,7 +12,7 @@ pub mod fixture;
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, FactId, Hash32};
-use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal};
+use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::moment::{self, MomentTrace, Outcome, Substrate};
 use crate::roles::definition::RoleRegistry;
@@ -255,17 +255,48 @@ fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
     })
 }
 
-/// Facts of a round queued for sealing, with the land seq each will get
-/// (the land has one writer here, so land seqs follow submission order).
+/// Facts of a round on their way to the store, with the land seq each will
+/// get (the simulation is the land's only writer, so land seqs follow
+/// submission order). Facts are prepared in order, signed in parallel, and
+/// submitted in order.
 struct Sealing {
+    prepared: Vec<(u64, Prepared)>,
     pending: Vec<(u64, PendingSeal)>,
     next_land_seq: u64,
+    threads: usize,
 }
 
 impl Sealing {
-    fn push(&mut self, seal: PendingSeal) {
-        self.pending.push((self.next_land_seq, seal));
+    fn push(&mut self, prepared: Prepared) {
+        self.prepared.push((self.next_land_seq, prepared));
         self.next_land_seq += 1;
+    }
+
+    /// Signs what is prepared on `threads` threads, then submits it in order.
+    fn flush(&mut self, land: &Land) {
+        let prepared = std::mem::take(&mut self.prepared);
+        if prepared.is_empty() {
+            return;
+        }
+        let chunk = prepared.len().div_ceil(self.threads.max(1));
+        let mut chunks: Vec<Vec<(u64, Prepared)>> = Vec::new();
+        let mut rest = prepared;
+        while rest.len() > chunk {
+            let tail = rest.split_off(chunk);
+            chunks.push(rest);
+            rest = tail;
+        }
+        chunks.push(rest);
+        let signed: Vec<Vec<(u64, SignedFact)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|part| scope.spawn(move || part.into_iter().map(|(seq, p)| (seq, p.sign())).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+        });
+        for (land_seq, fact) in signed.into_iter().flatten() {
+            self.pending.push((land_seq, land.submit_signed(fact)));
+        }
     }
 }
 
@@ -373,7 +404,12 @@ impl Simulation {
         fold_to_end(self.land.store(), &mut self.world)?;
         let wakes = self.scheduler.wakes(&self.world, tick);
         let now_ms = self.clock.now_ms();
-        let mut sealing = Sealing { pending: Vec::new(), next_land_seq: self.land.store().land_len()? };
+        let mut sealing = Sealing {
+            prepared: Vec::new(),
+            pending: Vec::new(),
+            next_land_seq: self.land.store().land_len()?,
+            threads: self.threads.max(1),
+        };
         // Every moment of the round opens at the same cursor: workers compute
         // them from a snapshot while this thread seals finished ones, in order.
         let snapshot = self.world.clone();
@@ -396,17 +432,18 @@ impl Simulation {
             }
             drop(sender);
             let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
-            for next in 0..wakes_ref.len() {
+            for (next, (being, _)) in wakes_ref.iter().enumerate() {
                 while !waiting.contains_key(&next) {
                     let (index, result) =
                         receiver.recv().map_err(|_| SimError::Internal("a moment worker stopped early".into()))?;
                     waiting.insert(index, result);
                 }
                 let (outcome, trace) = waiting.remove(&next).expect("just checked");
-                self.seal_outcome(tick, wakes_ref[next].0, outcome, trace, &mut sealing)?;
+                self.seal_outcome(tick, *being, outcome, trace, &mut sealing)?;
             }
             Ok(())
         })?;
+        sealing.flush(&self.land);
         for (expected, seal) in sealing.pending {
             let sealed = seal.wait()?;
             if sealed.land_seq != expected {
@@ -436,12 +473,13 @@ impl Simulation {
                 Ok(()) => {
                     let body = canonical::to_canonical_bytes(&act.body)
                         .map_err(|error| SimError::Internal(format!("act body: {error}")))?;
-                    let seal = self.land.submit(&being, KIND_ACT, body)?;
-                    self.world.apply_act(sealing.next_land_seq, seal.fact(), &act.body);
-                    sealing.push(seal);
+                    let prepared = self.land.prepare(&being, KIND_ACT, body)?;
+                    let unsigned = &prepared.unsigned;
+                    self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
+                    sealing.push(prepared);
                     *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
                     if let Some(birth) = &act.birth {
-                        let seal = self.land.submit_being(BeingSpec {
+                        let prepared = self.land.prepare_being(BeingSpec {
                             name: birth.name.clone(),
                             parent: Some(birth.parent),
                             cognition: birth.cognition,
@@ -453,14 +491,16 @@ impl Simulation {
                             default_role: birth.default_role.clone(),
                             home_space: birth.home_space.clone(),
                         })?;
-                        self.world.apply(sealing.next_land_seq, seal.fact());
-                        sealing.push(seal);
+                        let unsigned = &prepared.unsigned;
+                        self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
+                        sealing.push(prepared);
                         if let Some(child) = self.world.names.get(&birth.name).copied() {
                             self.scheduler.subscribe(&self.world, child, &birth.role_flow);
                         }
                     }
                     if act.rotate_key {
                         // The rotation seals after the act and everything queued before it.
+                        sealing.flush(&self.land);
                         let sealed = self.land.rotate_key(&being)?;
                         if sealed.land_seq != sealing.next_land_seq {
                             return Err(SimError::Internal(format!(

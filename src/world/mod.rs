@@ -13,7 +13,7 @@ pub use body::{ActBody, Effect, RoleUse, VerbCall, Wake, WorldBody};
 
 use crate::canonical;
 use crate::fact::body::{Cognition, GenesisBody, KIND_END, KIND_GENESIS};
-use crate::fact::{BeingId, Fact, FactId, Hash32};
+use crate::fact::{BeingId, Fact, FactHeader, FactId, Hash32};
 use body::{KIND_ACT, KIND_WORLD};
 use ciborium::value::Value as Cbor;
 use serde_json::Value as Json;
@@ -130,11 +130,17 @@ impl World {
     /// Folds one sealed fact in. Never fails: a body this build cannot read
     /// changes nothing (verification reports it; the fold is not the judge).
     pub fn apply(&mut self, land_seq: u64, fact: &Fact) {
+        self.apply_parts(land_seq, &fact.header, fact.id(), fact.body());
+    }
+
+    /// The same fold, from a fact's header, id and body (an unsigned fact
+    /// folds the same as its signed self: the signature changes nothing).
+    pub fn apply_parts(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: &[u8]) {
         self.cursor = self.cursor.max(land_seq + 1);
-        let being = fact.header.being;
-        match fact.kind() {
+        let being = header.being;
+        match header.kind.as_str() {
             KIND_GENESIS => {
-                if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                if let Ok(genesis) = canonical::from_canonical_bytes::<GenesisBody>(body) {
                     let row = BeingRow {
                         id: being,
                         name: genesis.name.clone(),
@@ -162,15 +168,15 @@ impl World {
                 self.inbox.remove(&being);
             }
             KIND_WORLD => {
-                if let Ok(body) = fact.body_as::<WorldBody>() {
+                if let Ok(body) = canonical::from_canonical_bytes::<WorldBody>(body) {
                     for effect in &body.effects {
                         self.apply_effect(Some(being), effect);
                     }
                 }
             }
             KIND_ACT => {
-                if let Ok(act) = fact.body_as::<ActBody>() {
-                    self.apply_act(land_seq, fact, &act);
+                if let Ok(act) = canonical::from_canonical_bytes::<ActBody>(body) {
+                    self.apply_act(land_seq, header, id, &act);
                 }
             }
             _ => {}
@@ -179,27 +185,27 @@ impl World {
 
     /// Folds an act whose body the caller already holds decoded (it must be
     /// the body of `fact`): the same fold as `apply`, without decoding again.
-    pub fn apply_act(&mut self, land_seq: u64, fact: &Fact, act: &ActBody) {
-        debug_assert_eq!(fact.kind(), KIND_ACT);
+    pub fn apply_act(&mut self, land_seq: u64, header: &FactHeader, id: FactId, act: &ActBody) {
+        debug_assert_eq!(header.kind, KIND_ACT);
         self.cursor = self.cursor.max(land_seq + 1);
-        let being = fact.header.being;
+        let being = header.being;
         if let Wake::Summon { fact: summon, .. } = &act.wake {
             if let Some(inbox) = self.inbox.get_mut(&being) {
                 inbox.retain(|_, pending| pending.fact != *summon);
             }
         }
         if let Some(row) = self.beings.get_mut(&being) {
-            row.last_act_ms = Some(fact.header.stored_time_ms);
+            row.last_act_ms = Some(header.stored_time_ms);
             row.previous_role = act.primary.clone();
             row.acts += 1;
         }
         if let VerbCall::Summon { target, content, in_reply_to } = &act.call {
             if let Some(target) = self.names.get(target.trim_start_matches('@')).copied() {
-                let correlation = in_reply_to.unwrap_or(fact.id());
+                let correlation = in_reply_to.unwrap_or(id);
                 self.inbox.entry(target).or_default().insert(
                     land_seq,
                     PendingSummon {
-                        fact: fact.id(),
+                        fact: id,
                         land_seq,
                         from: being,
                         content: content.clone(),

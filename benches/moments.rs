@@ -1,0 +1,91 @@
+//! Moments at scale: a world of 10,000 scripted beings in four spaces
+//! (fixtures/crowd.toml), every being woken every round, every moment ending
+//! in an act. One iteration is one round: 10,000 moments through all five
+//! beats, re-checked, signed, group-committed and durable. Reference in the
+//! same run: raw Ed25519 signing (target: 20,000 sealed moments/s, or 40% of
+//! the sign rate). Also reports the resident memory per planted being.
+//!
+//! Under `cargo test --benches` (no `--bench` argument) the crowd shrinks to
+//! 200 beings so the suite stays fast; the figures come from `cargo bench`.
+
+use criterion::{criterion_group, Criterion, Throughput};
+use ed25519_dalek::{Signer, SigningKey};
+use seed::sim::fixture::Fixture;
+use seed::sim::{SimOptions, Simulation};
+use std::path::Path;
+use std::time::Duration;
+
+const CROWD_BEINGS: u64 = 10_000;
+const CROWD_BEINGS_IN_TEST_MODE: u64 = 200;
+const THREADS: usize = 2;
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn bench(c: &mut Criterion) {
+    let benchmarking = std::env::args().any(|argument| argument == "--bench");
+    let beings = if benchmarking { CROWD_BEINGS } else { CROWD_BEINGS_IN_TEST_MODE };
+    let mut fixture = Fixture::load(Path::new("fixtures/crowd.toml")).expect("crowd fixture");
+    fixture.generate[0].count = beings;
+    let dir = tempfile::tempdir().expect("folder");
+    let options = SimOptions {
+        ticks: None,
+        seed: 0,
+        threads: THREADS,
+        land_dir: dir.path().join("land"),
+        trace_file: None,
+        progress: false,
+    };
+    let before = resident_bytes();
+    let mut simulation = Simulation::plant(&fixture, &options).expect("plant the crowd");
+    simulation.round().expect("a first round");
+    let per_being = resident_bytes().saturating_sub(before) / beings;
+    println!("resident memory after planting and one round: {per_being} bytes per being ({beings} beings)");
+    std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/target/crowd-memory.txt"), format!("{per_being}")).ok();
+
+    let mut group = c.benchmark_group("moments");
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let message = [0x89u8; 150];
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("reference_ed25519_sign", |b| b.iter(|| key.sign(std::hint::black_box(&message))));
+    group.throughput(Throughput::Elements(beings));
+    group.sample_size(10);
+    group.bench_function("crowd_round", |b| b.iter(|| simulation.round().expect("round")));
+    group.finish();
+    let summary = simulation.finish().expect("finish");
+    assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
+}
+
+fn rate(path: &str, elements: f64) -> Option<f64> {
+    let dir =
+        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(elements * 1e9 / json["mean"]["point_estimate"].as_f64()?)
+}
+
+fn print_ratios() {
+    let (Some(sign), Some(moments)) =
+        (rate("moments/reference_ed25519_sign", 1.0), rate("moments/crowd_round", CROWD_BEINGS as f64))
+    else {
+        return;
+    };
+    println!("\n== figures of this run (per second) ==");
+    println!("raw ed25519 sign (reference)          {sign:>10.0}/s");
+    println!("sealed moments, 10,000 beings         {moments:>10.0}/s  = {:.1}% of the sign rate (target >= 40%, or >= 20,000/s)", 100.0 * moments / sign);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(20)).warm_up_time(Duration::from_secs(3));
+    targets = bench
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    print_ratios();
+}
