@@ -8,6 +8,7 @@
 //! cycle. Disabling an extension deletes nothing: facts its operations
 //! produced stay on their reels, and enabling it again finds them.
 
+use crate::moment::hooks::{HookPoint, HookSpec};
 use crate::moment::ops::{ArgSchema, ArgType, OpHandler, OpRegistry, OpSpec};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,9 +29,19 @@ struct OpManifest {
     args: BTreeMap<String, String>,
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookManifest {
+    /// `before:VERB`, `after:VERB`, or `*` for every verb.
+    on: String,
+    script: String,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Provides {
+    #[serde(default, rename = "hook")]
+    hooks: Vec<HookManifest>,
     #[serde(default)]
     roles: Option<String>,
     #[serde(default, rename = "op")]
@@ -68,6 +79,7 @@ pub struct Extension {
     pub needs: BTreeMap<String, semver::VersionReq>,
     pub roles_dir: Option<PathBuf>,
     pub ops: Vec<OpSpec>,
+    pub hooks: Vec<HookSpec>,
     pub space_types: Vec<String>,
     pub matter_types: Vec<String>,
     pub signals: Vec<String>,
@@ -84,6 +96,11 @@ pub struct LoadedExtensions {
 impl LoadedExtensions {
     pub fn role_dirs(&self) -> Vec<PathBuf> {
         self.enabled.iter().filter_map(|extension| extension.roles_dir.clone()).collect()
+    }
+
+    /// Every hook handler, in extension order, then manifest order.
+    pub fn hooks(&self) -> Vec<HookSpec> {
+        self.enabled.iter().flat_map(|extension| extension.hooks.iter().cloned()).collect()
     }
 
     pub fn register_ops(&self, registry: &mut OpRegistry) {
@@ -143,6 +160,14 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
             origin: manifest.name.clone(),
         });
     }
+    let mut hooks = Vec::new();
+    for (index, hook) in manifest.provides.hooks.iter().enumerate() {
+        let at = format!("provides.hook[{index}]");
+        let point = HookPoint::parse(&hook.on).map_err(|reason| format!("{at}.on: {reason}"))?;
+        let source = std::fs::read_to_string(dir.join(&hook.script))
+            .map_err(|error| format!("{at}.script {}: {error}", hook.script))?;
+        hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source: Arc::from(source.as_str()) });
+    }
     let roles_dir = match &manifest.provides.roles {
         Some(folder) => {
             let path = dir.join(folder);
@@ -162,6 +187,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         needs,
         roles_dir,
         ops,
+        hooks,
         space_types: manifest.provides.space_types,
         matter_types: manifest.provides.matter_types,
         signals: manifest.provides.signals,

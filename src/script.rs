@@ -64,6 +64,7 @@ fn next_random() -> u64 {
 pub struct ScriptEngine {
     engine: Engine,
     cache: RwLock<BTreeMap<Hash32, Arc<AST>>>,
+    operations_max: u64,
 }
 
 impl Default for ScriptEngine {
@@ -74,6 +75,11 @@ impl Default for ScriptEngine {
 
 impl ScriptEngine {
     pub fn new() -> ScriptEngine {
+        ScriptEngine::with_operations_max(SCRIPT_OPERATIONS_MAX)
+    }
+
+    /// An engine whose runs may take at most `operations_max` operations.
+    pub fn with_operations_max(operations_max: u64) -> ScriptEngine {
         let mut engine = Engine::new_raw();
         use rhai::packages::Package;
         engine.register_global_module(rhai::packages::CorePackage::new().as_shared_module());
@@ -81,7 +87,7 @@ impl ScriptEngine {
         engine.register_global_module(rhai::packages::BasicArrayPackage::new().as_shared_module());
         engine.register_global_module(rhai::packages::BasicMapPackage::new().as_shared_module());
         engine.register_global_module(rhai::packages::MoreStringPackage::new().as_shared_module());
-        engine.set_max_operations(SCRIPT_OPERATIONS_MAX);
+        engine.set_max_operations(operations_max);
         engine.set_max_call_levels(SCRIPT_CALL_DEPTH_MAX);
         engine.set_max_expr_depths(SCRIPT_EXPRESSION_DEPTH_MAX, SCRIPT_EXPRESSION_DEPTH_MAX);
         engine.set_max_string_size(SCRIPT_STRING_BYTES_MAX);
@@ -97,7 +103,7 @@ impl ScriptEngine {
                 (next_random() % bound as u64) as i64
             }
         });
-        ScriptEngine { engine, cache: RwLock::new(BTreeMap::new()) }
+        ScriptEngine { engine, cache: RwLock::new(BTreeMap::new()), operations_max }
     }
 
     /// Compiles (once) and returns the script's AST.
@@ -127,7 +133,7 @@ impl ScriptEngine {
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
         let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast);
-        let value = result.map_err(|error| classify(*error))?;
+        let value = result.map_err(|error| classify(*error, self.operations_max))?;
         if value.is_unit() {
             return Ok(Json::Null);
         }
@@ -135,11 +141,11 @@ impl ScriptEngine {
     }
 }
 
-fn classify(error: rhai::EvalAltResult) -> ScriptError {
+fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
     use rhai::EvalAltResult as E;
     match error {
         E::ErrorTooManyOperations(..) => {
-            ScriptError::Budget { reason: format!("more than {SCRIPT_OPERATIONS_MAX} operations") }
+            ScriptError::Budget { reason: format!("more than {operations_max} operations") }
         }
         E::ErrorStackOverflow(..) => ScriptError::Budget { reason: "call stack overflow".into() },
         E::ErrorDataTooLarge(what, ..) => ScriptError::Budget { reason: format!("{what} too large") },

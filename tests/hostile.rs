@@ -40,6 +40,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         ("off-see", "failure in decide: see /vault is not within canSee"),
         ("off-do", "failure in decide: do \"publish-signal\" is not within canDo"),
         ("good", "act: summon"),
+        ("vault-runner", "failure in seal: cancelled by hook guard/0: the vault is closed"),
     ];
     for (being, outcome) in expected {
         let seen = outcomes.get(being).unwrap_or_else(|| panic!("@{being} had no moments"));
@@ -47,6 +48,14 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         assert!(seen.iter().all(|o| o.starts_with(outcome)), "@{being}: {seen:?}");
     }
     assert_eq!(summary.acts.get("summon"), Some(&3), "only the good being's acts sealed");
+    // The looping before:summon hook and the throwing after:* hook each fail
+    // three times, then their breakers open; the summons sealed regardless.
+    for handler in ["guard/1", "guard/2"] {
+        let incidents: Vec<_> = summary.hook_incidents.iter().filter(|i| i.handler == handler).collect();
+        assert_eq!(incidents.len(), 3, "{handler}: {incidents:?}");
+        assert_eq!(incidents.iter().map(|i| i.breaker_opened).collect::<Vec<_>>(), vec![false, false, true]);
+    }
+    assert!(summary.hook_incidents.iter().any(|i| i.reason.contains("more than 10000 operations")));
     assert_eq!(summary.facts_sealed, 3);
     let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
     let report = seed::check::verify_land(land.store(), seed::check::SignatureMode::Strict, 1).expect("verify");

@@ -17,6 +17,7 @@
 //!
 //! Sealing the act (signing, appending) is the caller's I/O, not a beat here.
 
+pub mod hooks;
 pub mod ops;
 pub mod see;
 
@@ -54,6 +55,7 @@ pub struct Substrate {
     pub ops: OpRegistry,
     pub see: SeeResolvers,
     pub scripts: ScriptEngine,
+    pub hooks: hooks::Hooks,
     /// Compiled flows by (flow digest, default role).
     flows: RwLock<BTreeMap<Hash32, Arc<BoundFlow>>>,
     /// Composed-role digests by the digests of the roles in the stack: the
@@ -71,6 +73,7 @@ impl Substrate {
             ops,
             see: SeeResolvers::core(),
             scripts: ScriptEngine::new(),
+            hooks: hooks::Hooks::default(),
             flows: RwLock::new(BTreeMap::new()),
             composed_digests: RwLock::new(BTreeMap::new()),
         }
@@ -617,6 +620,8 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
         }
         VerbCall::See { .. } => {}
     }
+    let actor = act_actor_name(world, act).unwrap_or_default();
+    substrate.hooks.before(&actor, &act.body.call, world, act.op_seed).map_err(refuse)?;
     Ok(())
 }
 

@@ -69,6 +69,8 @@ pub struct SimSummary {
     pub world_hash: Hash32,
     /// Extensions skipped at load, with the reason.
     pub skipped_extensions: Vec<(String, String)>,
+    /// Hook handlers that failed, and breakers that opened.
+    pub hook_incidents: Vec<crate::moment::hooks::HookIncident>,
 }
 
 impl SimSummary {
@@ -81,6 +83,7 @@ impl SimSummary {
             "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
             "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
             "worldHash": self.world_hash.to_hex(),
+            "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
             "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
         })
     }
@@ -313,6 +316,8 @@ pub struct Simulation {
     pub summary: SimSummary,
     pub tick: u64,
     facts_before: u64,
+    /// Acts sealed this round, for the after: hooks.
+    sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
 }
 
 impl Simulation {
@@ -338,6 +343,7 @@ impl Simulation {
         fold_to_end(land.store(), &mut world)?;
         let mut substrate = Substrate::new(registry);
         extensions.register_ops(&mut substrate.ops);
+        substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
         let mut scheduler = Scheduler::default();
         for being in &planned {
             let Some(id) = world.names.get(&being.name).copied() else { continue };
@@ -375,6 +381,7 @@ impl Simulation {
             summary,
             tick: 0,
             facts_before,
+            sealed_calls: Vec::new(),
         })
     }
 
@@ -453,6 +460,10 @@ impl Simulation {
                 )));
             }
         }
+        // after: hooks see each act once it is durable, in sealing order.
+        for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
+            self.substrate.hooks.after(&actor, &call, &self.world, seed);
+        }
         self.summary.ticks = tick;
         Ok(())
     }
@@ -514,6 +525,10 @@ impl Simulation {
                     if act.self_continue {
                         self.scheduler.continuing.insert(being);
                     }
+                    if !self.substrate.hooks.is_empty() {
+                        let actor = self.world.name_of(&being).unwrap_or_default().to_string();
+                        self.sealed_calls.push((actor, act.body.call.clone(), act.op_seed));
+                    }
                 }
                 Err(failure) => {
                     self.summary.failures += 1;
@@ -539,6 +554,7 @@ impl Simulation {
     pub fn finish(mut self) -> Result<SimSummary, SimError> {
         self.summary.facts_sealed = self.land.store().land_len()? - self.facts_before;
         self.summary.world_hash = world_hash(&self.world, self.land.store())?;
+        self.summary.hook_incidents = self.substrate.hooks.incidents();
         if let Some((path, mut out)) = self.trace_out.take() {
             out.flush().map_err(|source| SimError::Trace { path, source })?;
         }

@@ -1,0 +1,174 @@
+//! Hooks: Rhai handlers extensions attach to the verbs.
+//!
+//! `before:<verb>` (or `before:*`) handlers run in order when an act is about
+//! to seal, after the verb layer accepted it; each may cancel it (return
+//! `false`, a reason string, or `#{cancel: "reason"}`; `()` or `true`
+//! allows). `after:<verb>` handlers run once the act is durable and can never
+//! undo or block it. Each handler runs with its own operation budget
+//! (`HOOK_OPERATIONS_MAX`); a handler that fails (throws, loops, returns
+//! garbage) is skipped for that act — a broken extension does not stop the
+//! world — and after `HOOK_FAILURES_BEFORE_BREAK` consecutive failures its
+//! circuit breaker opens and it is not run again in this process.
+//!
+//! Hooks run on the sealing path, one act after another, so the breakers'
+//! state evolves in the same order on every run.
+
+use crate::script::{ScriptEngine, ScriptError};
+use crate::world::{VerbCall, World};
+use serde_json::{json, Value as Json};
+use std::sync::{Arc, Mutex};
+
+/// Operations one hook handler may take per run.
+pub const HOOK_OPERATIONS_MAX: u64 = 10_000;
+/// Consecutive failures after which a handler's breaker opens.
+pub const HOOK_FAILURES_BEFORE_BREAK: u32 = 3;
+/// Most handlers one hook point may have.
+pub const HOOK_HANDLERS_PER_POINT_MAX: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Before,
+    After,
+}
+
+/// Where a handler attaches: `before:do`, `after:*`, ...
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookPoint {
+    pub phase: Phase,
+    /// `None` for `*` (every verb).
+    pub verb: Option<String>,
+}
+
+impl HookPoint {
+    pub fn parse(text: &str) -> Result<HookPoint, String> {
+        let (phase, verb) =
+            text.split_once(':').ok_or_else(|| format!("{text:?} is not `before:VERB` or `after:VERB`"))?;
+        let phase = match phase {
+            "before" => Phase::Before,
+            "after" => Phase::After,
+            other => return Err(format!("{other:?} is not `before` or `after`")),
+        };
+        let verb = match verb {
+            "*" => None,
+            "see" | "do" | "summon" | "be" => Some(verb.to_string()),
+            other => return Err(format!("{other:?} is not a verb (see, do, summon, be) or *")),
+        };
+        Ok(HookPoint { phase, verb })
+    }
+
+    fn matches(&self, phase: Phase, verb: &str) -> bool {
+        self.phase == phase && self.verb.as_deref().is_none_or(|own| own == verb)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HookSpec {
+    /// `extension/index`, for reports.
+    pub name: String,
+    pub point: HookPoint,
+    pub source: Arc<str>,
+}
+
+#[derive(Debug, Default)]
+struct BreakerState {
+    consecutive_failures: u32,
+    open: bool,
+}
+
+/// A failure or an opened breaker, for the run's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookIncident {
+    pub handler: String,
+    pub reason: String,
+    pub breaker_opened: bool,
+}
+
+pub struct Hooks {
+    engine: ScriptEngine,
+    handlers: Vec<(HookSpec, Mutex<BreakerState>)>,
+    incidents: Mutex<Vec<HookIncident>>,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Hooks::new(Vec::new())
+    }
+}
+
+fn call_json(call: &VerbCall) -> Json {
+    serde_json::to_value(call).unwrap_or(Json::Null)
+}
+
+impl Hooks {
+    pub fn new(handlers: Vec<HookSpec>) -> Hooks {
+        Hooks {
+            engine: ScriptEngine::with_operations_max(HOOK_OPERATIONS_MAX),
+            handlers: handlers.into_iter().map(|spec| (spec, Mutex::new(BreakerState::default()))).collect(),
+            incidents: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty()
+    }
+
+    /// Incidents so far (failures and opened breakers), in order.
+    pub fn incidents(&self) -> Vec<HookIncident> {
+        self.incidents.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn run(&self, phase: Phase, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), String> {
+        let verb = call.verb();
+        let call = call_json(call);
+        let actor = json!(actor);
+        let view = json!({ "signals": world.signals });
+        for (spec, state) in self.handlers.iter().filter(|(spec, _)| spec.point.matches(phase, verb)) {
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.open {
+                continue;
+            }
+            let outcome =
+                self.engine.run(&spec.source, &[("actor", &actor), ("request", &call), ("world", &view)], seed);
+            let verdict = match outcome {
+                Ok(Json::Null) | Ok(Json::Bool(true)) => Ok(None),
+                Ok(Json::Bool(false)) => Ok(Some("cancelled".to_string())),
+                Ok(Json::String(reason)) => Ok(Some(reason)),
+                Ok(Json::Object(map)) if map.get("cancel").is_some_and(Json::is_string) => {
+                    Ok(Some(map["cancel"].as_str().unwrap_or_default().to_string()))
+                }
+                Ok(other) => Err(ScriptError::Output {
+                    reason: format!("a hook returns (), true, false, a reason or #{{cancel}}; got {other}"),
+                }),
+                Err(error) => Err(error),
+            };
+            match verdict {
+                Ok(cancel) => {
+                    state.consecutive_failures = 0;
+                    if let (Phase::Before, Some(reason)) = (phase, cancel) {
+                        return Err(format!("cancelled by hook {}: {reason}", spec.name));
+                    }
+                }
+                Err(error) => {
+                    state.consecutive_failures += 1;
+                    state.open = state.consecutive_failures >= HOOK_FAILURES_BEFORE_BREAK;
+                    self.incidents.lock().unwrap_or_else(|p| p.into_inner()).push(HookIncident {
+                        handler: spec.name.clone(),
+                        reason: error.to_string(),
+                        breaker_opened: state.open,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the `before:` handlers for an act about to seal; `Err` cancels it.
+    pub fn before(&self, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), String> {
+        self.run(Phase::Before, actor, call, world, seed)
+    }
+
+    /// Runs the `after:` handlers for a durable act; nothing they do undoes it.
+    pub fn after(&self, actor: &str, call: &VerbCall, world: &World, seed: u64) {
+        let _ = self.run(Phase::After, actor, call, world, seed);
+    }
+}
