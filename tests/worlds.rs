@@ -155,3 +155,69 @@ fn the_same_fixture_and_seed_give_the_same_world_hash_on_every_run_and_thread_co
         simulate("fixtures/dance.toml", 4, 1).summary.world_hash
     );
 }
+
+#[test]
+fn observers_see_every_beat_in_order_and_the_live_table_empties() {
+    use seed::moment::{self, Beat, MomentObserver, RunningMoments};
+    use std::sync::Mutex;
+    struct Recorder {
+        beats: Mutex<Vec<Beat>>,
+        running: RunningMoments,
+        clock: Mutex<u64>,
+    }
+    impl MomentObserver for Recorder {
+        fn now_us(&self) -> u64 {
+            let mut clock = self.clock.lock().unwrap();
+            *clock += 10;
+            *clock
+        }
+        fn entered(&self, being: seed::fact::BeingId, beat: Beat) {
+            self.beats.lock().unwrap().push(beat);
+            self.running.enter(being, beat, 0);
+        }
+    }
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(Path::new("fixtures/court.toml")).expect("fixture");
+    let options = SimOptions {
+        ticks: None,
+        seed: 0,
+        threads: 1,
+        land_dir: dir.path().join("land"),
+        trace_file: None,
+        progress: false,
+    };
+    let simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    let ada = simulation.world.names["ada"];
+    let recorder = Recorder { beats: Mutex::new(Vec::new()), running: RunningMoments::default(), clock: Mutex::new(0) };
+    let (outcome, trace) = moment::run_observed(
+        simulation.substrate(),
+        &simulation.world,
+        ada,
+        seed::world::Wake::Tick { tick: 1 },
+        fixture.start_ms + 10_000,
+        &recorder,
+    );
+    assert!(matches!(outcome, moment::Outcome::Act(_)), "{}", trace.outcome);
+    assert_eq!(
+        *recorder.beats.lock().unwrap(),
+        vec![Beat::Open, Beat::Assign, Beat::Fold, Beat::Momentum, Beat::Decide]
+    );
+    assert_eq!(recorder.running.snapshot().len(), 1, "ada is in the table while running");
+    assert_eq!(recorder.running.snapshot()[0].beat, Beat::Decide);
+    recorder.running.finish(&ada);
+    assert!(recorder.running.snapshot().is_empty());
+    for beat in ["open", "assign", "fold", "momentum", "decide", "total"] {
+        assert!(trace.timings_us.contains_key(beat), "{beat} timed");
+    }
+    assert_eq!(trace.timings_us["open"], 10);
+    // The same moment without an observer has the same outcome.
+    let (plain, _) = moment::run(
+        simulation.substrate(),
+        &simulation.world,
+        ada,
+        seed::world::Wake::Tick { tick: 1 },
+        fixture.start_ms + 10_000,
+    );
+    assert_eq!(format!("{plain:?}"), format!("{outcome:?}"));
+    simulation.finish().expect("finish");
+}

@@ -699,10 +699,27 @@ pub struct MomentTrace {
     pub clauses: Vec<String>,
     pub face_digest: Option<Hash32>,
     pub outcome: String,
+    /// Microseconds spent in each beat and in total (observability only).
+    pub timings_us: BTreeMap<&'static str, u64>,
 }
 
+/// What a moment reports while it runs: which beat it entered, and when (a
+/// monotonic microsecond reading supplied by the caller). The beats never
+/// read a clock themselves; observers (the moment trace's timings, the live
+/// table of running moments) are handed to them.
+pub trait MomentObserver {
+    fn now_us(&self) -> u64 {
+        0
+    }
+    fn entered(&self, _being: BeingId, _beat: Beat) {}
+}
+
+/// Observes nothing and reads no clock.
+pub struct Unobserved;
+impl MomentObserver for Unobserved {}
+
 /// Runs the five beats. Pure: same world, substrate, being, wake and time,
-/// same outcome and trace.
+/// same outcome and trace (timings aside).
 pub fn run(
     substrate: &Substrate,
     world: &World,
@@ -710,6 +727,19 @@ pub fn run(
     wake: Wake,
     stored_time_ms: u64,
 ) -> (Outcome, MomentTrace) {
+    run_observed(substrate, world, being, wake, stored_time_ms, &Unobserved)
+}
+
+pub fn run_observed(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    wake: Wake,
+    stored_time_ms: u64,
+    observer: &dyn MomentObserver,
+) -> (Outcome, MomentTrace) {
+    let started = observer.now_us();
+    observer.entered(being, Beat::Open);
     let opened = open(world, being, wake, stored_time_ms);
     let mut trace = MomentTrace {
         being,
@@ -723,17 +753,34 @@ pub fn run(
         clauses: Vec::new(),
         face_digest: None,
         outcome: String::new(),
+        timings_us: BTreeMap::new(),
+    };
+    let mut mark = started;
+    let mut lap = |trace: &mut MomentTrace, beat: Beat, next: Option<Beat>| {
+        let now = observer.now_us();
+        trace.timings_us.insert(beat.as_str(), now.saturating_sub(mark));
+        mark = now;
+        if let Some(next) = next {
+            observer.entered(being, next);
+        }
     };
     let result = (|| {
+        lap(&mut trace, Beat::Open, Some(Beat::Assign));
         let assigned = assign(substrate, world, &opened)?;
         trace.primary = assigned.composed.primary.as_ref().map(|name| name.to_string());
         trace.stack = assigned.composed.stack.iter().map(|name| name.to_string()).collect();
         trace.clauses = assigned.flow.explain(&assigned.walk);
+        lap(&mut trace, Beat::Assign, Some(Beat::Fold));
         let face = fold(substrate, world, &opened, &assigned)?;
         trace.face_digest = Some(face.digest);
+        lap(&mut trace, Beat::Fold, Some(Beat::Momentum));
         let decision = momentum(substrate, world, &opened, &assigned, &face)?;
-        decide(substrate, world, &opened, &assigned, &face, decision)
+        lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
+        let decided = decide(substrate, world, &opened, &assigned, &face, decision);
+        lap(&mut trace, Beat::Decide, None);
+        decided
     })();
+    trace.timings_us.insert("total", observer.now_us().saturating_sub(started));
     let outcome = match result {
         Ok(Some(act)) => {
             trace.outcome = format!("act: {}", act.body.call.verb());
@@ -749,4 +796,51 @@ pub fn run(
         }
     };
     (outcome, trace)
+}
+
+/// The live table of moments running now: being → (name, beat, since).
+#[derive(Default)]
+pub struct RunningMoments {
+    table: std::sync::Mutex<BTreeMap<BeingId, RunningMoment>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningMoment {
+    pub being: BeingId,
+    pub beat: Beat,
+    /// Monotonic microseconds when the moment entered this beat.
+    pub since_us: u64,
+}
+
+impl RunningMoments {
+    pub fn enter(&self, being: BeingId, beat: Beat, now_us: u64) {
+        self.table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(being, RunningMoment { being, beat, since_us: now_us });
+    }
+
+    pub fn finish(&self, being: &BeingId) {
+        self.table.lock().unwrap_or_else(|p| p.into_inner()).remove(being);
+    }
+
+    /// The moments running now, in being order.
+    pub fn snapshot(&self) -> Vec<RunningMoment> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+}
+
+/// An observer that keeps the live table and reads a monotonic clock.
+pub struct LiveObserver<'a> {
+    pub running: &'a RunningMoments,
+    pub epoch: std::time::Instant,
+}
+
+impl MomentObserver for LiveObserver<'_> {
+    fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+    fn entered(&self, being: BeingId, beat: Beat) {
+        self.running.enter(being, beat, self.now_us());
+    }
 }

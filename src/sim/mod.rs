@@ -255,6 +255,7 @@ fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
         "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
         "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
         "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
+        "timingsUs": trace.timings_us,
     })
 }
 
@@ -318,6 +319,9 @@ pub struct Simulation {
     facts_before: u64,
     /// Acts sealed this round, for the after: hooks.
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
+    /// The live table of moments running now (observability).
+    pub running: Arc<moment::RunningMoments>,
+    epoch: std::time::Instant,
 }
 
 impl Simulation {
@@ -382,7 +386,14 @@ impl Simulation {
             tick: 0,
             facts_before,
             sealed_calls: Vec::new(),
+            running: Arc::new(moment::RunningMoments::default()),
+            epoch: std::time::Instant::now(),
         })
+    }
+
+    /// What moments consult besides the world.
+    pub fn substrate(&self) -> &Substrate {
+        &self.substrate
     }
 
     /// One round: the tick's events, every wake's moment, the seals.
@@ -424,13 +435,18 @@ impl Simulation {
         let (sender, receiver) = std::sync::mpsc::channel::<(usize, (Outcome, MomentTrace))>();
         let substrate = self.substrate.clone();
         let (wakes_ref, snapshot_ref, substrate_ref) = (&wakes, &snapshot, &*substrate);
+        let running = self.running.clone();
+        let (running_ref, epoch) = (&*running, self.epoch);
         std::thread::scope(|scope| -> Result<(), SimError> {
             for worker in 0..threads {
                 let sender = sender.clone();
                 scope.spawn(move || {
                     for index in (worker..wakes_ref.len()).step_by(threads) {
                         let (being, wake) = &wakes_ref[index];
-                        let result = moment::run(substrate_ref, snapshot_ref, *being, wake.clone(), now_ms);
+                        let observer = moment::LiveObserver { running: running_ref, epoch };
+                        let result =
+                            moment::run_observed(substrate_ref, snapshot_ref, *being, wake.clone(), now_ms, &observer);
+                        running_ref.finish(being);
                         if sender.send((index, result)).is_err() {
                             return;
                         }
