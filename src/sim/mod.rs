@@ -321,6 +321,8 @@ pub struct Simulation {
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
     /// The live table of moments running now (observability).
     pub running: Arc<moment::RunningMoments>,
+    /// The tokio runtime the moments run on.
+    runtime: tokio::runtime::Runtime,
     epoch: std::time::Instant,
 }
 
@@ -387,6 +389,14 @@ impl Simulation {
             facts_before,
             sealed_calls: Vec::new(),
             running: Arc::new(moment::RunningMoments::default()),
+            // Moments are CPU-bound: they run as blocking tasks, one per
+            // `--threads`, on a pool of that size.
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .max_blocking_threads(options.threads.max(1))
+                .thread_name("seed-moment")
+                .build()
+                .map_err(|error| SimError::Internal(format!("cannot start the moment runtime: {error}")))?,
             epoch: std::time::Instant::now(),
         })
     }
@@ -428,44 +438,39 @@ impl Simulation {
             next_land_seq: self.land.store().land_len()?,
             threads: self.threads.max(1),
         };
-        // Every moment of the round opens at the same cursor: workers compute
-        // them from a snapshot while this thread seals finished ones, in order.
-        let snapshot = self.world.clone();
-        let threads = self.threads.max(1);
+        // Every moment of the round opens at the same cursor: blocking tasks on
+        // the runtime compute them from one snapshot while this thread seals
+        // finished ones, in being-id order.
+        let snapshot = Arc::new(self.world.clone());
+        let wakes = Arc::new(wakes);
+        let workers = self.threads.max(1);
         let (sender, receiver) = std::sync::mpsc::channel::<(usize, (Outcome, MomentTrace))>();
-        let substrate = self.substrate.clone();
-        let (wakes_ref, snapshot_ref, substrate_ref) = (&wakes, &snapshot, &*substrate);
-        let running = self.running.clone();
-        let (running_ref, epoch) = (&*running, self.epoch);
-        std::thread::scope(|scope| -> Result<(), SimError> {
-            for worker in 0..threads {
-                let sender = sender.clone();
-                scope.spawn(move || {
-                    for index in (worker..wakes_ref.len()).step_by(threads) {
-                        let (being, wake) = &wakes_ref[index];
-                        let observer = moment::LiveObserver { running: running_ref, epoch };
-                        let result =
-                            moment::run_observed(substrate_ref, snapshot_ref, *being, wake.clone(), now_ms, &observer);
-                        running_ref.finish(being);
-                        if sender.send((index, result)).is_err() {
-                            return;
-                        }
+        for worker in 0..workers {
+            let (sender, snapshot, wakes) = (sender.clone(), snapshot.clone(), wakes.clone());
+            let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
+            self.runtime.spawn_blocking(move || {
+                for index in (worker..wakes.len()).step_by(workers) {
+                    let (being, wake) = &wakes[index];
+                    let observer = moment::LiveObserver { running: &running, epoch };
+                    let result = moment::run_observed(&substrate, &snapshot, *being, wake.clone(), now_ms, &observer);
+                    running.finish(being);
+                    if sender.send((index, result)).is_err() {
+                        return;
                     }
-                });
-            }
-            drop(sender);
-            let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
-            for (next, (being, _)) in wakes_ref.iter().enumerate() {
-                while !waiting.contains_key(&next) {
-                    let (index, result) =
-                        receiver.recv().map_err(|_| SimError::Internal("a moment worker stopped early".into()))?;
-                    waiting.insert(index, result);
                 }
-                let (outcome, trace) = waiting.remove(&next).expect("just checked");
-                self.seal_outcome(tick, *being, outcome, trace, &mut sealing)?;
+            });
+        }
+        drop(sender);
+        let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
+        for (next, (being, _)) in wakes.iter().enumerate() {
+            while !waiting.contains_key(&next) {
+                let (index, result) =
+                    receiver.recv().map_err(|_| SimError::Internal("a moment task stopped early".into()))?;
+                waiting.insert(index, result);
             }
-            Ok(())
-        })?;
+            let (outcome, trace) = waiting.remove(&next).expect("just checked");
+            self.seal_outcome(tick, *being, outcome, trace, &mut sealing)?;
+        }
         sealing.flush(&self.land);
         for (expected, seal) in sealing.pending {
             let sealed = seal.wait()?;
