@@ -259,6 +259,9 @@ fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
     })
 }
 
+/// Prepared facts signed and submitted together while a round is sealing.
+const SEAL_FLUSH_FACTS: usize = 1024;
+
 /// Facts of a round on their way to the store, with the land seq each will
 /// get (the simulation is the land's only writer, so land seqs follow
 /// submission order). Facts are prepared in order, signed in parallel, and
@@ -274,6 +277,12 @@ impl Sealing {
     fn push(&mut self, prepared: Prepared) {
         self.prepared.push((self.next_land_seq, prepared));
         self.next_land_seq += 1;
+    }
+
+    /// Whether enough is prepared to sign and hand to the committer now, so
+    /// that committing overlaps the rest of the round.
+    fn ripe(&self) -> bool {
+        self.prepared.len() >= SEAL_FLUSH_FACTS
     }
 
     /// Signs what is prepared on `threads` threads, then submits it in order.
@@ -470,6 +479,9 @@ impl Simulation {
             }
             let (outcome, trace) = waiting.remove(&next).expect("just checked");
             self.seal_outcome(tick, *being, outcome, trace, &mut sealing)?;
+            if sealing.ripe() {
+                sealing.flush(&self.land);
+            }
         }
         sealing.flush(&self.land);
         for (expected, seal) in sealing.pending {
