@@ -39,14 +39,22 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         ("off-summon", "failure in decide: summon @operator is not within canSummon"),
         ("off-see", "failure in decide: see /vault is not within canSee"),
         ("off-do", "failure in decide: do \"publish-signal\" is not within canDo"),
-        ("good", "act: summon"),
         ("vault-runner", "failure in seal: cancelled by hook guard/0: the vault is closed"),
     ];
     for (being, outcome) in expected {
         let seen = outcomes.get(being).unwrap_or_else(|| panic!("@{being} had no moments"));
-        assert_eq!(seen.len(), 3, "@{being} was woken every round");
+        assert_eq!(seen.len(), 4, "@{being} was woken every round");
         assert!(seen.iter().all(|o| o.starts_with(outcome)), "@{being}: {seen:?}");
     }
+    // The good being acts; its fourth summon within a minute meets the
+    // land's configured summons_per_minute_max = 3.
+    assert_eq!(outcomes["good"][..3], ["act: summon", "act: summon", "act: summon"]);
+    assert!(
+        outcomes["good"][3]
+            .starts_with("failure in decide: summon rate: 3 summons in the last minute (summons_per_minute_max = 3)"),
+        "{:?}",
+        outcomes["good"]
+    );
     assert_eq!(summary.acts.get("summon"), Some(&3), "only the good being's acts sealed");
     // The looping before:summon hook and the throwing after:* hook each fail
     // three times, then their breakers open; the summons sealed regardless.

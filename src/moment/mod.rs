@@ -42,10 +42,13 @@ use std::sync::{Arc, RwLock};
 /// Recorded in every act: which evaluator decided it.
 pub const EVALUATOR_VERSION: &str = concat!("seed ", env!("CARGO_PKG_VERSION"));
 /// Most summons waiting in one inbox; a summon to a full inbox is refused.
+/// Land configuration key `inbox_depth_max` overrides it (as for the others).
 pub const INBOX_DEPTH_MAX: usize = 64;
-/// Longest summon content / act prose, in characters.
+/// Most summons one being may seal in a minute (`summons_per_minute_max`).
+pub const SUMMONS_PER_MINUTE_MAX: usize = 60;
+/// Longest summon content / act prose, in characters (`summon_content_chars_max`).
 pub const SUMMON_CONTENT_CHARS_MAX: usize = 4_000;
-/// Most beings one land holds (births beyond it are refused).
+/// Most beings one land holds (births beyond it are refused; `beings_per_land_max`).
 pub const BEINGS_PER_LAND_MAX: usize = 1_000_000;
 
 /// Everything a moment consults besides the world.
@@ -107,6 +110,55 @@ impl Substrate {
         self.flows.write().unwrap_or_else(|p| p.into_inner()).insert(key, bound.clone());
         Ok(bound)
     }
+}
+
+/// The limits a moment checks, as the land's configuration sets them at the
+/// moment's cursor (configuration is folded from facts, so replay sees the
+/// limits that were in force).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MomentLimits {
+    pub inbox_depth_max: usize,
+    pub summons_per_minute_max: usize,
+    pub summon_content_chars_max: usize,
+    pub beings_per_land_max: usize,
+}
+
+impl MomentLimits {
+    pub fn of(world: &World) -> MomentLimits {
+        let get = |key: &str, default: usize| world.config_u64(key, default as u64) as usize;
+        MomentLimits {
+            inbox_depth_max: get("inbox_depth_max", INBOX_DEPTH_MAX),
+            summons_per_minute_max: get("summons_per_minute_max", SUMMONS_PER_MINUTE_MAX),
+            summon_content_chars_max: get("summon_content_chars_max", SUMMON_CONTENT_CHARS_MAX),
+            beings_per_land_max: get("beings_per_land_max", BEINGS_PER_LAND_MAX),
+        }
+    }
+}
+
+/// Checks the summon rules that depend on the world's state.
+fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, now_ms: u64) -> Result<(), String> {
+    let limits = MomentLimits::of(world);
+    let row = world.being_named(target.trim_start_matches('@')).ok_or_else(|| format!("no being {target}"))?;
+    if row.ended {
+        return Err(format!("{target} has ended"));
+    }
+    if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= limits.inbox_depth_max {
+        return Err(format!("the inbox of {target} is full (inbox_depth_max = {})", limits.inbox_depth_max));
+    }
+    if content.chars().count() > limits.summon_content_chars_max {
+        return Err(format!(
+            "summon content longer than {} characters (summon_content_chars_max)",
+            limits.summon_content_chars_max
+        ));
+    }
+    let recent = world.summons_in_minute_before(&actor.id, now_ms);
+    if recent >= limits.summons_per_minute_max {
+        return Err(format!(
+            "summon rate: {recent} summons in the last minute (summons_per_minute_max = {})",
+            limits.summons_per_minute_max
+        ));
+    }
+    Ok(())
 }
 
 /// Where a moment stopped when it did not act.
@@ -421,6 +473,8 @@ pub struct Act {
     /// Seeds a DO operation's randomness (derived from the moment's id).
     pub op_seed: u64,
     pub actor: BeingId,
+    /// The moment's stored time (the act's fact carries the same).
+    pub stored_time_ms: u64,
 }
 
 fn permits_see(allowed: &[String], address: &Address) -> bool {
@@ -463,8 +517,9 @@ pub fn decide(
     let row = world.beings.get(&opened.being).ok_or_else(|| refuse("the being is not in the world".into()))?;
     let summon = waking_summon(world, opened);
     if let Some(content) = &decision.content {
-        if content.chars().count() > SUMMON_CONTENT_CHARS_MAX {
-            return Err(refuse(format!("prose longer than {SUMMON_CONTENT_CHARS_MAX} characters")));
+        let most = MomentLimits::of(world).summon_content_chars_max;
+        if content.chars().count() > most {
+            return Err(refuse(format!("prose longer than {most} characters (summon_content_chars_max)")));
         }
     }
     let mut effects: Vec<Effect> = Vec::new();
@@ -507,16 +562,7 @@ pub fn decide(
             if !face.can_summon.contains(&target) {
                 return Err(refuse(format!("summon {target} is not within canSummon")));
             }
-            let target_row = world.being_named(&target[1..]).ok_or_else(|| refuse(format!("no being {target}")))?;
-            if target_row.ended {
-                return Err(refuse(format!("{target} has ended")));
-            }
-            if world.inbox.get(&target_row.id).map_or(0, |pending| pending.len()) >= INBOX_DEPTH_MAX {
-                return Err(refuse(format!("the inbox of {target} is full ({INBOX_DEPTH_MAX})")));
-            }
-            if content.chars().count() > SUMMON_CONTENT_CHARS_MAX {
-                return Err(refuse(format!("summon content longer than {SUMMON_CONTENT_CHARS_MAX} characters")));
-            }
+            check_summon(world, row, &target, &content, opened.stored_time_ms).map_err(refuse)?;
             let in_reply_to = in_reply_to.or(summon.map(|summon| summon.correlation));
             VerbCall::Summon { target, content, in_reply_to }
         }
@@ -579,6 +625,7 @@ pub fn decide(
         self_continue: assigned.composed.self_continue,
         op_seed,
         actor: opened.being,
+        stored_time_ms: opened.stored_time_ms,
     }))
 }
 
@@ -600,16 +647,9 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
                 .run(action, &call, &substrate.scripts, act.op_seed)
                 .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
         }
-        VerbCall::Summon { target, .. } => {
-            let row = world
-                .being_named(target.trim_start_matches('@'))
-                .ok_or_else(|| refuse(format!("no being {target}")))?;
-            if row.ended {
-                return Err(refuse(format!("{target} has ended")));
-            }
-            if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= INBOX_DEPTH_MAX {
-                return Err(refuse(format!("the inbox of {target} is full ({INBOX_DEPTH_MAX})")));
-            }
+        VerbCall::Summon { target, content, .. } => {
+            let actor = world.beings.get(&act.actor).ok_or_else(|| refuse("the actor is not in the world".into()))?;
+            check_summon(world, actor, target, content, act.stored_time_ms).map_err(refuse)?;
         }
         VerbCall::Be { .. } => {
             if let Some(birth) = &act.birth {
@@ -641,8 +681,9 @@ fn check_birth(
     if world.names.contains_key(&name) {
         return Err(format!("the name @{name} is taken"));
     }
-    if world.beings.len() >= BEINGS_PER_LAND_MAX {
-        return Err(format!("the land holds {BEINGS_PER_LAND_MAX} beings (beings_per_land_max)"));
+    let most = MomentLimits::of(world).beings_per_land_max;
+    if world.beings.len() >= most {
+        return Err(format!("the land holds {most} beings (beings_per_land_max)"));
     }
     let cognition = match text("cognition").as_deref() {
         Some("scripted") => Cognition::Scripted,

@@ -124,6 +124,10 @@ pub struct Fixture {
     /// Extensions not to load.
     #[serde(default)]
     pub disable: Vec<String>,
+    /// Land configuration (`inbox_depth_max`, `summons_per_minute_max`, ...),
+    /// sealed as `set-config` effects when the fixture is planted.
+    #[serde(default)]
+    pub config: BTreeMap<String, Json>,
     #[serde(default, rename = "space")]
     pub spaces: Vec<FixtureSpace>,
     #[serde(default, rename = "signal")]

@@ -142,6 +142,9 @@ fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(),
             .iter()
             .map(|signal| Effect::SetSignal { key: signal.key.clone(), value: Some(signal.value.clone()) }),
     );
+    effects.extend(
+        fixture.config.iter().map(|(key, value)| Effect::SetConfig { key: key.clone(), value: Some(value.clone()) }),
+    );
     seal_world(land, effects)?;
     let mut pending = Vec::with_capacity(planned.len());
     for being in planned {

@@ -90,7 +90,13 @@ pub struct World {
     pub config: BTreeMap<String, Json>,
     /// Pending summons per being, by land seq (arrival order).
     pub inbox: BTreeMap<BeingId, BTreeMap<u64, PendingSummon>>,
+    /// Stored times of each being's latest summons (at most
+    /// `RECENT_SUMMONS_KEPT`), for the per-minute limit.
+    pub recent_summons: BTreeMap<BeingId, Vec<u64>>,
 }
+
+/// How many summon times the world remembers per being.
+pub const RECENT_SUMMONS_KEPT: usize = 1024;
 
 /// JSON (from facts, so never a float) to CBOR for hashing.
 pub fn json_to_cbor(value: &Json) -> Cbor {
@@ -117,6 +123,17 @@ impl World {
         let mut world = World::default();
         world.spaces.insert("/".to_string(), Space { kind: "root".into(), qualities: BTreeMap::new() });
         world
+    }
+
+    /// A configuration value folded from `set-config` effects, or `default`.
+    pub fn config_u64(&self, key: &str, default: u64) -> u64 {
+        self.config.get(key).and_then(Json::as_u64).unwrap_or(default)
+    }
+
+    /// How many summons `being` sealed in the minute before `now_ms`.
+    pub fn summons_in_minute_before(&self, being: &BeingId, now_ms: u64) -> usize {
+        let since = now_ms.saturating_sub(60_000);
+        self.recent_summons.get(being).map_or(0, |times| times.iter().filter(|time| **time > since).count())
     }
 
     pub fn being_named(&self, name: &str) -> Option<&BeingRow> {
@@ -200,6 +217,11 @@ impl World {
             row.acts += 1;
         }
         if let VerbCall::Summon { target, content, in_reply_to } = &act.call {
+            let times = self.recent_summons.entry(being).or_default();
+            times.push(header.stored_time_ms);
+            if times.len() > RECENT_SUMMONS_KEPT {
+                times.remove(0);
+            }
             if let Some(target) = self.names.get(target.trim_start_matches('@')).copied() {
                 let correlation = in_reply_to.unwrap_or(id);
                 self.inbox.entry(target).or_default().insert(
