@@ -221,3 +221,39 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
     assert_eq!(format!("{plain:?}"), format!("{outcome:?}"));
     simulation.finish().expect("finish");
 }
+
+#[test]
+fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(Path::new("tests/fixtures/nursery/nursery.toml")).expect("fixture");
+    let options = SimOptions {
+        ticks: None,
+        seed: 0,
+        threads: 2,
+        land_dir: dir.path().join("land"),
+        trace_file: None,
+        progress: false,
+    };
+    let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    let mother = simulation.world.names["mother"];
+    simulation.round().expect("round 1");
+    let kid = simulation.world.being_named("kid").expect("the child was born").clone();
+    assert_eq!(kid.parent, Some(mother), "lineage is recorded");
+    assert_eq!(kid.home_space, "/home", "born where its mother stands");
+    assert_eq!(kid.effective_cognition(), seed::fact::body::Cognition::Scripted);
+    simulation.round().expect("round 2");
+    let kid = simulation.world.being_named("kid").unwrap();
+    assert_eq!(kid.inhabited_by, Some(mother), "inhabited by its mother, not the stranger");
+    assert_eq!(kid.effective_cognition(), seed::fact::body::Cognition::Human);
+    simulation.round().expect("round 3");
+    let kid = simulation.world.being_named("kid").unwrap();
+    assert_eq!(kid.inhabited_by, None, "released");
+    assert_eq!(kid.effective_cognition(), seed::fact::body::Cognition::Scripted);
+    let summary = simulation.finish().expect("finish");
+    assert_eq!(summary.acts.get("be"), Some(&3));
+    assert_eq!(summary.failure_reasons.get("@stranger is not an ancestor of @kid"), Some(&1));
+    assert_eq!(summary.failure_reasons.get("the name @kid is taken"), Some(&1));
+    let land = Land::open(&dir.path().join("land")).expect("open");
+    let report = verify_land(land.store(), SignatureMode::Strict, 1).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
