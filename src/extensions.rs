@@ -37,9 +37,18 @@ struct HookManifest {
     script: String,
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeeManifest {
+    name: String,
+    script: String,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Provides {
+    #[serde(default, rename = "see")]
+    see_resolvers: Vec<SeeManifest>,
     #[serde(default, rename = "hook")]
     hooks: Vec<HookManifest>,
     #[serde(default)]
@@ -80,6 +89,8 @@ pub struct Extension {
     pub roles_dir: Option<PathBuf>,
     pub ops: Vec<OpSpec>,
     pub hooks: Vec<HookSpec>,
+    /// (name, Rhai source) of each see-resolver.
+    pub see_resolvers: Vec<(String, Arc<str>)>,
     pub space_types: Vec<String>,
     pub matter_types: Vec<String>,
     pub signals: Vec<String>,
@@ -101,6 +112,14 @@ impl LoadedExtensions {
     /// Every hook handler, in extension order, then manifest order.
     pub fn hooks(&self) -> Vec<HookSpec> {
         self.enabled.iter().flat_map(|extension| extension.hooks.iter().cloned()).collect()
+    }
+
+    pub fn register_see_resolvers(&self, registry: &mut crate::moment::see::SeeResolvers) {
+        for extension in &self.enabled {
+            for (name, source) in &extension.see_resolvers {
+                registry.register(name, crate::moment::see::SeeResolver::Script(source.clone()));
+            }
+        }
     }
 
     pub fn register_ops(&self, registry: &mut OpRegistry) {
@@ -168,6 +187,16 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
             .map_err(|error| format!("{at}.script {}: {error}", hook.script))?;
         hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source: Arc::from(source.as_str()) });
     }
+    let mut see_resolvers = Vec::new();
+    for (index, see) in manifest.provides.see_resolvers.iter().enumerate() {
+        let at = format!("provides.see[{index}]");
+        if let Some(reason) = crate::names::kebab_name_problem(&see.name) {
+            return Err(format!("{at}.name {:?}: {reason}", see.name));
+        }
+        let source = std::fs::read_to_string(dir.join(&see.script))
+            .map_err(|error| format!("{at}.script {}: {error}", see.script))?;
+        see_resolvers.push((see.name.clone(), Arc::from(source.as_str())));
+    }
     let roles_dir = match &manifest.provides.roles {
         Some(folder) => {
             let path = dir.join(folder);
@@ -188,6 +217,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         roles_dir,
         ops,
         hooks,
+        see_resolvers,
         space_types: manifest.provides.space_types,
         matter_types: manifest.provides.matter_types,
         signals: manifest.provides.signals,

@@ -64,6 +64,18 @@ fn the_court_judge_appears_only_in_session_and_in_the_court() {
         assert_eq!(stack_has(trace, "emotions:alert"), disturbed, "alert at tick {tick}: {trace}");
     }
     assert!(judged >= 3, "the judge sat");
+    // The docket (a Rhai see-resolver shipped by the court extension) numbers
+    // the rulings: one per sitting, numbered 1, 2, 3, ...
+    let land = Land::open(&run.land).expect("open");
+    let mut world = World::new();
+    fold_to_end(land.store(), &mut world).expect("fold");
+    let rulings: Vec<String> = world.matter.keys().filter(|a| a.starts_with("/court#ruling-")).cloned().collect();
+    assert_eq!(rulings.len(), judged, "{rulings:?}");
+    for number in 1..=judged {
+        let ruling = &world.matter[&format!("/court#ruling-{number}")];
+        assert_eq!(ruling.fields["verdict"], format!("upheld, ruling {number}"));
+    }
+    drop(land);
     assert!(run.summary.acts.get("do").copied().unwrap_or(0) >= 3, "rulings were made");
     assert_eq!(run.summary.failures, 0);
 }

@@ -323,13 +323,12 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
     let can_summon = as_being_entries(expand(&composed.can_summon));
     let can_be = expand(&composed.can_be);
     let mut seen = serde_json::Map::new();
+    let seed = u64::from_be_bytes(opened.id.0[16..24].try_into().expect("32 bytes"));
     for name in &composed.see {
-        let resolver = substrate
+        let output = substrate
             .see
-            .get(name)
-            .ok_or_else(|| failure(Beat::Fold, format!("no see-resolver named {name:?} is registered")))?;
-        let output =
-            resolver(world, row).map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
+            .resolve(name, world, row, &substrate.scripts, seed)
+            .map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
         seen.insert(name.to_string(), output);
     }
     let wake = match (&opened.wake, waking_summon(world, opened)) {

@@ -7,19 +7,56 @@ use crate::roles::resolve::WorldView;
 use crate::world::{BeingRow, Effect, World};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-pub type SeeResolver = fn(&World, &BeingRow) -> Result<Json, String>;
+pub type BuiltinSeeResolver = fn(&World, &BeingRow) -> Result<Json, String>;
+
+/// A see-resolver: built into the core, or Rhai shipped by an extension.
+#[derive(Clone)]
+pub enum SeeResolver {
+    Builtin(BuiltinSeeResolver),
+    /// Gets `me` (name, space, qualities), `space` (path, kind, qualities),
+    /// `beings` (the others in the same space: name, qualities), `matter`
+    /// (address → kind and fields, in the same space) and `signals`; returns
+    /// the structured view.
+    Script(Arc<str>),
+}
 
 #[derive(Clone, Default)]
 pub struct SeeResolvers {
     resolvers: BTreeMap<String, SeeResolver>,
 }
 
+/// What a script see-resolver reads: the being's surroundings, nothing more.
+pub fn surroundings(world: &World, me: &BeingRow) -> Json {
+    let space = world.spaces.get(&me.location);
+    let beings: Vec<Json> = world
+        .beings
+        .values()
+        .filter(|row| row.location == me.location && row.id != me.id && !row.ended)
+        .map(|row| json!({ "name": row.name, "qualities": row.qualities }))
+        .collect();
+    let prefix = format!("{}#", me.location);
+    let matter: serde_json::Map<String, Json> = world
+        .matter
+        .iter()
+        .filter(|(address, _)| address.starts_with(&prefix))
+        .map(|(address, matter)| (address.clone(), json!({ "kind": matter.kind, "fields": matter.fields })))
+        .collect();
+    json!({
+        "me": { "name": me.name, "space": me.location, "qualities": me.qualities },
+        "space": { "path": me.location, "kind": space.map(|s| s.kind.clone()), "qualities": space.map(|s| s.qualities.clone()) },
+        "beings": beings,
+        "matter": matter,
+        "signals": world.signals,
+    })
+}
+
 impl SeeResolvers {
     /// The core's resolvers: `neighbours` (the grid view).
     pub fn core() -> SeeResolvers {
         let mut resolvers = SeeResolvers::default();
-        resolvers.register("neighbours", grid_neighbours);
+        resolvers.register("neighbours", SeeResolver::Builtin(grid_neighbours));
         resolvers
     }
 
@@ -27,8 +64,42 @@ impl SeeResolvers {
         self.resolvers.insert(name.to_string(), resolver);
     }
 
-    pub fn get(&self, name: &str) -> Option<SeeResolver> {
-        self.resolvers.get(name).copied()
+    pub fn get(&self, name: &str) -> Option<&SeeResolver> {
+        self.resolvers.get(name)
+    }
+
+    /// Runs one resolver for `me`.
+    pub fn resolve(
+        &self,
+        name: &str,
+        world: &World,
+        me: &BeingRow,
+        scripts: &crate::script::ScriptEngine,
+        seed: u64,
+    ) -> Result<Json, String> {
+        match self.resolvers.get(name) {
+            None => Err(format!("no see-resolver named {name:?} is registered")),
+            Some(SeeResolver::Builtin(resolver)) => resolver(world, me),
+            Some(SeeResolver::Script(source)) => {
+                let view = surroundings(world, me);
+                let fields = |key: &str| view.get(key).cloned().unwrap_or(Json::Null);
+                let (me_view, space, beings, matter, signals) =
+                    (fields("me"), fields("space"), fields("beings"), fields("matter"), fields("signals"));
+                scripts
+                    .run(
+                        source,
+                        &[
+                            ("me", &me_view),
+                            ("space", &space),
+                            ("beings", &beings),
+                            ("matter", &matter),
+                            ("signals", &signals),
+                        ],
+                        seed,
+                    )
+                    .map_err(|error| error.to_string())
+            }
+        }
     }
 }
 

@@ -361,6 +361,7 @@ impl Simulation {
         fold_to_end(land.store(), &mut world)?;
         let mut substrate = Substrate::new(registry);
         extensions.register_ops(&mut substrate.ops);
+        extensions.register_see_resolvers(&mut substrate.see);
         substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
         let mut scheduler = Scheduler::default();
         for being in &planned {
