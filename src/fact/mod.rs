@@ -147,6 +147,32 @@ pub fn validate_kind(kind: &str) -> Result<(), FactError> {
     }
 }
 
+/// Bytes the canonical encoder produced from a serde value: canonical by
+/// construction, so a fact can be built from them without decoding them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalBody(Vec<u8>);
+
+impl CanonicalBody {
+    pub fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Result<CanonicalBody, FactError> {
+        canonical::to_canonical_bytes(value)
+            .map(CanonicalBody)
+            .map_err(|source| FactError::Cbor { part: "body", source })
+    }
+
+    /// Bytes already checked to be canonical by the caller (`Land::prepare`).
+    pub(crate) fn trusted(bytes: Vec<u8>) -> CanonicalBody {
+        CanonicalBody(bytes)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A fact before its signature: everything but the signature is fixed, so
 /// its id is known (the id is the hash of the header) and the world can fold
 /// it before it is signed. Signing is the costly step; unsigned facts let a
@@ -169,11 +195,25 @@ impl UnsignedFact {
         kind: &str,
         body: Vec<u8>,
     ) -> Result<UnsignedFact, FactError> {
+        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        UnsignedFact::from_canonical(being, seq, prev, stored_time_ms, kind, CanonicalBody(body))
+    }
+
+    /// As `new`, for a body the canonical encoder produced (no re-check).
+    pub fn from_canonical(
+        being: BeingId,
+        seq: u64,
+        prev: FactId,
+        stored_time_ms: u64,
+        kind: &str,
+        body: CanonicalBody,
+    ) -> Result<UnsignedFact, FactError> {
+        let CanonicalBody(body) = body;
         validate_kind(kind)?;
         if body.len() > FACT_BODY_BYTES_CEILING {
             return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
         }
-        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        debug_assert!(canonical::decode_canonical(&body).is_ok(), "CanonicalBody holds canonical bytes");
         let header = FactHeader {
             being,
             seq,

@@ -18,7 +18,7 @@ pub use plant::{PlantReport, PlantedBeing};
 use crate::canonical;
 use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{BeingId, Fact, FactError, FactId, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, UnsignedFact};
 use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
 use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
@@ -497,7 +497,15 @@ impl Land {
     /// it: its id is known, so the world can fold it now. Prepared facts must
     /// be signed and submitted in the order they were prepared.
     pub fn prepare(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<Prepared, LandError> {
-        self.check_body_size(&body)?;
+        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        self.prepare_canonical(being, kind, CanonicalBody::trusted(body))
+    }
+
+    /// As `prepare`, for a body from the canonical encoder.
+    pub fn prepare_canonical(&self, being: &BeingId, kind: &str, body: CanonicalBody) -> Result<Prepared, LandError> {
+        if body.len() > self.limits.fact_body_bytes_max {
+            return Err(LandError::BodyTooLarge { len: body.len(), max: self.limits.fact_body_bytes_max });
+        }
         let writer_cell = self.writer(being)?;
         let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if writer.stale {
@@ -507,7 +515,7 @@ impl Land {
             return Err(LandError::Ended { being: *being });
         }
         let stored_time_ms = self.clock.now_ms().max(writer.last_time_ms);
-        let unsigned = UnsignedFact::new(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body)?;
+        let unsigned = UnsignedFact::from_canonical(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body)?;
         let seq = writer.next_seq;
         writer.next_seq += 1;
         writer.prev = unsigned.id();

@@ -23,7 +23,7 @@ pub mod see;
 
 use crate::canonical;
 use crate::fact::body::Cognition;
-use crate::fact::{blake3_of, BeingId, Hash32};
+use crate::fact::{blake3_of, BeingId, CanonicalBody, Hash32};
 use crate::land::validate_being_name;
 use crate::roles::definition::RoleRegistry;
 use crate::roles::flow::{BoundFlow, Walk};
@@ -474,6 +474,9 @@ pub struct Act {
     pub actor: BeingId,
     /// The moment's stored time (the act's fact carries the same).
     pub stored_time_ms: u64,
+    /// The body's canonical bytes, encoded where the moment ran; dropped if
+    /// the seal-time recheck changes the body.
+    pub encoded: Option<CanonicalBody>,
 }
 
 fn permits_see(allowed: &[String], address: &Address) -> bool {
@@ -617,6 +620,7 @@ pub fn decide(
         evaluator: EVALUATOR_VERSION.to_string(),
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
+    let encoded = Some(CanonicalBody::encode(&body).map_err(|error| refuse(format!("the act body: {error}")))?);
     Ok(Some(Act {
         body,
         birth,
@@ -625,6 +629,7 @@ pub fn decide(
         op_seed,
         actor: opened.being,
         stored_time_ms: opened.stored_time_ms,
+        encoded,
     }))
 }
 
@@ -641,10 +646,14 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
             let target: Address =
                 target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
             let call = OpCall { world, actor: &actor, target: &target, args };
-            act.body.effects = substrate
+            let effects = substrate
                 .ops
                 .run(action, &call, &substrate.scripts, act.op_seed)
                 .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+            if effects != act.body.effects {
+                act.body.effects = effects;
+                act.encoded = None;
+            }
         }
         VerbCall::Summon { target, content, .. } => {
             let actor = world.beings.get(&act.actor).ok_or_else(|| refuse("the actor is not in the world".into()))?;

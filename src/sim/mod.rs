@@ -11,7 +11,7 @@ pub mod fixture;
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
-use crate::fact::{BeingId, FactId, Hash32};
+use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::moment::{self, MomentTrace, Outcome, Substrate};
@@ -519,9 +519,12 @@ impl Simulation {
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
                 Ok(()) => {
-                    let body = canonical::to_canonical_bytes(&act.body)
-                        .map_err(|error| SimError::Internal(format!("act body: {error}")))?;
-                    let prepared = self.land.prepare(&being, KIND_ACT, body)?;
+                    let body = match act.encoded.take() {
+                        Some(body) => body,
+                        None => CanonicalBody::encode(&act.body)
+                            .map_err(|error| SimError::Internal(format!("act body: {error}")))?,
+                    };
+                    let prepared = self.land.prepare_canonical(&being, KIND_ACT, body)?;
                     let unsigned = &prepared.unsigned;
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
                     sealing.push(prepared);
