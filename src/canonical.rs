@@ -53,6 +53,25 @@ pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, C
     Ok(out)
 }
 
+/// Writes an owned CBOR value in canonical form, sorting it in place.
+pub fn encode_owned(mut value: Value) -> Result<Vec<u8>, CanonicalError> {
+    canonicalise_in_place(&mut value, 0)?;
+    let mut out = Vec::new();
+    write_raw(&value, &mut out);
+    Ok(out)
+}
+
+/// Appends a definite-length byte string to `out` (a canonical item).
+pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
+    write_head(2, bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+/// Appends the head of a definite-length array of `items` items.
+pub fn write_array_head(items: u64, out: &mut Vec<u8>) {
+    write_head(4, items, out);
+}
+
 /// `canonicalise` for an owned tree: the same rules, without copying it.
 fn canonicalise_in_place(value: &mut Value, depth: usize) -> Result<(), CanonicalError> {
     if depth > CBOR_NESTING_DEPTH_MAX {

@@ -328,13 +328,15 @@ impl Fact {
         Ok(Fact { header, header_bytes, body, signature, id })
     }
 
+    /// `[header bytes, body bytes, signature]`, written directly: an array of
+    /// three definite byte strings is canonical by construction.
     pub fn encode_envelope(&self) -> Vec<u8> {
-        let value = Value::Array(vec![
-            Value::Bytes(self.header_bytes.clone()),
-            Value::Bytes(self.body.clone()),
-            Value::Bytes(self.signature.to_vec()),
-        ]);
-        canonical::encode_value(&value).expect("byte strings are always canonical-encodable")
+        let mut out = Vec::with_capacity(self.header_bytes.len() + self.body.len() + 64 + 12);
+        canonical::write_array_head(3, &mut out);
+        canonical::write_bytes(&self.header_bytes, &mut out);
+        canonical::write_bytes(&self.body, &mut out);
+        canonical::write_bytes(&self.signature, &mut out);
+        out
     }
 
     pub fn id(&self) -> FactId {

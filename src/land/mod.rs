@@ -194,9 +194,8 @@ impl Prepared {
     }
 }
 
-/// A fact on its way to disk.
+/// A fact on its way to disk (it now belongs to the store's queue).
 pub struct PendingSeal {
-    fact: Fact,
     ticket: AppendTicket,
     being: BeingId,
     seq: u64,
@@ -205,11 +204,6 @@ pub struct PendingSeal {
 }
 
 impl PendingSeal {
-    /// The fact being sealed (exactly the bytes that will be stored).
-    pub fn fact(&self) -> &Fact {
-        &self.fact
-    }
-
     pub fn wait(self) -> Result<Sealed, LandError> {
         match self.ticket.wait() {
             Ok(appended) => Ok(Sealed {
@@ -426,9 +420,8 @@ impl Land {
 
     /// Queues a signed fact for the next group commit.
     pub fn submit_signed(&self, signed: SignedFact) -> PendingSeal {
-        let ticket = self.store.submit(signed.fact.clone());
+        let ticket = self.store.submit(signed.fact);
         PendingSeal {
-            fact: signed.fact,
             ticket,
             being: signed.being,
             seq: signed.seq,

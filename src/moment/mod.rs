@@ -98,7 +98,7 @@ impl Substrate {
 
     /// The being's flow, compiled and bound once per distinct flow.
     pub fn bound_flow(&self, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
-        let mut key_input = canonical::encode_value(&json_to_cbor(&row.role_flow)).map_err(|e| e.to_string())?;
+        let mut key_input = canonical::encode_owned(json_to_cbor(&row.role_flow)).map_err(|e| e.to_string())?;
         key_input.extend_from_slice(row.default_role.as_bytes());
         let key = blake3_of(&key_input);
         if let Some(flow) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -267,7 +267,7 @@ fn context_digest(context: &OpenContext) -> Hash32 {
     let map = ciborium::value::Value::Map(
         context.iter().map(|(k, v)| (ciborium::value::Value::Text(k.clone()), json_to_cbor(v))).collect(),
     );
-    blake3_of(&canonical::encode_value(&map).expect("context values come from facts"))
+    blake3_of(&canonical::encode_owned(map).expect("context values come from facts"))
 }
 
 /// Beat 2.
@@ -368,7 +368,7 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
         "inbox": world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
     });
     let digest =
-        blake3_of(&canonical::encode_value(&json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
+        blake3_of(&canonical::encode_owned(json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
     Ok(Face { value, digest, can_see, can_do, can_summon, can_be })
 }
 
@@ -445,7 +445,7 @@ pub fn momentum(
         .run(&script, &[("face", &face.value)], seed)
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
     let output_bytes =
-        canonical::encode_value(&json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
+        canonical::encode_owned(json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
     Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)) })
 }
