@@ -131,6 +131,20 @@ impl LoadedExtensions {
     }
 }
 
+/// Reads a Rhai file a manifest names (relative to the extension's folder),
+/// refusing one over the script size limit at load rather than at first use.
+fn read_script(dir: &Path, at: &str, file: &str) -> Result<Arc<str>, String> {
+    let source = std::fs::read_to_string(dir.join(file)).map_err(|error| format!("{at}.script {file}: {error}"))?;
+    if source.len() > crate::script::SCRIPT_SOURCE_BYTES_MAX {
+        return Err(format!(
+            "{at}.script {file}: {} bytes, over the limit of {}",
+            source.len(),
+            crate::script::SCRIPT_SOURCE_BYTES_MAX
+        ));
+    }
+    Ok(Arc::from(source.as_str()))
+}
+
 fn parse_manifest(dir: &Path) -> Result<Extension, String> {
     let path = dir.join(MANIFEST_FILE);
     let size = std::fs::metadata(&path).map_err(|error| error.to_string())?.len();
@@ -160,8 +174,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         if let Some(reason) = crate::names::kebab_name_problem(&op.name) {
             return Err(format!("{at}.name {:?}: {reason}", op.name));
         }
-        let source = std::fs::read_to_string(dir.join(&op.script))
-            .map_err(|error| format!("{at}.script {}: {error}", op.script))?;
+        let source = read_script(dir, &at, &op.script)?;
         let mut schema = ArgSchema::default();
         for (arg, kind) in &op.args {
             let (kind, required) = match kind.strip_suffix('?') {
@@ -175,7 +188,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         ops.push(OpSpec {
             name: op.name.clone(),
             schema,
-            handler: OpHandler::Script(Arc::from(source.as_str())),
+            handler: OpHandler::Script(source),
             origin: manifest.name.clone(),
         });
     }
@@ -183,9 +196,8 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
     for (index, hook) in manifest.provides.hooks.iter().enumerate() {
         let at = format!("provides.hook[{index}]");
         let point = HookPoint::parse(&hook.on).map_err(|reason| format!("{at}.on: {reason}"))?;
-        let source = std::fs::read_to_string(dir.join(&hook.script))
-            .map_err(|error| format!("{at}.script {}: {error}", hook.script))?;
-        hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source: Arc::from(source.as_str()) });
+        let source = read_script(dir, &at, &hook.script)?;
+        hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source });
     }
     let mut see_resolvers = Vec::new();
     for (index, see) in manifest.provides.see_resolvers.iter().enumerate() {
@@ -193,9 +205,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         if let Some(reason) = crate::names::kebab_name_problem(&see.name) {
             return Err(format!("{at}.name {:?}: {reason}", see.name));
         }
-        let source = std::fs::read_to_string(dir.join(&see.script))
-            .map_err(|error| format!("{at}.script {}: {error}", see.script))?;
-        see_resolvers.push((see.name.clone(), Arc::from(source.as_str())));
+        see_resolvers.push((see.name.clone(), read_script(dir, &at, &see.script)?));
     }
     let roles_dir = match &manifest.provides.roles {
         Some(folder) => {
