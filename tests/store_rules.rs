@@ -15,6 +15,14 @@ use seed::store::StoreError;
 
 const MODE: SignatureMode = SignatureMode::Batch { batch_facts: 64 };
 
+/// A worker with one note after its genesis, and the worker's signing key.
+fn worker_with_a_note(land: &seed::land::Land) -> (seed::fact::BeingId, seed::land::Sealed, ed25519_dalek::SigningKey) {
+    let worker = land.create_being(spec("worker")).expect("worker").being;
+    let first = note(land, &worker, "one");
+    let key = land.keys().load(&worker).expect("key");
+    (worker, first, key)
+}
+
 fn note_body(text: &str) -> Vec<u8> {
     seed::canonical::to_canonical_bytes(&NoteBody { text: text.into() }).expect("body")
 }
@@ -22,9 +30,7 @@ fn note_body(text: &str) -> Vec<u8> {
 #[test]
 fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
     let test = plant();
-    let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let first = note(&test.land, &worker, "one");
-    let key = test.land.keys().load(&worker).expect("key");
+    let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let head_before = store.head(&worker).expect("head").expect("present");
 
@@ -67,9 +73,7 @@ fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
 #[test]
 fn the_fork_proof_survives_reopening_and_reindex() {
     let test = plant();
-    let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let first = note(&test.land, &worker, "one");
-    let key = test.land.keys().load(&worker).expect("key");
+    let (worker, first, key) = worker_with_a_note(&test.land);
     let genesis_id = test.land.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
     let rival =
         Fact::seal(worker, 1, genesis_id, first.stored_time_ms, KIND_NOTE, note_body("rival"), &key).expect("seal");
@@ -86,9 +90,7 @@ fn the_fork_proof_survives_reopening_and_reindex() {
 #[test]
 fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
     let test = plant();
-    let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let first = note(&test.land, &worker, "one");
-    let key = test.land.keys().load(&worker).expect("key");
+    let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let land_len = store.land_len().expect("len");
     let time = first.stored_time_ms;
@@ -120,9 +122,7 @@ fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
 #[test]
 fn the_same_fact_appended_twice_is_acknowledged_once() {
     let test = plant();
-    let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let first = note(&test.land, &worker, "one");
-    let key = test.land.keys().load(&worker).expect("key");
+    let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
     let again =

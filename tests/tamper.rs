@@ -7,6 +7,14 @@ use common::{note, plant, seed, spec, stdout};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::BeingId;
 
+/// The sled key of one stored fact: prefix `f`, being (32), seq (8, big-endian).
+fn fact_record_key(being: &BeingId, seq: u64) -> Vec<u8> {
+    let mut key = vec![b'f'];
+    key.extend_from_slice(being.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
 /// Record keys of stored facts: prefix `f`, being (32), seq (8, big-endian).
 fn fact_keys(tree: &sled::Tree) -> Vec<(Vec<u8>, BeingId, u64)> {
     tree.scan_prefix([b'f'])
@@ -63,9 +71,7 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "the original words");
     let tree = test.land.sled_store().raw_tree();
-    let mut key = vec![b'f'];
-    key.extend_from_slice(worker.as_bytes());
-    key.extend_from_slice(&1u64.to_be_bytes());
+    let key = fact_record_key(&worker, 1);
     let mut value = tree.get(&key).expect("read").expect("present").to_vec();
     let at = value.windows(8).position(|window| window == b"original").expect("body text is stored");
     value[at] = b'O';
@@ -95,9 +101,7 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
         note(&test.land, &worker, &format!("note {index}"));
     }
     let tree = test.land.sled_store().raw_tree();
-    let mut key = vec![b'f'];
-    key.extend_from_slice(worker.as_bytes());
-    key.extend_from_slice(&17u64.to_be_bytes());
+    let key = fact_record_key(&worker, 17);
     let mut value = tree.get(&key).expect("read").expect("present").to_vec();
     // The signature is the last 64 bytes of the record; flip a bit of s.
     let last = value.len() - 1;
