@@ -19,3 +19,11 @@ pub mod sim;
 pub mod store;
 pub mod view;
 pub mod world;
+
+/// mimalloc instead of glibc's malloc: a round of moments allocates and frees
+/// many small buffers on several threads at once, and glibc's arenas spent a
+/// fifth of the crowd benchmark's samples in `_int_malloc` / `_int_free` /
+/// `malloc_consolidate`. Declared in the library so the binary, the tests and
+/// the benchmarks all run on the same allocator.
+#[global_allocator]
+static GLOBAL_ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
