@@ -80,10 +80,28 @@ fn canonicalise_in_place(value: &mut Value, depth: usize) -> Result<(), Canonica
     match value {
         Value::Array(items) => items.iter_mut().try_for_each(|item| canonicalise_in_place(item, depth + 1)),
         Value::Map(entries) => {
+            for (key, item) in entries.iter_mut() {
+                canonicalise_in_place(key, depth + 1)?;
+                canonicalise_in_place(item, depth + 1)?;
+            }
+            if entries.iter().all(|(key, _)| matches!(key, Value::Text(_))) {
+                // Text keys (nearly every map): the bytewise order of their
+                // encodings is the order by length, then by bytes, because a
+                // text head grows monotonically with the length.
+                entries.sort_by(|(left, _), (right, _)| match (left, right) {
+                    (Value::Text(left), Value::Text(right)) => {
+                        left.len().cmp(&right.len()).then_with(|| left.as_bytes().cmp(right.as_bytes()))
+                    }
+                    // Unreachable: every key was just checked to be text.
+                    _ => std::cmp::Ordering::Equal,
+                });
+                if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                    return Err(CanonicalError::DuplicateKey { path: format!("$.{}", key_label(&pair[0].0)) });
+                }
+                return Ok(());
+            }
             let mut keyed: Vec<(Vec<u8>, (Value, Value))> = Vec::with_capacity(entries.len());
-            for (mut key, mut item) in std::mem::take(entries) {
-                canonicalise_in_place(&mut key, depth + 1)?;
-                canonicalise_in_place(&mut item, depth + 1)?;
+            for (key, item) in std::mem::take(entries) {
                 let mut key_bytes = Vec::new();
                 write_raw(&key, &mut key_bytes);
                 keyed.push((key_bytes, (key, item)));
@@ -95,8 +113,18 @@ fn canonicalise_in_place(value: &mut Value, depth: usize) -> Result<(), Canonica
             *entries = keyed.into_iter().map(|(_, entry)| entry).collect();
             Ok(())
         }
-        // Scalars: the range and type checks are the cloning path's own.
-        scalar => canonicalise(scalar, depth, &mut String::from("$")).map(|_| ()),
+        Value::Integer(integer) => {
+            let wide = i128::from(*integer);
+            if wide > i128::from(u64::MAX) || wide < -(i128::from(u64::MAX)) - 1 {
+                return Err(CanonicalError::IntegerRange { path: "$".into() });
+            }
+            Ok(())
+        }
+        Value::Bytes(_) | Value::Text(_) | Value::Bool(_) | Value::Null => Ok(()),
+        Value::Float(_) => Err(CanonicalError::Float { path: "$".into() }),
+        Value::Tag(..) => Err(CanonicalError::Tag { path: "$".into() }),
+        // ciborium's Value is non-exhaustive; the cloning path names the rest.
+        other => canonicalise(other, depth, &mut String::from("$")).map(|_| ()),
     }
 }
 

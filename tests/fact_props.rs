@@ -5,7 +5,7 @@ use ciborium::value::{Integer, Value};
 use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
 use seed::bundle::Bundle;
-use seed::canonical::{decode_canonical, encode_value};
+use seed::canonical::{decode_canonical, encode_owned, encode_value};
 use seed::fact::{BeingId, Fact, FactHeader, FactId};
 
 fn value_strategy() -> impl Strategy<Value = Value> {
@@ -24,6 +24,33 @@ fn value_strategy() -> impl Strategy<Value = Value> {
                 Value::Map(entries.into_iter().map(|(key, item)| (Value::Text(key), item)).collect())
             }),
         ]
+    })
+}
+
+/// Maps in any key order, with text keys of every head size (short, 24+ and
+/// 256+ bytes, multi-byte characters) and, sometimes, integer keys mixed in.
+fn unsorted_map_strategy() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        "[a-zé]{0,30}".prop_map(Value::Text),
+        "[a-c]{250,260}".prop_map(Value::Text),
+        any::<i64>().prop_map(|n| Value::Integer(Integer::from(n))),
+    ];
+    let leaf = value_strategy();
+    proptest::collection::vec((key, leaf), 0..8).prop_map(|entries| {
+        let mut seen = Vec::new();
+        Value::Map(
+            entries
+                .into_iter()
+                .filter(|(key, _)| {
+                    if seen.contains(key) {
+                        false
+                    } else {
+                        seen.push(key.clone());
+                        true
+                    }
+                })
+                .collect(),
+        )
     })
 }
 
@@ -163,6 +190,26 @@ proptest! {
         let bytes = encode_value(&value).expect("encodable");
         let decoded = decode_canonical(&bytes).expect("own encoding decodes");
         prop_assert_eq!(encode_value(&decoded).expect("encodable"), bytes);
+    }
+
+    #[test]
+    fn owned_and_borrowed_encoders_agree(value in unsorted_map_strategy(), text_keys_only in any::<bool>()) {
+        // encode_owned sorts text-keyed maps by (length, bytes); encode_value
+        // sorts by the bytes of each key's encoding. They must never differ.
+        let value = match value {
+            Value::Map(entries) if text_keys_only => {
+                Value::Map(entries.into_iter().filter(|(key, _)| matches!(key, Value::Text(_))).collect())
+            }
+            other => other,
+        };
+        prop_assert_eq!(encode_owned(value.clone()).expect("encodable"), encode_value(&value).expect("encodable"));
+    }
+
+    #[test]
+    fn owned_encoder_refuses_duplicate_keys(key in "[a-z]{0,30}", first in value_strategy(), second in value_strategy()) {
+        let value = Value::Map(vec![(Value::Text(key.clone()), first), (Value::Text(key), second)]);
+        prop_assert!(encode_owned(value.clone()).is_err());
+        prop_assert!(encode_value(&value).is_err());
     }
 
     #[test]
