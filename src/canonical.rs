@@ -67,6 +67,17 @@ pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(bytes);
 }
 
+/// Appends an unsigned integer in its shortest form (a canonical item).
+pub fn write_uint(value: u64, out: &mut Vec<u8>) {
+    write_head(0, value, out);
+}
+
+/// Appends a definite-length text string (a canonical item).
+pub fn write_text(text: &str, out: &mut Vec<u8>) {
+    write_head(3, text.len() as u64, out);
+    out.extend_from_slice(text.as_bytes());
+}
+
 /// Appends the head of a definite-length array of `items` items.
 pub fn write_array_head(items: u64, out: &mut Vec<u8>) {
     write_head(4, items, out);

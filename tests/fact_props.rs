@@ -206,6 +206,23 @@ proptest! {
     }
 
     #[test]
+    fn header_is_written_as_the_canonical_array((header, _, _) in header_strategy()) {
+        let uint = |n: u64| Value::Integer(Integer::from(n));
+        let generic = Value::Array(vec![
+            uint(seed::fact::FACT_FORMAT_VERSION),
+            Value::Text(seed::fact::FACT_DOMAIN_TAG.into()),
+            Value::Bytes(header.being.0.to_vec()),
+            uint(header.seq),
+            Value::Bytes(header.prev.0.to_vec()),
+            uint(header.stored_time_ms),
+            Value::Text(header.kind.clone()),
+            uint(header.body_len),
+            Value::Bytes(header.body_hash.0.to_vec()),
+        ]);
+        prop_assert_eq!(header.encode(), encode_value(&generic).expect("encodable"));
+    }
+
+    #[test]
     fn owned_encoder_refuses_duplicate_keys(key in "[a-z]{0,30}", first in value_strategy(), second in value_strategy()) {
         let value = Value::Map(vec![(Value::Text(key.clone()), first), (Value::Text(key), second)]);
         prop_assert!(encode_owned(value.clone()).is_err());

@@ -10,7 +10,7 @@ mod ids;
 
 pub use ids::{blake3_of, BeingId, FactId, Hash32, PublicKeyBytes};
 
-use crate::canonical::{self, as_u64, uint, CanonicalError};
+use crate::canonical::{self, as_u64, CanonicalError};
 use ciborium::value::Value;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
@@ -61,19 +61,21 @@ pub struct FactHeader {
 
 impl FactHeader {
     pub fn encode(&self) -> Vec<u8> {
-        let value = Value::Array(vec![
-            uint(FACT_FORMAT_VERSION),
-            Value::Text(FACT_DOMAIN_TAG.to_string()),
-            Value::Bytes(self.being.0.to_vec()),
-            uint(self.seq),
-            Value::Bytes(self.prev.0.to_vec()),
-            uint(self.stored_time_ms),
-            Value::Text(self.kind.clone()),
-            uint(self.body_len),
-            Value::Bytes(self.body_hash.0.to_vec()),
-        ]);
-        // Only integers, texts and byte strings: always encodable.
-        canonical::encode_value(&value).expect("a header is always canonical-encodable")
+        // Written item by item (the header is hashed and signed for every
+        // fact); `header_is_written_as_the_canonical_array` pins it to the
+        // generic encoder's output.
+        let mut out = Vec::with_capacity(128 + self.kind.len());
+        canonical::write_array_head(HEADER_FIELDS as u64, &mut out);
+        canonical::write_uint(FACT_FORMAT_VERSION, &mut out);
+        canonical::write_text(FACT_DOMAIN_TAG, &mut out);
+        canonical::write_bytes(&self.being.0, &mut out);
+        canonical::write_uint(self.seq, &mut out);
+        canonical::write_bytes(&self.prev.0, &mut out);
+        canonical::write_uint(self.stored_time_ms, &mut out);
+        canonical::write_text(&self.kind, &mut out);
+        canonical::write_uint(self.body_len, &mut out);
+        canonical::write_bytes(&self.body_hash.0, &mut out);
+        out
     }
 
     pub fn decode(bytes: &[u8]) -> Result<FactHeader, FactError> {
