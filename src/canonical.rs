@@ -61,6 +61,71 @@ pub fn encode_owned(mut value: Value) -> Result<Vec<u8>, CanonicalError> {
     Ok(out)
 }
 
+/// Canonical CBOR of a JSON value, written straight from the JSON tree (the
+/// digests of a moment's context, face and script output are taken over it,
+/// every moment). The mapping is `world::json_to_cbor`'s: integers stay
+/// integers, any other number becomes its text, object keys are text sorted
+/// canonically; `json_and_cbor_paths_agree` pins the two together.
+pub fn encode_json(value: &serde_json::Value) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::new();
+    write_json(value, 0, &mut out)?;
+    Ok(out)
+}
+
+/// Canonical CBOR of a map from text keys to JSON values.
+pub fn encode_json_entries<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a serde_json::Value)>,
+) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::new();
+    write_json_map(entries.collect(), 0, &mut out)?;
+    Ok(out)
+}
+
+fn write_json(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    use serde_json::Value as Json;
+    if depth > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: "$".into() });
+    }
+    match value {
+        Json::Null => out.push(0xf6),
+        Json::Bool(flag) => out.push(if *flag { 0xf5 } else { 0xf4 }),
+        Json::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(signed), _) if signed < 0 => write_head(1, (-1 - i128::from(signed)) as u64, out),
+            (Some(signed), _) => write_head(0, signed as u64, out),
+            (_, Some(unsigned)) => write_head(0, unsigned, out),
+            _ => write_text(&number.to_string(), out),
+        },
+        Json::String(text) => write_text(text, out),
+        Json::Array(items) => {
+            write_head(4, items.len() as u64, out);
+            for item in items {
+                write_json(item, depth + 1, out)?;
+            }
+        }
+        Json::Object(map) => write_json_map(map.iter().collect(), depth, out)?,
+    }
+    Ok(())
+}
+
+fn write_json_map(
+    mut entries: Vec<(&String, &serde_json::Value)>,
+    depth: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    if !entries.is_empty() && depth + 1 > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: "$".into() });
+    }
+    // Text keys: canonical order is by length, then bytes (see
+    // `canonicalise_in_place`). Keys come from a map, so none repeat.
+    entries.sort_by(|(left, _), (right, _)| left.len().cmp(&right.len()).then_with(|| left.cmp(right)));
+    write_head(5, entries.len() as u64, out);
+    for (key, item) in entries {
+        write_text(key, out);
+        write_json(item, depth + 1, out)?;
+    }
+    Ok(())
+}
+
 /// Appends a definite-length byte string to `out` (a canonical item).
 pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     write_head(2, bytes.len() as u64, out);

@@ -54,6 +54,25 @@ fn unsorted_map_strategy() -> impl Strategy<Value = Value> {
     })
 }
 
+fn json_strategy() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value as Json;
+    let leaf = prop_oneof![
+        Just(Json::Null),
+        any::<bool>().prop_map(Json::Bool),
+        any::<i64>().prop_map(|n| Json::from(n)),
+        any::<u64>().prop_map(|n| Json::from(n)),
+        (-1e6f64..1e6).prop_map(|n| Json::from(n)),
+        "[a-zé ]{0,30}".prop_map(Json::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Json::Array),
+            proptest::collection::btree_map("[a-zé]{0,30}", inner, 0..6)
+                .prop_map(|entries| Json::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
 /// How one item of a deliberately non-canonical encoding is written.
 #[derive(Debug, Clone, Copy)]
 struct Quirks {
@@ -223,6 +242,15 @@ proptest! {
     }
 
     #[test]
+    fn json_and_cbor_paths_agree(value in json_strategy()) {
+        let direct = seed::canonical::encode_json(&value).expect("encodable");
+        prop_assert_eq!(&direct, &encode_owned(seed::world::json_to_cbor(&value)).expect("encodable"));
+        if let serde_json::Value::Object(map) = &value {
+            prop_assert_eq!(seed::canonical::encode_json_entries(map.iter()).expect("encodable"), direct);
+        }
+    }
+
+    #[test]
     fn owned_encoder_refuses_duplicate_keys(key in "[a-z]{0,30}", first in value_strategy(), second in value_strategy()) {
         let value = Value::Map(vec![(Value::Text(key.clone()), first), (Value::Text(key), second)]);
         prop_assert!(encode_owned(value.clone()).is_err());
@@ -317,4 +345,26 @@ fn header_with_wrong_domain_tag_or_version_is_refused() {
     fields[0] = Value::Integer(Integer::from(2u8));
     let wrong_version = encode_value(&Value::Array(fields)).expect("encodable");
     assert!(matches!(FactHeader::decode(&wrong_version), Err(seed::fact::FactError::Version { version: 2 })));
+}
+
+#[test]
+fn json_encoder_nesting_limit_matches_the_cbor_path() {
+    // Arrays and objects nested to the limit and one past it, ending in an
+    // empty container or a scalar: both encoders accept and refuse alike.
+    for depth in [63usize, 64, 65] {
+        for leaf in [serde_json::json!([]), serde_json::json!({}), serde_json::json!(1)] {
+            for wrap_in_object in [false, true] {
+                let mut value = leaf.clone();
+                for _ in 0..depth {
+                    value = if wrap_in_object { serde_json::json!({ "k": value }) } else { serde_json::json!([value]) };
+                }
+                let direct = seed::canonical::encode_json(&value);
+                let through_cbor = encode_owned(seed::world::json_to_cbor(&value));
+                assert_eq!(direct.is_ok(), through_cbor.is_ok(), "depth {depth}, leaf {leaf}, object {wrap_in_object}");
+                if let (Ok(direct), Ok(through_cbor)) = (direct, through_cbor) {
+                    assert_eq!(direct, through_cbor);
+                }
+            }
+        }
+    }
 }

@@ -32,7 +32,7 @@ use crate::roles::{compose, ComposedRole, OpenContext, RoleFlow};
 use crate::script::ScriptEngine;
 use crate::world::address::{space_name, Address};
 use crate::world::body::Digests;
-use crate::world::{json_to_cbor, ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
+use crate::world::{ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
 use ops::{OpCall, OpRegistry};
 use see::SeeResolvers;
 use serde_json::{json, Value as Json};
@@ -98,7 +98,7 @@ impl Substrate {
 
     /// The being's flow, compiled and bound once per distinct flow.
     pub fn bound_flow(&self, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
-        let mut key_input = canonical::encode_owned(json_to_cbor(&row.role_flow)).map_err(|e| e.to_string())?;
+        let mut key_input = canonical::encode_json(&row.role_flow).map_err(|e| e.to_string())?;
         key_input.extend_from_slice(row.default_role.as_bytes());
         let key = blake3_of(&key_input);
         if let Some(flow) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -264,10 +264,7 @@ pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenConte
 }
 
 fn context_digest(context: &OpenContext) -> Hash32 {
-    let map = ciborium::value::Value::Map(
-        context.iter().map(|(k, v)| (ciborium::value::Value::Text(k.clone()), json_to_cbor(v))).collect(),
-    );
-    blake3_of(&canonical::encode_owned(map).expect("context values come from facts"))
+    blake3_of(&canonical::encode_json_entries(context.iter()).expect("context values come from facts"))
 }
 
 /// Beat 2.
@@ -367,8 +364,7 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
         "prompt": composed.render_prompt(&assigned.context),
         "inbox": world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
     });
-    let digest =
-        blake3_of(&canonical::encode_owned(json_to_cbor(&value)).map_err(|e| failure(Beat::Fold, e.to_string()))?);
+    let digest = blake3_of(&canonical::encode_json(&value).map_err(|e| failure(Beat::Fold, e.to_string()))?);
     Ok(Face { value, digest, can_see, can_do, can_summon, can_be })
 }
 
@@ -444,8 +440,7 @@ pub fn momentum(
         .scripts
         .run(&script, &[("face", &face.value)], seed)
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
-    let output_bytes =
-        canonical::encode_owned(json_to_cbor(&output)).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
+    let output_bytes = canonical::encode_json(&output).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
     Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)) })
 }
