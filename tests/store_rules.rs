@@ -197,7 +197,7 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
 
     // Damage the derived indexes: verify notices, reindex repairs them exactly.
     let tree = test.land.sled_store().raw_tree();
-    let heads: Vec<_> = tree.scan_prefix([b'h']).map(|entry| entry.expect("read").0).collect();
+    let heads: Vec<_> = tree.scan_prefix([b'k']).map(|entry| entry.expect("read").0).collect();
     tree.remove(&heads[0]).expect("remove");
     tree.insert([b'l', 0, 0, 0, 0, 0, 0, 3, 0], vec![1u8; 40]).expect("junk");
     let damaged = verify_land(store, MODE, 1).expect("verify");
@@ -232,5 +232,45 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     note(&land, &worker, "signed by the new key");
     assert_eq!(ring.load(&worker).expect("key").to_bytes(), new_key.to_bytes(), "the staged key was promoted");
     assert!(ring.staged_next(&worker).expect("read").is_none());
+    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn heads_follow_the_last_record_and_the_key_index_changes_only_at_genesis_and_rotation() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let keys = |land: &Land| land.sled_store().raw_tree().scan_prefix([b'k']).count();
+    let keys_after_genesis = keys(&test.land);
+    let last = note(&test.land, &worker, "one");
+    note(&test.land, &worker, "two");
+    // Ordinary appends write no key-index entry.
+    assert_eq!(keys(&test.land), keys_after_genesis);
+    let head = test.land.store().head(&worker).expect("head").expect("a reel");
+    assert_eq!(head.seq, last.seq + 1);
+    assert!(!head.ended);
+    test.land.rotate_key(&worker).expect("rotate");
+    let rotated = test.land.store().head(&worker).expect("head").expect("a reel");
+    assert_ne!(rotated.public_key, head.public_key);
+    assert_eq!(keys(&test.land), keys_after_genesis, "a rotation rewrites the being's entry, adds none");
+    note(&test.land, &worker, "signed with the new key");
+    assert!(verify_land(test.land.store(), MODE, 1).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn a_land_with_the_old_per_fact_head_index_is_rebuilt_on_open() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    note(&test.land, &worker, "before");
+    let digest = test.land.store().derived_index_digest().expect("digest");
+    let mut legacy_key = vec![b'h'];
+    legacy_key.extend_from_slice(worker.as_bytes());
+    test.land.sled_store().raw_tree().insert(legacy_key, vec![0u8; 81]).expect("legacy entry");
+    test.land.sled_store().raw_tree().remove([&[b'k'][..], worker.as_bytes()].concat()).expect("drop key entry");
+    let path = test.path();
+    test.land.close().expect("close");
+    let land = Land::open(&path).expect("reopen");
+    assert_eq!(land.sled_store().raw_tree().scan_prefix([b'h']).count(), 0);
+    assert_eq!(land.store().derived_index_digest().expect("digest"), digest);
+    note(&land, &worker, "after");
     assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
 }

@@ -162,7 +162,7 @@ pub trait Store: Send + Sync {
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError>;
 
-    /// Every being with a reel, in id order (from the head index).
+    /// Every being with a reel, in id order (from the key index).
     fn beings(&self) -> Result<Vec<BeingId>, StoreError>;
 
     /// Beings whose genesis carries this name (more than one only after an import clash).

@@ -6,7 +6,7 @@
 //! |--------|------------------------------|-----------------------------------------|----------|
 //! | `f`    | being(32) seq(8, big-endian) | land seq(8) ‖ fact envelope bytes       | primary  |
 //! | `x`    | being(32) seq(8) rival id(32)| rival fact envelope bytes (fork proof)  | primary  |
-//! | `h`    | being(32)                    | head: seq(8) id(32) time(8) key(32) end(1) | derived |
+//! | `k`    | being(32)                    | the key that signs its next fact (32)   | derived  |
 //! | `l`    | land seq(8)                  | being(32) seq(8)                        | derived  |
 //! | `n`    | name ‖ 0x00 ‖ being(32)      | empty                                   | derived  |
 //! | `z`    | being(32)                    | empty: the being has a fork proof       | derived  |
@@ -14,7 +14,11 @@
 //!
 //! The land sequence of a fact is kept in its primary record (it is the
 //! land's order of arrival, which no reel can tell), so `l` is rebuilt from
-//! `f` exactly. All writes go through one committer thread: it drains the
+//! `f` exactly. A reel's head is read from its last `f` record plus its `k`
+//! entry, which changes only at genesis and at a key rotation: an ordinary
+//! append writes two keys (`f`, `l`), not three. (Lands written before this
+//! layout kept a per-fact head entry under `h`; opening one rebuilds the
+//! derived indexes once.) All writes go through one committer thread: it drains the
 //! queue, checks each append against the heads, writes the whole group as one
 //! atomic sled batch, flushes once and only then acknowledges the group.
 
@@ -33,13 +37,14 @@ use std::thread::JoinHandle;
 
 const PREFIX_FACT: u8 = b'f';
 const PREFIX_FORK: u8 = b'x';
-const PREFIX_HEAD: u8 = b'h';
+const PREFIX_KEY: u8 = b'k';
+/// The per-fact head index of lands written by earlier builds.
+const PREFIX_LEGACY_HEAD: u8 = b'h';
 const PREFIX_LAND: u8 = b'l';
 const PREFIX_NAME: u8 = b'n';
 const PREFIX_FORKED: u8 = b'z';
-const DERIVED_PREFIXES: [u8; 4] = [PREFIX_HEAD, PREFIX_LAND, PREFIX_NAME, PREFIX_FORKED];
+const DERIVED_PREFIXES: [u8; 4] = [PREFIX_KEY, PREFIX_LAND, PREFIX_NAME, PREFIX_FORKED];
 const REINDEXING_MARKER: &[u8] = b"m:reindexing";
-const HEAD_VALUE_BYTES: usize = 8 + 32 + 8 + 32 + 1;
 /// How long opening waits for a lock held by a store that is closing: sled
 /// releases its file lock from a background thread shortly after the last
 /// handle is dropped, so a land closed and reopened at once can find it held.
@@ -95,8 +100,11 @@ impl SledStore {
         };
         let tree: sled::Tree = (*db).clone();
         let store_error = |error: StoreError| SledOpenError::Other { reason: error.to_string() };
-        if tree.contains_key(REINDEXING_MARKER).map_err(|error| SledOpenError::Other { reason: error.to_string() })? {
-            // A reindex was interrupted: the derived indexes may be half-built.
+        let open_error = |error: sled::Error| SledOpenError::Other { reason: error.to_string() };
+        let legacy_heads = tree.scan_prefix([PREFIX_LEGACY_HEAD]).next().transpose().map_err(open_error)?.is_some();
+        if legacy_heads || tree.contains_key(REINDEXING_MARKER).map_err(open_error)? {
+            // A reindex was interrupted (the derived indexes may be half-built),
+            // or the land predates the `k` index: rebuild them.
             let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
             committer.reindex().map_err(store_error)?;
         }
@@ -222,27 +230,31 @@ fn fork_key(being: &BeingId, seq: u64, rival: &FactId) -> Vec<u8> {
     key
 }
 
-fn encode_head(head: &Head) -> Vec<u8> {
-    let mut value = Vec::with_capacity(HEAD_VALUE_BYTES);
-    value.extend_from_slice(&head.seq.to_be_bytes());
-    value.extend_from_slice(head.id.as_bytes());
-    value.extend_from_slice(&head.stored_time_ms.to_be_bytes());
-    value.extend_from_slice(head.public_key.as_bytes());
-    value.push(u8::from(head.ended));
-    value
-}
-
-fn decode_head(value: &[u8]) -> Option<Head> {
-    if value.len() != HEAD_VALUE_BYTES {
-        return None;
+/// A reel's head: its last fact record (seq, id, time, ended) and its `k`
+/// entry (the key that signs next). `None` for a being with no reel.
+fn read_head(tree: &sled::Tree, being: &BeingId) -> Result<Option<Head>, StoreError> {
+    let Some(last) = tree.scan_prefix(being_key(PREFIX_FACT, being)).next_back() else {
+        return Ok(None);
+    };
+    let (key, value) = last.map_err(io_error)?;
+    let seq = split_fact_key(&key).map_or(0, |(_, seq)| seq);
+    let corrupt = |reason: String| StoreError::Corrupt { being: *being, seq, reason };
+    let record = raw_record(&key, &value).ok_or_else(|| corrupt("malformed record".into()))?;
+    let fact = Fact::decode_envelope_for_index(&record.envelope).map_err(|error| corrupt(error.to_string()))?;
+    let public_key = match tree.get(being_key(PREFIX_KEY, being)).map_err(io_error)? {
+        Some(value) => PublicKeyBytes::from_slice(&value),
+        None => None,
     }
-    Some(Head {
-        seq: u64::from_be_bytes(value[0..8].try_into().ok()?),
-        id: FactId::from_slice(&value[8..40])?,
-        stored_time_ms: u64::from_be_bytes(value[40..48].try_into().ok()?),
-        public_key: PublicKeyBytes::from_slice(&value[48..80])?,
-        ended: value[80] != 0,
-    })
+    .ok_or_else(|| StoreError::Io {
+        reason: format!("the key index entry of {being} is missing or malformed (run `seed reindex`)"),
+    })?;
+    Ok(Some(Head {
+        seq: fact.header.seq,
+        id: fact.id(),
+        stored_time_ms: fact.header.stored_time_ms,
+        public_key,
+        ended: fact.kind() == KIND_END,
+    }))
 }
 
 fn encode_fact_record(land_seq: u64, envelope: &[u8]) -> Vec<u8> {
@@ -417,16 +429,11 @@ impl Committer {
         if let Some(head) = self.heads.get(being) {
             return Ok(Some(*head));
         }
-        match self.tree.get(being_key(PREFIX_HEAD, being)).map_err(io_error)? {
-            Some(value) => {
-                let head = decode_head(&value).ok_or_else(|| StoreError::Io {
-                    reason: format!("head index entry for {being} is malformed (run `seed reindex`)"),
-                })?;
-                self.heads.insert(*being, head);
-                Ok(Some(head))
-            }
-            None => Ok(None),
+        let head = read_head(&self.tree, being)?;
+        if let Some(head) = head {
+            self.heads.insert(*being, head);
         }
+        Ok(head)
     }
 
     fn stored_at(&self, being: &BeingId, seq: u64, staged: &Staged) -> Result<Option<(FactId, u64)>, StoreError> {
@@ -516,7 +523,9 @@ impl Committer {
         }
         let land_seq = self.next_land_seq + staged.appended;
         staged.batch.insert(fact_key(&being, header.seq), encode_fact_record(land_seq, &fact.encode_envelope()));
-        staged.batch.insert(being_key(PREFIX_HEAD, &being), encode_head(&new_head));
+        if head.is_none_or(|head| head.public_key != new_head.public_key) {
+            staged.batch.insert(being_key(PREFIX_KEY, &being), new_head.public_key.as_bytes().to_vec());
+        }
         let mut land_value = being.as_bytes().to_vec();
         land_value.extend_from_slice(&header.seq.to_be_bytes());
         staged.batch.insert(land_key(land_seq), land_value);
@@ -532,7 +541,7 @@ impl Committer {
         let (derived, report) = derive_indexes(&self.tree)?;
         let derived = encode_derived(&derived);
         let mut batch = sled::Batch::default();
-        for prefix in DERIVED_PREFIXES {
+        for prefix in DERIVED_PREFIXES.into_iter().chain([PREFIX_LEGACY_HEAD]) {
             for entry in self.tree.scan_prefix([prefix]) {
                 let (key, _) = entry.map_err(io_error)?;
                 batch.remove(key);
@@ -606,7 +615,7 @@ fn encode_derived(derived: &DerivedIndexes) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut entries = BTreeMap::new();
     let kept = |being: &BeingId| !derived.skip.contains(being);
     for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
-        entries.insert(being_key(PREFIX_HEAD, being), encode_head(head));
+        entries.insert(being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec());
     }
     for (land_seq, (being, seq)) in derived.land_log.iter().filter(|(_, (being, _))| kept(being)) {
         let mut value = being.as_bytes().to_vec();
@@ -625,7 +634,7 @@ fn encode_derived(derived: &DerivedIndexes) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// The being an index entry speaks of, if any.
 fn index_entry_being(key: &[u8], value: &[u8]) -> Option<BeingId> {
     match key.first()? {
-        &PREFIX_HEAD | &PREFIX_FORKED => BeingId::from_slice(key.get(1..33)?),
+        &PREFIX_KEY | &PREFIX_FORKED => BeingId::from_slice(key.get(1..33)?),
         &PREFIX_LAND => BeingId::from_slice(value.get(..32)?),
         &PREFIX_NAME => BeingId::from_slice(key.get(key.len().checked_sub(32)?..)?),
         _ => None,
@@ -645,7 +654,7 @@ fn derived_entries(tree: &sled::Tree) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, Stor
 
 fn describe_index_key(key: &[u8]) -> String {
     match key.first() {
-        Some(&PREFIX_HEAD) => format!("head of {}", hex::encode(&key[1..]).get(..12).unwrap_or("?")),
+        Some(&PREFIX_KEY) => format!("key index entry of {}", hex::encode(&key[1..]).get(..12).unwrap_or("?")),
         Some(&PREFIX_LAND) if key.len() == 9 => {
             format!("land log entry {}", u64::from_be_bytes(key[1..9].try_into().unwrap_or([0; 8])))
         }
@@ -667,17 +676,12 @@ impl Store for SledStore {
     }
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
-        match self.tree.get(being_key(PREFIX_HEAD, being)).map_err(io_error)? {
-            Some(value) => decode_head(&value)
-                .map(Some)
-                .ok_or_else(|| StoreError::Io { reason: format!("head index entry for {being} is malformed") }),
-            None => Ok(None),
-        }
+        read_head(&self.tree, being)
     }
 
     fn beings(&self) -> Result<Vec<BeingId>, StoreError> {
         let mut beings = Vec::new();
-        for entry in self.tree.scan_prefix([PREFIX_HEAD]) {
+        for entry in self.tree.scan_prefix([PREFIX_KEY]) {
             let (key, _) = entry.map_err(io_error)?;
             if let Some(being) = BeingId::from_slice(&key[1..]) {
                 beings.push(being);
