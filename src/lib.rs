@@ -13,6 +13,7 @@ pub mod land;
 pub mod limits;
 pub mod moment;
 pub mod names;
+pub mod replay;
 pub mod roles;
 pub mod script;
 pub mod sim;

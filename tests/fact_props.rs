@@ -59,9 +59,9 @@ fn json_strategy() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(Json::Null),
         any::<bool>().prop_map(Json::Bool),
-        any::<i64>().prop_map(|n| Json::from(n)),
-        any::<u64>().prop_map(|n| Json::from(n)),
-        (-1e6f64..1e6).prop_map(|n| Json::from(n)),
+        any::<i64>().prop_map(Json::from),
+        any::<u64>().prop_map(Json::from),
+        (-1e6f64..1e6).prop_map(Json::from),
         "[a-zé ]{0,30}".prop_map(Json::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {

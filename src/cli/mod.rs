@@ -1,6 +1,7 @@
 //! Command-line arguments and the commands behind them.
 
 mod flow;
+mod replay;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -84,6 +85,26 @@ enum Command {
         /// Write one JSON line per moment (the moment trace) to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild a being's moments from its reel and compare each with what was sealed.
+    Replay {
+        /// @name or being id.
+        being: String,
+        /// The world whose roles and extensions the moments used (default: the
+        /// one `seed sim --land` recorded in the land folder).
+        #[arg(long)]
+        fixture: Option<PathBuf>,
+        /// First reel seq to show and compare.
+        #[arg(long)]
+        from: Option<u64>,
+        /// Last reel seq (inclusive) to show and compare.
+        #[arg(long)]
+        to: Option<u64>,
+        /// Go on after the first divergence.
+        #[arg(long)]
+        keep_going: bool,
         #[arg(long)]
         json: bool,
     },
@@ -195,6 +216,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         }
         Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
         Command::Sim { .. } => unreachable!("handled above"),
+        Command::Replay { being, fixture, from, to, keep_going, json } => replay::replay(
+            &dir,
+            replay::ReplayArguments { being: &being, fixture: fixture.as_deref(), from, to, keep_going, json },
+        ),
         Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
     }
 }
@@ -400,6 +425,9 @@ fn sim(
         progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let summary = sim::run(&fixture, &options)?;
+    if land.is_some() {
+        replay::record_definitions(&land_dir, fixture_path)?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
     } else {

@@ -634,6 +634,19 @@ pub fn decide(
 /// name). DO operations are recomputed here, so an act's effects are those
 /// of its operation on the world just before the act's own land seq.
 pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<(), Failure> {
+    recheck_rules(substrate, world, act)?;
+    let actor = act_actor_name(world, act).unwrap_or_default();
+    substrate
+        .hooks
+        .before(&actor, &act.body.call, world, act.op_seed)
+        .map_err(|reason| failure(Beat::Decide, reason))?;
+    Ok(())
+}
+
+/// The world-dependent rules of `recheck` without the `before:` hooks.
+/// Replay uses it: a sealed act already passed its hooks (a cancelled act is
+/// never sealed), and a hook's circuit breaker is run-time state, not history.
+pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Result<(), Failure> {
     let refuse = |reason: String| failure(Beat::Decide, reason);
     match &act.body.call {
         VerbCall::Do { target, action, args } => {
@@ -663,8 +676,6 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
         }
         VerbCall::See { .. } => {}
     }
-    let actor = act_actor_name(world, act).unwrap_or_default();
-    substrate.hooks.before(&actor, &act.body.call, world, act.op_seed).map_err(refuse)?;
     Ok(())
 }
 

@@ -89,6 +89,29 @@ impl SimSummary {
     }
 }
 
+/// What moments of `fixture`'s world consult: its roles (the extensions',
+/// then the fixture's, then `extra_role_dirs`, later ones overriding), DO
+/// operations, see-resolvers and hooks. Also the extensions skipped, with why.
+pub fn substrate_for(
+    fixture: &Fixture,
+    extra_role_dirs: &[PathBuf],
+) -> Result<(Substrate, Vec<(String, String)>), SimError> {
+    let extensions = fixture.load_extensions();
+    let mut role_dirs = extensions.role_dirs();
+    role_dirs.extend(fixture.role_dirs());
+    role_dirs.extend(extra_role_dirs.iter().cloned());
+    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
+    if !report.errors.is_empty() {
+        let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        return Err(SimError::Roles(list.join("\n  ")));
+    }
+    let mut substrate = Substrate::new(registry);
+    extensions.register_ops(&mut substrate.ops);
+    extensions.register_see_resolvers(&mut substrate.see);
+    substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
+    Ok((substrate, extensions.skipped.clone()))
+}
+
 /// Folds the land log from `world.cursor` to the end into `world`.
 pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), SimError> {
     let end = store.land_len()?;
@@ -341,15 +364,8 @@ pub struct Simulation {
 impl Simulation {
     /// Plants the fixture in `options.land_dir`.
     pub fn plant(fixture: &Fixture, options: &SimOptions) -> Result<Simulation, SimError> {
-        let extensions = fixture.load_extensions();
-        let mut role_dirs = extensions.role_dirs();
-        role_dirs.extend(fixture.role_dirs());
-        let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
-        if !report.errors.is_empty() {
-            let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-            return Err(SimError::Roles(list.join("\n  ")));
-        }
-        let planned = fixture.plan(&registry)?;
+        let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
+        let planned = fixture.plan(&substrate.roles)?;
         let mut seed_input = fixture.name.as_bytes().to_vec();
         seed_input.extend_from_slice(&options.seed.to_be_bytes());
         let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
@@ -359,10 +375,6 @@ impl Simulation {
         plant(fixture, &planned, &land)?;
         let mut world = World::new();
         fold_to_end(land.store(), &mut world)?;
-        let mut substrate = Substrate::new(registry);
-        extensions.register_ops(&mut substrate.ops);
-        extensions.register_see_resolvers(&mut substrate.see);
-        substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
         let mut scheduler = Scheduler::default();
         for being in &planned {
             let Some(id) = world.names.get(&being.name).copied() else { continue };
@@ -384,7 +396,7 @@ impl Simulation {
             seed: options.seed,
             threads: options.threads,
             beings: world.beings.len() as u64,
-            skipped_extensions: extensions.skipped.clone(),
+            skipped_extensions,
             ..SimSummary::default()
         };
         let facts_before = land.store().land_len()?;

@@ -1,0 +1,525 @@
+//! Replay: walk a being's reel from genesis and rebuild every moment it
+//! lived, byte for byte, from what the land stored.
+//!
+//! The world is folded fact by fact in land order. When the fold reaches the
+//! cursor a stored act opened at, the moment is recomputed there (open,
+//! assign, fold, momentum, decide) with the act's stored wake and time; when
+//! the fold reaches the act's own land seq, the seal-time rules are re-run
+//! against the world as it stood then, and the recomputed act body is
+//! compared with the stored body, byte for byte. Replay never writes to the
+//! land and never calls a model.
+//!
+//! A mismatch is a [`Divergence`]: which fields differ (expected and actual),
+//! the open context that fed the moment, and the likely cause: the stored
+//! input changed (the reel does not verify), the evaluator or a definition
+//! changed since the act was sealed (every act records the evaluator version
+//! and the digest of each role it wore), or true nondeterminism (a second
+//! recomputation in this build disagrees with the first).
+
+use crate::canonical;
+use crate::check::{verify_being, SignatureMode};
+use crate::fact::{BeingId, Fact, Hash32};
+use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
+use crate::store::{Store, StoreError};
+use crate::world::body::KIND_ACT;
+use crate::world::{ActBody, World};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+
+/// Signatures are checked in batches of this many facts (strict fallback on
+/// a failed batch names the culprit).
+pub const REPLAY_SIGNATURE_BATCH_FACTS: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{being} has no reel in this land")]
+    NoReel { being: BeingId },
+    #[error("land seq {land_seq} points at a fact the store does not hold")]
+    DanglingLandEntry { land_seq: u64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// First reel seq whose moment is shown and compared.
+    pub from_seq: u64,
+    /// Last reel seq (inclusive) whose moment is shown and compared.
+    pub to_seq: u64,
+    /// Go on after the first divergence instead of stopping there.
+    pub keep_going: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions { from_seq: 0, to_seq: u64::MAX, keep_going: false }
+    }
+}
+
+/// Why a recomputed moment differs from the stored one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DivergenceCause {
+    /// The reel does not verify: a stored fact was altered or corrupted.
+    StoredInputChanged { problems: Vec<String> },
+    /// The act was sealed by another evaluator version.
+    EvaluatorChanged { recorded: String, current: String },
+    /// A role the moment wore is defined differently now (or is gone).
+    DefinitionChanged { roles: Vec<RoleChange> },
+    /// Two recomputations in this build disagree.
+    Nondeterminism,
+    /// Nothing recorded explains it (for instance an input outside the
+    /// recorded digests: a DO operation's or see-resolver's code).
+    Unexplained,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleChange {
+    pub role: String,
+    pub recorded: Hash32,
+    /// `None`: the role is no longer defined.
+    pub current: Option<Hash32>,
+}
+
+impl DivergenceCause {
+    pub fn label(&self) -> &'static str {
+        match self {
+            DivergenceCause::StoredInputChanged { .. } => "stored input changed",
+            DivergenceCause::EvaluatorChanged { .. } => "evaluator changed",
+            DivergenceCause::DefinitionChanged { .. } => "definition changed",
+            DivergenceCause::Nondeterminism => "nondeterminism",
+            DivergenceCause::Unexplained => "unexplained",
+        }
+    }
+
+    pub fn to_json(&self) -> Json {
+        match self {
+            DivergenceCause::StoredInputChanged { problems } => json!({"kind": self.label(), "problems": problems}),
+            DivergenceCause::EvaluatorChanged { recorded, current } => {
+                json!({"kind": self.label(), "recorded": recorded, "current": current})
+            }
+            DivergenceCause::DefinitionChanged { roles } => {
+                json!({"kind": self.label(), "roles": roles.iter().map(|change| json!({
+                "role": change.role, "recorded": change.recorded.to_hex(),
+                "current": change.current.map(|digest| digest.to_hex()),
+            })).collect::<Vec<_>>()})
+            }
+            DivergenceCause::Nondeterminism | DivergenceCause::Unexplained => json!({"kind": self.label()}),
+        }
+    }
+}
+
+/// One field that differs: where, what was stored, what replay computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldDifference {
+    pub field: String,
+    pub expected: Json,
+    pub actual: Json,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    pub seq: u64,
+    pub land_seq: u64,
+    pub differences: Vec<FieldDifference>,
+    pub cause: DivergenceCause,
+    /// The open context the recomputed moment read (its inputs).
+    pub context: Json,
+}
+
+/// One moment as replay rebuilt it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayedMoment {
+    pub seq: u64,
+    pub land_seq: u64,
+    pub stored_time_ms: u64,
+    /// The stored act.
+    pub act: ActBody,
+    /// The clause trace of the recomputed walk (which clause held, on which keys).
+    pub clauses: Vec<String>,
+    /// The recomputed composed role (primary, stack, capabilities, prompt).
+    pub composed: Json,
+    /// The recomputed face, as the cognition saw it.
+    pub face: Json,
+    /// Whether the recomputed body is byte-identical to the stored one.
+    pub matches: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayReport {
+    pub being: BeingId,
+    pub name: String,
+    /// Facts of the reel whose signatures, chain and digests were checked.
+    pub facts_verified: u64,
+    pub moments: Vec<ReplayedMoment>,
+    pub divergences: Vec<Divergence>,
+    /// Verification problems of the reel (tamper, corruption), each naming its fact.
+    pub problems: Vec<String>,
+    /// Replay stopped at the first divergence (without `keep_going`).
+    pub stopped_early: bool,
+}
+
+impl ReplayReport {
+    pub fn clean(&self) -> bool {
+        self.problems.is_empty() && self.divergences.is_empty()
+    }
+}
+
+/// A stored act waiting for its cursor, then for its own land seq.
+struct PendingAct {
+    seq: u64,
+    land_seq: u64,
+    fact: Fact,
+    body: ActBody,
+    recomputed: Option<Recomputed>,
+}
+
+struct Recomputed {
+    outcome: Outcome,
+    clauses: Vec<String>,
+    composed: Json,
+    face: Json,
+    context: Json,
+    /// A second recomputation at the same cursor disagreed with the first.
+    unstable: bool,
+}
+
+/// Replays `being`'s reel against `substrate` (the definitions of this build).
+pub fn replay_being(
+    store: &dyn Store,
+    substrate: &Substrate,
+    being: BeingId,
+    options: ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    match store.head(&being) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err(ReplayError::NoReel { being }),
+        // The head is read from the last record: if that one is unreadable,
+        // verification below names it.
+        Err(StoreError::Corrupt { .. }) => {}
+        Err(other) => return Err(other.into()),
+    }
+    let verified = verify_being(store, &being, SignatureMode::Batch { batch_facts: REPLAY_SIGNATURE_BATCH_FACTS })?;
+    let problems: Vec<String> = verified.problems.iter().map(ToString::to_string).collect();
+    let mut report = ReplayReport {
+        being,
+        name: verified.name.clone().unwrap_or_default(),
+        facts_verified: verified.facts,
+        moments: Vec::new(),
+        divergences: Vec::new(),
+        problems,
+        stopped_early: false,
+    };
+    if !report.problems.is_empty() && !options.keep_going {
+        report.stopped_early = true;
+        return Ok(report);
+    }
+    // The stored acts in the asked range, by the cursor they opened at. Raw
+    // records are read so that one unreadable fact (already reported by
+    // verification) does not hide the others.
+    let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut pending: BTreeMap<u64, PendingAct> = BTreeMap::new();
+    for record in store.raw_records(Some(&being))? {
+        if record.seq < options.from_seq || record.seq > options.to_seq {
+            continue;
+        }
+        let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
+            continue;
+        };
+        if fact.kind() != KIND_ACT {
+            continue;
+        }
+        let Ok(body) = fact.body_as::<ActBody>() else {
+            continue;
+        };
+        by_cursor.entry(body.cursor).or_default().push(land_seq);
+        pending.insert(land_seq, PendingAct { seq: record.seq, land_seq, fact, body, recomputed: None });
+    }
+    let Some(&last_land_seq) = pending.keys().next_back() else {
+        return Ok(report);
+    };
+    let mut world = World::new();
+    for entry in store.land_log(0, last_land_seq + 1)? {
+        if let Some(land_seqs) = by_cursor.remove(&world.cursor) {
+            for land_seq in land_seqs {
+                if let Some(act) = pending.get_mut(&land_seq) {
+                    act.recomputed = Some(recompute(substrate, &world, being, act));
+                }
+            }
+        }
+        let fact = match store.reel(&entry.being, entry.seq, entry.seq + 1) {
+            Ok(facts) => match facts.into_iter().next() {
+                Some(stored) => Some(stored.fact),
+                None => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
+            },
+            // An unreadable fact (verification names it) cannot be folded;
+            // with --keep-going the replay goes on without it.
+            Err(StoreError::Corrupt { .. }) => None,
+            Err(other) => return Err(other.into()),
+        };
+        if let Some(act) = pending.remove(&entry.land_seq) {
+            let stop = compare(substrate, &world, act, &mut report, options.keep_going);
+            if stop {
+                report.stopped_early = true;
+                return Ok(report);
+            }
+        }
+        if let Some(fact) = fact {
+            world.apply(entry.land_seq, &fact);
+        }
+    }
+    Ok(report)
+}
+
+fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &PendingAct) -> Recomputed {
+    let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
+    let opened = moment::open(world, being, wake.clone(), stored_time_ms);
+    let mut clauses = Vec::new();
+    let (mut composed, mut face, mut context) = (Json::Null, Json::Null, Json::Null);
+    if let Some(row) = world.beings.get(&being) {
+        context = context_json(&moment::open_context(world, row, &opened));
+    }
+    let result = (|| {
+        let assigned = moment::assign(substrate, world, &opened)?;
+        clauses = assigned.flow.explain(&assigned.walk);
+        composed = json!({
+            "primary": assigned.composed.primary.as_deref(),
+            "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+            "prompt": assigned.composed.render_prompt(&assigned.context),
+        });
+        let folded = moment::fold(substrate, world, &opened, &assigned)?;
+        face = folded.value.clone();
+        let decision = moment::momentum(substrate, world, &opened, &assigned, &folded)?;
+        moment::decide(substrate, world, &opened, &assigned, &folded, decision)
+    })();
+    let outcome = match result {
+        Ok(Some(act)) => Outcome::Act(Box::new(act)),
+        Ok(None) => Outcome::See,
+        Err(failure) => Outcome::Failure(failure),
+    };
+    // Only a moment that already disagrees with the record pays for a second
+    // run: if the two runs differ, the cause is nondeterminism.
+    let agrees_before_seal = match &outcome {
+        Outcome::Act(recomputed) => {
+            let (left, right) = (&recomputed.body, &act.body);
+            left.digests == right.digests
+                && left.stack == right.stack
+                && left.call == right.call
+                && left.content == right.content
+        }
+        _ => false,
+    };
+    let unstable = !agrees_before_seal && moment::run(substrate, world, being, wake, stored_time_ms).0 != outcome;
+    Recomputed { outcome, clauses, composed, face, context, unstable }
+}
+
+fn context_json(context: &crate::roles::context::OpenContext) -> Json {
+    Json::Object(context.iter().map(|(key, value)| (key.clone(), value.clone())).collect())
+}
+
+/// Compares one recomputed act with the stored one; returns whether to stop.
+fn compare(substrate: &Substrate, world: &World, act: PendingAct, report: &mut ReplayReport, keep_going: bool) -> bool {
+    let PendingAct { seq, land_seq, fact, body, recomputed } = act;
+    let Some(recomputed) = recomputed else {
+        // The act's cursor lies after its own land seq: the stored cursor is wrong.
+        let difference = FieldDifference {
+            field: "cursor".into(),
+            expected: json!(body.cursor),
+            actual: json!(format!("at most {land_seq}")),
+        };
+        return record(
+            report,
+            seq,
+            land_seq,
+            body,
+            fact,
+            Vec::new(),
+            Json::Null,
+            Json::Null,
+            Json::Null,
+            vec![difference],
+            substrate,
+            false,
+            keep_going,
+        );
+    };
+    let Recomputed { outcome, clauses, composed, face, context, unstable } = recomputed;
+    let differences = match outcome {
+        Outcome::Act(mut act) => {
+            let mut rechecked = act.as_mut().clone();
+            let mut again = act.as_mut().clone();
+            let first = moment::recheck_rules(substrate, world, &mut rechecked);
+            let second = moment::recheck_rules(substrate, world, &mut again);
+            let unstable_at_seal = first != second || rechecked.body != again.body;
+            match first {
+                Ok(()) => {
+                    let recomputed_bytes = canonical::to_canonical_bytes(&rechecked.body).unwrap_or_default();
+                    if recomputed_bytes == fact.body() {
+                        Vec::new()
+                    } else {
+                        let differences = body_differences(&body, &rechecked.body);
+                        return record(
+                            report,
+                            seq,
+                            land_seq,
+                            body,
+                            fact,
+                            clauses,
+                            composed,
+                            face,
+                            context,
+                            differences,
+                            substrate,
+                            unstable || unstable_at_seal,
+                            keep_going,
+                        );
+                    }
+                }
+                Err(failure) => vec![FieldDifference {
+                    field: "outcome".into(),
+                    expected: json!(format!("act: {}", body.call.verb())),
+                    actual: json!(format!("refused at seal: {}", failure.reason)),
+                }],
+            }
+        }
+        Outcome::See => vec![FieldDifference {
+            field: "outcome".into(),
+            expected: json!(format!("act: {}", body.call.verb())),
+            actual: json!("see (no act)"),
+        }],
+        Outcome::Failure(failure) => vec![FieldDifference {
+            field: "outcome".into(),
+            expected: json!(format!("act: {}", body.call.verb())),
+            actual: json!(format!("failure in {}: {}", failure.beat.as_str(), failure.reason)),
+        }],
+    };
+    record(
+        report,
+        seq,
+        land_seq,
+        body,
+        fact,
+        clauses,
+        composed,
+        face,
+        context,
+        differences,
+        substrate,
+        unstable,
+        keep_going,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    report: &mut ReplayReport,
+    seq: u64,
+    land_seq: u64,
+    body: ActBody,
+    fact: Fact,
+    clauses: Vec<String>,
+    composed: Json,
+    face: Json,
+    context: Json,
+    differences: Vec<FieldDifference>,
+    substrate: &Substrate,
+    unstable: bool,
+    keep_going: bool,
+) -> bool {
+    let matches = differences.is_empty();
+    if !matches {
+        let cause = classify(report, &body, substrate, unstable);
+        report.divergences.push(Divergence { seq, land_seq, differences, cause, context });
+    }
+    report.moments.push(ReplayedMoment {
+        seq,
+        land_seq,
+        stored_time_ms: fact.header.stored_time_ms,
+        act: body,
+        clauses,
+        composed,
+        face,
+        matches,
+    });
+    !matches && !keep_going
+}
+
+fn classify(report: &ReplayReport, body: &ActBody, substrate: &Substrate, unstable: bool) -> DivergenceCause {
+    if !report.problems.is_empty() {
+        return DivergenceCause::StoredInputChanged { problems: report.problems.clone() };
+    }
+    if body.evaluator != EVALUATOR_VERSION {
+        return DivergenceCause::EvaluatorChanged {
+            recorded: body.evaluator.clone(),
+            current: EVALUATOR_VERSION.into(),
+        };
+    }
+    let roles: Vec<RoleChange> = body
+        .stack
+        .iter()
+        .filter_map(|used| {
+            let current = substrate.roles.get(&used.name).map(|role| role.digest);
+            (current != Some(used.digest)).then(|| RoleChange {
+                role: used.name.clone(),
+                recorded: used.digest,
+                current,
+            })
+        })
+        .collect();
+    if !roles.is_empty() {
+        return DivergenceCause::DefinitionChanged { roles };
+    }
+    if unstable {
+        return DivergenceCause::Nondeterminism;
+    }
+    DivergenceCause::Unexplained
+}
+
+/// The fields of two act bodies that differ, as JSON paths with both values.
+pub fn body_differences(expected: &ActBody, actual: &ActBody) -> Vec<FieldDifference> {
+    let expected = digests_as_hex(serde_json::to_value(expected).unwrap_or(Json::Null));
+    let actual = digests_as_hex(serde_json::to_value(actual).unwrap_or(Json::Null));
+    let mut differences = Vec::new();
+    json_differences("", &expected, &actual, &mut differences);
+    differences
+}
+
+/// Digests serialise as arrays of 32 bytes; a diff shows them as hex leaves.
+fn digests_as_hex(value: Json) -> Json {
+    match value {
+        Json::Array(items)
+            if items.len() == 32 && items.iter().all(|item| item.as_u64().is_some_and(|byte| byte <= 255)) =>
+        {
+            let bytes: Vec<u8> = items.iter().filter_map(|item| item.as_u64().map(|byte| byte as u8)).collect();
+            Json::String(hex::encode(bytes))
+        }
+        Json::Array(items) => Json::Array(items.into_iter().map(digests_as_hex).collect()),
+        Json::Object(map) => Json::Object(map.into_iter().map(|(key, value)| (key, digests_as_hex(value))).collect()),
+        other => other,
+    }
+}
+
+fn json_differences(path: &str, expected: &Json, actual: &Json, out: &mut Vec<FieldDifference>) {
+    match (expected, actual) {
+        (Json::Object(left), Json::Object(right)) => {
+            let keys: std::collections::BTreeSet<&String> = left.keys().chain(right.keys()).collect();
+            for key in keys {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                json_differences(
+                    &child,
+                    left.get(key).unwrap_or(&Json::Null),
+                    right.get(key).unwrap_or(&Json::Null),
+                    out,
+                );
+            }
+        }
+        (Json::Array(left), Json::Array(right)) if left.len() == right.len() => {
+            for (index, (left, right)) in left.iter().zip(right).enumerate() {
+                json_differences(&format!("{path}[{index}]"), left, right, out);
+            }
+        }
+        (left, right) if left != right => {
+            out.push(FieldDifference { field: path.to_string(), expected: left.clone(), actual: right.clone() })
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,176 @@
+//! `seed replay`: every demo world replays byte for byte; tampering and
+//! definition changes are named and classified; replay never writes.
+
+mod common;
+
+use common::{folder_snapshot, seed, stderr, stdout};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Simulates `fixture` into a fresh land and returns (tempdir, land path).
+fn simulated(fixture: &str, ticks: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(fixture);
+    let output = seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--ticks", &ticks.to_string()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    (dir, land)
+}
+
+/// The summary line of `seed replay --json` (its last line).
+fn replay_summary(land: &Path, arguments: &[&str]) -> (i32, Value) {
+    let mut all = vec!["replay"];
+    all.extend_from_slice(arguments);
+    all.push("--json");
+    let output = seed(land, &all);
+    let text = stdout(&output);
+    let last = text.lines().last().unwrap_or_else(|| panic!("no output; stderr: {}", stderr(&output)));
+    let summary: Value = serde_json::from_str(last).expect("json line");
+    (output.status.code().unwrap_or(-1), summary["summary"].clone())
+}
+
+fn beings(land: &Path) -> Vec<String> {
+    let output = seed(land, &["beings", "--json"]);
+    let listed: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    listed
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|being| format!("@{}", being["name"].as_str().expect("name")))
+        .collect()
+}
+
+/// Everything the land holds: every key and value of the store (sled rewrites
+/// its own snapshot files whenever it is opened, so the store is compared by
+/// content) and every other file of the land folder byte for byte.
+type StoreRecords = Vec<(Vec<u8>, Vec<u8>)>;
+type LandFiles = Vec<(PathBuf, Vec<u8>)>;
+
+fn land_content(land: &Path) -> (StoreRecords, LandFiles) {
+    let opened = seed::land::Land::open(land).expect("open");
+    let records = opened
+        .sled_store()
+        .raw_tree()
+        .iter()
+        .map(|entry| entry.map(|(key, value)| (key.to_vec(), value.to_vec())).expect("read"))
+        .collect();
+    opened.close().expect("close");
+    let files = folder_snapshot(land).into_iter().filter(|(path, _)| !path.starts_with(land.join("store"))).collect();
+    (records, files)
+}
+
+#[test]
+fn every_being_of_every_demo_world_replays_byte_for_byte_and_the_land_is_untouched() {
+    for (fixture, ticks) in [("court.toml", 12), ("factory.toml", 16), ("library.toml", 6), ("dance.toml", 8)] {
+        let (_dir, land) = simulated(fixture, ticks);
+        let before = land_content(&land);
+        let mut moments = 0;
+        for being in beings(&land) {
+            let (code, summary) = replay_summary(&land, &[&being]);
+            assert_eq!(code, 0, "{fixture} {being}: {summary}");
+            assert_eq!(summary["divergences"].as_array().map(Vec::len), Some(0), "{fixture} {being}");
+            moments += summary["moments"].as_u64().expect("count");
+        }
+        assert!(moments > 0, "{fixture}: replay rebuilt no moment");
+        assert!(land_content(&land) == before, "{fixture}: replay changed the land");
+    }
+}
+
+#[test]
+fn a_tampered_historic_fact_is_named_by_verify_and_by_replay() {
+    let (_dir, land) = simulated("factory.toml", 8);
+    {
+        let opened = seed::land::Land::open(&land).expect("open");
+        let worker = opened.resolve("@worker-a").expect("worker");
+        let mut key = vec![b'f'];
+        key.extend_from_slice(worker.as_bytes());
+        key.extend_from_slice(&2u64.to_be_bytes());
+        let tree = opened.sled_store().raw_tree();
+        let mut record = tree.get(&key).expect("read").expect("seq 2 is stored").to_vec();
+        let last = record.len() - 70; // inside the body, before the signature
+        record[last] ^= 0x01;
+        tree.insert(key, record).expect("write");
+        opened.close().expect("close");
+    }
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(stdout(&verify).contains("worker-a") && stdout(&verify).contains("seq 2"), "{}", stdout(&verify));
+    let (code, summary) = replay_summary(&land, &["@worker-a"]);
+    assert_eq!(code, 1);
+    let problems = summary["problems"].to_string();
+    assert!(problems.contains("seq 2"), "{summary}");
+    assert_eq!(summary["stoppedEarly"], true);
+}
+
+/// Copies the fixtures, core roles and extensions into `into`, keeping their
+/// relative layout, so a definition can be edited without touching the tree.
+fn copy_definitions(into: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for folder in ["fixtures", "roles", "extensions"] {
+        copy_tree(&root.join(folder), &into.join(folder));
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn a_changed_role_diverges_at_the_first_moment_that_wore_it_and_is_classified_as_a_definition_change() {
+    let (dir, land) = simulated("factory.toml", 16);
+    let copy = dir.path().join("definitions");
+    copy_definitions(&copy);
+    let bored = copy.join("extensions/emotions/roles/bored.toml");
+    let text = std::fs::read_to_string(&bored).expect("read");
+    std::fs::write(&bored, text.replace("You would welcome something to do.", "You would rather be elsewhere."))
+        .expect("edit");
+    let fixture = copy.join("fixtures/factory.toml");
+    // The unchanged definitions replay cleanly first.
+    assert_eq!(replay_summary(&land, &["@worker-a"]).0, 0);
+    let (code, summary) = replay_summary(&land, &["@worker-a", "--fixture", fixture.to_str().expect("utf-8")]);
+    assert_eq!(code, 1, "{summary}");
+    let divergence = &summary["divergences"][0];
+    // The first moment that wore emotions:bored (the earlier ones still match).
+    let output = seed(&land, &["replay", "@worker-a"]);
+    let first_bored = stdout(&output)
+        .split("\n#")
+        .find(|moment| {
+            moment.lines().any(|line| line.trim_start().starts_with("roles") && line.contains("emotions:bored"))
+        })
+        .and_then(|moment| moment.trim_start_matches('#').split_whitespace().next().map(str::to_string))
+        .expect("a moment wore emotions:bored");
+    assert_eq!(divergence["seq"].as_u64().map(|seq| seq.to_string()), Some(first_bored));
+    assert_eq!(divergence["cause"]["kind"], "definition changed");
+    assert_eq!(divergence["cause"]["roles"][0]["role"], "emotions:bored");
+    let fields: Vec<&str> =
+        divergence["differences"].as_array().expect("list").iter().filter_map(|d| d["field"].as_str()).collect();
+    assert!(fields.contains(&"digests.composed"), "{fields:?}");
+    assert!(fields.iter().any(|field| field.starts_with("stack[")), "{fields:?}");
+    assert_eq!(summary["stoppedEarly"], true);
+}
+
+#[test]
+fn replay_refuses_bad_input_with_a_clear_error() {
+    let (_dir, land) = simulated("court.toml", 2);
+    let unknown = seed(&land, &["replay", "@nobody"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(stderr(&unknown).contains("nobody"), "{}", stderr(&unknown));
+    let backwards = seed(&land, &["replay", "@operator", "--from", "5", "--to", "2"]);
+    assert!(!backwards.status.success());
+    assert!(stderr(&backwards).contains("--from 5 is after --to 2"), "{}", stderr(&backwards));
+    let no_definitions = tempfile::tempdir().expect("folder");
+    let planted = no_definitions.path().join("land");
+    assert!(seed(&planted, &["plant"]).status.success());
+    let missing = seed(&planted, &["replay", "@operator"]);
+    assert!(!missing.status.success());
+    assert!(stderr(&missing).contains("--fixture"), "{}", stderr(&missing));
+}
