@@ -275,11 +275,9 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &Pending
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     let mut clauses = Vec::new();
     let (mut composed, mut face, mut context) = (Json::Null, Json::Null, Json::Null);
-    if let Some(row) = world.beings.get(&being) {
-        context = context_json(&moment::open_context(world, row, &opened));
-    }
     let result = (|| {
         let assigned = moment::assign(substrate, world, &opened)?;
+        context = context_json(&assigned.context);
         clauses = assigned.flow.explain(&assigned.walk);
         composed = json!({
             "primary": assigned.composed.primary.as_deref(),
@@ -287,10 +285,17 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &Pending
             "prompt": assigned.composed.render_prompt(&assigned.context),
         });
         let folded = moment::fold(substrate, world, &opened, &assigned)?;
-        face = folded.value.clone();
         let decision = moment::momentum(substrate, world, &opened, &assigned, &folded)?;
-        moment::decide(substrate, world, &opened, &assigned, &folded, decision)
+        let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
+        face = folded.value;
+        decided
     })();
+    if context.is_null() {
+        // Assign failed before it built the context: build it for the report.
+        if let Some(row) = world.beings.get(&being) {
+            context = context_json(&moment::open_context(world, row, &opened));
+        }
+    }
     let outcome = match result {
         Ok(Some(act)) => Outcome::Act(Box::new(act)),
         Ok(None) => Outcome::See,
@@ -316,130 +321,74 @@ fn context_json(context: &crate::roles::context::OpenContext) -> Json {
     Json::Object(context.iter().map(|(key, value)| (key.clone(), value.clone())).collect())
 }
 
-/// Compares one recomputed act with the stored one; returns whether to stop.
-fn compare(substrate: &Substrate, world: &World, act: PendingAct, report: &mut ReplayReport, keep_going: bool) -> bool {
-    let PendingAct { seq, land_seq, fact, body, recomputed } = act;
-    let Some(recomputed) = recomputed else {
-        // The act's cursor lies after its own land seq: the stored cursor is wrong.
-        let difference = FieldDifference {
-            field: "cursor".into(),
-            expected: json!(body.cursor),
-            actual: json!(format!("at most {land_seq}")),
-        };
-        return record(
-            report,
-            seq,
-            land_seq,
-            body,
-            fact,
-            Vec::new(),
-            Json::Null,
-            Json::Null,
-            Json::Null,
-            vec![difference],
-            substrate,
-            false,
-            keep_going,
-        );
-    };
-    let Recomputed { outcome, clauses, composed, face, context, unstable } = recomputed;
-    let differences = match outcome {
-        Outcome::Act(mut act) => {
-            let mut rechecked = act.as_mut().clone();
-            let mut again = act.as_mut().clone();
-            let first = moment::recheck_rules(substrate, world, &mut rechecked);
-            let second = moment::recheck_rules(substrate, world, &mut again);
-            let unstable_at_seal = first != second || rechecked.body != again.body;
-            match first {
-                Ok(()) => {
-                    let recomputed_bytes = canonical::to_canonical_bytes(&rechecked.body).unwrap_or_default();
-                    if recomputed_bytes == fact.body() {
-                        Vec::new()
-                    } else {
-                        let differences = body_differences(&body, &rechecked.body);
-                        return record(
-                            report,
-                            seq,
-                            land_seq,
-                            body,
-                            fact,
-                            clauses,
-                            composed,
-                            face,
-                            context,
-                            differences,
-                            substrate,
-                            unstable || unstable_at_seal,
-                            keep_going,
-                        );
-                    }
-                }
-                Err(failure) => vec![FieldDifference {
-                    field: "outcome".into(),
-                    expected: json!(format!("act: {}", body.call.verb())),
-                    actual: json!(format!("refused at seal: {}", failure.reason)),
-                }],
-            }
-        }
-        Outcome::See => vec![FieldDifference {
-            field: "outcome".into(),
-            expected: json!(format!("act: {}", body.call.verb())),
-            actual: json!("see (no act)"),
-        }],
-        Outcome::Failure(failure) => vec![FieldDifference {
-            field: "outcome".into(),
-            expected: json!(format!("act: {}", body.call.verb())),
-            actual: json!(format!("failure in {}: {}", failure.beat.as_str(), failure.reason)),
-        }],
-    };
-    record(
-        report,
-        seq,
-        land_seq,
-        body,
-        fact,
-        clauses,
-        composed,
-        face,
-        context,
-        differences,
-        substrate,
-        unstable,
-        keep_going,
-    )
+/// A recomputed moment that did not end in the stored act.
+fn outcome_difference(body: &ActBody, actual: String) -> Vec<FieldDifference> {
+    vec![FieldDifference {
+        field: "outcome".into(),
+        expected: json!(format!("act: {}", body.call.verb())),
+        actual: json!(actual),
+    }]
 }
 
-#[allow(clippy::too_many_arguments)]
-fn record(
-    report: &mut ReplayReport,
-    seq: u64,
-    land_seq: u64,
-    body: ActBody,
-    fact: Fact,
-    clauses: Vec<String>,
-    composed: Json,
-    face: Json,
-    context: Json,
-    differences: Vec<FieldDifference>,
+/// The differences between the stored act and the recomputed outcome once
+/// the seal-time rules ran against `world`, and whether re-running those
+/// rules disagreed with itself.
+fn seal_differences(
     substrate: &Substrate,
-    unstable: bool,
-    keep_going: bool,
-) -> bool {
+    world: &World,
+    fact: &Fact,
+    body: &ActBody,
+    outcome: Outcome,
+) -> (Vec<FieldDifference>, bool) {
+    let mut act = match outcome {
+        Outcome::Act(act) => act,
+        Outcome::See => return (outcome_difference(body, "see (no act)".into()), false),
+        Outcome::Failure(failure) => {
+            let actual = format!("failure in {}: {}", failure.beat.as_str(), failure.reason);
+            return (outcome_difference(body, actual), false);
+        }
+    };
+    let before_seal = act.as_ref().clone();
+    let first = moment::recheck_rules(substrate, world, &mut act);
+    if first.is_ok() && canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()) {
+        return (Vec::new(), false);
+    }
+    // A mismatch: the seal-time rules run a second time to tell nondeterminism apart.
+    let mut again = before_seal;
+    let second = moment::recheck_rules(substrate, world, &mut again);
+    let unstable = first != second || act.body != again.body;
+    match first {
+        Ok(()) => (body_differences(body, &act.body), unstable),
+        Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
+    }
+}
+
+/// Compares one recomputed act with the stored one and records the moment
+/// (and its divergence, if any); returns whether to stop.
+fn compare(substrate: &Substrate, world: &World, act: PendingAct, report: &mut ReplayReport, keep_going: bool) -> bool {
+    let PendingAct { seq, land_seq, fact, body, recomputed } = act;
+    let (differences, unstable, clauses, composed, face, context) = match recomputed {
+        Some(Recomputed { outcome, clauses, composed, face, context, unstable }) => {
+            let (differences, unstable_at_seal) = seal_differences(substrate, world, &fact, &body, outcome);
+            (differences, unstable || unstable_at_seal, clauses, composed, face, context)
+        }
+        // The act's cursor lies after its own land seq: the stored cursor is wrong.
+        None => {
+            let difference = FieldDifference {
+                field: "cursor".into(),
+                expected: json!(body.cursor),
+                actual: json!(format!("at most {land_seq}")),
+            };
+            (vec![difference], false, Vec::new(), Json::Null, Json::Null, Json::Null)
+        }
+    };
     let matches = differences.is_empty();
     if !matches {
         let cause = classify(report, &body, substrate, unstable);
         report.divergences.push(Divergence { seq, land_seq, differences, cause, context });
     }
-    report.moments.push(ReplayedMoment {
-        seq,
-        land_seq,
-        stored_time_ms: fact.header.stored_time_ms,
-        act: body,
-        clauses,
-        composed,
-        face,
-        matches,
-    });
+    let stored_time_ms = fact.header.stored_time_ms;
+    report.moments.push(ReplayedMoment { seq, land_seq, stored_time_ms, act: body, clauses, composed, face, matches });
     !matches && !keep_going
 }
 
