@@ -174,3 +174,88 @@ fn replay_refuses_bad_input_with_a_clear_error() {
     assert!(!missing.status.success());
     assert!(stderr(&missing).contains("--fixture"), "{}", stderr(&missing));
 }
+
+/// `seed replay --fork ... --json`: the exit code and the report.
+fn fork_report(land: &Path, arguments: &[&str]) -> (i32, Value) {
+    let mut all = vec!["replay"];
+    all.extend_from_slice(arguments);
+    all.push("--json");
+    let output = seed(land, &all);
+    let report = serde_json::from_str(&stdout(&output)).unwrap_or(Value::Null);
+    (output.status.code().unwrap_or(-1), if report.is_null() { Value::String(stderr(&output)) } else { report })
+}
+
+fn wore(side: &Value, role: &str) -> bool {
+    side["stack"].as_array().is_some_and(|stack| stack.iter().any(|worn| worn == role))
+}
+
+#[test]
+fn a_fork_with_a_never_bored_flow_loses_exactly_the_bored_moments_and_the_original_is_untouched() {
+    let (dir, land) = simulated("factory.toml", 30);
+    let flow = dir.path().join("never-bored.json");
+    std::fs::write(&flow, r#"[{"role": "factory-worker"}]"#).expect("write");
+    let kept = dir.path().join("branch");
+    let before = land_content(&land);
+    let (code, report) = fork_report(
+        &land,
+        &["@worker-a", "--fork", "3", "--flow", flow.to_str().expect("utf-8"), "--keep", kept.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert!(land_content(&land) == before, "a fork changed the original land");
+    assert_eq!(report["forkTick"], 3);
+    assert!(report["prefixFacts"].as_u64().expect("count") > 0);
+    assert!(report["controlDiffersAt"].is_null(), "the unchanged control must reproduce the original: {report}");
+    let moments = report["moments"].as_array().expect("moments");
+    let bored_in_original: Vec<u64> = moments
+        .iter()
+        .filter(|m| wore(&m["original"], "emotions:bored"))
+        .map(|m| m["tick"].as_u64().expect("tick"))
+        .collect();
+    let changed: Vec<u64> = moments
+        .iter()
+        .filter(|m| m["rolesChanged"] == true || m["actChanged"] == true)
+        .map(|m| m["tick"].as_u64().expect("tick"))
+        .collect();
+    assert!(bored_in_original.len() >= 2, "the factory run should bore worker-a more than once: {report}");
+    assert_eq!(changed, bored_in_original, "exactly the moments that wore emotions:bored change");
+    for moment in moments {
+        assert!(!wore(&moment["branch"], "emotions:bored"), "the branch never wears emotions:bored: {moment}");
+    }
+    assert_eq!(report["othersChanged"].as_array().map(Vec::len), Some(0), "worker-b is untouched: {report}");
+    // The kept branch is a land of its own that replays clean.
+    let (code, summary) = replay_summary(&kept, &["@worker-a"]);
+    assert_eq!(code, 0, "{summary}");
+    assert!(summary["moments"].as_u64().expect("count") > 0);
+}
+
+#[test]
+fn a_fork_without_a_change_matches_the_original_and_bad_fork_requests_are_named() {
+    let (dir, land) = simulated("factory.toml", 8);
+    let (code, report) = fork_report(&land, &["@worker-b", "--fork", "2", "--ticks", "4"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["changed"]["moments"], 0, "{report}");
+    assert_eq!(report["controlWorldHash"], report["branchWorldHash"]);
+    assert_eq!(report["lastTick"], 5);
+    let bad_flow = dir.path().join("bad.json");
+    std::fs::write(&bad_flow, r#"[{"role": "no-such-role"}]"#).expect("write");
+    let not_array = dir.path().join("object.json");
+    std::fs::write(&not_array, r#"{"role": "factory-worker"}"#).expect("write");
+    let bad_flow = bad_flow.to_str().expect("utf-8");
+    let not_array = not_array.to_str().expect("utf-8");
+    for (arguments, expected) in [
+        (vec!["@worker-b", "--fork", "0"], "genesis fact, not a moment"),
+        (vec!["@worker-b", "--fork", "999"], "no fact at seq 999"),
+        (vec!["@worker-b", "--fork", "2", "--flow", bad_flow], "no role named \"no-such-role\""),
+        (vec!["@worker-b", "--fork", "2", "--flow", not_array], "a roleFlow is a JSON array"),
+        (vec!["@worker-b", "--fork", "2", "--ticks", "0"], "--ticks 0 is out of range"),
+        (vec!["@worker-b", "--fork", "2", "--roles", "/no/such/folder"], "no such folder"),
+        (vec!["@worker-b", "--flow", bad_flow], "--fork"),
+        (vec!["@worker-b", "--fork", "2", "--from", "1"], "cannot be used with"),
+    ] {
+        let mut all = vec!["replay"];
+        all.extend(arguments.iter().copied());
+        let output = seed(&land, &all);
+        assert!(!output.status.success(), "{arguments:?} must fail");
+        assert!(stderr(&output).contains(expected), "{arguments:?}: {}", stderr(&output));
+    }
+}

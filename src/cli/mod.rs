@@ -105,6 +105,25 @@ enum Command {
         /// Go on after the first divergence.
         #[arg(long)]
         keep_going: bool,
+        /// What-if: fork the world at the moment sealed at this reel seq, apply
+        /// the change (--flow, --roles, --script), run it on and diff it.
+        #[arg(long, conflicts_with_all = ["from", "to", "keep_going"])]
+        fork: Option<u64>,
+        /// The fork's new roleFlow for the being (a JSON array of clauses).
+        #[arg(long, requires = "fork")]
+        flow: Option<PathBuf>,
+        /// Role folders the fork's definitions add (repeatable; they override).
+        #[arg(long = "roles", requires = "fork")]
+        roles: Vec<PathBuf>,
+        /// The fork's new Rhai script for the being.
+        #[arg(long, requires = "fork")]
+        script: Option<PathBuf>,
+        /// Rounds the fork runs from the forked moment on (default: to the land's last round).
+        #[arg(long, requires = "fork")]
+        ticks: Option<u64>,
+        /// Keep the fork's land in this (new or empty) folder, to replay it.
+        #[arg(long, requires = "fork")]
+        keep: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -216,10 +235,28 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         }
         Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
         Command::Sim { .. } => unreachable!("handled above"),
-        Command::Replay { being, fixture, from, to, keep_going, json } => replay::replay(
-            &dir,
-            replay::ReplayArguments { being: &being, fixture: fixture.as_deref(), from, to, keep_going, json },
-        ),
+        Command::Replay { being, fixture, from, to, keep_going, fork, flow, roles, script, ticks, keep, json } => {
+            match fork {
+                Some(at_seq) => replay::fork(
+                    &dir,
+                    replay::ForkArguments {
+                        being: &being,
+                        fixture: fixture.as_deref(),
+                        at_seq,
+                        flow: flow.as_deref(),
+                        roles: &roles,
+                        script: script.as_deref(),
+                        ticks,
+                        keep: keep.as_deref(),
+                        json,
+                    },
+                ),
+                None => replay::replay(
+                    &dir,
+                    replay::ReplayArguments { being: &being, fixture: fixture.as_deref(), from, to, keep_going, json },
+                ),
+            }
+        }
         Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
     }
 }
@@ -426,7 +463,7 @@ fn sim(
     };
     let summary = sim::run(&fixture, &options)?;
     if land.is_some() {
-        replay::record_definitions(&land_dir, fixture_path)?;
+        replay::record_definitions(&land_dir, fixture_path, seed, &[])?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&summary.to_json())?);

@@ -12,33 +12,52 @@ use std::process::ExitCode;
 /// extensions) its moments used; `seed sim --land` writes it.
 pub const DEFINITIONS_FILE: &str = "definitions.toml";
 
+/// What `definitions.toml` records: the fixture, the seed it ran with, and
+/// role folders added on top of the fixture's (a kept what-if fork's).
 #[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Definitions {
     fixture: PathBuf,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    role_dirs: Vec<PathBuf>,
 }
 
-/// Records, beside the land, the fixture a simulation ran (absolute path).
-pub fn record_definitions(land_dir: &Path, fixture: &Path) -> Result<()> {
-    let fixture = fixture.canonicalize().with_context(|| format!("{}", fixture.display()))?;
-    let text = toml::to_string(&Definitions { fixture })?;
+fn absolute(path: &Path) -> Result<PathBuf> {
+    path.canonicalize().with_context(|| format!("{}", path.display()))
+}
+
+/// Records, beside the land, the fixture a simulation ran (absolute paths).
+pub fn record_definitions(land_dir: &Path, fixture: &Path, seed: u64, role_dirs: &[PathBuf]) -> Result<()> {
+    let role_dirs = role_dirs.iter().map(|dir| absolute(dir)).collect::<Result<Vec<_>>>()?;
+    let text = toml::to_string(&Definitions { fixture: absolute(fixture)?, seed, role_dirs })?;
     std::fs::write(land_dir.join(DEFINITIONS_FILE), text)
         .with_context(|| format!("writing {}", land_dir.join(DEFINITIONS_FILE).display()))?;
     Ok(())
 }
 
-fn definitions_fixture(land_dir: &Path, given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(given) = given {
-        return Ok(given.to_path_buf());
-    }
+/// The definitions a land's moments used: `--fixture` if given (with the
+/// recorded seed, if any), else what the land folder records.
+fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<Definitions> {
     let path = land_dir.join(DEFINITIONS_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
+    let recorded = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error).with_context(|| format!("{}", path.display())),
+    };
+    match (given, recorded) {
+        (Some(given), recorded) => Ok(Definitions {
+            fixture: given.to_path_buf(),
+            seed: recorded.as_ref().map_or(0, |recorded| recorded.seed),
+            role_dirs: Vec::new(),
+        }),
+        (None, Some(recorded)) => Ok(recorded),
+        (None, None) => bail!(
             "{} is missing: pass --fixture FILE (the world whose roles and extensions the moments used)",
             path.display()
-        )
-    })?;
-    let definitions: Definitions = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
-    Ok(definitions.fixture)
+        ),
+    }
 }
 
 pub struct ReplayArguments<'a> {
@@ -56,9 +75,9 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
             bail!("--from {from} is after --to {to}");
         }
     }
-    let fixture_path = definitions_fixture(land_dir, arguments.fixture)?;
-    let fixture = Fixture::load(&fixture_path)?;
-    let (substrate, _) = seed::sim::substrate_for(&fixture, &[])?;
+    let definitions = land_definitions(land_dir, arguments.fixture)?;
+    let fixture = Fixture::load(&definitions.fixture)?;
+    let (substrate, _) = seed::sim::substrate_for(&fixture, &definitions.role_dirs)?;
     let land = Land::open(land_dir)?;
     let being = land.resolve(arguments.being)?;
     let options = ReplayOptions {
@@ -160,3 +179,186 @@ fn print_text(report: &ReplayReport) {
         report.divergences.len()
     );
 }
+
+pub struct ForkArguments<'a> {
+    pub being: &'a str,
+    pub fixture: Option<&'a Path>,
+    pub at_seq: u64,
+    pub flow: Option<&'a Path>,
+    pub roles: &'a [PathBuf],
+    pub script: Option<&'a Path>,
+    pub ticks: Option<u64>,
+    pub keep: Option<&'a Path>,
+    pub json: bool,
+}
+
+/// Threads a fork's two sandboxes run moments on (results do not depend on it).
+const FORK_THREADS: usize = 2;
+
+pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
+    let definitions = land_definitions(land_dir, arguments.fixture)?;
+    let fixture = Fixture::load(&definitions.fixture)?;
+    for dir in arguments.roles {
+        if !dir.is_dir() {
+            bail!("--roles {}: no such folder", dir.display());
+        }
+    }
+    let mut branch_role_dirs = definitions.role_dirs.clone();
+    branch_role_dirs.extend(arguments.roles.iter().cloned());
+    let (branch_substrate, _) = seed::sim::substrate_for(&fixture, &branch_role_dirs)?;
+    let flow = match arguments.flow {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("--flow {}", path.display()))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("--flow {}: not valid JSON", path.display()))?;
+            if !value.is_array() {
+                bail!("--flow {}: a roleFlow is a JSON array of clauses", path.display());
+            }
+            Some(value)
+        }
+        None => None,
+    };
+    let script = match arguments.script {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("--script {}", path.display()))?),
+        None => None,
+    };
+    let land = Land::open(land_dir)?;
+    let being = land.resolve(arguments.being)?;
+    let temporary = tempfile::tempdir()?;
+    let branch_dir = match arguments.keep {
+        Some(keep) => keep.to_path_buf(),
+        None => temporary.path().join("branch"),
+    };
+    let report = seed::replay::fork::fork(
+        land.store(),
+        seed::replay::fork::ForkRequest {
+            fixture: &fixture,
+            seed: definitions.seed,
+            being,
+            at_seq: arguments.at_seq,
+            branch_substrate,
+            flow,
+            script,
+            ticks: arguments.ticks,
+            branch_dir: branch_dir.clone(),
+            threads: FORK_THREADS,
+        },
+    )?;
+    if arguments.keep.is_some() {
+        record_definitions(&branch_dir, &definitions.fixture, definitions.seed, &branch_role_dirs)?;
+    }
+    if arguments.json {
+        print_fork_json(&report, arguments.keep)?;
+    } else {
+        print_fork_text(&report, arguments.at_seq, arguments.keep);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_fork_json(report: &seed::replay::fork::ForkReport, kept: Option<&Path>) -> Result<()> {
+    let changed: Vec<&seed::replay::fork::MomentComparison> = report.changed_moments().collect();
+    let value = json!({
+        "being": report.name, "forkTick": report.fork_tick, "lastTick": report.last_tick,
+        "prefixFacts": report.prefix_facts, "controlFactsChecked": report.control_facts_checked,
+        "controlDiffersAt": report.control_differs_at,
+        "moments": report.moments.iter().map(|moment| moment.to_json()).collect::<Vec<_>>(),
+        "changed": {
+            "moments": changed.len(),
+            "roles": changed.iter().filter(|moment| moment.roles_changed()).count(),
+            "acts": changed.iter().filter(|moment| moment.act_changed()).count(),
+        },
+        "othersChanged": report.others_changed.iter().map(|moment| moment.to_json()).collect::<Vec<_>>(),
+        "controlWorldHash": report.control_world_hash.to_hex(),
+        "branchWorldHash": report.branch_world_hash.to_hex(),
+        "kept": kept.map(|path| path.display().to_string()),
+    });
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+fn describe_side(record: &Option<seed::sim::MomentRecord>) -> (String, String) {
+    match record {
+        None => ("(no moment)".into(), String::new()),
+        Some(record) => {
+            let mut roles: Vec<&str> = record.primary.iter().map(String::as_str).collect();
+            roles.extend(record.stack.iter().map(String::as_str));
+            let act = match &record.call {
+                Some(call) => format!("{} {}", record.outcome, call_summary(call)),
+                None => record.outcome.clone(),
+            };
+            (roles.join(" + "), act)
+        }
+    }
+}
+
+/// `do stretch -> /factory`: the verb call in a few words.
+fn call_summary(call: &serde_json::Value) -> String {
+    let field = |key: &str| call.get(key).and_then(|value| value.as_str()).map(str::to_string);
+    [field("action"), field("target").map(|target| format!("-> {target}"))]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn print_fork_text(report: &seed::replay::fork::ForkReport, at_seq: u64, kept: Option<&Path>) {
+    println!(
+        "what-if fork of @{} at #{at_seq} (round {}), rounds {}..={}",
+        report.name, report.fork_tick, report.fork_tick, report.last_tick
+    );
+    println!("  the sandbox reproduced the original's first {} facts byte for byte", report.prefix_facts);
+    match report.control_differs_at {
+        None => println!(
+            "  the unchanged control reproduced the original's next {} facts (the diff is against the original)",
+            report.control_facts_checked
+        ),
+        Some(land_seq) => println!(
+            "  WARNING: the unchanged control departs from the original at land seq {land_seq} \
+             (definitions changed since?); the diff is against the control"
+        ),
+    }
+    for moment in &report.moments {
+        let (original_roles, original_act) = describe_side(&moment.original);
+        if !moment.changed() {
+            println!("  round {:>4}  same      {original_roles}  {original_act}", moment.tick);
+            continue;
+        }
+        let (branch_roles, branch_act) = describe_side(&moment.branch);
+        let what = match (moment.roles_changed(), moment.act_changed()) {
+            (true, true) => "roles+act",
+            (true, false) => "roles",
+            _ => "act",
+        };
+        println!("  round {:>4}  {what:<9} original {original_roles}  {original_act}", moment.tick);
+        println!("  {:>10}  {:<9} branch   {branch_roles}  {branch_act}", "", "");
+    }
+    let changed: Vec<_> = report.changed_moments().collect();
+    println!(
+        "{} of {} moments of @{} changed: {} wore other roles, {} acted otherwise",
+        changed.len(),
+        report.moments.len(),
+        report.name,
+        changed.iter().filter(|moment| moment.roles_changed()).count(),
+        changed.iter().filter(|moment| moment.act_changed()).count()
+    );
+    if report.others_changed.is_empty() {
+        println!("no other being's moments changed");
+    } else {
+        println!("{} moments of other beings changed:", report.others_changed.len());
+        for moment in report.others_changed.iter().take(FORK_OTHERS_SHOWN) {
+            let (original_roles, original_act) = describe_side(&moment.original);
+            let (branch_roles, branch_act) = describe_side(&moment.branch);
+            println!(
+                "  round {:>4} @{}: {original_roles} {original_act}  ->  {branch_roles} {branch_act}",
+                moment.tick, moment.name
+            );
+        }
+    }
+    println!("world hash: original {}  branch {}", report.control_world_hash.short(), report.branch_world_hash.short());
+    if let Some(kept) = kept {
+        println!("kept the branch at {} (seed --land {} replay @{})", kept.display(), kept.display(), report.name);
+    }
+}
+
+/// Other beings' changed moments listed in the text output (all are in --json).
+const FORK_OTHERS_SHOWN: usize = 20;

@@ -16,6 +16,8 @@
 //! and the digest of each role it wore), or true nondeterminism (a second
 //! recomputation in this build disagrees with the first).
 
+pub mod fork;
+
 use crate::canonical;
 use crate::check::{verify_being, SignatureMode};
 use crate::fact::{BeingId, Fact, Hash32};

@@ -359,6 +359,24 @@ pub struct Simulation {
     /// The tokio runtime the moments run on.
     runtime: tokio::runtime::Runtime,
     epoch: std::time::Instant,
+    /// Every moment's outcome, kept in memory when asked (what-if forks diff them).
+    pub moment_log: Option<Vec<MomentRecord>>,
+}
+
+/// One moment as the simulation ran it: enough to compare two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MomentRecord {
+    pub tick: u64,
+    pub being: BeingId,
+    pub name: String,
+    pub wake: Json,
+    pub primary: Option<String>,
+    pub stack: Vec<String>,
+    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
+    pub outcome: String,
+    /// The sealed act's verb call and prose (acts only).
+    pub call: Option<Json>,
+    pub content: Option<String>,
 }
 
 impl Simulation {
@@ -423,7 +441,33 @@ impl Simulation {
                 .build()
                 .map_err(|error| SimError::Internal(format!("cannot start the moment runtime: {error}")))?,
             epoch: std::time::Instant::now(),
+            moment_log: None,
         })
+    }
+
+    /// Uses other definitions from the next round on (a what-if fork).
+    pub fn set_substrate(&mut self, substrate: Substrate) {
+        self.substrate = Arc::new(substrate);
+    }
+
+    /// Seals `effects` as one world fact now, folds it, and re-subscribes
+    /// the beings whose roleFlow it changed (a what-if fork's change).
+    pub fn seal_change(&mut self, effects: Vec<Effect>) -> Result<(), SimError> {
+        let reflowed: Vec<String> = effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::SetRoleFlow { being, .. } => Some(being.clone()),
+                _ => None,
+            })
+            .collect();
+        seal_world(&self.land, effects)?;
+        fold_to_end(self.land.store(), &mut self.world)?;
+        for name in reflowed {
+            let Some(id) = self.world.names.get(&name).copied() else { continue };
+            let flow = self.world.beings.get(&id).map(|row| row.role_flow.clone()).unwrap_or(Json::Null);
+            self.scheduler.subscribe(&self.world, id, &flow);
+        }
+        Ok(())
     }
 
     /// What moments consult besides the world.
@@ -528,9 +572,14 @@ impl Simulation {
         sealing: &mut Sealing,
     ) -> Result<(), SimError> {
         self.summary.moments += 1;
+        let (mut sealed_call, mut sealed_content) = (None, None);
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
                 Ok(()) => {
+                    if self.moment_log.is_some() {
+                        sealed_call = serde_json::to_value(&act.body.call).ok();
+                        sealed_content = act.body.content.clone();
+                    }
                     let body = match act.encoded.take() {
                         Some(body) => body,
                         None => CanonicalBody::encode(&act.body)
@@ -595,6 +644,19 @@ impl Simulation {
             }
         }
         self.scheduler.saw(&self.world, being);
+        if let Some(log) = self.moment_log.as_mut() {
+            log.push(MomentRecord {
+                tick,
+                being,
+                name: trace.name.clone(),
+                wake: serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
+                primary: trace.primary.clone(),
+                stack: trace.stack.clone(),
+                outcome: trace.outcome.clone(),
+                call: sealed_call,
+                content: sealed_content,
+            });
+        }
         if let Some((path, out)) = self.trace_out.as_mut() {
             let line = trace_json(tick, &trace);
             writeln!(out, "{line}").map_err(|source| SimError::Trace { path: path.clone(), source })?;
