@@ -259,3 +259,81 @@ fn a_fork_without_a_change_matches_the_original_and_bad_fork_requests_are_named(
         assert!(stderr(&output).contains(expected), "{arguments:?}: {}", stderr(&output));
     }
 }
+
+/// Runs `seed replay BEING --step` with `commands` on stdin; returns stdout.
+fn step_session(land: &Path, being: &str, commands: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(land)
+        .args(["replay", being, "--step"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run seed");
+    child.stdin.take().expect("stdin").write_all(commands.as_bytes()).expect("write commands");
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
+/// The reel seqs of the moments the session showed, in order.
+fn shown_seqs(transcript: &str) -> Vec<u64> {
+    transcript
+        .lines()
+        .map(|line| line.trim_start_matches("(replay) "))
+        .filter_map(|line| line.strip_prefix('#'))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn stepping_stops_at_each_kind_of_breakpoint_and_back_past_the_start_stops_at_the_first() {
+    let (_dir, land) = simulated("factory.toml", 30);
+    // Past the end, then back further than the start: it stops at the first moment.
+    let transcript = step_session(&land, "@worker-a", &format!("{}back 99\nnext\nquit\n", "next\n".repeat(18)));
+    let shown = shown_seqs(&transcript);
+    assert_eq!(&shown[..16], &(1..=16).collect::<Vec<u64>>()[..], "{transcript}");
+    assert_eq!(&shown[16..], &[1, 2], "{transcript}");
+    assert!(transcript.contains("end of the reel"), "{transcript}");
+    assert!(!transcript.contains("nondeterminism"), "{transcript}");
+
+    for (breakpoint, wanted_seq, wanted_text) in [
+        ("seq 7", 7, "#7 "),
+        ("verb do:stretch", 5, "emotions:bored"),
+        (r#"when {"time.sinceLastMoment": {"gte": 60}}"#, 5, "stretch"),
+        ("verb do:attach-trucks", 3, "attach-trucks"),
+    ] {
+        let transcript = step_session(&land, "@worker-a", &format!("break {breakpoint}\ncontinue\nquit\n"));
+        assert!(transcript.contains("breakpoint: "), "{breakpoint}: {transcript}");
+        assert_eq!(shown_seqs(&transcript), vec![wanted_seq], "{breakpoint}: {transcript}");
+        assert!(transcript.contains(wanted_text), "{breakpoint}: {transcript}");
+    }
+    // A breakpoint that never holds runs to the end; a bad one is refused with the grammar.
+    let transcript = step_session(&land, "@worker-a", "break seq 999\nbreak verb fly\ncontinue\nquit\n");
+    assert!(transcript.contains("end of the reel"), "{transcript}");
+    assert!(transcript.contains("the verbs are see, do, summon and be"), "{transcript}");
+    // Printing the open context and one key of it.
+    let transcript = step_session(
+        &land,
+        "@worker-a",
+        "break verb do:stretch\ncontinue\nprint time.sinceLastMoment\nprint composed\nquit\n",
+    );
+    assert!(transcript.contains("time.sinceLastMoment = 60"), "{transcript}");
+    assert!(transcript.contains("You have been idle for a while"), "the composed prompt: {transcript}");
+}
+
+#[test]
+fn stepping_back_rebuilds_exactly_the_moments_of_the_first_run() {
+    let (_dir, land) = simulated("factory.toml", 30);
+    let transcript =
+        step_session(&land, "@worker-a", &format!("{}back 15\nnext\nnext\nback\nquit\n", "next\n".repeat(16)));
+    let shown = shown_seqs(&transcript);
+    assert_eq!(&shown[..16], &(1..=16).collect::<Vec<u64>>()[..], "{transcript}");
+    assert_eq!(&shown[16..], &[1, 2, 3, 2], "{transcript}");
+    assert!(!transcript.contains("nondeterminism"), "{transcript}");
+    // A fact-kind breakpoint stops the fold at the first such fact (the beings' births).
+    let transcript = step_session(&land, "@worker-a", "break kind genesis\ncontinue\nquit\n");
+    assert!(transcript.contains("breakpoint: kind genesis: land seq"), "{transcript}");
+}

@@ -2,6 +2,7 @@
 
 mod flow;
 mod replay;
+mod step;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -105,6 +106,10 @@ enum Command {
         /// Go on after the first divergence.
         #[arg(long)]
         keep_going: bool,
+        /// Step through the moments interactively (commands on stdin: next,
+        /// back, continue, break, print, help).
+        #[arg(long, conflicts_with_all = ["json", "fork"])]
+        step: bool,
         /// What-if: fork the world at the moment sealed at this reel seq, apply
         /// the change (--flow, --roles, --script), run it on and diff it.
         #[arg(long, conflicts_with_all = ["from", "to", "keep_going"])]
@@ -235,28 +240,48 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         }
         Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
         Command::Sim { .. } => unreachable!("handled above"),
-        Command::Replay { being, fixture, from, to, keep_going, fork, flow, roles, script, ticks, keep, json } => {
-            match fork {
-                Some(at_seq) => replay::fork(
-                    &dir,
-                    replay::ForkArguments {
-                        being: &being,
-                        fixture: fixture.as_deref(),
-                        at_seq,
-                        flow: flow.as_deref(),
-                        roles: &roles,
-                        script: script.as_deref(),
-                        ticks,
-                        keep: keep.as_deref(),
-                        json,
-                    },
-                ),
-                None => replay::replay(
-                    &dir,
-                    replay::ReplayArguments { being: &being, fixture: fixture.as_deref(), from, to, keep_going, json },
-                ),
-            }
-        }
+        Command::Replay {
+            being,
+            fixture,
+            from,
+            to,
+            keep_going,
+            step,
+            fork,
+            flow,
+            roles,
+            script,
+            ticks,
+            keep,
+            json,
+        } => match fork {
+            Some(at_seq) => replay::fork(
+                &dir,
+                replay::ForkArguments {
+                    being: &being,
+                    fixture: fixture.as_deref(),
+                    at_seq,
+                    flow: flow.as_deref(),
+                    roles: &roles,
+                    script: script.as_deref(),
+                    ticks,
+                    keep: keep.as_deref(),
+                    json,
+                },
+            ),
+            None => replay::replay(
+                &dir,
+                replay::ReplayArguments {
+                    being: &being,
+                    fixture: fixture.as_deref(),
+                    from,
+                    to,
+                    keep_going,
+                    step,
+                    json,
+                },
+            ),
+        },
         Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
     }
 }

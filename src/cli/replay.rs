@@ -66,6 +66,7 @@ pub struct ReplayArguments<'a> {
     pub from: Option<u64>,
     pub to: Option<u64>,
     pub keep_going: bool,
+    pub step: bool,
     pub json: bool,
 }
 
@@ -85,6 +86,11 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
         to_seq: arguments.to.unwrap_or(u64::MAX),
         keep_going: arguments.keep_going,
     };
+    if arguments.step {
+        let replayer = seed::replay::Replayer::new(land.store(), &substrate, being, options)?;
+        let clean = super::step::run(replayer, std::io::stdin().lock(), &mut std::io::stdout().lock())?;
+        return Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     let report = replay_being(land.store(), &substrate, being, options)?;
     if arguments.json {
         print_json(&report)?;

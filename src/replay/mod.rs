@@ -16,6 +16,7 @@
 //! and the digest of each role it wore), or true nondeterminism (a second
 //! recomputation in this build disagrees with the first).
 
+pub mod breakpoint;
 pub mod fork;
 
 use crate::canonical;
@@ -26,7 +27,7 @@ use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, World};
 use serde_json::{json, Value as Json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Signatures are checked in batches of this many facts (strict fallback on
 /// a failed batch names the culprit).
@@ -142,6 +143,8 @@ pub struct ReplayedMoment {
     pub composed: Json,
     /// The recomputed face, as the cognition saw it.
     pub face: Json,
+    /// The open context the recomputed moment read (dotted keys).
+    pub context: Json,
     /// Whether the recomputed body is byte-identical to the stored one.
     pub matches: bool,
 }
@@ -166,13 +169,12 @@ impl ReplayReport {
     }
 }
 
-/// A stored act waiting for its cursor, then for its own land seq.
-struct PendingAct {
+/// A stored act of the reel, by the land seq it was sealed at.
+struct StoredAct {
     seq: u64,
     land_seq: u64,
     fact: Fact,
     body: ActBody,
-    recomputed: Option<Recomputed>,
 }
 
 struct Recomputed {
@@ -192,87 +194,259 @@ pub fn replay_being(
     being: BeingId,
     options: ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
-    match store.head(&being) {
-        Ok(Some(_)) => {}
-        Ok(None) => return Err(ReplayError::NoReel { being }),
-        // The head is read from the last record: if that one is unreadable,
-        // verification below names it.
-        Err(StoreError::Corrupt { .. }) => {}
-        Err(other) => return Err(other.into()),
-    }
-    let verified = verify_being(store, &being, SignatureMode::Batch { batch_facts: REPLAY_SIGNATURE_BATCH_FACTS })?;
-    let problems: Vec<String> = verified.problems.iter().map(ToString::to_string).collect();
-    let mut report = ReplayReport {
-        being,
-        name: verified.name.clone().unwrap_or_default(),
-        facts_verified: verified.facts,
-        moments: Vec::new(),
-        divergences: Vec::new(),
-        problems,
-        stopped_early: false,
-    };
-    if !report.problems.is_empty() && !options.keep_going {
-        report.stopped_early = true;
-        return Ok(report);
-    }
-    // The stored acts in the asked range, by the cursor they opened at. Raw
-    // records are read so that one unreadable fact (already reported by
-    // verification) does not hide the others.
-    let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    let mut pending: BTreeMap<u64, PendingAct> = BTreeMap::new();
-    for record in store.raw_records(Some(&being))? {
-        if record.seq < options.from_seq || record.seq > options.to_seq {
-            continue;
-        }
-        let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
-            continue;
-        };
-        if fact.kind() != KIND_ACT {
-            continue;
-        }
-        let Ok(body) = fact.body_as::<ActBody>() else {
-            continue;
-        };
-        by_cursor.entry(body.cursor).or_default().push(land_seq);
-        pending.insert(land_seq, PendingAct { seq: record.seq, land_seq, fact, body, recomputed: None });
-    }
-    let Some(&last_land_seq) = pending.keys().next_back() else {
-        return Ok(report);
-    };
-    let mut world = World::new();
-    for entry in store.land_log(0, last_land_seq + 1)? {
-        if let Some(land_seqs) = by_cursor.remove(&world.cursor) {
-            for land_seq in land_seqs {
-                if let Some(act) = pending.get_mut(&land_seq) {
-                    act.recomputed = Some(recompute(substrate, &world, being, act));
-                }
-            }
-        }
-        let fact = match store.reel(&entry.being, entry.seq, entry.seq + 1) {
-            Ok(facts) => match facts.into_iter().next() {
-                Some(stored) => Some(stored.fact),
-                None => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
-            },
-            // An unreadable fact (verification names it) cannot be folded;
-            // with --keep-going the replay goes on without it.
-            Err(StoreError::Corrupt { .. }) => None,
-            Err(other) => return Err(other.into()),
-        };
-        if let Some(act) = pending.remove(&entry.land_seq) {
-            let stop = compare(substrate, &world, act, &mut report, options.keep_going);
-            if stop {
-                report.stopped_early = true;
-                return Ok(report);
-            }
-        }
-        if let Some(fact) = fact {
-            world.apply(entry.land_seq, &fact);
-        }
-    }
-    Ok(report)
+    let mut replayer = Replayer::new(store, substrate, being, options)?;
+    while replayer.next_moment()?.is_some() {}
+    Ok(replayer.into_report())
 }
 
-fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &PendingAct) -> Recomputed {
+/// What one step of a replay reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A stored act was rebuilt and compared: its index in the report's moments.
+    Moment(usize),
+    /// A fact of a watched kind was folded.
+    Fact { land_seq: u64, being: BeingId, seq: u64, kind: String },
+    /// Nothing more to replay.
+    End,
+}
+
+/// Moments between two in-memory world snapshots while stepping.
+pub const STEP_SNAPSHOT_EVERY_MOMENTS: usize = 16;
+
+/// Where a replay stood: the world and the next land-log entry to fold.
+struct Snapshot {
+    moments: usize,
+    divergences: usize,
+    position: usize,
+    world: World,
+}
+
+/// A replay that advances one moment at a time and can go back (a world
+/// snapshot every [`STEP_SNAPSHOT_EVERY_MOMENTS`] plus a deterministic
+/// re-run): the engine of `seed replay` and of its stepping mode.
+pub struct Replayer<'a> {
+    store: &'a dyn Store,
+    substrate: &'a Substrate,
+    being: BeingId,
+    keep_going: bool,
+    /// The land log up to the last act in range.
+    entries: Vec<crate::store::LandEntry>,
+    /// Index into `entries` of the next fact to fold.
+    position: usize,
+    world: World,
+    /// Land seqs of the stored acts in range, by the cursor each opened at.
+    by_cursor: BTreeMap<u64, Vec<u64>>,
+    /// The stored acts in range, by land seq.
+    acts: BTreeMap<u64, StoredAct>,
+    /// Acts recomputed at their cursor, waiting for their own land seq.
+    recomputed: BTreeMap<u64, Recomputed>,
+    snapshots: Vec<Snapshot>,
+    report: ReplayReport,
+    finished: bool,
+}
+
+impl<'a> Replayer<'a> {
+    /// Verifies the reel and collects its stored acts; nothing is replayed yet.
+    pub fn new(
+        store: &'a dyn Store,
+        substrate: &'a Substrate,
+        being: BeingId,
+        options: ReplayOptions,
+    ) -> Result<Replayer<'a>, ReplayError> {
+        match store.head(&being) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(ReplayError::NoReel { being }),
+            // The head is read from the last record: if that one is unreadable,
+            // verification below names it.
+            Err(StoreError::Corrupt { .. }) => {}
+            Err(other) => return Err(other.into()),
+        }
+        let verified = verify_being(store, &being, SignatureMode::Batch { batch_facts: REPLAY_SIGNATURE_BATCH_FACTS })?;
+        let problems: Vec<String> = verified.problems.iter().map(ToString::to_string).collect();
+        let report = ReplayReport {
+            being,
+            name: verified.name.clone().unwrap_or_default(),
+            facts_verified: verified.facts,
+            moments: Vec::new(),
+            divergences: Vec::new(),
+            problems,
+            stopped_early: false,
+        };
+        let mut replayer = Replayer {
+            store,
+            substrate,
+            being,
+            keep_going: options.keep_going,
+            entries: Vec::new(),
+            position: 0,
+            world: World::new(),
+            by_cursor: BTreeMap::new(),
+            acts: BTreeMap::new(),
+            recomputed: BTreeMap::new(),
+            snapshots: Vec::new(),
+            report,
+            finished: false,
+        };
+        if !replayer.report.problems.is_empty() && !options.keep_going {
+            replayer.report.stopped_early = true;
+            replayer.finished = true;
+            return Ok(replayer);
+        }
+        // The stored acts in the asked range, by the cursor they opened at. Raw
+        // records are read so that one unreadable fact (already reported by
+        // verification) does not hide the others.
+        for record in store.raw_records(Some(&being))? {
+            if record.seq < options.from_seq || record.seq > options.to_seq {
+                continue;
+            }
+            let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
+                continue;
+            };
+            if fact.kind() != KIND_ACT {
+                continue;
+            }
+            let Ok(body) = fact.body_as::<ActBody>() else {
+                continue;
+            };
+            replayer.by_cursor.entry(body.cursor).or_default().push(land_seq);
+            replayer.acts.insert(land_seq, StoredAct { seq: record.seq, land_seq, fact, body });
+        }
+        match replayer.acts.keys().next_back() {
+            Some(&last_land_seq) => replayer.entries = store.land_log(0, last_land_seq + 1)?,
+            None => replayer.finished = true,
+        }
+        replayer.take_snapshot();
+        Ok(replayer)
+    }
+
+    /// The report so far.
+    pub fn report(&self) -> &ReplayReport {
+        &self.report
+    }
+
+    pub fn into_report(self) -> ReplayReport {
+        self.report
+    }
+
+    /// The stored acts the replay will rebuild (in range), in land order.
+    pub fn moments_in_range(&self) -> usize {
+        self.acts.len()
+    }
+
+    /// The world as the fold left it (before the next fact).
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Folds on until the next stored act is compared; returns its index in
+    /// `report().moments`, or `None` at the end (or after a divergence when
+    /// not keeping going).
+    pub fn next_moment(&mut self) -> Result<Option<usize>, ReplayError> {
+        loop {
+            match self.step(&BTreeSet::new())? {
+                Step::Moment(index) => return Ok(Some(index)),
+                Step::Fact { .. } => continue,
+                Step::End => return Ok(None),
+            }
+        }
+    }
+
+    /// Folds on until the next stored act is compared, or until a fact of
+    /// one of `watched_kinds` (any being's) has been folded.
+    pub fn step(&mut self, watched_kinds: &BTreeSet<String>) -> Result<Step, ReplayError> {
+        while !self.finished && self.position < self.entries.len() {
+            let entry = self.entries[self.position];
+            if let Some(land_seqs) = self.by_cursor.get(&self.world.cursor) {
+                for land_seq in land_seqs {
+                    if let Some(act) = self.acts.get(land_seq) {
+                        if !self.recomputed.contains_key(land_seq) {
+                            let recomputed = recompute(self.substrate, &self.world, self.being, act);
+                            self.recomputed.insert(*land_seq, recomputed);
+                        }
+                    }
+                }
+            }
+            let fact = match self.store.reel(&entry.being, entry.seq, entry.seq + 1) {
+                Ok(facts) => match facts.into_iter().next() {
+                    Some(stored) => Some(stored.fact),
+                    None => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
+                },
+                // An unreadable fact (verification names it) cannot be folded;
+                // with --keep-going the replay goes on without it.
+                Err(StoreError::Corrupt { .. }) => None,
+                Err(other) => return Err(other.into()),
+            };
+            let mut compared = None;
+            if let Some(act) = self.acts.get(&entry.land_seq) {
+                let recomputed = self.recomputed.remove(&entry.land_seq);
+                let stop = compare(self.substrate, &self.world, act, recomputed, &mut self.report, self.keep_going);
+                compared = Some(self.report.moments.len() - 1);
+                if stop {
+                    self.report.stopped_early = true;
+                    self.finished = true;
+                    return Ok(Step::Moment(self.report.moments.len() - 1));
+                }
+            }
+            let watched =
+                fact.as_ref().filter(|fact| watched_kinds.contains(fact.kind())).map(|fact| fact.kind().to_string());
+            if let Some(fact) = fact {
+                self.world.apply(entry.land_seq, &fact);
+            }
+            self.position += 1;
+            if let Some(index) = compared {
+                if (index + 1) % STEP_SNAPSHOT_EVERY_MOMENTS == 0 && self.recomputed.is_empty() {
+                    self.take_snapshot();
+                }
+                return Ok(Step::Moment(index));
+            }
+            if let Some(kind) = watched {
+                return Ok(Step::Fact { land_seq: entry.land_seq, being: entry.being, seq: entry.seq, kind });
+            }
+        }
+        self.finished = true;
+        Ok(Step::End)
+    }
+
+    fn take_snapshot(&mut self) {
+        self.snapshots.push(Snapshot {
+            moments: self.report.moments.len(),
+            divergences: self.report.divergences.len(),
+            position: self.position,
+            world: self.world.clone(),
+        });
+    }
+
+    /// Goes back so that `index` is the last moment replayed: restores the
+    /// nearest snapshot before it and re-runs from there. Returns whether the
+    /// re-run rebuilt the same moments as the first run (it must: a `false`
+    /// is nondeterminism in this build).
+    pub fn back_to(&mut self, index: usize) -> Result<bool, ReplayError> {
+        if index + 1 >= self.report.moments.len() {
+            return Ok(true);
+        }
+        let first_run = self.report.moments.clone();
+        let Some(snapshot) = self.snapshots.iter().rev().find(|snapshot| snapshot.moments <= index + 1) else {
+            return Ok(true);
+        };
+        self.position = snapshot.position;
+        self.world = snapshot.world.clone();
+        self.report.moments.truncate(snapshot.moments);
+        self.report.divergences.truncate(snapshot.divergences);
+        self.report.stopped_early = false;
+        self.recomputed.clear();
+        self.finished = false;
+        let restored = snapshot.moments;
+        self.snapshots.retain(|snapshot| snapshot.moments <= restored);
+        while self.report.moments.len() < index + 1 {
+            if self.next_moment()?.is_none() {
+                break;
+            }
+        }
+        Ok(self.report.moments[..] == first_run[..self.report.moments.len()])
+    }
+}
+
+fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct) -> Recomputed {
     let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     let mut clauses = Vec::new();
@@ -367,11 +541,19 @@ fn seal_differences(
 
 /// Compares one recomputed act with the stored one and records the moment
 /// (and its divergence, if any); returns whether to stop.
-fn compare(substrate: &Substrate, world: &World, act: PendingAct, report: &mut ReplayReport, keep_going: bool) -> bool {
-    let PendingAct { seq, land_seq, fact, body, recomputed } = act;
+fn compare(
+    substrate: &Substrate,
+    world: &World,
+    act: &StoredAct,
+    recomputed: Option<Recomputed>,
+    report: &mut ReplayReport,
+    keep_going: bool,
+) -> bool {
+    let StoredAct { seq, land_seq, fact, body } = act;
+    let (seq, land_seq) = (*seq, *land_seq);
     let (differences, unstable, clauses, composed, face, context) = match recomputed {
         Some(Recomputed { outcome, clauses, composed, face, context, unstable }) => {
-            let (differences, unstable_at_seal) = seal_differences(substrate, world, &fact, &body, outcome);
+            let (differences, unstable_at_seal) = seal_differences(substrate, world, fact, body, outcome);
             (differences, unstable || unstable_at_seal, clauses, composed, face, context)
         }
         // The act's cursor lies after its own land seq: the stored cursor is wrong.
@@ -386,11 +568,22 @@ fn compare(substrate: &Substrate, world: &World, act: PendingAct, report: &mut R
     };
     let matches = differences.is_empty();
     if !matches {
-        let cause = classify(report, &body, substrate, unstable);
-        report.divergences.push(Divergence { seq, land_seq, differences, cause, context });
+        let cause = classify(report, body, substrate, unstable);
+        report.divergences.push(Divergence { seq, land_seq, differences, cause, context: context.clone() });
     }
     let stored_time_ms = fact.header.stored_time_ms;
-    report.moments.push(ReplayedMoment { seq, land_seq, stored_time_ms, act: body, clauses, composed, face, matches });
+    let act = body.clone();
+    report.moments.push(ReplayedMoment {
+        seq,
+        land_seq,
+        stored_time_ms,
+        act,
+        clauses,
+        composed,
+        face,
+        context,
+        matches,
+    });
     !matches && !keep_going
 }
 
