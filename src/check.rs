@@ -429,7 +429,16 @@ pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> 
 
 /// Verifies the whole land: every reel, the land log, fork proofs, indexes.
 pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
-    let records = store.raw_records(None)?;
+    verify_land_records(store, store.raw_records(None)?, mode, threads)
+}
+
+/// [`verify_land`] over records already read (every record of the store).
+pub fn verify_land_records(
+    store: &dyn Store,
+    records: Vec<RawRecord>,
+    mode: SignatureMode,
+    threads: usize,
+) -> Result<LandReport, StoreError> {
     let mut land_seqs: Vec<(u64, BeingId, u64)> = records
         .iter()
         .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))

@@ -72,6 +72,12 @@ fn every_being_of_every_demo_world_replays_byte_for_byte_and_the_land_is_untouch
             moments += summary["moments"].as_u64().expect("count");
         }
         assert!(moments > 0, "{fixture}: replay rebuilt no moment");
+        // The land-wide replay rebuilds the same moments, all of them matching.
+        let output = seed(&land, &["replay", "--all", "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{fixture}: {}", stdout(&output));
+        let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
+        assert_eq!(all["moments"].as_u64(), Some(moments), "{fixture}: {all}");
+        assert_eq!(all["divergences"], 0, "{fixture}: {all}");
         assert!(land_content(&land) == before, "{fixture}: replay changed the land");
     }
 }
@@ -100,6 +106,9 @@ fn a_tampered_historic_fact_is_named_by_verify_and_by_replay() {
     let problems = summary["problems"].to_string();
     assert!(problems.contains("seq 2"), "{summary}");
     assert_eq!(summary["stoppedEarly"], true);
+    let all = seed(&land, &["replay", "--all"]);
+    assert_eq!(all.status.code(), Some(1));
+    assert!(stdout(&all).contains("PROBLEM") && stdout(&all).contains("seq 2"), "{}", stdout(&all));
 }
 
 /// Copies the fixtures, core roles and extensions into `into`, keeping their
@@ -156,6 +165,14 @@ fn a_changed_role_diverges_at_the_first_moment_that_wore_it_and_is_classified_as
     assert!(fields.contains(&"digests.composed"), "{fields:?}");
     assert!(fields.iter().any(|field| field.starts_with("stack[")), "{fields:?}");
     assert_eq!(summary["stoppedEarly"], true);
+    // Land-wide, every moment that wore the role diverges, each a definition change.
+    let output = seed(&land, &["replay", "--all", "--json", "--fixture", fixture.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    let first = all["firstDivergences"].as_array().expect("list");
+    assert!(!first.is_empty() && all["divergences"].as_u64() == Some(first.len() as u64), "{all}");
+    assert!(first.iter().all(|divergence| divergence["cause"]["kind"] == "definition changed"), "{all}");
+    assert!(first.iter().any(|divergence| divergence["being"] == "worker-a"), "{all}");
 }
 
 #[test]

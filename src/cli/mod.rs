@@ -91,8 +91,15 @@ enum Command {
     },
     /// Rebuild a being's moments from its reel and compare each with what was sealed.
     Replay {
-        /// @name or being id.
-        being: String,
+        /// @name or being id (or --all for every being of the land).
+        #[arg(required_unless_present = "all")]
+        being: Option<String>,
+        /// Replay every being of the land (verification, then every moment recomputed).
+        #[arg(long, conflicts_with_all = ["being", "from", "to", "step", "fork"])]
+        all: bool,
+        /// Threads recomputing moments in a land-wide replay (results do not depend on it).
+        #[arg(long, default_value_t = 2, requires = "all")]
+        threads: usize,
         /// The world whose roles and extensions the moments used (default: the
         /// one `seed sim --land` recorded in the land folder).
         #[arg(long)]
@@ -242,6 +249,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Sim { .. } => unreachable!("handled above"),
         Command::Replay {
             being,
+            all,
+            threads,
             fixture,
             from,
             to,
@@ -254,8 +263,12 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             ticks,
             keep,
             json,
-        } => match fork {
-            Some(at_seq) => replay::fork(
+        } => match (being, fork) {
+            (None, _) => {
+                debug_assert!(all, "clap requires a being unless --all");
+                replay::replay_all(&dir, fixture.as_deref(), threads, json)
+            }
+            (Some(being), Some(at_seq)) => replay::fork(
                 &dir,
                 replay::ForkArguments {
                     being: &being,
@@ -269,7 +282,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                     json,
                 },
             ),
-            None => replay::replay(
+            (Some(being), None) => replay::replay(
                 &dir,
                 replay::ReplayArguments {
                     being: &being,

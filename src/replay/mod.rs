@@ -18,6 +18,7 @@
 
 pub mod breakpoint;
 pub mod fork;
+pub mod land;
 
 use crate::canonical;
 use crate::check::{verify_being, SignatureMode};
@@ -360,7 +361,7 @@ impl<'a> Replayer<'a> {
                 for land_seq in land_seqs {
                     if let Some(act) = self.acts.get(land_seq) {
                         if !self.recomputed.contains_key(land_seq) {
-                            let recomputed = recompute(self.substrate, &self.world, self.being, act);
+                            let recomputed = recompute(self.substrate, &self.world, self.being, act, Detail::Full);
                             self.recomputed.insert(*land_seq, recomputed);
                         }
                     }
@@ -446,27 +447,40 @@ impl<'a> Replayer<'a> {
     }
 }
 
-fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct) -> Recomputed {
+/// How much of a recomputed moment to keep besides its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// Clause trace, composed role with its prompt, face and open context (to show them).
+    Full,
+    /// The outcome only (a land-wide replay counts and compares).
+    OutcomeOnly,
+}
+
+fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct, detail: Detail) -> Recomputed {
     let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     let mut clauses = Vec::new();
     let (mut composed, mut face, mut context) = (Json::Null, Json::Null, Json::Null);
     let result = (|| {
         let assigned = moment::assign(substrate, world, &opened)?;
-        context = context_json(&assigned.context);
-        clauses = assigned.flow.explain(&assigned.walk);
-        composed = json!({
-            "primary": assigned.composed.primary.as_deref(),
-            "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
-            "prompt": assigned.composed.render_prompt(&assigned.context),
-        });
+        if detail == Detail::Full {
+            context = context_json(&assigned.context);
+            clauses = assigned.flow.explain(&assigned.walk);
+            composed = json!({
+                "primary": assigned.composed.primary.as_deref(),
+                "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+                "prompt": assigned.composed.render_prompt(&assigned.context),
+            });
+        }
         let folded = moment::fold(substrate, world, &opened, &assigned)?;
         let decision = moment::momentum(substrate, world, &opened, &assigned, &folded)?;
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
-        face = folded.value;
+        if detail == Detail::Full {
+            face = folded.value;
+        }
         decided
     })();
-    if context.is_null() {
+    if context.is_null() && detail == Detail::Full {
         // Assign failed before it built the context: build it for the report.
         if let Some(row) = world.beings.get(&being) {
             context = context_json(&moment::open_context(world, row, &opened));
@@ -568,7 +582,7 @@ fn compare(
     };
     let matches = differences.is_empty();
     if !matches {
-        let cause = classify(report, body, substrate, unstable);
+        let cause = classify(&report.problems, body, substrate, unstable);
         report.divergences.push(Divergence { seq, land_seq, differences, cause, context: context.clone() });
     }
     let stored_time_ms = fact.header.stored_time_ms;
@@ -587,9 +601,9 @@ fn compare(
     !matches && !keep_going
 }
 
-fn classify(report: &ReplayReport, body: &ActBody, substrate: &Substrate, unstable: bool) -> DivergenceCause {
-    if !report.problems.is_empty() {
-        return DivergenceCause::StoredInputChanged { problems: report.problems.clone() };
+fn classify(problems: &[String], body: &ActBody, substrate: &Substrate, unstable: bool) -> DivergenceCause {
+    if !problems.is_empty() {
+        return DivergenceCause::StoredInputChanged { problems: problems.to_vec() };
     }
     if body.evaluator != EVALUATOR_VERSION {
         return DivergenceCause::EvaluatorChanged {
