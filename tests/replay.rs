@@ -354,3 +354,92 @@ fn stepping_back_rebuilds_exactly_the_moments_of_the_first_run() {
     let transcript = step_session(&land, "@worker-a", "break kind genesis\ncontinue\nquit\n");
     assert!(transcript.contains("breakpoint: kind genesis: land seq"), "{transcript}");
 }
+
+/// Runs `seed corpus ARGS...` (no land needed).
+fn corpus(arguments: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("corpus")
+        .args(arguments)
+        .env_remove("SEED_LAND")
+        .output()
+        .expect("run seed")
+}
+
+fn repository() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_replay_corpus_replays_as_captured() {
+    let corpus_dir = repository().join("replay");
+    let output = corpus(&["check", "--dir", corpus_dir.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    for world in ["court", "factory", "library", "dance"] {
+        assert!(stdout(&output).contains(&format!("ok      {}", corpus_dir.join(format!("{world}.toml")).display())));
+    }
+}
+
+#[test]
+fn capturing_a_demo_world_again_reproduces_its_corpus_entry_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = repository().join("fixtures/court.toml");
+    let output = corpus(&[
+        "capture",
+        fixture.to_str().expect("utf-8"),
+        "--name",
+        "court",
+        "--ticks",
+        "12",
+        "--dir",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let captured = std::fs::read(dir.path().join("court.land")).expect("capture");
+    let committed = std::fs::read(repository().join("replay/court.land")).expect("corpus");
+    assert!(captured == committed, "the court's land changed: re-capture after an intended change (docs/replay.md)");
+}
+
+#[test]
+fn a_changed_definition_or_a_damaged_capture_fails_the_corpus_check() {
+    let dir = tempfile::tempdir().expect("folder");
+    copy_definitions(dir.path());
+    copy_tree(&repository().join("replay"), &dir.path().join("replay"));
+    let corpus_dir = dir.path().join("replay");
+    let corpus_dir_text = corpus_dir.to_str().expect("utf-8");
+    assert_eq!(corpus(&["check", "--dir", corpus_dir_text]).status.code(), Some(0), "the copy checks clean");
+
+    let bored = dir.path().join("extensions/emotions/roles/bored.toml");
+    let text = std::fs::read_to_string(&bored).expect("read");
+    std::fs::write(&bored, text.replace("You would welcome something to do.", "Idle hands.")).expect("edit");
+    let output = corpus(&["check", "--dir", corpus_dir_text]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout(&output);
+    assert!(report.contains("FAILED") && report.contains("factory.toml"), "{report}");
+    assert!(report.contains("definition changed"), "{report}");
+    assert!(report.contains("ok      ") && report.contains("court.toml"), "the court does not wear the role: {report}");
+    std::fs::write(&bored, text).expect("restore");
+
+    let capture = corpus_dir.join("library.land");
+    let original = std::fs::read(&capture).expect("read");
+    let mut flipped = original.clone();
+    let inside_the_last_fact = flipped.len() - 100;
+    flipped[inside_the_last_fact] ^= 0x01;
+    std::fs::write(&capture, &flipped).expect("write");
+    let output = corpus(&["check", "--dir", corpus_dir_text, "--name", "library"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stdout(&output).contains("FAILED"), "{}", stdout(&output));
+
+    std::fs::write(&capture, &original[..original.len() - 10]).expect("truncate");
+    let output = corpus(&["check", "--dir", corpus_dir_text, "--name", "library"]);
+    assert!(stdout(&output).contains("truncated"), "{}", stdout(&output));
+
+    let mut newer = original.clone();
+    newer[18..26].copy_from_slice(&99u64.to_be_bytes());
+    std::fs::write(&capture, &newer).expect("write");
+    let output = corpus(&["check", "--dir", corpus_dir_text, "--name", "library"]);
+    assert!(stdout(&output).contains("format 99 is newer than this build reads"), "{}", stdout(&output));
+
+    let output = corpus(&["check", "--dir", dir.path().to_str().expect("utf-8")]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("no corpus entries"), "{}", stderr(&output));
+}

@@ -1,5 +1,6 @@
 //! Command-line arguments and the commands behind them.
 
+mod corpus;
 mod flow;
 mod replay;
 mod step;
@@ -139,6 +140,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The replay corpus: capture a demo world's land, or check every capture replays as recorded.
+    Corpus {
+        #[command(subcommand)]
+        command: CorpusCommand,
+    },
     /// Evaluate or check a roleFlow on files (for role authors).
     Flow {
         #[command(subcommand)]
@@ -154,6 +160,32 @@ enum Command {
         facts: Option<u64>,
         #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
         window: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CorpusCommand {
+    /// Simulate a fixture and store its land in land order, with its expected digests.
+    Capture {
+        fixture: PathBuf,
+        /// The entry's name (files NAME.land and NAME.toml).
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        ticks: Option<u64>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The corpus folder.
+        #[arg(long, default_value = "replay")]
+        dir: PathBuf,
+    },
+    /// Replay every captured land (or one) and compare it with its expected digests.
+    Check {
+        #[arg(long, default_value = "replay")]
+        dir: PathBuf,
+        /// Only this entry.
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 
@@ -195,6 +227,14 @@ fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
 }
 
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
+    if let Command::Corpus { command } = &arguments.command {
+        return match command {
+            CorpusCommand::Capture { fixture, name, ticks, seed, dir } => {
+                corpus::capture(fixture, name, *ticks, *seed, dir)
+            }
+            CorpusCommand::Check { dir, name } => corpus::check(dir, name.as_deref()),
+        };
+    }
     if let Command::Sim { fixture, ticks, seed, threads, trace, json } = &arguments.command {
         return sim(arguments.land.as_deref(), fixture, *ticks, *seed, *threads, trace.clone(), *json);
     }
@@ -246,7 +286,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             flow::eval(&flow, &context, &roles, cognition, json)
         }
         Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
-        Command::Sim { .. } => unreachable!("handled above"),
+        Command::Sim { .. } | Command::Corpus { .. } => unreachable!("handled above"),
         Command::Replay {
             being,
             all,

@@ -17,6 +17,7 @@
 //! recomputation in this build disagrees with the first).
 
 pub mod breakpoint;
+pub mod corpus;
 pub mod fork;
 pub mod land;
 

@@ -1,0 +1,197 @@
+//! `seed corpus capture` and `seed corpus check`: the replay corpus in
+//! `replay/` (see src/replay/corpus.rs for the capture format).
+
+use anyhow::{bail, Context, Result};
+use seed::replay::corpus::{load_capture, read_capture, write_capture, CAPTURE_FORMAT_VERSION};
+use seed::sim::fixture::Fixture;
+use seed::store::Store;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Threads a corpus capture or check runs moments on (results do not depend on it).
+const CORPUS_THREADS: usize = 2;
+
+/// `replay/NAME.toml`: how a capture was made and what it must replay to.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    /// The fixture whose definitions the land's moments used, relative to the manifest.
+    fixture: PathBuf,
+    seed: u64,
+    ticks: u64,
+    /// The capture file, relative to the manifest.
+    capture: PathBuf,
+    format: u64,
+    expected: Expected,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Expected {
+    facts: u64,
+    moments: u64,
+    land_digest: String,
+    world_hash: String,
+    /// The evaluator that sealed the captured moments.
+    evaluator: String,
+}
+
+pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, dir: &Path) -> Result<ExitCode> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        bail!("--name {name:?}: use letters, digits, '-' and '_' only");
+    }
+    let fixture = Fixture::load(fixture_path)?;
+    let ticks = ticks.unwrap_or(fixture.ticks);
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    let scratch = tempfile::tempdir()?;
+    let land_dir = scratch.path().join("land");
+    let options = seed::sim::SimOptions {
+        ticks: Some(ticks),
+        seed,
+        threads: CORPUS_THREADS,
+        land_dir: land_dir.clone(),
+        trace_file: None,
+        progress: false,
+    };
+    let summary = seed::sim::run(&fixture, &options)?;
+    let land = seed::land::Land::open(&land_dir)?;
+    let capture_file = format!("{name}.land");
+    let mut bytes = Vec::new();
+    let land_digest = write_capture(land.store(), &mut bytes)?;
+    let facts = land.store().land_len()?;
+    land.close()?;
+    let moments = summary.acts.values().sum();
+    let fixture_relative = relative_to(dir, fixture_path)?;
+    let manifest = Manifest {
+        fixture: fixture_relative,
+        seed,
+        ticks,
+        capture: PathBuf::from(&capture_file),
+        format: CAPTURE_FORMAT_VERSION,
+        expected: Expected {
+            facts,
+            moments,
+            land_digest: land_digest.to_hex(),
+            world_hash: summary.world_hash.to_hex(),
+            evaluator: seed::moment::EVALUATOR_VERSION.to_string(),
+        },
+    };
+    std::fs::write(dir.join(&capture_file), bytes).with_context(|| format!("writing {capture_file}"))?;
+    let header = "# A replay corpus entry: written by `seed corpus capture`; see docs/replay.md.\n";
+    std::fs::write(dir.join(format!("{name}.toml")), format!("{header}{}", toml::to_string(&manifest)?))
+        .with_context(|| format!("writing {name}.toml"))?;
+    println!(
+        "captured {name}: {} ticks of {}, {facts} facts, {moments} moments, land {}",
+        ticks,
+        fixture.name,
+        land_digest.short()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `target` as a path relative to the folder `from` (both made absolute).
+fn relative_to(from: &Path, target: &Path) -> Result<PathBuf> {
+    let from = from.canonicalize().with_context(|| format!("{}", from.display()))?;
+    let target = target.canonicalize().with_context(|| format!("{}", target.display()))?;
+    let common = from.components().zip(target.components()).take_while(|(a, b)| a == b).count();
+    let mut relative = PathBuf::new();
+    for _ in from.components().skip(common) {
+        relative.push("..");
+    }
+    for component in target.components().skip(common) {
+        relative.push(component);
+    }
+    Ok(relative)
+}
+
+pub fn check(dir: &Path, only: Option<&str>) -> Result<ExitCode> {
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "toml"))
+        .filter(|path| only.is_none_or(|name| path.file_stem().is_some_and(|stem| stem == name)))
+        .collect();
+    manifests.sort();
+    if manifests.is_empty() {
+        bail!("no corpus entries (NAME.toml) in {}", dir.display());
+    }
+    let mut failed = 0;
+    for manifest_path in &manifests {
+        match check_one(manifest_path) {
+            Ok(report) if report.is_empty() => println!("ok      {}", manifest_path.display()),
+            Ok(report) => {
+                failed += 1;
+                println!("FAILED  {}", manifest_path.display());
+                for line in report {
+                    println!("        {line}");
+                }
+            }
+            Err(error) => {
+                failed += 1;
+                println!("FAILED  {}: {error:#}", manifest_path.display());
+            }
+        }
+    }
+    println!(
+        "{} corpus entr{} checked, {failed} failed",
+        manifests.len(),
+        if manifests.len() == 1 { "y" } else { "ies" }
+    );
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What differs from the manifest's expectations (empty: all as expected).
+fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(manifest_path)?;
+    let manifest: Manifest = toml::from_str(&text).context("the manifest")?;
+    let base = manifest_path.parent().unwrap_or(Path::new("."));
+    let fixture = Fixture::load(&base.join(&manifest.fixture))?;
+    let (substrate, _) = seed::sim::substrate_for(&fixture, &[])?;
+    let capture_path = base.join(&manifest.capture);
+    let bytes = std::fs::read(&capture_path).with_context(|| format!("{}", capture_path.display()))?;
+    let envelopes = read_capture(&bytes).with_context(|| format!("{}", capture_path.display()))?;
+    let scratch = tempfile::tempdir()?;
+    let store = seed::store::SledStore::open(&scratch.path().join("store"), None, &seed::limits::Limits::default())
+        .map_err(|error| anyhow::anyhow!("a scratch store: {error}"))?;
+    let mut problems = Vec::new();
+    let land_digest = load_capture(&envelopes, &store)?;
+    if land_digest.to_hex() != manifest.expected.land_digest {
+        problems.push(format!(
+            "land digest {} where {} was captured",
+            land_digest.to_hex(),
+            manifest.expected.land_digest
+        ));
+    }
+    let facts = store.land_len()?;
+    if facts != manifest.expected.facts {
+        problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
+    }
+    let report = seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS)?;
+    problems.extend(report.problems.iter().map(|problem| format!("verify: {problem}")));
+    for (being, divergence) in &report.divergences {
+        let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();
+        problems.push(format!(
+            "moment #{} of {} (land {}) diverges: {} [{}]",
+            divergence.seq,
+            being.short(),
+            divergence.land_seq,
+            divergence.cause.label(),
+            fields.join(", ")
+        ));
+    }
+    if report.moments != manifest.expected.moments {
+        problems.push(format!("{} moments replayed where {} were captured", report.moments, manifest.expected.moments));
+    }
+    let mut world = seed::world::World::new();
+    seed::sim::fold_to_end(&store, &mut world)?;
+    let world_hash = seed::sim::world_hash(&world, &store)?;
+    if world_hash.to_hex() != manifest.expected.world_hash {
+        problems.push(format!(
+            "world hash {} where {} was captured",
+            world_hash.to_hex(),
+            manifest.expected.world_hash
+        ));
+    }
+    Ok(problems)
+}
