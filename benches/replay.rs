@@ -1,0 +1,90 @@
+//! Replay at scale: the land of the moments benchmark's world (10,000
+//! scripted beings, fixtures/crowd.toml, four rounds: 40,000 acts, 50,000
+//! facts) replayed land-wide with full recomputation (every signature,
+//! chain and index checked, every moment recomputed and compared byte for
+//! byte). Reference in the same run: verification alone, the part of a
+//! replay that recomputes nothing. Target: 100,000 replayed moments/s.
+//!
+//! Under `cargo test --benches` the crowd shrinks to 200 beings.
+
+use criterion::{criterion_group, Criterion, Throughput};
+use seed::replay::land::{replay_land, verify_only};
+use seed::sim::fixture::Fixture;
+use seed::sim::{substrate_for, SimOptions};
+use std::path::Path;
+
+const CROWD_BEINGS: u64 = 10_000;
+const CROWD_BEINGS_IN_TEST_MODE: u64 = 200;
+const ROUNDS: u64 = 4;
+const THREADS: usize = 2;
+
+fn bench(c: &mut Criterion) {
+    let benchmarking = std::env::args().any(|argument| argument == "--bench");
+    let beings = if benchmarking { CROWD_BEINGS } else { CROWD_BEINGS_IN_TEST_MODE };
+    let mut fixture = Fixture::load(Path::new("fixtures/crowd.toml")).expect("crowd fixture");
+    fixture.generate[0].count = beings;
+    let dir = tempfile::tempdir().expect("folder");
+    let land_dir = dir.path().join("land");
+    let options = SimOptions {
+        ticks: Some(ROUNDS),
+        seed: 0,
+        threads: THREADS,
+        land_dir: land_dir.clone(),
+        trace_file: None,
+        progress: false,
+    };
+    let summary = seed::sim::run(&fixture, &options).expect("simulate the crowd");
+    let moments: u64 = summary.acts.values().sum();
+    assert_eq!(moments, beings * ROUNDS, "every moment of the crowd is an act");
+    let (substrate, _) = substrate_for(&fixture, &[]).expect("definitions");
+    let land = seed::land::Land::open(&land_dir).expect("open the land");
+    let store = land.store();
+
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(moments));
+    group.sample_size(10);
+    group.bench_function("reference_verify_only", |b| {
+        b.iter(|| assert!(verify_only(store, THREADS).expect("verify").problems.is_empty()))
+    });
+    group.bench_function("crowd_land_full_recomputation", |b| {
+        b.iter(|| {
+            let report = replay_land(store, &substrate, THREADS).expect("replay");
+            assert!(report.clean() && report.moments == moments, "{report:?}");
+        })
+    });
+    group.finish();
+    land.close().expect("close");
+}
+
+fn rate(path: &str, elements: f64) -> Option<f64> {
+    let dir =
+        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(elements * 1e9 / json["mean"]["point_estimate"].as_f64()?)
+}
+
+fn print_figures() {
+    let moments = (CROWD_BEINGS * ROUNDS) as f64;
+    let (Some(verify), Some(replay)) =
+        (rate("replay/reference_verify_only", moments), rate("replay/crowd_land_full_recomputation", moments))
+    else {
+        return;
+    };
+    // Time per moment: the replay's, less verification's, is what recomputing costs.
+    let recompute_only = 1.0 / (1.0 / replay - 1.0 / verify);
+    println!("\n== figures of this run (moments per second, 40,000 moments, 50,000 facts) ==");
+    println!("verification alone (reference)        {verify:>10.0}/s");
+    println!("full replay (verify + recompute)      {replay:>10.0}/s  = {:.1}% of the verification rate (target >= 100,000/s)", 100.0 * replay / verify);
+    println!("recomputation share alone             {recompute_only:>10.0}/s");
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if std::env::args().any(|argument| argument == "--bench") {
+        print_figures();
+    }
+}
