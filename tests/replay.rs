@@ -165,6 +165,16 @@ fn a_changed_role_diverges_at_the_first_moment_that_wore_it_and_is_classified_as
     assert!(fields.contains(&"digests.composed"), "{fields:?}");
     assert!(fields.iter().any(|field| field.starts_with("stack[")), "{fields:?}");
     assert_eq!(summary["stoppedEarly"], true);
+    // How the role changed, from the definition the land archived when it was simulated.
+    let changed = &divergence["roleDefinitionDifferences"][0];
+    assert_eq!(changed["role"], "emotions:bored");
+    let prompt = &changed["differences"][0];
+    assert_eq!(prompt["field"], "prompt", "{changed}");
+    assert!(prompt["expected"].as_str().is_some_and(|text| text.contains("welcome something to do")), "{changed}");
+    assert!(prompt["actual"].as_str().is_some_and(|text| text.contains("rather be elsewhere")), "{changed}");
+    assert_eq!(changed["differences"].as_array().map(Vec::len), Some(1), "only the prompt changed: {changed}");
+    let text = stdout(&seed(&land, &["replay", "@worker-a", "--fixture", fixture.to_str().expect("utf-8")]));
+    assert!(text.contains("- prompt:") && text.contains("+ prompt:"), "{text}");
     // Land-wide, every moment that wore the role diverges, each a definition change.
     let output = seed(&land, &["replay", "--all", "--json", "--fixture", fixture.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(1));

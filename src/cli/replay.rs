@@ -28,13 +28,40 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     path.canonicalize().with_context(|| format!("{}", path.display()))
 }
 
-/// Records, beside the land, the fixture a simulation ran (absolute paths).
+/// Where a land folder archives the role definitions its moments wore, one
+/// `DIGEST.json` per definition (see `Role::definition_json`).
+pub const ROLE_ARCHIVE_DIR: &str = "definitions/roles";
+
+/// Records, beside the land, the fixture a simulation ran (absolute paths),
+/// and archives every role definition it could wear by digest, so a later
+/// replay against changed definitions can show what changed.
 pub fn record_definitions(land_dir: &Path, fixture: &Path, seed: u64, role_dirs: &[PathBuf]) -> Result<()> {
     let role_dirs = role_dirs.iter().map(|dir| absolute(dir)).collect::<Result<Vec<_>>>()?;
-    let text = toml::to_string(&Definitions { fixture: absolute(fixture)?, seed, role_dirs })?;
+    let text = toml::to_string(&Definitions { fixture: absolute(fixture)?, seed, role_dirs: role_dirs.clone() })?;
     std::fs::write(land_dir.join(DEFINITIONS_FILE), text)
         .with_context(|| format!("writing {}", land_dir.join(DEFINITIONS_FILE).display()))?;
+    let (substrate, _) = seed::sim::substrate_for(&Fixture::load(fixture)?, &role_dirs)?;
+    let archive = land_dir.join(ROLE_ARCHIVE_DIR);
+    std::fs::create_dir_all(&archive).with_context(|| format!("{}", archive.display()))?;
+    for role in substrate.roles.iter() {
+        let path = archive.join(format!("{}.json", role.digest.to_hex()));
+        std::fs::write(&path, serde_json::to_string_pretty(&role.definition_json())?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok(())
+}
+
+/// How each changed role differs from the definition the moment wore, when
+/// the land archived that definition.
+fn role_change_differences(
+    land_dir: &Path,
+    substrate: &seed::moment::Substrate,
+    change: &seed::replay::RoleChange,
+) -> Option<Vec<seed::replay::FieldDifference>> {
+    let path = land_dir.join(ROLE_ARCHIVE_DIR).join(format!("{}.json", change.recorded.to_hex()));
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let current = substrate.roles.get(&change.role).map_or(serde_json::Value::Null, |role| role.definition_json());
+    Some(seed::replay::definition_differences(&recorded, &current))
 }
 
 /// The definitions a land's moments used: `--fixture` if given (with the
@@ -92,15 +119,28 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
         return Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
     let report = replay_being(land.store(), &substrate, being, options)?;
+    let role_diff = |change: &seed::replay::RoleChange| role_change_differences(land_dir, &substrate, change);
     if arguments.json {
-        print_json(&report)?;
+        print_json(&report, &role_diff)?;
     } else {
-        print_text(&report);
+        print_text(&report, &role_diff);
     }
     Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn print_json(report: &ReplayReport) -> Result<()> {
+/// How a changed role differs from the recorded one (`None`: not archived).
+type RoleDiff<'a> = &'a dyn Fn(&seed::replay::RoleChange) -> Option<Vec<seed::replay::FieldDifference>>;
+
+fn differences_json(differences: &[seed::replay::FieldDifference]) -> serde_json::Value {
+    json!(differences
+        .iter()
+        .map(|difference| json!({
+            "field": difference.field, "expected": difference.expected, "actual": difference.actual,
+        }))
+        .collect::<Vec<_>>())
+}
+
+fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for moment in &report.moments {
@@ -119,9 +159,14 @@ fn print_json(report: &ReplayReport) -> Result<()> {
         "moments": report.moments.len(), "problems": report.problems, "stoppedEarly": report.stopped_early,
         "divergences": report.divergences.iter().map(|divergence| json!({
             "seq": divergence.seq, "landSeq": divergence.land_seq, "cause": divergence.cause.to_json(),
-            "differences": divergence.differences.iter().map(|difference| json!({
-                "field": difference.field, "expected": difference.expected, "actual": difference.actual,
-            })).collect::<Vec<_>>(),
+            "differences": differences_json(&divergence.differences),
+            "roleDefinitionDifferences": match &divergence.cause {
+                seed::replay::DivergenceCause::DefinitionChanged { roles } => json!(roles.iter().map(|change| json!({
+                    "role": change.role,
+                    "differences": role_diff(change).map(|differences| differences_json(&differences)),
+                })).collect::<Vec<_>>()),
+                _ => serde_json::Value::Null,
+            },
             "context": divergence.context,
         })).collect::<Vec<_>>(),
     });
@@ -129,7 +174,7 @@ fn print_json(report: &ReplayReport) -> Result<()> {
     Ok(())
 }
 
-fn print_text(report: &ReplayReport) {
+fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) {
     println!("replay of @{} ({})", report.name, report.being.short());
     for problem in &report.problems {
         println!("  PROBLEM {problem}");
@@ -165,6 +210,15 @@ fn print_text(report: &ReplayReport) {
                 for change in roles {
                     let current = change.current.map_or("(no longer defined)".to_string(), |digest| digest.short());
                     println!("    role {}: recorded {} now {current}", change.role, change.recorded.short());
+                    match role_diff(change) {
+                        Some(differences) => {
+                            for difference in differences {
+                                println!("      - {}: {}", difference.field, difference.expected);
+                                println!("      + {}: {}", difference.field, difference.actual);
+                            }
+                        }
+                        None => println!("      (the recorded definition is not archived in this land)"),
+                    }
                 }
             }
             seed::replay::DivergenceCause::EvaluatorChanged { recorded, current } => {

@@ -633,6 +633,14 @@ fn classify(problems: &[String], body: &ActBody, substrate: &Substrate, unstable
     DivergenceCause::Unexplained
 }
 
+/// The fields of two role definitions (see `Role::definition_json`) that
+/// differ: how a role changed since a moment wore it.
+pub fn definition_differences(recorded: &Json, current: &Json) -> Vec<FieldDifference> {
+    let mut differences = Vec::new();
+    json_differences("", recorded, current, &mut differences);
+    differences
+}
+
 /// The fields of two act bodies that differ, as JSON paths with both values.
 pub fn body_differences(expected: &ActBody, actual: &ActBody) -> Vec<FieldDifference> {
     let expected = digests_as_hex(serde_json::to_value(expected).unwrap_or(Json::Null));

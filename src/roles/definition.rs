@@ -185,6 +185,12 @@ fn list_cbor(entries: &[CanEntry]) -> Cbor {
 }
 
 impl Role {
+    /// The definition its digest covers, as JSON (script source inline): what
+    /// a land archives so that replay can show how a role changed.
+    pub fn definition_json(&self) -> serde_json::Value {
+        crate::view::cbor_to_json(&self.definition_cbor())
+    }
+
     fn definition_cbor(&self) -> Cbor {
         let text = |key: &str| Cbor::Text(key.to_string());
         let optional_bool = |value: Option<bool>| value.map(Cbor::Bool).unwrap_or(Cbor::Null);
