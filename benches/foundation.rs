@@ -4,6 +4,9 @@
 //! everything, each figure is printed with its ratio to its reference, read
 //! from criterion's own estimates of this same run.
 
+mod common;
+
+use common::rate;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use ed25519_dalek::{Signature, Signer, SigningKey};
 use seed::check::{verify_land, SignatureMode};
@@ -145,18 +148,6 @@ fn bench_verify(c: &mut Criterion) {
 }
 
 /// Elements per second from criterion's estimate (mean time per iteration).
-fn rate(path: &str, elements: f64) -> Option<f64> {
-    let file = format!("{}/criterion/{path}/new/estimates.json", target_dir());
-    let text = std::fs::read_to_string(file).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let nanoseconds = json["mean"]["point_estimate"].as_f64()?;
-    Some(elements / (nanoseconds / 1e9))
-}
-
-fn target_dir() -> String {
-    std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").to_string())
-}
-
 fn print_ratios() {
     let Some(sign) = rate("reference/ed25519_sign", 1.0) else { return };
     let strict = rate("reference/ed25519_verify_strict", 1.0);

@@ -8,6 +8,9 @@
 //! Under `cargo test --benches` (no `--bench` argument) the crowd shrinks to
 //! 200 beings so the suite stays fast; the figures come from `cargo bench`.
 
+mod common;
+
+use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use ed25519_dalek::{Signer, SigningKey};
 use seed::sim::fixture::Fixture;
@@ -57,14 +60,6 @@ fn bench(c: &mut Criterion) {
     group.finish();
     let summary = simulation.finish().expect("finish");
     assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
-}
-
-fn rate(path: &str, elements: f64) -> Option<f64> {
-    let dir =
-        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
-    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(elements * 1e9 / json["mean"]["point_estimate"].as_f64()?)
 }
 
 fn print_ratios() {

@@ -7,6 +7,9 @@
 //!
 //! Under `cargo test --benches` the crowd shrinks to 200 beings.
 
+mod common;
+
+use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use seed::replay::land::{replay_land, verify_only};
 use seed::sim::fixture::Fixture;
@@ -54,14 +57,6 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
     land.close().expect("close");
-}
-
-fn rate(path: &str, elements: f64) -> Option<f64> {
-    let dir =
-        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
-    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(elements * 1e9 / json["mean"]["point_estimate"].as_f64()?)
 }
 
 fn print_figures() {

@@ -4,6 +4,9 @@
 //! digest (canonical CBOR + BLAKE3) is measured on its own. Reference in the
 //! same run: raw Ed25519 signing, the project's physical yardstick.
 
+mod common;
+
+use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use ed25519_dalek::{Signer, SigningKey};
 use seed::fact::body::Cognition;
@@ -69,18 +72,12 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-fn rate(path: &str) -> Option<f64> {
-    let dir =
-        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
-    let text = std::fs::read_to_string(format!("{dir}/criterion/{path}/new/estimates.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(1e9 / json["mean"]["point_estimate"].as_f64()?)
-}
-
 fn print_ratios() {
-    let (Some(sign), Some(walk), Some(digest)) =
-        (rate("roles/reference_ed25519_sign"), rate("roles/walk_and_compose"), rate("roles/composed_digest"))
-    else {
+    let (Some(sign), Some(walk), Some(digest)) = (
+        rate("roles/reference_ed25519_sign", 1.0),
+        rate("roles/walk_and_compose", 1.0),
+        rate("roles/composed_digest", 1.0),
+    ) else {
         return;
     };
     println!("\n== figures of this run (per second) ==");
