@@ -59,7 +59,7 @@ pub fn write_capture(store: &dyn Store, out: &mut impl Write) -> Result<Hash32, 
     out.write_all(&CAPTURE_FORMAT_VERSION.to_be_bytes())?;
     let mut hasher = land_hasher();
     for entry in store.land_log(0, store.land_len()?)? {
-        for stored in store.reel(&entry.being, entry.seq, entry.seq + 1)? {
+        if let Some(stored) = store.fact_at(&entry)? {
             let envelope = stored.fact.encode_envelope();
             let len = u32::try_from(envelope.len())
                 .map_err(|_| CorpusError::TooLarge { index: entry.land_seq as usize, len: envelope.len() })?;
@@ -116,17 +116,6 @@ pub fn load_capture(envelopes: &[Vec<u8>], store: &dyn Store) -> Result<Hash32, 
             return Err(CorpusError::OutOfOrder { index, land_seq: appended.land_seq });
         }
         hasher.update(envelope);
-    }
-    Ok(Hash32(*hasher.finalize().as_bytes()))
-}
-
-/// The digest of a land: every envelope in land order.
-pub fn land_digest(store: &dyn Store) -> Result<Hash32, StoreError> {
-    let mut hasher = land_hasher();
-    for entry in store.land_log(0, store.land_len()?)? {
-        for stored in store.reel(&entry.being, entry.seq, entry.seq + 1)? {
-            hasher.update(&stored.fact.encode_envelope());
-        }
     }
     Ok(Hash32(*hasher.finalize().as_bytes()))
 }

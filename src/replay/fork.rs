@@ -307,7 +307,7 @@ fn round_of(fixture: &Fixture, seq: u64, time_ms: u64) -> Result<u64, ForkError>
 
 fn last_stored_time(store: &dyn Store, land_seq: u64) -> Result<u64, StoreError> {
     let Some(entry) = store.land_log(land_seq, land_seq + 1)?.into_iter().next() else { return Ok(0) };
-    Ok(store.reel(&entry.being, entry.seq, entry.seq + 1)?.first().map_or(0, |fact| fact.fact.header.stored_time_ms))
+    Ok(store.fact_at(&entry)?.map_or(0, |stored| stored.fact.header.stored_time_ms))
 }
 
 /// The first land seq in `from..to` where the two stores hold different
@@ -325,9 +325,9 @@ fn first_difference(
     let right = sandbox.land_log(from, to)?;
     for (left, right) in left.iter().zip(&right) {
         let describe = |store: &dyn Store, entry: &LandEntry| -> Result<(String, Option<FactId>), StoreError> {
-            let fact = store.reel(&entry.being, entry.seq, entry.seq + 1)?;
-            let id = fact.first().map(|stored| stored.fact.id());
-            let kind = fact.first().map_or("nothing".to_string(), |stored| stored.fact.kind().to_string());
+            let fact = store.fact_at(entry)?;
+            let id = fact.as_ref().map(|stored| stored.fact.id());
+            let kind = fact.as_ref().map_or("nothing".to_string(), |stored| stored.fact.kind().to_string());
             let shown = id.map_or("-".to_string(), |id| id.short());
             Ok((format!("fact {shown} (#{} of {}, {kind})", entry.seq, entry.being.short()), id))
         };

@@ -368,11 +368,9 @@ impl<'a> Replayer<'a> {
                     }
                 }
             }
-            let fact = match self.store.reel(&entry.being, entry.seq, entry.seq + 1) {
-                Ok(facts) => match facts.into_iter().next() {
-                    Some(stored) => Some(stored.fact),
-                    None => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
-                },
+            let fact = match self.store.fact_at(&entry) {
+                Ok(Some(stored)) => Some(stored.fact),
+                Ok(None) => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
                 // An unreadable fact (verification names it) cannot be folded;
                 // with --keep-going the replay goes on without it.
                 Err(StoreError::Corrupt { .. }) => None,

@@ -116,9 +116,8 @@ pub fn substrate_for(
 pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), SimError> {
     let end = store.land_len()?;
     for entry in store.land_log(world.cursor, end)? {
-        let facts = store.reel(&entry.being, entry.seq, entry.seq + 1)?;
-        let stored = facts
-            .first()
+        let stored = store
+            .fact_at(&entry)?
             .ok_or_else(|| SimError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
         world.apply(entry.land_seq, &stored.fact);
     }

@@ -181,6 +181,11 @@ pub trait Store: Send + Sync {
     /// Land log entries with `from <= land_seq < to`.
     fn land_log(&self, from: u64, to: u64) -> Result<Vec<LandEntry>, StoreError>;
 
+    /// The fact a land log entry points at (`None`: the store does not hold it).
+    fn fact_at(&self, entry: &LandEntry) -> Result<Option<StoredFact>, StoreError> {
+        Ok(self.reel(&entry.being, entry.seq, entry.seq + 1)?.into_iter().next())
+    }
+
     fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError>;
 
     /// Drops every derived index and rebuilds it from the primary records.
