@@ -7,14 +7,13 @@
 //! comparison then run in land order, each against the world as the earlier
 //! facts left it, exactly as the simulation sealed them.
 
-use super::{classify, recompute, seal_differences, Detail, Divergence, FieldDifference, Recomputed, StoredAct};
-use crate::check::{verify_land, verify_land_records, SignatureMode};
+use super::{act_differences, classify, recompute, Detail, Divergence, Recomputed, StoredAct};
+use crate::check::{verify_land, verify_land_records, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact};
 use crate::moment::Substrate;
 use crate::store::{RawRecord, Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, World};
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Divergences a land-wide replay keeps in full (all are counted).
@@ -39,6 +38,16 @@ pub struct LandReplayReport {
 }
 
 impl LandReplayReport {
+    /// A report of the verification alone: nothing replayed yet.
+    fn verified(verified: &LandReport) -> LandReplayReport {
+        LandReplayReport {
+            beings: verified.beings,
+            facts_verified: verified.facts,
+            problems: verified.problems.iter().map(ToString::to_string).collect(),
+            ..LandReplayReport::default()
+        }
+    }
+
     pub fn clean(&self) -> bool {
         self.problems.is_empty() && self.divergences_total == 0
     }
@@ -49,12 +58,7 @@ impl LandReplayReport {
 pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport, StoreError> {
     let verified =
         verify_land(store, SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS }, threads.max(1))?;
-    Ok(LandReplayReport {
-        beings: verified.beings,
-        facts_verified: verified.facts,
-        problems: verified.problems.iter().map(ToString::to_string).collect(),
-        ..LandReplayReport::default()
-    })
+    Ok(LandReplayReport::verified(&verified))
 }
 
 /// Replays every being of the land against `substrate` on `threads` threads.
@@ -67,12 +71,7 @@ pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> 
     let decoded = parallel_map(&records, threads, decode);
     let verified =
         verify_land_records(store, records, SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS }, threads)?;
-    let mut report = LandReplayReport {
-        beings: verified.beings,
-        facts_verified: verified.facts,
-        problems: verified.problems.iter().map(ToString::to_string).collect(),
-        ..LandReplayReport::default()
-    };
+    let mut report = LandReplayReport::verified(&verified);
     let land_len = store.land_len()?;
     let mut facts: Vec<Option<Decoded>> = Vec::new();
     facts.resize_with(land_len as usize, || None);
@@ -113,20 +112,8 @@ pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> 
         };
         let body = &act.body;
         report.moments += 1;
-        let (differences, unstable) = match recomputed.remove(&land_seq) {
-            Some(Recomputed { outcome, unstable, .. }) => {
-                let (differences, unstable_at_seal) = seal_differences(substrate, &world, &act.fact, body, outcome);
-                (differences, unstable || unstable_at_seal)
-            }
-            None => (
-                vec![FieldDifference {
-                    field: "cursor".into(),
-                    expected: json!(body.cursor),
-                    actual: json!(format!("at most {land_seq}")),
-                }],
-                false,
-            ),
-        };
+        let verdict = recomputed.remove(&land_seq).map(|recomputed| (recomputed.outcome, recomputed.unstable));
+        let (differences, unstable) = act_differences(substrate, &world, act, verdict);
         if !differences.is_empty() {
             report.divergences_total += 1;
             if report.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {

@@ -552,6 +552,32 @@ fn seal_differences(
     }
 }
 
+/// How the stored act differs from its recomputation (`None`: its cursor lay
+/// after its own land seq, so it never was recomputed), once the seal-time
+/// rules ran against `world`; and whether the recomputation was unstable.
+fn act_differences(
+    substrate: &Substrate,
+    world: &World,
+    act: &StoredAct,
+    recomputed: Option<(Outcome, bool)>,
+) -> (Vec<FieldDifference>, bool) {
+    match recomputed {
+        Some((outcome, unstable)) => {
+            let (differences, unstable_at_seal) = seal_differences(substrate, world, &act.fact, &act.body, outcome);
+            (differences, unstable || unstable_at_seal)
+        }
+        // The act's cursor lies after its own land seq: the stored cursor is wrong.
+        None => {
+            let difference = FieldDifference {
+                field: "cursor".into(),
+                expected: json!(act.body.cursor),
+                actual: json!(format!("at most {}", act.land_seq)),
+            };
+            (vec![difference], false)
+        }
+    }
+}
+
 /// Compares one recomputed act with the stored one and records the moment
 /// (and its divergence, if any); returns whether to stop.
 fn compare(
@@ -564,21 +590,13 @@ fn compare(
 ) -> bool {
     let StoredAct { seq, land_seq, fact, body } = act;
     let (seq, land_seq) = (*seq, *land_seq);
-    let (differences, unstable, clauses, composed, face, context) = match recomputed {
+    let (verdict, clauses, composed, face, context) = match recomputed {
         Some(Recomputed { outcome, clauses, composed, face, context, unstable }) => {
-            let (differences, unstable_at_seal) = seal_differences(substrate, world, fact, body, outcome);
-            (differences, unstable || unstable_at_seal, clauses, composed, face, context)
+            (Some((outcome, unstable)), clauses, composed, face, context)
         }
-        // The act's cursor lies after its own land seq: the stored cursor is wrong.
-        None => {
-            let difference = FieldDifference {
-                field: "cursor".into(),
-                expected: json!(body.cursor),
-                actual: json!(format!("at most {land_seq}")),
-            };
-            (vec![difference], false, Vec::new(), Json::Null, Json::Null, Json::Null)
-        }
+        None => (None, Vec::new(), Json::Null, Json::Null, Json::Null),
     };
+    let (differences, unstable) = act_differences(substrate, world, act, verdict);
     let matches = differences.is_empty();
     if !matches {
         let cause = classify(&report.problems, body, substrate, unstable);
