@@ -123,7 +123,7 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
     if arguments.json {
         print_json(&report, &role_diff)?;
     } else {
-        print_text(&report, &role_diff);
+        print_text(&report, &role_diff)?;
     }
     Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -174,35 +174,51 @@ fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
     Ok(())
 }
 
-fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) {
+/// One replayed moment as text: seq, land seq, time, cursor, wake and
+/// verdict, the roles, the act; with `with_trace`, also the clause trace,
+/// the prose and the effects.
+pub fn write_moment(
+    out: &mut impl std::io::Write,
+    moment: &seed::replay::ReplayedMoment,
+    with_trace: bool,
+) -> std::io::Result<()> {
+    let act = &moment.act;
+    let wake = serde_json::to_string(&act.wake).unwrap_or_default();
+    let verdict = if moment.matches { "ok" } else { "DIVERGES" };
+    writeln!(
+        out,
+        "#{} land {} time {} cursor {} wake {wake}  {verdict}",
+        moment.seq, moment.land_seq, moment.stored_time_ms, act.cursor
+    )?;
+    let stack: Vec<&str> = act.stack.iter().map(|used| used.name.as_str()).collect();
+    writeln!(out, "    roles    {}", stack.join(" + "))?;
+    if with_trace {
+        for clause in &moment.clauses {
+            writeln!(out, "      {clause}")?;
+        }
+    }
+    writeln!(out, "    act      {}", serde_json::to_string(&act.call).unwrap_or_default())?;
+    if with_trace {
+        if let Some(content) = &act.content {
+            writeln!(out, "    prose    {content}")?;
+        }
+        if !act.effects.is_empty() {
+            writeln!(out, "    effects  {}", serde_json::to_string(&act.effects).unwrap_or_default())?;
+        }
+    }
+    Ok(())
+}
+
+fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
     println!("replay of @{} ({})", report.name, report.being.short());
     for problem in &report.problems {
         println!("  PROBLEM {problem}");
     }
+    let mut out = std::io::stdout().lock();
     for moment in &report.moments {
-        let act = &moment.act;
-        let wake = serde_json::to_string(&act.wake).unwrap_or_default();
-        println!(
-            "#{} land {} time {} cursor {} wake {wake}  {}",
-            moment.seq,
-            moment.land_seq,
-            moment.stored_time_ms,
-            act.cursor,
-            if moment.matches { "ok" } else { "DIVERGES" }
-        );
-        let stack: Vec<&str> = act.stack.iter().map(|used| used.name.as_str()).collect();
-        println!("    roles    {}", stack.join(" + "));
-        for clause in &moment.clauses {
-            println!("      {clause}");
-        }
-        println!("    act      {}", serde_json::to_string(&act.call).unwrap_or_default());
-        if let Some(content) = &act.content {
-            println!("    prose    {content}");
-        }
-        if !act.effects.is_empty() {
-            println!("    effects  {}", serde_json::to_string(&act.effects).unwrap_or_default());
-        }
+        write_moment(&mut out, moment, true)?;
     }
+    drop(out);
     for divergence in &report.divergences {
         println!("divergence at #{} (land {}): {}", divergence.seq, divergence.land_seq, divergence.cause.label());
         match &divergence.cause {
@@ -238,6 +254,7 @@ fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) {
         report.moments.len(),
         report.divergences.len()
     );
+    Ok(())
 }
 
 pub struct ForkArguments<'a> {

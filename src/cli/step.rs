@@ -36,7 +36,7 @@ pub fn run(mut replayer: Replayer<'_>, input: impl BufRead, output: &mut impl Wr
         let line = line?;
         let (command, rest) = line.trim().split_once(char::is_whitespace).unwrap_or((line.trim(), ""));
         match command {
-            "" | "n" | "next" => match forward(&mut replayer, current)? {
+            "" | "n" | "next" => match replayer.next_moment()? {
                 Some(index) => {
                     current = Some(index);
                     show(output, &replayer.report().moments[index])?;
@@ -50,14 +50,17 @@ pub fn run(mut replayer: Replayer<'_>, input: impl BufRead, output: &mut impl Wr
                         // Going back further than the first moment stops at the first.
                         let target = index.saturating_sub(steps);
                         let same = replayer.back_to(target)?;
-                        current = Some(target);
                         if !same {
                             writeln!(
                                 output,
                                 "WARNING: the re-run rebuilt other moments than the first run (nondeterminism)"
                             )?;
                         }
-                        show(output, &replayer.report().moments[target])?;
+                        // The re-run stops at `target` (earlier only if it ended early).
+                        current = replayer.report().moments.len().checked_sub(1);
+                        if let Some(index) = current {
+                            show(output, &replayer.report().moments[index])?;
+                        }
                     }
                     _ => writeln!(output, "at the first moment already")?,
                 }
@@ -70,11 +73,7 @@ pub fn run(mut replayer: Replayer<'_>, input: impl BufRead, output: &mut impl Wr
                     .map(str::to_string)
                     .collect();
                 loop {
-                    let step = match current {
-                        Some(index) if index + 1 < replayer.report().moments.len() => Step::Moment(index + 1),
-                        _ => replayer.step(&watched)?,
-                    };
-                    match step {
+                    match replayer.step(&watched)? {
                         Step::Moment(index) => {
                             current = Some(index);
                             let moment = &replayer.report().moments[index];
@@ -143,47 +142,16 @@ fn prompt(output: &mut impl Write) -> Result<()> {
     Ok(())
 }
 
-/// The moment after `current`: already rebuilt (after a back step) or the next one.
-fn forward(replayer: &mut Replayer<'_>, current: Option<usize>) -> Result<Option<usize>> {
-    let next = current.map_or(0, |index| index + 1);
-    if next < replayer.report().moments.len() {
-        return Ok(Some(next));
-    }
-    Ok(replayer.next_moment()?)
-}
-
+/// The moment in short: seq, time, cursor, wake, roles, act.
 fn show(output: &mut impl Write, moment: &ReplayedMoment) -> Result<()> {
-    let act = &moment.act;
-    let stack: Vec<&str> = act.stack.iter().map(|used| used.name.as_str()).collect();
-    writeln!(
-        output,
-        "#{} land {} time {} cursor {} wake {}  {}",
-        moment.seq,
-        moment.land_seq,
-        moment.stored_time_ms,
-        act.cursor,
-        serde_json::to_string(&act.wake)?,
-        if moment.matches { "ok" } else { "DIVERGES" }
-    )?;
-    writeln!(output, "    roles    {}", stack.join(" + "))?;
-    writeln!(output, "    act      {}", serde_json::to_string(&act.call)?)?;
-    Ok(())
+    Ok(super::replay::write_moment(output, moment, false)?)
 }
 
 fn print(output: &mut impl Write, replayer: &Replayer<'_>, index: usize, what: &str) -> Result<()> {
     let moment = &replayer.report().moments[index];
     let pretty = |value: &serde_json::Value| serde_json::to_string_pretty(value).unwrap_or_default();
     match what {
-        "" => {
-            show(output, moment)?;
-            for clause in &moment.clauses {
-                writeln!(output, "      {clause}")?;
-            }
-            if let Some(content) = &moment.act.content {
-                writeln!(output, "    prose    {content}")?;
-            }
-            writeln!(output, "    effects  {}", serde_json::to_string(&moment.act.effects)?)?;
-        }
+        "" => super::replay::write_moment(output, moment, true)?,
         "context" => writeln!(output, "{}", pretty(&moment.context))?,
         "composed" => writeln!(output, "{}", pretty(&moment.composed))?,
         "face" => writeln!(output, "{}", pretty(&moment.face))?,
