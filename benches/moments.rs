@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
         land_dir: dir.path().join("land"),
         trace_file: None,
         progress: false,
+        model: None,
     };
     let before = resident_bytes();
     let mut simulation = Simulation::plant(&fixture, &options).expect("plant the crowd");

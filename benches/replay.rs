@@ -35,6 +35,7 @@ fn bench(c: &mut Criterion) {
         land_dir: land_dir.clone(),
         trace_file: None,
         progress: false,
+        model: None,
     };
     let summary = seed::sim::run(&fixture, &options).expect("simulate the crowd");
     let moments: u64 = summary.acts.values().sum();

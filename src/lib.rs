@@ -11,6 +11,7 @@ pub mod fact;
 pub mod keys;
 pub mod land;
 pub mod limits;
+pub mod llm;
 pub mod moment;
 pub mod names;
 pub mod replay;

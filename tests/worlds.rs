@@ -28,6 +28,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
         land_dir: land.clone(),
         trace_file: Some(trace.clone()),
         progress: false,
+        model: None,
     };
     let summary = sim::run(&fixture, &options).expect("simulation runs");
     let traces = std::fs::read_to_string(&trace)
@@ -197,6 +198,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
         land_dir: dir.path().join("land"),
         trace_file: None,
         progress: false,
+        model: None,
     };
     let simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
     let ada = simulation.world.names["ada"];
@@ -245,6 +247,7 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
         land_dir: dir.path().join("land"),
         trace_file: None,
         progress: false,
+        model: None,
     };
     let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
     let mother = simulation.world.names["mother"];

@@ -53,6 +53,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
         land_dir: land_dir.clone(),
         trace_file: None,
         progress: false,
+        model: None,
     };
     let summary = seed::sim::run(&fixture, &options)?;
     let land = seed::land::Land::open(&land_dir)?;

@@ -87,6 +87,9 @@ enum Command {
         /// Write one JSON line per moment (the moment trace) to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
+        #[arg(long)]
+        llm: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -235,8 +238,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             CorpusCommand::Check { dir, name } => corpus::check(dir, name.as_deref()),
         };
     }
-    if let Command::Sim { fixture, ticks, seed, threads, trace, json } = &arguments.command {
-        return sim(arguments.land.as_deref(), fixture, *ticks, *seed, *threads, trace.clone(), *json);
+    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, json } = &arguments.command {
+        let run = SimRun { ticks: *ticks, seed: *seed, threads: *threads, trace: trace.clone(), llm: llm.clone() };
+        return sim(arguments.land.as_deref(), fixture, run, *json);
     }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     match arguments.command {
@@ -401,14 +405,32 @@ fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     let being = land.resolve(reference)?;
     let head = land.store().head(&being)?.context("the being has no head")?;
     let facts = land.store().reel(&being, 0, head.seq + 1)?;
+    // Token and cost accounting over the sealed LLM acts of the reel.
+    let (mut calls, mut prompt_tokens, mut completion_tokens, mut cost_micros) = (0u64, 0u64, 0u64, 0u64);
+    for stored in facts.iter().filter(|stored| stored.fact.kind() == seed::world::body::KIND_ACT) {
+        if let Ok(seed::world::ActBody { llm: Some(record), .. }) = stored.fact.body_as::<seed::world::ActBody>() {
+            calls += 1;
+            prompt_tokens += record.prompt_tokens;
+            completion_tokens += record.completion_tokens;
+            cost_micros += record.cost_micros;
+        }
+    }
     if json {
         let list: Vec<_> = facts.iter().map(view::stored_fact_json).collect();
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "being": being.to_hex(), "facts": list }))?);
+        let llm = serde_json::json!({ "calls": calls, "promptTokens": prompt_tokens,
+            "completionTokens": completion_tokens, "costMicros": cost_micros });
+        let value = serde_json::json!({ "being": being.to_hex(), "facts": list, "llm": llm });
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         let genesis: GenesisBody = land.genesis(&being)?;
         println!("@{} {} ({}, {} facts)", genesis.name, being.to_hex(), genesis.cognition.as_str(), facts.len());
         for stored in &facts {
             println!("{}", view::stored_fact_line(stored));
+        }
+        if calls > 0 {
+            println!(
+                "llm: {calls} sealed call(s), {prompt_tokens} prompt + {completion_tokens} completion tokens, cost {cost_micros} micros"
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -508,19 +530,28 @@ fn report_ack(sealed: &seed::land::Sealed) -> Result<()> {
     Ok(())
 }
 
-fn sim(
-    land: Option<&std::path::Path>,
-    fixture_path: &std::path::Path,
+/// The options of `seed sim` besides where and what.
+struct SimRun {
     ticks: Option<u64>,
     seed: u64,
     threads: usize,
     trace: Option<PathBuf>,
-    json: bool,
-) -> Result<ExitCode> {
+    llm: Option<PathBuf>,
+}
+
+fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimRun, json: bool) -> Result<ExitCode> {
     use seed::sim::{self, fixture::Fixture, SimOptions};
+    let SimRun { ticks, seed, threads, trace, llm } = run;
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
+    let model: Option<std::sync::Arc<dyn seed::llm::LanguageModel>> = match &llm {
+        Some(path) => {
+            let connections = seed::llm::connections::Connections::load(path)?;
+            Some(std::sync::Arc::new(seed::llm::client::LlmClient::new(connections).map_err(anyhow::Error::msg)?))
+        }
+        None => None,
+    };
     let fixture = Fixture::load(fixture_path)?;
     let temporary = match land {
         Some(_) => None,
@@ -538,6 +569,7 @@ fn sim(
         land_dir: land_dir.clone(),
         trace_file: trace,
         progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        model,
     };
     let summary = sim::run(&fixture, &options)?;
     if land.is_some() {
@@ -560,6 +592,12 @@ fn sim(
             println!("            {count} × {reason}");
         }
         println!("  facts     {} sealed", summary.facts_sealed);
+        if summary.llm_calls > 0 {
+            println!(
+                "  llm       {} calls, {} prompt + {} completion tokens, cost {} micros",
+                summary.llm_calls, summary.llm_prompt_tokens, summary.llm_completion_tokens, summary.llm_cost_micros
+            );
+        }
         for (name, reason) in &summary.skipped_extensions {
             println!("  skipped extension {name}: {reason}");
         }

@@ -25,6 +25,7 @@ use crate::canonical;
 use crate::fact::body::Cognition;
 use crate::fact::{blake3_of, BeingId, CanonicalBody, Hash32};
 use crate::land::validate_being_name;
+use crate::llm::{self, LanguageModel, LlmRecord, LlmTrace};
 use crate::roles::definition::RoleRegistry;
 use crate::roles::flow::{BoundFlow, Walk};
 use crate::roles::resolve::Resolvers;
@@ -375,6 +376,8 @@ pub struct Decision {
     pub content: Option<String>,
     /// BLAKE3 of the script's output, for replay to compare.
     pub output_digest: Option<Hash32>,
+    /// The model call of an LLM moment, recorded in the act.
+    pub llm: Option<LlmRecord>,
 }
 
 /// Reads a verb call from a cognition's output (`null` = no call).
@@ -410,17 +413,87 @@ pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), S
     Ok((Some(call), content))
 }
 
+/// The LLM connection a being uses: its own `llm` quality, else its composed
+/// role's `llm`, else the land's `llm_connection` configuration; `None`
+/// leaves it to the client's default connection.
+pub fn llm_connection<'a>(world: &'a World, row: &'a BeingRow, assigned: &'a Assigned) -> Option<&'a str> {
+    row.qualities
+        .get("llm")
+        .and_then(Json::as_str)
+        .or(assigned.composed.llm.as_deref())
+        .or_else(|| world.config.get("llm_connection").and_then(Json::as_str))
+}
+
+/// Beat 4 for LLM cognition: the prompt from the face, one call through
+/// `model` (I/O behind the trait: a client, or replay's recorded answer), the
+/// response read into a verb call. What the call cost goes to `trace` even
+/// when the answer is refused.
+fn llm_momentum(
+    world: &World,
+    row: &BeingRow,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    model: &dyn LanguageModel,
+    trace: &mut Option<LlmTrace>,
+) -> Result<Decision, Failure> {
+    let fail = |reason: String| failure(Beat::Momentum, format!("llm: {reason}"));
+    let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
+    let prompt = llm::prompt(face, budget).map_err(fail)?;
+    let connection = llm_connection(world, row, assigned);
+    let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
+    let question = llm::Question { being: &row.name, connection, prompt: &prompt, seed };
+    let answer = model.answer(&question).map_err(|no_answer| {
+        *trace = Some(LlmTrace {
+            connection: connection.unwrap_or_default().to_string(),
+            attempts: no_answer.attempts,
+            omitted_see_blocks: prompt.omitted.clone(),
+            ..LlmTrace::default()
+        });
+        fail(no_answer.to_string())
+    })?;
+    let record = LlmRecord::of(&prompt, &answer);
+    *trace = Some(LlmTrace {
+        connection: record.connection.clone(),
+        model: record.params.model.clone(),
+        prompt_tokens: record.prompt_tokens,
+        completion_tokens: record.completion_tokens,
+        cost_micros: record.cost_micros,
+        attempts: answer.attempts,
+        latency_us: answer.latency_us,
+        request: Some(record.request),
+        prose: None,
+        omitted_see_blocks: prompt.omitted.clone(),
+    });
+    let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
+    if record.response.len() > most {
+        return Err(fail(format!("the response is {} bytes, over llm_response_bytes_max = {most}", record.response.len())));
+    }
+    let interpreted = llm::interpret(&record.response, &prompt.offered).map_err(fail)?;
+    if interpreted.call.is_none() {
+        // Prose said to nobody: logged in the trace, not sealed.
+        if let Some(entry) = trace.as_mut() {
+            entry.prose = interpreted.content;
+        }
+        return Ok(Decision { call: None, content: None, output_digest: None, llm: None });
+    }
+    Ok(Decision { call: interpreted.call, content: interpreted.content, output_digest: None, llm: Some(record) })
+}
+
 pub fn momentum(
     substrate: &Substrate,
     world: &World,
     opened: &Opened,
     assigned: &Assigned,
     face: &Face,
+    model: &dyn LanguageModel,
+    llm_trace: &mut Option<LlmTrace>,
 ) -> Result<Decision, Failure> {
     let row =
         world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
     match row.effective_cognition() {
         Cognition::Scripted => {}
+        Cognition::Llm => return llm_momentum(world, row, opened, assigned, face, model, llm_trace),
         other => {
             return Err(failure(
                 Beat::Momentum,
@@ -432,7 +505,7 @@ pub fn momentum(
         Some(source) => Arc::from(source),
         None => match assigned.walk.primary.as_ref().and_then(|role| role.script.clone()) {
             Some(source) => source,
-            None => return Ok(Decision { call: None, content: None, output_digest: None }),
+            None => return Ok(Decision { call: None, content: None, output_digest: None, llm: None }),
         },
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
@@ -442,7 +515,7 @@ pub fn momentum(
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
     let output_bytes = canonical::encode_json(&output).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
-    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)) })
+    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None })
 }
 
 /// A child the moment asks the land to mint (the genesis is sealed by the land).
@@ -613,6 +686,7 @@ pub fn decide(
         content: decision.content,
         effects,
         evaluator: EVALUATOR_VERSION.to_string(),
+        llm: decision.llm,
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
     let encoded = Some(CanonicalBody::encode(&body).map_err(|error| refuse(format!("the act body: {error}")))?);
@@ -756,6 +830,8 @@ pub struct MomentTrace {
     pub outcome: String,
     /// Microseconds spent in each beat and in total (observability only).
     pub timings_us: BTreeMap<&'static str, u64>,
+    /// The model call of an LLM moment: connection, tokens, cost, attempts.
+    pub llm: Option<LlmTrace>,
 }
 
 /// What a moment reports while it runs: which beat it entered, and when (a
@@ -773,8 +849,8 @@ pub trait MomentObserver {
 pub struct Unobserved;
 impl MomentObserver for Unobserved {}
 
-/// Runs the five beats. Pure: same world, substrate, being, wake and time,
-/// same outcome and trace (timings aside).
+/// Runs the five beats with no language model connected. Pure: same world,
+/// substrate, being, wake and time, same outcome and trace (timings aside).
 pub fn run(
     substrate: &Substrate,
     world: &World,
@@ -782,9 +858,10 @@ pub fn run(
     wake: Wake,
     stored_time_ms: u64,
 ) -> (Outcome, MomentTrace) {
-    run_observed(substrate, world, being, wake, stored_time_ms, &Unobserved)
+    run_observed(substrate, world, being, wake, stored_time_ms, &Unobserved, &llm::NoModel)
 }
 
+/// Runs the five beats; LLM cognition asks `model` (the moment's only I/O).
 pub fn run_observed(
     substrate: &Substrate,
     world: &World,
@@ -792,6 +869,7 @@ pub fn run_observed(
     wake: Wake,
     stored_time_ms: u64,
     observer: &dyn MomentObserver,
+    model: &dyn LanguageModel,
 ) -> (Outcome, MomentTrace) {
     let started = observer.now_us();
     observer.entered(being, Beat::Open);
@@ -809,6 +887,7 @@ pub fn run_observed(
         face_digest: None,
         outcome: String::new(),
         timings_us: BTreeMap::new(),
+        llm: None,
     };
     let mut mark = started;
     let mut lap = |trace: &mut MomentTrace, beat: Beat, next: Option<Beat>| {
@@ -829,7 +908,7 @@ pub fn run_observed(
         let face = fold(substrate, world, &opened, &assigned)?;
         trace.face_digest = Some(face.digest);
         lap(&mut trace, Beat::Fold, Some(Beat::Momentum));
-        let decision = momentum(substrate, world, &opened, &assigned, &face)?;
+        let decision = momentum(substrate, world, &opened, &assigned, &face, model, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         let decided = decide(substrate, world, &opened, &assigned, &face, decision);
         lap(&mut trace, Beat::Decide, None);

@@ -200,6 +200,7 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
         land_dir,
         trace_file: None,
         progress: false,
+        model: None,
     };
     let mut control = Simulation::plant(fixture, &options(scratch.path().join("control")))?;
     let mut branch = Simulation::plant(fixture, &options(request.branch_dir.clone()))?;

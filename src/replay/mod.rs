@@ -458,6 +458,13 @@ enum Detail {
 fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct, detail: Detail) -> Recomputed {
     let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
+    // An LLM act is replayed against its recorded answer: the model is never
+    // called again, and the rebuilt request's digest is compared with the record.
+    let recorded = act.body.llm.as_ref().map(crate::llm::Recorded);
+    let model: &dyn crate::llm::LanguageModel = match &recorded {
+        Some(recorded) => recorded,
+        None => &crate::llm::NoModel,
+    };
     let mut clauses = Vec::new();
     let (mut composed, mut face, mut context) = (Json::Null, Json::Null, Json::Null);
     let result = (|| {
@@ -472,7 +479,7 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
             });
         }
         let folded = moment::fold(substrate, world, &opened, &assigned)?;
-        let decision = moment::momentum(substrate, world, &opened, &assigned, &folded)?;
+        let decision = moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?;
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
         if detail == Detail::Full {
             face = folded.value;
@@ -499,10 +506,13 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
                 && left.stack == right.stack
                 && left.call == right.call
                 && left.content == right.content
+                && left.llm == right.llm
         }
         _ => false,
     };
-    let unstable = !agrees_before_seal && moment::run(substrate, world, being, wake, stored_time_ms).0 != outcome;
+    let unstable = !agrees_before_seal
+        && moment::run_observed(substrate, world, being, wake, stored_time_ms, &moment::Unobserved, model).0
+            != outcome;
     Recomputed { outcome, clauses, composed, face, context, unstable }
 }
 

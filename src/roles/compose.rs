@@ -32,6 +32,8 @@ pub struct ComposedRole {
     pub orientation: Orientation,
     /// The composed prompt template (placeholders not yet filled).
     pub prompt: String,
+    /// The LLM connection named by the stack (the last role that names one).
+    pub llm: Option<Arc<str>>,
 }
 
 fn unite<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
@@ -55,6 +57,7 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         self_continue: false,
         orientation: Orientation::Forward,
         prompt: String::new(),
+        llm: None,
     };
     let prompt_len: usize = primary.map_or(0, |role| role.prompt.len())
         + modifiers.iter().map(|role| role.prompt.len() + 64).sum::<usize>();
@@ -70,6 +73,9 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         }
         if let Some(orientation) = role.default_orientation {
             composed.orientation = orientation;
+        }
+        if let Some(connection) = &role.llm {
+            composed.llm = Some(connection.clone());
         }
         let is_modifier = primary.is_none() || position > 0;
         if is_modifier {
@@ -98,7 +104,7 @@ fn names_cbor(names: &[Arc<str>]) -> Cbor {
 impl ComposedRole {
     pub fn to_cbor(&self) -> Cbor {
         let text = |key: &str| Cbor::Text(key.to_string());
-        Cbor::Map(vec![
+        let mut fields = vec![
             (text("primary"), self.primary.as_ref().map(|name| Cbor::Text(name.to_string())).unwrap_or(Cbor::Null)),
             (text("stack"), names_cbor(&self.stack)),
             (text("canSee"), entries_cbor(&self.can_see)),
@@ -109,7 +115,12 @@ impl ComposedRole {
             (text("selfContinue"), Cbor::Bool(self.self_continue)),
             (text("orientation"), Cbor::Text(self.orientation.as_str().into())),
             (text("prompt"), Cbor::Text(self.prompt.clone())),
-        ])
+        ];
+        // Only present when set: stacks without a connection keep their digests.
+        if let Some(connection) = &self.llm {
+            fields.push((text("llm"), Cbor::Text(connection.to_string())));
+        }
+        Cbor::Map(fields)
     }
 
     /// The canonical CBOR bytes of the composed role.

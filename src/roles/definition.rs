@@ -145,6 +145,9 @@ struct RoleFile {
     /// A Rhai file (relative to the role file) run by scripted cognition.
     #[serde(default)]
     script: Option<String>,
+    /// The LLM connection this role's beings use (unless the being names one).
+    #[serde(default)]
+    llm: Option<String>,
 }
 
 /// A validated role.
@@ -165,6 +168,8 @@ pub struct Role {
     pub prompt: Arc<str>,
     /// The Rhai source scripted cognition runs while this role is primary.
     pub script: Option<Arc<str>>,
+    /// The LLM connection (by name) for LLM cognition while wearing this role.
+    pub llm: Option<Arc<str>>,
     /// Where it came from (a file path, later a fact).
     pub origin: String,
     /// BLAKE3 of the canonical CBOR of the definition (origin excluded).
@@ -194,7 +199,7 @@ impl Role {
     fn definition_cbor(&self) -> Cbor {
         let text = |key: &str| Cbor::Text(key.to_string());
         let optional_bool = |value: Option<bool>| value.map(Cbor::Bool).unwrap_or(Cbor::Null);
-        Cbor::Map(vec![
+        let mut fields = vec![
             (text("name"), Cbor::Text(self.name.to_string())),
             (text("canSee"), list_cbor(&self.can_see)),
             (text("canDo"), list_cbor(&self.can_do)),
@@ -212,7 +217,12 @@ impl Role {
             ),
             (text("prompt"), Cbor::Text(self.prompt.to_string())),
             (text("script"), self.script.as_ref().map(|s| Cbor::Text(s.to_string())).unwrap_or(Cbor::Null)),
-        ])
+        ];
+        // Only present when set, so roles without one keep the digests they always had.
+        if let Some(connection) = &self.llm {
+            fields.push((text("llm"), Cbor::Text(connection.to_string())));
+        }
+        Cbor::Map(fields)
     }
 
     /// Parses and validates one role from TOML or JSON text. A `script` path
@@ -284,6 +294,11 @@ impl Role {
         if file.required_cognition == Some(Cognition::None) {
             problems.push(problem("requiredCognition", "must be scripted, llm or human".into()));
         }
+        if let Some(connection) = &file.llm {
+            if let Some(reason) = crate::names::kebab_name_problem(connection) {
+                problems.push(problem("llm", format!("{connection:?}: {reason}")));
+            }
+        }
         if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
             problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
         }
@@ -326,6 +341,7 @@ impl Role {
             required_cognition: file.required_cognition,
             prompt: Arc::from(file.prompt.as_str()),
             script,
+            llm: file.llm.as_deref().map(Arc::from),
             origin: origin.to_string(),
             digest: Hash32::ZERO,
         };

@@ -14,6 +14,7 @@ use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
+use crate::llm::LanguageModel;
 use crate::moment::{self, MomentTrace, Outcome, Substrate};
 use crate::roles::definition::RoleRegistry;
 use crate::store::Store;
@@ -50,6 +51,9 @@ pub struct SimOptions {
     /// Where to write the moment trace (one JSON object per moment).
     pub trace_file: Option<PathBuf>,
     pub progress: bool,
+    /// The language model LLM beings call (`None`: their moments fail saying
+    /// no connection is configured).
+    pub model: Option<Arc<dyn LanguageModel>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -71,6 +75,11 @@ pub struct SimSummary {
     pub skipped_extensions: Vec<(String, String)>,
     /// Hook handlers that failed, and breakers that opened.
     pub hook_incidents: Vec<crate::moment::hooks::HookIncident>,
+    /// Model calls answered, and what they used (sees and refusals included).
+    pub llm_calls: u64,
+    pub llm_prompt_tokens: u64,
+    pub llm_completion_tokens: u64,
+    pub llm_cost_micros: u64,
 }
 
 impl SimSummary {
@@ -83,6 +92,8 @@ impl SimSummary {
             "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
             "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
             "worldHash": self.world_hash.to_hex(),
+            "llm": { "calls": self.llm_calls, "promptTokens": self.llm_prompt_tokens,
+                     "completionTokens": self.llm_completion_tokens, "costMicros": self.llm_cost_micros },
             "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
             "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
         })
@@ -241,7 +252,10 @@ impl Scheduler {
     fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
         let mut wakes = Vec::new();
         for (id, row) in &world.beings {
-            if row.ended || row.effective_cognition() != crate::fact::body::Cognition::Scripted {
+            // Scripted and LLM beings have moments here; a human's wakes wait
+            // for a person (the portal), and the reality root has none.
+            use crate::fact::body::Cognition;
+            if row.ended || !matches!(row.effective_cognition(), Cognition::Scripted | Cognition::Llm) {
                 continue;
             }
             if let Some(summon) =
@@ -281,6 +295,12 @@ fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
         "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
         "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
         "timingsUs": trace.timings_us,
+        "llm": trace.llm.as_ref().map(|llm| json!({
+            "connection": llm.connection, "model": llm.model, "promptTokens": llm.prompt_tokens,
+            "completionTokens": llm.completion_tokens, "costMicros": llm.cost_micros, "attempts": llm.attempts,
+            "latencyUs": llm.latency_us, "request": llm.request.map(|digest| digest.to_hex()), "prose": llm.prose,
+            "omittedSeeBlocks": llm.omitted_see_blocks,
+        })),
     })
 }
 
@@ -347,6 +367,9 @@ pub struct Simulation {
     clock: Arc<LogicalClock>,
     fixture: Fixture,
     threads: usize,
+    /// Moment tasks per round: `threads`, or more when LLM moments wait on a model.
+    workers: usize,
+    model: Arc<dyn LanguageModel>,
     trace_out: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
     pub summary: SimSummary,
     pub tick: u64,
@@ -417,6 +440,9 @@ impl Simulation {
             ..SimSummary::default()
         };
         let facts_before = land.store().land_len()?;
+        // Moments are CPU-bound, one per `--threads`; LLM moments mostly wait
+        // on a model, so with a model there are as many as it takes calls at once.
+        let workers = options.threads.max(1).max(options.model.as_ref().map_or(1, |model| model.concurrency()));
         Ok(Simulation {
             land,
             world,
@@ -425,6 +451,8 @@ impl Simulation {
             clock,
             fixture: fixture.clone(),
             threads: options.threads,
+            workers,
+            model: options.model.clone().unwrap_or_else(|| Arc::new(crate::llm::NoModel)),
             trace_out,
             summary,
             tick: 0,
@@ -435,7 +463,7 @@ impl Simulation {
             // `--threads`, on a pool of that size.
             runtime: tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
-                .max_blocking_threads(options.threads.max(1))
+                .max_blocking_threads(workers)
                 .thread_name("seed-moment")
                 .build()
                 .map_err(|error| SimError::Internal(format!("cannot start the moment runtime: {error}")))?,
@@ -511,16 +539,18 @@ impl Simulation {
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
         let wakes = Arc::new(wakes);
-        let workers = self.threads.max(1);
+        let workers = self.workers;
         let (sender, receiver) = std::sync::mpsc::channel::<(usize, (Outcome, MomentTrace))>();
         for worker in 0..workers {
             let (sender, snapshot, wakes) = (sender.clone(), snapshot.clone(), wakes.clone());
             let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
+            let model = self.model.clone();
             self.runtime.spawn_blocking(move || {
                 for index in (worker..wakes.len()).step_by(workers) {
                     let (being, wake) = &wakes[index];
                     let observer = moment::LiveObserver { running: &running, epoch };
-                    let result = moment::run_observed(&substrate, &snapshot, *being, wake.clone(), now_ms, &observer);
+                    let result =
+                        moment::run_observed(&substrate, &snapshot, *being, wake.clone(), now_ms, &observer, &*model);
                     running.finish(being);
                     if sender.send((index, result)).is_err() {
                         return;
@@ -571,6 +601,12 @@ impl Simulation {
         sealing: &mut Sealing,
     ) -> Result<(), SimError> {
         self.summary.moments += 1;
+        if let Some(llm) = trace.llm.as_ref().filter(|llm| llm.request.is_some()) {
+            self.summary.llm_calls += 1;
+            self.summary.llm_prompt_tokens += llm.prompt_tokens;
+            self.summary.llm_completion_tokens += llm.completion_tokens;
+            self.summary.llm_cost_micros += llm.cost_micros;
+        }
         let (mut sealed_call, mut sealed_content) = (None, None);
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {

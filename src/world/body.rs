@@ -95,6 +95,10 @@ pub struct ActBody {
     pub effects: Vec<Effect>,
     /// The evaluator that decided the moment (crate version).
     pub evaluator: String,
+    /// The model call of an LLM moment. Absent (not null) otherwise, so acts
+    /// of other cognitions encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm::LlmRecord>,
 }
 
 /// Administrative effects sealed outside a moment (planting a fixture).

@@ -1,0 +1,204 @@
+//! The real model client: one HTTP POST to `{base_url}/chat/completions` per
+//! attempt, retries on 429 (honouring Retry-After) and 5xx with exponential
+//! backoff and seeded jitter, a per-call timeout, failover along the
+//! connection's chain, and a land-wide cap on calls in flight. Moments run on
+//! blocking threads; `answer` hands the call to the client's own runtime and
+//! waits for it.
+
+use super::connections::{Connection, Connections};
+use super::{Answer, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Threads of the client's own runtime (it only waits on sockets).
+pub const LLM_CLIENT_THREADS: usize = 1;
+
+/// Calls language models over HTTP.
+pub struct LlmClient {
+    inner: Arc<Inner>,
+    runtime: tokio::runtime::Runtime,
+}
+
+struct Inner {
+    connections: Connections,
+    http: reqwest::Client,
+    in_flight: Semaphore,
+}
+
+/// Why one attempt failed, and whether another attempt may help.
+enum AttemptError {
+    /// Retry on the same connection after this many milliseconds (or the backoff).
+    Retry { reason: String, after_ms: Option<u64> },
+    /// Give up on this connection (try the failover chain).
+    GiveUp(String),
+}
+
+impl LlmClient {
+    pub fn new(connections: Connections) -> Result<LlmClient, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(LLM_CLIENT_THREADS)
+            .thread_name("seed-llm")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("the LLM client's runtime: {e}"))?;
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("seed/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("the LLM client's HTTP client: {e}"))?;
+        let in_flight = Semaphore::new(connections.concurrency_max);
+        Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight }), runtime })
+    }
+
+    pub fn connections(&self) -> &Connections {
+        &self.inner.connections
+    }
+}
+
+impl LanguageModel for LlmClient {
+    fn answer(&self, question: &Question<'_>) -> Result<Answer, NoAnswer> {
+        let first = question.connection.unwrap_or(&self.inner.connections.default).to_string();
+        if !self.inner.connections.connections.contains_key(&first) {
+            return Err(NoAnswer { reason: format!("no LLM connection named {first:?}"), attempts: 0 });
+        }
+        let inner = self.inner.clone();
+        let prompt = question.prompt.clone();
+        let seed = question.seed;
+        // The moment waits on a plain channel: it runs on a blocking thread
+        // (or a test's thread), never inside this runtime.
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let result = inner.answer(&first, &prompt, seed).await;
+            let _ = send.send(result);
+        });
+        receive
+            .recv()
+            .unwrap_or_else(|_| Err(NoAnswer { reason: "the LLM client stopped mid-call".into(), attempts: 0 }))
+    }
+
+    fn concurrency(&self) -> usize {
+        self.inner.connections.concurrency_max
+    }
+}
+
+/// Exponential backoff with jitter seeded by the moment and the attempt (no
+/// unseeded randomness): base · 2^retry, capped, plus up to half of it again.
+pub fn backoff_ms(connection: &Connection, retry: u32, seed: u64) -> u64 {
+    let exponential = connection.backoff_base_ms.saturating_mul(1u64 << retry.min(20)).min(connection.backoff_max_ms);
+    let mut input = seed.to_be_bytes().to_vec();
+    input.extend_from_slice(&retry.to_be_bytes());
+    let random = u64::from_be_bytes(blake3::hash(&input).as_bytes()[..8].try_into().expect("8 of 32 bytes"));
+    let jitter = if exponential < 2 { 0 } else { random % (exponential / 2) };
+    (exponential + jitter).min(connection.backoff_max_ms)
+}
+
+impl Inner {
+    async fn answer(&self, first: &str, prompt: &super::Prompt, seed: u64) -> Result<Answer, NoAnswer> {
+        let started = Instant::now();
+        let mut attempts = 0u32;
+        let mut reasons: Vec<String> = Vec::new();
+        for connection in self.connections.chain(first) {
+            let body = prompt.request_body(&connection.params);
+            let mut retry = 0u32;
+            loop {
+                attempts += 1;
+                match self.attempt(connection, &body).await {
+                    Ok(response) => {
+                        return Ok(Answer {
+                            connection: connection.name.clone(),
+                            params: connection.params.clone(),
+                            prices: connection.prices,
+                            response,
+                            attempts,
+                            latency_us: started.elapsed().as_micros() as u64,
+                        })
+                    }
+                    Err(AttemptError::Retry { reason, after_ms }) if retry < connection.retries_max => {
+                        let wait = after_ms.map_or_else(
+                            || backoff_ms(connection, retry, seed),
+                            |after| after.min(connection.backoff_max_ms),
+                        );
+                        reasons.push(format!("{}: {reason}, retried after {wait} ms", connection.name));
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                        retry += 1;
+                    }
+                    Err(AttemptError::Retry { reason, .. }) | Err(AttemptError::GiveUp(reason)) => {
+                        reasons.push(format!("{}: {reason}", connection.name));
+                        break;
+                    }
+                }
+            }
+        }
+        Err(NoAnswer { reason: reasons.join("; "), attempts })
+    }
+
+    async fn attempt(&self, connection: &Connection, body: &[u8]) -> Result<String, AttemptError> {
+        // Held for the attempt only: a being waiting out a backoff takes no slot.
+        let _slot = self.in_flight.acquire().await.map_err(|_| AttemptError::GiveUp("the client is closing".into()))?;
+        let timeout = Duration::from_millis(connection.timeout_ms);
+        let mut request = self
+            .http
+            .post(format!("{}/chat/completions", connection.base_url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .timeout(timeout)
+            .body(body.to_vec());
+        if let Some(key) = &connection.key {
+            request = request.bearer_auth(key.expose());
+        }
+        let timed_out = || AttemptError::GiveUp(format!("timed out after {} ms (timeout_ms)", connection.timeout_ms));
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(error) if error.is_timeout() => return Err(timed_out()),
+            // Refused or reset: the server may be starting or restarting.
+            Err(error) if error.is_connect() => {
+                return Err(AttemptError::Retry { reason: format!("cannot connect ({})", plain(&error)), after_ms: None })
+            }
+            Err(error) => return Err(AttemptError::GiveUp(format!("request failed ({})", plain(&error)))),
+        };
+        let status = response.status();
+        if status.as_u16() == 429 {
+            let after_ms = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                .map(|seconds| seconds.saturating_mul(1000));
+            return Err(AttemptError::Retry { reason: "429 too many requests".into(), after_ms });
+        }
+        if status.is_server_error() {
+            return Err(AttemptError::Retry { reason: format!("status {status}"), after_ms: None });
+        }
+        if !status.is_success() {
+            return Err(AttemptError::GiveUp(format!("status {status}")));
+        }
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > LLM_RESPONSE_BYTES_MAX {
+                        return Err(AttemptError::GiveUp(format!(
+                            "the response is larger than {LLM_RESPONSE_BYTES_MAX} bytes (llm_response_bytes_max)"
+                        )));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(error) if error.is_timeout() => return Err(timed_out()),
+                Err(error) => return Err(AttemptError::GiveUp(format!("reading the response failed ({})", plain(&error)))),
+            }
+        }
+        String::from_utf8(bytes).map_err(|_| AttemptError::GiveUp("the response is not UTF-8".into()))
+    }
+}
+
+/// An HTTP error without its URL's query (a key must never ride in a URL,
+/// but a reason printed into traces should not carry one if it did).
+fn plain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        let mut shown = url.clone();
+        shown.set_query(None);
+        text = text.replace(url.as_str(), shown.as_str());
+    }
+    text
+}

@@ -1,0 +1,469 @@
+//! LLM cognition: one chat-completion call per moment.
+//!
+//! The pure part lives here: the two-message prompt built from the face (with
+//! a prompt budget), the tools derived from the composed can* lists, the
+//! request body and its digest, reading a response into a verb call, a see or
+//! a failure, and the record an act keeps of its call. The I/O sits behind the
+//! [`LanguageModel`] trait: [`client`] calls real endpoints (connections,
+//! retries, failover, a concurrency cap), replay answers from the act's record,
+//! and [`fake`] is an in-process endpoint for tests and benchmarks.
+//! Documented in docs/llm.md.
+
+pub mod client;
+pub mod connections;
+pub mod fake;
+
+use crate::fact::{blake3_of, Hash32};
+use crate::moment::Face;
+use crate::world::VerbCall;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Longest system + user message of one call, in characters (land
+/// configuration key `llm_prompt_chars_max`). See-resolver blocks that do not
+/// fit are left out with a note; the rest must fit or the moment fails.
+pub const LLM_PROMPT_CHARS_MAX: usize = 16_000;
+/// Largest model response an act records, in bytes (`llm_response_bytes_max`);
+/// a larger answer is a failure. Keeps an act under the fact body limit.
+pub const LLM_RESPONSE_BYTES_MAX: usize = 32 * 1024;
+
+/// The four verbs, in the order tools are offered.
+pub const VERBS: [&str; 4] = ["see", "do", "summon", "be"];
+
+/// What the request asks of the model besides the messages; recorded in the
+/// act so replay can rebuild the exact request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmParams {
+    pub model: String,
+    /// `auto`, `required`, or a verb: force that tool when it is offered.
+    pub tool_choice: String,
+    /// Sampling temperature in thousandths (facts hold no floats).
+    pub temperature_milli: u32,
+    pub max_tokens: u32,
+}
+
+/// Prices of a connection, in millionths of a currency unit per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prices {
+    pub prompt_micros_per_mtok: u64,
+    pub completion_micros_per_mtok: u64,
+}
+
+/// What an act records of its model call. Never holds a key: connections are
+/// named, their keys live in the environment or a key file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmRecord {
+    /// The connection that answered (after any failover).
+    pub connection: String,
+    pub params: LlmParams,
+    /// BLAKE3 of the request body sent (replay rebuilds and compares it).
+    pub request: Hash32,
+    /// The response body as received.
+    pub response: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub prices: Prices,
+    /// What the call cost at the connection's prices, in millionths.
+    pub cost_micros: u64,
+}
+
+/// The two messages and the tools of one moment's call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+    /// The verbs offered, in [`VERBS`] order (those whose can* list is non-empty).
+    pub offered: Vec<&'static str>,
+    /// One OpenAI function tool per offered verb.
+    pub tools: Vec<Json>,
+    /// See-resolver blocks left out to stay within the budget.
+    pub omitted: Vec<String>,
+}
+
+impl Prompt {
+    /// The request body for a connection's parameters. serde_json maps keep
+    /// their keys sorted, so the same prompt and parameters give the same bytes.
+    pub fn request_body(&self, params: &LlmParams) -> Vec<u8> {
+        let mut body = json!({
+            "model": params.model,
+            "messages": [
+                { "role": "system", "content": self.system },
+                { "role": "user", "content": self.user },
+            ],
+            "temperature": f64::from(params.temperature_milli) / 1000.0,
+            "max_tokens": params.max_tokens,
+            "stream": false,
+        });
+        if !self.tools.is_empty() {
+            body["tools"] = Json::Array(self.tools.clone());
+            body["tool_choice"] = match params.tool_choice.as_str() {
+                "auto" | "required" => Json::String(params.tool_choice.clone()),
+                verb if self.offered.contains(&verb) => json!({ "type": "function", "function": { "name": verb } }),
+                _ => Json::String("auto".into()),
+            };
+        }
+        serde_json::to_vec(&body).expect("a JSON value always serialises")
+    }
+
+    pub fn request_digest(&self, params: &LlmParams) -> Hash32 {
+        blake3_of(&self.request_body(params))
+    }
+}
+
+fn list(face_value: &Json, verb: &str) -> Vec<String> {
+    face_value["can"][verb]
+        .as_array()
+        .map(|entries| entries.iter().filter_map(|entry| entry.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn enum_of(entries: &[String]) -> Json {
+    json!({ "type": "string", "enum": entries })
+}
+
+/// The tools for the composed can* lists: exactly the verbs whose list is
+/// non-empty, each with its allowed entries as an enum.
+pub fn tools(face: &Face) -> (Vec<&'static str>, Vec<Json>) {
+    let mut offered = Vec::new();
+    let mut tools = Vec::new();
+    let mut add = |verb: &'static str, description: &str, properties: Json, required: &[&str]| {
+        offered.push(verb);
+        tools.push(json!({
+            "type": "function",
+            "function": {
+                "name": verb,
+                "description": description,
+                "parameters": { "type": "object", "properties": properties, "required": required },
+            },
+        }));
+    };
+    if !face.can_see.is_empty() {
+        add(
+            "see",
+            "Look at a place, a thing or a being you may see.",
+            json!({ "address": enum_of(&face.can_see) }),
+            &["address"],
+        );
+    }
+    if !face.can_do.is_empty() {
+        add(
+            "do",
+            "Do one of the actions you may do, on a target address, with its arguments.",
+            json!({
+                "action": enum_of(&face.can_do),
+                "target": { "type": "string", "description": "the address acted on (default /)" },
+                "args": { "type": "object" },
+            }),
+            &["action"],
+        );
+    }
+    if !face.can_summon.is_empty() {
+        // The target defaults to whoever woke the being only when a summon did.
+        let woken_by_summon = face.value["wake"]["kind"] == "summon";
+        add(
+            "summon",
+            if woken_by_summon {
+                "Speak to a being: your words go to its inbox and wake it. Without a target, answer whoever woke you."
+            } else {
+                "Speak to a being: your words go to its inbox and wake it."
+            },
+            json!({ "target": enum_of(&face.can_summon), "content": { "type": "string" } }),
+            if woken_by_summon { &["content"] } else { &["target", "content"] },
+        );
+    }
+    if !face.can_be.is_empty() {
+        add(
+            "be",
+            "Change who you are or what you hold: one of your identity operations, with its payload.",
+            json!({ "operation": enum_of(&face.can_be), "payload": { "type": "object" } }),
+            &["operation"],
+        );
+    }
+    (offered, tools)
+}
+
+/// The stored time as RFC 3339 (a pure conversion: no clock is read).
+pub fn format_time(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// The user message: the wake's content.
+pub fn user_message(face: &Face) -> String {
+    let wake = &face.value["wake"];
+    match wake["kind"].as_str() {
+        Some("summon") => wake["content"].as_str().unwrap_or_default().to_string(),
+        Some("signal") => format!(
+            "The world signal {} is now {}.",
+            wake["key"].as_str().unwrap_or_default(),
+            if wake["value"].is_null() { "unset".to_string() } else { wake["value"].to_string() }
+        ),
+        Some("tick") => format!("Tick {}: time has passed; nothing else woke you.", wake["tick"]),
+        Some("self-continue") => "Continue: your last act asked for another moment.".into(),
+        _ => String::new(),
+    }
+}
+
+/// Builds the prompt from the face within `prompt_chars_max` characters.
+pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, String> {
+    let value = &face.value;
+    let text = |pointer: &str| value.pointer(pointer).and_then(Json::as_str).unwrap_or_default().to_string();
+    let (offered, tools) = tools(face);
+    let mut head = String::new();
+    head.push_str(&format!(
+        "You are @{}, a being in a seed world. Each moment you may make one tool call, or none to only look.\n",
+        text("/me/name")
+    ));
+    head.push_str(&format!(
+        "You are in {} (home {}). Summons waiting in your inbox: {}.\n",
+        text("/me/space"),
+        text("/me/home"),
+        value["inbox"]
+    ));
+    let stack: Vec<String> = value["roles"]["stack"]
+        .as_array()
+        .map(|names| names.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    head.push_str(&format!(
+        "Roles you wear now: {}{}.\n",
+        value["roles"]["primary"].as_str().unwrap_or("none"),
+        if stack.is_empty() { String::new() } else { format!(" (stacked: {})", stack.join(", ")) }
+    ));
+    head.push_str(&format!("The time is {}.\n", format_time(value["time"]["ms"].as_u64().unwrap_or(0))));
+    head.push_str("\n[capabilities]\n");
+    if offered.is_empty() {
+        head.push_str("You cannot act on the world in this moment: answer in words or stay silent.\n");
+    }
+    for verb in &offered {
+        head.push_str(&format!("{verb}: {}\n", list(value, verb).join(", ")));
+    }
+    let role_prompt = text("/prompt");
+    let tail = if role_prompt.trim().is_empty() { String::new() } else { format!("\n[role]\n{}\n", role_prompt.trim()) };
+    let user = user_message(face);
+    let essential = head.chars().count() + tail.chars().count() + user.chars().count();
+    if essential > prompt_chars_max {
+        return Err(format!(
+            "the prompt needs {essential} characters without its see blocks, over llm_prompt_chars_max = {prompt_chars_max}"
+        ));
+    }
+    let mut used = essential;
+    let mut blocks = String::new();
+    let mut omitted = Vec::new();
+    if let Some(seen) = value["see"].as_object() {
+        for (name, output) in seen {
+            // Strings pass through as the resolver framed them; structures render as JSON.
+            let body = match output {
+                Json::String(text) => text.clone(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            let block = format!("\n[{name}]\n{body}\n");
+            let note = format!("\n[{name}] left out: over the prompt budget\n");
+            let size = block.chars().count();
+            if used + size <= prompt_chars_max {
+                used += size;
+                blocks.push_str(&block);
+            } else {
+                omitted.push(name.clone());
+                if used + note.chars().count() <= prompt_chars_max {
+                    used += note.chars().count();
+                    blocks.push_str(&note);
+                }
+            }
+        }
+    }
+    Ok(Prompt { system: format!("{head}{blocks}{tail}"), user, offered, tools, omitted })
+}
+
+/// Token counts a response reports (zero when it reports none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+}
+
+/// What a response says the being does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interpreted {
+    /// `None`: no tool call, a see.
+    pub call: Option<VerbCall>,
+    /// Prose that rode with the call (or, for a see, the prose said to nobody).
+    pub content: Option<String>,
+    pub tokens: Tokens,
+    /// Tool calls after the first, which a moment does not take.
+    pub ignored_tool_calls: usize,
+}
+
+/// The token counts of a response, if it is JSON with a `usage` block.
+pub fn tokens_of(response: &str) -> Tokens {
+    let Ok(value) = serde_json::from_str::<Json>(response) else { return Tokens::default() };
+    Tokens {
+        prompt: value["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+        completion: value["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+    }
+}
+
+/// Reads a chat-completion response: the first tool call is the act, prose
+/// beside it its content; no tool call is a see. Anything else is an error
+/// naming what is wrong (the moment fails with it).
+pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String> {
+    let value: Json =
+        serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
+    let tokens = tokens_of(response);
+    if let Some(error) = value.get("error") {
+        return Err(format!("the endpoint answered with an error: {error}"));
+    }
+    let choices = value["choices"].as_array().ok_or("the response has no `choices` list")?;
+    let choice = choices.first().ok_or("the response's `choices` list is empty")?;
+    let message = choice.get("message").filter(|m| m.is_object()).ok_or("the first choice has no `message`")?;
+    let prose = message["content"].as_str().map(str::trim).filter(|text| !text.is_empty()).map(str::to_string);
+    let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
+    let Some(first) = calls.first() else {
+        return Ok(Interpreted { call: None, content: prose, tokens, ignored_tool_calls: 0 });
+    };
+    let function = &first["function"];
+    let name = function["name"].as_str().ok_or("the tool call has no function name")?;
+    if !offered.contains(&name) {
+        return Err(format!(
+            "the model called `{name}`, which was not offered (offered: {})",
+            if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+        ));
+    }
+    let args: Json = match &function["arguments"] {
+        Json::String(text) if text.trim().is_empty() => json!({}),
+        Json::String(text) => serde_json::from_str(text)
+            .map_err(|error| format!("the arguments of `{name}` are not JSON ({error}): {text:?}"))?,
+        Json::Object(_) => function["arguments"].clone(),
+        Json::Null => json!({}),
+        other => return Err(format!("the arguments of `{name}` are neither a JSON text nor an object: {other}")),
+    };
+    if !args.is_object() {
+        return Err(format!("the arguments of `{name}` are not an object: {args}"));
+    }
+    let field = |key: &str| args.get(key).and_then(Json::as_str).map(str::to_string);
+    let needs = |key: &str| field(key).ok_or_else(|| format!("`{name}` needs a text `{key}`"));
+    let mut content = prose;
+    let call = match name {
+        "see" => VerbCall::See { address: needs("address")? },
+        "do" => VerbCall::Do {
+            target: field("target").unwrap_or_else(|| "/".into()),
+            action: needs("action")?,
+            args: args.get("args").cloned().unwrap_or(Json::Null),
+        },
+        "summon" => {
+            // The spoken words are the summon's content; prose beside a
+            // content-less summon is what it says.
+            let words = match field("content") {
+                Some(words) => words,
+                None => content.take().ok_or("`summon` needs a `content`")?,
+            };
+            VerbCall::Summon { target: field("target").unwrap_or_default(), content: words, in_reply_to: None }
+        }
+        "be" => VerbCall::Be {
+            operation: needs("operation")?,
+            payload: args.get("payload").cloned().unwrap_or(Json::Null),
+        },
+        other => return Err(format!("the model called `{other}`, which is not a verb")),
+    };
+    Ok(Interpreted { call: Some(call), content, tokens, ignored_tool_calls: calls.len() - 1 })
+}
+
+/// What the moment asks of a language model.
+pub struct Question<'a> {
+    pub being: &'a str,
+    /// The connection the resolution chain named (being → role → land), if any;
+    /// `None` leaves it to the client's default.
+    pub connection: Option<&'a str>,
+    pub prompt: &'a Prompt,
+    /// Seeds retry jitter (derived from the moment's id).
+    pub seed: u64,
+}
+
+/// A model's answer, as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub connection: String,
+    pub params: LlmParams,
+    pub prices: Prices,
+    pub response: String,
+    /// Observability only (never in a fact): calls made, and wall time.
+    pub attempts: u32,
+    pub latency_us: u64,
+}
+
+/// Why no answer came (after retries and failover).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} (after {attempts} attempt(s))")]
+pub struct NoAnswer {
+    pub reason: String,
+    pub attempts: u32,
+}
+
+/// The narrow interface to a model: a real client, a recorded answer in
+/// replay, or nothing.
+pub trait LanguageModel: Send + Sync {
+    fn answer(&self, question: &Question<'_>) -> Result<Answer, NoAnswer>;
+    /// How many calls it takes at once (how many moments may wait on it).
+    fn concurrency(&self) -> usize {
+        1
+    }
+}
+
+/// No model is connected: LLM moments fail saying so.
+pub struct NoModel;
+
+impl LanguageModel for NoModel {
+    fn answer(&self, _question: &Question<'_>) -> Result<Answer, NoAnswer> {
+        Err(NoAnswer { reason: "no LLM connection is configured (seed sim --llm FILE)".into(), attempts: 0 })
+    }
+}
+
+/// Replay's model: the answer the act recorded. Never calls anything.
+pub struct Recorded<'a>(pub &'a LlmRecord);
+
+impl LanguageModel for Recorded<'_> {
+    fn answer(&self, _question: &Question<'_>) -> Result<Answer, NoAnswer> {
+        Ok(Answer {
+            connection: self.0.connection.clone(),
+            params: self.0.params.clone(),
+            prices: self.0.prices,
+            response: self.0.response.clone(),
+            attempts: 0,
+            latency_us: 0,
+        })
+    }
+}
+
+impl LlmRecord {
+    /// The record of an answer to a prompt.
+    pub fn of(prompt: &Prompt, answer: &Answer) -> LlmRecord {
+        let tokens = tokens_of(&answer.response);
+        let cost = |tokens: u64, per_million: u64| (u128::from(tokens) * u128::from(per_million) / 1_000_000) as u64;
+        LlmRecord {
+            connection: answer.connection.clone(),
+            params: answer.params.clone(),
+            request: prompt.request_digest(&answer.params),
+            response: answer.response.clone(),
+            prompt_tokens: tokens.prompt,
+            completion_tokens: tokens.completion,
+            prices: answer.prices,
+            cost_micros: cost(tokens.prompt, answer.prices.prompt_micros_per_mtok)
+                .saturating_add(cost(tokens.completion, answer.prices.completion_micros_per_mtok)),
+        }
+    }
+}
+
+/// What the moment trace shows of an LLM call (observability, not a fact).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LlmTrace {
+    pub connection: String,
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_micros: u64,
+    pub attempts: u32,
+    pub latency_us: u64,
+    pub request: Option<Hash32>,
+    /// Prose the model said (for a see, said to nobody: logged, not sealed).
+    pub prose: Option<String>,
+    pub omitted_see_blocks: Vec<String>,
+}
