@@ -210,6 +210,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
         seed::world::Wake::Tick { tick: 1 },
         fixture.start_ms + 10_000,
         &recorder,
+        &seed::llm::NoModel,
     );
     assert!(matches!(outcome, moment::Outcome::Act(_)), "{}", trace.outcome);
     assert_eq!(

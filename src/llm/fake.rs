@@ -57,6 +57,8 @@ struct Shared {
     /// Keep received bodies (tests) or only count them (benchmarks).
     keep_bodies: bool,
     count: std::sync::atomic::AtomicU64,
+    in_flight: std::sync::atomic::AtomicU64,
+    in_flight_max: std::sync::atomic::AtomicU64,
 }
 
 /// The running endpoint.
@@ -119,6 +121,11 @@ impl FakeEndpoint {
     pub fn count(&self) -> u64 {
         self.shared.count.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// The most requests it was answering at once.
+    pub fn in_flight_max(&self) -> u64 {
+        self.shared.in_flight_max.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Drop for FakeEndpoint {
@@ -154,7 +161,14 @@ fn tool_message(name: &str, arguments: &str, prose: Option<&str>) -> Json {
 /// The default answer: call the first offered tool, each required argument
 /// the first entry of its enum (or a plain value of its type).
 fn default_answer(request: &Json) -> Json {
-    let Some(tool) = request["tools"].as_array().and_then(|tools| tools.first()) else {
+    // A forced tool (`tool_choice` naming a function) is the one called.
+    let forced = request["tool_choice"]["function"]["name"].as_str();
+    let tools = request["tools"].as_array();
+    let chosen = match forced {
+        Some(name) => tools.and_then(|tools| tools.iter().find(|tool| tool["function"]["name"] == name)),
+        None => tools.and_then(|tools| tools.first()),
+    };
+    let Some(tool) = chosen else {
         return completion(json!({ "role": "assistant", "content": "Nothing to do." }));
     };
     let function = &tool["function"];
@@ -175,8 +189,17 @@ fn default_answer(request: &Json) -> Json {
 }
 
 async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: String) -> Response {
-    shared.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let request: Json = serde_json::from_str(&body).unwrap_or(Json::Null);
+    use std::sync::atomic::Ordering;
+    shared.count.fetch_add(1, Ordering::Relaxed);
+    let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.in_flight_max.fetch_max(now, Ordering::SeqCst);
+    let response = answer(&shared, &headers, &body).await;
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn answer(shared: &Shared, headers: &HeaderMap, body: &str) -> Response {
+    let request: Json = serde_json::from_str(body).unwrap_or(Json::Null);
     if shared.keep_bodies {
         let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string);
         shared

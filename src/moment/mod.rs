@@ -445,7 +445,7 @@ fn llm_momentum(
     let question = llm::Question { being: &row.name, connection, prompt: &prompt, seed };
     let answer = model.answer(&question).map_err(|no_answer| {
         *trace = Some(LlmTrace {
-            connection: connection.unwrap_or_default().to_string(),
+            connection: connection.unwrap_or("(the default)").to_string(),
             attempts: no_answer.attempts,
             omitted_see_blocks: prompt.omitted.clone(),
             ..LlmTrace::default()

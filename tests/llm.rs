@@ -1,0 +1,433 @@
+//! LLM cognition against the in-process fake endpoint: every fault ends in its
+//! documented result and never wedges the being or the land; the prompt and
+//! the tools follow the composed role; the resolution chain, failover and the
+//! concurrency cap; keys never reach facts, traces or logs; replay verifies
+//! LLM acts without calling a model.
+
+mod common;
+
+use seed::llm::client::LlmClient;
+use seed::llm::connections::Connections;
+use seed::llm::fake::{FakeEndpoint, Reply};
+use seed::sim::{self, fixture::Fixture, SimOptions, SimSummary};
+use serde_json::{json, Value as Json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn llm_fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/llm").join(name)
+}
+
+/// A variant of a fixture in `dir`, with its relative paths made absolute and `extra` appended.
+fn fixture_variant(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(llm_fixture(name)).unwrap();
+    let base = repo().join("tests/fixtures/llm");
+    let text = text
+        .replace("\"../../../", &format!("\"{}/", repo().display()))
+        .replace("\"roles\"]", &format!("\"{}\"]", base.join("roles").display()));
+    let path = dir.join(format!("variant-{name}"));
+    std::fs::write(&path, format!("{text}\n{extra}\n")).unwrap();
+    path
+}
+
+/// A connections file with one connection to the fake endpoint (fast retries).
+fn one_connection(endpoint: &FakeEndpoint, extra: &str) -> String {
+    format!(
+        "[connection.fake]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries_max = 3\n\
+         backoff_base_ms = 10\nbackoff_max_ms = 2000\n{extra}\n",
+        endpoint.base_url()
+    )
+}
+
+struct Run {
+    summary: SimSummary,
+    /// The moment trace, one JSON object per moment.
+    trace: Vec<Json>,
+    land: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn moments_of(&self, name: &str) -> Vec<&Json> {
+        self.trace.iter().filter(|moment| moment["name"] == name).collect()
+    }
+}
+
+fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let connections = Connections::parse(connections, "test connections", dir.path(), &|_| None).unwrap();
+    let model = Arc::new(LlmClient::new(connections).unwrap());
+    let fixture = Fixture::load(fixture).unwrap();
+    let options = SimOptions {
+        ticks: Some(ticks),
+        seed: 0,
+        threads: 1,
+        land_dir: dir.path().join("land"),
+        trace_file: Some(dir.path().join("trace.jsonl")),
+        progress: false,
+        model: Some(model),
+    };
+    let summary = sim::run(&fixture, &options).unwrap();
+    let trace = std::fs::read_to_string(dir.path().join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    Run { summary, trace, land: dir.path().join("land"), _dir: dir }
+}
+
+/// Replays every being of a land against the fixture's definitions: exit 0, no divergence.
+fn assert_replays_clean(land: &Path, fixture: &Path) {
+    let output = common::seed(land, &["replay", "--all", "--fixture", fixture.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "replay failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("0 divergence(s)"), "{stdout}");
+}
+
+fn check_fault(endpoint: &FakeEndpoint, replies: Vec<Reply>, expected: &str, attempts: u64) {
+    let fixture = llm_fixture("court.toml");
+    endpoint.push(replies.clone());
+    let run = simulate(&fixture, &one_connection(endpoint, "timeout_ms = 400"), 2);
+    let clerk = run.moments_of("clerk");
+    assert_eq!(clerk.len(), 2, "{replies:?}: the clerk has a moment each tick");
+    let first = &clerk[0];
+    let outcome = first["outcome"].as_str().unwrap();
+    assert!(outcome.contains(expected), "{replies:?}: expected {expected:?} in {outcome:?}");
+    assert_eq!(first["llm"]["attempts"], attempts, "{replies:?}: {first}");
+    // The being is not wedged: its next moment calls again and acts.
+    assert_eq!(clerk[1]["outcome"], "act: see", "{replies:?}: the next moment: {}", clerk[1]);
+    // Nor is the land: it verifies and replays.
+    assert_replays_clean(&run.land, &fixture);
+}
+
+#[test]
+fn every_fault_ends_in_its_documented_result_and_never_wedges_the_being() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let cases: Vec<(Vec<Reply>, &str, u64)> = vec![
+        (vec![Reply::ServerError], "act: see", 2),
+        (vec![Reply::ServerError; 4], "failure in momentum: llm: fake: status 500", 4),
+        (vec![Reply::Hang { ms: 1500 }], "failure in momentum: llm: fake: timed out after 400 ms (timeout_ms)", 1),
+        (vec![Reply::Malformed], "failure in momentum: llm: the response is not JSON", 1),
+        (vec![Reply::EmptyChoices], "failure in momentum: llm: the response's `choices` list is empty", 1),
+        (
+            vec![Reply::Tool { name: "see".into(), arguments: "{\"address\": ".into(), prose: None }],
+            "failure in momentum: llm: the arguments of `see` are not JSON",
+            1,
+        ),
+        (
+            vec![Reply::tool("do", json!({ "action": "rule" }))],
+            "failure in momentum: llm: the model called `do`, which was not offered (offered: see, summon)",
+            1,
+        ),
+        (vec![Reply::tool("see", json!({ "address": "/vault" }))], "failure in decide: see /vault is not within canSee", 1),
+        (
+            vec![Reply::tool("summon", json!({ "target": "@judge-of-elsewhere", "content": "hi" }))],
+            "failure in decide: summon @judge-of-elsewhere is not within canSummon",
+            1,
+        ),
+        (vec![Reply::Raw { status: 401, body: "no".into() }], "failure in momentum: llm: fake: status 401", 1),
+        (vec![Reply::Prose("Nothing needs me.".into())], "see", 1),
+        (vec![Reply::tool("summon", json!({ "target": "@ada", "content": "The docket is empty." }))], "act: summon", 1),
+    ];
+    for (replies, expected, attempts) in cases {
+        check_fault(&endpoint, replies, expected, attempts);
+    }
+}
+
+#[test]
+fn a_429_waits_for_retry_after_then_acts() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    endpoint.push([Reply::TooManyRequests { retry_after_s: 1 }]);
+    let run = simulate(&llm_fixture("court.toml"), &one_connection(&endpoint, ""), 1);
+    let clerk = run.moments_of("clerk");
+    assert_eq!(clerk[0]["outcome"], "act: see");
+    assert_eq!(clerk[0]["llm"]["attempts"], 2);
+    // Retry-After: 1 was honoured (a lower bound, not a timing measurement).
+    assert!(clerk[0]["llm"]["latencyUs"].as_u64().unwrap() >= 1_000_000, "{}", clerk[0]);
+}
+
+#[test]
+fn prose_beside_a_tool_call_is_the_acts_content_and_prose_alone_is_logged_not_sealed() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    endpoint.push([
+        Reply::Tool {
+            name: "summon".into(),
+            arguments: json!({ "target": "@ada", "content": "Case 1 is ready." }).to_string(),
+            prose: Some("Filed the first case.".into()),
+        },
+        Reply::Prose("All quiet.".into()),
+    ]);
+    let run = simulate(&llm_fixture("court.toml"), &one_connection(&endpoint, ""), 2);
+    let clerk = run.moments_of("clerk");
+    assert_eq!(clerk[1]["outcome"], "see");
+    assert_eq!(clerk[1]["llm"]["prose"], "All quiet.");
+    let reel = common::seed(&run.land, &["reel", "@clerk", "--json"]);
+    let reel: Json = serde_json::from_slice(&reel.stdout).unwrap();
+    let acts: Vec<&Json> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();
+    assert_eq!(acts.len(), 1, "only the tool call sealed: {reel}");
+    let body = &acts[0]["body"];
+    assert_eq!(body["content"], "Filed the first case.");
+    assert_eq!(body["call"]["content"], "Case 1 is ready.");
+    assert_eq!(body["llm"]["connection"], "fake");
+    assert_eq!(body["llm"]["params"]["model"], "fake-model");
+    // Token accounting: the fake reports 100 + 10 per call; the reel counts sealed calls.
+    assert_eq!(reel["llm"], json!({ "calls": 1, "promptTokens": 100, "completionTokens": 10, "costMicros": 0 }));
+    assert_eq!(run.summary.llm_calls, 2);
+    assert_eq!(run.summary.llm_prompt_tokens, 200);
+}
+
+fn tool_names(request: &Json) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn tool<'a>(request: &'a Json, name: &str) -> &'a Json {
+    request["tools"].as_array().unwrap().iter().find(|tool| tool["function"]["name"] == name).unwrap()
+}
+
+#[test]
+fn the_prompt_and_the_tools_follow_the_composed_role() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    simulate(&llm_fixture("court.toml"), &one_connection(&endpoint, ""), 1);
+    let request = endpoint.received().remove(0).body;
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "exactly two messages: {request}");
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[1]["role"], "user");
+    let system = messages[0]["content"].as_str().unwrap();
+    for expected in [
+        "You are @clerk",
+        "You are in /court",
+        "Roles you wear now: clerk.",
+        "The time is 2026-01-01T00:00:10.000Z.",
+        "[capabilities]\nsee: /court, /hall\nsummon: @ada, @ben\n",
+        "[docket]\n{",
+        "[role]\nYou are the clerk of the court in court.",
+    ] {
+        assert!(system.contains(expected), "the system message lacks {expected:?}:\n{system}");
+    }
+    assert_eq!(messages[1]["content"], "Tick 1: time has passed; nothing else woke you.");
+    // The clerk's canDo is empty: no do tool, and no be tool either.
+    assert_eq!(tool_names(&request), ["see", "summon"]);
+    let see = tool(&request, "see");
+    assert_eq!(see["function"]["parameters"]["properties"]["address"]["enum"], json!(["/court", "/hall"]));
+    let summon = tool(&request, "summon");
+    assert_eq!(summon["function"]["parameters"]["properties"]["target"]["enum"], json!(["@ada", "@ben"]));
+    // Not woken by a summon: the target must be named.
+    assert_eq!(summon["function"]["parameters"]["required"], json!(["target", "content"]));
+    assert_eq!(request["model"], "fake-model");
+    assert_eq!(request["tool_choice"], "auto");
+}
+
+#[test]
+fn a_being_in_the_library_hears_the_library_voice_and_is_offered_its_actions() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let run = simulate(&llm_fixture("library.toml"), &one_connection(&endpoint, "tool_choice = \"do\""), 1);
+    let request = endpoint.received().remove(0).body;
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("keep your words few and soft"), "{system}");
+    assert!(system.contains("library-voice"), "{system}");
+    assert!(system.contains("Roles you wear now: reader (stacked: library-voice)."), "{system}");
+    assert_eq!(tool_names(&request), ["see", "do"]);
+    assert_eq!(tool(&request, "do")["function"]["parameters"]["properties"]["action"]["enum"], json!(["move"]));
+    assert_eq!(request["tool_choice"], json!({ "type": "function", "function": { "name": "do" } }));
+    // The fake's default answer (move, no target) reaches the verb layer.
+    let reader = run.moments_of("reader-7");
+    assert!(reader[0]["outcome"].as_str().unwrap().starts_with("failure in decide: do move"), "{}", reader[0]);
+}
+
+#[test]
+fn the_connection_comes_from_the_being_then_the_role_then_the_land() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let connections = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            format!("[connection.{name}]\nbase_url = \"{}\"\nmodel = \"model-{name}\"\n", endpoint.base_url())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let connections = format!("default = \"a\"\n{connections}");
+    let cases = [
+        ("", "model-a"),
+        ("[config]\nllm_connection = \"c\"\n", "model-c"),
+        ("[config]\nllm_connection = \"c\"\n[[being]]\nname = \"router\"\ncognition = \"llm\"\nhome = \"/hall\"\ndefault_role = \"routed-clerk\"\nwake_every = 1\n", "model-b"),
+        ("[config]\nllm_connection = \"c\"\n[[being]]\nname = \"router\"\ncognition = \"llm\"\nhome = \"/hall\"\ndefault_role = \"routed-clerk\"\nwake_every = 1\nqualities = { llm = \"a\" }\n", "model-a"),
+    ];
+    for (extra, expected) in cases {
+        let fixture = fixture_variant(dir.path(), "court.toml", extra);
+        let before = endpoint.received().len();
+        simulate(&fixture, &connections, 1);
+        let received = endpoint.received();
+        let name = if extra.contains("router") { "@router" } else { "@clerk" };
+        let request = received[before..]
+            .iter()
+            .find(|request| request.body["messages"][0]["content"].as_str().unwrap().contains(&format!("You are {name},")))
+            .unwrap();
+        assert_eq!(request.body["model"], expected, "{extra}");
+    }
+}
+
+#[test]
+fn a_connection_that_is_down_fails_over_to_the_next() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    // Port 9 on loopback: nothing listens there.
+    let connections = format!(
+        "default = \"down\"\n[connection.down]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"gone\"\nretries_max = 1\n\
+         backoff_base_ms = 10\nfailover = [\"fake\"]\n{}",
+        one_connection(&endpoint, "")
+    );
+    let run = simulate(&llm_fixture("court.toml"), &connections, 1);
+    let clerk = run.moments_of("clerk");
+    assert_eq!(clerk[0]["outcome"], "act: see");
+    assert_eq!(clerk[0]["llm"]["connection"], "fake");
+    assert_eq!(clerk[0]["llm"]["attempts"], 3, "two tries on the dead connection, then the failover");
+    assert_replays_clean(&run.land, &llm_fixture("court.toml"));
+}
+
+#[test]
+fn the_land_wide_cap_bounds_calls_in_flight() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    endpoint.push(vec![Reply::Hang { ms: 150 }; 6]);
+    let dir = tempfile::tempdir().unwrap();
+    let crowd = "[[generate]]\ncount = 6\nhomes = [\"/hall\"]\n[generate.template]\nname = \"scribe-{i}\"\ncognition = \"llm\"\nhome = \"/hall\"\ndefault_role = \"clerk\"\nwake_every = 1\n";
+    let fixture = fixture_variant(dir.path(), "court.toml", crowd);
+    let run = simulate(&fixture, &format!("concurrency_max = 2\n{}", one_connection(&endpoint, "")), 1);
+    assert_eq!(run.summary.llm_calls, 7, "six scribes and the clerk");
+    assert_eq!(endpoint.in_flight_max(), 2, "two calls at once, never more");
+}
+
+#[test]
+fn bad_connection_files_are_refused_with_the_field() {
+    let base = Path::new(".");
+    let check = |text: &str, expected: &str| {
+        let error = Connections::parse(text, "llm.toml", base, &|name| (name == "SET").then(|| "k".to_string()))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{text:?}: expected {expected:?} in {error:?}");
+    };
+    let ok = "base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n";
+    check("", "connection: no connections");
+    check(&format!("[connection.a]\n{ok}bogus = 1\n"), "unknown field `bogus`");
+    check("[connection.a]\nbase_url = \"ftp://x/v1\"\nmodel = \"m\"\n", "connection.a.base_url: scheme \"ftp\"");
+    check("[connection.a]\nbase_url = \"http://user:pw@x/v1\"\nmodel = \"m\"\n", "put credentials in api_key_env");
+    check(&format!("[connection.a]\n{ok}api_key_env = \"UNSET\"\n"), "the environment variable UNSET is not set");
+    check(&format!("[connection.a]\n{ok}api_key_file = \"/nonexistent/key\"\n"), "connection.a.api_key_file");
+    check(&format!("[connection.a]\n{ok}tool_choice = \"sing\"\n"), "connection.a.tool_choice");
+    check(&format!("[connection.a]\n{ok}failover = [\"b\"]\n"), "connection.a.failover[0]: no connection named \"b\"");
+    check(&format!("[connection.a]\n{ok}[connection.b]\n{ok}"), "default: several connections");
+    check(&format!("default = \"z\"\n[connection.a]\n{ok}"), "default: no connection named \"z\"");
+    check(&format!("concurrency_max = 0\n[connection.a]\n{ok}"), "concurrency_max: must be at least 1");
+    check(&format!("[connection.Bad_Name]\n{ok}"), "connection.Bad_Name");
+    let parsed =
+        Connections::parse(&format!("[connection.a]\n{ok}api_key_env = \"SET\"\n"), "llm.toml", base, &|_| {
+            Some("sk-very-secret".into())
+        })
+        .unwrap();
+    assert!(!format!("{parsed:?}").contains("sk-very-secret"), "Debug shows no key");
+}
+
+/// Every file under `dir`, as bytes.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    found
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+#[test]
+fn keys_never_appear_in_facts_traces_or_logs() {
+    let key = "sk-seed-test-4f1c9e0b7d2a";
+    let endpoint = FakeEndpoint::start().unwrap();
+    // The first call is refused (401), the second answered: both paths print.
+    endpoint.push([Reply::Raw { status: 401, body: "bad key".into() }]);
+    let dir = tempfile::tempdir().unwrap();
+    let connections = dir.path().join("llm.toml");
+    std::fs::write(&connections, one_connection(&endpoint, "api_key_env = \"SEED_TEST_LLM_KEY\"")).unwrap();
+    let land = dir.path().join("land");
+    let trace = dir.path().join("trace.jsonl");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(&land)
+        .args(["sim", llm_fixture("court.toml").to_str().unwrap(), "--ticks", "2", "--llm"])
+        .arg(&connections)
+        .arg("--trace")
+        .arg(&trace)
+        .env("SEED_TEST_LLM_KEY", key)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // The key was sent, as a bearer token, to the endpoint...
+    assert!(endpoint.received().iter().all(|r| r.authorization.as_deref() == Some(&format!("Bearer {key}"))));
+    // ...and is nowhere else: not in the land (store, keys, definitions), the trace, stdout or stderr.
+    let mut places = files_under(&land);
+    places.push((trace.clone(), std::fs::read(&trace).unwrap()));
+    places.push(("stdout".into(), output.stdout.clone()));
+    places.push(("stderr".into(), output.stderr.clone()));
+    for reel in ["@clerk", "@ada"] {
+        places.push((reel.into(), common::seed(&land, &["reel", reel, "--json"]).stdout));
+    }
+    places.push(("replay".into(), common::seed(&land, &["replay", "@clerk", "--json"]).stdout));
+    for (place, bytes) in &places {
+        assert!(!contains(bytes, key.as_bytes()), "the key appears in {}", place.display());
+    }
+    let trace_text = std::fs::read_to_string(&trace).unwrap();
+    assert!(trace_text.contains("status 401"), "the refusal was traced");
+    // And replay verifies the LLM acts without calling the model again.
+    let calls_before = endpoint.count();
+    let replay = common::seed(&land, &["replay", "@clerk"]);
+    assert!(replay.status.success(), "{}", String::from_utf8_lossy(&replay.stdout));
+    assert_eq!(endpoint.count(), calls_before, "replay never calls the model");
+}
+
+#[test]
+fn replay_rebuilds_the_request_and_names_a_changed_prompt() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let land = dir.path().join("land");
+    let connections = dir.path().join("llm.toml");
+    std::fs::write(&connections, one_connection(&endpoint, "")).unwrap();
+    let fixture = llm_fixture("court.toml");
+    let output = common::seed(
+        &land,
+        &["sim", fixture.to_str().unwrap(), "--ticks", "2", "--llm", connections.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let clean = common::seed(&land, &["replay", "@clerk", "--json"]);
+    assert!(clean.status.success());
+    // The clerk's role, edited after the fact: the face and the request change.
+    let roles = dir.path().join("edited-roles");
+    std::fs::create_dir(&roles).unwrap();
+    std::fs::write(
+        roles.join("clerk.toml"),
+        std::fs::read_to_string(repo().join("tests/fixtures/llm/roles/clerk.toml")).unwrap().replace("Keep the record", "Shout"),
+    )
+    .unwrap();
+    let edited = fixture_variant(dir.path(), "court.toml", "");
+    let text = std::fs::read_to_string(&edited).unwrap();
+    let text = text.replace(&repo().join("tests/fixtures/llm/roles").display().to_string(), &roles.display().to_string());
+    std::fs::write(&edited, text).unwrap();
+    let diverged = common::seed(&land, &["replay", "@clerk", "--fixture", edited.to_str().unwrap(), "--json"]);
+    assert!(!diverged.status.success());
+    // JSON lines: one per moment, then the summary.
+    let text = String::from_utf8_lossy(&diverged.stdout).to_string();
+    assert!(text.contains("llm.request") || text.contains("\"request\""), "the request digest is named: {text}");
+    assert!(text.contains("definition"), "classified as a definition change: {text}");
+}
