@@ -122,11 +122,14 @@ fn print_ratios() {
     else {
         return;
     };
-    let latency = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/target/llm-latency.txt"))
-        .unwrap_or_default();
+    let latency =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/target/llm-latency.txt")).unwrap_or_default();
     println!("\n== figures of this run (per second) ==");
     println!("scripted moments, 1,000 beings (reference) {scripted:>8.0}/s");
-    println!("LLM moments, 1,000 beings, fake endpoint   {llm:>8.0}/s  = {:.1}% of the scripted rate", 100.0 * llm / scripted);
+    println!(
+        "LLM moments, 1,000 beings, fake endpoint   {llm:>8.0}/s  = {:.1}% of the scripted rate",
+        100.0 * llm / scripted
+    );
     println!("added latency beyond the call (p50 p99 us, moments): {latency}");
 }
 

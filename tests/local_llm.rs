@@ -72,7 +72,10 @@ fn start_local_model(log: &std::path::Path) -> LocalModel {
             panic!("the local model server exited ({status}):\n{}", std::fs::read_to_string(log).unwrap_or_default());
         }
         if started.elapsed() > Duration::from_millis(LOCAL_LLM_START_MS_MAX) {
-            panic!("the local model server did not answer in time:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "the local model server did not answer in time:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -151,7 +151,10 @@ impl Inner {
             Err(error) if error.is_timeout() => return Err(timed_out()),
             // Refused or reset: the server may be starting or restarting.
             Err(error) if error.is_connect() => {
-                return Err(AttemptError::Retry { reason: format!("cannot connect ({})", plain(&error)), after_ms: None })
+                return Err(AttemptError::Retry {
+                    reason: format!("cannot connect ({})", plain(&error)),
+                    after_ms: None,
+                })
             }
             Err(error) => return Err(AttemptError::GiveUp(format!("request failed ({})", plain(&error)))),
         };
@@ -184,7 +187,9 @@ impl Inner {
                 }
                 Ok(None) => break,
                 Err(error) if error.is_timeout() => return Err(timed_out()),
-                Err(error) => return Err(AttemptError::GiveUp(format!("reading the response failed ({})", plain(&error)))),
+                Err(error) => {
+                    return Err(AttemptError::GiveUp(format!("reading the response failed ({})", plain(&error))))
+                }
             }
         }
         String::from_utf8(bytes).map_err(|_| AttemptError::GiveUp("the response is not UTF-8".into()))

@@ -205,10 +205,13 @@ impl Connections {
                 (Some(variable), None) => Some(ApiKey::new(env(variable).ok_or_else(|| {
                     field_error(&at("api_key_env"), format!("the environment variable {variable} is not set"))
                 })?)),
-                (None, Some(file)) => Some(read_key_file(&base.join(file)).map_err(|r| field_error(&at("api_key_file"), r))?),
+                (None, Some(file)) => {
+                    Some(read_key_file(&base.join(file)).map_err(|r| field_error(&at("api_key_file"), r))?)
+                }
                 (None, None) => None,
             };
-            if !matches!(given.tool_choice.as_str(), "auto" | "required") && !super::VERBS.contains(&given.tool_choice.as_str())
+            if !matches!(given.tool_choice.as_str(), "auto" | "required")
+                && !super::VERBS.contains(&given.tool_choice.as_str())
             {
                 return Err(field_error(
                     &at("tool_choice"),
@@ -219,7 +222,10 @@ impl Connections {
                 return Err(field_error(&at("timeout_ms"), "must be at least 1".into()));
             }
             if given.temperature_milli > 2_000 {
-                return Err(field_error(&at("temperature_milli"), "must be at most 2000 (a temperature of 2.0)".into()));
+                return Err(field_error(
+                    &at("temperature_milli"),
+                    "must be at most 2000 (a temperature of 2.0)".into(),
+                ));
             }
             if given.max_tokens == 0 {
                 return Err(field_error(&at("max_tokens"), "must be at least 1".into()));

@@ -226,7 +226,9 @@ async fn answer(shared: &Shared, headers: &HeaderMap, body: &str) -> Response {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             json_response(default_answer(&request)).into_response()
         }
-        Some(Reply::Malformed) => (StatusCode::OK, [("content-type", "application/json")], "{\"choices\": [").into_response(),
+        Some(Reply::Malformed) => {
+            (StatusCode::OK, [("content-type", "application/json")], "{\"choices\": [").into_response()
+        }
         Some(Reply::EmptyChoices) => {
             json_response(json!({ "id": "x", "object": "chat.completion", "choices": [] })).into_response()
         }

@@ -238,7 +238,8 @@ pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, String> {
         head.push_str(&format!("{verb}: {}\n", list(value, verb).join(", ")));
     }
     let role_prompt = text("/prompt");
-    let tail = if role_prompt.trim().is_empty() { String::new() } else { format!("\n[role]\n{}\n", role_prompt.trim()) };
+    let tail =
+        if role_prompt.trim().is_empty() { String::new() } else { format!("\n[role]\n{}\n", role_prompt.trim()) };
     let user = user_message(face);
     let essential = head.chars().count() + tail.chars().count() + user.chars().count();
     if essential > prompt_chars_max {
@@ -306,8 +307,7 @@ pub fn tokens_of(response: &str) -> Tokens {
 /// beside it its content; no tool call is a see. Anything else is an error
 /// naming what is wrong (the moment fails with it).
 pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String> {
-    let value: Json =
-        serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
+    let value: Json = serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
     let tokens = tokens_of(response);
     if let Some(error) = value.get("error") {
         return Err(format!("the endpoint answered with an error: {error}"));
@@ -358,10 +358,9 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String
             };
             VerbCall::Summon { target: field("target").unwrap_or_default(), content: words, in_reply_to: None }
         }
-        "be" => VerbCall::Be {
-            operation: needs("operation")?,
-            payload: args.get("payload").cloned().unwrap_or(Json::Null),
-        },
+        "be" => {
+            VerbCall::Be { operation: needs("operation")?, payload: args.get("payload").cloned().unwrap_or(Json::Null) }
+        }
         other => return Err(format!("the model called `{other}`, which is not a verb")),
     };
     Ok(Interpreted { call: Some(call), content, tokens, ignored_tool_calls: calls.len() - 1 })

@@ -467,7 +467,10 @@ fn llm_momentum(
     });
     let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
     if record.response.len() > most {
-        return Err(fail(format!("the response is {} bytes, over llm_response_bytes_max = {most}", record.response.len())));
+        return Err(fail(format!(
+            "the response is {} bytes, over llm_response_bytes_max = {most}",
+            record.response.len()
+        )));
     }
     let interpreted = llm::interpret(&record.response, &prompt.offered).map_err(fail)?;
     if interpreted.call.is_none() {

@@ -511,8 +511,7 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
         _ => false,
     };
     let unstable = !agrees_before_seal
-        && moment::run_observed(substrate, world, being, wake, stored_time_ms, &moment::Unobserved, model).0
-            != outcome;
+        && moment::run_observed(substrate, world, being, wake, stored_time_ms, &moment::Unobserved, model).0 != outcome;
     Recomputed { outcome, clauses, composed, face, context, unstable }
 }
 
