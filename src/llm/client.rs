@@ -49,10 +49,6 @@ impl LlmClient {
         let in_flight = Semaphore::new(connections.concurrency_max);
         Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight }), runtime })
     }
-
-    pub fn connections(&self) -> &Connections {
-        &self.inner.connections
-    }
 }
 
 impl LanguageModel for LlmClient {

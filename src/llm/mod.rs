@@ -282,16 +282,14 @@ pub struct Tokens {
     pub completion: u64,
 }
 
-/// What a response says the being does.
+/// What a response says the being does (its token counts are read by
+/// [`LlmRecord::of`]; tool calls after the first are not taken).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interpreted {
     /// `None`: no tool call, a see.
     pub call: Option<VerbCall>,
     /// Prose that rode with the call (or, for a see, the prose said to nobody).
     pub content: Option<String>,
-    pub tokens: Tokens,
-    /// Tool calls after the first, which a moment does not take.
-    pub ignored_tool_calls: usize,
 }
 
 /// The token counts of a response, if it is JSON with a `usage` block.
@@ -308,7 +306,6 @@ pub fn tokens_of(response: &str) -> Tokens {
 /// naming what is wrong (the moment fails with it).
 pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String> {
     let value: Json = serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
-    let tokens = tokens_of(response);
     if let Some(error) = value.get("error") {
         return Err(format!("the endpoint answered with an error: {error}"));
     }
@@ -316,9 +313,8 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String
     let choice = choices.first().ok_or("the response's `choices` list is empty")?;
     let message = choice.get("message").filter(|m| m.is_object()).ok_or("the first choice has no `message`")?;
     let prose = message["content"].as_str().map(str::trim).filter(|text| !text.is_empty()).map(str::to_string);
-    let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-    let Some(first) = calls.first() else {
-        return Ok(Interpreted { call: None, content: prose, tokens, ignored_tool_calls: 0 });
+    let Some(first) = message["tool_calls"].as_array().and_then(|calls| calls.first()) else {
+        return Ok(Interpreted { call: None, content: prose });
     };
     let function = &first["function"];
     let name = function["name"].as_str().ok_or("the tool call has no function name")?;
@@ -363,12 +359,11 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String
         }
         other => return Err(format!("the model called `{other}`, which is not a verb")),
     };
-    Ok(Interpreted { call: Some(call), content, tokens, ignored_tool_calls: calls.len() - 1 })
+    Ok(Interpreted { call: Some(call), content })
 }
 
 /// What the moment asks of a language model.
 pub struct Question<'a> {
-    pub being: &'a str,
     /// The connection the resolution chain named (being → role → land), if any;
     /// `None` leaves it to the client's default.
     pub connection: Option<&'a str>,

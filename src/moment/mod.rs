@@ -442,7 +442,7 @@ fn llm_momentum(
     let prompt = llm::prompt(face, budget).map_err(fail)?;
     let connection = llm_connection(world, row, assigned);
     let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
-    let question = llm::Question { being: &row.name, connection, prompt: &prompt, seed };
+    let question = llm::Question { connection, prompt: &prompt, seed };
     let answer = model.answer(&question).map_err(|no_answer| {
         *trace = Some(LlmTrace {
             connection: connection.unwrap_or("(the default)").to_string(),
