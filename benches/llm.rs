@@ -54,6 +54,7 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
         trace_file: trace.then(|| dir.join("trace.jsonl")),
         progress: false,
         model,
+        live: false,
     };
     Simulation::plant(fixture, &options).expect("plant")
 }

@@ -42,6 +42,7 @@ fn bench(c: &mut Criterion) {
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let before = resident_bytes();
     let mut simulation = Simulation::plant(&fixture, &options).expect("plant the crowd");

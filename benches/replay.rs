@@ -36,6 +36,7 @@ fn bench(c: &mut Criterion) {
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let summary = seed::sim::run(&fixture, &options).expect("simulate the crowd");
     let moments: u64 = summary.acts.values().sum();

@@ -40,6 +40,12 @@ impl LogicalClock {
     pub fn advance_ms(&self, delta_ms: u64) {
         self.now_ms.fetch_add(delta_ms, Ordering::SeqCst);
     }
+
+    /// Moves to `ms` if that is later (a live land holds the wall time it
+    /// read once per step here, so every fact of the step carries it).
+    pub fn advance_to(&self, ms: u64) {
+        self.now_ms.fetch_max(ms, Ordering::SeqCst);
+    }
 }
 
 impl Clock for LogicalClock {

@@ -20,6 +20,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         trace_file: Some(trace.clone()),
         progress: false,
         model: None,
+        live: false,
     };
     let summary = sim::run(&fixture, &options).expect("the simulation survives hostile scripts");
     let mut outcomes: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -130,6 +131,7 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     sim::run(&fixture, &options).expect("run");
     let count_decks = || {

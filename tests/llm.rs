@@ -70,6 +70,7 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
         trace_file: Some(dir.path().join("trace.jsonl")),
         progress: false,
         model: Some(model),
+        live: false,
     };
     let summary = sim::run(&fixture, &options).unwrap();
     let trace = std::fs::read_to_string(dir.path().join("trace.jsonl"))

@@ -29,6 +29,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
         trace_file: Some(trace.clone()),
         progress: false,
         model: None,
+        live: false,
     };
     let summary = sim::run(&fixture, &options).expect("simulation runs");
     let traces = std::fs::read_to_string(&trace)
@@ -199,6 +200,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
     let ada = simulation.world.names["ada"];
@@ -249,6 +251,7 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
     let mother = simulation.world.names["mother"];

@@ -54,6 +54,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let summary = seed::sim::run(&fixture, &options)?;
     let land = seed::land::Land::open(&land_dir)?;

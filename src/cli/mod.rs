@@ -570,6 +570,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         trace_file: trace,
         progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         model,
+        live: false,
     };
     let summary = sim::run(&fixture, &options)?;
     if land.is_some() {

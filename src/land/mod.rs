@@ -316,6 +316,12 @@ impl Land {
         self.operator
     }
     /// The store, through the backend-neutral interface every caller uses.
+    /// The store, shared: readers (the portal's pages) use it without the
+    /// land's writer.
+    pub fn shared_store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
     }

@@ -65,6 +65,15 @@ pub struct Substrate {
     /// Composed-role digests by the digests of the roles in the stack: the
     /// composition of the same definitions is always the same bytes.
     composed_digests: RwLock<BTreeMap<Vec<Hash32>, Hash32>>,
+    /// The registry with the world's authored roles laid over it, by the
+    /// authored roles' digest.
+    overlays: RwLock<BTreeMap<Hash32, Arc<RoleRegistry>>>,
+}
+
+/// Parses an authored role's JSON definition (the same validation as a role file).
+pub fn parse_authored_role(definition: &Json) -> Result<crate::roles::Role, Vec<crate::roles::RoleLoadError>> {
+    let text = definition.to_string();
+    crate::roles::Role::parse(&text, crate::roles::definition::RoleFormat::Json, "authored")
 }
 
 impl Substrate {
@@ -80,7 +89,35 @@ impl Substrate {
             hooks: hooks::Hooks::default(),
             flows: RwLock::new(BTreeMap::new()),
             composed_digests: RwLock::new(BTreeMap::new()),
+            overlays: RwLock::new(BTreeMap::new()),
         }
+    }
+
+    /// The role registry as the world at its cursor sees it: the files' roles
+    /// with the authored ones laid over them (an authored role shadows a file
+    /// role of the same name). A definition this build refuses is left out.
+    pub fn registry_for(&self, world: &World) -> Option<Arc<RoleRegistry>> {
+        if world.roles.is_empty() {
+            return None;
+        }
+        if let Some(registry) = self.overlays.read().unwrap_or_else(|p| p.into_inner()).get(&world.roles_digest) {
+            return Some(registry.clone());
+        }
+        let mut registry = self.roles.clone();
+        for (name, authored) in &world.roles {
+            if let Ok(mut role) = parse_authored_role(&authored.definition) {
+                if *role.name == **name {
+                    role.origin = match authored.author.and_then(|author| world.name_of(&author).map(str::to_string)) {
+                        Some(author) => format!("authored by @{author}"),
+                        None => "authored".to_string(),
+                    };
+                    registry.insert(role);
+                }
+            }
+        }
+        let registry = Arc::new(registry);
+        self.overlays.write().unwrap_or_else(|p| p.into_inner()).insert(world.roles_digest, registry.clone());
+        Some(registry)
     }
 
     /// The digest of a composed role, cached by its stack's definitions.
@@ -98,16 +135,26 @@ impl Substrate {
     }
 
     /// The being's flow, compiled and bound once per distinct flow.
-    pub fn bound_flow(&self, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
-        let mut key_input = canonical::encode_json(&row.role_flow).map_err(|e| e.to_string())?;
-        key_input.extend_from_slice(row.default_role.as_bytes());
+    pub fn bound_flow(&self, world: &World, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
+        self.bound_flow_of(world, &row.role_flow, &row.default_role)
+    }
+
+    /// A flow compiled and bound against the registry `world` sees (the
+    /// role-manager's preview binds a flow that is not stored yet).
+    pub fn bound_flow_of(&self, world: &World, role_flow: &Json, default_role: &str) -> Result<Arc<BoundFlow>, String> {
+        let mut key_input = canonical::encode_json(role_flow).map_err(|e| e.to_string())?;
+        key_input.extend_from_slice(default_role.as_bytes());
+        if !world.roles.is_empty() {
+            key_input.extend_from_slice(&world.roles_digest.0);
+        }
         let key = blake3_of(&key_input);
         if let Some(flow) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(flow.clone());
         }
-        let flow = RoleFlow::from_json(&row.role_flow).map_err(|error| format!("roleFlow {error}"))?;
-        let bound =
-            Arc::new(flow.bind(&self.roles, Some(&row.default_role)).map_err(|error| format!("roleFlow {error}"))?);
+        let flow = RoleFlow::from_json(role_flow).map_err(|error| format!("roleFlow {error}"))?;
+        let overlay = self.registry_for(world);
+        let registry = overlay.as_deref().unwrap_or(&self.roles);
+        let bound = Arc::new(flow.bind(registry, Some(default_role)).map_err(|error| format!("roleFlow {error}"))?);
         self.flows.write().unwrap_or_else(|p| p.into_inner()).insert(key, bound.clone());
         Ok(bound)
     }
@@ -280,7 +327,7 @@ pub struct Assigned {
 
 pub fn assign(substrate: &Substrate, world: &World, opened: &Opened) -> Result<Assigned, Failure> {
     let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
-    let flow = substrate.bound_flow(row).map_err(|reason| failure(Beat::Assign, reason))?;
+    let flow = substrate.bound_flow(world, row).map_err(|reason| failure(Beat::Assign, reason))?;
     let context = open_context(world, row, opened);
     let walk = flow.walk(&context, row.effective_cognition());
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);
@@ -340,6 +387,7 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
         (Wake::Signal { key }, _) => json!({ "kind": "signal", "key": key, "value": world.signals.get(key) }),
         (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
+        (Wake::Person, _) => json!({ "kind": "person" }),
     };
     let value = json!({
         "me": {
@@ -560,7 +608,7 @@ fn permits_see(allowed: &[String], address: &Address) -> bool {
     })
 }
 
-fn is_ancestor(world: &World, ancestor: BeingId, being: BeingId) -> bool {
+pub fn is_ancestor(world: &World, ancestor: BeingId, being: BeingId) -> bool {
     let mut current = world.beings.get(&being).and_then(|row| row.parent);
     let mut steps = 0;
     while let Some(parent) = current {
@@ -797,7 +845,9 @@ fn check_birth(
     }
     let default_role = text("defaultRole").or(flow_default).unwrap_or_else(|| "idle".to_string());
     let flow = RoleFlow::from_json(&role_flow).map_err(|error| format!("roleFlow {error}"))?;
-    flow.bind(&substrate.roles, Some(&default_role)).map_err(|error| format!("roleFlow {error}"))?;
+    let overlay = substrate.registry_for(world);
+    flow.bind(overlay.as_deref().unwrap_or(&substrate.roles), Some(&default_role))
+        .map_err(|error| format!("roleFlow {error}"))?;
     Ok(BirthRequest {
         name,
         parent: parent.id,
@@ -874,6 +924,76 @@ pub fn run_observed(
     observer: &dyn MomentObserver,
     model: &dyn LanguageModel,
 ) -> (Outcome, MomentTrace) {
+    let cognition = |opened: &Opened, assigned: &Assigned, face: &Face, llm_trace: &mut Option<LlmTrace>| {
+        momentum(substrate, world, opened, assigned, face, model, llm_trace)
+    };
+    run_beats(substrate, world, being, wake, stored_time_ms, observer, &cognition)
+}
+
+/// What a person chose at the portal: the verb call and the prose beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonChoice {
+    pub call: VerbCall,
+    pub content: Option<String>,
+}
+
+/// Beat 4 for human cognition: the person's choice is the decision. Only a
+/// being whose effective cognition is human (declared, or inhabited) is
+/// driven this way; the verb layer then checks the call like any other.
+pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) -> Result<Decision, Failure> {
+    let row =
+        world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
+    if row.effective_cognition() != Cognition::Human {
+        return Err(failure(
+            Beat::Momentum,
+            format!("@{} has {} cognition and is not inhabited: no person drives it", row.name, row.cognition.as_str()),
+        ));
+    }
+    Ok(Decision { call: Some(choice.call.clone()), content: choice.content.clone(), output_digest: None, llm: None })
+}
+
+/// Runs the five beats with a person's choice as the cognition (the portal).
+pub fn run_person(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    wake: Wake,
+    stored_time_ms: u64,
+    observer: &dyn MomentObserver,
+    choice: &PersonChoice,
+) -> (Outcome, MomentTrace) {
+    let cognition =
+        |opened: &Opened, _: &Assigned, _: &Face, _: &mut Option<LlmTrace>| person_momentum(world, opened, choice);
+    run_beats(substrate, world, being, wake, stored_time_ms, observer, &cognition)
+}
+
+/// The beats before the cognition (open, assign, fold) for a being now:
+/// what it would wear and what it may do, without deciding anything (the
+/// portal's pick lists, the role-manager's preview).
+pub fn preview(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    wake: Wake,
+    stored_time_ms: u64,
+) -> Result<(Opened, Assigned, Face), Failure> {
+    let opened = open(world, being, wake, stored_time_ms);
+    let assigned = assign(substrate, world, &opened)?;
+    let face = fold(substrate, world, &opened, &assigned)?;
+    Ok((opened, assigned, face))
+}
+
+type Cognizer<'a> = dyn Fn(&Opened, &Assigned, &Face, &mut Option<LlmTrace>) -> Result<Decision, Failure> + 'a;
+
+fn run_beats(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    wake: Wake,
+    stored_time_ms: u64,
+    observer: &dyn MomentObserver,
+    cognition: &Cognizer<'_>,
+) -> (Outcome, MomentTrace) {
     let started = observer.now_us();
     observer.entered(being, Beat::Open);
     let opened = open(world, being, wake, stored_time_ms);
@@ -911,7 +1031,7 @@ pub fn run_observed(
         let face = fold(substrate, world, &opened, &assigned)?;
         trace.face_digest = Some(face.digest);
         lap(&mut trace, Beat::Fold, Some(Beat::Momentum));
-        let decision = momentum(substrate, world, &opened, &assigned, &face, model, &mut trace.llm)?;
+        let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         let decided = decide(substrate, world, &opened, &assigned, &face, decision);
         lap(&mut trace, Beat::Decide, None);

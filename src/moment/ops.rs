@@ -147,6 +147,12 @@ impl OpRegistry {
             ArgSchema::default().field("kind", ArgType::Text, true).field("fields", ArgType::Any, false),
             op_create_matter,
         );
+        add("author-role", ArgSchema::default().field("definition", ArgType::Any, true), op_author_role);
+        add(
+            "edit-role-flow",
+            ArgSchema::default().field("being", ArgType::Text, true).field("flow", ArgType::Any, true),
+            op_edit_role_flow,
+        );
         registry
     }
 
@@ -208,6 +214,35 @@ fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
     }
     let value = call.args.get("value").cloned().filter(|value| !value.is_null());
     Ok(vec![Effect::SetSignal { key: key.to_string(), value }])
+}
+
+/// Authors (or replaces) a role: the definition is validated exactly as a
+/// role file is, and the first problem is the refusal.
+fn op_author_role(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let definition = call.args.get("definition").cloned().unwrap_or(Json::Null);
+    if !definition.is_object() {
+        return Err("args.definition must be a role object".into());
+    }
+    let role = super::parse_authored_role(&definition).map_err(|problems| {
+        problems.iter().map(|problem| format!("{}: {}", problem.field, problem.reason)).collect::<Vec<_>>().join("; ")
+    })?;
+    if role.script.is_some() {
+        return Err("definition.script: an authored role cannot carry a script".into());
+    }
+    Ok(vec![Effect::PutRole { name: role.name.to_string(), definition }])
+}
+
+/// Replaces a being's roleFlow. Only the being itself or an ancestor may.
+fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+    let name = text_arg(call.args, "being").trim_start_matches('@');
+    let target = call.world.being_named(name).ok_or_else(|| format!("args.being: there is no being @{name}"))?;
+    let actor = call.world.being_named(call.actor).ok_or("the actor is not in the world")?;
+    if actor.id != target.id && !super::is_ancestor(call.world, actor.id, target.id) {
+        return Err(format!("@{} may only edit its own roleFlow or a descendant's, not @{name}", call.actor));
+    }
+    let flow = call.args.get("flow").cloned().unwrap_or(Json::Null);
+    crate::roles::RoleFlow::from_json(&flow).map_err(|error| format!("args.flow: {error}"))?;
+    Ok(vec![Effect::SetRoleFlow { being: name.to_string(), flow }])
 }
 
 fn op_set_quality(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {

@@ -201,6 +201,7 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
         trace_file: None,
         progress: false,
         model: None,
+        live: false,
     };
     let mut control = Simulation::plant(fixture, &options(scratch.path().join("control")))?;
     let mut branch = Simulation::plant(fixture, &options(request.branch_dir.clone()))?;

@@ -117,7 +117,7 @@ pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> 
         if !differences.is_empty() {
             report.divergences_total += 1;
             if report.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
-                let cause = classify(&report.problems, body, substrate, unstable);
+                let cause = classify(&report.problems, body, substrate, &world, unstable);
                 let divergence =
                     Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null };
                 report.divergences.push((being, divergence));

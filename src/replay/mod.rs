@@ -479,7 +479,18 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
             });
         }
         let folded = moment::fold(substrate, world, &opened, &assigned)?;
-        let decision = moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?;
+        // A person's act is replayed with the person's recorded choice; the
+        // verb layer checks it again like any other.
+        let person = world
+            .beings
+            .get(&being)
+            .is_some_and(|row| row.effective_cognition() == crate::fact::body::Cognition::Human);
+        let decision = if person {
+            let choice = moment::PersonChoice { call: act.body.call.clone(), content: act.body.content.clone() };
+            moment::person_momentum(world, &opened, &choice)?
+        } else {
+            moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?
+        };
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
         if detail == Detail::Full {
             face = folded.value;
@@ -608,7 +619,7 @@ fn compare(
     let (differences, unstable) = act_differences(substrate, world, act, verdict);
     let matches = differences.is_empty();
     if !matches {
-        let cause = classify(&report.problems, body, substrate, unstable);
+        let cause = classify(&report.problems, body, substrate, world, unstable);
         report.divergences.push(Divergence { seq, land_seq, differences, cause, context: context.clone() });
     }
     let stored_time_ms = fact.header.stored_time_ms;
@@ -627,7 +638,13 @@ fn compare(
     !matches && !keep_going
 }
 
-fn classify(problems: &[String], body: &ActBody, substrate: &Substrate, unstable: bool) -> DivergenceCause {
+fn classify(
+    problems: &[String],
+    body: &ActBody,
+    substrate: &Substrate,
+    world: &World,
+    unstable: bool,
+) -> DivergenceCause {
     if !problems.is_empty() {
         return DivergenceCause::StoredInputChanged { problems: problems.to_vec() };
     }
@@ -637,11 +654,14 @@ fn classify(problems: &[String], body: &ActBody, substrate: &Substrate, unstable
             current: EVALUATOR_VERSION.into(),
         };
     }
+    // Authored roles (facts) are part of the registry the moment saw.
+    let overlay = substrate.registry_for(world);
+    let registry = overlay.as_deref().unwrap_or(&substrate.roles);
     let roles: Vec<RoleChange> = body
         .stack
         .iter()
         .filter_map(|used| {
-            let current = substrate.roles.get(&used.name).map(|role| role.digest);
+            let current = registry.get(&used.name).map(|role| role.digest);
             (current != Some(used.digest)).then(|| RoleChange {
                 role: used.name.clone(),
                 recorded: used.digest,

@@ -54,6 +54,23 @@ pub struct SimOptions {
     /// The language model LLM beings call (`None`: their moments fail saying
     /// no connection is configured).
     pub model: Option<Arc<dyn LanguageModel>>,
+    /// A live land (`seed up`) rather than a simulation: operating-system
+    /// keys, the wall clock read once per step, no fixture events.
+    pub live: bool,
+}
+
+/// How many moment traces a live land keeps in memory for the portal.
+pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
+
+/// What became of a moment a person drove.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonResult {
+    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
+    pub outcome: String,
+    /// The land seq the act sealed at.
+    pub land_seq: Option<u64>,
+    /// Whether it sealed.
+    pub sealed: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -383,6 +400,11 @@ pub struct Simulation {
     epoch: std::time::Instant,
     /// Every moment's outcome, kept in memory when asked (what-if forks diff them).
     pub moment_log: Option<Vec<MomentRecord>>,
+    live: bool,
+    /// The operator's login token, when this run planted the land (shown once).
+    pub operator_token: Option<String>,
+    /// The latest moment traces (live lands only), oldest first.
+    pub recent_traces: std::collections::VecDeque<Json>,
 }
 
 /// One moment as the simulation ran it: enough to compare two runs.
@@ -409,17 +431,49 @@ impl Simulation {
         let mut seed_input = fixture.name.as_bytes().to_vec();
         seed_input.extend_from_slice(&options.seed.to_be_bytes());
         let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
-        let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
-        let (land, _) =
-            Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), KeySource::Seeded(key_seed))?;
+        let (clock, key_source) = if options.live {
+            (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os)
+        } else {
+            (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed))
+        };
+        let (land, report) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), key_source)?;
         plant(fixture, &planned, &land)?;
+        let operator_token = report.operator_token;
+        let mut simulation = Simulation::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)?;
+        simulation.operator_token = Some(operator_token);
+        Ok(simulation)
+    }
+
+    /// Opens a live land planted before (`seed up` again): the world folded
+    /// from its log, every being subscribed to the signals its flow reads.
+    /// Summons still waiting in inboxes are delivered again.
+    pub fn reopen(fixture: &Fixture, options: &SimOptions) -> Result<Simulation, SimError> {
+        let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
+        let planned = fixture.plan(&substrate.roles)?;
+        let clock = Arc::new(LogicalClock::starting_at(wall_now_ms()));
+        let land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
+        Simulation::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)
+    }
+
+    fn start(
+        fixture: &Fixture,
+        options: &SimOptions,
+        land: Land,
+        clock: Arc<LogicalClock>,
+        substrate: Substrate,
+        skipped_extensions: Vec<(String, String)>,
+        planned: &[PlannedBeing],
+    ) -> Result<Simulation, SimError> {
         let mut world = World::new();
         fold_to_end(land.store(), &mut world)?;
         let mut scheduler = Scheduler::default();
-        for being in &planned {
-            let Some(id) = world.names.get(&being.name).copied() else { continue };
-            scheduler.subscribe(&world, id, &being.flow);
-            scheduler.wake_every.insert(id, being.wake_every);
+        let wake_every: BTreeMap<&str, u64> =
+            planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
+        for (id, row) in &world.beings {
+            scheduler.subscribe(&world, *id, &row.role_flow);
+            if let Some(every) = wake_every.get(row.name.as_str()) {
+                scheduler.wake_every.insert(*id, *every);
+            }
         }
         let trace_out = match &options.trace_file {
             Some(path) => Some((
@@ -469,6 +523,9 @@ impl Simulation {
                 .map_err(|error| SimError::Internal(format!("cannot start the moment runtime: {error}")))?,
             epoch: std::time::Instant::now(),
             moment_log: None,
+            live: options.live,
+            recent_traces: std::collections::VecDeque::new(),
+            operator_token: None,
         })
     }
 
@@ -506,9 +563,15 @@ impl Simulation {
     pub fn round(&mut self) -> Result<(), SimError> {
         self.tick += 1;
         let tick = self.tick;
-        self.clock.advance_ms(self.fixture.tick_ms);
+        if self.live {
+            self.clock.advance_to(wall_now_ms());
+        } else {
+            self.clock.advance_ms(self.fixture.tick_ms);
+        }
         let mut events = Vec::new();
-        for event in self.fixture.events.iter().filter(|event| event.tick == tick) {
+        // A live land's signals are published by people, not by the fixture's script.
+        let scripted_events = if self.live { &[][..] } else { &self.fixture.events[..] };
+        for event in scripted_events.iter().filter(|event| event.tick == tick) {
             let value = |value: &Json| if value.is_null() { None } else { Some(value.clone()) };
             if let Some(signal) = &event.signal {
                 events.push(Effect::SetSignal { key: signal.key.clone(), value: value(&signal.value) });
@@ -599,7 +662,7 @@ impl Simulation {
         outcome: Outcome,
         mut trace: MomentTrace,
         sealing: &mut Sealing,
-    ) -> Result<(), SimError> {
+    ) -> Result<String, SimError> {
         self.summary.moments += 1;
         if let Some(llm) = trace.llm.as_ref().filter(|llm| llm.request.is_some()) {
             self.summary.llm_calls += 1;
@@ -696,7 +759,58 @@ impl Simulation {
             let line = trace_json(tick, &trace);
             writeln!(out, "{line}").map_err(|source| SimError::Trace { path: path.clone(), source })?;
         }
-        Ok(())
+        if self.live {
+            if self.recent_traces.len() >= LIVE_MOMENT_TRACES_KEPT {
+                self.recent_traces.pop_front();
+            }
+            self.recent_traces.push_back(trace_json(tick, &trace));
+        }
+        Ok(trace.outcome)
+    }
+
+    /// Runs one moment a person drives (the portal): `being` must be of
+    /// human cognition or inhabited. Sealed and durable before it returns;
+    /// refusals are failures in the moment trace, with nothing written.
+    pub fn act_as_person(
+        &mut self,
+        being: BeingId,
+        wake: Wake,
+        choice: &moment::PersonChoice,
+    ) -> Result<PersonResult, SimError> {
+        if self.live {
+            self.clock.advance_to(wall_now_ms());
+        }
+        let now_ms = self.clock.now_ms();
+        let observer = moment::LiveObserver { running: &self.running, epoch: self.epoch };
+        let (outcome, trace) = moment::run_person(&self.substrate, &self.world, being, wake, now_ms, &observer, choice);
+        self.running.finish(&being);
+        let first_land_seq = self.land.store().land_len()?;
+        let mut sealing =
+            Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq: first_land_seq, threads: 1 };
+        let outcome = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing)?;
+        sealing.flush(&self.land);
+        let sealed = !sealing.pending.is_empty();
+        for (expected, seal) in sealing.pending {
+            let done = seal.wait()?;
+            if done.land_seq != expected {
+                return Err(SimError::Internal(format!(
+                    "land seq {} sealed where {expected} was folded",
+                    done.land_seq
+                )));
+            }
+        }
+        for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
+            self.substrate.hooks.after(&actor, &call, &self.world, seed);
+        }
+        Ok(PersonResult { outcome, land_seq: sealed.then_some(first_land_seq), sealed })
+    }
+
+    /// The stored time a person's moment would open at now.
+    pub fn now_ms(&self) -> u64 {
+        if self.live {
+            self.clock.advance_to(wall_now_ms());
+        }
+        self.clock.now_ms()
     }
 
     /// Computes the world hash, flushes the trace and closes the land.
@@ -726,6 +840,11 @@ pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimErr
     progress.finish_and_clear();
     simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     simulation.finish()
+}
+
+/// The wall clock, read where a live land steps (never inside a moment).
+fn wall_now_ms() -> u64 {
+    crate::clock::Clock::now_ms(&crate::clock::WallClock::default())
 }
 
 /// A short, stable label for counting failures by kind.

@@ -14,17 +14,59 @@ pub const KIND_WORLD: &str = "world";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Effect {
-    PutSpace { path: String, kind: String, qualities: BTreeMap<String, Json> },
-    SetSpaceQuality { path: String, key: String, value: Option<Json> },
-    SetSignal { key: String, value: Option<Json> },
-    SetConfig { key: String, value: Option<Json> },
-    PutMatter { address: String, kind: String, fields: BTreeMap<String, Json> },
-    RemoveMatter { address: String },
-    MoveBeing { being: String, to: String },
-    SetBeingQuality { being: String, key: String, value: Option<Json> },
-    SetRoleFlow { being: String, flow: Json },
-    Inhabit { being: String, by: String },
-    Release { being: String },
+    PutSpace {
+        path: String,
+        kind: String,
+        qualities: BTreeMap<String, Json>,
+    },
+    SetSpaceQuality {
+        path: String,
+        key: String,
+        value: Option<Json>,
+    },
+    SetSignal {
+        key: String,
+        value: Option<Json>,
+    },
+    SetConfig {
+        key: String,
+        value: Option<Json>,
+    },
+    PutMatter {
+        address: String,
+        kind: String,
+        fields: BTreeMap<String, Json>,
+    },
+    RemoveMatter {
+        address: String,
+    },
+    MoveBeing {
+        being: String,
+        to: String,
+    },
+    SetBeingQuality {
+        being: String,
+        key: String,
+        value: Option<Json>,
+    },
+    SetRoleFlow {
+        being: String,
+        flow: Json,
+    },
+    Inhabit {
+        being: String,
+        by: String,
+    },
+    Release {
+        being: String,
+    },
+    /// A role authored live (through the role-manager): its definition as
+    /// JSON, validated when it was decided. Later definitions of the same
+    /// name replace earlier ones, and shadow a file role of that name.
+    PutRole {
+        name: String,
+        definition: Json,
+    },
 }
 
 /// What opened a moment.
@@ -39,6 +81,9 @@ pub enum Wake {
     Tick { tick: u64 },
     /// The previous act's role asked to continue.
     SelfContinue,
+    /// A person at the portal opened the moment (human cognition acting
+    /// without a summon to answer).
+    Person,
 }
 
 /// The verb call a moment sealed.

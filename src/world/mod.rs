@@ -93,6 +93,19 @@ pub struct World {
     /// Stored times of each being's latest summons (at most
     /// `RECENT_SUMMONS_KEPT`), for the per-minute limit.
     pub recent_summons: BTreeMap<BeingId, Vec<u64>>,
+    /// Roles authored live, by name: their definitions as JSON and who wrote them.
+    pub roles: BTreeMap<String, AuthoredRole>,
+    /// BLAKE3 of the authored definitions (zero while there are none): the
+    /// key under which compiled flows and registries are cached.
+    pub roles_digest: Hash32,
+}
+
+/// A role authored through the role-manager (a `put-role` effect).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthoredRole {
+    pub definition: Json,
+    /// The being whose act or world fact authored it.
+    pub author: Option<BeingId>,
 }
 
 /// How many summon times the world remembers per being.
@@ -299,7 +312,19 @@ impl World {
                     }
                 }
             }
+            Effect::PutRole { name, definition } => {
+                self.roles.insert(name.clone(), AuthoredRole { definition: definition.clone(), author: actor });
+                self.roles_digest =
+                    crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
+            }
         }
+    }
+
+    /// The authored roles' definitions by name, as CBOR.
+    fn roles_cbor(&self) -> Cbor {
+        Cbor::Map(
+            self.roles.iter().map(|(name, role)| (Cbor::Text(name.clone()), json_to_cbor(&role.definition))).collect(),
+        )
     }
 
     /// The canonical CBOR of the whole world state (cursor excluded: two
@@ -368,14 +393,19 @@ impl World {
                 })
                 .collect(),
         );
-        let state = Cbor::Map(vec![
+        let mut state = vec![
             (text("spaces"), spaces),
             (text("matter"), matter),
             (text("beings"), beings),
             (text("signals"), map_cbor(&self.signals)),
             (text("config"), map_cbor(&self.config)),
             (text("inbox"), inbox),
-        ]);
+        ];
+        // Only once there are authored roles, so worlds without them hash as they always did.
+        if !self.roles.is_empty() {
+            state.push((text("roles"), self.roles_cbor()));
+        }
+        let state = Cbor::Map(state);
         canonical::encode_value(&state).expect("world state holds no floats or tags")
     }
 
