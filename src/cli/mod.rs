@@ -4,6 +4,7 @@ mod corpus;
 mod flow;
 mod replay;
 mod step;
+mod up;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -34,6 +35,36 @@ pub struct Arguments {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Start the land and its portal (planting it and a demo world on first start).
+    Up {
+        /// The demo world to plant (default: what the land recorded, else fixtures/court.toml).
+        #[arg(long)]
+        fixture: Option<PathBuf>,
+        /// Where the portal listens.
+        #[arg(long, default_value = "127.0.0.1:7777")]
+        addr: String,
+        /// Milliseconds between rounds of wakes (summons, signals, ticks).
+        #[arg(long, default_value_t = seed::portal::ROUND_MS_DEFAULT)]
+        round_ms: u64,
+        /// Threads computing the moments of a round.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Requests per minute per session (portal_requests_per_minute_max).
+        #[arg(long, default_value_t = seed::portal::PORTAL_REQUESTS_PER_MINUTE_MAX)]
+        requests_per_minute_max: u64,
+        /// Most bytes in a request body (portal_body_bytes_max).
+        #[arg(long, default_value_t = seed::portal::PORTAL_BODY_BYTES_MAX)]
+        body_bytes_max: usize,
+        /// How long an inhabited being stays inhabited after its last tab closed.
+        #[arg(long, default_value_t = seed::portal::INHABIT_RELEASE_GRACE_MS)]
+        release_grace_ms: u64,
+        /// Stop by itself after this many seconds (tests and benchmarks).
+        #[arg(long)]
+        lifetime_s: Option<u64>,
+        /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
+        #[arg(long)]
+        llm: Option<PathBuf>,
+    },
     /// Create a land: the reality root, the operator, @birther and @role-manager.
     Plant,
     /// List the beings of the land.
@@ -244,6 +275,28 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
     }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     match arguments.command {
+        Command::Up {
+            fixture,
+            addr,
+            round_ms,
+            threads,
+            requests_per_minute_max,
+            body_bytes_max,
+            release_grace_ms,
+            lifetime_s,
+            llm,
+        } => up::up(
+            &dir,
+            up::UpArguments {
+                fixture,
+                addr,
+                round_ms,
+                threads,
+                limits: seed::portal::PortalLimits { body_bytes_max, requests_per_minute_max, release_grace_ms },
+                lifetime_s,
+                llm,
+            },
+        ),
         Command::Plant => plant(&dir),
         Command::Beings { json } => beings(&open(&dir)?, json),
         Command::Reel { being, json } => reel(&open(&dir)?, &being, json),

@@ -64,6 +64,18 @@ fn role_change_differences(
     Some(seed::replay::definition_differences(&recorded, &current))
 }
 
+/// The fixture a land folder records, if it records one.
+pub fn recorded_fixture(land_dir: &Path) -> Result<Option<PathBuf>> {
+    let path = land_dir.join(DEFINITIONS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            Ok(Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?.fixture))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error).with_context(|| format!("{}", path.display())),
+    }
+}
+
 /// The definitions a land's moments used: `--fixture` if given (with the
 /// recorded seed, if any), else what the land folder records.
 fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<Definitions> {

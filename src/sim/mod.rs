@@ -559,6 +559,15 @@ impl Simulation {
         &self.substrate
     }
 
+    pub fn substrate_shared(&self) -> Arc<Substrate> {
+        self.substrate.clone()
+    }
+
+    /// Monotonic microseconds since the run started (the running-moments table's clock).
+    pub fn epoch_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
     /// One round: the tick's events, every wake's moment, the seals.
     pub fn round(&mut self) -> Result<(), SimError> {
         self.tick += 1;

@@ -1,0 +1,105 @@
+//! `seed up`: the land running live, with the portal.
+
+use anyhow::{bail, Context, Result};
+use seed::portal::live::LiveLand;
+use seed::portal::PortalLimits;
+use seed::sim::fixture::Fixture;
+use seed::sim::{SimOptions, Simulation};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub struct UpArguments {
+    pub fixture: Option<PathBuf>,
+    pub addr: String,
+    pub round_ms: u64,
+    pub threads: usize,
+    pub limits: PortalLimits,
+    pub lifetime_s: Option<u64>,
+    pub llm: Option<PathBuf>,
+}
+
+/// The fixture this demo world comes from when none is named.
+pub const DEFAULT_FIXTURE: &str = "fixtures/court.toml";
+
+pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
+    if arguments.round_ms == 0 {
+        bail!("--round-ms must be at least 1");
+    }
+    let addr: std::net::SocketAddr =
+        arguments.addr.parse().with_context(|| format!("--addr {:?} is not HOST:PORT", arguments.addr))?;
+    let model: Option<Arc<dyn seed::llm::LanguageModel>> = match &arguments.llm {
+        Some(path) => {
+            let connections = seed::llm::connections::Connections::load(path)?;
+            Some(Arc::new(seed::llm::client::LlmClient::new(connections).map_err(anyhow::Error::msg)?))
+        }
+        None => None,
+    };
+    let planted = land_dir.join(seed::land::LAND_META_FILE).is_file();
+    // A land planted before runs the definitions it recorded, unless told otherwise.
+    let fixture_path = match (&arguments.fixture, planted) {
+        (Some(path), _) => path.clone(),
+        (None, true) => super::replay::recorded_fixture(land_dir)?.unwrap_or_else(|| PathBuf::from(DEFAULT_FIXTURE)),
+        (None, false) => PathBuf::from(DEFAULT_FIXTURE),
+    };
+    let fixture = Fixture::load(&fixture_path)?;
+    let options = SimOptions {
+        ticks: None,
+        seed: 0,
+        threads: arguments.threads.max(1),
+        land_dir: land_dir.to_path_buf(),
+        trace_file: None,
+        progress: false,
+        model,
+        live: true,
+    };
+    let mut simulation =
+        if planted { Simulation::reopen(&fixture, &options)? } else { Simulation::plant(&fixture, &options)? };
+    if !planted {
+        super::replay::record_definitions(land_dir, &fixture_path, 0, &[])?;
+    }
+    let token = simulation.operator_token.take();
+    let live = LiveLand::new(simulation)?;
+    let rounds = live.start_rounds(arguments.round_ms);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("seed-portal")
+        .build()
+        .context("starting the portal's runtime")?;
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        println!("seed is up: http://{bound}/");
+        println!("land      {}", land_dir.display());
+        println!("world     {} ({} beings)", fixture.name, live.world().beings.len());
+        match &token {
+            Some(token) => println!("operator token (shown once, keep it): {token}"),
+            None => println!("operator token: the one printed when this land was planted"),
+        }
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        let router = seed::portal::router(live.clone(), arguments.limits);
+        let lifetime = arguments.lifetime_s;
+        let stop = async move {
+            let lifetime = async {
+                match lifetime {
+                    Some(seconds) => tokio::time::sleep(std::time::Duration::from_secs(seconds)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = lifetime => {}
+            }
+        };
+        axum::serve(listener, router).with_graceful_shutdown(stop).await.context("serving the portal")
+    });
+    // Open event streams would hold the runtime: drop it without waiting for them.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    live.stop()?;
+    let _ = rounds.join();
+    served?;
+    println!("seed is down: the land is closed");
+    Ok(ExitCode::SUCCESS)
+}

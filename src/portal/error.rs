@@ -1,0 +1,126 @@
+//! The portal's one error type. The API renders it as
+//! `{"error": {"status", "code", "field", "message"}}`; pages render the
+//! same fields as a small HTML page.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortalError {
+    pub status: StatusCode,
+    /// A short stable label (`bad-field`, `unauthenticated`, `forbidden`, ...).
+    pub code: &'static str,
+    /// The request field at fault, when one is.
+    pub field: Option<String>,
+    pub message: String,
+    /// Render as a page (a browser's form) rather than JSON.
+    pub html: bool,
+}
+
+impl PortalError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> PortalError {
+        PortalError { status, code, field: None, message: message.into(), html: false }
+    }
+
+    /// 400 naming the field at fault.
+    pub fn field(field: &str, message: impl Into<String>) -> PortalError {
+        PortalError {
+            field: Some(field.to_string()),
+            ..PortalError::new(StatusCode::BAD_REQUEST, "bad-field", message)
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::BAD_REQUEST, "bad-request", message)
+    }
+
+    pub fn unauthenticated() -> PortalError {
+        PortalError::new(StatusCode::UNAUTHORIZED, "unauthenticated", "log in first: no valid session or token")
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn csrf() -> PortalError {
+        PortalError {
+            field: Some("csrf".into()),
+            ..PortalError::new(
+                StatusCode::FORBIDDEN,
+                "csrf",
+                "the CSRF token is missing or does not match this session",
+            )
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::NOT_FOUND, "not-found", message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn too_large(most: usize) -> PortalError {
+        PortalError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!("the request body is over portal_body_bytes_max = {most} bytes"),
+        )
+    }
+
+    pub fn rate_limited(most: u64) -> PortalError {
+        PortalError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            format!("more than portal_requests_per_minute_max = {most} requests this minute"),
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    pub fn as_html(mut self) -> PortalError {
+        self.html = true;
+        self
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({"error": {
+            "status": self.status.as_u16(), "code": self.code, "field": self.field, "message": self.message,
+        }})
+    }
+}
+
+impl IntoResponse for PortalError {
+    fn into_response(self) -> Response {
+        if self.html {
+            let field = self.field.as_deref().map(|field| format!(" (field <code>{}</code>)", super::html::esc(field)));
+            let body = super::html::page(
+                &format!("{} {}", self.status.as_u16(), self.code),
+                &format!(
+                    "<p class=\"error\" id=\"error\">{}{}</p><p><a href=\"/world\">Back to the world</a></p>",
+                    super::html::esc(&self.message),
+                    field.unwrap_or_default()
+                ),
+                None,
+            );
+            return (self.status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
+        }
+        (self.status, axum::Json(self.to_json())).into_response()
+    }
+}
+
+impl From<crate::sim::SimError> for PortalError {
+    fn from(error: crate::sim::SimError) -> PortalError {
+        PortalError::internal(error.to_string())
+    }
+}
+
+impl From<crate::store::StoreError> for PortalError {
+    fn from(error: crate::store::StoreError) -> PortalError {
+        PortalError::internal(error.to_string())
+    }
+}

@@ -1,0 +1,551 @@
+//! Server-rendered pages. Every value that reaches the page goes through
+//! `esc`; the few scripts are inline and need no build step or network.
+
+use serde_json::Value as Json;
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A JSON value as readable text (strings without their quotes).
+fn text(value: &Json) -> String {
+    match value {
+        Json::String(text) => text.clone(),
+        Json::Null => "—".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn field<'a>(value: &'a Json, key: &str) -> &'a Json {
+    value.get(key).unwrap_or(&Json::Null)
+}
+
+fn list(value: &Json) -> &[Json] {
+    value.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:#222}\
+nav a{margin-right:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}\
+.error{color:#a00}.ok{color:#070}.muted{color:#777}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:20em}\
+.space{margin-left:calc(var(--depth)*1.5em)}.tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
+font-size:.7em;text-align:center;color:#fff;border-radius:2px}.diverged{outline:3px solid #d00}\
+form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}";
+
+/// The page frame. `csrf` (a logged-in page) adds the navigation and the
+/// token scripts send back.
+pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
+    let (meta, nav) = match csrf {
+        Some(csrf) => (
+            format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
+            format!(
+                "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
+<a href=\"/moments\">Moments</a><form class=\"inline\" method=\"post\" action=\"/logout\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",
+                esc(csrf)
+            ),
+        ),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\">{meta}<title>{} · seed</title><style>{STYLE}</style></head>\
+<body>{nav}<h1>{}</h1>{body}</body></html>",
+        esc(title),
+        esc(title)
+    )
+}
+
+pub fn login_page(error: Option<&str>) -> String {
+    let error = error.map(|e| format!("<p class=\"error\" id=\"error\">{}</p>", esc(e))).unwrap_or_default();
+    page(
+        "Log in",
+        &format!(
+            "{error}<form method=\"post\" action=\"/login\"><label>Operator token \
+<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" size=\"80\"></label>\
+<button id=\"login\">Log in</button></form>"
+        ),
+        None,
+    )
+}
+
+fn hidden_csrf(csrf: &str) -> String {
+    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf))
+}
+
+/// The live part of the world page (replaced on every server-sent event).
+pub fn world_fragment(world: &Json) -> String {
+    let mut out = format!(
+        "<p class=\"muted\">cursor <span id=\"cursor\">{}</span> · {} beings</p>",
+        text(field(world, "cursor")),
+        text(field(world, "beings"))
+    );
+    out.push_str("<h2>Spaces</h2><div id=\"spaces\">");
+    for space in list(field(world, "spaces")) {
+        let depth = field(space, "depth").as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "<div class=\"space\" style=\"--depth:{depth}\"><strong>{}</strong> <span class=\"muted\">{}</span><ul>",
+            esc(&text(field(space, "path"))),
+            esc(&text(field(space, "kind")))
+        ));
+        for being in list(field(space, "beings")) {
+            let name = text(field(being, "name"));
+            let role = field(being, "previousRole");
+            out.push_str(&format!(
+                "<li><a class=\"being\" id=\"being-{0}\" href=\"/beings/{0}\">@{0}</a> <span class=\"muted\">{1}{2}</span> \
+<span class=\"role\" id=\"role-{0}\">{3}</span>{4}</li>",
+                esc(&name),
+                esc(&text(field(being, "effectiveCognition"))),
+                if field(being, "effectiveCognition") != field(being, "cognition") { " (inhabited)" } else { "" },
+                if role.is_null() { String::new() } else { format!("wore {}", esc(&text(role))) },
+                match field(being, "inbox").as_u64() {
+                    Some(n) if n > 0 => format!(" <span class=\"muted\">inbox {n}</span>"),
+                    _ => String::new(),
+                }
+            ));
+        }
+        out.push_str("</ul></div>");
+    }
+    out.push_str("</div><h2>World signals</h2><table id=\"signals\"><tr><th>key</th><th>value</th></tr>");
+    if let Some(signals) = field(world, "signals").as_object() {
+        for (key, value) in signals {
+            out.push_str(&format!(
+                "<tr><td>{}</td><td id=\"signal-{}\">{}</td></tr>",
+                esc(key),
+                esc(key),
+                esc(&value.to_string())
+            ));
+        }
+    }
+    out.push_str("</table>");
+    out
+}
+
+pub fn world_page(world: &Json, csrf: &str) -> String {
+    let body = format!(
+        "<div id=\"live\">{}</div>\
+<h2>Publish a world signal</h2><form method=\"post\" action=\"/signals\">{}\
+<label>key <input id=\"signal-key\" name=\"key\" placeholder=\"court.in-session\"></label>\
+<label>value (JSON) <input id=\"signal-value\" name=\"value\" placeholder=\"true\"></label>\
+<button id=\"publish\">Publish as @operator</button></form>\
+<script>(function(){{var s=new EventSource('/api/v1/events');s.addEventListener('world',function(){{\
+fetch('/world/live').then(function(r){{return r.text()}}).then(function(t){{document.getElementById('live').innerHTML=t}})}});}})();</script>",
+        world_fragment(world),
+        hidden_csrf(csrf)
+    );
+    page("World", &body, Some(csrf))
+}
+
+fn pick(name: &str, id: &str, options: &[Json], empty: &str) -> String {
+    if options.is_empty() {
+        return format!("<em class=\"muted\">{}</em>", esc(empty));
+    }
+    let mut out = format!("<select name=\"{}\" id=\"{}\">", esc(name), esc(id));
+    for option in options {
+        let value = text(option);
+        out.push_str(&format!("<option value=\"{0}\">{0}</option>", esc(&value)));
+    }
+    out.push_str("</select>");
+    out
+}
+
+/// The four verbs as forms, each offering exactly the resolved can* entries.
+pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
+    let can = field(field(being, "now"), "can");
+    let inbox = list(field(being, "inbox"));
+    let mut wake = String::from("<option value=\"\">(no summon: act on my own)</option>");
+    for summon in inbox {
+        wake.push_str(&format!(
+            "<option value=\"{}\">answer {}: {}</option>",
+            esc(&text(field(summon, "summon"))),
+            esc(&text(field(summon, "from"))),
+            esc(&text(field(summon, "content")))
+        ));
+    }
+    let form = |verb: &str, inner: String, disabled: bool| {
+        format!(
+            "<fieldset><legend>{verb}</legend><form method=\"post\" action=\"{}\" id=\"form-{verb}\">{}\
+<input type=\"hidden\" name=\"verb\" value=\"{verb}\"><label>wake <select name=\"wake\">{wake}</select></label>{inner}\
+<button id=\"do-{verb}\"{}>{verb}</button></form></fieldset>",
+            esc(action),
+            hidden_csrf(csrf),
+            if disabled { " disabled" } else { "" }
+        )
+    };
+    let see = list(field(can, "see"));
+    let do_ = list(field(can, "do"));
+    let summon = list(field(can, "summon"));
+    let be = list(field(can, "be"));
+    let mut out = String::from("<h2>Act</h2>");
+    out.push_str(&form(
+        "see",
+        format!(
+            "<label>address {}</label><label>or type one <input name=\"address_text\" id=\"see-address-text\"></label>",
+            pick("address", "see-address", see, "canSee is empty")
+        ),
+        see.is_empty(),
+    ));
+    out.push_str(&form(
+        "do",
+        format!(
+            "<label>action {}</label><label>target <input name=\"target\" value=\"/\" id=\"do-target\"></label>\
+<label>args (JSON) <input name=\"args\" value=\"{{}}\" id=\"do-args\"></label><label>content <input name=\"content\"></label>",
+            pick("action", "do-action", do_, "canDo is empty")
+        ),
+        do_.is_empty(),
+    ));
+    out.push_str(&form(
+        "summon",
+        format!(
+            "<label>target {}</label><label>message <textarea name=\"content\" id=\"summon-content\"></textarea></label>",
+            pick("target", "summon-target", summon, "canSummon is empty")
+        ),
+        summon.is_empty(),
+    ));
+    out.push_str(&form(
+        "be",
+        format!(
+            "<label>operation {}</label><label>payload (JSON) <input name=\"payload\" value=\"{{}}\" id=\"be-payload\"></label>",
+            pick("operation", "be-operation", be, "canBe is empty")
+        ),
+        be.is_empty(),
+    ));
+    out
+}
+
+pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
+    let name = text(field(being, "name"));
+    let mut body = String::new();
+    if let Some(flash) = flash {
+        body.push_str(&format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(flash)));
+    }
+    body.push_str("<table id=\"row\">");
+    for key in [
+        "id",
+        "parent",
+        "cognition",
+        "effectiveCognition",
+        "inhabitedBy",
+        "location",
+        "home",
+        "defaultRole",
+        "acts",
+        "ended",
+    ] {
+        body.push_str(&format!(
+            "<tr><th>{}</th><td id=\"row-{0}\">{}</td></tr>",
+            esc(key),
+            esc(&text(field(being, key)))
+        ));
+    }
+    body.push_str(&format!(
+        "<tr><th>roleFlow</th><td><pre id=\"row-roleFlow\">{}</pre><a href=\"/beings/{}/flow\" id=\"edit-flow\">Edit roleFlow</a></td></tr></table>",
+        esc(&serde_json::to_string_pretty(field(being, "roleFlow")).unwrap_or_default()),
+        esc(&name)
+    ));
+    let now = field(being, "now");
+    body.push_str("<h2>Now</h2>");
+    if let Some(failure) = now.get("failure") {
+        body.push_str(&format!("<p class=\"error\" id=\"now-failure\">{}</p>", esc(&text(failure))));
+    } else {
+        body.push_str(&format!(
+            "<p>wears <strong id=\"now-primary\">{}</strong>, stack <span id=\"now-stack\">{}</span></p><ol id=\"clauses\">",
+            esc(&text(field(now, "primary"))),
+            esc(&list(field(now, "stack")).iter().map(text).collect::<Vec<_>>().join(", "))
+        ));
+        for clause in list(field(now, "clauses")) {
+            body.push_str(&format!("<li>{}</li>", esc(&text(clause))));
+        }
+        body.push_str("</ol>");
+    }
+    let tokens = field(being, "tokens");
+    body.push_str(&format!(
+        "<p id=\"tokens\">LLM calls {} · prompt tokens {} · completion tokens {} · cost {} µ$</p>",
+        text(field(tokens, "calls")),
+        text(field(tokens, "promptTokens")),
+        text(field(tokens, "completionTokens")),
+        text(field(tokens, "costMicros"))
+    ));
+    body.push_str(&format!("<p><a href=\"/beings/{0}/replay\" id=\"replay\">Replay @{0}</a></p>", esc(&name)));
+    if field(being, "youMayInhabit").as_bool() == Some(true) {
+        body.push_str(&format!(
+            "<p><a href=\"/inhabit/{0}\" target=\"_blank\" rel=\"opener\" id=\"inhabit\">Inhabit (new tab)</a> \
+<span class=\"muted\">tabs holding it: <span id=\"presence\">{1}</span></span></p>",
+            esc(&name),
+            text(field(being, "presence"))
+        ));
+    }
+    if name == "birther" {
+        body.push_str(&format!(
+            "<h2>Birth a child</h2><form method=\"post\" action=\"/birth\" id=\"birth-form\">{}\
+<label>name <input name=\"name\" id=\"birth-name\"></label>\
+<label>cognition <select name=\"cognition\" id=\"birth-cognition\"><option>human</option><option>scripted</option><option>llm</option></select></label>\
+<label>default role <input name=\"defaultRole\" id=\"birth-default-role\" value=\"human-conversationalist\"></label>\
+<label>roleFlow (JSON, optional) <textarea name=\"roleFlow\" id=\"birth-flow\"></textarea></label>\
+<button id=\"birth\">Birth as @operator</button></form>",
+            hidden_csrf(csrf)
+        ));
+    }
+    body.push_str("<h2>Inbox</h2><ul id=\"inbox\">");
+    for summon in list(field(being, "inbox")) {
+        body.push_str(&format!(
+            "<li>from {} ({}): {}</li>",
+            esc(&text(field(summon, "from"))),
+            esc(&text(field(summon, "callerRole"))),
+            esc(&text(field(summon, "content")))
+        ));
+    }
+    body.push_str("</ul>");
+    if field(being, "youMayDrive").as_bool() == Some(true) {
+        body.push_str(&act_forms(being, csrf, &format!("/beings/{name}/act")));
+    } else {
+        body.push_str(&format!("<p class=\"muted\" id=\"why-not\">{}</p>", esc(&text(field(being, "whyNot")))));
+    }
+    body.push_str(&format!("<h2>Reel</h2><p class=\"muted\">{} facts; the latest first</p><table id=\"reel\"><tr><th>seq</th><th>time</th><th>kind</th><th>role</th><th>what</th></tr>", text(field(being, "reelLength"))));
+    for fact in list(field(being, "reel")) {
+        body.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(field(fact, "seq"))),
+            esc(&text(field(fact, "time"))),
+            esc(&text(field(fact, "kind"))),
+            esc(&text(field(fact, "primary"))),
+            esc(&text(field(fact, "summary")))
+        ));
+    }
+    body.push_str("</table>");
+    page(&format!("@{name}"), &body, Some(csrf))
+}
+
+pub fn inhabit_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
+    let name = text(field(being, "name"));
+    let mut body = format!(
+        "<p id=\"presence-state\">connecting…</p>{}<p>Close this tab to release @{}.</p>",
+        flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
+        esc(&name)
+    );
+    body.push_str(&format!(
+        "<p>wears <strong id=\"now-primary\">{}</strong></p>",
+        esc(&text(field(field(being, "now"), "primary")))
+    ));
+    body.push_str(&act_forms(being, csrf, &format!("/inhabit/{name}/act")));
+    body.push_str(&format!(
+        "<script>(function(){{var s=new EventSource('/api/v1/beings/{}/presence');var p=document.getElementById('presence-state');\
+s.addEventListener('held',function(e){{p.textContent='You are driving @'+e.data+' (its effective cognition is human).';p.className='ok'}});\
+s.addEventListener('refused',function(e){{p.textContent=e.data;p.className='error';s.close()}});\
+s.onerror=function(){{if(p.className!=='error'){{p.textContent='connection lost';}}}};}})();</script>",
+        esc(&name)
+    ));
+    page(&format!("Inhabiting @{name}"), &body, Some(csrf))
+}
+
+pub fn roles_page(roles: &Json, csrf: &str, form: &RoleForm) -> String {
+    let mut body = String::from("<table id=\"roles\"><tr><th>role</th><th>from</th><th>canSee</th><th>canDo</th><th>canSummon</th><th>canBe</th></tr>");
+    for role in list(field(roles, "roles")) {
+        let definition = field(role, "definition");
+        let entries = |key: &str| list(field(definition, key)).iter().map(text).collect::<Vec<_>>().join(", ");
+        body.push_str(&format!(
+            "<tr id=\"role-{0}\"><td><a href=\"/roles?edit={0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td></tr>",
+            esc(&text(field(role, "name"))),
+            esc(&text(field(role, "origin"))),
+            esc(&entries("canSee")),
+            esc(&entries("canDo")),
+            esc(&entries("canSummon")),
+            esc(&entries("canBe"))
+        ));
+    }
+    body.push_str("</table><h2>Author or edit a role</h2>");
+    body.push_str(&role_form(form, csrf));
+    page("Roles", &body, Some(csrf))
+}
+
+/// The role form's values and the problems found in them, by field.
+#[derive(Debug, Clone, Default)]
+pub struct RoleForm {
+    pub values: std::collections::BTreeMap<String, String>,
+    pub errors: std::collections::BTreeMap<String, String>,
+    pub saved: Option<String>,
+}
+
+pub const ROLE_FORM_FIELDS: &[(&str, &str)] = &[
+    ("name", "name"),
+    ("canSee", "canSee (comma-separated addresses)"),
+    ("canDo", "canDo (comma-separated operations)"),
+    ("canSummon", "canSummon (comma-separated @names)"),
+    ("canBe", "canBe (comma-separated: birth, connect, release, rotate-key)"),
+    ("requiredCognition", "requiredCognition (optional: scripted, llm, human)"),
+    ("selfContinue", "selfContinue (optional: true or false)"),
+    ("prompt", "prompt"),
+];
+
+fn role_form(form: &RoleForm, csrf: &str) -> String {
+    let mut out = String::new();
+    if let Some(saved) = &form.saved {
+        out.push_str(&format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(saved)));
+    }
+    if let Some(general) = form.errors.get("") {
+        out.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(general)));
+    }
+    out.push_str(&format!("<form method=\"post\" action=\"/roles\" id=\"role-form\">{}", hidden_csrf(csrf)));
+    for (name, label) in ROLE_FORM_FIELDS {
+        let value = form.values.get(*name).map(String::as_str).unwrap_or_default();
+        let input = if *name == "prompt" {
+            format!("<textarea name=\"prompt\" id=\"role-prompt\" rows=\"4\">{}</textarea>", esc(value))
+        } else {
+            format!("<input name=\"{0}\" id=\"role-{0}\" value=\"{1}\" size=\"60\">", esc(name), esc(value))
+        };
+        let error = form
+            .errors
+            .get(*name)
+            .map(|e| format!(" <span class=\"error\" id=\"error-{}\">{}</span>", esc(name), esc(e)))
+            .unwrap_or_default();
+        out.push_str(&format!("<label>{} {input}{error}</label>", esc(label)));
+    }
+    out.push_str("<button id=\"save-role\">Save as @operator</button></form>");
+    out
+}
+
+pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&str>, draft: Option<&str>) -> String {
+    let name = text(field(being, "name"));
+    let flow = draft
+        .map(str::to_string)
+        .unwrap_or_else(|| serde_json::to_string_pretty(field(being, "roleFlow")).unwrap_or_default());
+    let now = field(being, "now");
+    let body = format!(
+        "{}{}<form method=\"post\" action=\"/beings/{name_e}/flow\" id=\"flow-form\">{}\
+<label>roleFlow (JSON: an array of {{when, role}} and {{stack: true, when, role}} clauses)\
+<textarea name=\"flow\" id=\"flow\" rows=\"12\">{}</textarea></label><button id=\"save-flow\">Save as @operator</button></form>\
+<h2>Live preview</h2><p id=\"preview\">In this moment it wears <strong>{}</strong>, stack {}.</p><ol id=\"preview-clauses\"></ol>\
+<script>(function(){{var t=document.getElementById('flow'),p=document.getElementById('preview'),c=document.getElementById('preview-clauses'),\
+k=document.querySelector('meta[name=csrf]').content,timer;function run(){{fetch('/api/v1/beings/{name_e}/flow/preview',{{method:'POST',\
+headers:{{'content-type':'application/json','x-csrf-token':k}},body:JSON.stringify({{flowText:t.value}})}}).then(function(r){{return r.json()}})\
+.then(function(j){{c.innerHTML='';if(j.error){{p.textContent=j.error.message;p.className='error';return}}p.className='';\
+p.textContent='In this moment it would wear: '+(j.primary||'(no role)')+', stack ['+j.stack.join(', ')+'], because:';\
+j.clauses.forEach(function(line){{var li=document.createElement('li');li.textContent=line;c.appendChild(li)}})}})}}\
+t.addEventListener('input',function(){{clearTimeout(timer);timer=setTimeout(run,200)}});run();}})();</script>",
+        flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
+        error.map(|e| format!("<p class=\"error\" id=\"error-flow\">{}</p>", esc(e))).unwrap_or_default(),
+        hidden_csrf(csrf),
+        esc(&flow),
+        esc(&text(field(now, "primary"))),
+        esc(&list(field(now, "stack")).iter().map(text).collect::<Vec<_>>().join(", ")),
+        name_e = esc(&name),
+    );
+    page(&format!("roleFlow of @{name}"), &body, Some(csrf))
+}
+
+pub fn moments_page(moments: &Json, csrf: &str) -> String {
+    let mut body =
+        String::from("<h2>Running now</h2><table id=\"running\"><tr><th>being</th><th>beat</th><th>for (µs)</th></tr>");
+    for moment in list(field(moments, "running")) {
+        body.push_str(&format!(
+            "<tr><td>@{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(field(moment, "being"))),
+            esc(&text(field(moment, "beat"))),
+            esc(&text(field(moment, "forUs")))
+        ));
+    }
+    body.push_str("</table><h2>Latest moments</h2><table id=\"recent\"><tr><th>being</th><th>wake</th><th>role</th><th>outcome</th><th>µs</th></tr>");
+    for trace in list(field(moments, "recent")) {
+        body.push_str(&format!(
+            "<tr><td>@{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(field(trace, "being"))),
+            esc(&text(field(field(trace, "wake"), "kind"))),
+            esc(&text(field(trace, "primary"))),
+            esc(&text(field(trace, "outcome"))),
+            esc(&text(field(field(trace, "timingsUs"), "total")))
+        ));
+    }
+    body.push_str("</table>");
+    page("Moments", &body, Some(csrf))
+}
+
+/// A stable colour per role name for the timeline picture.
+fn colour(role: &str) -> String {
+    let hash = blake3::hash(role.as_bytes());
+    let hue = u16::from_be_bytes([hash.as_bytes()[0], hash.as_bytes()[1]]) % 360;
+    format!("hsl({hue},55%,45%)")
+}
+
+pub fn replay_page(replay: &Json, csrf: &str) -> String {
+    let name = text(field(replay, "name"));
+    let clean = field(replay, "clean").as_bool() == Some(true);
+    let mut body = format!(
+        "<p id=\"verdict\" class=\"{}\">{} facts verified · {}</p>",
+        if clean { "ok" } else { "error" },
+        text(field(replay, "factsVerified")),
+        if clean {
+            "every moment matches".to_string()
+        } else {
+            format!("{} divergences", list(field(replay, "divergences")).len())
+        }
+    );
+    for problem in list(field(replay, "problems")) {
+        body.push_str(&format!("<p class=\"error\">{}</p>", esc(&text(problem))));
+    }
+    body.push_str("<h2>Timeline</h2><div class=\"tl\" id=\"timeline\">");
+    let moments = list(field(replay, "moments"));
+    for moment in moments {
+        let role = text(field(moment, "primary"));
+        let verb = text(field(moment, "verb"));
+        body.push_str(&format!(
+            "<a href=\"#m{0}\"><span style=\"background:{1}\" class=\"{2}\" title=\"#{0} {3}: {4}\">{5}</span></a>",
+            esc(&text(field(moment, "seq"))),
+            colour(&role),
+            if field(moment, "matches").as_bool() == Some(true) { "" } else { "diverged" },
+            esc(&role),
+            esc(&text(field(moment, "act"))),
+            esc(&verb.chars().next().map(String::from).unwrap_or_default())
+        ));
+    }
+    body.push_str("</div><p class=\"muted\">one mark per act, coloured by the role worn; the letter is the verb; outlined red: diverged</p>");
+    for divergence in list(field(replay, "divergences")) {
+        body.push_str(&format!(
+            "<div class=\"error diverged\"><h3>Divergence at #{}</h3><pre>{}</pre></div>",
+            esc(&text(field(divergence, "seq"))),
+            esc(&serde_json::to_string_pretty(divergence).unwrap_or_default())
+        ));
+    }
+    body.push_str("<h2>Moments</h2>");
+    for moment in moments.iter().rev().take(super::REPLAY_MOMENTS_SHOWN_MAX) {
+        body.push_str(&format!(
+            "<details id=\"m{0}\"{1}><summary>#{0} · {2} · wore {3} [{4}] · {5}</summary><h4>Clause trace</h4><ol>{6}</ol>\
+<h4>Face</h4><pre>{7}</pre></details>",
+            esc(&text(field(moment, "seq"))),
+            if field(moment, "matches").as_bool() == Some(true) { "" } else { " open class=\"diverged\"" },
+            esc(&text(field(moment, "time"))),
+            esc(&text(field(moment, "primary"))),
+            esc(&list(field(moment, "stack")).iter().map(text).collect::<Vec<_>>().join(", ")),
+            esc(&text(field(moment, "act"))),
+            list(field(moment, "clauses")).iter().map(|c| format!("<li>{}</li>", esc(&text(c)))).collect::<String>(),
+            esc(&serde_json::to_string_pretty(field(moment, "face")).unwrap_or_default()),
+        ));
+    }
+    page(&format!("Replay of @{name}"), &body, Some(csrf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        let cases = [
+            ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+            ("a\"b'c&d", "a&quot;b&#39;c&amp;d"),
+            ("plain", "plain"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(esc(input), expected);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! A running land: the simulation engine in live mode behind one lock (the
+//! land's only writer), a published snapshot of the world for readers, the
+//! round loop that wakes scripted and LLM beings, and the presence of
+//! inhabiting tabs.
+//!
+//! Everything a person does goes through `act`: one moment of a human
+//! (or inhabited) being, decided by the same beats and verb layer as any
+//! other, sealed and durable before it returns.
+
+use crate::fact::body::{OperatorTokenBody, KIND_OPERATOR_TOKEN};
+use crate::fact::{blake3_of, BeingId, Hash32};
+use crate::moment::{PersonChoice, Substrate};
+use crate::sim::{PersonResult, SimError, Simulation};
+use crate::store::Store;
+use crate::world::{Wake, World};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// A live land shared by the portal's handlers.
+pub struct LiveLand {
+    simulation: Mutex<Option<Simulation>>,
+    snapshot: RwLock<Arc<World>>,
+    substrate: Arc<Substrate>,
+    store: Arc<dyn Store>,
+    operator: BeingId,
+    /// BLAKE3 of the operator's login token (from its latest `operator-token` fact).
+    token_hash: Hash32,
+    /// Tells `/api/v1/events` listeners the world's new cursor.
+    events: tokio::sync::broadcast::Sender<u64>,
+    /// Open inhabiting tabs per being.
+    presence: Mutex<BTreeMap<BeingId, u64>>,
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+/// Why a person's moment did not seal: the moment trace's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub outcome: String,
+}
+
+impl LiveLand {
+    pub fn new(simulation: Simulation) -> Result<Arc<LiveLand>, SimError> {
+        let operator = simulation.land.operator();
+        let store = simulation.land.shared_store();
+        let token_hash = latest_token_hash(&*store, &operator)?;
+        let (events, _) = tokio::sync::broadcast::channel(64);
+        Ok(Arc::new(LiveLand {
+            snapshot: RwLock::new(Arc::new(simulation.world.clone())),
+            substrate: simulation.substrate_shared(),
+            simulation: Mutex::new(Some(simulation)),
+            store,
+            operator,
+            token_hash,
+            events,
+            presence: Mutex::new(BTreeMap::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    pub fn operator(&self) -> BeingId {
+        self.operator
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    pub fn substrate(&self) -> &Substrate {
+        &self.substrate
+    }
+
+    /// The world as of the latest step.
+    pub fn world(&self) -> Arc<World> {
+        self.snapshot.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<u64> {
+        self.events.subscribe()
+    }
+
+    /// Whether `token` is the operator's current login token.
+    pub fn token_matches(&self, token: &str) -> bool {
+        blake3_of(token.as_bytes()) == self.token_hash
+    }
+
+    fn with_simulation<T>(&self, work: impl FnOnce(&mut Simulation) -> T) -> Option<T> {
+        let mut guard = self.simulation.lock().unwrap_or_else(|p| p.into_inner());
+        let simulation = guard.as_mut()?;
+        let cursor_before = simulation.world.cursor;
+        let result = work(simulation);
+        if simulation.world.cursor != cursor_before {
+            let world = Arc::new(simulation.world.clone());
+            let cursor = world.cursor;
+            *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = world;
+            let _ = self.events.send(cursor);
+        }
+        Some(result)
+    }
+
+    /// One round of the scheduler: signal, summon, tick and self-continue wakes.
+    pub fn round(&self) -> Result<(), SimError> {
+        self.with_simulation(|simulation| simulation.round()).unwrap_or(Ok(()))
+    }
+
+    /// Runs one moment of `being` with a person's choice. `Ok(Err(_))` is a
+    /// refusal (nothing written; the moment trace says why).
+    pub fn act(
+        &self,
+        being: BeingId,
+        wake: Wake,
+        choice: &PersonChoice,
+    ) -> Result<Result<PersonResult, Refused>, SimError> {
+        let result = self
+            .with_simulation(|simulation| simulation.act_as_person(being, wake, choice))
+            .ok_or_else(|| SimError::Internal("the land is stopping".into()))??;
+        if result.sealed {
+            Ok(Ok(result))
+        } else {
+            Ok(Err(Refused { outcome: result.outcome }))
+        }
+    }
+
+    /// The stored time a moment would open at now.
+    pub fn now_ms(&self) -> u64 {
+        self.with_simulation(|simulation| simulation.now_ms()).unwrap_or(0)
+    }
+
+    /// The latest moment traces, newest first.
+    pub fn recent_traces(&self, most: usize) -> Vec<Json> {
+        self.with_simulation(|simulation| simulation.recent_traces.iter().rev().take(most).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The moments running now: (being, beat, microseconds in it).
+    pub fn running(&self) -> Vec<(BeingId, &'static str, u64)> {
+        self.with_simulation(|simulation| {
+            let now = simulation.epoch_us();
+            simulation
+                .running
+                .snapshot()
+                .into_iter()
+                .map(|moment| (moment.being, moment.beat.as_str(), now.saturating_sub(moment.since_us)))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    /// A tab started holding `being`; returns how many hold it now.
+    pub fn presence_opened(&self, being: BeingId) -> u64 {
+        let mut presence = self.presence.lock().unwrap_or_else(|p| p.into_inner());
+        let count = presence.entry(being).or_default();
+        *count += 1;
+        *count
+    }
+
+    /// A tab stopped holding `being`; returns how many still hold it.
+    pub fn presence_closed(&self, being: BeingId) -> u64 {
+        let mut presence = self.presence.lock().unwrap_or_else(|p| p.into_inner());
+        let count = presence.entry(being).or_default();
+        *count = count.saturating_sub(1);
+        let left = *count;
+        if left == 0 {
+            presence.remove(&being);
+        }
+        left
+    }
+
+    pub fn presence_of(&self, being: &BeingId) -> u64 {
+        self.presence.lock().unwrap_or_else(|p| p.into_inner()).get(being).copied().unwrap_or(0)
+    }
+
+    /// Runs rounds every `round_ms` on a thread of its own until `stop`.
+    pub fn start_rounds(self: &Arc<Self>, round_ms: u64) -> std::thread::JoinHandle<()> {
+        let land = self.clone();
+        std::thread::Builder::new()
+            .name("seed-rounds".into())
+            .spawn(move || {
+                while !land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(round_ms));
+                    if let Err(error) = land.round() {
+                        tracing_error(&format!("a round failed: {error}"));
+                    }
+                }
+            })
+            .expect("spawning a thread only fails when the process is out of resources")
+    }
+
+    /// Stops the rounds and closes the land (its last writes are flushed).
+    pub fn stop(&self) -> Result<(), SimError> {
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        let simulation = self.simulation.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match simulation {
+            Some(simulation) => simulation.finish().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+fn tracing_error(message: &str) {
+    eprintln!("seed up: {message}");
+}
+
+/// The token hash of the operator's latest `operator-token` fact.
+fn latest_token_hash(store: &dyn Store, operator: &BeingId) -> Result<Hash32, SimError> {
+    let mut hash = None;
+    for stored in store.reel(operator, 0, u64::MAX)? {
+        if stored.fact.kind() == KIND_OPERATOR_TOKEN {
+            if let Ok(body) = stored.fact.body_as::<OperatorTokenBody>() {
+                hash = Some(body.token_hash);
+            }
+        }
+    }
+    hash.ok_or_else(|| SimError::Internal("the operator's reel holds no operator-token fact".into()))
+}

@@ -1,0 +1,231 @@
+//! What the pages show, as JSON: every page renders one of these values and
+//! `/api/v1` returns the same value, so the two cannot drift apart.
+
+use super::error::PortalError;
+use super::live::LiveLand;
+use crate::fact::body::Cognition;
+use crate::fact::BeingId;
+use crate::moment::{self, is_ancestor};
+use crate::world::body::KIND_ACT as KIND_ACT_NAME;
+use crate::world::{ActBody, BeingRow, Wake, World};
+use serde_json::{json, Value as Json};
+
+/// Facts of a reel a being page shows (the latest).
+pub const BEING_PAGE_FACTS_MAX: u64 = 50;
+/// Moment traces the moments page shows.
+pub const MOMENT_TRACES_SHOWN_MAX: usize = 100;
+
+pub fn being_row<'a>(world: &'a World, name: &str) -> Result<&'a BeingRow, PortalError> {
+    let name = name.trim_start_matches('@');
+    world.being_named(name).ok_or_else(|| PortalError::not_found(format!("there is no being @{name}")))
+}
+
+/// Whether `person` may drive `row` from the portal: itself, a being it
+/// inhabits now, or a human-cognition being it is an ancestor of.
+pub fn may_drive(world: &World, person: BeingId, row: &BeingRow) -> Result<(), String> {
+    if row.id == person || row.inhabited_by == Some(person) {
+        return Ok(());
+    }
+    if row.cognition == Cognition::Human && is_ancestor(world, person, row.id) {
+        return Ok(());
+    }
+    let me = world.name_of(&person).unwrap_or("you");
+    Err(match row.cognition {
+        Cognition::Human => format!("@{me} is not an ancestor of @{}, so may not drive it", row.name),
+        other => format!(
+            "@{} has {} cognition: inhabit it first (only an ancestor may) to drive it",
+            row.name,
+            other.as_str()
+        ),
+    })
+}
+
+pub fn world_json(world: &World) -> Json {
+    let spaces: Vec<Json> = world
+        .spaces
+        .iter()
+        .map(|(path, space)| {
+            let beings: Vec<Json> = world
+                .beings
+                .values()
+                .filter(|row| row.location == *path && !row.ended)
+                .map(|row| {
+                    json!({"name": row.name, "cognition": row.cognition.as_str(),
+                           "effectiveCognition": row.effective_cognition().as_str(),
+                           "previousRole": row.previous_role, "inbox": world.inbox.get(&row.id).map_or(0, |i| i.len())})
+                })
+                .collect();
+            let depth = if path == "/" { 0 } else { path.matches('/').count() };
+            json!({"path": path, "kind": space.kind, "depth": depth, "qualities": space.qualities, "beings": beings})
+        })
+        .collect();
+    json!({
+        "cursor": world.cursor,
+        "beings": world.beings.len(),
+        "spaces": spaces,
+        "signals": world.signals,
+        "roles": world.roles.keys().collect::<Vec<_>>(),
+    })
+}
+
+/// The being's current role stack and why, and what it may do now: the
+/// beats before the cognition, run at the world as it stands.
+pub fn now_json(live: &LiveLand, world: &World, row: &BeingRow, wake: Wake) -> Json {
+    match moment::preview(live.substrate(), world, row.id, wake, live.now_ms()) {
+        Ok((_, assigned, face)) => json!({
+            "primary": assigned.composed.primary.as_deref(),
+            "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+            "clauses": assigned.flow.explain(&assigned.walk),
+            "can": {"see": face.can_see, "do": face.can_do, "summon": face.can_summon, "be": face.can_be},
+            "prompt": assigned.composed.render_prompt(&assigned.context),
+        }),
+        Err(failure) => json!({"failure": format!("{}: {}", failure.beat.as_str(), failure.reason)}),
+    }
+}
+
+pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingId) -> Result<Json, PortalError> {
+    let store = live.store();
+    let head = store.head(&row.id)?.map_or(0, |head| head.seq);
+    let mut reel = Vec::new();
+    let (mut prompt_tokens, mut completion_tokens, mut cost_micros, mut calls) = (0u64, 0u64, 0u64, 0u64);
+    for stored in store.reel(&row.id, 0, head + 1)? {
+        let fact = &stored.fact;
+        let act = (fact.kind() == KIND_ACT_NAME).then(|| fact.body_as::<ActBody>().ok()).flatten();
+        if let Some(llm) = act.as_ref().and_then(|act| act.llm.as_ref()) {
+            calls += 1;
+            prompt_tokens += llm.prompt_tokens;
+            completion_tokens += llm.completion_tokens;
+            cost_micros += llm.cost_micros;
+        }
+        if fact.header.seq + BEING_PAGE_FACTS_MAX <= head {
+            continue;
+        }
+        let summary = match &act {
+            Some(act) => act_summary(world, act),
+            None => fact.kind().to_string(),
+        };
+        reel.push(json!({
+            "seq": fact.header.seq, "landSeq": stored.land_seq, "time": crate::view::format_time_ms(fact.header.stored_time_ms),
+            "kind": fact.kind(), "id": fact.id().to_hex(), "summary": summary,
+            "primary": act.as_ref().and_then(|act| act.primary.clone()),
+        }));
+    }
+    reel.reverse();
+    let inbox: Vec<Json> = world
+        .inbox
+        .get(&row.id)
+        .map(|pending| {
+            pending
+                .values()
+                .map(|summon| {
+                    json!({"summon": summon.fact.to_hex(), "from": world.name_of(&summon.from).map(|n| format!("@{n}")),
+                           "content": summon.content, "callerRole": summon.caller_role, "landSeq": summon.land_seq})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let wake = if row.effective_cognition() == Cognition::Human { Wake::Person } else { Wake::Tick { tick: 0 } };
+    let drive = may_drive(world, person, row);
+    Ok(json!({
+        "name": row.name,
+        "id": row.id.to_hex(),
+        "parent": row.parent.and_then(|parent| world.name_of(&parent).map(|n| format!("@{n}"))),
+        "cognition": row.cognition.as_str(),
+        "effectiveCognition": row.effective_cognition().as_str(),
+        "inhabitedBy": row.inhabited_by.and_then(|by| world.name_of(&by).map(|n| format!("@{n}"))),
+        "location": row.location,
+        "home": row.home_space,
+        "defaultRole": row.default_role,
+        "roleFlow": row.role_flow,
+        "qualities": row.qualities.iter().filter(|(key, _)| key.as_str() != "script").collect::<std::collections::BTreeMap<_, _>>(),
+        "acts": row.acts,
+        "ended": row.ended,
+        "now": now_json(live, world, row, wake),
+        "inbox": inbox,
+        "reel": reel,
+        "reelLength": head + 1,
+        "tokens": {"calls": calls, "promptTokens": prompt_tokens, "completionTokens": completion_tokens, "costMicros": cost_micros},
+        "youMayDrive": drive.is_ok(),
+        "whyNot": drive.err(),
+        "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
+        "presence": live.presence_of(&row.id),
+    }))
+}
+
+/// One line for an act: its verb call and the prose with it.
+pub fn act_summary(world: &World, act: &ActBody) -> String {
+    let _ = world;
+    let call = match &act.call {
+        crate::world::VerbCall::See { address } => format!("see {address}"),
+        crate::world::VerbCall::Do { target, action, args } => format!("do {action} {target} {args}"),
+        crate::world::VerbCall::Summon { target, content, .. } => format!("summon {target}: {content}"),
+        crate::world::VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
+    };
+    match &act.content {
+        Some(content) => format!("{call} — {content}"),
+        None => call,
+    }
+}
+
+pub fn roles_json(live: &LiveLand, world: &World) -> Json {
+    let overlay = live.substrate().registry_for(world);
+    let registry = overlay.as_deref().unwrap_or(&live.substrate().roles);
+    let roles: Vec<Json> = registry
+        .iter()
+        .map(|role| {
+            json!({"name": role.name.as_ref(), "origin": role.origin, "digest": role.digest.to_hex(),
+                   "definition": role.definition_json()})
+        })
+        .collect();
+    json!({"roles": roles})
+}
+
+pub fn moments_json(live: &LiveLand, world: &World) -> Json {
+    let running: Vec<Json> = live
+        .running()
+        .into_iter()
+        .map(|(being, beat, for_us)| json!({"being": world.name_of(&being), "beat": beat, "forUs": for_us}))
+        .collect();
+    json!({"running": running, "recent": live.recent_traces(MOMENT_TRACES_SHOWN_MAX)})
+}
+
+/// The being's reel replayed from genesis: per moment the stack, the clause
+/// trace, the face and the act, and any divergence.
+pub fn replay_json(live: &LiveLand, row: &BeingRow) -> Result<Json, PortalError> {
+    let report = crate::replay::replay_being(
+        live.store(),
+        live.substrate(),
+        row.id,
+        crate::replay::ReplayOptions { keep_going: true, ..Default::default() },
+    )
+    .map_err(|error| PortalError::internal(error.to_string()))?;
+    let divergent: std::collections::BTreeSet<u64> = report.divergences.iter().map(|d| d.seq).collect();
+    let moments: Vec<Json> = report
+        .moments
+        .iter()
+        .map(|moment| {
+            json!({
+                "seq": moment.seq, "landSeq": moment.land_seq,
+                "time": crate::view::format_time_ms(moment.stored_time_ms),
+                "primary": moment.act.primary,
+                "stack": moment.act.stack.iter().map(|used| used.name.clone()).collect::<Vec<_>>(),
+                "clauses": moment.clauses, "face": moment.face, "composed": moment.composed,
+                "act": act_summary(&World::default(), &moment.act),
+                "verb": moment.act.call.verb(),
+                "matches": moment.matches && !divergent.contains(&moment.seq),
+            })
+        })
+        .collect();
+    let divergences: Vec<Json> = report
+        .divergences
+        .iter()
+        .map(|divergence| {
+            json!({"seq": divergence.seq, "landSeq": divergence.land_seq, "cause": divergence.cause.to_json(),
+                   "differences": divergence.differences.iter().map(|d| json!({"field": d.field, "expected": d.expected, "actual": d.actual})).collect::<Vec<_>>()})
+        })
+        .collect();
+    Ok(json!({
+        "name": row.name, "factsVerified": report.facts_verified, "clean": report.clean(),
+        "problems": report.problems, "moments": moments, "divergences": divergences,
+    }))
+}
