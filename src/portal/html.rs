@@ -458,7 +458,7 @@ pub fn moments_page(moments: &Json, csrf: &str) -> String {
     for trace in list(field(moments, "recent")) {
         body.push_str(&format!(
             "<tr><td>@{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&text(field(trace, "being"))),
+            esc(&text(field(trace, "name"))),
             esc(&text(field(field(trace, "wake"), "kind"))),
             esc(&text(field(trace, "primary"))),
             esc(&text(field(trace, "outcome"))),

@@ -537,7 +537,13 @@ fn role_problems(definition: &Json) -> BTreeMap<String, String> {
         Ok(_) => {}
         Err(errors) => {
             for error in errors {
-                let field = error.field.split(['.', '[']).next().unwrap_or_default().to_string();
+                let mut field = error.field.split(['.', '[']).next().unwrap_or_default().to_string();
+                // Serde names a missing or unknown field only in its message.
+                if field == "(file)" {
+                    if let Some(named) = error.reason.split('`').nth(1) {
+                        field = named.to_string();
+                    }
+                }
                 problems.entry(field).or_insert(error.reason);
             }
         }

@@ -84,3 +84,4 @@ pub fn folder_snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files.sort();
     files
 }
+pub mod portal;

@@ -1,0 +1,140 @@
+//! A `seed up` process on a fresh land, on a free loopback port.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running portal; killed when dropped.
+pub struct Up {
+    pub child: Child,
+    pub url: String,
+    pub token: String,
+    pub dir: tempfile::TempDir,
+    pub http: reqwest::blocking::Client,
+}
+
+/// How long a test's portal may live at most (it stops by itself after).
+pub const TEST_PORTAL_LIFETIME_S: u64 = 600;
+
+impl Up {
+    pub fn start(extra: &[&str]) -> Up {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let land = dir.path().join("land");
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+        let lifetime = TEST_PORTAL_LIFETIME_S.to_string();
+        let mut arguments = vec![
+            "--land",
+            land.to_str().expect("utf-8 path"),
+            "up",
+            "--fixture",
+            fixture.to_str().expect("utf-8 path"),
+            "--addr",
+            "127.0.0.1:0",
+            "--lifetime-s",
+            &lifetime,
+        ];
+        arguments.extend_from_slice(extra);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
+            .args(&arguments)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("seed up starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let (mut url, mut token) = (None, None);
+        while url.is_none() || token.is_none() {
+            let line = lines.next().expect("seed up printed its URL and token").expect("readable stdout");
+            if let Some(rest) = line.strip_prefix("seed is up: ") {
+                url = Some(rest.trim_end_matches('/').to_string());
+            }
+            if let Some(rest) = line.strip_prefix("operator token (shown once, keep it): ") {
+                token = Some(rest.to_string());
+            }
+        }
+        // Keep draining stdout so the process never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        let http = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("an HTTP client");
+        Up { child, url: url.expect("url"), token: token.expect("token"), dir, http }
+    }
+
+    pub fn land(&self) -> PathBuf {
+        self.dir.path().join("land")
+    }
+
+    /// GET with the operator's token as a bearer: (status, JSON body).
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let response =
+            self.http.get(format!("{}{path}", self.url)).bearer_auth(&self.token).send().expect("GET answered");
+        let status = response.status().as_u16();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+
+    /// POST JSON with the operator's token as a bearer.
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .body(body.to_string())
+            .send()
+            .expect("POST answered");
+        let status = response.status().as_u16();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+
+    pub fn cursor(&self) -> u64 {
+        self.get("/api/v1/world").1["cursor"].as_u64().expect("a cursor")
+    }
+
+    /// Waits until `check` holds for the being's JSON (or panics after `most`).
+    pub fn wait_for_being(&self, name: &str, most: Duration, check: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let (status, being) = self.get(&format!("/api/v1/beings/{name}"));
+            if status == 200 && check(&being) {
+                return being;
+            }
+            assert!(started.elapsed() < most, "@{name} never reached the expected state: {being}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the process (as ctrl-c would not reach it here: kill, then wait).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A session cookie and its CSRF token, from the API login.
+    pub fn login(&self) -> (String, String) {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/login", self.url))
+            .body(json!({"token": self.token}).to_string())
+            .send()
+            .expect("login answered");
+        assert_eq!(response.status().as_u16(), 200);
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|value| value.to_str().ok())
+            .expect("a session cookie")
+            .to_string();
+        let csrf = response.json::<Value>().expect("JSON")["csrf"].as_str().expect("a csrf token").to_string();
+        (cookie.split(';').next().expect("name=value").to_string(), csrf)
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

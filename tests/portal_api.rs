@@ -1,0 +1,511 @@
+//! The portal's JSON API against a real `seed up` process: every 400, 401,
+//! 403 path names what is wrong, hostile input is refused or escaped, and a
+//! refused request writes nothing.
+
+mod common;
+
+use common::portal::Up;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// One request and what it must answer: status, error code, field.
+struct Case {
+    what: &'static str,
+    method: &'static str,
+    path: &'static str,
+    body: String,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+}
+
+fn case(
+    what: &'static str,
+    method: &'static str,
+    path: &'static str,
+    body: Value,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+) -> Case {
+    Case { what, method, path, body: body.to_string(), status, code, field }
+}
+
+fn check(up: &Up, cases: &[Case]) {
+    for case in cases {
+        let before = up.cursor();
+        let url = format!("{}{}", up.url, case.path);
+        let request = match case.method {
+            "GET" => up.http.get(url),
+            _ => up.http.post(url).body(case.body.clone()),
+        };
+        let response = request.bearer_auth(&up.token).send().expect("answered");
+        let status = response.status().as_u16();
+        let body: Value = response.json().unwrap_or(Value::Null);
+        assert_eq!(status, case.status, "{}: {body}", case.what);
+        assert_eq!(body["error"]["code"], json!(case.code), "{}: {body}", case.what);
+        assert_eq!(body["error"]["field"], json!(case.field), "{}: {body}", case.what);
+        assert!(!body["error"]["message"].as_str().unwrap_or_default().is_empty(), "{}: a message", case.what);
+        assert_eq!(up.cursor(), before, "{}: a refused request wrote nothing", case.what);
+    }
+}
+
+#[test]
+fn unauthenticated_requests_get_401() {
+    let up = Up::start(&[]);
+    let bare = |method: &str, path: &str, headers: &[(&str, &str)]| {
+        let url = format!("{}{path}", up.url);
+        let mut request = if method == "GET" { up.http.get(url) } else { up.http.post(url).body("{}") };
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().expect("answered");
+        (response.status().as_u16(), response.json::<Value>().unwrap_or(Value::Null))
+    };
+    let cases: [(&str, &str, &[(&str, &str)]); 6] = [
+        ("GET", "/api/v1/world", &[]),
+        ("GET", "/api/v1/beings/ada", &[("authorization", "Bearer seed-op-not-the-token")]),
+        ("GET", "/api/v1/moments", &[("cookie", "seed_session=forged")]),
+        ("POST", "/api/v1/signals", &[]),
+        ("POST", "/api/v1/birth", &[("cookie", "seed_session=0000")]),
+        ("GET", "/api/v1/events", &[]),
+    ];
+    for (method, path, headers) in cases {
+        let (status, body) = bare(method, path, headers);
+        assert_eq!(status, 401, "{method} {path}: {body}");
+        assert_eq!(body["error"]["code"], "unauthenticated", "{method} {path}");
+    }
+    let (status, body) = {
+        let response =
+            up.http.post(format!("{}/api/v1/login", up.url)).body(r#"{"token":"wrong"}"#).send().expect("answered");
+        (response.status().as_u16(), response.json::<Value>().unwrap_or(Value::Null))
+    };
+    assert_eq!((status, body["error"]["field"].clone()), (401, json!("token")));
+    // Pages send a browser to the login page instead.
+    let response = up.http.get(format!("{}/world", up.url)).send().expect("answered");
+    assert_eq!(response.status().as_u16(), 303);
+    assert_eq!(response.headers()["location"], "/login");
+}
+
+#[test]
+fn malformed_input_gets_400_naming_the_field() {
+    let up = Up::start(&[]);
+    let (status, _) = up
+        .post("/api/v1/birth", &json!({"name": "kid", "cognition": "human", "defaultRole": "human-conversationalist"}));
+    assert_eq!(status, 201);
+    let cases = [
+        case("a body that is not JSON", "POST", "/api/v1/signals", json!("not an object"), 400, "bad-request", None),
+        case(
+            "a signal without a key",
+            "POST",
+            "/api/v1/signals",
+            json!({"value": true}),
+            400,
+            "bad-field",
+            Some("key"),
+        ),
+        case(
+            "a signal key without a namespace",
+            "POST",
+            "/api/v1/signals",
+            json!({"key": "loose", "value": 1}),
+            400,
+            "bad-field",
+            Some("key"),
+        ),
+        case(
+            "a fractional signal value",
+            "POST",
+            "/api/v1/signals",
+            json!({"key": "court.x", "value": 1.5}),
+            400,
+            "bad-field",
+            Some("value"),
+        ),
+        case(
+            "a birth without a name",
+            "POST",
+            "/api/v1/birth",
+            json!({"cognition": "human"}),
+            400,
+            "bad-field",
+            Some("name"),
+        ),
+        case(
+            "a birth with a bad name",
+            "POST",
+            "/api/v1/birth",
+            json!({"name": "Bad Name", "cognition": "human"}),
+            400,
+            "bad-field",
+            Some("name"),
+        ),
+        case(
+            "a birth with an unknown cognition",
+            "POST",
+            "/api/v1/birth",
+            json!({"name": "kid-b", "cognition": "psychic"}),
+            400,
+            "bad-field",
+            Some("cognition"),
+        ),
+        case(
+            "a birth with a broken roleFlow",
+            "POST",
+            "/api/v1/birth",
+            json!({"name": "kid-c", "cognition": "human", "roleFlow": [{"when": {"verb": {"bogus": 1}}, "role": "idle"}]}),
+            400,
+            "bad-field",
+            Some("roleFlow"),
+        ),
+        case(
+            "a taken name",
+            "POST",
+            "/api/v1/birth",
+            json!({"name": "ada", "cognition": "human"}),
+            409,
+            "conflict",
+            Some("name"),
+        ),
+        case(
+            "an unknown verb",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "fly"}),
+            400,
+            "bad-field",
+            Some("verb"),
+        ),
+        case(
+            "a see without an address",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "see"}),
+            400,
+            "bad-field",
+            Some("address"),
+        ),
+        case(
+            "a summon without content",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "summon", "target": "@operator"}),
+            400,
+            "bad-field",
+            Some("content"),
+        ),
+        case(
+            "args that are not an object",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "do", "action": "move", "args": [1]}),
+            400,
+            "bad-field",
+            Some("args"),
+        ),
+        case(
+            "a wake that is not a fact id",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "see", "address": "/", "wake": "xyz"}),
+            400,
+            "bad-field",
+            Some("wake"),
+        ),
+        case(
+            "a wake not in the inbox",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "see", "address": "/", "wake": "00".repeat(32)}),
+            400,
+            "bad-field",
+            Some("wake"),
+        ),
+        case(
+            "a role without a name",
+            "POST",
+            "/api/v1/roles",
+            json!({"definition": {"prompt": "x"}}),
+            400,
+            "bad-field",
+            Some("definition.name"),
+        ),
+        case(
+            "a role with an unknown field",
+            "POST",
+            "/api/v1/roles",
+            json!({"definition": {"name": "r", "canFly": ["x"]}}),
+            400,
+            "bad-field",
+            Some("definition.canFly"),
+        ),
+        case(
+            "a role that is not an object",
+            "POST",
+            "/api/v1/roles",
+            json!({"definition": "r"}),
+            400,
+            "bad-field",
+            Some("definition"),
+        ),
+        case(
+            "a flow that is not a list",
+            "POST",
+            "/api/v1/beings/kid/flow",
+            json!({"flow": {"role": "idle"}}),
+            400,
+            "bad-field",
+            Some("flow"),
+        ),
+        case(
+            "a flow naming an unknown role",
+            "POST",
+            "/api/v1/beings/kid/flow",
+            json!({"flow": [{"role": "no-such-role"}]}),
+            400,
+            "bad-field",
+            Some("flow"),
+        ),
+        case(
+            "a preview without a flow",
+            "POST",
+            "/api/v1/beings/kid/flow/preview",
+            json!({}),
+            400,
+            "bad-field",
+            Some("flow"),
+        ),
+        case("an unknown being", "GET", "/api/v1/beings/nobody", json!({}), 404, "not-found", None),
+        case("an unknown route", "GET", "/api/v1/nothing-here", json!({}), 404, "not-found", None),
+    ];
+    check(&up, &cases);
+}
+
+#[test]
+fn acting_for_a_being_one_may_not_drive_gets_403() {
+    let up = Up::start(&[]);
+    assert_eq!(up.post("/api/v1/birth", &json!({"name": "kid", "cognition": "human"})).0, 201);
+    let cases = [
+        case(
+            "driving a scripted being not inhabited",
+            "POST",
+            "/api/v1/beings/ada/act",
+            json!({"verb": "see", "address": "/court"}),
+            403,
+            "forbidden",
+            None,
+        ),
+        case(
+            "inhabiting a being the operator is not an ancestor of",
+            "POST",
+            "/api/v1/beings/birther/inhabit",
+            json!({}),
+            403,
+            "forbidden",
+            None,
+        ),
+        case(
+            "editing the flow of a being the operator is not an ancestor of",
+            "POST",
+            "/api/v1/beings/role-manager/flow",
+            json!({"flow": []}),
+            403,
+            "forbidden",
+            None,
+        ),
+        case(
+            "a summon outside canSummon",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "summon", "target": "@ada", "content": "hi"}),
+            403,
+            "forbidden",
+            None,
+        ),
+        case(
+            "a do outside canDo",
+            "POST",
+            "/api/v1/beings/kid/act",
+            json!({"verb": "do", "action": "rule", "target": "/court"}),
+            403,
+            "forbidden",
+            None,
+        ),
+    ];
+    check(&up, &cases);
+    // The refused inhabit is in the moment trace.
+    let (_, moments) = up.get("/api/v1/moments");
+    let refused = moments["recent"].as_array().expect("recent moments").iter().any(|trace| {
+        trace["name"] == "operator"
+            && trace["outcome"].as_str().is_some_and(|o| o.contains("not an ancestor of @birther"))
+    });
+    assert!(refused, "the refused inhabit is traced: {moments}");
+}
+
+#[test]
+fn cookie_sessions_need_the_csrf_token_on_every_write() {
+    let up = Up::start(&[]);
+    let (cookie, csrf) = up.login();
+    let post = |csrf_header: Option<&str>| {
+        let mut request = up
+            .http
+            .post(format!("{}/api/v1/signals", up.url))
+            .header("cookie", &cookie)
+            .body(json!({"key": "court.in-session", "value": true}).to_string());
+        if let Some(token) = csrf_header {
+            request = request.header("x-csrf-token", token);
+        }
+        let response = request.send().expect("answered");
+        (response.status().as_u16(), response.json::<Value>().unwrap_or(Value::Null))
+    };
+    let before = up.cursor();
+    for forged in [None, Some("forged"), Some(&"0".repeat(64)[..])] {
+        let (status, body) = post(forged);
+        assert_eq!(
+            (status, body["error"]["code"].clone(), body["error"]["field"].clone()),
+            (403, json!("csrf"), json!("csrf")),
+            "{forged:?}"
+        );
+    }
+    assert_eq!(up.cursor(), before, "forged writes wrote nothing");
+    let (status, body) = post(Some(&csrf));
+    assert_eq!(status, 200, "{body}");
+    // A form without the token is refused the same way.
+    let response = up
+        .http
+        .post(format!("{}/signals", up.url))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("key=court.x&value=1&csrf=forged")
+        .send()
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 403);
+    // Reads need no token; the cookie is HttpOnly and SameSite.
+    let response = up
+        .http
+        .post(format!("{}/api/v1/login", up.url))
+        .body(json!({"token": up.token}).to_string())
+        .send()
+        .expect("answered");
+    let set_cookie = response.headers()["set-cookie"].to_str().expect("text").to_string();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
+}
+
+#[test]
+fn oversized_bodies_and_floods_are_refused() {
+    let up = Up::start(&["--requests-per-minute-max", "40", "--body-bytes-max", "4096"]);
+    let before = up.cursor();
+    let huge = json!({"key": "court.big", "value": "x".repeat(10_000)});
+    let (status, body) = up.post("/api/v1/signals", &huge);
+    assert_eq!((status, body["error"]["code"].clone()), (413, json!("too-large")), "{body}");
+    let (status, _) = up.post("/api/v1/roles", &json!({"definition": {"name": "big", "prompt": "p".repeat(20_000)}}));
+    assert_eq!(status, 413);
+    assert_eq!(up.cursor(), before);
+    let mut limited = None;
+    for attempt in 0..60 {
+        let (status, body) = up.get("/api/v1/world");
+        if status == 429 {
+            limited = Some((attempt, body));
+            break;
+        }
+    }
+    let (attempt, body) = limited.expect("the flood was limited");
+    assert!(attempt <= 40, "limited after the budget, at request {attempt}");
+    assert_eq!(body["error"]["code"], "rate-limited");
+}
+
+#[test]
+fn hostile_text_is_escaped_on_every_page() {
+    let up = Up::start(&[]);
+    let (cookie, _) = up.login();
+    assert_eq!(
+        up.post(
+            "/api/v1/birth",
+            &json!({"name": "kid", "cognition": "human", "defaultRole": "human-conversationalist"})
+        )
+        .0,
+        201
+    );
+    let hostile = "<script>alert('pwned')</script>\"><img src=x onerror=alert(1)>";
+    let (status, body) =
+        up.post("/api/v1/beings/kid/act", &json!({"verb": "summon", "target": "@operator", "content": hostile}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = up.post("/api/v1/signals", &json!({"key": "court.note", "value": hostile}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = up.post("/api/v1/roles", &json!({"definition": {"name": "sly", "prompt": hostile}}));
+    assert_eq!(status, 201, "{body}");
+    // A name with markup is refused outright.
+    assert_eq!(up.post("/api/v1/birth", &json!({"name": "<script>", "cognition": "human"})).0, 400);
+    for page in ["/world", "/beings/operator", "/beings/kid", "/roles", "/moments", "/beings/kid/replay", "/world/live"]
+    {
+        let response = up.http.get(format!("{}{page}", up.url)).header("cookie", &cookie).send().expect("answered");
+        assert_eq!(response.status().as_u16(), 200, "{page}");
+        let text = response.text().expect("html");
+        assert!(!text.contains("<script>alert"), "{page} shows the script unescaped");
+        assert!(!text.contains("<img src=x"), "{page} shows the tag unescaped");
+    }
+    let response =
+        up.http.get(format!("{}/beings/operator", up.url)).header("cookie", &cookie).send().expect("answered");
+    assert!(
+        response.text().expect("html").contains("&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;"),
+        "the inbox shows the text, escaped"
+    );
+}
+
+#[test]
+fn every_change_is_an_act_that_replays() {
+    let mut up = Up::start(&["--round-ms", "200", "--release-grace-ms", "300"]);
+    let steps = [
+        ("/api/v1/birth", json!({"name": "kid", "cognition": "scripted", "defaultRole": "human-conversationalist"})),
+        ("/api/v1/beings/kid/inhabit", json!({})),
+        ("/api/v1/beings/kid/act", json!({"verb": "summon", "target": "@operator", "content": "hello from inside"})),
+        ("/api/v1/beings/kid/release", json!({})),
+        (
+            "/api/v1/roles",
+            json!({"definition": {"name": "greeter", "canSummon": ["@ada"], "prompt": "Greet {{me.name}}."}}),
+        ),
+        ("/api/v1/beings/kid/flow", json!({"flow": [{"role": "greeter"}]})),
+        ("/api/v1/signals", json!({"key": "court.in-session", "value": true})),
+    ];
+    for (path, body) in &steps {
+        let (status, answer) = up.post(path, body);
+        assert!(status == 200 || status == 201, "{path}: {answer}");
+    }
+    let kid = up.wait_for_being("kid", Duration::from_secs(5), |kid| kid["now"]["primary"] == "greeter");
+    assert_eq!(kid["inhabitedBy"], Value::Null);
+    assert_eq!(kid["now"]["can"]["summon"], json!(["@ada"]), "the authored role applies at the next moment");
+    let operator = up.get("/api/v1/beings/operator").1;
+    let summaries: Vec<&str> =
+        operator["reel"].as_array().expect("reel").iter().filter_map(|fact| fact["summary"].as_str()).collect();
+    for expected in ["be birth", "be connect", "be release", "do author-role", "do edit-role-flow", "do publish-signal"]
+    {
+        assert!(
+            summaries.iter().any(|line| line.starts_with(expected)),
+            "{expected} on the operator's reel: {summaries:?}"
+        );
+    }
+    // The judge appears once the signal is read.
+    up.wait_for_being("ada", Duration::from_secs(10), |ada| ada["reel"][0]["primary"] == "judge");
+    let (_, replay) = up.get("/api/v1/beings/kid/replay");
+    assert_eq!(replay["clean"], true, "{replay}");
+    up.stop();
+    let seed = |args: &[&str]| {
+        let land = up.land();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+            .arg("--land")
+            .arg(&land)
+            .args(args)
+            .output()
+            .expect("seed runs");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    seed(&["verify"]);
+    let replayed = seed(&["replay", "--all"]);
+    assert!(replayed.contains("every moment matches"), "{replayed}");
+}
