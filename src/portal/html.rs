@@ -289,7 +289,7 @@ pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
         body.push_str(&format!(
             "<h2>Birth a child</h2><form method=\"post\" action=\"/birth\" id=\"birth-form\">{}\
 <label>name <input name=\"name\" id=\"birth-name\"></label>\
-<label>cognition <select name=\"cognition\" id=\"birth-cognition\"><option>human</option><option>scripted</option><option>llm</option></select></label>\
+<label>cognition <select name=\"cognition\" id=\"birth-cognition\"><option value=\"human\">human</option><option value=\"scripted\">scripted</option><option value=\"llm\">llm</option></select></label>\
 <label>default role <input name=\"defaultRole\" id=\"birth-default-role\" value=\"human-conversationalist\"></label>\
 <label>roleFlow (JSON, optional) <textarea name=\"roleFlow\" id=\"birth-flow\"></textarea></label>\
 <button id=\"birth\">Birth as @operator</button></form>",
@@ -349,7 +349,10 @@ s.onerror=function(){{if(p.className!=='error'){{p.textContent='connection lost'
 }
 
 pub fn roles_page(roles: &Json, csrf: &str, form: &RoleForm) -> String {
-    let mut body = String::from("<table id=\"roles\"><tr><th>role</th><th>from</th><th>canSee</th><th>canDo</th><th>canSummon</th><th>canBe</th></tr>");
+    // The form first: its problems are what the person is looking at.
+    let mut body = String::from("<h2>Author or edit a role</h2>");
+    body.push_str(&role_form(form, csrf));
+    body.push_str("<h2>Roles</h2><table id=\"roles\"><tr><th>role</th><th>from</th><th>canSee</th><th>canDo</th><th>canSummon</th><th>canBe</th></tr>");
     for role in list(field(roles, "roles")) {
         let definition = field(role, "definition");
         let entries = |key: &str| list(field(definition, key)).iter().map(text).collect::<Vec<_>>().join(", ");
@@ -363,8 +366,7 @@ pub fn roles_page(roles: &Json, csrf: &str, form: &RoleForm) -> String {
             esc(&entries("canBe"))
         ));
     }
-    body.push_str("</table><h2>Author or edit a role</h2>");
-    body.push_str(&role_form(form, csrf));
+    body.push_str("</table>");
     page("Roles", &body, Some(csrf))
 }
 

@@ -38,6 +38,9 @@ pub const PORTAL_BODY_BYTES_MAX: usize = 64 * 1024;
 pub const PORTAL_REQUESTS_PER_MINUTE_MAX: u64 = 600;
 /// How long a being stays inhabited after its last tab closed (`inhabit_release_grace_ms`).
 pub const INHABIT_RELEASE_GRACE_MS: u64 = 3_000;
+/// How long an inhabit page has to open its event stream before the
+/// connection it made is released (added to the grace period).
+pub const INHABIT_FIRST_HOLD_MS: u64 = 10_000;
 /// How often the live land runs a round of wakes (`round_ms`).
 pub const ROUND_MS_DEFAULT: u64 = 1_000;
 /// Moments the replay view details (the latest; the timeline shows all).
@@ -283,7 +286,8 @@ fn form_request(form: &BTreeMap<String, String>) -> Result<Json, PortalError> {
 
 fn see_other(to: &str, done: &str) -> Response {
     let query = serde_urlencoded::to_string([("done", done)]).unwrap_or_default();
-    Redirect::to(&format!("{to}?{query}")).into_response()
+    let joint = if to.contains('?') { '&' } else { '?' };
+    Redirect::to(&format!("{to}{joint}{query}")).into_response()
 }
 
 // ------------------------------------------------------------------ login
@@ -419,6 +423,17 @@ async fn inhabit_page(State(portal): Shared, headers: HeaderMap, Path(name): Pat
                 .err()
                 .unwrap_or_else(|| PortalError::forbidden("not an ancestor")));
         }
+        // Connected before the page renders, so it offers what the inhabited
+        // being may do; the page's event stream then holds the connection.
+        let (being, name) = (row.id, row.name.clone());
+        drop(world);
+        if portal.live.presence_of(&being) == 0 {
+            connect(&portal, &name).await?;
+            let wait = Duration::from_millis(portal.limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
+            release_unless_held(portal.clone(), being, name.clone(), wait);
+        }
+        let world = portal.live.world();
+        let row = views::being_row(&world, &name)?;
         let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
         Ok(html(html::inhabit_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))))
     }
@@ -867,19 +882,8 @@ async fn api_presence(
             if self.portal.live.presence_closed(self.being) > 0 {
                 return;
             }
-            let (portal, being, name) = (self.portal.clone(), self.being, self.name.clone());
-            let grace = Duration::from_millis(portal.limits.release_grace_ms);
-            let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-            runtime.spawn(async move {
-                tokio::time::sleep(grace).await;
-                let still_held = portal.live.presence_of(&being) > 0;
-                let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
-                if !still_held && inhabited {
-                    if let Err(error) = release(&portal, &name).await {
-                        eprintln!("seed up: releasing @{name}: {}", error.message);
-                    }
-                }
-            });
+            let grace = Duration::from_millis(self.portal.limits.release_grace_ms);
+            release_unless_held(self.portal.clone(), self.being, self.name.clone(), grace);
         }
     }
     let holding = Holding { portal: portal.clone(), being, name: being_name.clone() };
@@ -892,6 +896,22 @@ async fn api_presence(
         event
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
+}
+
+/// After `wait`, releases the being unless a tab holds it again (or it is
+/// no longer inhabited).
+fn release_unless_held(portal: Arc<Portal>, being: crate::fact::BeingId, name: String, wait: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        tokio::time::sleep(wait).await;
+        let still_held = portal.live.presence_of(&being) > 0;
+        let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
+        if !still_held && inhabited {
+            if let Err(error) = release(&portal, &name).await {
+                eprintln!("seed up: releasing @{name}: {}", error.message);
+            }
+        }
+    });
 }
 
 async fn api_events(State(portal): Shared, headers: HeaderMap) -> Result<Response, PortalError> {

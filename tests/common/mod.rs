@@ -85,3 +85,4 @@ pub fn folder_snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 pub mod portal;
+pub mod webdriver;

@@ -1,0 +1,226 @@
+//! A small W3C WebDriver client over chromedriver (JSON over HTTP): enough to
+//! drive headless Chromium through the portal and take screenshots.
+#![allow(dead_code)]
+
+use base64::Engine;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The key W3C WebDriver names an element reference with.
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// How long waits for the page may take at most.
+pub const BROWSER_WAIT_MS: u64 = 15_000;
+
+pub struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::blocking::Client,
+    _profile: tempfile::TempDir,
+    pub screenshots: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("bound").port()
+}
+
+fn find(candidates: &[&str]) -> Option<PathBuf> {
+    candidates.iter().map(PathBuf::from).find(|path| path.is_file())
+}
+
+impl Browser {
+    /// Starts chromedriver and a fresh headless Chromium with its own profile.
+    pub fn start(screenshots: &Path) -> Browser {
+        let chromedriver = find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"])
+            .expect("chromedriver is installed (Debian: apt-get install chromium-driver; .ci/run does)");
+        let chromium = find(&["/usr/bin/chromium", "/usr/lib/chromium/chromium"])
+            .expect("chromium is installed (Debian: apt-get install chromium; .ci/run does)");
+        let port = free_port();
+        let driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("client");
+        let started = Instant::now();
+        while http.get(format!("{base}/status")).send().map(|r| !r.status().is_success()).unwrap_or(true) {
+            assert!(started.elapsed() < Duration::from_secs(20), "chromedriver did not come up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let profile = tempfile::tempdir().expect("a profile folder");
+        let arguments = vec![
+            "--headless".to_string(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--no-first-run".into(),
+            "--disable-background-networking".into(),
+            "--disable-component-update".into(),
+            "--disable-sync".into(),
+            "--disable-dev-shm-usage".into(),
+            "--window-size=1200,1000".into(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": arguments},
+        }}});
+        let answer: Value =
+            http.post(format!("{base}/session")).json(&capabilities).send().expect("a session").json().expect("JSON");
+        let session =
+            answer["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_string();
+        std::fs::create_dir_all(screenshots).expect("the screenshot folder");
+        Browser { driver, base, session, http, _profile: profile, screenshots: screenshots.to_path_buf() }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let request = match method {
+            "GET" => self.http.get(url),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.post(url).json(&body.unwrap_or_else(|| json!({}))),
+        };
+        let answer: Value = request.send().expect("chromedriver answered").json().expect("JSON");
+        if let Some(error) = answer["value"].get("error") {
+            panic!("WebDriver {method} {path}: {error}: {}", answer["value"]["message"]);
+        }
+        answer["value"].clone()
+    }
+
+    pub fn go(&self, url: &str) {
+        self.call("POST", "/url", Some(json!({"url": url})));
+    }
+
+    pub fn current_url(&self) -> String {
+        self.call("GET", "/url", None).as_str().unwrap_or_default().to_string()
+    }
+
+    fn try_find(&self, css: &str) -> Option<String> {
+        let url = format!("{}/session/{}/element", self.base, self.session);
+        let answer: Value = self
+            .http
+            .post(url)
+            .json(&json!({"using": "css selector", "value": css}))
+            .send()
+            .expect("answered")
+            .json()
+            .expect("JSON");
+        answer["value"][ELEMENT_KEY].as_str().map(str::to_string)
+    }
+
+    /// The element matching `css`, waiting for it to appear.
+    pub fn find(&self, css: &str) -> String {
+        let started = Instant::now();
+        loop {
+            if let Some(element) = self.try_find(css) {
+                return element;
+            }
+            assert!(
+                started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS),
+                "no element {css} on {}",
+                self.current_url()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn click(&self, css: &str) {
+        let element = self.find(css);
+        self.call("POST", &format!("/element/{element}/click"), None);
+    }
+
+    pub fn clear_and_type(&self, css: &str, text: &str) {
+        let element = self.find(css);
+        self.call("POST", &format!("/element/{element}/clear"), None);
+        self.call("POST", &format!("/element/{element}/value"), Some(json!({"text": text})));
+    }
+
+    /// Picks the `<option>` with this value in a `<select>`.
+    pub fn select(&self, select_css: &str, value: &str) {
+        self.click(&format!("{select_css} option[value=\"{value}\"]"));
+    }
+
+    pub fn text(&self, css: &str) -> String {
+        let element = self.find(css);
+        self.call("GET", &format!("/element/{element}/text"), None).as_str().unwrap_or_default().to_string()
+    }
+
+    /// Waits until the element's text contains `needle`.
+    pub fn wait_for_text(&self, css: &str, needle: &str) -> String {
+        let started = Instant::now();
+        loop {
+            if self.try_find(css).is_some() {
+                let text = self.text(css);
+                if text.contains(needle) {
+                    return text;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS),
+                    "{css} never showed {needle:?}; it shows {text:?}"
+                );
+            } else {
+                assert!(started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS), "no element {css}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn page_source(&self) -> String {
+        self.call("GET", "/source", None).as_str().unwrap_or_default().to_string()
+    }
+
+    pub fn windows(&self) -> Vec<String> {
+        self.call("GET", "/window/handles", None)
+            .as_array()
+            .map(|handles| handles.iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn window(&self) -> String {
+        self.call("GET", "/window", None).as_str().unwrap_or_default().to_string()
+    }
+
+    pub fn switch_to(&self, handle: &str) {
+        self.call("POST", "/window", Some(json!({"handle": handle})));
+    }
+
+    /// Closes the current window (tab).
+    pub fn close_window(&self) {
+        self.call("DELETE", "/window", None);
+    }
+
+    /// Scrolls the element into the middle of the window (before a screenshot).
+    pub fn scroll_to(&self, css: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(
+                json!({"script": "arguments[0].scrollIntoView({block: 'center'});", "args": [{ELEMENT_KEY: element}]}),
+            ),
+        );
+    }
+
+    /// Saves a PNG of the current window as `NAME.png`; returns its path.
+    pub fn screenshot(&self, name: &str) -> PathBuf {
+        let encoded = self.call("GET", "/screenshot", None);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap_or_default())
+            .expect("a base64 PNG");
+        assert!(bytes.starts_with(b"\x89PNG"), "a PNG screenshot");
+        let path = self.screenshots.join(format!("{name}.png"));
+        std::fs::write(&path, bytes).expect("the screenshot is written");
+        path
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.http.delete(format!("{}/session/{}", self.base, self.session)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}

@@ -1,0 +1,130 @@
+//! The portal in a real headless Chromium, driven over WebDriver: log in,
+//! birth a child, inhabit it in a new tab and summon as it, close the tab
+//! and see it released, author a role (and see a field's error), preview a
+//! roleFlow, publish a signal and see a court-watcher become judge. Each
+//! step leaves a screenshot in target/portal-screenshots/.
+
+mod common;
+
+use common::portal::Up;
+use common::webdriver::Browser;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[test]
+fn a_person_births_inhabits_configures_and_watches_the_world() {
+    let up = Up::start(&["--round-ms", "300", "--release-grace-ms", "1000"]);
+    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
+    let browser = Browser::start(&screenshots);
+
+    // Log in with the operator's token.
+    browser.go(&format!("{}/world", up.url));
+    browser.clear_and_type("#token", &up.token);
+    browser.screenshot("01-login");
+    browser.click("#login");
+    browser.wait_for_text("h1", "World");
+    browser.wait_for_text("#spaces", "@ada");
+    browser.screenshot("02-world");
+
+    // Birth a child at @birther: the operator is its parent.
+    browser.click("nav a[href='/beings/birther']");
+    browser.clear_and_type("#birth-name", "wren");
+    browser.select("#birth-cognition", "scripted");
+    browser.screenshot("03-birth-form");
+    browser.click("#birth");
+    browser.wait_for_text("h1", "@wren");
+    assert_eq!(browser.text("#row-parent"), "@operator");
+    assert_eq!(browser.text("#row-effectiveCognition"), "scripted");
+    browser.screenshot("04-born");
+
+    // Inhabit it in a new tab: its effective cognition becomes human.
+    let first = browser.window();
+    browser.click("#inhabit");
+    let started = std::time::Instant::now();
+    while browser.windows().len() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(10), "the inhabit tab never opened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = browser.windows().into_iter().find(|handle| *handle != first).expect("a second tab");
+    browser.switch_to(&second);
+    browser.wait_for_text("#presence-state", "You are driving @wren");
+    let wren = up.wait_for_being("wren", Duration::from_secs(5), |wren| wren["effectiveCognition"] == "human");
+    assert_eq!(wren["inhabitedBy"], "@operator");
+    browser.screenshot("05-inhabited");
+
+    // Summon another being as the child.
+    browser.select("#summon-target", "@operator");
+    browser.clear_and_type("#summon-content", "Hello from inside wren.");
+    browser.scroll_to("#do-summon");
+    browser.click("#do-summon");
+    browser.wait_for_text("#flash", "act: summon");
+    browser.wait_for_text("#presence-state", "You are driving @wren");
+    browser.screenshot("06-summoned-as-child");
+    let operator = up.get("/api/v1/beings/operator").1;
+    let inbox: Vec<&Value> = operator["inbox"].as_array().expect("an inbox").iter().collect();
+    assert!(
+        inbox.iter().any(|summon| summon["from"] == "@wren" && summon["content"] == "Hello from inside wren."),
+        "the summon reached @operator: {inbox:?}"
+    );
+
+    // Close the tab: after the grace period the child is released.
+    browser.close_window();
+    browser.switch_to(&first);
+    let wren = up.wait_for_being("wren", Duration::from_secs(10), |wren| wren["inhabitedBy"].is_null());
+    assert_eq!(wren["effectiveCognition"], "scripted");
+    browser.go(&format!("{}/beings/wren", up.url));
+    browser.wait_for_text("#row-effectiveCognition", "scripted");
+    browser.screenshot("07-released");
+    let operator = up.get("/api/v1/beings/operator").1;
+    let reel: Vec<&str> =
+        operator["reel"].as_array().expect("reel").iter().filter_map(|f| f["summary"].as_str()).collect();
+    assert!(reel.iter().any(|line| line.starts_with("be connect")), "connect is a fact: {reel:?}");
+    assert!(reel.iter().any(|line| line.starts_with("be release")), "release is a fact: {reel:?}");
+
+    // Author a role; a bad name is shown next to its field.
+    browser.click("nav a[href='/roles']");
+    browser.clear_and_type("#role-name", "Night Owl");
+    browser.clear_and_type("#role-canSummon", "@operator");
+    browser.clear_and_type("#role-prompt", "Hoot softly at {{me.name}}.");
+    browser.click("#save-role");
+    browser.wait_for_text("#error-name", "");
+    browser.screenshot("08-role-field-error");
+    browser.clear_and_type("#role-name", "night-owl");
+    browser.click("#save-role");
+    browser.wait_for_text("#flash", "role night-owl saved");
+    browser.wait_for_text("#role-night-owl", "authored by @operator");
+    browser.scroll_to("#role-night-owl");
+    browser.screenshot("09-role-authored");
+
+    // Edit the child's roleFlow: the live preview follows the text.
+    browser.go(&format!("{}/beings/wren/flow", up.url));
+    browser.wait_for_text("#preview", "it would wear");
+    browser.clear_and_type("#flow", r#"[{"role": "night-owl"}]"#);
+    browser.wait_for_text("#preview", "it would wear: night-owl");
+    browser.wait_for_text("#preview-clauses", "held (no condition)");
+    browser.screenshot("10-flow-preview");
+    browser.click("#save-flow");
+    browser.wait_for_text("#flash", "roleFlow saved");
+    up.wait_for_being("wren", Duration::from_secs(5), |wren| wren["now"]["primary"] == "night-owl");
+
+    // Publish a signal: @ada's flow reads it, and she becomes judge.
+    browser.go(&format!("{}/world", up.url));
+    browser.wait_for_text("#role-ada", "court-watcher");
+    browser.screenshot("11-before-signal");
+    browser.clear_and_type("#signal-key", "court.in-session");
+    browser.clear_and_type("#signal-value", "true");
+    browser.click("#publish");
+    browser.wait_for_text("#signal-court\\.in-session", "true");
+    browser.wait_for_text("#role-ada", "judge");
+    browser.scroll_to("#role-ada");
+    browser.screenshot("12-ada-is-judge");
+
+    // The replay view of the child: its moments, all matching.
+    browser.go(&format!("{}/beings/wren/replay", up.url));
+    browser.wait_for_text("#verdict", "every moment matches");
+    browser.screenshot("13-replay");
+    for step in ["01-login", "04-born", "06-summoned-as-child", "12-ada-is-judge", "13-replay"] {
+        assert!(screenshots.join(format!("{step}.png")).is_file());
+    }
+}
