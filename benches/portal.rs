@@ -1,0 +1,112 @@
+//! The portal under load: `seed up` with 1,000 beings planted (fixtures/town.toml,
+//! a fifth of them acting every round), and `wrk` from a second process on
+//! loopback against the world page and a being page. The reference measured in
+//! the same run is the login page (static, no world read). Needs `wrk`
+//! (Debian: apt-get install wrk). Figures go in docs/performance.md.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// Seconds each page is loaded for.
+const LOAD_SECONDS: u64 = 15;
+/// Connections wrk keeps open.
+const CONNECTIONS: u32 = 8;
+
+struct Load {
+    requests_per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: String,
+}
+
+fn milliseconds(text: &str) -> f64 {
+    let text = text.trim();
+    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (text, 1.0)
+    };
+    number.parse::<f64>().unwrap_or(f64::NAN) * scale
+}
+
+fn wrk(url: &str, token: &str) -> Load {
+    let output = Command::new("wrk")
+        .args(["-t1", &format!("-c{CONNECTIONS}"), &format!("-d{LOAD_SECONDS}s"), "--latency"])
+        .args(["-H", &format!("Authorization: Bearer {token}"), url])
+        .output()
+        .expect("wrk runs (Debian: apt-get install wrk)");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let field = |prefix: &str| {
+        text.lines().find_map(|line| line.trim().strip_prefix(prefix).map(|rest| rest.trim().to_string()))
+    };
+    Load {
+        requests_per_second: field("Requests/sec:").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN),
+        p50_ms: field("50%").map(|v| milliseconds(&v)).unwrap_or(f64::NAN),
+        p99_ms: field("99%").map(|v| milliseconds(&v)).unwrap_or(f64::NAN),
+        errors: text
+            .lines()
+            .filter(|line| line.contains("Non-2xx") || line.contains("Socket errors"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` runs us too: only load under --bench.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let land = dir.path().join("land");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/town.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(&land)
+        .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "600"])
+        .args(["--requests-per-minute-max", "1000000000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("seed up starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (mut url, mut token) = (String::new(), String::new());
+    while url.is_empty() || token.is_empty() {
+        let line = lines.next().expect("seed up prints its URL and token").expect("readable");
+        if let Some(rest) = line.strip_prefix("seed is up: ") {
+            url = rest.trim_end_matches('/').to_string();
+        }
+        if let Some(rest) = line.strip_prefix("operator token (shown once, keep it): ") {
+            token = rest.to_string();
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    // Let a few rounds seal so the pages show moving reels.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pages = [
+        ("login page (reference)", format!("{url}/login")),
+        ("world page", format!("{url}/world")),
+        ("being page", format!("{url}/beings/townsfolk-500")),
+        ("world API", format!("{url}/api/v1/world")),
+    ];
+    let mut reference = f64::NAN;
+    println!("portal under wrk: 1 thread, {CONNECTIONS} connections, {LOAD_SECONDS} s per page, 1,000 beings");
+    for (name, page) in pages {
+        let load = wrk(&page, &token);
+        if reference.is_nan() {
+            reference = load.requests_per_second;
+        }
+        println!(
+            "{name:<24} {:>9.0} req/s ({:>5.1}% of the reference)  p50 {:>7.2} ms  p99 {:>7.2} ms  {}",
+            load.requests_per_second,
+            100.0 * load.requests_per_second / reference,
+            load.p50_ms,
+            load.p99_ms,
+            load.errors
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
