@@ -76,7 +76,7 @@ impl Browser {
         Browser { driver, base, session, http, _profile: profile, screenshots: screenshots.to_path_buf() }
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+    fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let request = match method {
             "GET" => self.http.get(url),
@@ -84,10 +84,30 @@ impl Browser {
             _ => self.http.post(url).json(&body.unwrap_or_else(|| json!({}))),
         };
         let answer: Value = request.send().expect("chromedriver answered").json().expect("JSON");
-        if let Some(error) = answer["value"].get("error") {
-            panic!("WebDriver {method} {path}: {error}: {}", answer["value"]["message"]);
+        match answer["value"].get("error") {
+            Some(error) => Err(format!("WebDriver {method} {path}: {error}: {}", answer["value"]["message"])),
+            None => Ok(answer["value"].clone()),
         }
-        answer["value"].clone()
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Finds the element and calls `path` on it, finding it again if the
+    /// page replaced it in between (a live fragment).
+    fn on_element(&self, css: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+        let started = Instant::now();
+        loop {
+            let element = self.find(css);
+            match self.try_call(method, &format!("/element/{element}{path}"), body.clone()) {
+                Ok(value) => return value,
+                Err(error) if error.contains("stale element") => {
+                    assert!(started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS), "{error}");
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
     }
 
     pub fn go(&self, url: &str) {
@@ -128,14 +148,12 @@ impl Browser {
     }
 
     pub fn click(&self, css: &str) {
-        let element = self.find(css);
-        self.call("POST", &format!("/element/{element}/click"), None);
+        self.on_element(css, "POST", "/click", None);
     }
 
     pub fn clear_and_type(&self, css: &str, text: &str) {
-        let element = self.find(css);
-        self.call("POST", &format!("/element/{element}/clear"), None);
-        self.call("POST", &format!("/element/{element}/value"), Some(json!({"text": text})));
+        self.on_element(css, "POST", "/clear", None);
+        self.on_element(css, "POST", "/value", Some(json!({"text": text})));
     }
 
     /// Picks the `<option>` with this value in a `<select>`.
@@ -144,26 +162,32 @@ impl Browser {
     }
 
     pub fn text(&self, css: &str) -> String {
-        let element = self.find(css);
-        self.call("GET", &format!("/element/{element}/text"), None).as_str().unwrap_or_default().to_string()
+        self.on_element(css, "GET", "/text", None).as_str().unwrap_or_default().to_string()
+    }
+
+    /// The element's text, or `None` if it is not there (or was replaced
+    /// between finding and reading it: live pages swap their fragments).
+    fn try_text(&self, css: &str) -> Option<String> {
+        let element = self.try_find(css)?;
+        let url = format!("{}/session/{}/element/{element}/text", self.base, self.session);
+        let answer: Value = self.http.get(url).send().ok()?.json().ok()?;
+        answer["value"].as_str().map(str::to_string)
     }
 
     /// Waits until the element's text contains `needle`.
     pub fn wait_for_text(&self, css: &str, needle: &str) -> String {
         let started = Instant::now();
         loop {
-            if self.try_find(css).is_some() {
-                let text = self.text(css);
+            let text = self.try_text(css);
+            if let Some(text) = &text {
                 if text.contains(needle) {
-                    return text;
+                    return text.clone();
                 }
-                assert!(
-                    started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS),
-                    "{css} never showed {needle:?}; it shows {text:?}"
-                );
-            } else {
-                assert!(started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS), "no element {css}");
             }
+            assert!(
+                started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS),
+                "{css} never showed {needle:?}; it shows {text:?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
