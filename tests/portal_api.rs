@@ -509,3 +509,17 @@ fn every_change_is_an_act_that_replays() {
     let replayed = seed(&["replay", "--all"]);
     assert!(replayed.contains("every moment matches"), "{replayed}");
 }
+
+#[test]
+fn a_being_inhabited_when_the_land_stopped_is_released_after_a_restart() {
+    let mut up = Up::start(&[]);
+    assert_eq!(up.post("/api/v1/birth", &json!({"name": "kid", "cognition": "scripted"})).0, 201);
+    assert_eq!(up.post("/api/v1/beings/kid/inhabit", &json!({})).0, 200);
+    assert_eq!(up.get("/api/v1/beings/kid").1["inhabitedBy"], "@operator");
+    // No tab holds it after the restart: released after the grace period (plus the first-hold wait).
+    up.restart(&["--release-grace-ms", "0"]);
+    let kid = up.wait_for_being("kid", Duration::from_secs(20), |kid| kid["inhabitedBy"].is_null());
+    assert_eq!(kid["effectiveCognition"], "scripted");
+    let operator = up.get("/api/v1/beings/operator").1;
+    assert!(operator["reel"][0]["summary"].as_str().is_some_and(|line| line.starts_with("be release")), "{operator}");
+}

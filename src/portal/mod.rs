@@ -76,6 +76,14 @@ type Shared = State<Arc<Portal>>;
 
 pub fn router(live: Arc<LiveLand>, limits: PortalLimits) -> Router {
     let portal = Arc::new(Portal { live, sessions: Sessions::new(limits.requests_per_minute_max), limits });
+    // Beings still inhabited from before a restart have no tab holding them:
+    // released unless a tab comes back within the grace period.
+    let world = portal.live.world();
+    for row in world.beings.values().filter(|row| row.inhabited_by.is_some()) {
+        let wait = Duration::from_millis(limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
+        release_unless_held(portal.clone(), row.id, row.name.clone(), wait);
+    }
+    drop(world);
     Router::new()
         .route("/", get(|| async { Redirect::to("/world") }))
         .route("/login", get(login_form).post(login))

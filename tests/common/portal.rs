@@ -22,6 +22,24 @@ pub const TEST_PORTAL_LIFETIME_S: u64 = 600;
 impl Up {
     pub fn start(extra: &[&str]) -> Up {
         let dir = tempfile::tempdir().expect("temporary folder");
+        let (child, url, token) = Up::spawn(&dir, extra, None);
+        let http = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("an HTTP client");
+        Up { child, url, token, dir, http }
+    }
+
+    /// Stops the process and starts `seed up` again on the same land.
+    pub fn restart(&mut self, extra: &[&str]) {
+        self.stop();
+        let (child, url, _) = Up::spawn(&self.dir, extra, Some(self.token.clone()));
+        self.child = child;
+        self.url = url;
+    }
+
+    fn spawn(dir: &tempfile::TempDir, extra: &[&str], known_token: Option<String>) -> (Child, String, String) {
         let land = dir.path().join("land");
         let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
         let lifetime = TEST_PORTAL_LIFETIME_S.to_string();
@@ -45,7 +63,7 @@ impl Up {
             .expect("seed up starts");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let (mut url, mut token) = (None, None);
+        let (mut url, mut token) = (None, known_token);
         while url.is_none() || token.is_none() {
             let line = lines.next().expect("seed up printed its URL and token").expect("readable stdout");
             if let Some(rest) = line.strip_prefix("seed is up: ") {
@@ -57,12 +75,7 @@ impl Up {
         }
         // Keep draining stdout so the process never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        let http = reqwest::blocking::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("an HTTP client");
-        Up { child, url: url.expect("url"), token: token.expect("token"), dir, http }
+        (child, url.expect("url"), token.expect("token"))
     }
 
     pub fn land(&self) -> PathBuf {
