@@ -459,15 +459,13 @@ fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     let head = land.store().head(&being)?.context("the being has no head")?;
     let facts = land.store().reel(&being, 0, head.seq + 1)?;
     // Token and cost accounting over the sealed LLM acts of the reel.
-    let (mut calls, mut prompt_tokens, mut completion_tokens, mut cost_micros) = (0u64, 0u64, 0u64, 0u64);
+    let mut totals = seed::llm::LlmTotals::default();
     for stored in facts.iter().filter(|stored| stored.fact.kind() == seed::world::body::KIND_ACT) {
         if let Ok(seed::world::ActBody { llm: Some(record), .. }) = stored.fact.body_as::<seed::world::ActBody>() {
-            calls += 1;
-            prompt_tokens += record.prompt_tokens;
-            completion_tokens += record.completion_tokens;
-            cost_micros += record.cost_micros;
+            totals.add(&record);
         }
     }
+    let seed::llm::LlmTotals { calls, prompt_tokens, completion_tokens, cost_micros } = totals;
     if json {
         let list: Vec<_> = facts.iter().map(view::stored_fact_json).collect();
         let llm = serde_json::json!({ "calls": calls, "promptTokens": prompt_tokens,

@@ -50,6 +50,24 @@ pub struct Prices {
     pub completion_micros_per_mtok: u64,
 }
 
+/// What a reel's sealed LLM acts used, summed (the being page, `seed reel`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmTotals {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_micros: u64,
+}
+
+impl LlmTotals {
+    pub fn add(&mut self, record: &LlmRecord) {
+        self.calls += 1;
+        self.prompt_tokens += record.prompt_tokens;
+        self.completion_tokens += record.completion_tokens;
+        self.cost_micros += record.cost_micros;
+    }
+}
+
 /// What an act records of its model call. Never holds a key: connections are
 /// named, their keys live in the environment or a key file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

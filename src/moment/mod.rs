@@ -328,6 +328,18 @@ pub struct Assigned {
 pub fn assign(substrate: &Substrate, world: &World, opened: &Opened) -> Result<Assigned, Failure> {
     let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
     let flow = substrate.bound_flow(world, row).map_err(|reason| failure(Beat::Assign, reason))?;
+    assign_flow(substrate, world, opened, flow)
+}
+
+/// Beat 2 with a given bound flow (the role-manager's preview of a flow not
+/// stored yet walks it exactly as a moment would).
+pub fn assign_flow(
+    substrate: &Substrate,
+    world: &World,
+    opened: &Opened,
+    flow: Arc<BoundFlow>,
+) -> Result<Assigned, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
     let context = open_context(world, row, opened);
     let walk = flow.walk(&context, row.effective_cognition());
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);

@@ -32,6 +32,12 @@ pub struct LiveLand {
     /// Open inhabiting tabs per being.
     presence: Mutex<BTreeMap<BeingId, u64>>,
     stopping: std::sync::atomic::AtomicBool,
+    /// The moments running now, read without the writer's lock (a round
+    /// holds that lock while its moments run).
+    running: Arc<crate::moment::RunningMoments>,
+    epoch: std::time::Instant,
+    /// The land's clock, read (never advanced) for previews.
+    clock: Arc<crate::clock::LogicalClock>,
 }
 
 /// Why a person's moment did not seal: the moment trace's outcome.
@@ -49,6 +55,9 @@ impl LiveLand {
         Ok(Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(simulation.world.clone())),
             substrate: simulation.substrate_shared(),
+            running: simulation.running.clone(),
+            epoch: simulation.epoch(),
+            clock: simulation.clock(),
             simulation: Mutex::new(Some(simulation)),
             store,
             operator,
@@ -122,9 +131,12 @@ impl LiveLand {
         }
     }
 
-    /// The stored time a moment would open at now.
+    /// About the stored time a moment would open at now (for previews: it
+    /// reads the clock and the wall time and advances nothing, so the
+    /// writer's next step stamps its facts with the time it read itself).
     pub fn now_ms(&self) -> u64 {
-        self.with_simulation(|simulation| simulation.now_ms()).unwrap_or(0)
+        use crate::clock::Clock;
+        self.clock.now_ms().max(crate::clock::WallClock::default().now_ms())
     }
 
     /// The latest moment traces, newest first.
@@ -135,16 +147,12 @@ impl LiveLand {
 
     /// The moments running now: (being, beat, microseconds in it).
     pub fn running(&self) -> Vec<(BeingId, &'static str, u64)> {
-        self.with_simulation(|simulation| {
-            let now = simulation.epoch_us();
-            simulation
-                .running
-                .snapshot()
-                .into_iter()
-                .map(|moment| (moment.being, moment.beat.as_str(), now.saturating_sub(moment.since_us)))
-                .collect()
-        })
-        .unwrap_or_default()
+        let now = self.epoch.elapsed().as_micros() as u64;
+        self.running
+            .snapshot()
+            .into_iter()
+            .map(|moment| (moment.being, moment.beat.as_str(), now.saturating_sub(moment.since_us)))
+            .collect()
     }
 
     /// A tab started holding `being`; returns how many hold it now.

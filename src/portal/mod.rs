@@ -168,6 +168,18 @@ fn api_caller(portal: &Portal, headers: &HeaderMap) -> Result<Credential, Portal
     portal.sessions.identify(headers, |token| portal.live.token_matches(token))
 }
 
+/// Authenticates a form post: the caller, the form, and its CSRF field.
+async fn form_write(
+    portal: &Portal,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Credential, BTreeMap<String, String>), PortalError> {
+    let credential = api_caller(portal, headers)?;
+    let form = parse_form(&read_body(portal, body).await?)?;
+    credential.check_csrf(headers, form.get("csrf").map(String::as_str))?;
+    Ok((credential, form))
+}
+
 /// An authenticated page visitor: a redirect to the login page otherwise.
 fn page_caller(portal: &Portal, headers: &HeaderMap) -> Result<Credential, Response> {
     match api_caller(portal, headers) {
@@ -337,9 +349,7 @@ async fn api_login(State(portal): Shared, body: Body) -> Result<Response, Portal
 
 async fn logout(State(portal): Shared, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (credential, _) = form_write(&portal, &headers, body).await?;
         if let Credential::Session { id, .. } = &credential {
             portal.sessions.close(id);
         }
@@ -388,9 +398,7 @@ async fn being_page(State(portal): Shared, headers: HeaderMap, Path(name): Path<
 
 async fn act_form(portal: Arc<Portal>, headers: HeaderMap, name: String, body: Body, back: String) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (_, form) = form_write(&portal, &headers, body).await?;
         let request = form_request(&form)?;
         let choice = choice_from(&request)?;
         let wake = wake_from(&portal, &name, &request)?;
@@ -451,9 +459,7 @@ async fn inhabit_page(State(portal): Shared, headers: HeaderMap, Path(name): Pat
 
 async fn birth_form(State(portal): Shared, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (_, form) = form_write(&portal, &headers, body).await?;
         let mut request = serde_json::Map::new();
         for key in ["name", "cognition", "defaultRole"] {
             if let Some(value) = form.get(key).filter(|v| !v.trim().is_empty()) {
@@ -576,9 +582,7 @@ fn role_problems(definition: &Json) -> BTreeMap<String, String> {
 
 async fn role_form(State(portal): Shared, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (credential, form) = form_write(&portal, &headers, body).await?;
         let definition = definition_from_form(&form);
         let mut problems = role_problems(&definition);
         if problems.is_empty() {
@@ -635,9 +639,7 @@ async fn flow_page(State(portal): Shared, headers: HeaderMap, Path(name): Path<S
 
 async fn flow_form(State(portal): Shared, headers: HeaderMap, Path(name): Path<String>, body: Body) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (credential, form) = form_write(&portal, &headers, body).await?;
         let text = form.get("flow").map(String::as_str).unwrap_or_default();
         let saved = async {
             let flow: Json = serde_json::from_str(text)
@@ -668,9 +670,7 @@ async fn flow_form(State(portal): Shared, headers: HeaderMap, Path(name): Path<S
 
 async fn signal_form(State(portal): Shared, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        let credential = api_caller(&portal, &headers)?;
-        let form = parse_form(&read_body(&portal, body).await?)?;
-        credential.check_csrf(&headers, form.get("csrf").map(String::as_str))?;
+        let (_, form) = form_write(&portal, &headers, body).await?;
         let value_text = form.get("value").map(String::as_str).unwrap_or_default();
         let value: Json = serde_json::from_str(value_text).map_err(|_| {
             PortalError::field("value", format!("`value` must be JSON (for text, quote it: \"{value_text}\")"))
@@ -831,6 +831,14 @@ async fn api_write(portal: &Portal, headers: &HeaderMap, body: Body) -> Result<J
     parse_json(&read_body(portal, body).await?)
 }
 
+/// Authenticates a write whose body carries nothing (it is still read, to
+/// hold it to the body limit).
+async fn api_write_without_body(portal: &Portal, headers: &HeaderMap, body: Body) -> Result<(), PortalError> {
+    let credential = api_caller(portal, headers)?;
+    credential.check_csrf(headers, None)?;
+    read_body(portal, body).await.map(|_| ())
+}
+
 async fn api_act(
     State(portal): Shared,
     headers: HeaderMap,
@@ -849,9 +857,7 @@ async fn api_inhabit(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Response, PortalError> {
-    let credential = api_caller(&portal, &headers)?;
-    credential.check_csrf(&headers, None)?;
-    read_body(&portal, body).await?;
+    api_write_without_body(&portal, &headers, body).await?;
     Ok(axum::Json(connect(&portal, &name).await?).into_response())
 }
 
@@ -861,9 +867,7 @@ async fn api_release(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Response, PortalError> {
-    let credential = api_caller(&portal, &headers)?;
-    credential.check_csrf(&headers, None)?;
-    read_body(&portal, body).await?;
+    api_write_without_body(&portal, &headers, body).await?;
     Ok(axum::Json(release(&portal, &name).await?).into_response())
 }
 
@@ -975,19 +979,14 @@ async fn api_flow_preview(
         .substrate()
         .bound_flow_of(&world, &flow, &row.default_role)
         .map_err(|reason| PortalError::field("flow", reason))?;
-    let wake = if row.effective_cognition() == crate::fact::body::Cognition::Human {
-        Wake::Person
-    } else {
-        Wake::Tick { tick: 0 }
-    };
+    let wake = views::preview_wake(row);
     let opened = moment::open(&world, row.id, wake, portal.live.now_ms());
-    let context = moment::open_context(&world, row, &opened);
-    let walk = bound.walk(&context, row.effective_cognition());
-    let composed = crate::roles::compose(walk.primary.as_ref(), &walk.modifiers);
+    let assigned = moment::assign_flow(portal.live.substrate(), &world, &opened, bound)
+        .map_err(|failure| PortalError::field("flow", failure.reason))?;
     Ok(axum::Json(json!({
-        "primary": composed.primary.as_deref(),
-        "stack": composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
-        "clauses": bound.explain(&walk),
+        "primary": assigned.composed.primary.as_deref(),
+        "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+        "clauses": assigned.flow.explain(&assigned.walk),
     }))
     .into_response())
 }

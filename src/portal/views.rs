@@ -68,6 +68,16 @@ pub fn world_json(world: &World) -> Json {
     })
 }
 
+/// The wake a preview of the being's next moment opens with: a person's for
+/// a being a person drives, a tick's otherwise.
+pub fn preview_wake(row: &BeingRow) -> Wake {
+    if row.effective_cognition() == Cognition::Human {
+        Wake::Person
+    } else {
+        Wake::Tick { tick: 0 }
+    }
+}
+
 /// The being's current role stack and why, and what it may do now: the
 /// beats before the cognition, run at the world as it stands.
 pub fn now_json(live: &LiveLand, world: &World, row: &BeingRow, wake: Wake) -> Json {
@@ -87,15 +97,12 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
     let store = live.store();
     let head = store.head(&row.id)?.map_or(0, |head| head.seq);
     let mut reel = Vec::new();
-    let (mut prompt_tokens, mut completion_tokens, mut cost_micros, mut calls) = (0u64, 0u64, 0u64, 0u64);
+    let mut tokens = crate::llm::LlmTotals::default();
     for stored in store.reel(&row.id, 0, head + 1)? {
         let fact = &stored.fact;
         let act = (fact.kind() == KIND_ACT_NAME).then(|| fact.body_as::<ActBody>().ok()).flatten();
         if let Some(llm) = act.as_ref().and_then(|act| act.llm.as_ref()) {
-            calls += 1;
-            prompt_tokens += llm.prompt_tokens;
-            completion_tokens += llm.completion_tokens;
-            cost_micros += llm.cost_micros;
+            tokens.add(llm);
         }
         if fact.header.seq + BEING_PAGE_FACTS_MAX <= head {
             continue;
@@ -124,7 +131,7 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
                 .collect()
         })
         .unwrap_or_default();
-    let wake = if row.effective_cognition() == Cognition::Human { Wake::Person } else { Wake::Tick { tick: 0 } };
+    let wake = preview_wake(row);
     let drive = may_drive(world, person, row);
     Ok(json!({
         "name": row.name,
@@ -144,7 +151,8 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
         "inbox": inbox,
         "reel": reel,
         "reelLength": head + 1,
-        "tokens": {"calls": calls, "promptTokens": prompt_tokens, "completionTokens": completion_tokens, "costMicros": cost_micros},
+        "tokens": {"calls": tokens.calls, "promptTokens": tokens.prompt_tokens,
+                   "completionTokens": tokens.completion_tokens, "costMicros": tokens.cost_micros},
         "youMayDrive": drive.is_ok(),
         "whyNot": drive.err(),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),

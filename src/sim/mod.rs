@@ -563,9 +563,14 @@ impl Simulation {
         self.substrate.clone()
     }
 
-    /// Monotonic microseconds since the run started (the running-moments table's clock).
-    pub fn epoch_us(&self) -> u64 {
-        self.epoch.elapsed().as_micros() as u64
+    /// When the run started (the running-moments table's clock counts from it).
+    pub fn epoch(&self) -> std::time::Instant {
+        self.epoch
+    }
+
+    /// The clock every fact of the land is stamped from.
+    pub fn clock(&self) -> Arc<LogicalClock> {
+        self.clock.clone()
     }
 
     /// One round: the tick's events, every wake's moment, the seals.
@@ -812,14 +817,6 @@ impl Simulation {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);
         }
         Ok(PersonResult { outcome, land_seq: sealed.then_some(first_land_seq), sealed })
-    }
-
-    /// The stored time a person's moment would open at now.
-    pub fn now_ms(&self) -> u64 {
-        if self.live {
-            self.clock.advance_to(wall_now_ms());
-        }
-        self.clock.now_ms()
     }
 
     /// Computes the world hash, flushes the trace and closes the land.
