@@ -10,8 +10,13 @@
 //! Decoding parses with ciborium and re-encodes canonically; any input that is
 //! not byte-identical to its own canonical re-encoding is refused. That one
 //! comparison catches every non-canonical form (long integers, indefinite
-//! lengths, unsorted or duplicate keys, trailing bytes) without a hand-written
-//! validator that could drift from the encoder.
+//! lengths, unsorted or duplicate keys, trailing bytes) and is the reference.
+//!
+//! Verification and replay read every stored fact, so the hot paths first ask
+//! [`is_canonical`], a validator that walks the bytes without building a
+//! value; only input it refuses goes through the reference decoder, which
+//! names the problem. A property test (tests/fact_props.rs) pins the two to
+//! the same verdict on valid encodings and on mutations of them.
 
 use ciborium::value::{Integer, Value};
 use serde::{de::DeserializeOwned, Serialize};
@@ -229,6 +234,127 @@ pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
     Ok(value)
 }
 
+/// Whether `bytes` are exactly one canonical CBOR item: the verdict of
+/// [`decode_canonical`], reached without allocating.
+pub fn is_canonical(bytes: &[u8]) -> bool {
+    let mut reader = CanonicalReader::new(bytes);
+    reader.skip_item(0) && reader.is_at_end()
+}
+
+/// `Ok` for canonical bytes; otherwise the reference decoder's error.
+pub fn check_canonical(bytes: &[u8]) -> Result<(), CanonicalError> {
+    if is_canonical(bytes) {
+        return Ok(());
+    }
+    decode_canonical(bytes).map(drop)
+}
+
+/// Reads canonical CBOR item by item: every head must be in its shortest
+/// form and every length definite; anything else reads as `None`. Used by the
+/// validator and by the fixed-layout decoders of envelopes and headers.
+pub struct CanonicalReader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> CanonicalReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> CanonicalReader<'a> {
+        CanonicalReader { bytes, position: 0 }
+    }
+
+    pub fn is_at_end(&self) -> bool {
+        self.position == self.bytes.len()
+    }
+
+    fn take(&mut self, count: u64) -> Option<&'a [u8]> {
+        let end = self.position.checked_add(usize::try_from(count).ok()?)?;
+        let taken = self.bytes.get(self.position..end)?;
+        self.position = end;
+        Some(taken)
+    }
+
+    /// One head: its major type and argument. Of the simple values only
+    /// `false`, `true` and `null` read (argument 20, 21, 22); floats, other
+    /// simple values, reserved and indefinite forms do not.
+    fn head(&mut self) -> Option<(u8, u64)> {
+        let initial = *self.take(1)?.first()?;
+        let (major, info) = (initial >> 5, initial & 0x1f);
+        if major == 7 {
+            return matches!(info, 20..=22).then_some((7, u64::from(info)));
+        }
+        let argument = match info {
+            0..=23 => u64::from(info),
+            24 => Some(u64::from(self.take(1)?[0])).filter(|&value| value >= 24)?,
+            25 => Some(u64::from(u16::from_be_bytes(self.take(2)?.try_into().ok()?)))
+                .filter(|&value| value > u64::from(u8::MAX))?,
+            26 => Some(u64::from(u32::from_be_bytes(self.take(4)?.try_into().ok()?)))
+                .filter(|&value| value > u64::from(u16::MAX))?,
+            27 => Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
+                .filter(|&value| value > u64::from(u32::MAX))?,
+            _ => return None,
+        };
+        Some((major, argument))
+    }
+
+    fn head_of(&mut self, major: u8) -> Option<u64> {
+        self.head().filter(|&(found, _)| found == major).map(|(_, argument)| argument)
+    }
+
+    pub fn uint(&mut self) -> Option<u64> {
+        self.head_of(0)
+    }
+
+    pub fn bytes(&mut self) -> Option<&'a [u8]> {
+        let length = self.head_of(2)?;
+        self.take(length)
+    }
+
+    pub fn text(&mut self) -> Option<&'a str> {
+        let length = self.head_of(3)?;
+        std::str::from_utf8(self.take(length)?).ok()
+    }
+
+    pub fn array_head(&mut self) -> Option<u64> {
+        self.head_of(4)
+    }
+
+    /// Reads one whole item, checking what a canonical item must hold: no
+    /// tags, valid UTF-8 text, map keys in strictly rising encoded order (so
+    /// no duplicates), nesting no deeper than [`CBOR_NESTING_DEPTH_MAX`].
+    fn skip_item(&mut self, depth: usize) -> bool {
+        if depth > CBOR_NESTING_DEPTH_MAX {
+            return false;
+        }
+        let Some((major, argument)) = self.head() else { return false };
+        match major {
+            0 | 1 | 7 => true,
+            2 => self.take(argument).is_some(),
+            3 => self.take(argument).is_some_and(|text| std::str::from_utf8(text).is_ok()),
+            // Every item takes at least a byte, so a huge count runs out of input quickly.
+            4 => (0..argument).all(|_| self.skip_item(depth + 1)),
+            5 => {
+                let mut previous_key: Option<&[u8]> = None;
+                for _ in 0..argument {
+                    let key_start = self.position;
+                    if !self.skip_item(depth + 1) {
+                        return false;
+                    }
+                    let key = &self.bytes[key_start..self.position];
+                    if previous_key.is_some_and(|previous| previous >= key) {
+                        return false;
+                    }
+                    previous_key = Some(key);
+                    if !self.skip_item(depth + 1) {
+                        return false;
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Re-encodes a decoded value in the order it was read, refusing what a
 /// canonical encoding cannot hold (floats, tags, out-of-range integers, map
 /// keys out of order or repeated). Together with the byte comparison in
@@ -300,9 +426,12 @@ impl CanonicalError {
 }
 
 /// Decodes canonical bytes straight into a typed record.
+/// The bytes are validated first, then deserialised straight from the
+/// stream (no intermediate value tree).
 pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
-    let value = decode_canonical(bytes)?;
-    value.deserialized().map_err(|error| CanonicalError::Unrepresentable { reason: error.to_string() })
+    check_canonical(bytes)?;
+    ciborium::de::from_reader_with_recursion_limit(bytes, CBOR_NESTING_DEPTH_MAX + 1)
+        .map_err(|error| CanonicalError::Unrepresentable { reason: describe_decode_error(&error) })
 }
 
 fn describe_decode_error<E: std::fmt::Debug>(error: &ciborium::de::Error<E>) -> String {

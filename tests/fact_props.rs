@@ -5,7 +5,7 @@ use ciborium::value::{Integer, Value};
 use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
 use seed::bundle::Bundle;
-use seed::canonical::{decode_canonical, encode_owned, encode_value};
+use seed::canonical::{decode_canonical, encode_owned, encode_value, is_canonical};
 use seed::fact::{BeingId, Fact, FactHeader, FactId};
 
 fn value_strategy() -> impl Strategy<Value = Value> {
@@ -297,6 +297,39 @@ proptest! {
     }
 
     #[test]
+    fn validator_agrees_with_the_reference_decoder_on_quirky_encodings(
+        value in value_strategy(),
+        widen_heads in any::<bool>(),
+        indefinite in any::<bool>(),
+        reverse_maps in any::<bool>(),
+        position in any::<prop::sample::Index>(),
+        flip in any::<u8>(),
+    ) {
+        // Valid encodings, lenient ones, and either with one byte flipped:
+        // the fast validator and the reference decoder reach the same verdict.
+        let canonical = encode_value(&value).expect("encodable");
+        prop_assert!(is_canonical(&canonical));
+        let value = decode_canonical(&canonical).expect("canonical");
+        let mut quirky = Vec::new();
+        write_quirky(&value, Quirks { widen_heads, indefinite, reverse_maps }, &mut quirky);
+        for mut bytes in [canonical, quirky] {
+            prop_assert_eq!(is_canonical(&bytes), decode_canonical(&bytes).is_ok(), "{}", hex::encode(&bytes));
+            let index = position.index(bytes.len());
+            bytes[index] ^= flip;
+            prop_assert_eq!(is_canonical(&bytes), decode_canonical(&bytes).is_ok(), "{}", hex::encode(&bytes));
+            bytes.truncate(index);
+            prop_assert_eq!(is_canonical(&bytes), decode_canonical(&bytes).is_ok(), "{}", hex::encode(&bytes));
+        }
+    }
+
+    #[test]
+    fn validator_agrees_with_the_reference_decoder_on_arbitrary_bytes(
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        prop_assert_eq!(is_canonical(&bytes), decode_canonical(&bytes).is_ok(), "{}", hex::encode(&bytes));
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic_the_decoders(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let _ = decode_canonical(&bytes);
         let _ = FactHeader::decode(&bytes);
@@ -367,4 +400,35 @@ fn json_encoder_nesting_limit_matches_the_cbor_path() {
             }
         }
     }
+}
+
+#[test]
+fn validator_and_reference_decoder_agree_on_every_simple_value_and_at_the_nesting_limit() {
+    // Every one-byte and two-byte head of major type 7 (floats, simple values,
+    // break), every reserved additional-information value, and tags.
+    let mut cases: Vec<Vec<u8>> = (0xe0..=0xffu8).map(|initial| vec![initial]).collect();
+    cases.extend((0u8..=0xff).map(|simple| vec![0xf8, simple]));
+    cases.extend([0x1c, 0x1d, 0x1e, 0x1f, 0x3f, 0x5f, 0x7f, 0x9f, 0xbf, 0xdf].iter().map(|&initial| vec![initial, 0x00]));
+    cases.push(vec![0xc0, 0x61, b'a']);
+    cases.push(vec![0x62, 0xc3, 0x28]);
+    // Arrays and maps nested to the limit and past it, around a scalar or empty.
+    for depth in [63usize, 64, 65, 66] {
+        for leaf in [0x01u8, 0x80, 0xa0] {
+            let mut array = vec![0x81; depth];
+            array.push(leaf);
+            cases.push(array);
+            let mut map = Vec::new();
+            for _ in 0..depth {
+                map.extend_from_slice(&[0xa1, 0x61, b'k']);
+            }
+            map.push(leaf);
+            cases.push(map);
+        }
+    }
+    let mut verdicts = std::collections::BTreeSet::new();
+    for bytes in cases {
+        assert_eq!(is_canonical(&bytes), decode_canonical(&bytes).is_ok(), "{}", hex::encode(&bytes));
+        verdicts.insert(is_canonical(&bytes));
+    }
+    assert_eq!(verdicts.len(), 2, "the cases hold both canonical and refused input");
 }

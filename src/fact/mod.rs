@@ -79,6 +79,47 @@ impl FactHeader {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<FactHeader, FactError> {
+        match FactHeader::read_canonical(bytes) {
+            Some(header) => {
+                let version = header.0;
+                if version != FACT_FORMAT_VERSION {
+                    return Err(FactError::Version { version });
+                }
+                if header.1 != FACT_DOMAIN_TAG {
+                    return Err(FactError::DomainTag { found: header.1.to_string() });
+                }
+                validate_kind(&header.2.kind)?;
+                Ok(header.2)
+            }
+            // Not the expected canonical layout: the reference decoder names why.
+            None => FactHeader::decode_reference(bytes),
+        }
+    }
+
+    /// The header's fixed layout read straight from canonical bytes (format
+    /// version and domain tag returned for the caller to check).
+    fn read_canonical(bytes: &[u8]) -> Option<(u64, &str, FactHeader)> {
+        let mut reader = canonical::CanonicalReader::new(bytes);
+        if reader.array_head()? != HEADER_FIELDS as u64 {
+            return None;
+        }
+        let version = reader.uint()?;
+        let tag = reader.text()?;
+        let being = BeingId(reader.bytes()?.try_into().ok()?);
+        let seq = reader.uint()?;
+        let prev = FactId(reader.bytes()?.try_into().ok()?);
+        let stored_time_ms = reader.uint()?;
+        let kind = reader.text()?.to_string();
+        let body_len = reader.uint()?;
+        let body_hash = Hash32(reader.bytes()?.try_into().ok()?);
+        reader.is_at_end().then_some((
+            version,
+            tag,
+            FactHeader { being, seq, prev, stored_time_ms, kind, body_len, body_hash },
+        ))
+    }
+
+    fn decode_reference(bytes: &[u8]) -> Result<FactHeader, FactError> {
         let part = "header";
         let value = canonical::decode_canonical(bytes).map_err(|source| FactError::Cbor { part, source })?;
         let Value::Array(fields) = value else {
@@ -197,7 +238,7 @@ impl UnsignedFact {
         kind: &str,
         body: Vec<u8>,
     ) -> Result<UnsignedFact, FactError> {
-        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        canonical::check_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
         UnsignedFact::from_canonical(being, seq, prev, stored_time_ms, kind, CanonicalBody(body))
     }
 
@@ -215,7 +256,7 @@ impl UnsignedFact {
         if body.len() > FACT_BODY_BYTES_CEILING {
             return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
         }
-        debug_assert!(canonical::decode_canonical(&body).is_ok(), "CanonicalBody holds canonical bytes");
+        debug_assert!(canonical::is_canonical(&body), "CanonicalBody holds canonical bytes");
         let header = FactHeader {
             being,
             seq,
@@ -273,6 +314,42 @@ impl Fact {
     /// the header. The signature is checked separately, against the key the
     /// chain says was current (see `check`).
     pub fn decode_envelope(bytes: &[u8]) -> Result<Fact, FactError> {
+        let (header_bytes, body, signature_bytes) = match Fact::read_envelope(bytes) {
+            Some((header, body, signature)) => (header.to_vec(), body.to_vec(), signature.to_vec()),
+            None => Fact::envelope_parts_reference(bytes)?,
+        };
+        let header = FactHeader::decode(&header_bytes)?;
+        if body.len() > FACT_BODY_BYTES_CEILING {
+            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
+        }
+        if header.body_len != body.len() as u64 {
+            return Err(FactError::BodyLength { declared: header.body_len, actual: body.len() });
+        }
+        if blake3_of(&body) != header.body_hash {
+            return Err(FactError::BodyHash);
+        }
+        canonical::check_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let signature: [u8; 64] = signature_bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| FactError::SignatureLength { len: signature_bytes.len() })?;
+        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
+        Ok(Fact { header, header_bytes, body, signature, id })
+    }
+
+    /// The three byte strings of a canonical envelope, read in place.
+    fn read_envelope(bytes: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+        let mut reader = canonical::CanonicalReader::new(bytes);
+        if reader.array_head()? != 3 {
+            return None;
+        }
+        let parts = (reader.bytes()?, reader.bytes()?, reader.bytes()?);
+        reader.is_at_end().then_some(parts)
+    }
+
+    /// The envelope through the reference decoder, which names what is wrong.
+    #[allow(clippy::type_complexity)]
+    fn envelope_parts_reference(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>), FactError> {
         let part = "envelope";
         let value = canonical::decode_canonical(bytes).map_err(|source| FactError::Cbor { part, source })?;
         let Value::Array(mut items) = value else {
@@ -285,26 +362,11 @@ impl Fact {
             Value::Bytes(bytes) => Ok(bytes),
             _ => Err(FactError::Shape { part, reason: format!("{what} is not a byte string") }),
         };
-        let signature_bytes = take_bytes(items.pop().expect("three items"), "signature")?;
+        // Three items, checked just above.
+        let signature = take_bytes(items.pop().expect("three items"), "signature")?;
         let body = take_bytes(items.pop().expect("three items"), "body")?;
-        let header_bytes = take_bytes(items.pop().expect("three items"), "header")?;
-        let header = FactHeader::decode(&header_bytes)?;
-        if body.len() > FACT_BODY_BYTES_CEILING {
-            return Err(FactError::BodyTooLarge { len: body.len(), max: FACT_BODY_BYTES_CEILING });
-        }
-        if header.body_len != body.len() as u64 {
-            return Err(FactError::BodyLength { declared: header.body_len, actual: body.len() });
-        }
-        if blake3_of(&body) != header.body_hash {
-            return Err(FactError::BodyHash);
-        }
-        canonical::decode_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
-        let signature: [u8; 64] = signature_bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| FactError::SignatureLength { len: signature_bytes.len() })?;
-        let id = FactId(*blake3::hash(&header_bytes).as_bytes());
-        Ok(Fact { header, header_bytes, body, signature, id })
+        let header = take_bytes(items.pop().expect("three items"), "header")?;
+        Ok((header, body, signature))
     }
 
     /// Decodes an envelope for index building: the envelope and header are
