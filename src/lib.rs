@@ -14,6 +14,7 @@ pub mod limits;
 pub mod llm;
 pub mod moment;
 pub mod names;
+pub mod parallel;
 pub mod portal;
 pub mod replay;
 pub mod roles;

@@ -111,6 +111,100 @@ fn a_tampered_historic_fact_is_named_by_verify_and_by_replay() {
     assert!(stdout(&all).contains("PROBLEM") && stdout(&all).contains("seq 2"), "{}", stdout(&all));
 }
 
+/// Flips one bit of the record stored for `being`'s fact at `seq`, `from_end`
+/// bytes before the record's end (the last 64 bytes are the signature).
+fn flip_stored_byte(land: &Path, being: &str, seq: u64, from_end: usize) {
+    let opened = seed::land::Land::open(land).expect("open");
+    let id = opened.resolve(being).expect("being");
+    let mut key = vec![b'f'];
+    key.extend_from_slice(id.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    let tree = opened.sled_store().raw_tree();
+    let mut record = tree.get(&key).expect("read").expect("the fact is stored").to_vec();
+    let at = record.len() - from_end;
+    record[at] ^= 0x01;
+    tree.insert(key, record).expect("write");
+    opened.close().expect("close");
+}
+
+fn replay_all_json(land: &Path, arguments: &[&str]) -> (i32, Value) {
+    let mut all = vec!["replay", "--all", "--json"];
+    all.extend_from_slice(arguments);
+    let output = seed(land, &all);
+    let report = serde_json::from_str(&stdout(&output)).unwrap_or_else(|_| panic!("json: {}", stderr(&output)));
+    (output.status.code().unwrap_or(-1), report)
+}
+
+#[test]
+fn a_verification_checkpoint_vouches_only_for_the_facts_it_covers_and_a_tampered_signature_is_still_named() {
+    let (_dir, land) = simulated("factory.toml", 8);
+    let checkpoint_file = land.join(seed::check::checkpoint::CHECKPOINT_FILE);
+    // A clean `seed verify` records the checkpoint; replay then checks no signature of the land again.
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    assert!(stdout(&verify).contains("checkpoint: the signatures of"), "{}", stdout(&verify));
+    let (code, report) = replay_all_json(&land, &[]);
+    assert_eq!(code, 0, "{report}");
+    let facts = report["factsVerified"].as_u64().expect("count");
+    assert_eq!(report["signaturesCovered"].as_u64(), Some(facts), "{report}");
+    let (code, report) = replay_all_json(&land, &["--no-checkpoint"]);
+    assert_eq!((code, report["signaturesCovered"].as_u64()), (0, Some(0)), "{report}");
+
+    // A checkpoint over the first half of the land log vouches for exactly that half.
+    let half = facts / 2;
+    {
+        let opened = seed::land::Land::open(&land).expect("open");
+        let records = opened.store().raw_records(None).expect("records");
+        let decoded = seed::check::decode_records(&records, 1);
+        let mut in_land_order: Vec<(u64, &seed::fact::Fact)> = records
+            .iter()
+            .zip(&decoded)
+            .map(|(record, fact)| (record.land_seq.expect("land seq"), fact.as_ref().expect("decodes")))
+            .collect();
+        in_land_order.sort_by_key(|(land_seq, _)| *land_seq);
+        let digest = seed::check::checkpoint::covered_digest(
+            in_land_order.iter().take(half as usize).map(|(_, fact)| *fact),
+        );
+        opened.write_verified_checkpoint(half, digest).expect("write the checkpoint");
+        opened.close().expect("close");
+    }
+    let (code, report) = replay_all_json(&land, &[]);
+    assert_eq!((code, report["signaturesCovered"].as_u64()), (0, Some(half)), "{report}");
+
+    // Checkpoints that must not be trusted: unreadable, signed by a being
+    // other than the root, signed by another key in the root's name, or
+    // covering more facts than the land holds.
+    let genuine = std::fs::read(&checkpoint_file).expect("read");
+    std::fs::write(&checkpoint_file, b"not a checkpoint").expect("write");
+    let (code, report) = replay_all_json(&land, &[]);
+    assert_eq!((code, report["signaturesCovered"].as_u64()), (0, Some(0)), "{report}");
+    assert!(report["checkpoint"].as_str().is_some_and(|note| note.contains("not used")), "{report}");
+    let decoded = seed::check::checkpoint::VerifiedCheckpoint::decode(&genuine).expect("decodes");
+    let stranger = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
+    for (covered, signer) in [(half, seed::fact::BeingId([5; 32])), (half, decoded.signer), (facts + 1, decoded.signer)] {
+        let forged = seed::check::checkpoint::VerifiedCheckpoint::seal(covered, decoded.digest, signer, &stranger);
+        std::fs::write(&checkpoint_file, forged.encode()).expect("write");
+        let (code, report) = replay_all_json(&land, &[]);
+        assert_eq!((code, report["signaturesCovered"].as_u64()), (0, Some(0)), "{report}");
+        assert!(report["checkpoint"].as_str().is_some_and(|note| note.contains("not used")), "{report}");
+    }
+
+    // With a checkpoint over the whole land, one flipped bit in the signature
+    // of a historic fact: both commands name it, and no new checkpoint is written.
+    assert_eq!(seed(&land, &["verify"]).status.code(), Some(0));
+    let before = std::fs::read(&checkpoint_file).expect("read");
+    flip_stored_byte(&land, "@worker-a", 2, 10);
+    let (code, report) = replay_all_json(&land, &[]);
+    assert_eq!(code, 1, "{report}");
+    let problems = report["problems"].to_string();
+    assert!(problems.contains("worker-a") && problems.contains("seq 2") && problems.contains("signature"), "{report}");
+    assert!(report["checkpoint"].as_str().is_some_and(|note| note.contains("not used")), "{report}");
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(stdout(&verify).contains("worker-a") && stdout(&verify).contains("seq 2"), "{}", stdout(&verify));
+    assert_eq!(std::fs::read(&checkpoint_file).expect("read"), before, "a land with problems gets no checkpoint");
+}
+
 /// Copies the fixtures, core roles and extensions into `into`, keeping their
 /// relative layout, so a definition can be edited without touching the tree.
 fn copy_definitions(into: &Path) {

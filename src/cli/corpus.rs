@@ -169,7 +169,7 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     if facts != manifest.expected.facts {
         problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
     }
-    let report = seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS)?;
+    let report = seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS, None)?;
     problems.extend(report.problems.iter().map(|problem| format!("verify: {problem}")));
     for (being, divergence) in &report.divergences {
         let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();

@@ -90,6 +90,10 @@ enum Command {
         /// Threads checking reels in parallel (default: the machine's cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Do not record a verification checkpoint after a clean land-wide
+        /// verification (see docs/replay.md).
+        #[arg(long)]
+        no_checkpoint: bool,
     },
     /// Write a being's reel to a self-verifying bundle.
     Export {
@@ -135,6 +139,10 @@ enum Command {
         /// Threads recomputing moments in a land-wide replay (results do not depend on it).
         #[arg(long, default_value_t = 2, requires = "all")]
         threads: usize,
+        /// Check every signature even where the land's verification
+        /// checkpoint (left by `seed verify`) vouches for it.
+        #[arg(long, requires = "all")]
+        no_checkpoint: bool,
         /// The world whose roles and extensions the moments used (default: the
         /// one `seed sim --land` recorded in the land folder).
         #[arg(long)]
@@ -300,7 +308,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Plant => plant(&dir),
         Command::Beings { json } => beings(&open(&dir)?, json),
         Command::Reel { being, json } => reel(&open(&dir)?, &being, json),
-        Command::Verify { being, strict, threads } => verify(&open(&dir)?, being.as_deref(), strict, threads),
+        Command::Verify { being, strict, threads, no_checkpoint } => {
+            verify(&open(&dir)?, being.as_deref(), strict, threads, !no_checkpoint)
+        }
         Command::Export { being, output } => {
             let land = open(&dir)?;
             let id = land.resolve(&being)?;
@@ -348,6 +358,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             being,
             all,
             threads,
+            no_checkpoint,
             fixture,
             from,
             to,
@@ -363,7 +374,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         } => match (being, fork) {
             (None, _) => {
                 debug_assert!(all, "clap requires a being unless --all");
-                replay::replay_all(&dir, fixture.as_deref(), threads, json)
+                replay::replay_all(&dir, fixture.as_deref(), threads, !no_checkpoint, json)
             }
             (Some(being), Some(at_seq)) => replay::fork(
                 &dir,
@@ -487,7 +498,15 @@ fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(land: &Land, being: Option<&str>, strict: bool, threads: Option<usize>) -> Result<ExitCode> {
+/// Verifies every signature, always (a checkpoint is never used here); after
+/// a clean land-wide verification, records a new checkpoint unless told not to.
+fn verify(
+    land: &Land,
+    being: Option<&str>,
+    strict: bool,
+    threads: Option<usize>,
+    write_checkpoint: bool,
+) -> Result<ExitCode> {
     let mode = if strict {
         SignatureMode::Strict
     } else {
@@ -502,6 +521,13 @@ fn verify(land: &Land, being: Option<&str>, strict: bool, threads: Option<usize>
         }
         None => {
             let report = verify_land(land.store(), mode, threads)?;
+            if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
+                // A land without the root's key (an imported copy) still verifies.
+                match land.write_verified_checkpoint(facts, digest) {
+                    Ok(_) => println!("checkpoint: the signatures of {facts} facts are recorded as verified"),
+                    Err(error) => println!("checkpoint not written: {error}"),
+                }
+            }
             (report.problems, format!("{} beings, {} facts", report.beings, report.facts))
         }
     };

@@ -453,7 +453,13 @@ fn print_fork_text(report: &seed::replay::fork::ForkReport, at_seq: u64, kept: O
 const FORK_OTHERS_SHOWN: usize = 20;
 
 /// `seed replay --all`: every being's moments, recomputed and compared.
-pub fn replay_all(land_dir: &Path, fixture: Option<&Path>, threads: usize, json: bool) -> Result<ExitCode> {
+pub fn replay_all(
+    land_dir: &Path,
+    fixture: Option<&Path>,
+    threads: usize,
+    use_checkpoint: bool,
+    json: bool,
+) -> Result<ExitCode> {
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -461,9 +467,27 @@ pub fn replay_all(land_dir: &Path, fixture: Option<&Path>, threads: usize, json:
     let fixture = Fixture::load(&definitions.fixture)?;
     let (substrate, _) = seed::sim::substrate_for(&fixture, &definitions.role_dirs)?;
     let land = Land::open(land_dir)?;
+    // An unreadable checkpoint is not fatal: every signature is checked instead.
+    let (checkpoint, mut checkpoint_note) = match use_checkpoint.then(|| land.verified_checkpoint()) {
+        None | Some(Ok(None)) => (None, None),
+        Some(Ok(Some(checkpoint))) => (Some(checkpoint), None),
+        Some(Err(error)) => (None, Some(format!("checkpoint not used: {error}"))),
+    };
+    let trusted = checkpoint
+        .as_ref()
+        .map(|checkpoint| seed::check::checkpoint::TrustedCheckpoint { checkpoint, root: land.root() });
     // The wall clock measures the run for the summary only.
     let started = std::time::Instant::now();
-    let report = seed::replay::land::replay_land(land.store(), &substrate, threads)?;
+    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted)?;
+    if let Some(reason) = &report.checkpoint_refused {
+        checkpoint_note = Some(format!("checkpoint not used: {reason}"));
+    } else if report.signatures_covered > 0 {
+        checkpoint_note = Some(format!(
+            "checkpoint: {} signatures vouched for by the last `seed verify`, {} checked now",
+            report.signatures_covered,
+            report.facts_verified - report.signatures_covered
+        ));
+    }
     let elapsed_ms = started.elapsed().as_millis() as u64;
     let per_second = (report.moments * 1000).checked_div(elapsed_ms).unwrap_or(0);
     let name_of = |being: &seed::fact::BeingId| {
@@ -482,11 +506,15 @@ pub fn replay_all(land_dir: &Path, fixture: Option<&Path>, threads: usize, json:
                 "fields": divergence.differences.iter().map(|difference| &difference.field).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "elapsedMs": elapsed_ms, "momentsPerSecond": per_second,
+            "signaturesCovered": report.signatures_covered, "checkpoint": checkpoint_note,
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         for problem in &report.problems {
             println!("PROBLEM {problem}");
+        }
+        if let Some(note) = &checkpoint_note {
+            println!("{note}");
         }
         for (being, divergence) in &report.divergences {
             let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();

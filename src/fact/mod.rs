@@ -211,6 +211,10 @@ impl CanonicalBody {
         self.0.len()
     }
 
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

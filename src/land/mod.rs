@@ -9,6 +9,7 @@
 //!   store/      the sled store (reels, land log, indexes)
 //!   keys/       the key ring (0700; one 0600 file per hosted being)
 //!   witness     how many facts are durable, as last recorded: catches a truncated store
+//!   verified-checkpoint   the root's signed record of the last clean `seed verify` (optional)
 //! ```
 
 mod plant;
@@ -16,9 +17,10 @@ mod plant;
 pub use plant::{PlantReport, PlantedBeing};
 
 use crate::canonical;
+use crate::check::checkpoint::{VerifiedCheckpoint, CHECKPOINT_FILE};
 use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, UnsignedFact};
 use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
 use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
@@ -75,6 +77,8 @@ pub enum LandError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Fact(#[from] FactError),
+    #[error("{path}: {source}")]
+    Checkpoint { path: PathBuf, source: crate::check::checkpoint::CheckpointError },
 }
 
 /// The contents of `land.toml`.
@@ -560,6 +564,33 @@ impl Land {
         let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         writer.key = new_key;
         Ok(sealed)
+    }
+
+    /// The verification checkpoint the last clean `seed verify` left, if any.
+    pub fn verified_checkpoint(&self) -> Result<Option<VerifiedCheckpoint>, LandError> {
+        let path = self.dir.join(CHECKPOINT_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(LandError::Io { path, source }),
+        };
+        VerifiedCheckpoint::decode(&bytes).map(Some).map_err(|source| LandError::Checkpoint { path, source })
+    }
+
+    /// Signs, with the root's key, a checkpoint over the first `facts` facts
+    /// of the land log (whose covered digest is `digest`, from a verification
+    /// without problems) and writes it atomically, replacing the previous one.
+    pub fn write_verified_checkpoint(&self, facts: u64, digest: Hash32) -> Result<VerifiedCheckpoint, LandError> {
+        let key = self.keys.load(&self.root)?;
+        let checkpoint = VerifiedCheckpoint::seal(facts, digest, self.root, &key);
+        let path = self.dir.join(CHECKPOINT_FILE);
+        let temporary = self.dir.join(format!("{CHECKPOINT_FILE}.tmp"));
+        let io = |source| LandError::Io { path: path.clone(), source };
+        let mut file = std::fs::File::create(&temporary).map_err(io)?;
+        std::io::Write::write_all(&mut file, &checkpoint.encode()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&temporary, &path).map_err(io)?;
+        Ok(checkpoint)
     }
 
     /// Writes everything queued, flushes, and releases the land (its lock is

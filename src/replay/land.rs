@@ -8,19 +8,18 @@
 //! facts left it, exactly as the simulation sealed them.
 
 use super::{act_differences, classify, recompute, Detail, Divergence, Recomputed, StoredAct};
-use crate::check::{verify_land, verify_land_records, LandReport, SignatureMode};
-use crate::fact::{BeingId, Fact};
+use crate::check::checkpoint::TrustedCheckpoint;
+use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
+use crate::fact::{BeingId, Fact, FactError};
+use crate::parallel::map_in_order;
 use crate::moment::Substrate;
-use crate::store::{RawRecord, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, World};
 use std::collections::BTreeMap;
 
 /// Divergences a land-wide replay keeps in full (all are counted).
 pub const LAND_REPLAY_DIVERGENCES_KEPT: usize = 100;
-/// Below this many moments at one cursor, recomputing on one thread is cheaper
-/// than starting others.
-const PARALLEL_MOMENTS_MIN: usize = 16;
 /// Signatures are checked in batches of this many facts.
 const LAND_SIGNATURE_BATCH_FACTS: usize = 256;
 
@@ -30,6 +29,10 @@ pub struct LandReplayReport {
     pub facts_verified: u64,
     /// Verification problems (tamper, corruption, index drift), each naming its fact.
     pub problems: Vec<String>,
+    /// Facts whose signature arithmetic a verification checkpoint stood in for.
+    pub signatures_covered: u64,
+    /// Why an offered checkpoint was not used (every signature was checked).
+    pub checkpoint_refused: Option<String>,
     /// Stored acts recomputed and compared.
     pub moments: u64,
     pub divergences_total: u64,
@@ -44,6 +47,8 @@ impl LandReplayReport {
             beings: verified.beings,
             facts_verified: verified.facts,
             problems: verified.problems.iter().map(ToString::to_string).collect(),
+            signatures_covered: verified.signatures_covered,
+            checkpoint_refused: verified.checkpoint_refused.clone(),
             ..LandReplayReport::default()
         }
     }
@@ -62,23 +67,48 @@ pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport
 }
 
 /// Replays every being of the land against `substrate` on `threads` threads.
-pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> Result<LandReplayReport, StoreError> {
+/// With a verification checkpoint, the signatures it covers are not
+/// recomputed if it holds ([`crate::check::checkpoint`]); every other check
+/// and every moment still are.
+pub fn replay_land(
+    store: &dyn Store,
+    substrate: &Substrate,
+    threads: usize,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
+) -> Result<LandReplayReport, StoreError> {
     let threads = threads.max(1);
-    // One read of the store serves verification and the fold; envelopes and
-    // act bodies are decoded in parallel. An unreadable fact (verification
-    // names it) is left out of the fold.
+    // One read of the store and one decoding serve verification and the
+    // fold; envelopes and act bodies are decoded in parallel. An unreadable
+    // fact (verification names it) is left out of the fold.
     let records = store.raw_records(None)?;
-    let decoded = parallel_map(&records, threads, decode);
-    let verified =
-        verify_land_records(store, records, SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS }, threads)?;
+    let (facts, act_bodies): (Vec<Result<Fact, FactError>>, Vec<Option<ActBody>>) =
+        map_in_order(&records, threads, |record| {
+            let fact = Fact::decode_envelope(&record.envelope);
+            let act_body = match &fact {
+                Ok(fact) if fact.kind() == KIND_ACT => fact.body_as::<ActBody>().ok(),
+                _ => None,
+            };
+            (fact, act_body)
+        })
+        .into_iter()
+        .unzip();
+    let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
+    let verified = verify_land_decoded(store, &records, &facts, mode, threads, checkpoint)?;
     let mut report = LandReplayReport::verified(&verified);
     let land_len = store.land_len()?;
-    let mut facts: Vec<Option<Decoded>> = Vec::new();
-    facts.resize_with(land_len as usize, || None);
+    let mut by_land_seq: Vec<Option<Decoded>> = Vec::new();
+    by_land_seq.resize_with(land_len as usize, || None);
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for decoded in decoded.into_iter().flatten() {
-        let land_seq = decoded.land_seq();
-        let Some(slot) = facts.get_mut(land_seq as usize) else { continue };
+    for ((record, fact), act_body) in records.iter().zip(facts).zip(act_bodies) {
+        let (Some(land_seq), Ok(fact)) = (record.land_seq, fact) else { continue };
+        let decoded = match act_body {
+            Some(body) => Decoded::Act {
+                being: record.being,
+                act: Box::new(StoredAct { seq: record.seq, land_seq, fact, body }),
+            },
+            None => Decoded::Other { fact: Box::new(fact) },
+        };
+        let Some(slot) = by_land_seq.get_mut(land_seq as usize) else { continue };
         if let Decoded::Act { act, .. } = &decoded {
             by_cursor.entry(act.body.cursor).or_default().push(land_seq);
         }
@@ -86,6 +116,7 @@ pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> 
     }
     let mut world = World::new();
     let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
+    let facts = by_land_seq;
     for (land_seq, fact) in facts.iter().enumerate() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
@@ -131,45 +162,7 @@ pub fn replay_land(store: &dyn Store, substrate: &Substrate, threads: usize) -> 
 /// One stored fact, decoded (an act with its body).
 enum Decoded {
     Act { being: BeingId, act: Box<StoredAct> },
-    Other { land_seq: u64, fact: Box<Fact> },
-}
-
-impl Decoded {
-    fn land_seq(&self) -> u64 {
-        match self {
-            Decoded::Act { act, .. } => act.land_seq,
-            Decoded::Other { land_seq, .. } => *land_seq,
-        }
-    }
-}
-
-fn decode(record: &RawRecord) -> Option<Decoded> {
-    let land_seq = record.land_seq?;
-    let fact = Fact::decode_envelope(&record.envelope).ok()?;
-    if fact.kind() == KIND_ACT {
-        if let Ok(body) = fact.body_as::<ActBody>() {
-            return Some(Decoded::Act {
-                being: record.being,
-                act: Box::new(StoredAct { seq: record.seq, land_seq, fact, body }),
-            });
-        }
-    }
-    Some(Decoded::Other { land_seq, fact: Box::new(fact) })
-}
-
-/// `map` over `items` on `threads` threads, in order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], threads: usize, map: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if threads <= 1 || items.len() < PARALLEL_MOMENTS_MIN {
-        return items.iter().map(map).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    let map = &map;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(map).collect::<Vec<R>>())).collect();
-        // A worker that panicked is a bug in this build, not in the land.
-        handles.into_iter().flat_map(|handle| handle.join().expect("a replay worker panicked")).collect()
-    })
+    Other { fact: Box<Fact> },
 }
 
 /// Recomputes the moments that opened at one cursor, in parallel.
@@ -179,7 +172,7 @@ fn recompute_all(
     opening: &[(BeingId, &StoredAct)],
     threads: usize,
 ) -> Vec<(u64, Recomputed)> {
-    parallel_map(opening, threads, |(being, act)| {
+    map_in_order(opening, threads, |(being, act)| {
         (act.land_seq, recompute(substrate, world, *being, act, Detail::OutcomeOnly))
     })
 }

@@ -559,7 +559,13 @@ fn seal_differences(
     };
     let before_seal = act.as_ref().clone();
     let first = moment::recheck_rules(substrate, world, &mut act);
-    if first.is_ok() && canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()) {
+    // The bytes the moment encoded where it ran (in parallel), unless the
+    // seal-time rules changed the body.
+    let same_bytes = match &act.encoded {
+        Some(encoded) => encoded.as_bytes() == fact.body(),
+        None => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
+    };
+    if first.is_ok() && same_bytes {
         return (Vec::new(), false);
     }
     // A mismatch: the seal-time rules run a second time to tell nondeterminism apart.

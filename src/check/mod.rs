@@ -14,13 +14,19 @@
 //! strict verification demands and a batch equation does not see are checked
 //! directly: the key is not weak (small order), R decodes canonically and is
 //! not of small order. `SignatureMode::Strict` skips batching altogether.
+//! A verification checkpoint ([`checkpoint`]) may stand in for the signature
+//! arithmetic of the facts it covers, and for nothing else.
+
+pub mod checkpoint;
 
 use crate::fact::body::{check_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
+use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
+use checkpoint::{covered_digest, TrustedCheckpoint};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -96,6 +102,8 @@ pub struct ReelReport {
     pub head: Option<Head>,
     /// The key that would sign the next fact.
     pub current_key: Option<PublicKeyBytes>,
+    /// Facts whose signature a verification checkpoint vouched for.
+    pub signatures_covered: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +111,13 @@ pub struct LandReport {
     pub beings: u64,
     pub facts: u64,
     pub problems: Vec<Problem>,
+    /// Facts whose signature arithmetic a verification checkpoint stood in for.
+    pub signatures_covered: u64,
+    /// Why a checkpoint that was offered was not used (every signature was checked).
+    pub checkpoint_refused: Option<String>,
+    /// For a land without problems: how many facts, and their [`covered_digest`]
+    /// in land order (what a new checkpoint would sign).
+    pub verified_digest: Option<(u64, Hash32)>,
 }
 
 struct PendingSignature {
@@ -114,9 +129,9 @@ struct PendingSignature {
 
 /// Verifies one reel from its stored records, in seq order.
 pub fn check_reel(being: BeingId, records: &[RawRecord], mode: SignatureMode) -> ReelReport {
-    let mut checker = ReelChecker::new(being, mode);
+    let mut checker = ReelChecker::new(being, mode, 0);
     for record in records {
-        checker.record(record);
+        checker.record(record, &Fact::decode_envelope(&record.envelope));
     }
     checker.finish()
 }
@@ -132,10 +147,12 @@ struct ReelChecker {
     key_problem: Option<String>,
     ended: bool,
     pending: Vec<PendingSignature>,
+    /// Facts at land seqs below this have a checkpoint vouching for their signature.
+    covered_below: u64,
 }
 
 impl ReelChecker {
-    fn new(being: BeingId, mode: SignatureMode) -> ReelChecker {
+    fn new(being: BeingId, mode: SignatureMode, covered_below: u64) -> ReelChecker {
         ReelChecker {
             being,
             mode,
@@ -147,6 +164,7 @@ impl ReelChecker {
             key_problem: Some("the genesis key is unknown".into()),
             ended: false,
             pending: Vec::new(),
+            covered_below,
         }
     }
 
@@ -154,7 +172,7 @@ impl ReelChecker {
         self.report.problems.push(Problem { being: Some(self.being), name: None, seq: Some(seq), kind });
     }
 
-    fn record(&mut self, record: &RawRecord) {
+    fn record(&mut self, record: &RawRecord, decoded: &Result<Fact, FactError>) {
         let seq = record.seq;
         self.report.facts += 1;
         if seq != self.expected_seq {
@@ -165,7 +183,7 @@ impl ReelChecker {
         if record.land_seq.is_none() {
             self.problem(seq, ProblemKind::LandLog { reason: "record too short to hold its land seq".into() });
         }
-        let fact = match Fact::decode_envelope(&record.envelope) {
+        let fact = match decoded {
             Ok(fact) => fact,
             Err(error) => {
                 self.problem(seq, ProblemKind::Undecodable { reason: error.to_string() });
@@ -186,7 +204,7 @@ impl ReelChecker {
             );
         }
         if seq == 0 {
-            self.genesis(&fact);
+            self.genesis(fact);
         } else {
             if fact.kind() == KIND_GENESIS {
                 self.problem(seq, ProblemKind::Genesis { reason: "a genesis fact after seq 0".into() });
@@ -209,7 +227,7 @@ impl ReelChecker {
         if let Err(reason) = check_known_body(fact.kind(), fact.body()) {
             self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), reason });
         }
-        self.signature(seq, &fact);
+        self.signature(seq, record.land_seq, fact);
         if fact.kind() == KIND_ROTATE_KEY {
             // The rotation is signed by the old key; the new key signs what follows.
             match fact.body_as::<RotateKeyBody>() {
@@ -278,12 +296,16 @@ impl ReelChecker {
         }
     }
 
-    fn signature(&mut self, seq: u64, fact: &Fact) {
+    fn signature(&mut self, seq: u64, land_seq: Option<u64>, fact: &Fact) {
         let Some(key) = self.key else {
             let reason = self.key_problem.clone().unwrap_or_else(|| "no key".into());
             self.problem(seq, ProblemKind::NoKey { reason });
             return;
         };
+        if land_seq.is_some_and(|land_seq| land_seq < self.covered_below) {
+            self.report.signatures_covered += 1;
+            return;
+        }
         match self.mode {
             SignatureMode::Strict => {
                 if !fact.verify_signature(&key) {
@@ -373,27 +395,44 @@ fn strict_prechecks_hold(signature: &[u8; 64]) -> bool {
     !at_least_p && !SMALL_ORDER_Y.contains(&y)
 }
 
-fn group_by_being(records: Vec<RawRecord>) -> Vec<(BeingId, Vec<RawRecord>)> {
-    let mut groups: Vec<(BeingId, Vec<RawRecord>)> = Vec::new();
-    for record in records {
+/// Each being's run of records (the store lists them by being, then seq).
+fn group_by_being(records: &[RawRecord]) -> Vec<(BeingId, Range<usize>)> {
+    let mut groups: Vec<(BeingId, Range<usize>)> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
         match groups.last_mut() {
-            Some((being, group)) if *being == record.being => group.push(record),
-            _ => groups.push((record.being, vec![record])),
+            Some((being, range)) if *being == record.being => range.end = index + 1,
+            _ => groups.push((record.being, index..index + 1)),
         }
     }
     groups
 }
 
+/// The records' facts decoded on `threads` threads, in record order.
+pub fn decode_records(records: &[RawRecord], threads: usize) -> Vec<Result<Fact, FactError>> {
+    crate::parallel::map_in_order(records, threads, |record| Fact::decode_envelope(&record.envelope))
+}
+
 /// Checks reels on `threads` threads; reports come back in being order.
-fn check_reels(groups: &[(BeingId, Vec<RawRecord>)], mode: SignatureMode, threads: usize) -> Vec<ReelReport> {
+fn check_reels(
+    records: &[RawRecord],
+    facts: &[Result<Fact, FactError>],
+    groups: &[(BeingId, Range<usize>)],
+    mode: SignatureMode,
+    covered_below: u64,
+    threads: usize,
+) -> Vec<ReelReport> {
     let next = AtomicUsize::new(0);
     let results = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some((being, records)) = groups.get(index) else { break };
-                let report = check_reel(*being, records, mode);
+                let Some((being, range)) = groups.get(index) else { break };
+                let mut checker = ReelChecker::new(*being, mode, covered_below);
+                for (record, fact) in records[range.clone()].iter().zip(&facts[range.clone()]) {
+                    checker.record(record, fact);
+                }
+                let report = checker.finish();
                 results.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(index, report);
             });
         }
@@ -429,22 +468,112 @@ pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> 
 
 /// Verifies the whole land: every reel, the land log, fork proofs, indexes.
 pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
-    verify_land_records(store, store.raw_records(None)?, mode, threads)
+    let records = store.raw_records(None)?;
+    let facts = decode_records(&records, threads);
+    verify_land_decoded(store, &records, &facts, mode, threads, None)
 }
 
-/// [`verify_land`] over records already read (every record of the store).
-pub fn verify_land_records(
+/// [`verify_land`] over every record of the store, already read and decoded
+/// ([`decode_records`]). With a checkpoint, the signatures it covers are not
+/// recomputed when it holds (see [`checkpoint`]); when it does not, or when
+/// anything is wrong, every signature is checked and the report says why.
+pub fn verify_land_decoded(
     store: &dyn Store,
-    records: Vec<RawRecord>,
+    records: &[RawRecord],
+    facts: &[Result<Fact, FactError>],
     mode: SignatureMode,
     threads: usize,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
 ) -> Result<LandReport, StoreError> {
+    debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
+    let in_land_order = land_order(records, facts);
+    let every_signature = |reason: String| -> Result<LandReport, StoreError> {
+        let (mut report, _) = verify_records(store, records, facts, &in_land_order, mode, threads, 0, None)?;
+        report.checkpoint_refused = Some(reason);
+        Ok(report)
+    };
+    let Some(trusted) = checkpoint else {
+        return Ok(verify_records(store, records, facts, &in_land_order, mode, threads, 0, None)?.0);
+    };
+    let covered_below = match checkpoint_covers(trusted, &in_land_order, facts) {
+        Ok(covered_below) => covered_below,
+        Err(reason) => return every_signature(reason),
+    };
+    let (report, root_key) =
+        verify_records(store, records, facts, &in_land_order, mode, threads, covered_below, Some(trusted.root))?;
+    // The signer's key must be the root's key as its verified reel has it now.
+    if root_key != Some(trusted.checkpoint.public_key) {
+        return every_signature("it was not signed with the land root's current key".into());
+    }
+    if !report.problems.is_empty() {
+        // Something is wrong: check everything, so every bad signature is named too.
+        return every_signature("the land has problems, so every signature was checked".into());
+    }
+    Ok(report)
+}
+
+/// Indexes of the decoded facts, sorted by land seq.
+fn land_order(records: &[RawRecord], facts: &[Result<Fact, FactError>]) -> Vec<(u64, usize)> {
+    let mut order: Vec<(u64, usize)> = records
+        .iter()
+        .zip(facts)
+        .enumerate()
+        .filter_map(|(index, (record, fact))| Some((record.land_seq?, index)).filter(|_| fact.is_ok()))
+        .collect();
+    order.sort_unstable();
+    order
+}
+
+/// The land seq below which the checkpoint vouches for signatures, or why it cannot.
+fn checkpoint_covers(
+    trusted: TrustedCheckpoint<'_>,
+    in_land_order: &[(u64, usize)],
+    facts: &[Result<Fact, FactError>],
+) -> Result<u64, String> {
+    let checkpoint = trusted.checkpoint;
+    if checkpoint.signer != trusted.root {
+        return Err(format!("it was signed by {}, not by the land's root", checkpoint.signer.short()));
+    }
+    if !checkpoint.signature_holds() {
+        return Err("its signature does not verify".into());
+    }
+    let covered = usize::try_from(checkpoint.facts).unwrap_or(usize::MAX);
+    let Some(prefix) = in_land_order.get(..covered) else {
+        return Err(format!("it covers {} facts but only {} are readable", checkpoint.facts, in_land_order.len()));
+    };
+    if prefix.iter().enumerate().any(|(position, &(land_seq, _))| land_seq != position as u64) {
+        return Err("the land log's first facts are not the ones it covers".into());
+    }
+    let digest = covered_digest(prefix.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
+    if digest != checkpoint.digest {
+        return Err("the facts it covers changed since it was signed".into());
+    }
+    Ok(checkpoint.facts)
+}
+
+/// Verifies every reel, the land log, fork proofs and indexes; signature
+/// arithmetic is skipped below `covered_below` only. Also returns the
+/// current key of `root`, as its verified reel has it.
+#[allow(clippy::too_many_arguments)]
+fn verify_records(
+    store: &dyn Store,
+    records: &[RawRecord],
+    facts: &[Result<Fact, FactError>],
+    in_land_order: &[(u64, usize)],
+    mode: SignatureMode,
+    threads: usize,
+    covered_below: u64,
+    root: Option<BeingId>,
+) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
     let mut land_seqs: Vec<(u64, BeingId, u64)> = records
         .iter()
         .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
         .collect();
     let groups = group_by_being(records);
-    let reports = check_reels(&groups, mode, threads);
+    let reports = check_reels(records, facts, &groups, mode, covered_below, threads);
+    let root_key = root.and_then(|root| {
+        reports.iter().find(|report| report.being == Some(root)).and_then(|report| report.current_key)
+    });
     let names: BTreeMap<BeingId, String> =
         reports.iter().filter_map(|report| Some((report.being?, report.name.clone()?))).collect();
     let mut expected = DerivedIndexes::default();
@@ -464,6 +593,7 @@ pub fn verify_land_records(
             }
         }
         report.facts += reel.facts;
+        report.signatures_covered += reel.signatures_covered;
         report.problems.extend(reel.problems);
     }
     let forks = fork_problems(store, None, &names)?;
@@ -475,7 +605,11 @@ pub fn verify_land_records(
     for reason in store.index_problems(&expected)? {
         report.problems.push(Problem { being: None, name: None, seq: None, kind: ProblemKind::Index { reason } });
     }
-    Ok(report)
+    if report.problems.is_empty() {
+        let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
+        report.verified_digest = Some((in_land_order.len() as u64, digest));
+    }
+    Ok((report, root_key))
 }
 
 /// The land log must number every fact exactly once from 0 with no gap, and
