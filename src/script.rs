@@ -127,8 +127,12 @@ impl ScriptEngine {
         let ast = self.compile(source)?;
         let mut scope = Scope::new();
         for (name, value) in inputs {
-            let dynamic: Dynamic = rhai::serde::to_dynamic(value)
-                .map_err(|error| ScriptError::Output { reason: format!("input {name}: {error}") })?;
+            let dynamic = match json_to_dynamic(value) {
+                Some(dynamic) => dynamic,
+                // A number the direct path does not take: serde's converter names the problem.
+                None => rhai::serde::to_dynamic(value)
+                    .map_err(|error| ScriptError::Output { reason: format!("input {name}: {error}") })?,
+            };
             scope.push_constant_dynamic(*name, dynamic);
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
@@ -139,6 +143,27 @@ impl ScriptEngine {
         }
         rhai::serde::from_dynamic::<Json>(&value).map_err(|error| ScriptError::Output { reason: error.to_string() })
     }
+}
+
+/// JSON as a script sees it, built directly (every moment converts its face,
+/// and going through serde costs several times more). Exactly what
+/// `rhai::serde::to_dynamic` builds for the same value; `None` for a number
+/// that is not an `i64`, which that converter refuses or converts itself.
+fn json_to_dynamic(value: &Json) -> Option<Dynamic> {
+    Some(match value {
+        Json::Null => Dynamic::UNIT,
+        Json::Bool(flag) => Dynamic::from_bool(*flag),
+        Json::Number(number) => Dynamic::from_int(number.as_i64()?),
+        Json::String(text) => Dynamic::from(rhai::ImmutableString::from(text.as_str())),
+        Json::Array(items) => Dynamic::from_array(items.iter().map(json_to_dynamic).collect::<Option<_>>()?),
+        Json::Object(entries) => {
+            let mut map = rhai::Map::new();
+            for (key, item) in entries {
+                map.insert(key.as_str().into(), json_to_dynamic(item)?);
+            }
+            Dynamic::from_map(map)
+        }
+    })
 }
 
 fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
@@ -158,6 +183,21 @@ fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn direct_conversion_builds_what_serde_builds() {
+        let value = json!({
+            "me": {"name": "ada", "qualities": {"n": -3, "big": 9_000_000_000i64, "ok": true, "none": null}},
+            "list": [1, "two", [3, {"four": 4}], {}, []],
+            "": "empty key",
+        });
+        let direct = json_to_dynamic(&value).expect("every number is an i64");
+        let through_serde: Dynamic = rhai::serde::to_dynamic(&value).expect("converts");
+        assert_eq!(format!("{direct:?}"), format!("{through_serde:?}"));
+        // What the direct path leaves to serde's converter.
+        assert!(json_to_dynamic(&json!(u64::MAX)).is_none());
+        assert!(json_to_dynamic(&json!([1.5])).is_none());
+    }
 
     fn check(source: &str, expected: Result<Json, &str>) {
         let engine = ScriptEngine::new();

@@ -145,6 +145,9 @@ struct ReelChecker {
     last_time_ms: u64,
     key: Option<VerifyingKey>,
     key_problem: Option<String>,
+    /// A key the chain made current, not yet decompressed: only a signature
+    /// that is actually checked needs the curve point.
+    unparsed_key: Option<PublicKeyBytes>,
     ended: bool,
     pending: Vec<PendingSignature>,
     /// Facts at land seqs below this have a checkpoint vouching for their signature.
@@ -162,6 +165,7 @@ impl ReelChecker {
             last_time_ms: 0,
             key: None,
             key_problem: Some("the genesis key is unknown".into()),
+            unparsed_key: None,
             ended: false,
             pending: Vec::new(),
             covered_below,
@@ -234,6 +238,7 @@ impl ReelChecker {
                 Ok(body) => self.set_key(&body.new_public_key),
                 Err(_) => {
                     self.key = None;
+                    self.unparsed_key = None;
                     self.key_problem = Some(format!("the rotate-key fact at seq {seq} is unreadable"));
                 }
             }
@@ -280,6 +285,14 @@ impl ReelChecker {
 
     fn set_key(&mut self, key: &PublicKeyBytes) {
         self.report.current_key = Some(*key);
+        self.unparsed_key = Some(*key);
+        self.key = None;
+        self.key_problem = None;
+    }
+
+    /// The current key as a curve point, decompressed on first use.
+    fn current_key(&mut self) -> Option<VerifyingKey> {
+        let Some(key) = self.unparsed_key.take() else { return self.key };
         match VerifyingKey::from_bytes(key.as_bytes()) {
             Ok(parsed) if !parsed.is_weak() => {
                 self.key = Some(parsed);
@@ -294,18 +307,21 @@ impl ReelChecker {
                 self.key_problem = Some("the being's public key is not a valid curve point".into());
             }
         }
+        self.key
     }
 
     fn signature(&mut self, seq: u64, land_seq: Option<u64>, fact: &Fact) {
-        let Some(key) = self.key else {
-            let reason = self.key_problem.clone().unwrap_or_else(|| "no key".into());
-            self.problem(seq, ProblemKind::NoKey { reason });
-            return;
-        };
+        // A covered fact is byte for byte one that verified (key included)
+        // when the checkpoint was made.
         if land_seq.is_some_and(|land_seq| land_seq < self.covered_below) {
             self.report.signatures_covered += 1;
             return;
         }
+        let Some(key) = self.current_key() else {
+            let reason = self.key_problem.clone().unwrap_or_else(|| "no key".into());
+            self.problem(seq, ProblemKind::NoKey { reason });
+            return;
+        };
         match self.mode {
             SignatureMode::Strict => {
                 if !fact.verify_signature(&key) {

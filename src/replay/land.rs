@@ -7,7 +7,7 @@
 //! comparison then run in land order, each against the world as the earlier
 //! facts left it, exactly as the simulation sealed them.
 
-use super::{act_differences, classify, recompute, Detail, Divergence, Recomputed, StoredAct};
+use super::{act_differences, classify, recompute, Detail, Divergence, DivergenceCause, Recomputed, StoredAct};
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
@@ -79,36 +79,75 @@ pub fn replay_land(
     let threads = threads.max(1);
     // One read of the store and one decoding serve verification and the
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
-    // fact (verification names it) is left out of the fold.
+    // fact (verification names it) is left out of the fold. The fold gets its
+    // own copy of each fact so that it can run while verification still reads them.
     let records = store.raw_records(None)?;
-    let (facts, act_bodies): (Vec<Result<Fact, FactError>>, Vec<Option<ActBody>>) =
+    let (facts, folded): (Vec<Result<Fact, FactError>>, Vec<Option<Decoded>>) =
         map_in_order(&records, threads, |record| {
             let fact = Fact::decode_envelope(&record.envelope);
-            let act_body = match &fact {
-                Ok(fact) if fact.kind() == KIND_ACT => fact.body_as::<ActBody>().ok(),
+            let decoded = match (&fact, record.land_seq) {
+                (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActBody>() {
+                    Ok(body) => Decoded::Act {
+                        being: record.being,
+                        act: Box::new(StoredAct { seq: record.seq, land_seq, fact: fact.clone(), body }),
+                    },
+                    Err(_) => Decoded::Other { fact: Box::new(fact.clone()) },
+                }),
+                (Ok(fact), Some(_)) => Some(Decoded::Other { fact: Box::new(fact.clone()) }),
                 _ => None,
             };
-            (fact, act_body)
+            (fact, decoded)
         })
         .into_iter()
         .unzip();
-    let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
-    let verified = verify_land_decoded(store, &records, &facts, mode, threads, checkpoint)?;
-    let mut report = LandReplayReport::verified(&verified);
     let land_len = store.land_len()?;
-    let mut by_land_seq: Vec<Option<Decoded>> = Vec::new();
-    by_land_seq.resize_with(land_len as usize, || None);
+    let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
+    // Verification and the fold are independent given the decoded facts: run
+    // side by side, each fills the other's single-threaded stretches.
+    let (verified, replayed) = std::thread::scope(|scope| {
+        let verification = scope.spawn(|| verify_land_decoded(store, &records, &facts, mode, threads, checkpoint));
+        let replayed = fold_and_recompute(substrate, &records, folded, land_len, threads);
+        // A verifier that panicked is a bug in this build, not in the land.
+        (verification.join().expect("the verification thread panicked"), replayed)
+    });
+    let mut report = LandReplayReport::verified(&verified?);
+    report.moments = replayed.moments;
+    report.divergences_total = replayed.divergences_total;
+    report.divergences = replayed.divergences;
+    if !report.problems.is_empty() {
+        // Classification puts tampered or corrupt input first (see `classify`),
+        // which verification only knew once it had finished.
+        let cause = DivergenceCause::StoredInputChanged { problems: report.problems.clone() };
+        for (_, divergence) in &mut report.divergences {
+            divergence.cause = cause.clone();
+        }
+    }
+    Ok(report)
+}
+
+/// What the fold and the recomputation found.
+struct Replayed {
+    moments: u64,
+    divergences_total: u64,
+    divergences: Vec<(BeingId, Divergence)>,
+}
+
+/// Folds the land log in order, recomputing the moments that opened at each
+/// cursor (in parallel) and comparing each with its stored act at its land seq.
+fn fold_and_recompute(
+    substrate: &Substrate,
+    records: &[crate::store::RawRecord],
+    folded: Vec<Option<Decoded>>,
+    land_len: u64,
+    threads: usize,
+) -> Replayed {
+    let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
+    let mut facts: Vec<Option<Decoded>> = Vec::new();
+    facts.resize_with(land_len as usize, || None);
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for ((record, fact), act_body) in records.iter().zip(facts).zip(act_bodies) {
-        let (Some(land_seq), Ok(fact)) = (record.land_seq, fact) else { continue };
-        let decoded = match act_body {
-            Some(body) => Decoded::Act {
-                being: record.being,
-                act: Box::new(StoredAct { seq: record.seq, land_seq, fact, body }),
-            },
-            None => Decoded::Other { fact: Box::new(fact) },
-        };
-        let Some(slot) = by_land_seq.get_mut(land_seq as usize) else { continue };
+    for (record, decoded) in records.iter().zip(folded) {
+        let (Some(land_seq), Some(decoded)) = (record.land_seq, decoded) else { continue };
+        let Some(slot) = facts.get_mut(land_seq as usize) else { continue };
         if let Decoded::Act { act, .. } = &decoded {
             by_cursor.entry(act.body.cursor).or_default().push(land_seq);
         }
@@ -116,7 +155,6 @@ pub fn replay_land(
     }
     let mut world = World::new();
     let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
-    let facts = by_land_seq;
     for (land_seq, fact) in facts.iter().enumerate() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
@@ -142,21 +180,21 @@ pub fn replay_land(
             }
         };
         let body = &act.body;
-        report.moments += 1;
+        replayed.moments += 1;
         let verdict = recomputed.remove(&land_seq).map(|recomputed| (recomputed.outcome, recomputed.unstable));
         let (differences, unstable) = act_differences(substrate, &world, act, verdict);
         if !differences.is_empty() {
-            report.divergences_total += 1;
-            if report.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
-                let cause = classify(&report.problems, body, substrate, &world, unstable);
+            replayed.divergences_total += 1;
+            if replayed.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
+                let cause = classify(&[], body, substrate, &world, unstable);
                 let divergence =
                     Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null };
-                report.divergences.push((being, divergence));
+                replayed.divergences.push((being, divergence));
             }
         }
         world.apply_act(land_seq, &act.fact.header, act.fact.id(), body);
     }
-    Ok(report)
+    replayed
 }
 
 /// One stored fact, decoded (an act with its body).
