@@ -289,8 +289,9 @@ impl<'a> CanonicalReader<'a> {
                 .filter(|&value| value > u64::from(u8::MAX))?,
             26 => Some(u64::from(u32::from_be_bytes(self.take(4)?.try_into().ok()?)))
                 .filter(|&value| value > u64::from(u16::MAX))?,
-            27 => Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
-                .filter(|&value| value > u64::from(u32::MAX))?,
+            27 => {
+                Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?)).filter(|&value| value > u64::from(u32::MAX))?
+            }
             _ => return None,
         };
         Some((major, argument))

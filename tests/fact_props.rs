@@ -408,7 +408,9 @@ fn validator_and_reference_decoder_agree_on_every_simple_value_and_at_the_nestin
     // break), every reserved additional-information value, and tags.
     let mut cases: Vec<Vec<u8>> = (0xe0..=0xffu8).map(|initial| vec![initial]).collect();
     cases.extend((0u8..=0xff).map(|simple| vec![0xf8, simple]));
-    cases.extend([0x1c, 0x1d, 0x1e, 0x1f, 0x3f, 0x5f, 0x7f, 0x9f, 0xbf, 0xdf].iter().map(|&initial| vec![initial, 0x00]));
+    cases.extend(
+        [0x1c, 0x1d, 0x1e, 0x1f, 0x3f, 0x5f, 0x7f, 0x9f, 0xbf, 0xdf].iter().map(|&initial| vec![initial, 0x00]),
+    );
     cases.push(vec![0xc0, 0x61, b'a']);
     cases.push(vec![0x62, 0xc3, 0x28]);
     // Arrays and maps nested to the limit and past it, around a scalar or empty.

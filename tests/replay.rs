@@ -162,9 +162,8 @@ fn a_verification_checkpoint_vouches_only_for_the_facts_it_covers_and_a_tampered
             .map(|(record, fact)| (record.land_seq.expect("land seq"), fact.as_ref().expect("decodes")))
             .collect();
         in_land_order.sort_by_key(|(land_seq, _)| *land_seq);
-        let digest = seed::check::checkpoint::covered_digest(
-            in_land_order.iter().take(half as usize).map(|(_, fact)| *fact),
-        );
+        let digest =
+            seed::check::checkpoint::covered_digest(in_land_order.iter().take(half as usize).map(|(_, fact)| *fact));
         opened.write_verified_checkpoint(half, digest).expect("write the checkpoint");
         opened.close().expect("close");
     }
@@ -181,7 +180,8 @@ fn a_verification_checkpoint_vouches_only_for_the_facts_it_covers_and_a_tampered
     assert!(report["checkpoint"].as_str().is_some_and(|note| note.contains("not used")), "{report}");
     let decoded = seed::check::checkpoint::VerifiedCheckpoint::decode(&genuine).expect("decodes");
     let stranger = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
-    for (covered, signer) in [(half, seed::fact::BeingId([5; 32])), (half, decoded.signer), (facts + 1, decoded.signer)] {
+    for (covered, signer) in [(half, seed::fact::BeingId([5; 32])), (half, decoded.signer), (facts + 1, decoded.signer)]
+    {
         let forged = seed::check::checkpoint::VerifiedCheckpoint::seal(covered, decoded.digest, signer, &stranger);
         std::fs::write(&checkpoint_file, forged.encode()).expect("write");
         let (code, report) = replay_all_json(&land, &[]);

@@ -95,9 +95,8 @@ impl VerifiedCheckpoint {
             return Err(malformed("wrong domain tag"));
         }
         let facts = reader.uint().ok_or(malformed("the fact count is not an unsigned integer"))?;
-        let mut bytes32 = |what| {
-            reader.bytes().and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()).ok_or(malformed(what))
-        };
+        let mut bytes32 =
+            |what| reader.bytes().and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()).ok_or(malformed(what));
         let digest = Hash32(bytes32("the digest is not 32 bytes")?);
         let signer = BeingId(bytes32("the signer is not a 32-byte being id")?);
         let public_key = PublicKeyBytes(bytes32("the public key is not 32 bytes")?);

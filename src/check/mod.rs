@@ -21,8 +21,8 @@ pub mod checkpoint;
 
 use crate::fact::body::{check_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
-use checkpoint::{covered_digest, TrustedCheckpoint};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
+use checkpoint::{covered_digest, TrustedCheckpoint};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;

@@ -11,8 +11,8 @@ use super::{act_differences, classify, recompute, Detail, Divergence, Divergence
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
-use crate::parallel::map_in_order;
 use crate::moment::Substrate;
+use crate::parallel::map_in_order;
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, World};

@@ -800,28 +800,45 @@ impl Store for SledStore {
     }
 
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
+        // A merge of two sorted runs: the entries the verified facts imply and
+        // the stored ones, read in key order without copying them out.
         let wanted = encode_derived(expected);
-        let actual = derived_entries(&self.tree)?;
-        let mut problems = Vec::new();
-        for (key, value) in &wanted {
-            match actual.get(key) {
-                None => problems.push(format!("{} is missing", describe_index_key(key))),
-                Some(found) if found != value => problems.push(format!("{} is wrong", describe_index_key(key))),
-                Some(_) => {}
-            }
-            if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
-                return Ok(problems);
-            }
-        }
-        for (key, value) in &actual {
-            let skipped = index_entry_being(key, value).is_some_and(|being| expected.skip.contains(&being));
-            if !wanted.contains_key(key) && !skipped {
-                problems.push(format!("{} should not exist", describe_index_key(key)));
-                if problems.len() >= INDEX_PROBLEMS_LISTED_MAX {
-                    break;
+        let mut wanted_entries = wanted.iter().peekable();
+        let (mut missing_or_wrong, mut unexpected) = (Vec::new(), Vec::new());
+        let mut prefixes = DERIVED_PREFIXES;
+        prefixes.sort_unstable();
+        'scan: for prefix in prefixes {
+            for entry in self.tree.scan_prefix([prefix]) {
+                let (key, value) = entry.map_err(io_error)?;
+                while let Some((wanted_key, _)) =
+                    wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() < &*key)
+                {
+                    missing_or_wrong.push(format!("{} is missing", describe_index_key(wanted_key)));
+                }
+                match wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() == &*key) {
+                    Some((_, wanted_value)) if wanted_value.as_slice() != &*value => {
+                        missing_or_wrong.push(format!("{} is wrong", describe_index_key(&key)));
+                    }
+                    Some(_) => {}
+                    None => {
+                        let skipped =
+                            index_entry_being(&key, &value).is_some_and(|being| expected.skip.contains(&being));
+                        if !skipped && unexpected.len() < INDEX_PROBLEMS_LISTED_MAX {
+                            unexpected.push(format!("{} should not exist", describe_index_key(&key)));
+                        }
+                    }
+                }
+                if missing_or_wrong.len() >= INDEX_PROBLEMS_LISTED_MAX {
+                    break 'scan;
                 }
             }
         }
+        missing_or_wrong.extend(wanted_entries.map(|(key, _)| format!("{} is missing", describe_index_key(key))));
+        // Missing and wrong entries first (in key order), then those that should not exist.
+        let mut problems = missing_or_wrong;
+        problems.truncate(INDEX_PROBLEMS_LISTED_MAX);
+        let room = INDEX_PROBLEMS_LISTED_MAX - problems.len();
+        problems.extend(unexpected.into_iter().take(room));
         Ok(problems)
     }
 
