@@ -136,13 +136,31 @@ impl Substrate {
 
     /// The being's flow, compiled and bound once per distinct flow.
     pub fn bound_flow(&self, world: &World, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
-        self.bound_flow_of(world, &row.role_flow, &row.default_role)
+        match row.role_flow_digest {
+            Some(flow_digest) => self.bound_flow_keyed(world, flow_digest, &row.role_flow, &row.default_role),
+            None => self.bound_flow_of(world, &row.role_flow, &row.default_role),
+        }
     }
 
     /// A flow compiled and bound against the registry `world` sees (the
     /// role-manager's preview binds a flow that is not stored yet).
     pub fn bound_flow_of(&self, world: &World, role_flow: &Json, default_role: &str) -> Result<Arc<BoundFlow>, String> {
-        let mut key_input = canonical::encode_json(role_flow).map_err(|e| e.to_string())?;
+        let flow_bytes = canonical::encode_json(role_flow).map_err(|e| e.to_string())?;
+        self.bound_flow_keyed(world, blake3_of(&flow_bytes), role_flow, default_role)
+    }
+
+    /// Binds `role_flow` (whose digest is `flow_digest`) once per flow,
+    /// default role and authored-role registry.
+    fn bound_flow_keyed(
+        &self,
+        world: &World,
+        flow_digest: Hash32,
+        role_flow: &Json,
+        default_role: &str,
+    ) -> Result<Arc<BoundFlow>, String> {
+        let mut key_input = Vec::with_capacity(80 + default_role.len());
+        key_input.extend_from_slice(&flow_digest.0);
+        key_input.extend_from_slice(&(default_role.len() as u64).to_be_bytes());
         key_input.extend_from_slice(default_role.as_bytes());
         if !world.roles.is_empty() {
             key_input.extend_from_slice(&world.roles_digest.0);

@@ -40,6 +40,10 @@ pub struct BeingRow {
     pub parent: Option<BeingId>,
     pub cognition: Cognition,
     pub role_flow: Json,
+    /// [`role_flow_digest`] of `role_flow`, kept beside it so that a moment
+    /// finds its compiled flow without encoding the flow again. Derived: not
+    /// part of the world's canonical state.
+    pub role_flow_digest: Option<Hash32>,
     pub default_role: String,
     pub home_space: String,
     /// The space the being is in now.
@@ -53,6 +57,11 @@ pub struct BeingRow {
     /// The primary role of its last act.
     pub previous_role: Option<String>,
     pub acts: u64,
+}
+
+/// BLAKE3 of a roleFlow's canonical encoding (`None` if it has none).
+pub fn role_flow_digest(flow: &Json) -> Option<Hash32> {
+    canonical::encode_json(flow).ok().map(|bytes| crate::fact::blake3_of(&bytes))
 }
 
 impl BeingRow {
@@ -171,12 +180,14 @@ impl World {
         match header.kind.as_str() {
             KIND_GENESIS => {
                 if let Ok(genesis) = canonical::from_canonical_bytes::<GenesisBody>(body) {
+                    let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
                     let row = BeingRow {
                         id: being,
                         name: genesis.name.clone(),
                         parent: genesis.parent,
                         cognition: genesis.cognition,
-                        role_flow: Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect()),
+                        role_flow_digest: role_flow_digest(&role_flow),
+                        role_flow,
                         default_role: genesis.default_role.clone(),
                         home_space: genesis.home_space.clone(),
                         location: genesis.home_space.clone(),
@@ -294,6 +305,7 @@ impl World {
                 if let Some(id) = self.names.get(being).copied() {
                     if let Some(row) = self.beings.get_mut(&id) {
                         row.role_flow = flow.clone();
+                        row.role_flow_digest = role_flow_digest(flow);
                     }
                 }
             }
