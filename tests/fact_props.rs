@@ -323,6 +323,25 @@ proptest! {
     }
 
     #[test]
+    fn direct_encoder_writes_what_the_reference_encoder_writes(
+        json in json_strategy(),
+        value in value_strategy(),
+        unsorted in unsorted_map_strategy(),
+    ) {
+        // Same bytes, or the same refusal (floats in JSON, duplicate keys).
+        let reference = seed::canonical::to_canonical_bytes_reference(&json);
+        prop_assert_eq!(seed::canonical::to_canonical_bytes(&json), reference);
+        prop_assert_eq!(
+            seed::canonical::to_canonical_bytes(&value),
+            seed::canonical::to_canonical_bytes_reference(&value)
+        );
+        prop_assert_eq!(
+            seed::canonical::to_canonical_bytes(&unsorted),
+            seed::canonical::to_canonical_bytes_reference(&unsorted)
+        );
+    }
+
+    #[test]
     fn validator_agrees_with_the_reference_decoder_on_arbitrary_bytes(
         bytes in proptest::collection::vec(any::<u8>(), 0..64),
     ) {
@@ -378,6 +397,70 @@ fn header_with_wrong_domain_tag_or_version_is_refused() {
     fields[0] = Value::Integer(Integer::from(2u8));
     let wrong_version = encode_value(&Value::Array(fields)).expect("encodable");
     assert!(matches!(FactHeader::decode(&wrong_version), Err(seed::fact::FactError::Version { version: 2 })));
+}
+
+#[test]
+fn direct_encoder_matches_the_reference_on_core_shapes_and_at_the_nesting_limit() {
+    use std::collections::BTreeMap;
+    #[derive(serde::Serialize)]
+    enum Shape {
+        Unit,
+        Newtype(u8),
+        Tuple(i64, String),
+        Struct { b: Option<u32>, a: Vec<u8> },
+    }
+    #[derive(serde::Serialize)]
+    struct Record {
+        zeta: Shape,
+        alpha: Option<Shape>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+        letter: char,
+        #[serde(with = "serde_bytes_like")]
+        raw: Vec<u8>,
+        nested: BTreeMap<String, Vec<Shape>>,
+        unit: (),
+        negative: i64,
+        big: u64,
+    }
+    mod serde_bytes_like {
+        pub fn serialize<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_bytes(bytes)
+        }
+    }
+    let record = Record {
+        zeta: Shape::Struct { b: None, a: vec![1, 2, 3] },
+        alpha: Some(Shape::Tuple(-7, "seven".into())),
+        skipped: None,
+        letter: 'ß',
+        raw: vec![0, 255],
+        nested: BTreeMap::from([("bb".to_string(), vec![Shape::Unit, Shape::Newtype(9)]), ("c".to_string(), vec![])]),
+        unit: (),
+        negative: i64::MIN,
+        big: u64::MAX,
+    };
+    assert_eq!(
+        seed::canonical::to_canonical_bytes(&record).expect("encodes"),
+        seed::canonical::to_canonical_bytes_reference(&record).expect("encodes")
+    );
+    // Floats, 128-bit integers and nesting past the limit: refused alike.
+    assert!(seed::canonical::to_canonical_bytes(&1.5f64).is_err());
+    assert_eq!(seed::canonical::to_canonical_bytes(&7u128), seed::canonical::to_canonical_bytes_reference(&7u128));
+    let mut verdicts = std::collections::BTreeSet::new();
+    for depth in [63usize, 64, 65] {
+        for leaf in [serde_json::json!([]), serde_json::json!({}), serde_json::json!(1)] {
+            for wrap_in_object in [false, true] {
+                let mut value = leaf.clone();
+                for _ in 0..depth {
+                    value = if wrap_in_object { serde_json::json!({ "k": value }) } else { serde_json::json!([value]) };
+                }
+                let direct = seed::canonical::to_canonical_bytes(&value);
+                assert_eq!(direct, seed::canonical::to_canonical_bytes_reference(&value), "depth {depth}, leaf {leaf}");
+                verdicts.insert(direct.is_ok());
+            }
+        }
+    }
+    assert_eq!(verdicts.len(), 2, "the limit is crossed: some cases encode, some are refused");
 }
 
 #[test]

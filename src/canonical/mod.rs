@@ -47,8 +47,21 @@ pub enum CanonicalError {
     Unrepresentable { reason: String },
 }
 
-/// Serialises any serde value into canonical CBOR bytes.
+mod direct;
+
+/// Serialises any serde value into canonical CBOR bytes: straight from serde
+/// when it can ([`direct`]), through the reference path otherwise (which
+/// also names every problem).
 pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    match direct::to_bytes(value) {
+        Some(bytes) => Ok(bytes),
+        None => to_canonical_bytes_reference(value),
+    }
+}
+
+/// The reference encoder: through a `Value` tree, sorted in place, then
+/// written. Public so that tests can hold the direct path to it.
+pub fn to_canonical_bytes_reference<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     let mut value =
         Value::serialized(value).map_err(|error| CanonicalError::Unrepresentable { reason: error.to_string() })?;
     // The tree is ours: sort it in place instead of cloning it.
