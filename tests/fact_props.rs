@@ -399,6 +399,15 @@ fn header_with_wrong_domain_tag_or_version_is_refused() {
     assert!(matches!(FactHeader::decode(&wrong_version), Err(seed::fact::FactError::Version { version: 2 })));
 }
 
+/// `leaf` wrapped `depth` times in a one-item array, or in `{"k": ...}`.
+fn nested_json(leaf: &serde_json::Value, depth: usize, wrap_in_object: bool) -> serde_json::Value {
+    let mut value = leaf.clone();
+    for _ in 0..depth {
+        value = if wrap_in_object { serde_json::json!({ "k": value }) } else { serde_json::json!([value]) };
+    }
+    value
+}
+
 #[test]
 fn direct_encoder_matches_the_reference_on_core_shapes_and_at_the_nesting_limit() {
     use std::collections::BTreeMap;
@@ -450,10 +459,7 @@ fn direct_encoder_matches_the_reference_on_core_shapes_and_at_the_nesting_limit(
     for depth in [63usize, 64, 65] {
         for leaf in [serde_json::json!([]), serde_json::json!({}), serde_json::json!(1)] {
             for wrap_in_object in [false, true] {
-                let mut value = leaf.clone();
-                for _ in 0..depth {
-                    value = if wrap_in_object { serde_json::json!({ "k": value }) } else { serde_json::json!([value]) };
-                }
+                let value = nested_json(&leaf, depth, wrap_in_object);
                 let direct = seed::canonical::to_canonical_bytes(&value);
                 assert_eq!(direct, seed::canonical::to_canonical_bytes_reference(&value), "depth {depth}, leaf {leaf}");
                 verdicts.insert(direct.is_ok());
@@ -470,10 +476,7 @@ fn json_encoder_nesting_limit_matches_the_cbor_path() {
     for depth in [63usize, 64, 65] {
         for leaf in [serde_json::json!([]), serde_json::json!({}), serde_json::json!(1)] {
             for wrap_in_object in [false, true] {
-                let mut value = leaf.clone();
-                for _ in 0..depth {
-                    value = if wrap_in_object { serde_json::json!({ "k": value }) } else { serde_json::json!([value]) };
-                }
+                let value = nested_json(&leaf, depth, wrap_in_object);
                 let direct = seed::canonical::encode_json(&value);
                 let through_cbor = encode_owned(seed::world::json_to_cbor(&value));
                 assert_eq!(direct.is_ok(), through_cbor.is_ok(), "depth {depth}, leaf {leaf}, object {wrap_in_object}");

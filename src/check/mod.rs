@@ -115,8 +115,8 @@ pub struct LandReport {
     pub signatures_covered: u64,
     /// Why a checkpoint that was offered was not used (every signature was checked).
     pub checkpoint_refused: Option<String>,
-    /// For a land without problems: how many facts, and their [`covered_digest`]
-    /// in land order (what a new checkpoint would sign).
+    /// From [`verify_land`], for a land without problems: how many facts, and
+    /// their [`covered_digest`] in land order (what a new checkpoint would sign).
     pub verified_digest: Option<(u64, Hash32)>,
 }
 
@@ -486,7 +486,13 @@ pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> 
 pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
     let records = store.raw_records(None)?;
     let facts = decode_records(&records, threads);
-    verify_land_decoded(store, &records, &facts, mode, threads, None)
+    let mut report = verify_land_decoded(store, &records, &facts, mode, threads, None)?;
+    if report.problems.is_empty() {
+        let in_land_order = land_order(&records, &facts);
+        let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
+        report.verified_digest = Some((in_land_order.len() as u64, digest));
+    }
+    Ok(report)
 }
 
 /// [`verify_land`] over every record of the store, already read and decoded
@@ -504,19 +510,18 @@ pub fn verify_land_decoded(
     debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
     let in_land_order = land_order(records, facts);
     let every_signature = |reason: String| -> Result<LandReport, StoreError> {
-        let (mut report, _) = verify_records(store, records, facts, &in_land_order, mode, threads, 0, None)?;
+        let (mut report, _) = verify_records(store, records, facts, mode, threads, 0, None)?;
         report.checkpoint_refused = Some(reason);
         Ok(report)
     };
     let Some(trusted) = checkpoint else {
-        return Ok(verify_records(store, records, facts, &in_land_order, mode, threads, 0, None)?.0);
+        return Ok(verify_records(store, records, facts, mode, threads, 0, None)?.0);
     };
     let covered_below = match checkpoint_covers(trusted, &in_land_order, facts) {
         Ok(covered_below) => covered_below,
         Err(reason) => return every_signature(reason),
     };
-    let (report, root_key) =
-        verify_records(store, records, facts, &in_land_order, mode, threads, covered_below, Some(trusted.root))?;
+    let (report, root_key) = verify_records(store, records, facts, mode, threads, covered_below, Some(trusted.root))?;
     // The signer's key must be the root's key as its verified reel has it now.
     if root_key != Some(trusted.checkpoint.public_key) {
         return every_signature("it was not signed with the land root's current key".into());
@@ -570,12 +575,10 @@ fn checkpoint_covers(
 /// Verifies every reel, the land log, fork proofs and indexes; signature
 /// arithmetic is skipped below `covered_below` only. Also returns the
 /// current key of `root`, as its verified reel has it.
-#[allow(clippy::too_many_arguments)]
 fn verify_records(
     store: &dyn Store,
     records: &[RawRecord],
     facts: &[Result<Fact, FactError>],
-    in_land_order: &[(u64, usize)],
     mode: SignatureMode,
     threads: usize,
     covered_below: u64,
@@ -620,10 +623,6 @@ fn verify_records(
     report.problems.extend(land_log);
     for reason in store.index_problems(&expected)? {
         report.problems.push(Problem { being: None, name: None, seq: None, kind: ProblemKind::Index { reason } });
-    }
-    if report.problems.is_empty() {
-        let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
-        report.verified_digest = Some((in_land_order.len() as u64, digest));
     }
     Ok((report, root_key))
 }
