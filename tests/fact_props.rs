@@ -520,3 +520,148 @@ fn validator_and_reference_decoder_agree_on_every_simple_value_and_at_the_nestin
     }
     assert_eq!(verdicts.len(), 2, "the cases hold both canonical and refused input");
 }
+
+/// Shapes a fact body may take on the way in: every kind of enum variant,
+/// options, byte strings, maps, wide and narrow integers.
+mod decoded_shapes {
+    use serde::{Deserialize, Serialize};
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub enum Shape {
+        Unit,
+        Newtype(u8),
+        Tuple(i64, String),
+        Struct { b: Option<u32>, a: Vec<u8> },
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    pub enum Tagged {
+        Plain,
+        Carrying { weight: i16 },
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Record {
+        pub zeta: Shape,
+        pub alpha: Option<Shape>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub skipped: Option<u8>,
+        pub tagged: Tagged,
+        pub nested: BTreeMap<String, Vec<Shape>>,
+        pub json: serde_json::Value,
+        pub unit: (),
+        pub negative: i64,
+        pub big: u64,
+        pub pair: (u16, bool),
+        pub hash: seed::fact::Hash32,
+    }
+}
+
+fn record_strategy() -> impl Strategy<Value = decoded_shapes::Record> {
+    use decoded_shapes::{Record, Shape, Tagged};
+    let shape = prop_oneof![
+        Just(Shape::Unit),
+        any::<u8>().prop_map(Shape::Newtype),
+        (any::<i64>(), "[a-z]{0,8}").prop_map(|(n, s)| Shape::Tuple(n, s)),
+        (proptest::option::of(any::<u32>()), proptest::collection::vec(any::<u8>(), 0..5))
+            .prop_map(|(b, a)| Shape::Struct { b, a }),
+    ];
+    let tagged = prop_oneof![Just(Tagged::Plain), any::<i16>().prop_map(|weight| Tagged::Carrying { weight })];
+    (
+        (shape.clone(), proptest::option::of(shape.clone()), proptest::option::of(any::<u8>()), tagged),
+        proptest::collection::btree_map("[a-z]{0,4}", proptest::collection::vec(shape, 0..3), 0..3),
+        json_strategy(),
+        (any::<i64>(), any::<u64>(), any::<u16>(), any::<bool>(), any::<[u8; 32]>()),
+    )
+        .prop_map(|((zeta, alpha, skipped, tagged), nested, json, (negative, big, short, flag, hash))| Record {
+            zeta,
+            alpha,
+            skipped,
+            tagged,
+            nested,
+            json,
+            unit: (),
+            negative,
+            big,
+            pair: (short, flag),
+            hash: seed::fact::Hash32(hash),
+        })
+}
+
+/// Both decoders, as one comparable verdict: the value or the error's words.
+fn decoded_both_ways<T>(bytes: &[u8]) -> (Result<T, String>, Result<T, String>)
+where
+    T: serde::de::DeserializeOwned,
+{
+    (
+        seed::canonical::from_canonical_bytes::<T>(bytes).map_err(|error| error.to_string()),
+        seed::canonical::from_canonical_bytes_reference::<T>(bytes).map_err(|error| error.to_string()),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn in_place_decoder_reads_what_the_reference_decoder_reads(
+        value in value_strategy(),
+        record in record_strategy(),
+    ) {
+        use decoded_shapes::{Record, Shape};
+        use std::collections::BTreeMap;
+        // Arbitrary canonical items read as many types: equal values, or
+        // both refused with the reference's words.
+        let bytes = encode_value(&value).expect("canonical");
+        macro_rules! same {
+            ($bytes:expr, $($type:ty),+) => {$(
+                let (fast, reference) = decoded_both_ways::<$type>($bytes);
+                prop_assert_eq!(fast, reference, "as {}", stringify!($type));
+            )+};
+        }
+        same!(&bytes, serde_json::Value, Value, BTreeMap<String, serde_json::Value>, Vec<u8>, Option<i64>, u8, i8,
+            i64, u64, String, (u64, String), Shape, Record, Option<Vec<Shape>>, seed::world::ActBody, bool, ());
+        // Typed records encode and decode back to themselves both ways
+        // (those whose JSON holds a float do not encode at all).
+        let Ok(encoded) = seed::canonical::to_canonical_bytes(&record) else { return Ok(()) };
+        let (fast, reference) = decoded_both_ways::<Record>(&encoded);
+        prop_assert_eq!(&fast, &Ok(record.clone()));
+        prop_assert_eq!(fast, reference);
+        same!(&encoded, serde_json::Value, Value, BTreeMap<String, Value>);
+    }
+}
+
+#[test]
+fn in_place_decoder_agrees_on_long_strings_wide_integers_and_the_nesting_limit() {
+    // Text and byte strings longer than ciborium's scratch buffer take other
+    // roads there; negative integers beyond i64 are read as i128.
+    let long_text = Value::Text("é".repeat(3000));
+    let long_bytes = Value::Bytes(vec![7; 5000]);
+    let widest_negative = Value::Integer(Integer::try_from(-(i128::from(u64::MAX)) - 1).expect("in CBOR's range"));
+    let keyed = Value::Map(vec![(Value::Text("k".repeat(5000)), Value::Null)]);
+    for value in [long_text, long_bytes, widest_negative, keyed] {
+        let bytes = encode_value(&value).expect("canonical");
+        let (fast, reference) = decoded_both_ways::<serde_json::Value>(&bytes);
+        assert_eq!(fast, reference);
+        let (fast, reference) = decoded_both_ways::<Value>(&bytes);
+        assert_eq!(fast, reference);
+        let (fast, reference) = decoded_both_ways::<String>(&bytes);
+        assert_eq!(fast, reference);
+        let (fast, reference) = decoded_both_ways::<i128>(&bytes);
+        assert_eq!(fast, reference);
+        let (fast, reference) = decoded_both_ways::<std::collections::BTreeMap<String, ()>>(&bytes);
+        assert_eq!(fast, reference);
+    }
+    for depth in [63usize, 64] {
+        for leaf in [serde_json::json!([]), serde_json::json!({}), serde_json::json!(1)] {
+            for wrap_in_object in [false, true] {
+                let bytes = seed::canonical::to_canonical_bytes(&nested_json(&leaf, depth, wrap_in_object))
+                    .expect("within the limit");
+                let (fast, reference) = decoded_both_ways::<serde_json::Value>(&bytes);
+                assert!(fast.is_ok(), "depth {depth}");
+                assert_eq!(fast, reference, "depth {depth}");
+            }
+        }
+    }
+}

@@ -48,6 +48,7 @@ pub enum CanonicalError {
 }
 
 mod direct;
+mod read;
 
 /// Serialises any serde value into canonical CBOR bytes: straight from serde
 /// when it can ([`direct`]), through the reference path otherwise (which
@@ -440,9 +441,19 @@ impl CanonicalError {
 }
 
 /// Decodes canonical bytes straight into a typed record.
-/// The bytes are validated first, then deserialised straight from the
-/// stream (no intermediate value tree).
+/// The bytes are validated first, then deserialised in place ([`read`]);
+/// whatever that fast path leaves undecided goes through ciborium's
+/// deserializer, the reference, which also names every problem.
 pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
+    check_canonical(bytes)?;
+    if let Some(value) = read::from_bytes(bytes) {
+        return Ok(value);
+    }
+    from_canonical_bytes_reference(bytes)
+}
+
+/// [`from_canonical_bytes`] through ciborium's deserializer alone.
+pub fn from_canonical_bytes_reference<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     check_canonical(bytes)?;
     ciborium::de::from_reader_with_recursion_limit(bytes, CBOR_NESTING_DEPTH_MAX + 1)
         .map_err(|error| CanonicalError::Unrepresentable { reason: describe_decode_error(&error) })

@@ -1,0 +1,447 @@
+//! Typed values straight from canonical bytes: a serde deserializer over
+//! [`CanonicalReader`] that reads text and byte strings in place.
+//!
+//! It only ever runs on bytes [`super::is_canonical`] accepted, and it is a
+//! fast path, not a second reference: it mirrors what ciborium's deserializer
+//! hands each visitor (the same `visit_*` call for the same item), and
+//! whenever ciborium would take a road this reader does not take (floats,
+//! tags, byte strings read as sequences, text longer than ciborium's scratch
+//! buffer, a visitor's error) it gives up with [`GaveUp`]; the caller then
+//! asks ciborium, which decides and names any problem. A property test
+//! (tests/fact_props.rs) holds the two to the same values.
+
+use super::{CanonicalReader, CBOR_NESTING_DEPTH_MAX};
+use serde::de::{self, DeserializeOwned, Visitor};
+
+/// The scratch buffer ciborium reads text and byte strings into: longer ones
+/// take other roads through ciborium (or fail there), so this reader leaves
+/// them to it.
+const CIBORIUM_SCRATCH_BYTES: usize = 4096;
+
+/// The fast path did not decide; the reference deserializer will.
+#[derive(Debug)]
+pub struct GaveUp;
+
+impl std::fmt::Display for GaveUp {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("left to the reference deserializer")
+    }
+}
+
+impl std::error::Error for GaveUp {}
+
+impl de::Error for GaveUp {
+    fn custom<T: std::fmt::Display>(_message: T) -> GaveUp {
+        GaveUp
+    }
+}
+
+/// `T` from canonical `bytes`, or `None` where the reference deserializer
+/// must decide. The caller has checked that the bytes are canonical.
+pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let mut reader = Reader { cbor: CanonicalReader::new(bytes), recursion_left: CBOR_NESTING_DEPTH_MAX + 1 };
+    T::deserialize(&mut reader).ok()
+}
+
+struct Reader<'a> {
+    cbor: CanonicalReader<'a>,
+    /// Nesting levels left, counted as ciborium counts them (arrays, maps, enums).
+    recursion_left: usize,
+}
+
+/// What the next item starts with, without consuming it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Unsigned(u64),
+    Negative(u64),
+    Bytes(u64),
+    Text(u64),
+    Array(u64),
+    Map(u64),
+    False,
+    True,
+    Null,
+}
+
+impl<'a> Reader<'a> {
+    fn peek(&mut self) -> Result<Next, GaveUp> {
+        let position = self.cbor.position;
+        let head = self.cbor.head();
+        self.cbor.position = position;
+        Ok(match head.ok_or(GaveUp)? {
+            (0, argument) => Next::Unsigned(argument),
+            (1, argument) => Next::Negative(argument),
+            (2, length) => Next::Bytes(length),
+            (3, length) => Next::Text(length),
+            (4, items) => Next::Array(items),
+            (5, entries) => Next::Map(entries),
+            (7, 20) => Next::False,
+            (7, 21) => Next::True,
+            (7, 22) => Next::Null,
+            // Tags (and anything else) are not canonical; ciborium decides.
+            _ => return Err(GaveUp),
+        })
+    }
+
+    fn next(&mut self) -> Result<Next, GaveUp> {
+        let next = self.peek()?;
+        // Cannot fail: `peek` just read the same head.
+        self.cbor.head().ok_or(GaveUp)?;
+        Ok(next)
+    }
+
+    fn take(&mut self, length: u64) -> Result<&'a [u8], GaveUp> {
+        self.cbor.take(length).ok_or(GaveUp)
+    }
+
+    fn text(&mut self, length: u64) -> Result<&'a str, GaveUp> {
+        std::str::from_utf8(self.take(length)?).map_err(|_| GaveUp)
+    }
+
+    fn recurse<T>(&mut self, read: impl FnOnce(&mut Self) -> Result<T, GaveUp>) -> Result<T, GaveUp> {
+        if self.recursion_left == 0 {
+            return Err(GaveUp);
+        }
+        self.recursion_left -= 1;
+        let result = read(self);
+        self.recursion_left += 1;
+        result
+    }
+
+    fn seq<'de, V: Visitor<'de>>(&mut self, items: u64, visitor: V) -> Result<V::Value, GaveUp> {
+        self.recurse(|reader| visitor.visit_seq(Items { reader, left: items }))
+    }
+
+    fn map<'de, V: Visitor<'de>>(&mut self, entries: u64, visitor: V) -> Result<V::Value, GaveUp> {
+        self.recurse(|reader| visitor.visit_map(Items { reader, left: entries }))
+    }
+
+    fn fits_scratch(length: u64) -> bool {
+        length <= CIBORIUM_SCRATCH_BYTES as u64
+    }
+}
+
+impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
+    type Error = GaveUp;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.peek()? {
+            Next::Unsigned(_) => self.deserialize_u64(visitor),
+            Next::Negative(argument) if i64::try_from(argument).is_ok() => self.deserialize_i64(visitor),
+            Next::Negative(_) => self.deserialize_i128(visitor),
+            Next::Bytes(length) if Reader::fits_scratch(length) => self.deserialize_bytes(visitor),
+            Next::Bytes(_) => self.deserialize_byte_buf(visitor),
+            Next::Text(length) if Reader::fits_scratch(length) => self.deserialize_str(visitor),
+            Next::Text(_) => self.deserialize_string(visitor),
+            Next::Array(_) => self.deserialize_seq(visitor),
+            Next::Map(_) => self.deserialize_map(visitor),
+            Next::False | Next::True => self.deserialize_bool(visitor),
+            Next::Null => self.deserialize_option(visitor),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::False => visitor.visit_bool(false),
+            Next::True => visitor.visit_bool(true),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        let value = match self.next()? {
+            Next::Unsigned(argument) => i64::try_from(argument).map_err(|_| GaveUp)?,
+            // -1 - n, as ciborium writes it (n ^ !0).
+            Next::Negative(argument) => i64::try_from(argument).map_err(|_| GaveUp)? ^ !0,
+            _ => return Err(GaveUp),
+        };
+        visitor.visit_i64(value)
+    }
+
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        let value = match self.next()? {
+            Next::Unsigned(argument) => i128::from(argument),
+            Next::Negative(argument) => i128::from(argument) ^ !0,
+            _ => return Err(GaveUp),
+        };
+        visitor.visit_i128(value)
+    }
+
+    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_u64(visitor)
+    }
+
+    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_u64(visitor)
+    }
+
+    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_u64(visitor)
+    }
+
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Unsigned(argument) => visitor.visit_u64(argument),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Unsigned(argument) => visitor.visit_u128(u128::from(argument)),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+        Err(GaveUp)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+        Err(GaveUp)
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+        Err(GaveUp)
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_str(self.text(length)?),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Text(length) => visitor.visit_string(self.text(length)?.to_owned()),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_bytes(self.take(length)?),
+            Next::Array(items) => self.seq(items, visitor),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Bytes(length) => visitor.visit_byte_buf(self.take(length)?.to_vec()),
+            Next::Array(items) => self.seq(items, visitor),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        if self.peek()? == Next::Null {
+            self.next()?;
+            return visitor.visit_none();
+        }
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Null => visitor.visit_unit(),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, GaveUp> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Array(items) => self.seq(items, visitor),
+            // ciborium reads a byte string as a sequence of bytes; left to it.
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, GaveUp> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Map(entries) => self.map(entries, visitor),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, GaveUp> {
+        self.deserialize_map(visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, GaveUp> {
+        // ciborium's tag-capturing pseudo enum: tags are never canonical.
+        if name == "@@TAG@@" {
+            return Err(GaveUp);
+        }
+        let in_map = match self.peek()? {
+            Next::Map(1) => {
+                self.next()?;
+                true
+            }
+            Next::Text(_) => false,
+            _ => return Err(GaveUp),
+        };
+        self.recurse(|reader| visitor.visit_enum(Variant { reader, in_map }))
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        match self.next()? {
+            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_str(self.text(length)?),
+            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_bytes(self.take(length)?),
+            _ => Err(GaveUp),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        self.deserialize_any(visitor)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+}
+
+/// The items of an array, or the entries of a map, still to read.
+struct Items<'r, 'a> {
+    reader: &'r mut Reader<'a>,
+    left: u64,
+}
+
+impl<'de> de::SeqAccess<'de> for Items<'_, '_> {
+    type Error = GaveUp;
+
+    fn next_element_seed<T: de::DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, GaveUp> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(&mut *self.reader).map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        usize::try_from(self.left).ok()
+    }
+}
+
+impl<'de> de::MapAccess<'de> for Items<'_, '_> {
+    type Error = GaveUp;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, GaveUp> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(&mut *self.reader).map(Some)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, GaveUp> {
+        seed.deserialize(&mut *self.reader)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        usize::try_from(self.left).ok()
+    }
+}
+
+/// An enum: a bare text (a unit variant) or a one-entry map from the
+/// variant's name to its content.
+struct Variant<'r, 'a> {
+    reader: &'r mut Reader<'a>,
+    in_map: bool,
+}
+
+impl<'de, 'r, 'a> de::EnumAccess<'de> for Variant<'r, 'a> {
+    type Error = GaveUp;
+    type Variant = Variant<'r, 'a>;
+
+    fn variant_seed<V: de::DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self::Variant), GaveUp> {
+        let variant = seed.deserialize(&mut *self.reader)?;
+        Ok((variant, self))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for Variant<'_, '_> {
+    type Error = GaveUp;
+
+    fn unit_variant(self) -> Result<(), GaveUp> {
+        // In a map, ciborium would leave the content unread; left to it.
+        if self.in_map {
+            return Err(GaveUp);
+        }
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, GaveUp> {
+        // A bare text has no content; ciborium would read the next item.
+        if !self.in_map {
+            return Err(GaveUp);
+        }
+        seed.deserialize(&mut *self.reader)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
+        if !self.in_map {
+            return Err(GaveUp);
+        }
+        de::Deserializer::deserialize_any(&mut *self.reader, visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, GaveUp> {
+        if !self.in_map {
+            return Err(GaveUp);
+        }
+        de::Deserializer::deserialize_any(&mut *self.reader, visitor)
+    }
+}
