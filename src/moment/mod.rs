@@ -802,6 +802,17 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
 /// Replay uses it: a sealed act already passed its hooks (a cancelled act is
 /// never sealed), and a hook's circuit breaker is run-time state, not history.
 pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Result<(), Failure> {
+    if let Some(effects) = seal_time_effects(substrate, world, act)? {
+        act.body.effects = effects;
+        act.encoded = None;
+    }
+    Ok(())
+}
+
+/// Decides what [`recheck_rules`] would change, without changing it: the
+/// refusal, or the effects a DO operation now yields where they differ from
+/// the act's (`None`: the act stands as it is).
+pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Result<Option<Vec<Effect>>, Failure> {
     let refuse = |reason: String| failure(Beat::Decide, reason);
     match &act.body.call {
         VerbCall::Do { target, action, args } => {
@@ -814,8 +825,7 @@ pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Res
                 .run(action, &call, &substrate.scripts, act.op_seed)
                 .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
             if effects != act.body.effects {
-                act.body.effects = effects;
-                act.encoded = None;
+                return Ok(Some(effects));
             }
         }
         VerbCall::Summon { target, content, .. } => {
@@ -831,7 +841,7 @@ pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Res
         }
         VerbCall::See { .. } => {}
     }
-    Ok(())
+    Ok(None)
 }
 
 fn act_actor_name(world: &World, act: &Act) -> Option<String> {

@@ -557,23 +557,28 @@ fn seal_differences(
             return (outcome_difference(body, actual), false);
         }
     };
-    let before_seal = act.as_ref().clone();
-    let first = moment::recheck_rules(substrate, world, &mut act);
+    let first = moment::seal_time_effects(substrate, world, &act);
     // The bytes the moment encoded where it ran (in parallel), unless the
-    // seal-time rules changed the body.
-    let same_bytes = match &act.encoded {
-        Some(encoded) => encoded.as_bytes() == fact.body(),
-        None => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
+    // seal-time rules change the body.
+    let same_bytes = match (&first, &act.encoded) {
+        (Ok(None), Some(encoded)) => encoded.as_bytes() == fact.body(),
+        (Ok(None), None) => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
+        _ => false,
     };
     if first.is_ok() && same_bytes {
         return (Vec::new(), false);
     }
-    // A mismatch: the seal-time rules run a second time to tell nondeterminism apart.
-    let mut again = before_seal;
-    let second = moment::recheck_rules(substrate, world, &mut again);
-    let unstable = first != second || act.body != again.body;
+    // A mismatch: the seal-time rules are decided a second time, on the same
+    // act, to tell nondeterminism apart.
+    let second = moment::seal_time_effects(substrate, world, &act);
+    let unstable = first != second;
     match first {
-        Ok(()) => (body_differences(body, &act.body), unstable),
+        Ok(effects) => {
+            if let Some(effects) = effects {
+                act.body.effects = effects;
+            }
+            (body_differences(body, &act.body), unstable)
+        }
         Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
     }
 }
