@@ -18,3 +18,12 @@ pub fn map_in_order<T: Sync, R: Send>(items: &[T], threads: usize, map: impl Fn(
         handles.into_iter().flat_map(|handle| handle.join().expect("a parallel worker panicked")).collect()
     })
 }
+
+/// Drops `value` on a thread of its own, so that nobody waits while a large
+/// structure (tens of thousands of decoded facts) is freed; a process that
+/// exits meanwhile does not free it at all. If no thread can be started, the
+/// value is dropped here.
+pub fn drop_in_background<T: Send + 'static>(value: T) {
+    // On failure `spawn` drops its closure, and with it the value, right here.
+    let _ = std::thread::Builder::new().name("seed-drop".into()).spawn(move || drop(value));
+}
