@@ -15,7 +15,7 @@ use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
-use crate::world::{ActBody, World};
+use crate::world::{ActBody, FoldBody, World};
 use std::collections::BTreeMap;
 
 /// Divergences a land-wide replay keeps in full (all are counted).
@@ -91,9 +91,9 @@ pub fn replay_land(
                         being: record.being,
                         act: Box::new(StoredAct { seq: record.seq, land_seq, fact: fact.clone(), body }),
                     },
-                    Err(_) => Decoded::Other { fact: Box::new(fact.clone()) },
+                    Err(_) => Decoded::other(fact),
                 }),
-                (Ok(fact), Some(_)) => Some(Decoded::Other { fact: Box::new(fact.clone()) }),
+                (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
                 _ => None,
             };
             (fact, decoded)
@@ -157,7 +157,7 @@ fn fold_and_recompute(
     }
     let mut world = World::new();
     let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
-    for (land_seq, fact) in facts.iter().enumerate() {
+    for land_seq in 0..facts.len() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
             let opening: Vec<(BeingId, &StoredAct)> = opening
@@ -169,10 +169,11 @@ fn fold_and_recompute(
                 .collect();
             recomputed.extend(recompute_all(substrate, &world, &opening, threads));
         }
-        let (being, act) = match fact {
-            Some(Decoded::Act { being, act }) => (*being, act.as_ref()),
-            Some(Decoded::Other { fact, .. }) => {
-                world.apply(land_seq, fact);
+        let (being, act) = match &mut facts[land_seq as usize] {
+            Some(Decoded::Act { being, act }) => (*being, &**act),
+            Some(Decoded::Other { fact, body }) => {
+                // Read in parallel before the fold; taken, as nothing reads it again.
+                world.apply_folded(land_seq, &fact.header, fact.id(), std::mem::replace(body, FoldBody::Nothing));
                 continue;
             }
             None => {
@@ -200,10 +201,17 @@ fn fold_and_recompute(
     replayed
 }
 
-/// One stored fact, decoded (an act with its body).
+/// One stored fact, decoded (an act with its body, any other fact with its
+/// body read for the fold).
 enum Decoded {
     Act { being: BeingId, act: Box<StoredAct> },
-    Other { fact: Box<Fact> },
+    Other { fact: Box<Fact>, body: FoldBody },
+}
+
+impl Decoded {
+    fn other(fact: &Fact) -> Decoded {
+        Decoded::Other { body: FoldBody::read(&fact.header, fact.body()), fact: Box::new(fact.clone()) }
+    }
 }
 
 /// Recomputes the moments that opened at one cursor, in parallel.

@@ -64,6 +64,55 @@ pub fn role_flow_digest(flow: &Json) -> Option<Hash32> {
     canonical::encode_json(flow).ok().map(|bytes| crate::fact::blake3_of(&bytes))
 }
 
+/// A fact's body as the fold needs it, decoded ahead of the fold: reading is
+/// pure (so it can run in parallel, away from the fold's order), folding is
+/// [`World::apply_folded`]. A body this build cannot read reads as `Nothing`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FoldBody {
+    /// The row a genesis plants (its flow already converted and digested).
+    Genesis(Box<BeingRow>),
+    End,
+    World(WorldBody),
+    Act(Box<ActBody>),
+    Nothing,
+}
+
+impl FoldBody {
+    pub fn read(header: &FactHeader, body: &[u8]) -> FoldBody {
+        let being = header.being;
+        match header.kind.as_str() {
+            KIND_GENESIS => match canonical::from_canonical_bytes::<GenesisBody>(body) {
+                Ok(genesis) => {
+                    let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
+                    FoldBody::Genesis(Box::new(BeingRow {
+                        id: being,
+                        name: genesis.name,
+                        parent: genesis.parent,
+                        cognition: genesis.cognition,
+                        role_flow_digest: role_flow_digest(&role_flow),
+                        role_flow,
+                        default_role: genesis.default_role,
+                        location: genesis.home_space.clone(),
+                        home_space: genesis.home_space,
+                        qualities: BTreeMap::new(),
+                        ended: false,
+                        inhabited_by: None,
+                        last_act_ms: None,
+                        previous_role: None,
+                        acts: 0,
+                    }))
+                }
+                Err(_) => FoldBody::Nothing,
+            },
+            KIND_END => FoldBody::End,
+            KIND_WORLD => canonical::from_canonical_bytes::<WorldBody>(body).map_or(FoldBody::Nothing, FoldBody::World),
+            KIND_ACT => canonical::from_canonical_bytes::<ActBody>(body)
+                .map_or(FoldBody::Nothing, |act| FoldBody::Act(Box::new(act))),
+            _ => FoldBody::Nothing,
+        }
+    }
+}
+
 impl BeingRow {
     pub fn effective_cognition(&self) -> Cognition {
         if self.inhabited_by.is_some() {
@@ -175,52 +224,32 @@ impl World {
     /// The same fold, from a fact's header, id and body (an unsigned fact
     /// folds the same as its signed self: the signature changes nothing).
     pub fn apply_parts(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: &[u8]) {
+        self.apply_folded(land_seq, header, id, FoldBody::read(header, body));
+    }
+
+    /// Folds a fact whose body [`FoldBody::read`] already decoded (from the
+    /// same header and body): the same fold as [`World::apply_parts`].
+    pub fn apply_folded(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: FoldBody) {
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
-        match header.kind.as_str() {
-            KIND_GENESIS => {
-                if let Ok(genesis) = canonical::from_canonical_bytes::<GenesisBody>(body) {
-                    let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
-                    let row = BeingRow {
-                        id: being,
-                        name: genesis.name.clone(),
-                        parent: genesis.parent,
-                        cognition: genesis.cognition,
-                        role_flow_digest: role_flow_digest(&role_flow),
-                        role_flow,
-                        default_role: genesis.default_role.clone(),
-                        home_space: genesis.home_space.clone(),
-                        location: genesis.home_space.clone(),
-                        qualities: BTreeMap::new(),
-                        ended: false,
-                        inhabited_by: None,
-                        last_act_ms: None,
-                        previous_role: None,
-                        acts: 0,
-                    };
-                    self.names.insert(genesis.name, being);
-                    self.beings.insert(being, row);
-                }
+        match body {
+            FoldBody::Genesis(row) => {
+                self.names.insert(row.name.clone(), being);
+                self.beings.insert(being, *row);
             }
-            KIND_END => {
+            FoldBody::End => {
                 if let Some(row) = self.beings.get_mut(&being) {
                     row.ended = true;
                 }
                 self.inbox.remove(&being);
             }
-            KIND_WORLD => {
-                if let Ok(body) = canonical::from_canonical_bytes::<WorldBody>(body) {
-                    for effect in &body.effects {
-                        self.apply_effect(Some(being), effect);
-                    }
+            FoldBody::World(body) => {
+                for effect in &body.effects {
+                    self.apply_effect(Some(being), effect);
                 }
             }
-            KIND_ACT => {
-                if let Ok(act) = canonical::from_canonical_bytes::<ActBody>(body) {
-                    self.apply_act(land_seq, header, id, &act);
-                }
-            }
-            _ => {}
+            FoldBody::Act(act) => self.apply_act(land_seq, header, id, &act),
+            FoldBody::Nothing => {}
         }
     }
 
