@@ -16,6 +16,7 @@ use crate::parallel::{drop_in_background, map_in_order};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, FoldBody, World};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Divergences a land-wide replay keeps in full (all are counted).
@@ -79,27 +80,26 @@ pub fn replay_land(
     let threads = threads.max(1);
     // One read of the store and one decoding serve verification and the
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
-    // fact (verification names it) is left out of the fold. The fold gets its
-    // own copy of each fact so that it can run while verification still reads them.
+    // fact (verification names it) is left out of the fold.
     let records = store.raw_records(None)?;
-    let (facts, folded): (Vec<Result<Fact, FactError>>, Vec<Option<Decoded>>) =
-        map_in_order(&records, threads, |record| {
-            let fact = Fact::decode_envelope(&record.envelope);
-            let decoded = match (&fact, record.land_seq) {
+    let facts: Vec<Result<Fact, FactError>> =
+        map_in_order(&records, threads, |record| Fact::decode_envelope(&record.envelope));
+    // The fold borrows the decoded facts that verification reads.
+    let folded: Vec<Option<Decoded<'_>>> =
+        map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
+            let (record, fact) = (&records[index], &facts[index]);
+            match (fact, record.land_seq) {
                 (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActBody>() {
                     Ok(body) => Decoded::Act {
                         being: record.being,
-                        act: Box::new(StoredAct { seq: record.seq, land_seq, fact: fact.clone(), body }),
+                        act: Box::new(StoredAct { seq: record.seq, land_seq, fact: Cow::Borrowed(fact), body }),
                     },
                     Err(_) => Decoded::other(fact),
                 }),
                 (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
                 _ => None,
-            };
-            (fact, decoded)
-        })
-        .into_iter()
-        .unzip();
+            }
+        });
     let land_len = store.land_len()?;
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
     // Verification and the fold are independent given the decoded facts: run
@@ -139,12 +139,12 @@ struct Replayed {
 fn fold_and_recompute(
     substrate: &Substrate,
     records: &[crate::store::RawRecord],
-    folded: Vec<Option<Decoded>>,
+    folded: Vec<Option<Decoded<'_>>>,
     land_len: u64,
     threads: usize,
 ) -> Replayed {
     let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
-    let mut facts: Vec<Option<Decoded>> = Vec::new();
+    let mut facts: Vec<Option<Decoded<'_>>> = Vec::new();
     facts.resize_with(land_len as usize, || None);
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for (record, decoded) in records.iter().zip(folded) {
@@ -157,10 +157,12 @@ fn fold_and_recompute(
     }
     let mut world = World::new();
     let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
+    // Act bodies already compared and folded, freed after the fold.
+    let mut spent: Vec<ActBody> = Vec::with_capacity(facts.len());
     for land_seq in 0..facts.len() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
-            let opening: Vec<(BeingId, &StoredAct)> = opening
+            let opening: Vec<(BeingId, &StoredAct<'_>)> = opening
                 .iter()
                 .filter_map(|seq| match facts.get(*seq as usize) {
                     Some(Some(Decoded::Act { being, act })) => Some((*being, act.as_ref())),
@@ -196,21 +198,24 @@ fn fold_and_recompute(
             }
         }
         world.apply_act(land_seq, &act.fact.header, act.fact.id(), body);
+        if let Some(Decoded::Act { act, .. }) = facts[land_seq as usize].take() {
+            spent.push(act.body);
+        }
     }
-    drop_in_background((facts, world));
+    drop_in_background((spent, world));
     replayed
 }
 
 /// One stored fact, decoded (an act with its body, any other fact with its
 /// body read for the fold).
-enum Decoded {
-    Act { being: BeingId, act: Box<StoredAct> },
-    Other { fact: Box<Fact>, body: FoldBody },
+enum Decoded<'f> {
+    Act { being: BeingId, act: Box<StoredAct<'f>> },
+    Other { fact: &'f Fact, body: FoldBody },
 }
 
-impl Decoded {
-    fn other(fact: &Fact) -> Decoded {
-        Decoded::Other { body: FoldBody::read(&fact.header, fact.body()), fact: Box::new(fact.clone()) }
+impl<'f> Decoded<'f> {
+    fn other(fact: &'f Fact) -> Decoded<'f> {
+        Decoded::Other { body: FoldBody::read(&fact.header, fact.body()), fact }
     }
 }
 
@@ -218,7 +223,7 @@ impl Decoded {
 fn recompute_all(
     substrate: &Substrate,
     world: &World,
-    opening: &[(BeingId, &StoredAct)],
+    opening: &[(BeingId, &StoredAct<'_>)],
     threads: usize,
 ) -> Vec<(u64, Recomputed)> {
     map_in_order(opening, threads, |(being, act)| {

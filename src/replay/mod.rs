@@ -171,11 +171,12 @@ impl ReplayReport {
     }
 }
 
-/// A stored act of the reel, by the land seq it was sealed at.
-struct StoredAct {
+/// A stored act of the reel, by the land seq it was sealed at. The fact is
+/// owned, or borrowed from a decoding that verification reads as well.
+struct StoredAct<'f> {
     seq: u64,
     land_seq: u64,
-    fact: Fact,
+    fact: std::borrow::Cow<'f, Fact>,
     body: ActBody,
 }
 
@@ -239,7 +240,7 @@ pub struct Replayer<'a> {
     /// Land seqs of the stored acts in range, by the cursor each opened at.
     by_cursor: BTreeMap<u64, Vec<u64>>,
     /// The stored acts in range, by land seq.
-    acts: BTreeMap<u64, StoredAct>,
+    acts: BTreeMap<u64, StoredAct<'static>>,
     /// Acts recomputed at their cursor, waiting for their own land seq.
     recomputed: BTreeMap<u64, Recomputed>,
     snapshots: Vec<Snapshot>,
@@ -311,7 +312,7 @@ impl<'a> Replayer<'a> {
                 continue;
             };
             replayer.by_cursor.entry(body.cursor).or_default().push(land_seq);
-            replayer.acts.insert(land_seq, StoredAct { seq: record.seq, land_seq, fact, body });
+            replayer.acts.insert(land_seq, StoredAct { seq: record.seq, land_seq, fact: std::borrow::Cow::Owned(fact), body });
         }
         match replayer.acts.keys().next_back() {
             Some(&last_land_seq) => replayer.entries = store.land_log(0, last_land_seq + 1)?,
@@ -455,7 +456,7 @@ enum Detail {
     OutcomeOnly,
 }
 
-fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct, detail: Detail) -> Recomputed {
+fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct<'_>, detail: Detail) -> Recomputed {
     let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     // An LLM act is replayed against its recorded answer: the model is never
@@ -589,7 +590,7 @@ fn seal_differences(
 fn act_differences(
     substrate: &Substrate,
     world: &World,
-    act: &StoredAct,
+    act: &StoredAct<'_>,
     recomputed: Option<(Outcome, bool)>,
 ) -> (Vec<FieldDifference>, bool) {
     match recomputed {
@@ -614,7 +615,7 @@ fn act_differences(
 fn compare(
     substrate: &Substrate,
     world: &World,
-    act: &StoredAct,
+    act: &StoredAct<'_>,
     recomputed: Option<Recomputed>,
     report: &mut ReplayReport,
     keep_going: bool,
