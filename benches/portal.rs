@@ -56,6 +56,8 @@ fn wrk(url: &str, token: &str) -> Load {
 }
 
 fn main() {
+    // What the `seed` binary does first (src/lib.rs).
+    seed::configure_allocator();
     // `cargo bench` passes --bench; `cargo test --benches` runs us too: only load under --bench.
     if !std::env::args().any(|arg| arg == "--bench") {
         return;

@@ -102,6 +102,8 @@ fn print_figures() {
 criterion_group!(benches, bench);
 
 fn main() {
+    // What the `seed` binary does first (src/lib.rs).
+    seed::configure_allocator();
     benches();
     Criterion::default().configure_from_args().final_summary();
     if std::env::args().any(|argument| argument == "--bench") {

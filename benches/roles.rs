@@ -93,6 +93,8 @@ criterion_group! {
 }
 
 fn main() {
+    // What the `seed` binary does first (src/lib.rs).
+    seed::configure_allocator();
     benches();
     Criterion::default().configure_from_args().final_summary();
     print_ratios();

@@ -6,6 +6,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    seed::configure_allocator();
     // A closed pipe (`seed reel @x | head`) ends the process quietly, as it
     // does for other command-line tools, instead of panicking in println!.
     // SAFETY: setting a signal disposition to its default has no preconditions.
