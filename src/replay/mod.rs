@@ -559,27 +559,32 @@ fn seal_differences(
         }
     };
     let first = moment::seal_time_effects(substrate, world, &act);
+    // Effects the seal-time rules changed replace the moment's, as sealing
+    // does; the moment's own are kept to decide a second time on a mismatch.
+    let moment_effects = match &first {
+        Ok(Some(effects)) => Some(std::mem::replace(&mut act.body.effects, effects.clone())),
+        _ => None,
+    };
     // The bytes the moment encoded where it ran (in parallel), unless the
-    // seal-time rules change the body.
+    // seal-time rules changed the body.
     let same_bytes = match (&first, &act.encoded) {
+        (Err(_), _) => false,
         (Ok(None), Some(encoded)) => encoded.as_bytes() == fact.body(),
-        (Ok(None), None) => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
-        _ => false,
+        _ => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
     };
     if first.is_ok() && same_bytes {
         return (Vec::new(), false);
     }
-    // A mismatch: the seal-time rules are decided a second time, on the same
-    // act, to tell nondeterminism apart.
+    // A mismatch: the seal-time rules are decided a second time, on the act
+    // as the moment left it, to tell nondeterminism apart.
+    let sealed_effects = moment_effects.map(|effects| std::mem::replace(&mut act.body.effects, effects));
     let second = moment::seal_time_effects(substrate, world, &act);
+    if let Some(effects) = sealed_effects {
+        act.body.effects = effects;
+    }
     let unstable = first != second;
     match first {
-        Ok(effects) => {
-            if let Some(effects) = effects {
-                act.body.effects = effects;
-            }
-            (body_differences(body, &act.body), unstable)
-        }
+        Ok(_) => (body_differences(body, &act.body), unstable),
         Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
     }
 }
