@@ -446,15 +446,20 @@ impl CanonicalError {
 /// deserializer, the reference, which also names every problem.
 pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     check_canonical(bytes)?;
-    if let Some(value) = read::from_bytes(bytes) {
-        return Ok(value);
+    match read::from_bytes(bytes) {
+        Some(value) => Ok(value),
+        None => deserialize_with_ciborium(bytes),
     }
-    from_canonical_bytes_reference(bytes)
 }
 
 /// [`from_canonical_bytes`] through ciborium's deserializer alone.
 pub fn from_canonical_bytes_reference<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     check_canonical(bytes)?;
+    deserialize_with_ciborium(bytes)
+}
+
+/// ciborium's deserializer over bytes already checked to be canonical.
+fn deserialize_with_ciborium<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     ciborium::de::from_reader_with_recursion_limit(bytes, CBOR_NESTING_DEPTH_MAX + 1)
         .map_err(|error| CanonicalError::Unrepresentable { reason: describe_decode_error(&error) })
 }
