@@ -665,3 +665,39 @@ fn in_place_decoder_agrees_on_long_strings_wide_integers_and_the_nesting_limit()
         }
     }
 }
+
+#[test]
+fn direct_encoder_widens_the_heads_of_long_maps_and_of_sequences_of_unannounced_length() {
+    // Maps and sequences whose length serde does not announce are written
+    // after a one-byte placeholder head: at 24 items and more the head takes
+    // more bytes, and the items written after it move.
+    struct Unannounced(Vec<u64>);
+    impl serde::Serialize for Unannounced {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            // A filtering iterator has no exact length, so serde announces none.
+            serializer.collect_seq(self.0.iter().filter(|_| true))
+        }
+    }
+    for count in [0usize, 1, 23, 24, 25, 255, 256, 300] {
+        let map: std::collections::BTreeMap<String, Unannounced> =
+            (0..count).map(|index| (format!("k{index}"), Unannounced((0..index as u64 % 30).collect()))).collect();
+        let sequence = Unannounced((0..count as u64).map(|index| index * 1_000).collect());
+        for value in [&map as &dyn erased::Encode, &sequence] {
+            let (direct, reference) = value.both();
+            assert_eq!(direct, reference, "{count} items");
+        }
+    }
+}
+
+mod erased {
+    pub trait Encode {
+        fn both(&self) -> (Vec<u8>, Vec<u8>);
+    }
+    impl<T: serde::Serialize> Encode for T {
+        fn both(&self) -> (Vec<u8>, Vec<u8>) {
+            let direct = seed::canonical::to_canonical_bytes(self).expect("encodes");
+            let reference = seed::canonical::to_canonical_bytes_reference(self).expect("encodes");
+            (direct, reference)
+        }
+    }
+}

@@ -216,22 +216,22 @@ impl<'a> ser::Serializer for Writer<'a> {
         self.variant_head(variant)?;
         Ok(Sequence::new(self.out, self.depth + 1, Some(length)))
     }
-    fn serialize_map(self, _length: Option<usize>) -> Result<Entries<'a>, GiveUp> {
+    fn serialize_map(self, length: Option<usize>) -> Result<Entries<'a>, GiveUp> {
         self.check_depth()?;
-        Ok(Entries::new(self.out, self.depth))
+        Ok(Entries::new(self.out, self.depth, length))
     }
-    fn serialize_struct(self, _name: &'static str, _length: usize) -> Result<Entries<'a>, GiveUp> {
-        self.serialize_map(None)
+    fn serialize_struct(self, _name: &'static str, length: usize) -> Result<Entries<'a>, GiveUp> {
+        self.serialize_map(Some(length))
     }
     fn serialize_struct_variant(
         mut self,
         _name: &'static str,
         _index: u32,
         variant: &'static str,
-        _length: usize,
+        length: usize,
     ) -> Result<Entries<'a>, GiveUp> {
         self.variant_head(variant)?;
-        Ok(Entries::new(self.out, self.depth + 1))
+        Ok(Entries::new(self.out, self.depth + 1, Some(length)))
     }
     fn is_human_readable(&self) -> bool {
         false
@@ -239,28 +239,30 @@ impl<'a> ser::Serializer for Writer<'a> {
 }
 
 /// An array: its items are written after a head for the announced length;
-/// without one (or if the count differs) they are gathered first.
+/// without one, after a one-byte placeholder that `finish` fills in (and
+/// widens in the rare case of 24 items or more).
 pub(super) struct Sequence<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
     announced: Option<usize>,
     items: usize,
-    /// Items written here when the length was not announced.
-    gathered: Vec<u8>,
+    /// Where the placeholder head is, when the length was not announced.
+    head_at: usize,
 }
 
 impl<'a> Sequence<'a> {
     fn new(out: &'a mut Vec<u8>, depth: usize, announced: Option<usize>) -> Sequence<'a> {
-        if let Some(length) = announced {
-            write_head(4, length as u64, out);
+        let head_at = out.len();
+        match announced {
+            Some(length) => write_head(4, length as u64, out),
+            None => out.push(0),
         }
-        Sequence { out, depth, announced, items: 0, gathered: Vec::new() }
+        Sequence { out, depth, announced, items: 0, head_at }
     }
 
     fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
         self.items += 1;
-        let out = if self.announced.is_some() { &mut *self.out } else { &mut self.gathered };
-        value.serialize(Writer { out, depth: self.depth + 1 })
+        value.serialize(Writer { out: self.out, depth: self.depth + 1 })
     }
 
     fn finish(self) -> Result<(), GiveUp> {
@@ -268,11 +270,22 @@ impl<'a> Sequence<'a> {
             Some(length) if length == self.items => Ok(()),
             Some(_) => Err(GiveUp),
             None => {
-                write_head(4, self.items as u64, self.out);
-                self.out.extend_from_slice(&self.gathered);
+                fill_head(self.out, self.head_at, 4, self.items);
                 Ok(())
             }
         }
+    }
+}
+
+/// Writes the head of a container of `count` items over the one-byte
+/// placeholder at `head_at`, widening it when the head needs more bytes.
+fn fill_head(out: &mut Vec<u8>, head_at: usize, major: u8, count: usize) {
+    if count < 24 {
+        out[head_at] = (major << 5) | count as u8;
+    } else {
+        let mut head = Vec::with_capacity(9);
+        write_head(major, count as u64, &mut head);
+        out.splice(head_at..head_at + 1, head);
     }
 }
 
@@ -320,31 +333,36 @@ impl ser::SerializeTupleVariant for Sequence<'_> {
     }
 }
 
-/// A map: entries are encoded into one buffer, then written in the order of
-/// their encoded keys (duplicates give up).
+/// A map: entries are written in place after a one-byte placeholder head,
+/// then, unless they already are, put in the order of their encoded keys
+/// (duplicates give up). Struct fields arrive in declaration order, which
+/// often is canonical already; writing in place spares every map a buffer
+/// of its own.
 pub(super) struct Entries<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
-    buffer: Vec<u8>,
-    /// (key start, value start, entry end) in `buffer`.
+    head_at: usize,
+    /// (key start, value start, entry end) in `out`.
     entries: Vec<(usize, usize, usize)>,
 }
 
 impl<'a> Entries<'a> {
-    fn new(out: &'a mut Vec<u8>, depth: usize) -> Entries<'a> {
-        Entries { out, depth, buffer: Vec::new(), entries: Vec::new() }
+    fn new(out: &'a mut Vec<u8>, depth: usize, announced: Option<usize>) -> Entries<'a> {
+        let head_at = out.len();
+        out.push(0);
+        Entries { out, depth, head_at, entries: Vec::with_capacity(announced.unwrap_or(8)) }
     }
 
     fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GiveUp> {
-        let start = self.buffer.len();
-        key.serialize(Writer { out: &mut self.buffer, depth: self.depth + 1 })?;
-        self.entries.push((start, self.buffer.len(), usize::MAX));
+        let start = self.out.len();
+        key.serialize(Writer { out: self.out, depth: self.depth + 1 })?;
+        self.entries.push((start, self.out.len(), usize::MAX));
         Ok(())
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
-        value.serialize(Writer { out: &mut self.buffer, depth: self.depth + 1 })?;
-        let end = self.buffer.len();
+        value.serialize(Writer { out: self.out, depth: self.depth + 1 })?;
+        let end = self.out.len();
         match self.entries.last_mut() {
             Some(entry) if entry.2 == usize::MAX => entry.2 = end,
             _ => return Err(GiveUp),
@@ -353,18 +371,25 @@ impl<'a> Entries<'a> {
     }
 
     fn finish(mut self) -> Result<(), GiveUp> {
-        let buffer = &self.buffer;
         if self.entries.iter().any(|entry| entry.2 == usize::MAX) {
             return Err(GiveUp);
         }
-        self.entries.sort_unstable_by(|left, right| buffer[left.0..left.1].cmp(&buffer[right.0..right.1]));
-        if self.entries.windows(2).any(|pair| buffer[pair[0].0..pair[0].1] == buffer[pair[1].0..pair[1].1]) {
-            return Err(GiveUp);
+        let out = &mut *self.out;
+        let key = |entry: &(usize, usize, usize)| entry.0..entry.1;
+        let in_order = self.entries.windows(2).all(|pair| out[key(&pair[0])] < out[key(&pair[1])]);
+        if !in_order {
+            self.entries.sort_unstable_by(|left, right| out[key(left)].cmp(&out[key(right)]));
+            if self.entries.windows(2).any(|pair| out[key(&pair[0])] == out[key(&pair[1])]) {
+                return Err(GiveUp);
+            }
+            let first = self.head_at + 1;
+            let written = out[first..].to_vec();
+            out.truncate(first);
+            for &(start, _, end) in &self.entries {
+                out.extend_from_slice(&written[start - first..end - first]);
+            }
         }
-        write_head(5, self.entries.len() as u64, self.out);
-        for &(start, _, end) in &self.entries {
-            self.out.extend_from_slice(&buffer[start..end]);
-        }
+        fill_head(out, self.head_at, 5, self.entries.len());
         Ok(())
     }
 }
