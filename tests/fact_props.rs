@@ -701,3 +701,19 @@ mod erased {
         }
     }
 }
+
+#[test]
+fn json_objects_on_either_side_of_the_stack_sorting_threshold_encode_as_the_cbor_path_does() {
+    // Small objects are sorted on the stack, larger ones in a vector: keys of
+    // mixed lengths, so canonical order differs from the map's own order.
+    use seed::canonical::{encode_json, encode_json_entries, encode_owned};
+    for count in [0usize, 1, 15, 16, 17, 40] {
+        let object: serde_json::Map<String, serde_json::Value> = (0..count)
+            .map(|index| (format!("{}{index}", "k".repeat(index % 5 + 1)), serde_json::json!({ "n": index })))
+            .collect();
+        let value = serde_json::Value::Object(object.clone());
+        let direct = encode_json(&value).expect("encodable");
+        assert_eq!(direct, encode_owned(seed::world::json_to_cbor(&value)).expect("encodable"), "{count} entries");
+        assert_eq!(encode_json_entries(object.iter()).expect("encodable"), direct, "{count} entries");
+    }
+}

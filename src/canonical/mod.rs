@@ -86,19 +86,25 @@ pub fn encode_owned(mut value: Value) -> Result<Vec<u8>, CanonicalError> {
 /// integers, any other number becomes its text, object keys are text sorted
 /// canonically; `json_and_cbor_paths_agree` pins the two together.
 pub fn encode_json(value: &serde_json::Value) -> Result<Vec<u8>, CanonicalError> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(JSON_ENCODING_BYTES_RESERVED);
     write_json(value, 0, &mut out)?;
     Ok(out)
 }
 
 /// Canonical CBOR of a map from text keys to JSON values.
 pub fn encode_json_entries<'a>(
-    entries: impl Iterator<Item = (&'a String, &'a serde_json::Value)>,
+    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
 ) -> Result<Vec<u8>, CanonicalError> {
-    let mut out = Vec::new();
-    write_json_map(entries.collect(), 0, &mut out)?;
+    let mut out = Vec::with_capacity(JSON_ENCODING_BYTES_RESERVED);
+    write_json_object(entries, 0, &mut out)?;
     Ok(out)
 }
+
+/// Bytes reserved up front for a JSON value's encoding: a moment's face fits,
+/// so it is written without growing its buffer several times.
+const JSON_ENCODING_BYTES_RESERVED: usize = 512;
+/// Objects of up to this many entries are put in canonical order on the stack.
+const JSON_OBJECT_ENTRIES_SORTED_ON_STACK: usize = 16;
 
 fn write_json(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
     use serde_json::Value as Json;
@@ -121,13 +127,37 @@ fn write_json(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>) -> Res
                 write_json(item, depth + 1, out)?;
             }
         }
-        Json::Object(map) => write_json_map(map.iter().collect(), depth, out)?,
+        Json::Object(map) => write_json_object(map.iter(), depth, out)?,
     }
     Ok(())
 }
 
+/// An object's entries gathered for sorting: on the stack when there are few
+/// (every moment encodes a face and a context of small objects).
+fn write_json_object<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
+    depth: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    static NULL: serde_json::Value = serde_json::Value::Null;
+    let count = entries.len();
+    if count <= JSON_OBJECT_ENTRIES_SORTED_ON_STACK {
+        let mut slots: [(&str, &serde_json::Value); JSON_OBJECT_ENTRIES_SORTED_ON_STACK] =
+            [("", &NULL); JSON_OBJECT_ENTRIES_SORTED_ON_STACK];
+        let mut filled = 0;
+        for (slot, (key, item)) in slots.iter_mut().zip(entries) {
+            *slot = (key.as_str(), item);
+            filled += 1;
+        }
+        write_json_map(&mut slots[..filled], depth, out)
+    } else {
+        let mut gathered: Vec<_> = entries.map(|(key, item)| (key.as_str(), item)).collect();
+        write_json_map(&mut gathered, depth, out)
+    }
+}
+
 fn write_json_map(
-    mut entries: Vec<(&String, &serde_json::Value)>,
+    entries: &mut [(&str, &serde_json::Value)],
     depth: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
@@ -138,7 +168,7 @@ fn write_json_map(
     // `canonicalise_in_place`). Keys come from a map, so none repeat.
     entries.sort_by(|(left, _), (right, _)| left.len().cmp(&right.len()).then_with(|| left.cmp(right)));
     write_head(5, entries.len() as u64, out);
-    for (key, item) in entries {
+    for (key, item) in entries.iter() {
         write_text(key, out);
         write_json(item, depth + 1, out)?;
     }

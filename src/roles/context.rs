@@ -34,7 +34,7 @@ impl OpenContext {
         self.values.get(path).filter(|value| !value.is_null())
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &Value)> {
         self.values.iter()
     }
 
