@@ -611,23 +611,32 @@ fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), 
 }
 
 /// The sled entries that represent `derived`, leaving out skipped beings.
-fn encode_derived(derived: &DerivedIndexes) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut entries = BTreeMap::new();
+/// The index entries `derived` implies, in key order. Gathered and sorted
+/// once rather than inserted into a map: verification builds this for every
+/// fact of the land.
+fn encode_derived(derived: &DerivedIndexes) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut entries = Vec::with_capacity(
+        derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len(),
+    );
     let kept = |being: &BeingId| !derived.skip.contains(being);
     for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
-        entries.insert(being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec());
+        entries.push((being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec()));
     }
     for (land_seq, (being, seq)) in derived.land_log.iter().filter(|(_, (being, _))| kept(being)) {
         let mut value = being.as_bytes().to_vec();
         value.extend_from_slice(&seq.to_be_bytes());
-        entries.insert(land_key(*land_seq), value);
+        entries.push((land_key(*land_seq), value));
     }
     for (name, being) in derived.names.iter().filter(|(_, being)| kept(being)) {
-        entries.insert(name_key(name, being), Vec::new());
+        entries.push((name_key(name, being), Vec::new()));
     }
     for being in &derived.forked {
-        entries.insert(being_key(PREFIX_FORKED, being), Vec::new());
+        entries.push((being_key(PREFIX_FORKED, being), Vec::new()));
     }
+    // Each kind of entry has its own prefix and comes from a map or a set
+    // keyed by what its key encodes, so no key repeats.
+    entries.sort_unstable_by(|left, right| left.0.cmp(&right.0));
+    debug_assert!(entries.windows(2).all(|pair| pair[0].0 != pair[1].0), "index keys repeat");
     entries
 }
 
