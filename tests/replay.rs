@@ -547,3 +547,56 @@ fn a_changed_definition_or_a_damaged_capture_fails_the_corpus_check() {
     assert!(!output.status.success());
     assert!(stderr(&output).contains("no corpus entries"), "{}", stderr(&output));
 }
+
+#[test]
+fn an_act_whose_effects_the_seal_time_rules_changed_replays_with_the_changed_effects() {
+    // Two drummers beat in the same round: both moments open on the same
+    // world, but the beat operation counts from the world as it stands when
+    // the act seals, so the second act sealed carries the effects of its
+    // operation run again after the first. Replay must recompute the moment,
+    // rerun the seal-time rules against the world the first act left, and
+    // compare the act with the changed effects: byte for byte, no divergence.
+    let dir = tempfile::tempdir().expect("folder");
+    let copy = dir.path().join("definitions");
+    copy_definitions(&copy);
+    let fixture = copy.join("fixtures/two-drummers.toml");
+    let dance = std::fs::read_to_string(copy.join("fixtures/dance.toml")).expect("read");
+    let drummer = &dance[dance.find("[[being]]").expect("a being")..dance.find("name = \"dancer-1\"").expect("dancers")];
+    let drummer = drummer.trim_end().trim_end_matches("[[being]]");
+    let world = &dance[..dance.find("[[being]]").expect("a being")];
+    let second = drummer.replace("name = \"drummer\"", "name = \"drummer-b\"");
+    std::fs::write(&fixture, format!("{world}{drummer}\n{second}")).expect("write fixture");
+    let land = dir.path().join("land");
+    let output = seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--ticks", "3"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // What each drummer sealed in its first moment: the cursor it opened at
+    // and the count its beat set.
+    let first_beat = |being: &str| {
+        let text = stdout(&seed(&land, &["replay", being, "--json"]));
+        let moment: Value = serde_json::from_str(text.lines().next().expect("a moment")).expect("json line");
+        let count = moment["effects"]
+            .as_array()
+            .expect("effects")
+            .iter()
+            .find(|effect| effect["key"] == "harmony.tick.count")
+            .map(|effect| effect["value"].clone())
+            .unwrap_or_else(|| panic!("{being} set no count: {moment}"));
+        (moment["cursor"].clone(), count)
+    };
+    let (cursor_a, count_a) = first_beat("@drummer");
+    let (cursor_b, count_b) = first_beat("@drummer-b");
+    assert_eq!(cursor_a, cursor_b, "both moments opened on the same world");
+    let mut counts = [count_a.as_u64(), count_b.as_u64()];
+    counts.sort();
+    assert_eq!(counts, [Some(1), Some(2)], "the act sealed second counted after the first");
+
+    for being in ["@drummer", "@drummer-b"] {
+        let (code, summary) = replay_summary(&land, &[being]);
+        assert_eq!((code, summary["divergences"].as_array().map(Vec::len)), (0, Some(0)), "{being}: {summary}");
+    }
+    let output = seed(&land, &["replay", "--all", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    assert_eq!((all["moments"].as_u64(), all["divergences"].as_u64()), (Some(6), Some(0)), "{all}");
+}
