@@ -39,6 +39,9 @@ impl ser::Error for GiveUp {
     }
 }
 
+/// Map entries whose offsets are reserved up front, at most.
+const MAP_ENTRIES_RESERVED_MAX: usize = 64;
+
 /// ciborium's markers for tagged values: tags are never canonical here.
 fn is_tag_marker(name: &str) -> bool {
     name == "@@TAG@@"
@@ -350,7 +353,10 @@ impl<'a> Entries<'a> {
     fn new(out: &'a mut Vec<u8>, depth: usize, announced: Option<usize>) -> Entries<'a> {
         let head_at = out.len();
         out.push(0);
-        Entries { out, depth, head_at, entries: Vec::with_capacity(announced.unwrap_or(8)) }
+        // An announced length only sizes the offsets' first allocation, capped:
+        // it comes from the value's own `Serialize`, which could announce anything.
+        let reserved = announced.unwrap_or(8).min(MAP_ENTRIES_RESERVED_MAX);
+        Entries { out, depth, head_at, entries: Vec::with_capacity(reserved) }
     }
 
     fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GiveUp> {

@@ -149,6 +149,7 @@ fn write_json_object<'a>(
             *slot = (key.as_str(), item);
             filled += 1;
         }
+        debug_assert_eq!(filled, count, "an exact-size iterator yields its length");
         write_json_map(&mut slots[..filled], depth, out)
     } else {
         let mut gathered: Vec<_> = entries.map(|(key, item)| (key.as_str(), item)).collect();
