@@ -561,7 +561,8 @@ fn an_act_whose_effects_the_seal_time_rules_changed_replays_with_the_changed_eff
     copy_definitions(&copy);
     let fixture = copy.join("fixtures/two-drummers.toml");
     let dance = std::fs::read_to_string(copy.join("fixtures/dance.toml")).expect("read");
-    let drummer = &dance[dance.find("[[being]]").expect("a being")..dance.find("name = \"dancer-1\"").expect("dancers")];
+    let drummer =
+        &dance[dance.find("[[being]]").expect("a being")..dance.find("name = \"dancer-1\"").expect("dancers")];
     let drummer = drummer.trim_end().trim_end_matches("[[being]]");
     let world = &dance[..dance.find("[[being]]").expect("a being")];
     let second = drummer.replace("name = \"drummer\"", "name = \"drummer-b\"");

@@ -85,21 +85,20 @@ pub fn replay_land(
     let facts: Vec<Result<Fact, FactError>> =
         map_in_order(&records, threads, |record| Fact::decode_envelope(&record.envelope));
     // The fold borrows the decoded facts that verification reads.
-    let folded: Vec<Option<Decoded<'_>>> =
-        map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
-            let (record, fact) = (&records[index], &facts[index]);
-            match (fact, record.land_seq) {
-                (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActBody>() {
-                    Ok(body) => Decoded::Act {
-                        being: record.being,
-                        act: Box::new(StoredAct { seq: record.seq, land_seq, fact: Cow::Borrowed(fact), body }),
-                    },
-                    Err(_) => Decoded::other(fact),
-                }),
-                (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
-                _ => None,
-            }
-        });
+    let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
+        let (record, fact) = (&records[index], &facts[index]);
+        match (fact, record.land_seq) {
+            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActBody>() {
+                Ok(body) => Decoded::Act {
+                    being: record.being,
+                    act: Box::new(StoredAct { seq: record.seq, land_seq, fact: Cow::Borrowed(fact), body }),
+                },
+                Err(_) => Decoded::other(fact),
+            }),
+            (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
+            _ => None,
+        }
+    });
     let land_len = store.land_len()?;
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
     // Verification and the fold are independent given the decoded facts: run

@@ -312,7 +312,9 @@ impl<'a> Replayer<'a> {
                 continue;
             };
             replayer.by_cursor.entry(body.cursor).or_default().push(land_seq);
-            replayer.acts.insert(land_seq, StoredAct { seq: record.seq, land_seq, fact: std::borrow::Cow::Owned(fact), body });
+            replayer
+                .acts
+                .insert(land_seq, StoredAct { seq: record.seq, land_seq, fact: std::borrow::Cow::Owned(fact), body });
         }
         match replayer.acts.keys().next_back() {
             Some(&last_land_seq) => replayer.entries = store.land_log(0, last_land_seq + 1)?,

@@ -615,9 +615,8 @@ fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), 
 /// once rather than inserted into a map: verification builds this for every
 /// fact of the land.
 fn encode_derived(derived: &DerivedIndexes) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut entries = Vec::with_capacity(
-        derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len(),
-    );
+    let mut entries =
+        Vec::with_capacity(derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len());
     let kept = |being: &BeingId| !derived.skip.contains(being);
     for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
         entries.push((being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec()));
