@@ -11,7 +11,7 @@
 //! falls back to the reference path, which names the problem. A property
 //! test holds the two to the same bytes.
 
-use super::{write_head, CBOR_NESTING_DEPTH_MAX};
+use super::{write_head, GaveUp, CBOR_NESTING_DEPTH_MAX};
 use serde::ser::{self, Serialize};
 
 /// The canonical bytes of `value`, or `None` where the reference path must decide.
@@ -19,24 +19,6 @@ pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(256);
     value.serialize(Writer { out: &mut out, depth: 0 }).ok()?;
     Some(out)
-}
-
-/// "Not here": the reference path takes over.
-#[derive(Debug)]
-pub(super) struct GiveUp;
-
-impl std::fmt::Display for GiveUp {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("left to the reference encoder")
-    }
-}
-
-impl std::error::Error for GiveUp {}
-
-impl ser::Error for GiveUp {
-    fn custom<T: std::fmt::Display>(_message: T) -> GiveUp {
-        GiveUp
-    }
 }
 
 /// Map entries whose offsets are reserved up front, at most.
@@ -53,21 +35,21 @@ struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    fn check_depth(&self) -> Result<(), GiveUp> {
+    fn check_depth(&self) -> Result<(), GaveUp> {
         if self.depth > CBOR_NESTING_DEPTH_MAX {
-            return Err(GiveUp);
+            return Err(GaveUp);
         }
         Ok(())
     }
 
-    fn text(self, text: &str) -> Result<(), GiveUp> {
+    fn text(self, text: &str) -> Result<(), GaveUp> {
         self.check_depth()?;
         write_head(3, text.len() as u64, self.out);
         self.out.extend_from_slice(text.as_bytes());
         Ok(())
     }
 
-    fn signed(self, value: i64) -> Result<(), GiveUp> {
+    fn signed(self, value: i64) -> Result<(), GaveUp> {
         self.check_depth()?;
         if value >= 0 {
             write_head(0, value as u64, self.out);
@@ -78,24 +60,24 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    fn unsigned(self, value: u64) -> Result<(), GiveUp> {
+    fn unsigned(self, value: u64) -> Result<(), GaveUp> {
         self.check_depth()?;
         write_head(0, value, self.out);
         Ok(())
     }
 
-    fn simple(self, byte: u8) -> Result<(), GiveUp> {
+    fn simple(self, byte: u8) -> Result<(), GaveUp> {
         self.check_depth()?;
         self.out.push(byte);
         Ok(())
     }
 
     /// A one-entry map `{variant: ...}` whose value the caller writes next.
-    fn variant_head(&mut self, variant: &str) -> Result<(), GiveUp> {
+    fn variant_head(&mut self, variant: &str) -> Result<(), GaveUp> {
         self.check_depth()?;
         write_head(5, 1, self.out);
         if self.depth + 1 > CBOR_NESTING_DEPTH_MAX {
-            return Err(GiveUp);
+            return Err(GaveUp);
         }
         write_head(3, variant.len() as u64, self.out);
         self.out.extend_from_slice(variant.as_bytes());
@@ -105,7 +87,7 @@ impl<'a> Writer<'a> {
 
 impl<'a> ser::Serializer for Writer<'a> {
     type Ok = ();
-    type Error = GiveUp;
+    type Error = GaveUp;
     type SerializeSeq = Sequence<'a>;
     type SerializeTuple = Sequence<'a>;
     type SerializeTupleStruct = Sequence<'a>;
@@ -114,73 +96,73 @@ impl<'a> ser::Serializer for Writer<'a> {
     type SerializeStruct = Entries<'a>;
     type SerializeStructVariant = Entries<'a>;
 
-    fn serialize_bool(self, value: bool) -> Result<(), GiveUp> {
+    fn serialize_bool(self, value: bool) -> Result<(), GaveUp> {
         self.simple(if value { 0xf5 } else { 0xf4 })
     }
-    fn serialize_i8(self, value: i8) -> Result<(), GiveUp> {
+    fn serialize_i8(self, value: i8) -> Result<(), GaveUp> {
         self.signed(value.into())
     }
-    fn serialize_i16(self, value: i16) -> Result<(), GiveUp> {
+    fn serialize_i16(self, value: i16) -> Result<(), GaveUp> {
         self.signed(value.into())
     }
-    fn serialize_i32(self, value: i32) -> Result<(), GiveUp> {
+    fn serialize_i32(self, value: i32) -> Result<(), GaveUp> {
         self.signed(value.into())
     }
-    fn serialize_i64(self, value: i64) -> Result<(), GiveUp> {
+    fn serialize_i64(self, value: i64) -> Result<(), GaveUp> {
         self.signed(value)
     }
-    fn serialize_u8(self, value: u8) -> Result<(), GiveUp> {
+    fn serialize_u8(self, value: u8) -> Result<(), GaveUp> {
         self.unsigned(value.into())
     }
-    fn serialize_u16(self, value: u16) -> Result<(), GiveUp> {
+    fn serialize_u16(self, value: u16) -> Result<(), GaveUp> {
         self.unsigned(value.into())
     }
-    fn serialize_u32(self, value: u32) -> Result<(), GiveUp> {
+    fn serialize_u32(self, value: u32) -> Result<(), GaveUp> {
         self.unsigned(value.into())
     }
-    fn serialize_u64(self, value: u64) -> Result<(), GiveUp> {
+    fn serialize_u64(self, value: u64) -> Result<(), GaveUp> {
         self.unsigned(value)
     }
-    fn serialize_i128(self, _value: i128) -> Result<(), GiveUp> {
-        Err(GiveUp)
+    fn serialize_i128(self, _value: i128) -> Result<(), GaveUp> {
+        Err(GaveUp)
     }
-    fn serialize_u128(self, _value: u128) -> Result<(), GiveUp> {
-        Err(GiveUp)
+    fn serialize_u128(self, _value: u128) -> Result<(), GaveUp> {
+        Err(GaveUp)
     }
-    fn serialize_f32(self, _value: f32) -> Result<(), GiveUp> {
-        Err(GiveUp)
+    fn serialize_f32(self, _value: f32) -> Result<(), GaveUp> {
+        Err(GaveUp)
     }
-    fn serialize_f64(self, _value: f64) -> Result<(), GiveUp> {
-        Err(GiveUp)
+    fn serialize_f64(self, _value: f64) -> Result<(), GaveUp> {
+        Err(GaveUp)
     }
-    fn serialize_char(self, value: char) -> Result<(), GiveUp> {
+    fn serialize_char(self, value: char) -> Result<(), GaveUp> {
         self.text(value.encode_utf8(&mut [0; 4]))
     }
-    fn serialize_str(self, value: &str) -> Result<(), GiveUp> {
+    fn serialize_str(self, value: &str) -> Result<(), GaveUp> {
         self.text(value)
     }
-    fn serialize_bytes(self, value: &[u8]) -> Result<(), GiveUp> {
+    fn serialize_bytes(self, value: &[u8]) -> Result<(), GaveUp> {
         self.check_depth()?;
         write_head(2, value.len() as u64, self.out);
         self.out.extend_from_slice(value);
         Ok(())
     }
-    fn serialize_none(self) -> Result<(), GiveUp> {
+    fn serialize_none(self) -> Result<(), GaveUp> {
         self.simple(0xf6)
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), GiveUp> {
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), GaveUp> {
         value.serialize(self)
     }
-    fn serialize_unit(self) -> Result<(), GiveUp> {
+    fn serialize_unit(self) -> Result<(), GaveUp> {
         self.simple(0xf6)
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), GiveUp> {
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), GaveUp> {
         self.simple(0xf6)
     }
-    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), GiveUp> {
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), GaveUp> {
         self.text(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), GiveUp> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), GaveUp> {
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -189,21 +171,21 @@ impl<'a> ser::Serializer for Writer<'a> {
         _index: u32,
         variant: &'static str,
         value: &T,
-    ) -> Result<(), GiveUp> {
+    ) -> Result<(), GaveUp> {
         if is_tag_marker(name) {
-            return Err(GiveUp);
+            return Err(GaveUp);
         }
         self.variant_head(variant)?;
         value.serialize(Writer { out: self.out, depth: self.depth + 1 })
     }
-    fn serialize_seq(self, length: Option<usize>) -> Result<Sequence<'a>, GiveUp> {
+    fn serialize_seq(self, length: Option<usize>) -> Result<Sequence<'a>, GaveUp> {
         self.check_depth()?;
         Ok(Sequence::new(self.out, self.depth, length))
     }
-    fn serialize_tuple(self, length: usize) -> Result<Sequence<'a>, GiveUp> {
+    fn serialize_tuple(self, length: usize) -> Result<Sequence<'a>, GaveUp> {
         self.serialize_seq(Some(length))
     }
-    fn serialize_tuple_struct(self, _name: &'static str, length: usize) -> Result<Sequence<'a>, GiveUp> {
+    fn serialize_tuple_struct(self, _name: &'static str, length: usize) -> Result<Sequence<'a>, GaveUp> {
         self.serialize_seq(Some(length))
     }
     fn serialize_tuple_variant(
@@ -212,18 +194,18 @@ impl<'a> ser::Serializer for Writer<'a> {
         _index: u32,
         variant: &'static str,
         length: usize,
-    ) -> Result<Sequence<'a>, GiveUp> {
+    ) -> Result<Sequence<'a>, GaveUp> {
         if is_tag_marker(name) {
-            return Err(GiveUp);
+            return Err(GaveUp);
         }
         self.variant_head(variant)?;
         Ok(Sequence::new(self.out, self.depth + 1, Some(length)))
     }
-    fn serialize_map(self, length: Option<usize>) -> Result<Entries<'a>, GiveUp> {
+    fn serialize_map(self, length: Option<usize>) -> Result<Entries<'a>, GaveUp> {
         self.check_depth()?;
         Ok(Entries::new(self.out, self.depth, length))
     }
-    fn serialize_struct(self, _name: &'static str, length: usize) -> Result<Entries<'a>, GiveUp> {
+    fn serialize_struct(self, _name: &'static str, length: usize) -> Result<Entries<'a>, GaveUp> {
         self.serialize_map(Some(length))
     }
     fn serialize_struct_variant(
@@ -232,7 +214,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         _index: u32,
         variant: &'static str,
         length: usize,
-    ) -> Result<Entries<'a>, GiveUp> {
+    ) -> Result<Entries<'a>, GaveUp> {
         self.variant_head(variant)?;
         Ok(Entries::new(self.out, self.depth + 1, Some(length)))
     }
@@ -263,15 +245,15 @@ impl<'a> Sequence<'a> {
         Sequence { out, depth, announced, items: 0, head_at }
     }
 
-    fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
+    fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GaveUp> {
         self.items += 1;
         value.serialize(Writer { out: self.out, depth: self.depth + 1 })
     }
 
-    fn finish(self) -> Result<(), GiveUp> {
+    fn finish(self) -> Result<(), GaveUp> {
         match self.announced {
             Some(length) if length == self.items => Ok(()),
-            Some(_) => Err(GiveUp),
+            Some(_) => Err(GaveUp),
             None => {
                 fill_head(self.out, self.head_at, 4, self.items);
                 Ok(())
@@ -292,49 +274,28 @@ fn fill_head(out: &mut Vec<u8>, head_at: usize, major: u8, count: usize) {
     }
 }
 
-impl ser::SerializeSeq for Sequence<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
+/// serde names each kind of array's element method apart; all write an item.
+macro_rules! sequence_of {
+    ($($kind:ident::$method:ident),*) => {$(
+        impl ser::$kind for Sequence<'_> {
+            type Ok = ();
+            type Error = GaveUp;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GaveUp> {
+                self.item(value)
+            }
+            fn end(self) -> Result<(), GaveUp> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Sequence<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Sequence<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Sequence<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
-}
+sequence_of!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A map: entries are written in place after a one-byte placeholder head,
 /// then, unless they already are, put in the order of their encoded keys
@@ -359,26 +320,26 @@ impl<'a> Entries<'a> {
         Entries { out, depth, head_at, entries: Vec::with_capacity(reserved) }
     }
 
-    fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GiveUp> {
+    fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GaveUp> {
         let start = self.out.len();
         key.serialize(Writer { out: self.out, depth: self.depth + 1 })?;
         self.entries.push((start, self.out.len(), usize::MAX));
         Ok(())
     }
 
-    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
+    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GaveUp> {
         value.serialize(Writer { out: self.out, depth: self.depth + 1 })?;
         let end = self.out.len();
         match self.entries.last_mut() {
             Some(entry) if entry.2 == usize::MAX => entry.2 = end,
-            _ => return Err(GiveUp),
+            _ => return Err(GaveUp),
         }
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(), GiveUp> {
+    fn finish(mut self) -> Result<(), GaveUp> {
         if self.entries.iter().any(|entry| entry.2 == usize::MAX) {
-            return Err(GiveUp);
+            return Err(GaveUp);
         }
         let out = &mut *self.out;
         let key = |entry: &(usize, usize, usize)| entry.0..entry.1;
@@ -386,7 +347,7 @@ impl<'a> Entries<'a> {
         if !in_order {
             self.entries.sort_unstable_by(|left, right| out[key(left)].cmp(&out[key(right)]));
             if self.entries.windows(2).any(|pair| out[key(&pair[0])] == out[key(&pair[1])]) {
-                return Err(GiveUp);
+                return Err(GaveUp);
             }
             let first = self.head_at + 1;
             let written = out[first..].to_vec();
@@ -402,38 +363,33 @@ impl<'a> Entries<'a> {
 
 impl ser::SerializeMap for Entries<'_> {
     type Ok = ();
-    type Error = GiveUp;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GiveUp> {
+    type Error = GaveUp;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GaveUp> {
         self.key(key)
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GiveUp> {
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), GaveUp> {
         self.value(value)
     }
-    fn end(self) -> Result<(), GiveUp> {
+    fn end(self) -> Result<(), GaveUp> {
         self.finish()
     }
 }
 
-impl ser::SerializeStruct for Entries<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), GiveUp> {
-        self.key(key)?;
-        self.value(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
+/// A struct and a struct variant are both maps with text keys.
+macro_rules! fields_of {
+    ($($kind:ident),*) => {$(
+        impl ser::$kind for Entries<'_> {
+            type Ok = ();
+            type Error = GaveUp;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), GaveUp> {
+                self.key(key)?;
+                self.value(value)
+            }
+            fn end(self) -> Result<(), GaveUp> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Entries<'_> {
-    type Ok = ();
-    type Error = GiveUp;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), GiveUp> {
-        self.key(key)?;
-        self.value(value)
-    }
-    fn end(self) -> Result<(), GiveUp> {
-        self.finish()
-    }
-}
+fields_of!(SerializeStruct, SerializeStructVariant);

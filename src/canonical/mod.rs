@@ -50,6 +50,31 @@ pub enum CanonicalError {
 mod direct;
 mod read;
 
+/// A fast path (the direct encoder, the in-place reader) did not decide;
+/// the reference encoder or deserializer will, and names any problem.
+#[derive(Debug)]
+pub struct GaveUp;
+
+impl std::fmt::Display for GaveUp {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("left to the reference path")
+    }
+}
+
+impl std::error::Error for GaveUp {}
+
+impl serde::ser::Error for GaveUp {
+    fn custom<T: std::fmt::Display>(_message: T) -> GaveUp {
+        GaveUp
+    }
+}
+
+impl serde::de::Error for GaveUp {
+    fn custom<T: std::fmt::Display>(_message: T) -> GaveUp {
+        GaveUp
+    }
+}
+
 /// Serialises any serde value into canonical CBOR bytes: straight from serde
 /// when it can ([`direct`]), through the reference path otherwise (which
 /// also names every problem).

@@ -10,31 +10,13 @@
 //! asks ciborium, which decides and names any problem. A property test
 //! (tests/fact_props.rs) holds the two to the same values.
 
-use super::{CanonicalReader, CBOR_NESTING_DEPTH_MAX};
+use super::{CanonicalReader, GaveUp, CBOR_NESTING_DEPTH_MAX};
 use serde::de::{self, DeserializeOwned, Visitor};
 
 /// The scratch buffer ciborium reads text and byte strings into: longer ones
 /// take other roads through ciborium (or fail there), so this reader leaves
 /// them to it.
 const CIBORIUM_SCRATCH_BYTES: usize = 4096;
-
-/// The fast path did not decide; the reference deserializer will.
-#[derive(Debug)]
-pub struct GaveUp;
-
-impl std::fmt::Display for GaveUp {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("left to the reference deserializer")
-    }
-}
-
-impl std::error::Error for GaveUp {}
-
-impl de::Error for GaveUp {
-    fn custom<T: std::fmt::Display>(_message: T) -> GaveUp {
-        GaveUp
-    }
-}
 
 /// `T` from canonical `bytes`, or `None` where the reference deserializer
 /// must decide. The caller has checked that the bytes are canonical.
@@ -266,11 +248,7 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         self.deserialize_unit(visitor)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, GaveUp> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -434,11 +412,7 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, '_> {
         de::Deserializer::deserialize_any(&mut *self.reader, visitor)
     }
 
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, GaveUp> {
+    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, GaveUp> {
         if !self.in_map {
             return Err(GaveUp);
         }
