@@ -632,6 +632,52 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn in_place_decoder_refuses_what_the_reference_refuses_on_non_canonical_bytes(
+        value in value_strategy(),
+        record in record_strategy(),
+        widen_heads in any::<bool>(),
+        indefinite in any::<bool>(),
+        reverse_maps in any::<bool>(),
+        position in any::<prop::sample::Index>(),
+        flip in 1..=255u8,
+    ) {
+        use decoded_shapes::{Record, Shape};
+        use std::collections::BTreeMap;
+        // The in-place reader validates as it reads (no separate check runs
+        // first): lenient encodings (wide heads, indefinite lengths, map keys
+        // out of order), flipped bytes, cut and padded items must get the
+        // reference's verdict, value or refusal, never a value of their own.
+        let mut shapes = vec![decode_canonical(&encode_value(&value).expect("canonical")).expect("canonical")];
+        if let Ok(encoded) = seed::canonical::to_canonical_bytes(&record) {
+            shapes.push(decode_canonical(&encoded).expect("canonical"));
+        }
+        for shape in shapes {
+            let mut quirky = Vec::new();
+            write_quirky(&shape, Quirks { widen_heads, indefinite, reverse_maps }, &mut quirky);
+            let mut flipped = quirky.clone();
+            let index = position.index(flipped.len());
+            flipped[index] ^= flip;
+            let cut = quirky[..index].to_vec();
+            let mut padded = quirky.clone();
+            padded.push(0xf6);
+            for bytes in [&quirky, &flipped, &cut, &padded] {
+                macro_rules! same {
+                    ($($type:ty),+) => {$(
+                        let (fast, reference) = decoded_both_ways::<$type>(bytes);
+                        prop_assert_eq!(fast, reference, "as {} from {}", stringify!($type), hex::encode(bytes));
+                    )+};
+                }
+                same!(serde_json::Value, Value, BTreeMap<String, serde_json::Value>, Vec<u8>, String, Shape,
+                    Record, Option<Vec<Shape>>, seed::world::ActBody, seed::fact::Hash32);
+            }
+        }
+    }
+}
+
 #[test]
 fn in_place_decoder_agrees_on_long_strings_wide_integers_and_the_nesting_limit() {
     // Text and byte strings longer than ciborium's scratch buffer take other

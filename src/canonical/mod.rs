@@ -497,14 +497,17 @@ impl CanonicalError {
 }
 
 /// Decodes canonical bytes straight into a typed record.
-/// The bytes are validated first, then deserialised in place ([`read`]);
-/// whatever that fast path leaves undecided goes through ciborium's
-/// deserializer, the reference, which also names every problem.
+/// The bytes are deserialised in place by a reader that validates as it
+/// reads ([`read`]); whatever that fast path leaves undecided is checked and
+/// goes through ciborium's deserializer, the reference, which also names
+/// every problem.
 pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
-    check_canonical(bytes)?;
     match read::from_bytes(bytes) {
         Some(value) => Ok(value),
-        None => deserialize_with_ciborium(bytes),
+        None => {
+            check_canonical(bytes)?;
+            deserialize_with_ciborium(bytes)
+        }
     }
 }
 

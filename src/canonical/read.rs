@@ -1,14 +1,22 @@
 //! Typed values straight from canonical bytes: a serde deserializer over
 //! [`CanonicalReader`] that reads text and byte strings in place.
 //!
-//! It only ever runs on bytes [`super::is_canonical`] accepted, and it is a
-//! fast path, not a second reference: it mirrors what ciborium's deserializer
-//! hands each visitor (the same `visit_*` call for the same item), and
-//! whenever ciborium would take a road this reader does not take (floats,
-//! tags, byte strings read as sequences, text longer than ciborium's scratch
-//! buffer, a visitor's error) it gives up with [`GaveUp`]; the caller then
-//! asks ciborium, which decides and names any problem. A property test
-//! (tests/fact_props.rs) holds the two to the same values.
+//! It validates as it reads, so bytes need no separate canonical check
+//! first: every head goes through [`CanonicalReader`] (shortest form,
+//! definite lengths), text must be UTF-8, map keys must rise strictly in
+//! encoded order, every array and map must be read to its end, nothing may
+//! trail the item, and nesting stays within [`CBOR_NESTING_DEPTH_MAX`]. Any
+//! byte it cannot vouch for makes it give up.
+//!
+//! It is a fast path, not a second reference: it mirrors what ciborium's
+//! deserializer hands each visitor (the same `visit_*` call for the same
+//! item), and whenever ciborium would take a road this reader does not take
+//! (floats, tags, byte strings read as sequences, text longer than
+//! ciborium's scratch buffer, a visitor's error) it gives up with
+//! [`GaveUp`]; the caller then checks the bytes and asks ciborium, which
+//! decides and names any problem. Property tests (tests/fact_props.rs) hold
+//! the two to the same values on canonical bytes and to the same refusals on
+//! non-canonical ones.
 
 use super::{CanonicalReader, GaveUp, CBOR_NESTING_DEPTH_MAX};
 use serde::de::{self, DeserializeOwned, Visitor};
@@ -18,11 +26,13 @@ use serde::de::{self, DeserializeOwned, Visitor};
 /// them to it.
 const CIBORIUM_SCRATCH_BYTES: usize = 4096;
 
-/// `T` from canonical `bytes`, or `None` where the reference deserializer
-/// must decide. The caller has checked that the bytes are canonical.
+/// `T` from `bytes` if they are one canonical item this reader can read
+/// exactly as ciborium would; `None` where the caller must check the bytes
+/// and ask the reference deserializer.
 pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
     let mut reader = Reader { cbor: CanonicalReader::new(bytes), recursion_left: CBOR_NESTING_DEPTH_MAX + 1 };
-    T::deserialize(&mut reader).ok()
+    let value = T::deserialize(&mut reader).ok()?;
+    reader.cbor.is_at_end().then_some(value)
 }
 
 struct Reader<'a> {
@@ -80,8 +90,14 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.take(length)?).map_err(|_| GaveUp)
     }
 
+    /// Runs `read` one nesting level deeper. Every container the reader
+    /// enters (and every enum, as ciborium counts them) is a level, so the
+    /// levels in use are never fewer than the CBOR nesting depth; keeping
+    /// them at most [`CBOR_NESTING_DEPTH_MAX`] keeps every item within the
+    /// validator's limit (a container at the limit itself is left to the
+    /// reference, which decides at the same depth either way).
     fn recurse<T>(&mut self, read: impl FnOnce(&mut Self) -> Result<T, GaveUp>) -> Result<T, GaveUp> {
-        if self.recursion_left == 0 {
+        if self.recursion_left <= 1 {
             return Err(GaveUp);
         }
         self.recursion_left -= 1;
@@ -91,11 +107,11 @@ impl<'a> Reader<'a> {
     }
 
     fn seq<'de, V: Visitor<'de>>(&mut self, items: u64, visitor: V) -> Result<V::Value, GaveUp> {
-        self.recurse(|reader| visitor.visit_seq(Items { reader, left: items }))
+        self.recurse(|reader| Items::new(reader, items).read_all(|items| visitor.visit_seq(items)))
     }
 
     fn map<'de, V: Visitor<'de>>(&mut self, entries: u64, visitor: V) -> Result<V::Value, GaveUp> {
-        self.recurse(|reader| visitor.visit_map(Items { reader, left: entries }))
+        self.recurse(|reader| Items::new(reader, entries).read_all(|items| visitor.visit_map(items)))
     }
 
     fn fits_scratch(length: u64) -> bool {
@@ -331,6 +347,36 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
 struct Items<'r, 'a> {
     reader: &'r mut Reader<'a>,
     left: u64,
+    /// Where the previous map key's bytes lie: the next must sort after them.
+    previous_key: Option<(usize, usize)>,
+}
+
+impl<'r, 'a> Items<'r, 'a> {
+    fn new(reader: &'r mut Reader<'a>, left: u64) -> Items<'r, 'a> {
+        Items { reader, left, previous_key: None }
+    }
+
+    /// Hands the items to a visitor, which must read every one: items left
+    /// unread would be read as whatever follows, unchecked.
+    fn read_all<T>(mut self, visit: impl FnOnce(&mut Self) -> Result<T, GaveUp>) -> Result<T, GaveUp> {
+        let value = visit(&mut self)?;
+        if self.left != 0 {
+            return Err(GaveUp);
+        }
+        Ok(value)
+    }
+
+    /// Reads one item, which must take at least one byte (a seed that reads
+    /// nothing would shift every later item).
+    fn item<'de, T: de::DeserializeSeed<'de>>(&mut self, seed: T) -> Result<(T::Value, usize, usize), GaveUp> {
+        let start = self.reader.cbor.position;
+        let value = seed.deserialize(&mut *self.reader)?;
+        let end = self.reader.cbor.position;
+        if end == start {
+            return Err(GaveUp);
+        }
+        Ok((value, start, end))
+    }
 }
 
 impl<'de> de::SeqAccess<'de> for Items<'_, '_> {
@@ -341,7 +387,7 @@ impl<'de> de::SeqAccess<'de> for Items<'_, '_> {
             return Ok(None);
         }
         self.left -= 1;
-        seed.deserialize(&mut *self.reader).map(Some)
+        self.item(seed).map(|(value, _, _)| Some(value))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -357,11 +403,21 @@ impl<'de> de::MapAccess<'de> for Items<'_, '_> {
             return Ok(None);
         }
         self.left -= 1;
-        seed.deserialize(&mut *self.reader).map(Some)
+        let (key, start, end) = self.item(seed)?;
+        // Canonical maps list their keys in strictly rising encoded order
+        // (which also rules out a repeated key), as the validator checks.
+        let bytes = self.reader.cbor.bytes;
+        if let Some((previous_start, previous_end)) = self.previous_key {
+            if bytes[previous_start..previous_end] >= bytes[start..end] {
+                return Err(GaveUp);
+            }
+        }
+        self.previous_key = Some((start, end));
+        Ok(Some(key))
     }
 
     fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, GaveUp> {
-        seed.deserialize(&mut *self.reader)
+        self.item(seed).map(|(value, _, _)| value)
     }
 
     fn size_hint(&self) -> Option<usize> {
