@@ -601,3 +601,39 @@ fn an_act_whose_effects_the_seal_time_rules_changed_replays_with_the_changed_eff
     let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
     assert_eq!((all["moments"].as_u64(), all["divergences"].as_u64()), (Some(6), Some(0)), "{all}");
 }
+
+#[test]
+fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
+    // A land-wide replay reads only the fields of an act body a moment
+    // needs, and the rest only when the recomputed bytes differ. A signed
+    // act whose body lacks the evaluator's version must still be named.
+    let (_dir, land_path) = simulated("dance.toml", 2);
+    {
+        let land = seed::land::Land::open(&land_path).expect("open");
+        let drummer = land.resolve("@drummer").expect("drummer");
+        let reel = land.store().reel(&drummer, 0, u64::MAX).expect("reel");
+        let last_act = reel.iter().rev().find(|stored| stored.fact.kind() == "act").expect("an act");
+        let ciborium::value::Value::Map(entries) =
+            seed::canonical::decode_canonical(last_act.fact.body()).expect("canonical")
+        else {
+            panic!("an act body is a map");
+        };
+        let without_evaluator: Vec<_> =
+            entries.into_iter().filter(|(key, _)| key.as_text() != Some("evaluator")).collect();
+        let body = seed::canonical::encode_value(&ciborium::value::Value::Map(without_evaluator)).expect("encodes");
+        land.seal(&drummer, "act", body).expect("sealed");
+        land.close().expect("close");
+    }
+    let output = seed(&land_path, &["replay", "--all", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    assert_eq!(all["divergences"].as_u64(), Some(1), "{all}");
+    let divergence = &all["firstDivergences"][0];
+    assert_eq!(divergence["being"], "drummer", "{all}");
+    assert_eq!(divergence["fields"], serde_json::json!(["body"]), "{all}");
+    assert_eq!(divergence["cause"]["kind"], "stored input changed", "{all}");
+    assert!(
+        divergence["cause"]["problems"][0].as_str().is_some_and(|reason| reason.contains("missing field `evaluator`")),
+        "{all}"
+    );
+}

@@ -7,7 +7,10 @@
 //! comparison then run in land order, each against the world as the earlier
 //! facts left it, exactly as the simulation sealed them.
 
-use super::{act_differences, classify, recompute, Detail, Divergence, DivergenceCause, Recomputed, StoredAct};
+use super::{
+    act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
+    DivergenceCause, FieldDifference, Recomputed, StoredAct,
+};
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
@@ -16,6 +19,7 @@ use crate::parallel::{drop_in_background, map_in_order};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, FoldBody, World};
+use serde_json::json;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -88,10 +92,12 @@ pub fn replay_land(
     let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
         let (record, fact) = (&records[index], &facts[index]);
         match (fact, record.land_seq) {
-            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActBody>() {
-                Ok(body) => Decoded::Act {
+            // Only the fields a recomputation reads are decoded: an act whose
+            // recomputation encodes to the stored bytes is the stored act.
+            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActOpening>() {
+                Ok(opening) => Decoded::Act {
                     being: record.being,
-                    act: Box::new(StoredAct { seq: record.seq, land_seq, fact: Cow::Borrowed(fact), body }),
+                    act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening }),
                 },
                 Err(_) => Decoded::other(fact),
             }),
@@ -150,18 +156,18 @@ fn fold_and_recompute(
         let (Some(land_seq), Some(decoded)) = (record.land_seq, decoded) else { continue };
         let Some(slot) = facts.get_mut(land_seq as usize) else { continue };
         if let Decoded::Act { act, .. } = &decoded {
-            by_cursor.entry(act.body.cursor).or_default().push(land_seq);
+            by_cursor.entry(act.opening.cursor).or_default().push(land_seq);
         }
         *slot = Some(decoded);
     }
     let mut world = World::new();
     let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
-    // Act bodies already compared and folded, freed after the fold.
-    let mut spent: Vec<ActBody> = Vec::with_capacity(facts.len());
+    // Acts already compared and folded, freed after the fold.
+    let mut spent: Vec<(ActBody, ActOpening)> = Vec::with_capacity(facts.len());
     for land_seq in 0..facts.len() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
-            let opening: Vec<(BeingId, &StoredAct<'_>)> = opening
+            let opening: Vec<(BeingId, &LandAct<'_>)> = opening
                 .iter()
                 .filter_map(|seq| match facts.get(*seq as usize) {
                     Some(Some(Decoded::Act { being, act })) => Some((*being, act.as_ref())),
@@ -170,11 +176,13 @@ fn fold_and_recompute(
                 .collect();
             recomputed.extend(recompute_all(substrate, &world, &opening, threads));
         }
-        let (being, act) = match &mut facts[land_seq as usize] {
-            Some(Decoded::Act { being, act }) => (*being, &**act),
+        // Taken, as nothing reads a fact again once the fold has passed it
+        // (an act was recomputed at its cursor, which lies before its land seq).
+        let (being, act) = match facts[land_seq as usize].take() {
+            Some(Decoded::Act { being, act }) => (being, act),
             Some(Decoded::Other { fact, body }) => {
-                // Read in parallel before the fold; taken, as nothing reads it again.
-                world.apply_folded(land_seq, &fact.header, fact.id(), std::mem::replace(body, FoldBody::Nothing));
+                // Read in parallel before the fold.
+                world.apply_folded(land_seq, &fact.header, fact.id(), body);
                 continue;
             }
             None => {
@@ -183,33 +191,76 @@ fn fold_and_recompute(
                 continue;
             }
         };
-        let body = &act.body;
         replayed.moments += 1;
+        let (fact, header) = (act.fact, &act.fact.header);
         let verdict = recomputed.remove(&land_seq).map(|recomputed| (recomputed.outcome, recomputed.unstable));
-        let (differences, unstable) = act_differences(substrate, &world, act, verdict);
+        // The common case: the recomputed act, sealed against this world, is
+        // byte for byte the stored one, so it is what the fold applies.
+        let verdict = match verdict {
+            Some((outcome, unstable)) => match sealed_as_stored(substrate, &world, fact.body(), outcome) {
+                Ok(body) => {
+                    world.apply_act(land_seq, header, fact.id(), &body);
+                    spent.push((body, act.opening));
+                    continue;
+                }
+                Err(outcome) => Some((outcome, unstable)),
+            },
+            None => None,
+        };
+        // A divergence: the whole stored body is read to explain it.
+        let body = match fact.body_as::<ActBody>() {
+            Ok(body) => body,
+            Err(error) => {
+                replayed.divergences_total += 1;
+                if replayed.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
+                    let reason = format!("the stored act body does not read as an act: {error}");
+                    let difference =
+                        FieldDifference { field: "body".into(), expected: json!("an act body"), actual: json!(reason) };
+                    let cause = DivergenceCause::StoredInputChanged { problems: vec![reason] };
+                    let divergence = Divergence {
+                        seq: act.seq,
+                        land_seq,
+                        differences: vec![difference],
+                        cause,
+                        context: serde_json::Value::Null,
+                    };
+                    replayed.divergences.push((being, divergence));
+                }
+                world.apply_folded(land_seq, header, fact.id(), FoldBody::read(header, fact.body()));
+                continue;
+            }
+        };
+        let stored = StoredAct { seq: act.seq, land_seq, fact: Cow::Borrowed(fact), body };
+        let (differences, unstable) = act_differences(substrate, &world, &stored, verdict);
         if !differences.is_empty() {
             replayed.divergences_total += 1;
             if replayed.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
-                let cause = classify(&[], body, substrate, &world, unstable);
+                let cause = classify(&[], &stored.body, substrate, &world, unstable);
                 let divergence =
                     Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null };
                 replayed.divergences.push((being, divergence));
             }
         }
-        world.apply_act(land_seq, &act.fact.header, act.fact.id(), body);
-        if let Some(Decoded::Act { act, .. }) = facts[land_seq as usize].take() {
-            spent.push(act.body);
-        }
+        world.apply_act(land_seq, header, fact.id(), &stored.body);
+        spent.push((stored.body, act.opening));
     }
     drop_in_background((spent, world));
     replayed
 }
 
-/// One stored fact, decoded (an act with its body, any other fact with its
-/// body read for the fold).
+/// One stored fact, decoded (an act with what its recomputation reads, any
+/// other fact with its body read for the fold).
 enum Decoded<'f> {
-    Act { being: BeingId, act: Box<StoredAct<'f>> },
+    Act { being: BeingId, act: Box<LandAct<'f>> },
     Other { fact: &'f Fact, body: FoldBody },
+}
+
+/// A stored act as a land-wide replay holds it until its land seq.
+struct LandAct<'f> {
+    seq: u64,
+    land_seq: u64,
+    fact: &'f Fact,
+    opening: ActOpening,
 }
 
 impl<'f> Decoded<'f> {
@@ -222,10 +273,18 @@ impl<'f> Decoded<'f> {
 fn recompute_all(
     substrate: &Substrate,
     world: &World,
-    opening: &[(BeingId, &StoredAct<'_>)],
+    opening: &[(BeingId, &LandAct<'_>)],
     threads: usize,
 ) -> Vec<(u64, Recomputed)> {
     map_in_order(opening, threads, |(being, act)| {
-        (act.land_seq, recompute(substrate, world, *being, act, Detail::OutcomeOnly))
+        // Agreeing bytes settle it; other bytes are read whole to compare
+        // the fields the moment decided (the seal-time rules may have
+        // changed the rest).
+        let agrees = |recomputed: &crate::moment::Act| {
+            recomputed.encoded.as_ref().is_some_and(|encoded| encoded.as_bytes() == act.fact.body())
+                || act.fact.body_as::<ActBody>().is_ok_and(|stored| agrees_before_seal(&recomputed.body, &stored))
+        };
+        let inputs = act.opening.inputs(act.fact);
+        (act.land_seq, recompute(substrate, world, *being, inputs, &agrees, Detail::OutcomeOnly))
     })
 }

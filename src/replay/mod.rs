@@ -26,8 +26,9 @@ use crate::check::{verify_being, SignatureMode};
 use crate::fact::{BeingId, Fact, Hash32};
 use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
 use crate::store::{Store, StoreError};
-use crate::world::body::KIND_ACT;
+use crate::world::body::{VerbCall, Wake, KIND_ACT};
 use crate::world::{ActBody, World};
+use serde::Deserialize;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -178,6 +179,64 @@ struct StoredAct<'f> {
     land_seq: u64,
     fact: std::borrow::Cow<'f, Fact>,
     body: ActBody,
+}
+
+/// What recomputing a stored act reads of it: how its moment opened, and
+/// what a person or a model answered. A land-wide replay decodes only these
+/// fields of each act body ([`ActOpening`]); the rest is compared as bytes.
+#[derive(Clone, Copy)]
+struct MomentInputs<'a> {
+    wake: &'a Wake,
+    stored_time_ms: u64,
+    call: &'a VerbCall,
+    content: &'a Option<String>,
+    llm: Option<&'a crate::llm::LlmRecord>,
+}
+
+impl<'a> MomentInputs<'a> {
+    fn of(body: &'a ActBody, fact: &Fact) -> MomentInputs<'a> {
+        MomentInputs {
+            wake: &body.wake,
+            stored_time_ms: fact.header.stored_time_ms,
+            call: &body.call,
+            content: &body.content,
+            llm: body.llm.as_ref(),
+        }
+    }
+}
+
+/// The fields of a stored act body a recomputation reads (serde skips the
+/// others, still checking that they are canonical).
+#[derive(Debug, Deserialize)]
+struct ActOpening {
+    wake: Wake,
+    cursor: u64,
+    call: VerbCall,
+    content: Option<String>,
+    #[serde(default)]
+    llm: Option<crate::llm::LlmRecord>,
+}
+
+impl ActOpening {
+    fn inputs<'a>(&'a self, fact: &Fact) -> MomentInputs<'a> {
+        MomentInputs {
+            wake: &self.wake,
+            stored_time_ms: fact.header.stored_time_ms,
+            call: &self.call,
+            content: &self.content,
+            llm: self.llm.as_ref(),
+        }
+    }
+}
+
+/// Whether a recomputed act agrees with the stored body in every field the
+/// moment decided before the seal-time rules ran.
+fn agrees_before_seal(recomputed: &ActBody, stored: &ActBody) -> bool {
+    recomputed.digests == stored.digests
+        && recomputed.stack == stored.stack
+        && recomputed.call == stored.call
+        && recomputed.content == stored.content
+        && recomputed.llm == stored.llm
 }
 
 struct Recomputed {
@@ -365,7 +424,10 @@ impl<'a> Replayer<'a> {
                 for land_seq in land_seqs {
                     if let Some(act) = self.acts.get(land_seq) {
                         if !self.recomputed.contains_key(land_seq) {
-                            let recomputed = recompute(self.substrate, &self.world, self.being, act, Detail::Full);
+                            let inputs = MomentInputs::of(&act.body, &act.fact);
+                            let agrees = |recomputed: &moment::Act| agrees_before_seal(&recomputed.body, &act.body);
+                            let recomputed =
+                                recompute(self.substrate, &self.world, self.being, inputs, &agrees, Detail::Full);
                             self.recomputed.insert(*land_seq, recomputed);
                         }
                     }
@@ -458,12 +520,22 @@ enum Detail {
     OutcomeOnly,
 }
 
-fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredAct<'_>, detail: Detail) -> Recomputed {
-    let (wake, stored_time_ms) = (act.body.wake.clone(), act.fact.header.stored_time_ms);
+/// Recomputes one stored act's moment at `world`. `agrees` says whether the
+/// recomputed act matches the stored one before the seal-time rules; only
+/// one that does not pays for a second run (the nondeterminism check).
+fn recompute(
+    substrate: &Substrate,
+    world: &World,
+    being: BeingId,
+    stored: MomentInputs<'_>,
+    agrees: &dyn Fn(&moment::Act) -> bool,
+    detail: Detail,
+) -> Recomputed {
+    let (wake, stored_time_ms) = (stored.wake.clone(), stored.stored_time_ms);
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     // An LLM act is replayed against its recorded answer: the model is never
     // called again, and the rebuilt request's digest is compared with the record.
-    let recorded = act.body.llm.as_ref().map(crate::llm::Recorded);
+    let recorded = stored.llm.map(crate::llm::Recorded);
     let model: &dyn crate::llm::LanguageModel = match &recorded {
         Some(recorded) => recorded,
         None => &crate::llm::NoModel,
@@ -489,7 +561,7 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
             .get(&being)
             .is_some_and(|row| row.effective_cognition() == crate::fact::body::Cognition::Human);
         let decision = if person {
-            let choice = moment::PersonChoice { call: act.body.call.clone(), content: act.body.content.clone() };
+            let choice = moment::PersonChoice { call: stored.call.clone(), content: stored.content.clone() };
             moment::person_momentum(world, &opened, &choice)?
         } else {
             moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?
@@ -513,18 +585,11 @@ fn recompute(substrate: &Substrate, world: &World, being: BeingId, act: &StoredA
     };
     // Only a moment that already disagrees with the record pays for a second
     // run: if the two runs differ, the cause is nondeterminism.
-    let agrees_before_seal = match &outcome {
-        Outcome::Act(recomputed) => {
-            let (left, right) = (&recomputed.body, &act.body);
-            left.digests == right.digests
-                && left.stack == right.stack
-                && left.call == right.call
-                && left.content == right.content
-                && left.llm == right.llm
-        }
+    let agrees = match &outcome {
+        Outcome::Act(recomputed) => agrees(recomputed),
         _ => false,
     };
-    let unstable = !agrees_before_seal
+    let unstable = !agrees
         && moment::run_observed(substrate, world, being, wake, stored_time_ms, &moment::Unobserved, model).0 != outcome;
     Recomputed { outcome, clauses, composed, face, context, unstable }
 }
@@ -564,17 +629,13 @@ fn seal_differences(
     // Effects the seal-time rules changed replace the moment's, as sealing
     // does; the moment's own are kept to decide a second time on a mismatch.
     let moment_effects = match &first {
-        Ok(Some(effects)) => Some(std::mem::replace(&mut act.body.effects, effects.clone())),
+        Ok(Some(effects)) => {
+            act.encoded = None;
+            Some(std::mem::replace(&mut act.body.effects, effects.clone()))
+        }
         _ => None,
     };
-    // The bytes the moment encoded where it ran (in parallel), unless the
-    // seal-time rules changed the body.
-    let same_bytes = match (&first, &act.encoded) {
-        (Err(_), _) => false,
-        (Ok(None), Some(encoded)) => encoded.as_bytes() == fact.body(),
-        _ => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == fact.body()),
-    };
-    if first.is_ok() && same_bytes {
+    if first.is_ok() && encodes_as_stored(&act, fact.body()) {
         return (Vec::new(), false);
     }
     // A mismatch: the seal-time rules are decided a second time, on the act
@@ -588,6 +649,38 @@ fn seal_differences(
     match first {
         Ok(_) => (body_differences(body, &act.body), unstable),
         Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
+    }
+}
+
+/// Whether `act` encodes to exactly the `stored` bytes. The bytes the
+/// moment encoded where it ran (in parallel) serve unless the seal-time
+/// rules changed the body (which drops them).
+fn encodes_as_stored(act: &moment::Act, stored: &[u8]) -> bool {
+    match &act.encoded {
+        Some(encoded) => encoded.as_bytes() == stored,
+        None => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == stored),
+    }
+}
+
+/// The fast path of the seal comparison: the recomputed act, once the
+/// seal-time rules ran against `world`, encodes to exactly the stored bytes,
+/// so it is the stored body (canonical bytes decode to one value) and is
+/// returned for the fold. Otherwise the outcome is handed back for
+/// [`act_differences`] to explain.
+fn sealed_as_stored(substrate: &Substrate, world: &World, stored: &[u8], outcome: Outcome) -> Result<ActBody, Outcome> {
+    let Outcome::Act(mut act) = outcome else { return Err(outcome) };
+    match moment::seal_time_effects(substrate, world, &act) {
+        Ok(None) if encodes_as_stored(&act, stored) => Ok(act.body),
+        Ok(Some(effects)) => {
+            let moment_effects = std::mem::replace(&mut act.body.effects, effects);
+            act.encoded = None;
+            if encodes_as_stored(&act, stored) {
+                return Ok(act.body);
+            }
+            act.body.effects = moment_effects;
+            Err(Outcome::Act(act))
+        }
+        _ => Err(Outcome::Act(act)),
     }
 }
 
