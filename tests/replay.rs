@@ -636,4 +636,13 @@ fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
         divergence["cause"]["problems"][0].as_str().is_some_and(|reason| reason.contains("missing field `evaluator`")),
         "{all}"
     );
+    // Replaying the drummer alone names it as a problem of the stored input.
+    let (code, summary) = replay_summary(&land_path, &["@drummer"]);
+    assert_eq!(code, 1, "{summary}");
+    let problems = summary["problems"].as_array().expect("problems");
+    assert!(
+        problems.iter().any(|problem| problem.as_str().is_some_and(|text| text.contains("does not read as an act"))),
+        "{summary}"
+    );
+    assert_eq!(summary["stoppedEarly"], true, "{summary}");
 }

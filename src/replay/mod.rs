@@ -367,13 +367,25 @@ impl<'a> Replayer<'a> {
             if fact.kind() != KIND_ACT {
                 continue;
             }
-            let Ok(body) = fact.body_as::<ActBody>() else {
-                continue;
+            let body = match fact.body_as::<ActBody>() {
+                Ok(body) => body,
+                // Signed and canonical, yet not an act: the stored input is
+                // wrong, as a land-wide replay reports it too.
+                Err(error) => {
+                    let problem = format!("seq {}: the stored act body does not read as an act: {error}", record.seq);
+                    replayer.report.problems.push(problem);
+                    continue;
+                }
             };
             replayer.by_cursor.entry(body.cursor).or_default().push(land_seq);
             replayer
                 .acts
                 .insert(land_seq, StoredAct { seq: record.seq, land_seq, fact: std::borrow::Cow::Owned(fact), body });
+        }
+        if !replayer.report.problems.is_empty() && !options.keep_going {
+            replayer.report.stopped_early = true;
+            replayer.finished = true;
+            return Ok(replayer);
         }
         match replayer.acts.keys().next_back() {
             Some(&last_land_seq) => replayer.entries = store.land_log(0, last_land_seq + 1)?,
