@@ -139,6 +139,17 @@ struct Replayed {
     divergences: Vec<(BeingId, Divergence)>,
 }
 
+impl Replayed {
+    /// Counts one divergence of `being`'s and keeps it in full while fewer
+    /// than [`LAND_REPLAY_DIVERGENCES_KEPT`] are kept.
+    fn diverged(&mut self, being: BeingId, divergence: impl FnOnce() -> Divergence) {
+        self.divergences_total += 1;
+        if self.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
+            self.divergences.push((being, divergence()));
+        }
+    }
+}
+
 /// Folds the land log in order, recomputing the moments that opened at each
 /// cursor (in parallel) and comparing each with its stored act at its land seq.
 fn fold_and_recompute(
@@ -211,35 +222,31 @@ fn fold_and_recompute(
         let body = match fact.body_as::<ActBody>() {
             Ok(body) => body,
             Err(error) => {
-                replayed.divergences_total += 1;
-                if replayed.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
+                replayed.diverged(being, || {
                     let reason = format!("the stored act body does not read as an act: {error}");
                     let difference =
                         FieldDifference { field: "body".into(), expected: json!("an act body"), actual: json!(reason) };
                     let cause = DivergenceCause::StoredInputChanged { problems: vec![reason] };
-                    let divergence = Divergence {
+                    Divergence {
                         seq: act.seq,
                         land_seq,
                         differences: vec![difference],
                         cause,
                         context: serde_json::Value::Null,
-                    };
-                    replayed.divergences.push((being, divergence));
-                }
-                world.apply_folded(land_seq, header, fact.id(), FoldBody::read(header, fact.body()));
+                    }
+                });
+                // Nothing to apply: the body was just found not to be an act.
+                world.apply_folded(land_seq, header, fact.id(), FoldBody::Nothing);
                 continue;
             }
         };
         let stored = StoredAct { seq: act.seq, land_seq, fact: Cow::Borrowed(fact), body };
         let (differences, unstable) = act_differences(substrate, &world, &stored, verdict);
         if !differences.is_empty() {
-            replayed.divergences_total += 1;
-            if replayed.divergences.len() < LAND_REPLAY_DIVERGENCES_KEPT {
+            replayed.diverged(being, || {
                 let cause = classify(&[], &stored.body, substrate, &world, unstable);
-                let divergence =
-                    Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null };
-                replayed.divergences.push((being, divergence));
-            }
+                Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null }
+            });
         }
         world.apply_act(land_seq, header, fact.id(), &stored.body);
         spent.push((stored.body, act.opening));

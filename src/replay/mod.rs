@@ -629,6 +629,10 @@ fn seal_differences(
     body: &ActBody,
     outcome: Outcome,
 ) -> (Vec<FieldDifference>, bool) {
+    let outcome = match sealed_as_stored(substrate, world, fact.body(), outcome) {
+        Ok(_) => return (Vec::new(), false),
+        Err(outcome) => outcome,
+    };
     let mut act = match outcome {
         Outcome::Act(act) => act,
         Outcome::See => return (outcome_difference(body, "see (no act)".into()), false),
@@ -637,29 +641,19 @@ fn seal_differences(
             return (outcome_difference(body, actual), false);
         }
     };
+    // A mismatch: the seal-time rules are decided twice on the act as the
+    // moment left it, to tell nondeterminism apart; effects they changed
+    // replace the moment's, as sealing does, before the fields are compared.
     let first = moment::seal_time_effects(substrate, world, &act);
-    // Effects the seal-time rules changed replace the moment's, as sealing
-    // does; the moment's own are kept to decide a second time on a mismatch.
-    let moment_effects = match &first {
-        Ok(Some(effects)) => {
-            act.encoded = None;
-            Some(std::mem::replace(&mut act.body.effects, effects.clone()))
-        }
-        _ => None,
-    };
-    if first.is_ok() && encodes_as_stored(&act, fact.body()) {
-        return (Vec::new(), false);
-    }
-    // A mismatch: the seal-time rules are decided a second time, on the act
-    // as the moment left it, to tell nondeterminism apart.
-    let sealed_effects = moment_effects.map(|effects| std::mem::replace(&mut act.body.effects, effects));
     let second = moment::seal_time_effects(substrate, world, &act);
-    if let Some(effects) = sealed_effects {
-        act.body.effects = effects;
-    }
     let unstable = first != second;
     match first {
-        Ok(_) => (body_differences(body, &act.body), unstable),
+        Ok(sealed_effects) => {
+            if let Some(effects) = sealed_effects {
+                act.body.effects = effects;
+            }
+            (body_differences(body, &act.body), unstable)
+        }
         Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
     }
 }
