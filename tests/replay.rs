@@ -603,6 +603,34 @@ fn an_act_whose_effects_the_seal_time_rules_changed_replays_with_the_changed_eff
 }
 
 #[test]
+fn a_known_body_that_does_not_match_its_schema_is_named_by_verify_and_by_replay() {
+    // Verification reads every body of a known kind against its schema. A
+    // signed, canonical note whose text is missing or not text is named.
+    let (_dir, land_path) = simulated("dance.toml", 1);
+    {
+        let land = seed::land::Land::open(&land_path).expect("open");
+        let drummer = land.resolve("@drummer").expect("drummer");
+        for body in [serde_json::json!({"txt": "hello"}), serde_json::json!({"text": 7})] {
+            let body = seed::canonical::encode_json(&body).expect("encodes");
+            land.seal(&drummer, "note", body).expect("sealed");
+        }
+        land.close().expect("close");
+    }
+    let verify = seed(&land_path, &["verify"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stdout(&verify));
+    let report = stdout(&verify);
+    for expected in [
+        "seq 2: body of kind \"note\" does not match its schema: unknown field `txt`, expected `text`",
+        "seq 3: body of kind \"note\" does not match its schema: invalid type: integer `7`, expected string",
+    ] {
+        assert!(report.contains(expected), "{expected:?} not in {report}");
+    }
+    let output = seed(&land_path, &["replay", "--all", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stdout(&output).contains("unknown field `txt`"), "{}", stdout(&output));
+}
+
+#[test]
 fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
     // A land-wide replay reads only the fields of an act body a moment
     // needs, and the rest only when the recomputed bytes differ. A signed
