@@ -542,6 +542,13 @@ mod decoded_shapes {
         Carrying { weight: i16 },
     }
 
+    /// Two of a [`Record`]'s fields: read from a record's bytes, it ignores the rest.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Partial {
+        pub zeta: Shape,
+        pub negative: i64,
+    }
+
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct Record {
         pub zeta: Shape,
@@ -590,6 +597,17 @@ fn record_strategy() -> impl Strategy<Value = decoded_shapes::Record> {
         })
 }
 
+/// The reader for checked bytes and the reference, as one comparable verdict.
+fn decoded_checked_and_reference<T>(bytes: &[u8]) -> (Result<T, String>, Result<T, String>)
+where
+    T: serde::de::DeserializeOwned,
+{
+    (
+        seed::canonical::from_checked_canonical_bytes::<T>(bytes).map_err(|error| error.to_string()),
+        seed::canonical::from_canonical_bytes_reference::<T>(bytes).map_err(|error| error.to_string()),
+    )
+}
+
 /// Both decoders, as one comparable verdict: the value or the error's words.
 fn decoded_both_ways<T>(bytes: &[u8]) -> (Result<T, String>, Result<T, String>)
 where
@@ -629,6 +647,19 @@ proptest! {
         prop_assert_eq!(&fast, &Ok(record.clone()));
         prop_assert_eq!(fast, reference);
         same!(&encoded, serde_json::Value, Value, BTreeMap<String, Value>);
+        // Bytes already checked: the fields a type ignores are skipped by
+        // their heads alone, and the verdict is still the reference's.
+        macro_rules! same_checked {
+            ($bytes:expr, $($type:ty),+) => {$(
+                let (checked, reference) = decoded_checked_and_reference::<$type>($bytes);
+                prop_assert_eq!(checked, reference, "checked, as {}", stringify!($type));
+            )+};
+        }
+        same_checked!(&bytes, serde_json::Value, decoded_shapes::Partial, Record, Shape, seed::world::ActBody);
+        same_checked!(&encoded, decoded_shapes::Partial, Record, serde_json::Value, seed::world::ActBody);
+        // And the in-place reader itself reads them (no fallback decided it).
+        let partial = seed::canonical::read_checked_in_place::<decoded_shapes::Partial>(&encoded);
+        prop_assert_eq!(partial, Some(decoded_shapes::Partial { zeta: record.zeta, negative: record.negative }));
     }
 }
 
@@ -707,6 +738,19 @@ fn in_place_decoder_agrees_on_long_strings_wide_integers_and_the_nesting_limit()
                 let (fast, reference) = decoded_both_ways::<serde_json::Value>(&bytes);
                 assert!(fast.is_ok(), "depth {depth}");
                 assert_eq!(fast, reference, "depth {depth}");
+                // The same nesting in a field the type ignores, skipped unchecked.
+                let record = seed::canonical::to_canonical_bytes(&serde_json::json!({
+                    "zeta": "Unit", "negative": -1, "ignored": nested_json(&leaf, depth - 1, wrap_in_object),
+                }))
+                .expect("within the limit");
+                let (checked, reference) = decoded_checked_and_reference::<decoded_shapes::Partial>(&record);
+                assert!(checked.is_ok(), "depth {depth}");
+                assert_eq!(checked, reference, "depth {depth}");
+                // Below the limit the reader skips it itself; a container at
+                // the limit is left to the reference, as when it is read.
+                let in_place = seed::canonical::read_checked_in_place::<decoded_shapes::Partial>(&record);
+                let container_at_limit = depth == 64 && (leaf.is_array() || leaf.is_object());
+                assert_eq!(in_place.is_some(), !container_at_limit, "depth {depth} leaf {leaf}");
             }
         }
     }

@@ -511,6 +511,24 @@ pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Cano
     }
 }
 
+/// [`from_canonical_bytes`] for bytes that already passed [`check_canonical`]
+/// (a body [`crate::fact::Fact::decode_envelope`] accepted): the items `T`
+/// ignores are skipped by their heads alone rather than checked again. On
+/// bytes that did not pass, it may accept an ignored item the check refuses.
+pub fn from_checked_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
+    match read::from_checked_bytes(bytes) {
+        Some(value) => Ok(value),
+        None => from_canonical_bytes_reference(bytes),
+    }
+}
+
+/// The in-place reader of [`from_checked_canonical_bytes`] alone: `None`
+/// where it gives up and the reference would decide (tests use it to know
+/// the fast road was the one taken).
+pub fn read_checked_in_place<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    read::from_checked_bytes(bytes)
+}
+
 /// [`from_canonical_bytes`] through ciborium's deserializer alone.
 pub fn from_canonical_bytes_reference<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     check_canonical(bytes)?;

@@ -30,7 +30,17 @@ const CIBORIUM_SCRATCH_BYTES: usize = 4096;
 /// exactly as ciborium would; `None` where the caller must check the bytes
 /// and ask the reference deserializer.
 pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    let mut reader = Reader { cbor: CanonicalReader::new(bytes), recursion_left: CBOR_NESTING_DEPTH_MAX + 1 };
+    read_with(bytes, false)
+}
+
+/// [`from_bytes`] over bytes the caller has already checked to be canonical:
+/// items `T` ignores are skipped by their heads alone, not checked again.
+pub fn from_checked_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    read_with(bytes, true)
+}
+
+fn read_with<T: DeserializeOwned>(bytes: &[u8], checked: bool) -> Option<T> {
+    let mut reader = Reader { cbor: CanonicalReader::new(bytes), recursion_left: CBOR_NESTING_DEPTH_MAX + 1, checked };
     let value = T::deserialize(&mut reader).ok()?;
     reader.cbor.is_at_end().then_some(value)
 }
@@ -39,6 +49,9 @@ struct Reader<'a> {
     cbor: CanonicalReader<'a>,
     /// Nesting levels left, counted as ciborium counts them (arrays, maps, enums).
     recursion_left: usize,
+    /// The bytes passed the canonical check already: an ignored item is
+    /// skipped without validating it a second time.
+    checked: bool,
 }
 
 /// What the next item starts with, without consuming it.
@@ -112,6 +125,36 @@ impl<'a> Reader<'a> {
 
     fn map<'de, V: Visitor<'de>>(&mut self, entries: u64, visitor: V) -> Result<V::Value, GaveUp> {
         self.recurse(|reader| Items::new(reader, entries).read_all(|items| visitor.visit_map(items)))
+    }
+
+    /// Skips one item of checked bytes by its heads alone. Gives up where
+    /// reading it would: at a container the nesting limit leaves to the
+    /// reference (see [`Reader::recurse`]).
+    fn skip_checked(&mut self, levels_left: usize) -> Result<(), GaveUp> {
+        match self.next()? {
+            Next::Bytes(length) | Next::Text(length) => {
+                self.take(length)?;
+            }
+            Next::Array(items) => {
+                if levels_left <= 1 {
+                    return Err(GaveUp);
+                }
+                for _ in 0..items {
+                    self.skip_checked(levels_left - 1)?;
+                }
+            }
+            Next::Map(entries) => {
+                if levels_left <= 1 {
+                    return Err(GaveUp);
+                }
+                for _ in 0..entries {
+                    self.skip_checked(levels_left - 1)?;
+                    self.skip_checked(levels_left - 1)?;
+                }
+            }
+            Next::Unsigned(_) | Next::Negative(_) | Next::False | Next::True | Next::Null => {}
+        }
+        Ok(())
     }
 
     fn fits_scratch(length: u64) -> bool {
@@ -335,6 +378,12 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+        if self.checked {
+            // Whatever the item holds, the visitor ignores it (as it does
+            // every item ciborium hands it).
+            self.skip_checked(self.recursion_left)?;
+            return visitor.visit_unit();
+        }
         self.deserialize_any(visitor)
     }
 

@@ -11,6 +11,7 @@ use super::{
     act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
     DivergenceCause, FieldDifference, Recomputed, StoredAct,
 };
+use crate::canonical::from_checked_canonical_bytes;
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
@@ -94,13 +95,16 @@ pub fn replay_land(
         match (fact, record.land_seq) {
             // Only the fields a recomputation reads are decoded: an act whose
             // recomputation encodes to the stored bytes is the stored act.
-            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match fact.body_as::<ActOpening>() {
-                Ok(opening) => Decoded::Act {
-                    being: record.being,
-                    act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening }),
-                },
-                Err(_) => Decoded::other(fact),
-            }),
+            // `decode_envelope` checked the body, so the rest is skipped unchecked.
+            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => {
+                Some(match from_checked_canonical_bytes::<ActOpening>(fact.body()) {
+                    Ok(opening) => Decoded::Act {
+                        being: record.being,
+                        act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening }),
+                    },
+                    Err(_) => Decoded::other(fact),
+                })
+            }
             (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
             _ => None,
         }
