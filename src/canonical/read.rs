@@ -10,7 +10,10 @@
 //!
 //! It is a fast path, not a second reference: it mirrors what ciborium's
 //! deserializer hands each visitor (the same `visit_*` call for the same
-//! item), and whenever ciborium would take a road this reader does not take
+//! item, except that text and byte strings are lent from the input, through
+//! `visit_borrowed_*`, which an owned type's visitor takes as it takes
+//! `visit_str` and `visit_bytes`; serde's buffering of tagged enums then
+//! copies nothing), and whenever ciborium would take a road this reader does not take
 //! (floats, tags, byte strings read as sequences, text longer than
 //! ciborium's scratch buffer, a visitor's error) it gives up with
 //! [`GaveUp`]; the caller then checks the bytes and asks ciborium, which
@@ -119,11 +122,11 @@ impl<'a> Reader<'a> {
         result
     }
 
-    fn seq<'de, V: Visitor<'de>>(&mut self, items: u64, visitor: V) -> Result<V::Value, GaveUp> {
+    fn seq<V: Visitor<'a>>(&mut self, items: u64, visitor: V) -> Result<V::Value, GaveUp> {
         self.recurse(|reader| Items::new(reader, items).read_all(|items| visitor.visit_seq(items)))
     }
 
-    fn map<'de, V: Visitor<'de>>(&mut self, entries: u64, visitor: V) -> Result<V::Value, GaveUp> {
+    fn map<V: Visitor<'a>>(&mut self, entries: u64, visitor: V) -> Result<V::Value, GaveUp> {
         self.recurse(|reader| Items::new(reader, entries).read_all(|items| visitor.visit_map(items)))
     }
 
@@ -162,10 +165,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
+impl<'a> de::Deserializer<'a> for &mut Reader<'a> {
     type Error = GaveUp;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.peek()? {
             Next::Unsigned(_) => self.deserialize_u64(visitor),
             Next::Negative(argument) if i64::try_from(argument).is_ok() => self.deserialize_i64(visitor),
@@ -181,7 +184,7 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         }
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_bool<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::False => visitor.visit_bool(false),
             Next::True => visitor.visit_bool(true),
@@ -189,19 +192,19 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         }
     }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_i8<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_i64(visitor)
     }
 
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_i16<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_i64(visitor)
     }
 
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_i32<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_i64(visitor)
     }
 
-    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_i64<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         let value = match self.next()? {
             Next::Unsigned(argument) => i64::try_from(argument).map_err(|_| GaveUp)?,
             // -1 - n, as ciborium writes it (n ^ !0).
@@ -211,7 +214,7 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         visitor.visit_i64(value)
     }
 
-    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_i128<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         let value = match self.next()? {
             Next::Unsigned(argument) => i128::from(argument),
             Next::Negative(argument) => i128::from(argument) ^ !0,
@@ -220,67 +223,67 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         visitor.visit_i128(value)
     }
 
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_u8<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_u64(visitor)
     }
 
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_u16<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_u64(visitor)
     }
 
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_u32<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_u64(visitor)
     }
 
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_u64<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Unsigned(argument) => visitor.visit_u64(argument),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_u128<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Unsigned(argument) => visitor.visit_u128(u128::from(argument)),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_f32<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_f32<V: Visitor<'a>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
         Err(GaveUp)
     }
 
-    fn deserialize_f64<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_f64<V: Visitor<'a>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
         Err(GaveUp)
     }
 
-    fn deserialize_char<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_char<V: Visitor<'a>>(self, _visitor: V) -> Result<V::Value, GaveUp> {
         Err(GaveUp)
     }
 
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
-            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_str(self.text(length)?),
+            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_borrowed_str(self.text(length)?),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_string<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Text(length) => visitor.visit_string(self.text(length)?.to_owned()),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_bytes<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
-            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_bytes(self.take(length)?),
+            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_borrowed_bytes(self.take(length)?),
             Next::Array(items) => self.seq(items, visitor),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Bytes(length) => visitor.visit_byte_buf(self.take(length)?.to_vec()),
             Next::Array(items) => self.seq(items, visitor),
@@ -288,7 +291,7 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         if self.peek()? == Next::Null {
             self.next()?;
             return visitor.visit_none();
@@ -296,22 +299,22 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         visitor.visit_some(self)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_unit<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Null => visitor.visit_unit(),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_unit_struct<V: Visitor<'a>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_unit(visitor)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_newtype_struct<V: Visitor<'a>>(self, _name: &'static str, visitor: V) -> Result<V::Value, GaveUp> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Array(items) => self.seq(items, visitor),
             // ciborium reads a byte string as a sequence of bytes; left to it.
@@ -319,11 +322,11 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         }
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_tuple<V: Visitor<'a>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
+    fn deserialize_tuple_struct<V: Visitor<'a>>(
         self,
         _name: &'static str,
         _len: usize,
@@ -332,14 +335,14 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
             Next::Map(entries) => self.map(entries, visitor),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_struct<V: Visitor<'de>>(
+    fn deserialize_struct<V: Visitor<'a>>(
         self,
         _name: &'static str,
         _fields: &'static [&'static str],
@@ -348,7 +351,7 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         self.deserialize_map(visitor)
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
+    fn deserialize_enum<V: Visitor<'a>>(
         self,
         name: &'static str,
         _variants: &'static [&'static str],
@@ -369,15 +372,15 @@ impl<'de, 'a> de::Deserializer<'de> for &mut Reader<'a> {
         self.recurse(|reader| visitor.visit_enum(Variant { reader, in_map }))
     }
 
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_identifier<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         match self.next()? {
-            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_str(self.text(length)?),
-            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_bytes(self.take(length)?),
+            Next::Text(length) if Reader::fits_scratch(length) => visitor.visit_borrowed_str(self.text(length)?),
+            Next::Bytes(length) if Reader::fits_scratch(length) => visitor.visit_borrowed_bytes(self.take(length)?),
             _ => Err(GaveUp),
         }
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, GaveUp> {
+    fn deserialize_ignored_any<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, GaveUp> {
         if self.checked {
             // Whatever the item holds, the visitor ignores it (as it does
             // every item ciborium hands it).
@@ -417,7 +420,7 @@ impl<'r, 'a> Items<'r, 'a> {
 
     /// Reads one item, which must take at least one byte (a seed that reads
     /// nothing would shift every later item).
-    fn item<'de, T: de::DeserializeSeed<'de>>(&mut self, seed: T) -> Result<(T::Value, usize, usize), GaveUp> {
+    fn item<T: de::DeserializeSeed<'a>>(&mut self, seed: T) -> Result<(T::Value, usize, usize), GaveUp> {
         let start = self.reader.cbor.position;
         let value = seed.deserialize(&mut *self.reader)?;
         let end = self.reader.cbor.position;
@@ -428,10 +431,10 @@ impl<'r, 'a> Items<'r, 'a> {
     }
 }
 
-impl<'de> de::SeqAccess<'de> for Items<'_, '_> {
+impl<'a> de::SeqAccess<'a> for Items<'_, 'a> {
     type Error = GaveUp;
 
-    fn next_element_seed<T: de::DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, GaveUp> {
+    fn next_element_seed<T: de::DeserializeSeed<'a>>(&mut self, seed: T) -> Result<Option<T::Value>, GaveUp> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -444,10 +447,10 @@ impl<'de> de::SeqAccess<'de> for Items<'_, '_> {
     }
 }
 
-impl<'de> de::MapAccess<'de> for Items<'_, '_> {
+impl<'a> de::MapAccess<'a> for Items<'_, 'a> {
     type Error = GaveUp;
 
-    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, GaveUp> {
+    fn next_key_seed<K: de::DeserializeSeed<'a>>(&mut self, seed: K) -> Result<Option<K::Value>, GaveUp> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -465,7 +468,7 @@ impl<'de> de::MapAccess<'de> for Items<'_, '_> {
         Ok(Some(key))
     }
 
-    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, GaveUp> {
+    fn next_value_seed<V: de::DeserializeSeed<'a>>(&mut self, seed: V) -> Result<V::Value, GaveUp> {
         self.item(seed).map(|(value, _, _)| value)
     }
 
@@ -481,17 +484,17 @@ struct Variant<'r, 'a> {
     in_map: bool,
 }
 
-impl<'de, 'r, 'a> de::EnumAccess<'de> for Variant<'r, 'a> {
+impl<'r, 'a> de::EnumAccess<'a> for Variant<'r, 'a> {
     type Error = GaveUp;
     type Variant = Variant<'r, 'a>;
 
-    fn variant_seed<V: de::DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self::Variant), GaveUp> {
+    fn variant_seed<V: de::DeserializeSeed<'a>>(self, seed: V) -> Result<(V::Value, Self::Variant), GaveUp> {
         let variant = seed.deserialize(&mut *self.reader)?;
         Ok((variant, self))
     }
 }
 
-impl<'de> de::VariantAccess<'de> for Variant<'_, '_> {
+impl<'a> de::VariantAccess<'a> for Variant<'_, 'a> {
     type Error = GaveUp;
 
     fn unit_variant(self) -> Result<(), GaveUp> {
@@ -502,7 +505,7 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, '_> {
         Ok(())
     }
 
-    fn newtype_variant_seed<T: de::DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, GaveUp> {
+    fn newtype_variant_seed<T: de::DeserializeSeed<'a>>(self, seed: T) -> Result<T::Value, GaveUp> {
         // A bare text has no content; ciborium would read the next item.
         if !self.in_map {
             return Err(GaveUp);
@@ -510,14 +513,14 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, '_> {
         seed.deserialize(&mut *self.reader)
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
+    fn tuple_variant<V: Visitor<'a>>(self, _len: usize, visitor: V) -> Result<V::Value, GaveUp> {
         if !self.in_map {
             return Err(GaveUp);
         }
         de::Deserializer::deserialize_any(&mut *self.reader, visitor)
     }
 
-    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, GaveUp> {
+    fn struct_variant<V: Visitor<'a>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, GaveUp> {
         if !self.in_map {
             return Err(GaveUp);
         }
