@@ -114,36 +114,40 @@ pub struct RoleUse {
     pub digest: Hash32,
 }
 
-/// Digests of what the moment derived, recomputed by replay.
+/// Digests of what the moment derived, recomputed by replay. Fields are
+/// declared in canonical order (by key length, then bytes), so encoding
+/// writes them in place with nothing to sort.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digests {
+    pub face: Hash32,
     pub context: Hash32,
     pub composed: Hash32,
-    pub face: Hash32,
     pub script_output: Option<Hash32>,
 }
 
-/// The record of one moment that ended in an act.
+/// The record of one moment that ended in an act. Fields are declared in
+/// canonical order (by key length, then bytes): every moment encodes one,
+/// and fields that arrive in order are written in place with nothing to sort.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActBody {
-    pub wake: Wake,
-    /// The land cursor the moment opened at.
-    pub cursor: u64,
-    pub orientation: String,
-    pub primary: Option<String>,
-    /// Primary first (if any), then the modifiers, each with its digest.
-    pub stack: Vec<RoleUse>,
-    pub digests: Digests,
-    pub call: VerbCall,
-    /// Prose that rode with the call.
-    pub content: Option<String>,
-    pub effects: Vec<Effect>,
-    /// The evaluator that decided the moment (crate version).
-    pub evaluator: String,
     /// The model call of an LLM moment. Absent (not null) otherwise, so acts
     /// of other cognitions encode as they always did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::llm::LlmRecord>,
+    pub call: VerbCall,
+    pub wake: Wake,
+    /// Primary first (if any), then the modifiers, each with its digest.
+    pub stack: Vec<RoleUse>,
+    /// The land cursor the moment opened at.
+    pub cursor: u64,
+    /// Prose that rode with the call.
+    pub content: Option<String>,
+    pub digests: Digests,
+    pub effects: Vec<Effect>,
+    pub primary: Option<String>,
+    /// The evaluator that decided the moment (crate version).
+    pub evaluator: String,
+    pub orientation: String,
 }
 
 /// Administrative effects sealed outside a moment (planting a fixture).
