@@ -13,9 +13,9 @@
 //! item, except that text and byte strings are lent from the input, through
 //! `visit_borrowed_*`, which an owned type's visitor takes as it takes
 //! `visit_str` and `visit_bytes`; serde's buffering of tagged enums then
-//! copies nothing), and whenever ciborium would take a road this reader does not take
-//! (floats, tags, byte strings read as sequences, text longer than
-//! ciborium's scratch buffer, a visitor's error) it gives up with
+//! copies nothing), and whenever ciborium would take a road this reader
+//! does not take (floats, tags, byte strings read as sequences, text longer
+//! than ciborium's scratch buffer, a visitor's error) it gives up with
 //! [`GaveUp`]; the caller then checks the bytes and asks ciborium, which
 //! decides and names any problem. Property tests (tests/fact_props.rs) hold
 //! the two to the same values on canonical bytes and to the same refusals on

@@ -205,8 +205,10 @@ impl<'a> MomentInputs<'a> {
     }
 }
 
-/// The fields of a stored act body a recomputation reads (serde skips the
-/// others, still checking that they are canonical).
+/// The fields of a stored act body a recomputation reads. A land-wide
+/// replay reads them from bodies `Fact::decode_envelope` already checked, so
+/// the others are skipped by their heads alone
+/// ([`crate::canonical::from_checked_canonical_bytes`]).
 #[derive(Debug, Deserialize)]
 struct ActOpening {
     wake: Wake,

@@ -610,10 +610,9 @@ fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), 
     Ok((derived, report))
 }
 
-/// The sled entries that represent `derived`, leaving out skipped beings.
-/// The index entries `derived` implies, in key order. Gathered and sorted
-/// once rather than inserted into a map: verification builds this for every
-/// fact of the land.
+/// The sled entries that represent `derived`, leaving out skipped beings, in
+/// key order. Gathered and sorted once rather than inserted into a map:
+/// verification builds this for every fact of the land.
 fn encode_derived(derived: &DerivedIndexes) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut entries =
         Vec::with_capacity(derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len());
