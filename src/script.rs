@@ -8,12 +8,17 @@
 //! operation budget and limits on call depth, expression depth and string,
 //! array and map sizes. Scripts compile once and are cached by the BLAKE3 of
 //! their source.
+//!
+//! An input map is converted only as far as the script can read it: the
+//! compiled script is searched once for how it names each input (see
+//! [`InputReads`]). A script that reads `face.me` and nothing else gets a map
+//! holding `me` alone, which it cannot tell from the whole face.
 
 use crate::fact::{blake3_of, Hash32};
-use rhai::{Dynamic, Engine, Scope, AST};
+use rhai::{ASTNode, Dynamic, Engine, Expr, Scope, Stmt, AST};
 use serde_json::Value as Json;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 /// Operations one script run may take.
@@ -63,8 +68,102 @@ fn next_random() -> u64 {
 
 pub struct ScriptEngine {
     engine: Engine,
-    cache: RwLock<BTreeMap<Hash32, Arc<AST>>>,
+    cache: RwLock<BTreeMap<Hash32, Arc<Compiled>>>,
     operations_max: u64,
+}
+
+/// A compiled script and what it can read of each variable it names.
+pub struct Compiled {
+    pub ast: AST,
+    pub reads: InputReads,
+}
+
+/// What a script can read of the variables it names, found once from its
+/// syntax tree (function bodies included), so that an input map is
+/// converted only as far as the script can see into it.
+///
+/// A variable named only as `name.key…` (or `name?.key…`) is read at the
+/// keys so named; named in any other way (bare, indexed, with a method
+/// called on it, captured by a closure, handed to a function) it is read
+/// whole. `eval` can name anything from a string, so a script that calls
+/// it reads every input whole.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InputReads {
+    evaluates_text: bool,
+    /// Variables named only through properties, with those properties.
+    by_key: BTreeMap<String, BTreeSet<String>>,
+    /// Variables named in some other way.
+    whole: BTreeSet<String>,
+}
+
+/// How much of one input a script can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputRead<'r> {
+    Whole,
+    Keys(&'r BTreeSet<String>),
+    /// The script never names the input.
+    Nothing,
+}
+
+impl InputReads {
+    pub fn of(ast: &AST) -> InputReads {
+        let mut reads = InputReads::default();
+        ast.walk(&mut |path: &[ASTNode]| {
+            match path.last() {
+                Some(ASTNode::Expr(Expr::FnCall(call, ..))) | Some(ASTNode::Stmt(Stmt::FnCall(call, ..)))
+                    if call.name == "eval" =>
+                {
+                    reads.evaluates_text = true;
+                }
+                Some(ASTNode::Expr(variable @ Expr::Variable(named, ..))) => {
+                    let name = named.1.as_str();
+                    let parent = path.len().checked_sub(2).and_then(|index| path.get(index));
+                    match parent.and_then(|parent| property_read_of(parent, variable)) {
+                        Some(key) => {
+                            reads.by_key.entry(name.to_string()).or_default().insert(key.to_string());
+                        }
+                        None => {
+                            reads.whole.insert(name.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+            true
+        });
+        reads
+    }
+
+    /// How much of the input `name` the script can read.
+    pub fn of_input(&self, name: &str) -> InputRead<'_> {
+        if self.evaluates_text || self.whole.contains(name) {
+            return InputRead::Whole;
+        }
+        match self.by_key.get(name) {
+            Some(keys) => InputRead::Keys(keys),
+            None => InputRead::Nothing,
+        }
+    }
+}
+
+/// The key read when `variable` is the left side of `parent`, a property
+/// chain such as `variable.key.more` (`None` for any other use).
+fn property_read_of<'a>(parent: &ASTNode<'a>, variable: &Expr) -> Option<&'a str> {
+    let ASTNode::Expr(Expr::Dot(chain, ..)) = parent else { return None };
+    if !std::ptr::eq(&chain.lhs, variable) {
+        return None;
+    }
+    // `a.b.c` is Dot(a, Dot(b, c)) and `a.b[i]` is Dot(a, Index(b, i)): the
+    // key read first is the leftmost property of the right side.
+    let mut first = &chain.rhs;
+    loop {
+        match first {
+            Expr::Property(property, ..) => return Some(property.2.as_str()),
+            Expr::Dot(inner, ..) | Expr::Index(inner, ..) => first = &inner.lhs,
+            // A method called on the input (`face.keys()`) sees all of it.
+            _ => return None,
+        }
+    }
 }
 
 impl Default for ScriptEngine {
@@ -106,8 +205,8 @@ impl ScriptEngine {
         ScriptEngine { engine, cache: RwLock::new(BTreeMap::new()), operations_max }
     }
 
-    /// Compiles (once) and returns the script's AST.
-    pub fn compile(&self, source: &str) -> Result<Arc<AST>, ScriptError> {
+    /// Compiles (once) and returns the script with what it reads.
+    pub fn compile(&self, source: &str) -> Result<Arc<Compiled>, ScriptError> {
         if source.len() > SCRIPT_SOURCE_BYTES_MAX {
             return Err(ScriptError::TooLarge { len: source.len() });
         }
@@ -115,19 +214,33 @@ impl ScriptEngine {
         if let Some(ast) = self.cache.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(ast.clone());
         }
-        let ast =
-            Arc::new(self.engine.compile(source).map_err(|error| ScriptError::Compile { reason: error.to_string() })?);
-        self.cache.write().unwrap_or_else(|p| p.into_inner()).insert(key, ast.clone());
-        Ok(ast)
+        let ast = self.engine.compile(source).map_err(|error| ScriptError::Compile { reason: error.to_string() })?;
+        let compiled = Arc::new(Compiled { reads: InputReads::of(&ast), ast });
+        self.cache.write().unwrap_or_else(|p| p.into_inner()).insert(key, compiled.clone());
+        Ok(compiled)
     }
 
     /// Runs a script with `inputs` bound as read-only constants, the random
     /// generator seeded by `seed`, and returns its value as JSON (`null` for `()`).
     pub fn run(&self, source: &str, inputs: &[(&str, &Json)], seed: u64) -> Result<Json, ScriptError> {
-        let ast = self.compile(source)?;
+        self.run_reading(source, inputs, seed, Reading::AsFarAsRead)
+    }
+
+    fn run_reading(
+        &self,
+        source: &str,
+        inputs: &[(&str, &Json)],
+        seed: u64,
+        reading: Reading,
+    ) -> Result<Json, ScriptError> {
+        let compiled = self.compile(source)?;
         let mut scope = Scope::new();
         for (name, value) in inputs {
-            let dynamic = match json_to_dynamic(value) {
+            let read = match reading {
+                Reading::AsFarAsRead => compiled.reads.of_input(name),
+                Reading::Whole => InputRead::Whole,
+            };
+            let dynamic = match input_to_dynamic(value, read) {
                 Some(dynamic) => dynamic,
                 // A number the direct path does not take: serde's converter names the problem.
                 None => rhai::serde::to_dynamic(value)
@@ -136,12 +249,53 @@ impl ScriptEngine {
             scope.push_constant_dynamic(*name, dynamic);
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
-        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast);
+        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast);
         let value = result.map_err(|error| classify(*error, self.operations_max))?;
         if value.is_unit() {
             return Ok(Json::Null);
         }
         rhai::serde::from_dynamic::<Json>(&value).map_err(|error| ScriptError::Output { reason: error.to_string() })
+    }
+}
+
+/// How far `run_reading` converts inputs (whole only for tests that compare).
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    AsFarAsRead,
+    #[cfg_attr(not(test), allow(dead_code))]
+    Whole,
+}
+
+/// An input as a script sees it, converted as far as the script reads it.
+/// An input it never names is still bound (`is_def_var` sees it), as `()`.
+/// `None` as for [`json_to_dynamic`], for the whole input: a number the
+/// direct path does not take fails (or converts) the whole input through
+/// serde even where the script does not read it, exactly as before inputs
+/// were converted in part.
+fn input_to_dynamic(value: &Json, read: InputRead<'_>) -> Option<Dynamic> {
+    match (read, value) {
+        (InputRead::Keys(keys), Json::Object(entries)) => {
+            let mut map = rhai::Map::new();
+            for (key, item) in entries {
+                if keys.contains(key) {
+                    map.insert(key.as_str().into(), json_to_dynamic(item)?);
+                } else if !every_number_is_i64(item) {
+                    return None;
+                }
+            }
+            Some(Dynamic::from_map(map))
+        }
+        (InputRead::Nothing, _) => every_number_is_i64(value).then_some(Dynamic::UNIT),
+        _ => json_to_dynamic(value),
+    }
+}
+
+fn every_number_is_i64(value: &Json) -> bool {
+    match value {
+        Json::Number(number) => number.is_i64(),
+        Json::Array(items) => items.iter().all(every_number_is_i64),
+        Json::Object(entries) => entries.values().all(every_number_is_i64),
+        Json::Null | Json::Bool(_) | Json::String(_) => true,
     }
 }
 
@@ -224,6 +378,78 @@ mod tests {
         check("face.me.name = \"eve\"", Err(""));
         check("let x = ;", Err("does not compile"));
         check("import \"x\" as y; 1", Err("does not compile"));
+    }
+
+    /// What `source` can read of `face`: `None` for the whole of it, else
+    /// the keys (an empty list when it never names it).
+    fn check_reads(source: &str, expected: Option<&[&str]>) {
+        let engine = ScriptEngine::new();
+        let compiled = engine.compile(source).expect("compiles");
+        let read = compiled.reads.of_input("face");
+        let actual = match read {
+            InputRead::Whole => None,
+            InputRead::Keys(keys) => Some(keys.iter().map(String::as_str).collect::<Vec<_>>()),
+            InputRead::Nothing => Some(Vec::new()),
+        };
+        assert_eq!(actual.as_deref(), expected, "{source}");
+    }
+
+    #[test]
+    fn a_script_reads_an_input_at_the_keys_it_names_and_whole_otherwise() {
+        check_reads("face.me.name", Some(&["me"]));
+        check_reads("face.me.name + face.time.ms + face.me.space", Some(&["me", "time"]));
+        check_reads("face?.me ?? 0", Some(&["me"]));
+        check_reads("face.see[\"x\"].y", Some(&["see"]));
+        check_reads("let x = face.can.see; x.len()", Some(&["can"]));
+        check_reads("fn peek() { face.time } peek!()", Some(&["time"]));
+        check_reads("1 + 1", Some(&[]));
+        check_reads("let face = #{}; face", None);
+        check_reads("face", None);
+        check_reads("face[\"me\"]", None);
+        check_reads("face.keys()", None);
+        check_reads("face.me.name + face.len()", None);
+        check_reads("let f = face; f.me", None);
+        check_reads("type_of(face)", None);
+        check_reads("let g = || face.time; g.call()", None);
+        check_reads("eval(\"1\"); face.me", None);
+    }
+
+    #[test]
+    fn an_input_converted_as_far_as_read_gives_what_the_whole_input_gives() {
+        let engine = ScriptEngine::new();
+        let face = json!({
+            "me": {"name": "ada", "qualities": {"n": -3, "ok": true}},
+            "time": {"ms": 5000, "hour": 3},
+            "see": {"x": {"y": [1, 2]}},
+            "n": 3,
+        });
+        let oversized = json!({"me": {"name": "ada"}, "time": {"ms": u64::MAX}});
+        let scripts = [
+            "face.me.name",
+            "face.time.ms + face.n",
+            "face.see.x.y[1]",
+            "face.missing",
+            "face.keys()",
+            "face.len()",
+            "face",
+            "eval(\"face.time.ms\")",
+            "let g = || face.time; g.call()",
+            "fn peek() { face.time } peek!()",
+            "is_def_var(\"face\")",
+            "42",
+        ];
+        for input in [&face, &oversized] {
+            for source in scripts {
+                let as_far_as_read = engine.run_reading(source, &[("face", input)], 7, Reading::AsFarAsRead);
+                let whole = engine.run_reading(source, &[("face", input)], 7, Reading::Whole);
+                assert_eq!(as_far_as_read, whole, "{source} on {input}");
+            }
+        }
+        // Only what is read is converted.
+        let keys: BTreeSet<String> = ["me".to_string()].into();
+        let converted = input_to_dynamic(&face, InputRead::Keys(&keys)).expect("every number is an i64");
+        let map = converted.cast::<rhai::Map>();
+        assert_eq!(map.keys().map(|key| key.as_str()).collect::<Vec<_>>(), ["me"]);
     }
 
     #[test]
