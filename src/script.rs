@@ -223,28 +223,44 @@ impl ScriptEngine {
     /// Runs a script with `inputs` bound as read-only constants, the random
     /// generator seeded by `seed`, and returns its value as JSON (`null` for `()`).
     pub fn run(&self, source: &str, inputs: &[(&str, &Json)], seed: u64) -> Result<Json, ScriptError> {
+        let inputs: Vec<(&str, Input<'_>)> = inputs.iter().map(|(name, value)| (*name, Input::Json(value))).collect();
+        self.run_inputs(source, &inputs, seed)
+    }
+
+    /// [`ScriptEngine::run`] with inputs that may be built entry by entry.
+    pub fn run_inputs(&self, source: &str, inputs: &[(&str, Input<'_>)], seed: u64) -> Result<Json, ScriptError> {
         self.run_reading(source, inputs, seed, Reading::AsFarAsRead)
     }
 
     fn run_reading(
         &self,
         source: &str,
-        inputs: &[(&str, &Json)],
+        inputs: &[(&str, Input<'_>)],
         seed: u64,
         reading: Reading,
     ) -> Result<Json, ScriptError> {
         let compiled = self.compile(source)?;
         let mut scope = Scope::new();
-        for (name, value) in inputs {
+        for (name, input) in inputs {
             let read = match reading {
                 Reading::AsFarAsRead => compiled.reads.of_input(name),
                 Reading::Whole => InputRead::Whole,
             };
-            let dynamic = match input_to_dynamic(value, read) {
+            let converted = match input {
+                Input::Json(value) => input_to_dynamic(value, read),
+                Input::Entries(entries) => entries_to_dynamic(*entries, read),
+            };
+            let dynamic = match converted {
                 Some(dynamic) => dynamic,
                 // A number the direct path does not take: serde's converter names the problem.
-                None => rhai::serde::to_dynamic(value)
-                    .map_err(|error| ScriptError::Output { reason: format!("input {name}: {error}") })?,
+                None => {
+                    let whole = match input {
+                        Input::Json(value) => std::borrow::Cow::Borrowed(*value),
+                        Input::Entries(entries) => std::borrow::Cow::Owned(entries.whole()),
+                    };
+                    rhai::serde::to_dynamic(whole.as_ref())
+                        .map_err(|error| ScriptError::Output { reason: format!("input {name}: {error}") })?
+                }
             };
             scope.push_constant_dynamic(*name, dynamic);
         }
@@ -255,6 +271,46 @@ impl ScriptEngine {
             return Ok(Json::Null);
         }
         rhai::serde::from_dynamic::<Json>(&value).map_err(|error| ScriptError::Output { reason: error.to_string() })
+    }
+}
+
+/// An input a script is run with.
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    Json(&'a Json),
+    /// A map whose top-level entries are built only if the script reads them.
+    Entries(&'a dyn InputEntries),
+}
+
+/// A map input built entry by entry (the face: most scripts read one or two
+/// of its entries).
+pub trait InputEntries {
+    /// The whole map.
+    fn whole(&self) -> Json;
+    /// The entry at `key`, if the map has one.
+    fn entry(&self, key: &str) -> Option<Json>;
+    /// Whether every number in the entries not in `read` is an `i64` (see
+    /// [`input_to_dynamic`] for why unread entries are examined at all).
+    fn unread_numbers_are_i64(&self, read: &BTreeSet<String>) -> bool;
+}
+
+/// [`input_to_dynamic`] for a map built entry by entry.
+fn entries_to_dynamic(entries: &dyn InputEntries, read: InputRead<'_>) -> Option<Dynamic> {
+    match read {
+        InputRead::Whole => json_to_dynamic(&entries.whole()),
+        InputRead::Nothing => entries.unread_numbers_are_i64(&BTreeSet::new()).then_some(Dynamic::UNIT),
+        InputRead::Keys(keys) => {
+            if !entries.unread_numbers_are_i64(keys) {
+                return None;
+            }
+            let mut map = rhai::Map::new();
+            for key in keys {
+                if let Some(item) = entries.entry(key) {
+                    map.insert(key.as_str().into(), json_to_dynamic(&item)?);
+                }
+            }
+            Some(Dynamic::from_map(map))
+        }
     }
 }
 
@@ -290,7 +346,8 @@ fn input_to_dynamic(value: &Json, read: InputRead<'_>) -> Option<Dynamic> {
     }
 }
 
-fn every_number_is_i64(value: &Json) -> bool {
+/// Whether every number in `value` is an `i64` (what the direct conversion takes).
+pub fn every_number_is_i64(value: &Json) -> bool {
     match value {
         Json::Number(number) => number.is_i64(),
         Json::Array(items) => items.iter().all(every_number_is_i64),
@@ -440,8 +497,9 @@ mod tests {
         ];
         for input in [&face, &oversized] {
             for source in scripts {
-                let as_far_as_read = engine.run_reading(source, &[("face", input)], 7, Reading::AsFarAsRead);
-                let whole = engine.run_reading(source, &[("face", input)], 7, Reading::Whole);
+                let as_far_as_read =
+                    engine.run_reading(source, &[("face", Input::Json(input))], 7, Reading::AsFarAsRead);
+                let whole = engine.run_reading(source, &[("face", Input::Json(input))], 7, Reading::Whole);
                 assert_eq!(as_far_as_read, whole, "{source} on {input}");
             }
         }

@@ -201,6 +201,37 @@ fn write_json_map(
     Ok(())
 }
 
+/// Appends `value` as `encode_json` writes it at nesting `depth`: for a
+/// value written in place inside a larger one, so that the nesting limit
+/// falls where it would in the whole.
+pub fn write_json_at(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    write_json(value, depth, out)
+}
+
+/// Appends a map from text keys to JSON values as `encode_json` writes an
+/// object at nesting `depth` (see [`write_json_at`]).
+pub fn write_json_entries_at<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
+    depth: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    if depth > CBOR_NESTING_DEPTH_MAX {
+        return Err(CanonicalError::TooDeep { path: "$".into() });
+    }
+    write_json_object(entries, depth, out)
+}
+
+/// Appends the head of a definite-length map of `entries` entries; the
+/// caller writes them in canonical key order.
+pub fn write_map_head(entries: usize, out: &mut Vec<u8>) {
+    write_head(5, entries as u64, out);
+}
+
+/// Appends `null`.
+pub fn write_null(out: &mut Vec<u8>) {
+    out.push(0xf6);
+}
+
 /// Appends a definite-length byte string to `out` (a canonical item).
 pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     write_head(2, bytes.len() as u64, out);

@@ -178,7 +178,7 @@ pub fn tools(face: &Face) -> (Vec<&'static str>, Vec<Json>) {
     }
     if !face.can_summon.is_empty() {
         // The target defaults to whoever woke the being only when a summon did.
-        let woken_by_summon = face.value["wake"]["kind"] == "summon";
+        let woken_by_summon = face.wake()["kind"] == "summon";
         add(
             "summon",
             if woken_by_summon {
@@ -208,7 +208,7 @@ pub fn format_time(ms: u64) -> String {
 
 /// The user message: the wake's content.
 pub fn user_message(face: &Face) -> String {
-    let wake = &face.value["wake"];
+    let wake = face.wake();
     match wake["kind"].as_str() {
         Some("summon") => wake["content"].as_str().unwrap_or_default().to_string(),
         Some("signal") => format!(
@@ -224,7 +224,7 @@ pub fn user_message(face: &Face) -> String {
 
 /// Builds the prompt from the face within `prompt_chars_max` characters.
 pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, String> {
-    let value = &face.value;
+    let value = &face.value();
     let text = |pointer: &str| value.pointer(pointer).and_then(Json::as_str).unwrap_or_default().to_string();
     let (offered, tools) = tools(face);
     let mut head = String::new();

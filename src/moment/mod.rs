@@ -17,6 +17,7 @@
 //!
 //! Sealing the act (signing, appending) is the caller's I/O, not a beat here.
 
+pub mod face;
 pub mod hooks;
 pub mod ops;
 pub mod see;
@@ -34,6 +35,7 @@ use crate::script::ScriptEngine;
 use crate::world::address::{space_name, Address};
 use crate::world::body::Digests;
 use crate::world::{ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
+pub use face::Face;
 use ops::{OpCall, OpRegistry};
 use see::SeeResolvers;
 use serde_json::{json, Value as Json};
@@ -371,16 +373,6 @@ pub fn assign_flow(
     })
 }
 
-/// Beat 3: the face, what the cognition reads.
-pub struct Face {
-    pub value: Json,
-    pub digest: Hash32,
-    pub can_see: Vec<String>,
-    pub can_do: Vec<String>,
-    pub can_summon: Vec<String>,
-    pub can_be: Vec<String>,
-}
-
 /// Entries naming beings without '@' are taken as `@name`.
 fn as_being_entries(entries: Vec<String>) -> Vec<String> {
     entries
@@ -389,7 +381,13 @@ fn as_being_entries(entries: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &Assigned) -> Result<Face, Failure> {
+/// Beat 3: the face, what the cognition reads (see [`face`]).
+pub fn fold<'w>(
+    substrate: &Substrate,
+    world: &'w World,
+    opened: &Opened,
+    assigned: &Assigned,
+) -> Result<Face<'w>, Failure> {
     let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Fold, "the being is not in the world"))?;
     let composed = &assigned.composed;
     let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
@@ -419,32 +417,26 @@ pub fn fold(substrate: &Substrate, world: &World, opened: &Opened, assigned: &As
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
         (Wake::Person, _) => json!({ "kind": "person" }),
     };
-    let value = json!({
-        "me": {
-            "name": row.name,
-            "cognition": row.effective_cognition().as_str(),
-            "space": row.location,
-            "home": row.home_space,
-            "qualities": row.qualities,
-        },
-        "time": {
-            "ms": opened.stored_time_ms,
-            "hour": assigned.context.get("time.hour"),
-            "dayOfWeek": assigned.context.get("time.dayOfWeek"),
-            "sinceLastMoment": assigned.context.get("time.sinceLastMoment"),
-        },
-        "wake": wake,
-        "roles": {
-            "primary": composed.primary.as_deref(),
-            "stack": composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
-        },
-        "can": { "see": can_see, "do": can_do, "summon": can_summon, "be": can_be },
-        "see": seen,
-        "prompt": composed.render_prompt(&assigned.context),
-        "inbox": world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
-    });
-    let digest = blake3_of(&canonical::encode_json(&value).map_err(|e| failure(Beat::Fold, e.to_string()))?);
-    Ok(Face { value, digest, can_see, can_do, can_summon, can_be })
+    let context = |key: &str| assigned.context.get(key).cloned().unwrap_or(Json::Null);
+    let face = Face {
+        row,
+        stored_time_ms: opened.stored_time_ms,
+        hour: context("time.hour"),
+        day_of_week: context("time.dayOfWeek"),
+        since_last_moment: context("time.sinceLastMoment"),
+        wake,
+        primary: composed.primary.clone(),
+        stack: composed.stack.clone(),
+        can_see,
+        can_do,
+        can_summon,
+        can_be,
+        see: seen,
+        prompt: composed.render_prompt(&assigned.context),
+        inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
+        digest: Hash32::default(),
+    };
+    face.sealed().map_err(|e| failure(Beat::Fold, e.to_string()))
 }
 
 /// Beat 4: what the cognition chose.
@@ -592,7 +584,7 @@ pub fn momentum(
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
     let output = substrate
         .scripts
-        .run(&script, &[("face", &face.value)], seed)
+        .run_inputs(&script, &[("face", crate::script::Input::Entries(face))], seed)
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
     let output_bytes = canonical::encode_json(&output).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
@@ -1010,13 +1002,13 @@ pub fn run_person(
 /// The beats before the cognition (open, assign, fold) for a being now:
 /// what it would wear and what it may do, without deciding anything (the
 /// portal's pick lists, the role-manager's preview).
-pub fn preview(
+pub fn preview<'w>(
     substrate: &Substrate,
-    world: &World,
+    world: &'w World,
     being: BeingId,
     wake: Wake,
     stored_time_ms: u64,
-) -> Result<(Opened, Assigned, Face), Failure> {
+) -> Result<(Opened, Assigned, Face<'w>), Failure> {
     let opened = open(world, being, wake, stored_time_ms);
     let assigned = assign(substrate, world, &opened)?;
     let face = fold(substrate, world, &opened, &assigned)?;

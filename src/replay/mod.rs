@@ -582,7 +582,7 @@ fn recompute(
         };
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
         if detail == Detail::Full {
-            face = folded.value;
+            face = folded.value();
         }
         decided
     })();

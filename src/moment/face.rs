@@ -1,0 +1,317 @@
+//! The face, what a cognition reads (beat 3's product), held as its parts.
+//!
+//! Every moment digests its face, and most moments hand it to a script that
+//! reads a key or two. So the face is not built as one JSON value: its digest
+//! is written from the parts straight into canonical CBOR (the bytes
+//! `canonical::encode_json` writes for [`Face::value`]), a script is handed
+//! only the entries it reads ([`InputEntries`]), and the whole JSON is built
+//! only where it is shown or sent to a model.
+
+use crate::canonical::{self, CanonicalError};
+use crate::fact::{blake3_of, Hash32};
+use crate::script::{every_number_is_i64, InputEntries};
+use crate::world::BeingRow;
+use serde_json::{json, Map, Value as Json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The face's top-level keys, in canonical order (by length, then bytes).
+pub const FACE_KEYS: [&str; 8] = ["me", "can", "see", "time", "wake", "inbox", "roles", "prompt"];
+
+/// Bytes reserved up front for a face's encoding (most faces fit).
+const FACE_ENCODING_BYTES_RESERVED: usize = 512;
+
+pub struct Face<'w> {
+    /// The being, read for `me`.
+    pub(super) row: &'w BeingRow,
+    pub(super) stored_time_ms: u64,
+    /// `time.hour`, `time.dayOfWeek`, `time.sinceLastMoment` of the open
+    /// context (`null` where it has none).
+    pub(super) hour: Json,
+    pub(super) day_of_week: Json,
+    pub(super) since_last_moment: Json,
+    pub(super) wake: Json,
+    pub(super) primary: Option<Arc<str>>,
+    pub(super) stack: Vec<Arc<str>>,
+    pub can_see: Vec<String>,
+    pub can_do: Vec<String>,
+    pub can_summon: Vec<String>,
+    pub can_be: Vec<String>,
+    /// See-resolver outputs by resolver name.
+    pub(super) see: Map<String, Json>,
+    pub(super) prompt: String,
+    pub(super) inbox: usize,
+    /// BLAKE3 of the face's canonical encoding, recorded in the act.
+    pub digest: Hash32,
+}
+
+impl Face<'_> {
+    /// The whole face as JSON (for display, for the model's prompt).
+    pub fn value(&self) -> Json {
+        Json::Object(FACE_KEYS.iter().map(|key| (key.to_string(), self.entry_value(key))).collect())
+    }
+
+    /// What woke the being, as the face shows it.
+    pub fn wake(&self) -> &Json {
+        &self.wake
+    }
+
+    fn entry_value(&self, key: &str) -> Json {
+        match key {
+            "me" => {
+                let row = self.row;
+                json!({
+                    "name": row.name,
+                    "cognition": row.effective_cognition().as_str(),
+                    "space": row.location,
+                    "home": row.home_space,
+                    "qualities": row.qualities,
+                })
+            }
+            "can" => json!({ "see": self.can_see, "do": self.can_do, "summon": self.can_summon, "be": self.can_be }),
+            "see" => Json::Object(self.see.clone()),
+            "time" => json!({
+                "ms": self.stored_time_ms,
+                "hour": self.hour,
+                "dayOfWeek": self.day_of_week,
+                "sinceLastMoment": self.since_last_moment,
+            }),
+            "wake" => self.wake.clone(),
+            "inbox" => json!(self.inbox),
+            "roles" => json!({
+                "primary": self.primary.as_deref(),
+                "stack": self.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+            }),
+            "prompt" => Json::String(self.prompt.clone()),
+            // Only FACE_KEYS are asked for.
+            _ => Json::Null,
+        }
+    }
+
+    /// The canonical CBOR of [`Face::value`], written from the parts: keys
+    /// in canonical order, nested JSON at the depth `encode_json` reaches it
+    /// (so the nesting limit falls where it did).
+    pub(super) fn encode(&self) -> Result<Vec<u8>, CanonicalError> {
+        let mut out = Vec::with_capacity(FACE_ENCODING_BYTES_RESERVED);
+        let out = &mut out;
+        let row = self.row;
+        canonical::write_map_head(FACE_KEYS.len(), out);
+        canonical::write_text("me", out);
+        canonical::write_map_head(5, out);
+        for (key, text) in [("home", row.home_space.as_str()), ("name", &row.name), ("space", &row.location)] {
+            canonical::write_text(key, out);
+            canonical::write_text(text, out);
+        }
+        canonical::write_text("cognition", out);
+        canonical::write_text(row.effective_cognition().as_str(), out);
+        canonical::write_text("qualities", out);
+        canonical::write_json_entries_at(row.qualities.iter(), 2, out)?;
+        canonical::write_text("can", out);
+        canonical::write_map_head(4, out);
+        for (key, entries) in
+            [("be", &self.can_be), ("do", &self.can_do), ("see", &self.can_see), ("summon", &self.can_summon)]
+        {
+            canonical::write_text(key, out);
+            canonical::write_array_head(entries.len() as u64, out);
+            for entry in entries {
+                canonical::write_text(entry, out);
+            }
+        }
+        canonical::write_text("see", out);
+        canonical::write_json_entries_at(self.see.iter(), 1, out)?;
+        canonical::write_text("time", out);
+        canonical::write_map_head(4, out);
+        canonical::write_text("ms", out);
+        canonical::write_uint(self.stored_time_ms, out);
+        for (key, value) in
+            [("hour", &self.hour), ("dayOfWeek", &self.day_of_week), ("sinceLastMoment", &self.since_last_moment)]
+        {
+            canonical::write_text(key, out);
+            canonical::write_json_at(value, 2, out)?;
+        }
+        canonical::write_text("wake", out);
+        canonical::write_json_at(&self.wake, 1, out)?;
+        canonical::write_text("inbox", out);
+        canonical::write_uint(self.inbox as u64, out);
+        canonical::write_text("roles", out);
+        canonical::write_map_head(2, out);
+        canonical::write_text("stack", out);
+        canonical::write_array_head(self.stack.len() as u64, out);
+        for name in &self.stack {
+            canonical::write_text(name, out);
+        }
+        canonical::write_text("primary", out);
+        match &self.primary {
+            Some(name) => canonical::write_text(name, out),
+            None => canonical::write_null(out),
+        }
+        canonical::write_text("prompt", out);
+        canonical::write_text(&self.prompt, out);
+        Ok(std::mem::take(out))
+    }
+
+    /// Sets the digest from the parts.
+    pub(super) fn sealed(mut self) -> Result<Self, CanonicalError> {
+        let encoded = self.encode()?;
+        // Every test moment checks that the parts encode as the whole does.
+        debug_assert_eq!(Ok(&encoded), canonical::encode_json(&self.value()).as_ref());
+        self.digest = blake3_of(&encoded);
+        Ok(self)
+    }
+}
+
+impl InputEntries for Face<'_> {
+    fn whole(&self) -> Json {
+        self.value()
+    }
+
+    fn entry(&self, key: &str) -> Option<Json> {
+        FACE_KEYS.contains(&key).then(|| self.entry_value(key))
+    }
+
+    fn unread_numbers_are_i64(&self, read: &BTreeSet<String>) -> bool {
+        let fits = |number: u64| i64::try_from(number).is_ok();
+        FACE_KEYS.iter().filter(|key| !read.contains(**key)).all(|key| match *key {
+            "me" => self.row.qualities.values().all(every_number_is_i64),
+            "see" => self.see.values().all(every_number_is_i64),
+            "time" => {
+                fits(self.stored_time_ms)
+                    && [&self.hour, &self.day_of_week, &self.since_last_moment].into_iter().all(every_number_is_i64)
+            }
+            "wake" => every_number_is_i64(&self.wake),
+            "inbox" => fits(self.inbox as u64),
+            // Text only.
+            _ => true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fact::body::Cognition;
+    use crate::fact::BeingId;
+    use std::collections::BTreeMap;
+
+    fn row(qualities: Json, inhabited: bool) -> BeingRow {
+        let Json::Object(qualities) = qualities else { panic!("qualities are a map") };
+        BeingRow {
+            id: BeingId([7; 32]),
+            name: "ada".into(),
+            parent: None,
+            cognition: Cognition::Scripted,
+            role_flow: Json::Array(Vec::new()),
+            role_flow_digest: None,
+            default_role: "idle".into(),
+            home_space: "/north".into(),
+            location: "/north/well".into(),
+            qualities: qualities.into_iter().collect::<BTreeMap<_, _>>(),
+            ended: false,
+            inhabited_by: inhabited.then_some(BeingId([8; 32])),
+            last_act_ms: None,
+            previous_role: None,
+            acts: 0,
+        }
+    }
+
+    fn face<'w>(row: &'w BeingRow, wake: Json, primary: Option<&str>, see: Json, since: Json) -> Face<'w> {
+        let Json::Object(see) = see else { panic!("see is a map") };
+        let names = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        Face {
+            row,
+            stored_time_ms: 90_061_000,
+            hour: json!(1),
+            day_of_week: json!(5),
+            since_last_moment: since,
+            wake,
+            primary: primary.map(Arc::from),
+            stack: primary.into_iter().chain(["emotions:bored"]).map(Arc::from).collect(),
+            can_see: names(&["/", "@bo"]),
+            can_do: names(&[]),
+            can_summon: names(&["@bo", "@cy"]),
+            can_be: names(&["rename"]),
+            see,
+            prompt: "You look around.".into(),
+            inbox: 3,
+            digest: Hash32::default(),
+        }
+    }
+
+    /// The parts encode to the bytes `encode_json` writes for the whole.
+    fn check(face: &Face<'_>) {
+        let whole = canonical::encode_json(&face.value());
+        assert_eq!(face.encode(), whole, "{}", face.value());
+    }
+
+    #[test]
+    fn a_face_written_from_its_parts_is_the_canonical_encoding_of_its_json() {
+        let plain = row(json!({}), false);
+        let rich = row(json!({"mood": "calm", "n": -3, "big": u64::MAX, "deep": {"a": [1, {"b": null}]}}), true);
+        let summon = json!({"kind": "summon", "from": "@bo", "content": "hi", "summon": "ab"});
+        let signal = json!({"kind": "signal", "key": "bell", "value": null});
+        let see = json!({"here": {"beings": ["@bo"], "count": 2}, "a": []});
+        for row in [&plain, &rich] {
+            check(&face(row, json!({"kind": "tick", "tick": 4}), Some("onlooker"), json!({}), json!(60)));
+            check(&face(row, summon.clone(), None, see.clone(), Json::Null));
+            check(&face(row, signal.clone(), Some("worker"), see.clone(), json!(0)));
+        }
+    }
+
+    #[test]
+    fn a_script_reads_a_face_entry_by_entry_as_it_reads_the_whole() {
+        use crate::script::{Input, ScriptEngine};
+        let engine = ScriptEngine::new();
+        let plain = row(json!({"mood": "calm"}), false);
+        let oversized = row(json!({"big": u64::MAX}), false);
+        let see = json!({"here": {"count": 2}});
+        let scripts = [
+            "face.me.name",
+            "face.time.ms + face.inbox",
+            "face.see.here.count",
+            "face.roles.stack",
+            "face.can",
+            "face.keys()",
+            "face",
+            "eval(\"face.me.qualities\")",
+            "face.missing",
+            "1",
+        ];
+        for row in [&plain, &oversized] {
+            let face = face(row, json!({"kind": "tick", "tick": 2}), Some("onlooker"), see.clone(), json!(60));
+            let value = face.value();
+            for source in scripts {
+                let by_entry = engine.run_inputs(source, &[("face", Input::Entries(&face))], 3);
+                let whole = engine.run(source, &[("face", &value)], 3);
+                assert_eq!(by_entry, whole, "{source} on {value}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_face_nested_near_the_limit_encodes_or_fails_as_its_json_does() {
+        let (mut encoded, mut refused) = (0, 0);
+        for nesting in canonical::CBOR_NESTING_DEPTH_MAX - 4..=canonical::CBOR_NESTING_DEPTH_MAX {
+            let mut deep = json!(1);
+            for _ in 0..nesting {
+                deep = json!([deep]);
+            }
+            let quality_row = row(json!({ "deep": deep.clone() }), false);
+            let wake = json!({"kind": "signal", "key": "k", "value": deep.clone()});
+            let see = json!({ "deep": deep });
+            let plain_row = row(json!({}), false);
+            for face in [
+                face(&quality_row, json!({"kind": "person"}), None, json!({}), Json::Null),
+                face(&plain_row, wake, None, json!({}), Json::Null),
+                face(&plain_row, json!({"kind": "person"}), None, see, Json::Null),
+            ] {
+                check(&face);
+                match face.encode() {
+                    Ok(_) => encoded += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+        }
+        // The limit falls inside the range tried.
+        assert!(encoded > 0 && refused > 0, "{encoded} encoded, {refused} refused");
+    }
+}
