@@ -631,6 +631,75 @@ fn a_known_body_that_does_not_match_its_schema_is_named_by_verify_and_by_replay(
 }
 
 #[test]
+fn an_act_body_that_is_not_canonical_is_named_land_wide_as_verify_names_it() {
+    // Land replay leaves an act body's canonical form unchecked until its
+    // recomputation fails to encode to the stored bytes. A signed act whose
+    // map keys are out of canonical order must still be named exactly as
+    // `seed verify` names it, with every other moment matching.
+    let (_dir, land_path) = simulated("dance.toml", 2);
+    {
+        let land = seed::land::Land::open(&land_path).expect("open");
+        let drummer = land.resolve("@drummer").expect("drummer");
+        let reel = land.store().reel(&drummer, 0, u64::MAX).expect("reel");
+        let last_act = reel.iter().rev().find(|stored| stored.fact.kind() == "act").expect("an act");
+        let ciborium::value::Value::Map(mut entries) =
+            seed::canonical::decode_canonical(last_act.fact.body()).expect("canonical")
+        else {
+            panic!("an act body is a map");
+        };
+        entries.reverse();
+        let mut body = Vec::new();
+        ciborium::into_writer(&ciborium::value::Value::Map(entries), &mut body).expect("encodes");
+        assert!(seed::canonical::check_canonical(&body).is_err(), "the keys are out of order");
+        // Sealing refuses such a body, so the fact is signed by hand with
+        // the drummer's key and appended to the store as a forger would.
+        let head = reel.last().expect("a reel");
+        let header = seed::fact::FactHeader {
+            being: drummer,
+            seq: head.fact.header.seq + 1,
+            prev: head.fact.id(),
+            stored_time_ms: head.fact.header.stored_time_ms,
+            kind: "act".into(),
+            body_len: body.len() as u64,
+            body_hash: seed::fact::blake3_of(&body),
+        };
+        let header_bytes = header.encode();
+        let key = land.keys().load(&drummer).expect("the drummer's key");
+        let signature = ed25519_dalek::Signer::sign(&key, &header_bytes).to_bytes();
+        let mut envelope = Vec::new();
+        seed::canonical::write_array_head(3, &mut envelope);
+        for part in [&header_bytes[..], &body, &signature] {
+            seed::canonical::write_bytes(part, &mut envelope);
+        }
+        assert!(seed::fact::Fact::decode_envelope(&envelope).is_err(), "not canonical");
+        let (fact, _) =
+            seed::fact::Fact::decode_envelope_deferring_form_of(&envelope, |_| true).expect("well formed otherwise");
+        land.store().append(fact).expect("appended");
+        land.close().expect("close");
+    }
+    let verify = seed(&land_path, &["verify"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stdout(&verify));
+    let problem = stdout(&verify)
+        .lines()
+        .find(|line| line.contains("canonical"))
+        .unwrap_or_else(|| panic!("verify names the body: {}", stdout(&verify)))
+        .trim()
+        .to_string();
+    let output = seed(&land_path, &["replay", "--all", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let all: Value = serde_json::from_str(&stdout(&output)).expect("json");
+    let problems = all["problems"].as_array().cloned().unwrap_or_default();
+    assert!(
+        problems
+            .iter()
+            .any(|named| named.as_str().is_some_and(|named| problem.contains(named) || named.contains(&problem))),
+        "{problem:?} not in {all}"
+    );
+    // Every other moment still matches.
+    assert_eq!(all["divergences"].as_u64(), Some(0), "{all}");
+}
+
+#[test]
 fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
     // A land-wide replay reads only the fields of an act body a moment
     // needs, and the rest only when the recomputed bytes differ. A signed

@@ -318,6 +318,18 @@ impl Fact {
     /// the header. The signature is checked separately, against the key the
     /// chain says was current (see `check`).
     pub fn decode_envelope(bytes: &[u8]) -> Result<Fact, FactError> {
+        Fact::decode_envelope_deferring_form_of(bytes, |_| false).map(|(fact, _)| fact)
+    }
+
+    /// [`Fact::decode_envelope`], except that the body's canonical form is
+    /// not checked for a kind `defer` names: the caller does it later (see
+    /// [`Fact::body_form_error`]), or knows it holds. With the fact, whether
+    /// its check was deferred. Land replay defers it for acts: an act whose
+    /// recomputation encodes to its stored bytes is canonical by construction.
+    pub fn decode_envelope_deferring_form_of(
+        bytes: &[u8],
+        defer: impl Fn(&str) -> bool,
+    ) -> Result<(Fact, bool), FactError> {
         let (header_bytes, body, signature_bytes) = match Fact::read_envelope(bytes) {
             Some((header, body, signature)) => (header.to_vec(), body.to_vec(), signature.to_vec()),
             None => Fact::envelope_parts_reference(bytes)?,
@@ -332,13 +344,27 @@ impl Fact {
         if blake3_of(&body) != header.body_hash {
             return Err(FactError::BodyHash);
         }
-        canonical::check_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
-        let signature: [u8; 64] = signature_bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| FactError::SignatureLength { len: signature_bytes.len() })?;
+        let check_form =
+            |body: &[u8]| canonical::check_canonical(body).map_err(|source| FactError::Cbor { part: "body", source });
+        let deferred = defer(&header.kind);
+        if !deferred {
+            check_form(&body)?;
+        }
+        let Ok(signature) = <[u8; 64]>::try_from(signature_bytes.as_slice()) else {
+            // The body's form is checked first, deferred or not, so that
+            // the error is the one `decode_envelope` gives.
+            check_form(&body)?;
+            return Err(FactError::SignatureLength { len: signature_bytes.len() });
+        };
         let id = FactId(*blake3::hash(&header_bytes).as_bytes());
-        Ok(Fact { header, header_bytes, body, signature, id })
+        Ok((Fact { header, header_bytes, body, signature, id }, deferred))
+    }
+
+    /// The error `decode_envelope` gives a fact whose body is not canonical
+    /// CBOR (the check a deferred decoding left out; every other check of
+    /// the envelope came first, so it is the error decoding would give).
+    pub fn body_form_error(&self) -> Option<FactError> {
+        canonical::check_canonical(&self.body).err().map(|source| FactError::Cbor { part: "body", source })
     }
 
     /// The three byte strings of a canonical envelope, read in place.

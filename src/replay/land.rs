@@ -82,26 +82,58 @@ pub fn replay_land(
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
 ) -> Result<LandReplayReport, StoreError> {
+    match replay_land_deferring(store, substrate, threads, checkpoint, true)? {
+        Some(report) => Ok(report),
+        // An act's body is not canonical CBOR: the land is replayed again
+        // with every body checked as it is decoded, so that verification
+        // and the fold see exactly the facts `decode_envelope` gives.
+        None => Ok(replay_land_deferring(store, substrate, threads, checkpoint, false)?
+            .expect("nothing is deferred, so nothing is found late")),
+    }
+}
+
+/// [`replay_land`], with the canonical form of act bodies checked late when
+/// `defer_act_form`: an act whose recomputation encodes to its stored bytes
+/// is canonical by construction, so only the others are checked, after the
+/// fold reached them. `None` when one of them fails the check.
+fn replay_land_deferring(
+    store: &dyn Store,
+    substrate: &Substrate,
+    threads: usize,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
+    defer_act_form: bool,
+) -> Result<Option<LandReplayReport>, StoreError> {
     let threads = threads.max(1);
     // One read of the store and one decoding serve verification and the
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
     // fact (verification names it) is left out of the fold.
     let records = store.raw_records(None)?;
-    let facts: Vec<Result<Fact, FactError>> =
-        map_in_order(&records, threads, |record| Fact::decode_envelope(&record.envelope));
+    let (facts, form_deferred): (Vec<Result<Fact, FactError>>, Vec<bool>) = map_in_order(&records, threads, |record| {
+        Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
+    })
+    .into_iter()
+    .map(|decoded| match decoded {
+        Ok((fact, deferred)) => (Ok(fact), deferred),
+        Err(error) => (Err(error), false),
+    })
+    .unzip();
     // The fold borrows the decoded facts that verification reads.
     let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
         let (record, fact) = (&records[index], &facts[index]);
         match (fact, record.land_seq) {
             // Only the fields a recomputation reads are decoded: an act whose
             // recomputation encodes to the stored bytes is the stored act.
-            // `decode_envelope` checked the body, so the rest is skipped unchecked.
+            // The rest is skipped by its heads alone: either `decode_envelope`
+            // checked the body, or the check was deferred and an act that is
+            // not canonical cannot match its recomputation, whatever was read.
             (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => {
+                let form_deferred = form_deferred[index];
                 Some(match from_checked_canonical_bytes::<ActOpening>(fact.body()) {
                     Ok(opening) => Decoded::Act {
                         being: record.being,
-                        act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening }),
+                        act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening, form_deferred }),
                     },
+                    Err(_) if form_deferred && fact.body_form_error().is_some() => Decoded::NotCanonical,
                     Err(_) => Decoded::other(fact),
                 })
             }
@@ -109,6 +141,9 @@ pub fn replay_land(
             _ => None,
         }
     });
+    if folded.iter().any(|decoded| matches!(decoded, Some(Decoded::NotCanonical))) {
+        return Ok(None);
+    }
     let land_len = store.land_len()?;
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
     // Verification and the fold are independent given the decoded facts: run
@@ -119,6 +154,7 @@ pub fn replay_land(
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
+    let Some(replayed) = replayed else { return Ok(None) };
     let mut report = LandReplayReport::verified(&verified?);
     report.moments = replayed.moments;
     report.divergences_total = replayed.divergences_total;
@@ -133,7 +169,7 @@ pub fn replay_land(
     }
     // Freeing the decoded land takes tens of milliseconds; nobody waits for it.
     drop_in_background((records, facts));
-    Ok(report)
+    Ok(Some(report))
 }
 
 /// What the fold and the recomputation found.
@@ -155,14 +191,15 @@ impl Replayed {
 }
 
 /// Folds the land log in order, recomputing the moments that opened at each
-/// cursor (in parallel) and comparing each with its stored act at its land seq.
+/// cursor (in parallel) and comparing each with its stored act at its land
+/// seq. `None` when an act whose form was left unchecked is not canonical.
 fn fold_and_recompute(
     substrate: &Substrate,
     records: &[crate::store::RawRecord],
     folded: Vec<Option<Decoded<'_>>>,
     land_len: u64,
     threads: usize,
-) -> Replayed {
+) -> Option<Replayed> {
     let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
     let mut facts: Vec<Option<Decoded<'_>>> = Vec::new();
     facts.resize_with(land_len as usize, || None);
@@ -200,6 +237,11 @@ fn fold_and_recompute(
                 world.apply_folded(land_seq, &fact.header, fact.id(), body);
                 continue;
             }
+            // Turned back before the fold began; kept total.
+            Some(Decoded::NotCanonical) => {
+                drop_in_background((spent, world));
+                return None;
+            }
             None => {
                 // Keep the cursor moving past a fact the fold could not read.
                 world.cursor = world.cursor.max(land_seq + 1);
@@ -222,6 +264,11 @@ fn fold_and_recompute(
             },
             None => None,
         };
+        // Not the stored bytes, so their form is not known to be canonical.
+        if act.form_deferred && fact.body_form_error().is_some() {
+            drop_in_background((spent, world));
+            return None;
+        }
         // A divergence: the whole stored body is read to explain it.
         let body = match fact.body_as::<ActBody>() {
             Ok(body) => body,
@@ -256,14 +303,22 @@ fn fold_and_recompute(
         spent.push((stored.body, act.opening));
     }
     drop_in_background((spent, world));
-    replayed
+    Some(replayed)
 }
 
 /// One stored fact, decoded (an act with what its recomputation reads, any
 /// other fact with its body read for the fold).
 enum Decoded<'f> {
-    Act { being: BeingId, act: Box<LandAct<'f>> },
-    Other { fact: &'f Fact, body: FoldBody },
+    Act {
+        being: BeingId,
+        act: Box<LandAct<'f>>,
+    },
+    Other {
+        fact: &'f Fact,
+        body: FoldBody,
+    },
+    /// An act whose deferred form check failed: the land is replayed again.
+    NotCanonical,
 }
 
 /// A stored act as a land-wide replay holds it until its land seq.
@@ -272,6 +327,8 @@ struct LandAct<'f> {
     land_seq: u64,
     fact: &'f Fact,
     opening: ActOpening,
+    /// Its body's canonical form was not checked when it was decoded.
+    form_deferred: bool,
 }
 
 impl<'f> Decoded<'f> {
