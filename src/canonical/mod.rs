@@ -545,7 +545,10 @@ pub fn from_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Cano
 /// [`from_canonical_bytes`] for bytes that already passed [`check_canonical`]
 /// (a body [`crate::fact::Fact::decode_envelope`] accepted): the items `T`
 /// ignores are skipped by their heads alone rather than checked again. On
-/// bytes that did not pass, it may accept an ignored item the check refuses.
+/// bytes that did not pass, it may accept an ignored item the check refuses
+/// (land replay reads act bodies whose check it deferred this way: what it
+/// read counts only if the recomputed act encodes to the stored bytes,
+/// which proves them canonical).
 pub fn from_checked_canonical_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CanonicalError> {
     match read::from_checked_bytes(bytes) {
         Some(value) => Ok(value),
