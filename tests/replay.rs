@@ -630,6 +630,15 @@ fn a_known_body_that_does_not_match_its_schema_is_named_by_verify_and_by_replay(
     assert!(stdout(&output).contains("unknown field `txt`"), "{}", stdout(&output));
 }
 
+/// The entries of the last act body of `reel`, as a map of CBOR values.
+fn last_act_entries(reel: &[seed::store::StoredFact]) -> Vec<(ciborium::value::Value, ciborium::value::Value)> {
+    let last_act = reel.iter().rev().find(|stored| stored.fact.kind() == "act").expect("an act");
+    match seed::canonical::decode_canonical(last_act.fact.body()).expect("canonical") {
+        ciborium::value::Value::Map(entries) => entries,
+        other => panic!("an act body is a map, not {other:?}"),
+    }
+}
+
 #[test]
 fn an_act_body_that_is_not_canonical_is_named_land_wide_as_verify_names_it() {
     // Land replay leaves an act body's canonical form unchecked until its
@@ -641,12 +650,7 @@ fn an_act_body_that_is_not_canonical_is_named_land_wide_as_verify_names_it() {
         let land = seed::land::Land::open(&land_path).expect("open");
         let drummer = land.resolve("@drummer").expect("drummer");
         let reel = land.store().reel(&drummer, 0, u64::MAX).expect("reel");
-        let last_act = reel.iter().rev().find(|stored| stored.fact.kind() == "act").expect("an act");
-        let ciborium::value::Value::Map(mut entries) =
-            seed::canonical::decode_canonical(last_act.fact.body()).expect("canonical")
-        else {
-            panic!("an act body is a map");
-        };
+        let mut entries = last_act_entries(&reel);
         entries.reverse();
         let mut body = Vec::new();
         ciborium::into_writer(&ciborium::value::Value::Map(entries), &mut body).expect("encodes");
@@ -709,12 +713,7 @@ fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
         let land = seed::land::Land::open(&land_path).expect("open");
         let drummer = land.resolve("@drummer").expect("drummer");
         let reel = land.store().reel(&drummer, 0, u64::MAX).expect("reel");
-        let last_act = reel.iter().rev().find(|stored| stored.fact.kind() == "act").expect("an act");
-        let ciborium::value::Value::Map(entries) =
-            seed::canonical::decode_canonical(last_act.fact.body()).expect("canonical")
-        else {
-            panic!("an act body is a map");
-        };
+        let entries = last_act_entries(&reel);
         let without_evaluator: Vec<_> =
             entries.into_iter().filter(|(key, _)| key.as_text() != Some("evaluator")).collect();
         let body = seed::canonical::encode_value(&ciborium::value::Value::Map(without_evaluator)).expect("encodes");

@@ -242,7 +242,7 @@ impl UnsignedFact {
         kind: &str,
         body: Vec<u8>,
     ) -> Result<UnsignedFact, FactError> {
-        canonical::check_canonical(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        check_body_form(&body)?;
         UnsignedFact::from_canonical(being, seq, prev, stored_time_ms, kind, CanonicalBody(body))
     }
 
@@ -299,6 +299,11 @@ pub struct Fact {
     id: FactId,
 }
 
+/// Whether a fact's body is canonical CBOR, with the error decoding gives.
+pub(crate) fn check_body_form(body: &[u8]) -> Result<(), FactError> {
+    canonical::check_canonical(body).map_err(|source| FactError::Cbor { part: "body", source })
+}
+
 impl Fact {
     /// Builds and signs a new fact. `body` must already be canonical CBOR.
     pub fn seal(
@@ -344,16 +349,14 @@ impl Fact {
         if blake3_of(&body) != header.body_hash {
             return Err(FactError::BodyHash);
         }
-        let check_form =
-            |body: &[u8]| canonical::check_canonical(body).map_err(|source| FactError::Cbor { part: "body", source });
         let deferred = defer(&header.kind);
         if !deferred {
-            check_form(&body)?;
+            check_body_form(&body)?;
         }
         let Ok(signature) = <[u8; 64]>::try_from(signature_bytes.as_slice()) else {
             // The body's form is checked first, deferred or not, so that
             // the error is the one `decode_envelope` gives.
-            check_form(&body)?;
+            check_body_form(&body)?;
             return Err(FactError::SignatureLength { len: signature_bytes.len() });
         };
         let id = FactId(*blake3::hash(&header_bytes).as_bytes());
@@ -364,7 +367,7 @@ impl Fact {
     /// CBOR (the check a deferred decoding left out; every other check of
     /// the envelope came first, so it is the error decoding would give).
     pub fn body_form_error(&self) -> Option<FactError> {
-        canonical::check_canonical(&self.body).err().map(|source| FactError::Cbor { part: "body", source })
+        check_body_form(&self.body).err()
     }
 
     /// The three byte strings of a canonical envelope, read in place.
