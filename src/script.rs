@@ -7,7 +7,8 @@
 //! generator seeded by the caller (the moment's id). Every run has an
 //! operation budget and limits on call depth, expression depth and string,
 //! array and map sizes. Scripts compile once and are cached by the BLAKE3 of
-//! their source.
+//! their source, and a shared source (a role's script) also by its address,
+//! which spares hashing it every moment.
 //!
 //! An input map is converted only as far as the script can read it: the
 //! compiled script is searched once for how it names each input (see
@@ -32,6 +33,8 @@ pub const SCRIPT_STRING_BYTES_MAX: usize = 16 * 1024;
 /// Most elements in one array / entries in one map.
 pub const SCRIPT_ARRAY_ITEMS_MAX: usize = 1024;
 pub const SCRIPT_MAP_ENTRIES_MAX: usize = 256;
+/// Shared sources remembered by address before that cache starts over.
+pub const SCRIPT_ADDRESS_CACHE_ENTRIES_MAX: usize = 4096;
 /// Longest script source, in bytes.
 pub const SCRIPT_SOURCE_BYTES_MAX: usize = 64 * 1024;
 
@@ -69,6 +72,9 @@ fn next_random() -> u64 {
 pub struct ScriptEngine {
     engine: Engine,
     cache: RwLock<BTreeMap<Hash32, Arc<Compiled>>>,
+    /// Shared sources by address. Each entry holds its source, so that
+    /// address cannot be reused by another while the entry stands.
+    by_address: RwLock<BTreeMap<usize, (Arc<str>, Arc<Compiled>)>>,
     operations_max: u64,
 }
 
@@ -82,25 +88,58 @@ pub struct Compiled {
 /// syntax tree (function bodies included), so that an input map is
 /// converted only as far as the script can see into it.
 ///
-/// A variable named only as `name.key…` (or `name?.key…`) is read at the
-/// keys so named; named in any other way (bare, indexed, with a method
-/// called on it, captured by a closure, handed to a function) it is read
+/// A variable named only as `name.key.more…` (or with `?.`) is read along
+/// those property chains, as far as each goes ([`Reach`]); the last key of
+/// a chain, or a key that is indexed or has a method called on it, is read
+/// whole. A variable named in any other way (bare, indexed, with a method
+/// called on it, captured by a closure, handed to a function) is read
 /// whole. `eval` can name anything from a string, so a script that calls
 /// it reads every input whole.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InputReads {
     evaluates_text: bool,
-    /// Variables named only through properties, with those properties.
-    by_key: BTreeMap<String, BTreeSet<String>>,
+    /// Variables named only through properties, with how far each is read.
+    by_key: BTreeMap<String, BTreeMap<String, Reach>>,
     /// Variables named in some other way.
     whole: BTreeSet<String>,
+}
+
+/// How far a script reads into a value: all of it, or only at some keys,
+/// each as far as its own reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Whole,
+    Keys(BTreeMap<String, Reach>),
+}
+
+impl Reach {
+    /// As an [`InputRead`].
+    pub fn read(&self) -> InputRead<'_> {
+        match self {
+            Reach::Whole => InputRead::Whole,
+            Reach::Keys(keys) => InputRead::Keys(keys),
+        }
+    }
+}
+
+/// Widens `keys` to cover a read along `path` (its last key read whole).
+fn reach_along(keys: &mut BTreeMap<String, Reach>, path: &[&str]) {
+    let Some((first, rest)) = path.split_first() else { return };
+    if rest.is_empty() {
+        keys.insert(first.to_string(), Reach::Whole);
+        return;
+    }
+    match keys.entry(first.to_string()).or_insert_with(|| Reach::Keys(BTreeMap::new())) {
+        Reach::Whole => {}
+        Reach::Keys(inner) => reach_along(inner, rest),
+    }
 }
 
 /// How much of one input a script can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputRead<'r> {
     Whole,
-    Keys(&'r BTreeSet<String>),
+    Keys(&'r BTreeMap<String, Reach>),
     /// The script never names the input.
     Nothing,
 }
@@ -118,10 +157,8 @@ impl InputReads {
                 Some(ASTNode::Expr(variable @ Expr::Variable(named, ..))) => {
                     let name = named.1.as_str();
                     let parent = path.len().checked_sub(2).and_then(|index| path.get(index));
-                    match parent.and_then(|parent| property_read_of(parent, variable)) {
-                        Some(key) => {
-                            reads.by_key.entry(name.to_string()).or_default().insert(key.to_string());
-                        }
+                    match parent.and_then(|parent| property_path_of(parent, variable)) {
+                        Some(keys) => reach_along(reads.by_key.entry(name.to_string()).or_default(), &keys),
                         None => {
                             reads.whole.insert(name.to_string());
                         }
@@ -146,24 +183,48 @@ impl InputReads {
     }
 }
 
-/// The key read when `variable` is the left side of `parent`, a property
+/// The keys read when `variable` is the left side of `parent`, a property
 /// chain such as `variable.key.more` (`None` for any other use).
-fn property_read_of<'a>(parent: &ASTNode<'a>, variable: &Expr) -> Option<&'a str> {
+fn property_path_of<'a>(parent: &ASTNode<'a>, variable: &Expr) -> Option<Vec<&'a str>> {
     let ASTNode::Expr(Expr::Dot(chain, ..)) = parent else { return None };
     if !std::ptr::eq(&chain.lhs, variable) {
         return None;
     }
     // `a.b.c` is Dot(a, Dot(b, c)) and `a.b[i]` is Dot(a, Index(b, i)): the
-    // key read first is the leftmost property of the right side.
-    let mut first = &chain.rhs;
+    // keys read are the properties down the right sides, up to the first
+    // index or method call (the key before it is read whole).
+    let mut path = Vec::new();
+    let mut rest = &chain.rhs;
     loop {
-        match first {
-            Expr::Property(property, ..) => return Some(property.2.as_str()),
-            Expr::Dot(inner, ..) | Expr::Index(inner, ..) => first = &inner.lhs,
-            // A method called on the input (`face.keys()`) sees all of it.
-            _ => return None,
+        match rest {
+            Expr::Property(property, ..) => {
+                path.push(property.2.as_str());
+                break;
+            }
+            Expr::Dot(inner, ..) => match &inner.lhs {
+                Expr::Property(property, ..) => {
+                    path.push(property.2.as_str());
+                    rest = &inner.rhs;
+                }
+                Expr::Index(index, ..) => {
+                    if let Expr::Property(property, ..) = &index.lhs {
+                        path.push(property.2.as_str());
+                    }
+                    break;
+                }
+                _ => break,
+            },
+            Expr::Index(index, ..) => {
+                if let Expr::Property(property, ..) = &index.lhs {
+                    path.push(property.2.as_str());
+                }
+                break;
+            }
+            // A method called on what is read so far sees all of it.
+            _ => break,
         }
     }
+    (!path.is_empty()).then_some(path)
 }
 
 impl Default for ScriptEngine {
@@ -202,7 +263,12 @@ impl ScriptEngine {
                 (next_random() % bound as u64) as i64
             }
         });
-        ScriptEngine { engine, cache: RwLock::new(BTreeMap::new()), operations_max }
+        ScriptEngine {
+            engine,
+            cache: RwLock::new(BTreeMap::new()),
+            by_address: RwLock::new(BTreeMap::new()),
+            operations_max,
+        }
     }
 
     /// Compiles (once) and returns the script with what it reads.
@@ -220,6 +286,24 @@ impl ScriptEngine {
         Ok(compiled)
     }
 
+    /// [`ScriptEngine::compile`] for a shared source, found by its address
+    /// after the first time (no hashing).
+    pub fn compile_shared(&self, source: &Arc<str>) -> Result<Arc<Compiled>, ScriptError> {
+        let address = Arc::as_ptr(source) as *const u8 as usize;
+        if let Some((held, compiled)) = self.by_address.read().unwrap_or_else(|p| p.into_inner()).get(&address) {
+            if Arc::ptr_eq(held, source) {
+                return Ok(compiled.clone());
+            }
+        }
+        let compiled = self.compile(source)?;
+        let mut by_address = self.by_address.write().unwrap_or_else(|p| p.into_inner());
+        if by_address.len() >= SCRIPT_ADDRESS_CACHE_ENTRIES_MAX {
+            by_address.clear();
+        }
+        by_address.insert(address, (source.clone(), compiled.clone()));
+        Ok(compiled)
+    }
+
     /// Runs a script with `inputs` bound as read-only constants, the random
     /// generator seeded by `seed`, and returns its value as JSON (`null` for `()`).
     pub fn run(&self, source: &str, inputs: &[(&str, &Json)], seed: u64) -> Result<Json, ScriptError> {
@@ -229,17 +313,26 @@ impl ScriptEngine {
 
     /// [`ScriptEngine::run`] with inputs that may be built entry by entry.
     pub fn run_inputs(&self, source: &str, inputs: &[(&str, Input<'_>)], seed: u64) -> Result<Json, ScriptError> {
-        self.run_reading(source, inputs, seed, Reading::AsFarAsRead)
+        self.run_reading(&*self.compile(source)?, inputs, seed, Reading::AsFarAsRead)
+    }
+
+    /// [`ScriptEngine::run_inputs`] for a script compiled already.
+    pub fn run_compiled(
+        &self,
+        compiled: &Compiled,
+        inputs: &[(&str, Input<'_>)],
+        seed: u64,
+    ) -> Result<Json, ScriptError> {
+        self.run_reading(compiled, inputs, seed, Reading::AsFarAsRead)
     }
 
     fn run_reading(
         &self,
-        source: &str,
+        compiled: &Compiled,
         inputs: &[(&str, Input<'_>)],
         seed: u64,
         reading: Reading,
     ) -> Result<Json, ScriptError> {
-        let compiled = self.compile(source)?;
         let mut scope = Scope::new();
         for (name, input) in inputs {
             let read = match reading {
@@ -289,24 +382,54 @@ pub trait InputEntries {
     fn whole(&self) -> Json;
     /// The entry at `key`, if the map has one.
     fn entry(&self, key: &str) -> Option<Json>;
+    /// The entry at `key` converted as far as `read` reaches into it (what
+    /// [`input_to_dynamic`] gives for [`InputEntries::entry`]; a map may
+    /// build it more directly).
+    fn entry_read(&self, key: &str, read: InputRead<'_>) -> EntryRead {
+        entry_read_through_json(self.entry(key), read)
+    }
     /// Whether every number in the entries not in `read` is an `i64` (see
     /// [`input_to_dynamic`] for why unread entries are examined at all).
-    fn unread_numbers_are_i64(&self, read: &BTreeSet<String>) -> bool;
+    fn unread_numbers_are_i64(&self, read: &BTreeMap<String, Reach>) -> bool;
+}
+
+/// One entry of an [`InputEntries`] map, as a script reading it sees it.
+pub enum EntryRead {
+    /// The map has no such entry.
+    Absent,
+    Converted(Dynamic),
+    /// A number the direct conversion does not take (see [`json_to_dynamic`]).
+    NotDirect,
+}
+
+/// [`InputEntries::entry_read`] through the entry's JSON.
+pub fn entry_read_through_json(entry: Option<Json>, read: InputRead<'_>) -> EntryRead {
+    match entry {
+        None => EntryRead::Absent,
+        Some(item) => match input_to_dynamic(&item, read) {
+            Some(dynamic) => EntryRead::Converted(dynamic),
+            None => EntryRead::NotDirect,
+        },
+    }
 }
 
 /// [`input_to_dynamic`] for a map built entry by entry.
 fn entries_to_dynamic(entries: &dyn InputEntries, read: InputRead<'_>) -> Option<Dynamic> {
     match read {
         InputRead::Whole => json_to_dynamic(&entries.whole()),
-        InputRead::Nothing => entries.unread_numbers_are_i64(&BTreeSet::new()).then_some(Dynamic::UNIT),
+        InputRead::Nothing => entries.unread_numbers_are_i64(&BTreeMap::new()).then_some(Dynamic::UNIT),
         InputRead::Keys(keys) => {
             if !entries.unread_numbers_are_i64(keys) {
                 return None;
             }
             let mut map = rhai::Map::new();
-            for key in keys {
-                if let Some(item) = entries.entry(key) {
-                    map.insert(key.as_str().into(), json_to_dynamic(&item)?);
+            for (key, reach) in keys {
+                match entries.entry_read(key, reach.read()) {
+                    EntryRead::Absent => {}
+                    EntryRead::Converted(item) => {
+                        map.insert(key.as_str().into(), item);
+                    }
+                    EntryRead::NotDirect => return None,
                 }
             }
             Some(Dynamic::from_map(map))
@@ -330,20 +453,39 @@ enum Reading {
 /// were converted in part.
 fn input_to_dynamic(value: &Json, read: InputRead<'_>) -> Option<Dynamic> {
     match (read, value) {
-        (InputRead::Keys(keys), Json::Object(entries)) => {
-            let mut map = rhai::Map::new();
-            for (key, item) in entries {
-                if keys.contains(key) {
-                    map.insert(key.as_str().into(), json_to_dynamic(item)?);
-                } else if !every_number_is_i64(item) {
-                    return None;
-                }
-            }
-            Some(Dynamic::from_map(map))
-        }
+        (InputRead::Keys(keys), Json::Object(entries)) => object_read_to_dynamic(entries.iter(), keys),
         (InputRead::Nothing, _) => every_number_is_i64(value).then_some(Dynamic::UNIT),
         _ => json_to_dynamic(value),
     }
+}
+
+/// A JSON object's `entries` as a map a script sees, converted as far as
+/// `keys` reach into it (`None` as for [`input_to_dynamic`]: unread entries
+/// are examined for numbers too).
+pub fn object_read_to_dynamic<'e>(
+    entries: impl Iterator<Item = (&'e String, &'e Json)>,
+    keys: &BTreeMap<String, Reach>,
+) -> Option<Dynamic> {
+    let mut map = rhai::Map::new();
+    for (key, item) in entries {
+        match keys.get(key) {
+            Some(reach) => {
+                map.insert(key.as_str().into(), input_to_dynamic(item, reach.read())?);
+            }
+            None if !every_number_is_i64(item) => return None,
+            None => {}
+        }
+    }
+    Some(Dynamic::from_map(map))
+}
+
+/// A JSON object's `entries` as a map a script sees, all of it.
+pub fn object_to_dynamic<'e>(entries: impl Iterator<Item = (&'e String, &'e Json)>) -> Option<Dynamic> {
+    let mut map = rhai::Map::new();
+    for (key, item) in entries {
+        map.insert(key.as_str().into(), json_to_dynamic(item)?);
+    }
+    Some(Dynamic::from_map(map))
 }
 
 /// Whether every number in `value` is an `i64` (what the direct conversion takes).
@@ -367,13 +509,7 @@ fn json_to_dynamic(value: &Json) -> Option<Dynamic> {
         Json::Number(number) => Dynamic::from_int(number.as_i64()?),
         Json::String(text) => Dynamic::from(rhai::ImmutableString::from(text.as_str())),
         Json::Array(items) => Dynamic::from_array(items.iter().map(json_to_dynamic).collect::<Option<_>>()?),
-        Json::Object(entries) => {
-            let mut map = rhai::Map::new();
-            for (key, item) in entries {
-                map.insert(key.as_str().into(), json_to_dynamic(item)?);
-            }
-            Dynamic::from_map(map)
-        }
+        Json::Object(entries) => object_to_dynamic(entries.iter())?,
     })
 }
 
@@ -437,29 +573,45 @@ mod tests {
         check("import \"x\" as y; 1", Err("does not compile"));
     }
 
+    /// How far `keys` reach, written `me{name,space},time` (a key without
+    /// braces is read whole).
+    fn describe(keys: &BTreeMap<String, Reach>) -> String {
+        let described = keys.iter().map(|(key, reach)| match reach {
+            Reach::Whole => key.clone(),
+            Reach::Keys(inner) => format!("{key}{{{}}}", describe(inner)),
+        });
+        described.collect::<Vec<_>>().join(",")
+    }
+
     /// What `source` can read of `face`: `None` for the whole of it, else
-    /// the keys (an empty list when it never names it).
-    fn check_reads(source: &str, expected: Option<&[&str]>) {
+    /// how far it reaches (empty when it never names it).
+    fn check_reads(source: &str, expected: Option<&str>) {
         let engine = ScriptEngine::new();
         let compiled = engine.compile(source).expect("compiles");
-        let read = compiled.reads.of_input("face");
-        let actual = match read {
+        let actual = match compiled.reads.of_input("face") {
             InputRead::Whole => None,
-            InputRead::Keys(keys) => Some(keys.iter().map(String::as_str).collect::<Vec<_>>()),
-            InputRead::Nothing => Some(Vec::new()),
+            InputRead::Keys(keys) => Some(describe(keys)),
+            InputRead::Nothing => Some(String::new()),
         };
         assert_eq!(actual.as_deref(), expected, "{source}");
     }
 
     #[test]
-    fn a_script_reads_an_input_at_the_keys_it_names_and_whole_otherwise() {
-        check_reads("face.me.name", Some(&["me"]));
-        check_reads("face.me.name + face.time.ms + face.me.space", Some(&["me", "time"]));
-        check_reads("face?.me ?? 0", Some(&["me"]));
-        check_reads("face.see[\"x\"].y", Some(&["see"]));
-        check_reads("let x = face.can.see; x.len()", Some(&["can"]));
-        check_reads("fn peek() { face.time } peek!()", Some(&["time"]));
-        check_reads("1 + 1", Some(&[]));
+    fn a_script_reads_an_input_along_the_keys_it_names_and_whole_otherwise() {
+        check_reads("face.me.name", Some("me{name}"));
+        check_reads("face.me.name + face.time.ms + face.me.space", Some("me{name,space},time{ms}"));
+        check_reads("face.me.name + face.me", Some("me"));
+        check_reads("face.me + face.me.name", Some("me"));
+        check_reads("face?.me ?? 0", Some("me"));
+        check_reads("face?.me?.name ?? 0", Some("me{name}"));
+        check_reads("face.see[\"x\"].y", Some("see"));
+        check_reads("face.see.x[0].y", Some("see{x}"));
+        check_reads("face.see.x.y[0]", Some("see{x{y}}"));
+        check_reads("face.me.qualities.mood.len()", Some("me{qualities{mood}}"));
+        check_reads("face.me.keys()", Some("me"));
+        check_reads("let x = face.can.see; x.len()", Some("can{see}"));
+        check_reads("fn peek() { face.time } peek!()", Some("time"));
+        check_reads("1 + 1", Some(""));
         check_reads("let face = #{}; face", None);
         check_reads("face", None);
         check_reads("face[\"me\"]", None);
@@ -477,14 +629,24 @@ mod tests {
         let face = json!({
             "me": {"name": "ada", "qualities": {"n": -3, "ok": true}},
             "time": {"ms": 5000, "hour": 3},
-            "see": {"x": {"y": [1, 2]}},
+            "see": {"x": {"y": [1, 2], "z": [{"w": 4}]}},
             "n": 3,
         });
         let oversized = json!({"me": {"name": "ada"}, "time": {"ms": u64::MAX}});
+        let deep_oversized = json!({"me": {"name": "ada", "qualities": {"big": u64::MAX}}, "n": 3});
         let scripts = [
             "face.me.name",
+            "face.me.name.len()",
+            "face.me.name.len",
+            "face.me.qualities.n + face.me.qualities.missing.len()",
+            "face.me.qualities.len",
+            "face.me.qualities",
+            "face.me.keys()",
             "face.time.ms + face.n",
+            "face.time.ms.x",
             "face.see.x.y[1]",
+            "face.see.x.z[0].w",
+            "face.see?.x?.nothing?.deeper",
             "face.missing",
             "face.keys()",
             "face.len()",
@@ -495,19 +657,37 @@ mod tests {
             "is_def_var(\"face\")",
             "42",
         ];
-        for input in [&face, &oversized] {
+        for input in [&face, &oversized, &deep_oversized] {
             for source in scripts {
+                let compiled = engine.compile(source).expect("compiles");
                 let as_far_as_read =
-                    engine.run_reading(source, &[("face", Input::Json(input))], 7, Reading::AsFarAsRead);
-                let whole = engine.run_reading(source, &[("face", Input::Json(input))], 7, Reading::Whole);
+                    engine.run_reading(&compiled, &[("face", Input::Json(input))], 7, Reading::AsFarAsRead);
+                let whole = engine.run_reading(&compiled, &[("face", Input::Json(input))], 7, Reading::Whole);
                 assert_eq!(as_far_as_read, whole, "{source} on {input}");
             }
         }
         // Only what is read is converted.
-        let keys: BTreeSet<String> = ["me".to_string()].into();
-        let converted = input_to_dynamic(&face, InputRead::Keys(&keys)).expect("every number is an i64");
+        let compiled = engine.compile("face.me.name").expect("compiles");
+        let converted = input_to_dynamic(&face, compiled.reads.of_input("face")).expect("every number is an i64");
         let map = converted.cast::<rhai::Map>();
         assert_eq!(map.keys().map(|key| key.as_str()).collect::<Vec<_>>(), ["me"]);
+        let me = map["me"].clone().cast::<rhai::Map>();
+        assert_eq!(me.keys().map(|key| key.as_str()).collect::<Vec<_>>(), ["name"]);
+    }
+
+    #[test]
+    fn a_shared_source_is_found_by_address_only_while_it_is_the_same_source() {
+        let engine = ScriptEngine::new();
+        let shared: Arc<str> = Arc::from("40 + 2");
+        let first = engine.compile_shared(&shared).expect("compiles");
+        assert!(Arc::ptr_eq(&first, &engine.compile_shared(&shared).expect("compiles")));
+        // Sources made and dropped one after another may reuse an address:
+        // each must still run as itself.
+        for number in 0..200 {
+            let source: Arc<str> = Arc::from(number.to_string());
+            let compiled = engine.compile_shared(&source).expect("compiles");
+            assert_eq!(engine.run_compiled(&compiled, &[], 1), Ok(json!(number)));
+        }
     }
 
     #[test]

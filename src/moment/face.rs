@@ -9,10 +9,13 @@
 
 use crate::canonical::{self, CanonicalError};
 use crate::fact::{blake3_of, Hash32};
-use crate::script::{every_number_is_i64, InputEntries};
+use crate::script::{
+    entry_read_through_json, every_number_is_i64, object_read_to_dynamic, object_to_dynamic, EntryRead, InputEntries,
+    InputRead, Reach,
+};
 use crate::world::BeingRow;
 use serde_json::{json, Map, Value as Json};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The face's top-level keys, in canonical order (by length, then bytes).
@@ -150,6 +153,34 @@ impl Face<'_> {
         Ok(std::mem::take(out))
     }
 
+    /// The `me` entry as a script reading it at `keys` sees it, built from
+    /// the row without its JSON (what converting [`Face::value`]'s `me` as
+    /// far as read gives; `None` likewise for a number the direct
+    /// conversion does not take, read or not).
+    fn me_read(&self, keys: &BTreeMap<String, Reach>) -> Option<rhai::Dynamic> {
+        let row = self.row;
+        if !keys.contains_key("qualities") && !row.qualities.values().all(every_number_is_i64) {
+            return None;
+        }
+        let text = |text: &str| rhai::Dynamic::from(rhai::ImmutableString::from(text));
+        let mut me = rhai::Map::new();
+        for (key, reach) in keys {
+            let value = match key.as_str() {
+                "name" => text(&row.name),
+                "cognition" => text(row.effective_cognition().as_str()),
+                "space" => text(&row.location),
+                "home" => text(&row.home_space),
+                "qualities" => match reach {
+                    Reach::Whole => object_to_dynamic(row.qualities.iter())?,
+                    Reach::Keys(inner) => object_read_to_dynamic(row.qualities.iter(), inner)?,
+                },
+                _ => continue,
+            };
+            me.insert(key.as_str().into(), value);
+        }
+        Some(rhai::Dynamic::from_map(me))
+    }
+
     /// Sets the digest from the parts.
     pub(super) fn sealed(mut self) -> Result<Self, CanonicalError> {
         let encoded = self.encode()?;
@@ -169,9 +200,20 @@ impl InputEntries for Face<'_> {
         FACE_KEYS.contains(&key).then(|| self.entry_value(key))
     }
 
-    fn unread_numbers_are_i64(&self, read: &BTreeSet<String>) -> bool {
+    fn entry_read(&self, key: &str, read: InputRead<'_>) -> EntryRead {
+        match (key, read) {
+            // The entry scripts read most, nearly always at a key or two.
+            ("me", InputRead::Keys(keys)) => match self.me_read(keys) {
+                Some(me) => EntryRead::Converted(me),
+                None => EntryRead::NotDirect,
+            },
+            _ => entry_read_through_json(self.entry(key), read),
+        }
+    }
+
+    fn unread_numbers_are_i64(&self, read: &BTreeMap<String, Reach>) -> bool {
         let fits = |number: u64| i64::try_from(number).is_ok();
-        FACE_KEYS.iter().filter(|key| !read.contains(**key)).all(|key| match *key {
+        FACE_KEYS.iter().filter(|key| !read.contains_key(**key)).all(|key| match *key {
             "me" => self.row.qualities.values().all(every_number_is_i64),
             "see" => self.see.values().all(every_number_is_i64),
             "time" => {
@@ -266,6 +308,15 @@ mod tests {
         let see = json!({"here": {"count": 2}});
         let scripts = [
             "face.me.name",
+            "face.me.space + face.me.home + face.me.cognition",
+            "face.me.name.len()",
+            "face.me.qualities",
+            "face.me.qualities.mood",
+            "face.me.qualities.mood.len()",
+            "face.me.qualities.big",
+            "face.me.nothing",
+            "face.me.keys()",
+            "face.me",
             "face.time.ms + face.inbox",
             "face.see.here.count",
             "face.roles.stack",

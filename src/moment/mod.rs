@@ -62,8 +62,9 @@ pub struct Substrate {
     pub see: SeeResolvers,
     pub scripts: ScriptEngine,
     pub hooks: hooks::Hooks,
-    /// Compiled flows by (flow digest, default role).
-    flows: RwLock<BTreeMap<Hash32, Arc<BoundFlow>>>,
+    /// Compiled flows by flow digest, one for each default role and
+    /// authored-role registry they were bound with.
+    flows: RwLock<BTreeMap<Hash32, Vec<FlowBinding>>>,
     /// Composed-role digests by the digests of the roles in the stack: the
     /// composition of the same definitions is always the same bytes.
     composed_digests: RwLock<BTreeMap<Vec<Hash32>, Hash32>>,
@@ -160,24 +161,36 @@ impl Substrate {
         role_flow: &Json,
         default_role: &str,
     ) -> Result<Arc<BoundFlow>, String> {
-        let mut key_input = Vec::with_capacity(80 + default_role.len());
-        key_input.extend_from_slice(&flow_digest.0);
-        key_input.extend_from_slice(&(default_role.len() as u64).to_be_bytes());
-        key_input.extend_from_slice(default_role.as_bytes());
-        if !world.roles.is_empty() {
-            key_input.extend_from_slice(&world.roles_digest.0);
-        }
-        let key = blake3_of(&key_input);
-        if let Some(flow) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(flow.clone());
+        // Found without hashing a key: the flow's digest, then a short list.
+        let roles_digest = (!world.roles.is_empty()).then_some(world.roles_digest);
+        let is_the_one =
+            |bound: &&FlowBinding| bound.default_role == default_role && bound.roles_digest == roles_digest;
+        if let Some(bindings) = self.flows.read().unwrap_or_else(|p| p.into_inner()).get(&flow_digest) {
+            if let Some(binding) = bindings.iter().find(is_the_one) {
+                return Ok(binding.flow.clone());
+            }
         }
         let flow = RoleFlow::from_json(role_flow).map_err(|error| format!("roleFlow {error}"))?;
         let overlay = self.registry_for(world);
         let registry = overlay.as_deref().unwrap_or(&self.roles);
         let bound = Arc::new(flow.bind(registry, Some(default_role)).map_err(|error| format!("roleFlow {error}"))?);
-        self.flows.write().unwrap_or_else(|p| p.into_inner()).insert(key, bound.clone());
+        let binding = FlowBinding { default_role: default_role.to_string(), roles_digest, flow: bound.clone() };
+        let mut flows = self.flows.write().unwrap_or_else(|p| p.into_inner());
+        let bindings = flows.entry(flow_digest).or_default();
+        // Another thread may have bound it meanwhile.
+        if !bindings.iter().any(|bound| is_the_one(&bound)) {
+            bindings.push(binding);
+        }
         Ok(bound)
     }
+}
+
+/// A flow bound with one default role against one registry.
+struct FlowBinding {
+    default_role: String,
+    /// The authored roles' digest (`None`: the files' roles alone).
+    roles_digest: Option<Hash32>,
+    flow: Arc<BoundFlow>,
 }
 
 /// The limits a moment checks, as the land's configuration sets them at the
@@ -574,17 +587,20 @@ pub fn momentum(
             ))
         }
     }
-    let script = match row.qualities.get("script").and_then(Json::as_str) {
-        Some(source) => Arc::from(source),
-        None => match assigned.walk.primary.as_ref().and_then(|role| role.script.clone()) {
-            Some(source) => source,
+    // A role's script is shared by every being wearing the role, so it is
+    // found by address; a being's own script (a quality) by its hash.
+    let compiled = match row.qualities.get("script").and_then(Json::as_str) {
+        Some(source) => substrate.scripts.compile(source),
+        None => match assigned.walk.primary.as_ref().and_then(|role| role.script.as_ref()) {
+            Some(source) => substrate.scripts.compile_shared(source),
             None => return Ok(Decision { call: None, content: None, output_digest: None, llm: None }),
         },
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
-    let output = substrate
-        .scripts
-        .run_inputs(&script, &[("face", crate::script::Input::Entries(face))], seed)
+    let output = compiled
+        .and_then(|compiled| {
+            substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
+        })
         .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
     let output_bytes = canonical::encode_json(&output).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
     let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
