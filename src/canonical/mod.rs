@@ -416,8 +416,47 @@ impl<'a> CanonicalReader<'a> {
         std::str::from_utf8(self.take(length)?).ok()
     }
 
+    /// A text's bytes, not checked to be UTF-8 (a map key compared with
+    /// known keys needs no check: they are UTF-8).
+    pub fn text_bytes(&mut self) -> Option<&'a [u8]> {
+        let length = self.head_of(3)?;
+        self.take(length)
+    }
+
     pub fn array_head(&mut self) -> Option<u64> {
         self.head_of(4)
+    }
+
+    pub fn map_head(&mut self) -> Option<u64> {
+        self.head_of(5)
+    }
+
+    /// Reads a `null` if one comes next.
+    pub fn null(&mut self) -> bool {
+        let is_null = self.bytes.get(self.position) == Some(&0xf6);
+        if is_null {
+            self.position += 1;
+        }
+        is_null
+    }
+
+    /// Skips one item lying at nesting `depth` by its heads alone, without
+    /// the UTF-8 and key-order checks of `skip_item`: for bytes checked to
+    /// be canonical already, or whose reading counts only once they are
+    /// proven so. `false` past the nesting limit or the end of the input.
+    pub fn skip_checked(&mut self, depth: usize) -> bool {
+        if depth > CBOR_NESTING_DEPTH_MAX {
+            return false;
+        }
+        let Some((major, argument)) = self.head() else { return false };
+        match major {
+            0 | 1 | 7 => true,
+            2 | 3 => self.take(argument).is_some(),
+            // Every item takes at least a byte, so a huge count runs out of input quickly.
+            4 => (0..argument).all(|_| self.skip_checked(depth + 1)),
+            5 => (0..argument).all(|_| self.skip_checked(depth + 1) && self.skip_checked(depth + 1)),
+            _ => false,
+        }
     }
 
     /// Reads one whole item, checking what a canonical item must hold: no

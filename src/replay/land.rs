@@ -11,7 +11,6 @@ use super::{
     act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
     DivergenceCause, FieldDifference, Recomputed, StoredAct,
 };
-use crate::canonical::from_checked_canonical_bytes;
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
@@ -128,7 +127,7 @@ fn replay_land_deferring(
             // not canonical cannot match its recomputation, whatever was read.
             (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => {
                 let form_deferred = form_deferred[index];
-                Some(match from_checked_canonical_bytes::<ActOpening>(fact.body()) {
+                Some(match ActOpening::read(fact.body()) {
                     Ok(opening) => Decoded::Act {
                         being: record.being,
                         act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening, form_deferred }),

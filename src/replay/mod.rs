@@ -20,6 +20,7 @@ pub mod breakpoint;
 pub mod corpus;
 pub mod fork;
 pub mod land;
+mod opening;
 
 use crate::canonical;
 use crate::check::{verify_being, SignatureMode};
@@ -28,7 +29,7 @@ use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
 use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
 use crate::world::{ActBody, World};
-use serde::Deserialize;
+use opening::ActOpening;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -201,32 +202,6 @@ impl<'a> MomentInputs<'a> {
             call: &body.call,
             content: &body.content,
             llm: body.llm.as_ref(),
-        }
-    }
-}
-
-/// The fields of a stored act body a recomputation reads. A land-wide
-/// replay reads them from bodies `Fact::decode_envelope` already checked, so
-/// the others are skipped by their heads alone
-/// ([`crate::canonical::from_checked_canonical_bytes`]).
-#[derive(Debug, Deserialize)]
-struct ActOpening {
-    wake: Wake,
-    cursor: u64,
-    call: VerbCall,
-    content: Option<String>,
-    #[serde(default)]
-    llm: Option<crate::llm::LlmRecord>,
-}
-
-impl ActOpening {
-    fn inputs<'a>(&'a self, fact: &Fact) -> MomentInputs<'a> {
-        MomentInputs {
-            wake: &self.wake,
-            stored_time_ms: fact.header.stored_time_ms,
-            call: &self.call,
-            content: &self.content,
-            llm: self.llm.as_ref(),
         }
     }
 }
