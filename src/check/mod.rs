@@ -19,7 +19,9 @@
 
 pub mod checkpoint;
 
-use crate::fact::body::{check_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::body::{
+    check_known_body, read_known_body, GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY,
+};
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
 use checkpoint::{covered_digest, TrustedCheckpoint};
@@ -228,8 +230,11 @@ impl ReelChecker {
                 self.problem(seq, ProblemKind::AfterEnd);
             }
         }
-        if let Err(reason) = check_known_body(fact.kind(), fact.body()) {
-            self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), reason });
+        // A reel's genesis is read once, by `genesis`, which also checks it.
+        if !(seq == 0 && fact.kind() == KIND_GENESIS) {
+            if let Err(reason) = check_known_body(fact.kind(), fact.body()) {
+                self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), reason });
+            }
         }
         self.signature(seq, record.land_seq, fact);
         if fact.kind() == KIND_ROTATE_KEY {
@@ -271,13 +276,23 @@ impl ReelChecker {
                 ProblemKind::Genesis { reason: "the being id is not the BLAKE3 of the genesis body".into() },
             );
         }
-        match fact.body_as::<GenesisBody>() {
+        // A genesis body is read once: this reading is also its check.
+        let genesis = if fact.kind() == KIND_GENESIS {
+            read_known_body::<GenesisBody>(fact.body())
+        } else {
+            fact.body_as::<GenesisBody>().map_err(|error| error.to_string())
+        };
+        match genesis {
             Ok(genesis) => {
-                self.report.name = Some(genesis.name.clone());
+                self.report.name = Some(genesis.name);
                 self.set_key(&genesis.public_key);
             }
-            Err(_) => {
+            Err(reason) => {
                 self.key_problem = Some("the genesis body is unreadable".into());
+                if fact.kind() == KIND_GENESIS {
+                    // The problem `check_known_body` would name, in its place.
+                    self.problem(0, ProblemKind::Body { kind: KIND_GENESIS.to_string(), reason });
+                }
             }
         }
         self.last_time_ms = header.stored_time_ms;
@@ -716,6 +731,31 @@ mod tests {
             }
         }
         assert_eq!(points.len(), 8, "the eight-torsion subgroup has eight points");
+    }
+
+    #[test]
+    fn a_genesis_body_that_does_not_read_is_named_once_as_its_kinds_check_names_it() {
+        // The genesis body is read once, for its key and as its check: a
+        // body missing fields is named as `check_known_body` names it.
+        let body = crate::canonical::encode_json(&serde_json::json!({"name": "ada"})).expect("encodes");
+        let being = BeingId(blake3_of(&body).0);
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+        let fact = crate::fact::UnsignedFact::new(being, 0, FactId::ZERO, 0, KIND_GENESIS, body.clone())
+            .expect("a fact")
+            .sign(&key);
+        let record = RawRecord { being, seq: 0, land_seq: Some(0), envelope: fact.encode_envelope() };
+        let mut checker = ReelChecker::new(being, SignatureMode::Strict, 0);
+        checker.record(&record, &Ok(fact));
+        let reason = check_known_body(KIND_GENESIS, &body).expect_err("not a genesis body");
+        let bodies: Vec<&ProblemKind> = checker
+            .report
+            .problems
+            .iter()
+            .map(|problem| &problem.kind)
+            .filter(|kind| matches!(kind, ProblemKind::Body { .. }))
+            .collect();
+        assert_eq!(bodies, [&ProblemKind::Body { kind: KIND_GENESIS.to_string(), reason }]);
+        assert_eq!(checker.key_problem.as_deref(), Some("the genesis body is unreadable"));
     }
 
     fn signature_with_r(r: [u8; 32]) -> [u8; 64] {

@@ -92,13 +92,7 @@ pub struct NoteBody {
 /// and verification reads every genesis body of a land).
 pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), String> {
     fn read<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<(), String> {
-        match crate::canonical::from_canonical_bytes::<T>(body) {
-            Ok(_) => Ok(()),
-            // The decoder's own words ("missing field `text`"), without the
-            // encoder's preamble the variant's message carries.
-            Err(crate::canonical::CanonicalError::Unrepresentable { reason }) => Err(reason),
-            Err(error) => Err(error.to_string()),
-        }
+        read_known_body::<T>(body).map(drop)
     }
     match kind {
         KIND_GENESIS => read::<GenesisBody>(body),
@@ -107,6 +101,18 @@ pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), String> {
         KIND_OPERATOR_TOKEN => read::<OperatorTokenBody>(body),
         KIND_NOTE => read::<NoteBody>(body),
         _ => Ok(()),
+    }
+}
+
+/// A known kind's body read as `T`, or what [`check_known_body`] says is
+/// wrong with it (for a caller that needs the body as well as the check).
+pub fn read_known_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    match crate::canonical::from_canonical_bytes::<T>(body) {
+        Ok(read) => Ok(read),
+        // The decoder's own words ("missing field `text`"), without the
+        // encoder's preamble the variant's message carries.
+        Err(crate::canonical::CanonicalError::Unrepresentable { reason }) => Err(reason),
+        Err(error) => Err(error.to_string()),
     }
 }
 
