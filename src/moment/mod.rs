@@ -285,12 +285,18 @@ pub struct Opened {
     pub id: Hash32,
 }
 
+/// Bytes reserved for the input of a moment's id (being, cursor, time, and
+/// the wake's encoding, which is short unless a signal's key is long).
+const OPENED_ID_INPUT_BYTES_RESERVED: usize = 160;
+
 pub fn open(world: &World, being: BeingId, wake: Wake, stored_time_ms: u64) -> Opened {
-    let wake_bytes = canonical::to_canonical_bytes(&wake).expect("a wake is canonical-encodable");
-    let mut input = being.0.to_vec();
+    let mut input = Vec::with_capacity(OPENED_ID_INPUT_BYTES_RESERVED);
+    input.extend_from_slice(&being.0);
     input.extend_from_slice(&world.cursor.to_be_bytes());
     input.extend_from_slice(&stored_time_ms.to_be_bytes());
-    input.extend_from_slice(&wake_bytes);
+    let wake_at = input.len();
+    crate::world::write_wake(&wake, &mut input);
+    debug_assert_eq!(Ok(&input[wake_at..]), canonical::to_canonical_bytes(&wake).as_deref());
     Opened { being, wake, cursor: world.cursor, stored_time_ms, id: blake3_of(&input) }
 }
 
@@ -778,7 +784,7 @@ pub fn decide(
         llm: decision.llm,
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
-    let encoded = Some(CanonicalBody::encode(&body).map_err(|error| refuse(format!("the act body: {error}")))?);
+    let encoded = Some(body.canonical().map_err(|error| refuse(format!("the act body: {error}")))?);
     Ok(Some(Act {
         body,
         birth,

@@ -22,7 +22,6 @@ pub mod fork;
 pub mod land;
 mod opening;
 
-use crate::canonical;
 use crate::check::{verify_being, SignatureMode};
 use crate::fact::{BeingId, Fact, Hash32};
 use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
@@ -641,7 +640,7 @@ fn seal_differences(
 fn encodes_as_stored(act: &moment::Act, stored: &[u8]) -> bool {
     match &act.encoded {
         Some(encoded) => encoded.as_bytes() == stored,
-        None => canonical::to_canonical_bytes(&act.body).is_ok_and(|bytes| bytes == stored),
+        None => act.body.canonical().is_ok_and(|bytes| bytes.as_bytes() == stored),
     }
 }
 

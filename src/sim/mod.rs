@@ -11,7 +11,7 @@ pub mod fixture;
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
-use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
+use crate::fact::{BeingId, FactId, Hash32};
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
@@ -694,8 +694,9 @@ impl Simulation {
                     }
                     let body = match act.encoded.take() {
                         Some(body) => body,
-                        None => CanonicalBody::encode(&act.body)
-                            .map_err(|error| SimError::Internal(format!("act body: {error}")))?,
+                        None => {
+                            act.body.canonical().map_err(|error| SimError::Internal(format!("act body: {error}")))?
+                        }
                     };
                     let prepared = self.land.prepare_canonical(&being, KIND_ACT, body)?;
                     let unsigned = &prepared.unsigned;

@@ -6,6 +6,8 @@
 //! seal, planting); `World::apply` only folds a sealed fact in and cannot fail.
 //! The world at cursor c is the fold of the first c facts of the land log.
 
+mod act_bytes;
+pub(crate) use act_bytes::write_wake;
 pub mod address;
 pub mod body;
 
