@@ -223,33 +223,39 @@ pub fn write_json_entries_at<'a>(
 
 /// Appends the head of a definite-length map of `entries` entries; the
 /// caller writes them in canonical key order.
+#[inline]
 pub fn write_map_head(entries: usize, out: &mut Vec<u8>) {
     write_head(5, entries as u64, out);
 }
 
 /// Appends `null`.
+#[inline]
 pub fn write_null(out: &mut Vec<u8>) {
     out.push(0xf6);
 }
 
 /// Appends a definite-length byte string to `out` (a canonical item).
+#[inline]
 pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     write_head(2, bytes.len() as u64, out);
     out.extend_from_slice(bytes);
 }
 
 /// Appends an unsigned integer in its shortest form (a canonical item).
+#[inline]
 pub fn write_uint(value: u64, out: &mut Vec<u8>) {
     write_head(0, value, out);
 }
 
 /// Appends a definite-length text string (a canonical item).
+#[inline]
 pub fn write_text(text: &str, out: &mut Vec<u8>) {
     write_head(3, text.len() as u64, out);
     out.extend_from_slice(text.as_bytes());
 }
 
 /// Appends the head of a definite-length array of `items` items.
+#[inline]
 pub fn write_array_head(items: u64, out: &mut Vec<u8>) {
     write_head(4, items, out);
 }
@@ -734,7 +740,18 @@ fn write_raw(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// Inlined for its one-byte case, which nearly every head is (the encoders
+/// of faces and act bodies write dozens a moment).
+#[inline]
 fn write_head(major: u8, argument: u64, out: &mut Vec<u8>) {
+    if argument < 24 {
+        out.push((major << 5) | argument as u8);
+    } else {
+        write_long_head(major, argument, out);
+    }
+}
+
+fn write_long_head(major: u8, argument: u64, out: &mut Vec<u8>) {
     let major = major << 5;
     if argument < 24 {
         out.push(major | argument as u8);
