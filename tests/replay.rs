@@ -742,3 +742,16 @@ fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
     );
     assert_eq!(summary["stoppedEarly"], true, "{summary}");
 }
+
+#[test]
+fn records_read_in_parts_are_the_records_read_whole() {
+    // Land replay reads the store in ranges of being ids at once.
+    let (_dir, land_path) = simulated("court.toml", 2);
+    let land = seed::land::Land::open(&land_path).expect("open");
+    let whole = land.store().raw_records(None).expect("records");
+    let beings: std::collections::BTreeSet<_> = whole.iter().map(|record| record.being).collect();
+    assert!(beings.len() > 4, "{} beings", beings.len());
+    for parts in [1, 2, 3, 7, 16, 1000] {
+        assert_eq!(land.store().raw_records_in_parts(parts).expect("records"), whole, "{parts} parts");
+    }
+}

@@ -106,7 +106,7 @@ fn replay_land_deferring(
     // One read of the store and one decoding serve verification and the
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
     // fact (verification names it) is left out of the fold.
-    let records = store.raw_records(None)?;
+    let records = store.raw_records_in_parts(threads)?;
     let (facts, form_deferred): (Vec<Result<Fact, FactError>>, Vec<bool>) = map_in_order(&records, threads, |record| {
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
     })

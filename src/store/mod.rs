@@ -175,6 +175,14 @@ pub trait Store: Send + Sync {
     /// read from the primary records only (no index): what `check` verifies.
     fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError>;
 
+    /// Every stored record, as `raw_records(None)` gives them, read in up to
+    /// `parts` ranges at once where the store can (a land-wide replay's only
+    /// serial read).
+    fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
+        let _ = parts;
+        self.raw_records(None)
+    }
+
     /// Number of facts in the land log.
     fn land_len(&self) -> Result<u64, StoreError>;
 

@@ -36,6 +36,8 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 const PREFIX_FACT: u8 = b'f';
+/// Most ranges `raw_records_in_parts` reads at once.
+pub const RECORD_READ_PARTS_MAX: usize = 16;
 const PREFIX_FORK: u8 = b'x';
 const PREFIX_KEY: u8 = b'k';
 /// The per-fact head index of lands written by earlier builds.
@@ -84,6 +86,14 @@ fn io_error(error: sled::Error) -> StoreError {
 }
 
 impl SledStore {
+    /// The records of beings whose id's first byte lies in `from..to` (`to`
+    /// at most 256), in key order.
+    fn raw_records_between(&self, from: u16, to: u16) -> Result<Vec<RawRecord>, StoreError> {
+        let start = vec![PREFIX_FACT, from as u8];
+        let end = if to >= 256 { vec![PREFIX_FACT + 1] } else { vec![PREFIX_FACT, to as u8] };
+        records_of(self.tree.range(start..end))
+    }
+
     /// Opens the store at `path`. `witness` is a file outside the store where
     /// the committer records how many facts are durable after each group; a
     /// store found holding fewer is refused as truncated.
@@ -191,6 +201,21 @@ fn fact_key(being: &BeingId, seq: u64) -> Vec<u8> {
     key.extend_from_slice(being.as_bytes());
     key.extend_from_slice(&seq.to_be_bytes());
     key
+}
+
+/// The fact records a scan of fact keys reads, in its order.
+fn records_of(
+    entries: impl Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>,
+) -> Result<Vec<RawRecord>, StoreError> {
+    let mut records = Vec::new();
+    for entry in entries {
+        let (key, value) = entry.map_err(io_error)?;
+        match raw_record(&key, &value) {
+            Some(record) => records.push(record),
+            None => return Err(StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) }),
+        }
+    }
+    Ok(records)
 }
 
 fn being_key(prefix: u8, being: &BeingId) -> Vec<u8> {
@@ -730,13 +755,31 @@ impl Store for SledStore {
             Some(being) => being_key(PREFIX_FACT, being),
             None => vec![PREFIX_FACT],
         };
+        records_of(self.tree.scan_prefix(prefix))
+    }
+
+    fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
+        let parts = parts.clamp(1, RECORD_READ_PARTS_MAX);
+        if parts == 1 {
+            return self.raw_records(None);
+        }
+        // Records are keyed by being id, a BLAKE3 output, so ranges of its
+        // first byte hold about as many records each.
+        let bounds: Vec<u16> = (0..=parts).map(|part| (part * 256 / parts) as u16).collect();
+        let read: Vec<Result<Vec<RawRecord>, StoreError>> = std::thread::scope(|scope| {
+            let readers: Vec<_> = bounds
+                .windows(2)
+                .map(|range| {
+                    let (from, to) = (range[0], range[1]);
+                    scope.spawn(move || self.raw_records_between(from, to))
+                })
+                .collect();
+            // A reader that panicked is a bug in this build, not in the land.
+            readers.into_iter().map(|reader| reader.join().expect("a record reader panicked")).collect()
+        });
         let mut records = Vec::new();
-        for entry in self.tree.scan_prefix(prefix) {
-            let (key, value) = entry.map_err(io_error)?;
-            match raw_record(&key, &value) {
-                Some(record) => records.push(record),
-                None => return Err(StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) }),
-            }
+        for part in read {
+            records.extend(part?);
         }
         Ok(records)
     }
