@@ -196,24 +196,13 @@ fn property_path_of<'a>(parent: &ASTNode<'a>, variable: &Expr) -> Option<Vec<&'a
     let mut path = Vec::new();
     let mut rest = &chain.rhs;
     loop {
-        match rest {
-            Expr::Property(property, ..) => {
-                path.push(property.2.as_str());
-                break;
-            }
-            Expr::Dot(inner, ..) => match &inner.lhs {
-                Expr::Property(property, ..) => {
-                    path.push(property.2.as_str());
-                    rest = &inner.rhs;
-                }
-                Expr::Index(index, ..) => {
-                    if let Expr::Property(property, ..) = &index.lhs {
-                        path.push(property.2.as_str());
-                    }
-                    break;
-                }
-                _ => break,
-            },
+        let (first, more) = match rest {
+            Expr::Dot(inner, ..) => (&inner.lhs, Some(&inner.rhs)),
+            other => (other, None),
+        };
+        match first {
+            Expr::Property(property, ..) => path.push(property.2.as_str()),
+            // `key[i]`: the key is read whole.
             Expr::Index(index, ..) => {
                 if let Expr::Property(property, ..) = &index.lhs {
                     path.push(property.2.as_str());
@@ -222,6 +211,10 @@ fn property_path_of<'a>(parent: &ASTNode<'a>, variable: &Expr) -> Option<Vec<&'a
             }
             // A method called on what is read so far sees all of it.
             _ => break,
+        }
+        match more {
+            Some(next) => rest = next,
+            None => break,
         }
     }
     (!path.is_empty()).then_some(path)

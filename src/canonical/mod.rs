@@ -446,21 +446,21 @@ impl<'a> CanonicalReader<'a> {
         is_null
     }
 
-    /// Skips one item lying at nesting `depth` by its heads alone, without
-    /// the UTF-8 and key-order checks of `skip_item`: for bytes checked to
-    /// be canonical already, or whose reading counts only once they are
-    /// proven so. `false` past the nesting limit or the end of the input.
-    pub fn skip_checked(&mut self, depth: usize) -> bool {
-        if depth > CBOR_NESTING_DEPTH_MAX {
-            return false;
-        }
+    /// Skips one item by its heads alone, without the UTF-8 and key-order
+    /// checks of `skip_item`: for bytes checked to be canonical already, or
+    /// whose reading counts only once they are proven so. `levels_left`
+    /// counts nesting as the in-place reader does (`read::Reader::recurse`):
+    /// a container needs more than one level left. `false` at a container
+    /// too deep for that, or where the input ends.
+    pub fn skip_checked(&mut self, levels_left: usize) -> bool {
         let Some((major, argument)) = self.head() else { return false };
         match major {
             0 | 1 | 7 => true,
             2 | 3 => self.take(argument).is_some(),
+            4 | 5 if levels_left <= 1 => false,
             // Every item takes at least a byte, so a huge count runs out of input quickly.
-            4 => (0..argument).all(|_| self.skip_checked(depth + 1)),
-            5 => (0..argument).all(|_| self.skip_checked(depth + 1) && self.skip_checked(depth + 1)),
+            4 => (0..argument).all(|_| self.skip_checked(levels_left - 1)),
+            5 => (0..argument).all(|_| self.skip_checked(levels_left - 1) && self.skip_checked(levels_left - 1)),
             _ => false,
         }
     }

@@ -130,36 +130,6 @@ impl<'a> Reader<'a> {
         self.recurse(|reader| Items::new(reader, entries).read_all(|items| visitor.visit_map(items)))
     }
 
-    /// Skips one item of checked bytes by its heads alone. Gives up where
-    /// reading it would: at a container the nesting limit leaves to the
-    /// reference (see [`Reader::recurse`]).
-    fn skip_checked(&mut self, levels_left: usize) -> Result<(), GaveUp> {
-        match self.next()? {
-            Next::Bytes(length) | Next::Text(length) => {
-                self.take(length)?;
-            }
-            Next::Array(items) => {
-                if levels_left <= 1 {
-                    return Err(GaveUp);
-                }
-                for _ in 0..items {
-                    self.skip_checked(levels_left - 1)?;
-                }
-            }
-            Next::Map(entries) => {
-                if levels_left <= 1 {
-                    return Err(GaveUp);
-                }
-                for _ in 0..entries {
-                    self.skip_checked(levels_left - 1)?;
-                    self.skip_checked(levels_left - 1)?;
-                }
-            }
-            Next::Unsigned(_) | Next::Negative(_) | Next::False | Next::True | Next::Null => {}
-        }
-        Ok(())
-    }
-
     fn fits_scratch(length: u64) -> bool {
         length <= CIBORIUM_SCRATCH_BYTES as u64
     }
@@ -384,7 +354,11 @@ impl<'a> de::Deserializer<'a> for &mut Reader<'a> {
         if self.checked {
             // Whatever the item holds, the visitor ignores it (as it does
             // every item ciborium hands it).
-            self.skip_checked(self.recursion_left)?;
+            // Gives up where reading it would: at a container the nesting
+            // limit leaves to the reference (see [`Reader::recurse`]).
+            if !self.cbor.skip_checked(self.recursion_left) {
+                return Err(GaveUp);
+            }
             return visitor.visit_unit();
         }
         self.deserialize_any(visitor)

@@ -9,7 +9,7 @@
 //! gives or gives up.
 
 use super::MomentInputs;
-use crate::canonical::{from_checked_canonical_bytes, CanonicalError, CanonicalReader};
+use crate::canonical::{from_checked_canonical_bytes, CanonicalError, CanonicalReader, CBOR_NESTING_DEPTH_MAX};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::world::body::{VerbCall, Wake};
 use serde::Deserialize;
@@ -75,7 +75,8 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
             _ => {
-                if !reader.skip_checked(1) {
+                // Inside the body's map: one level of nesting is taken.
+                if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
                     return None;
                 }
             }
