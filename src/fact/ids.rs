@@ -5,8 +5,25 @@ use std::fmt;
 macro_rules! hash32_type {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
         pub struct $name(pub [u8; 32]);
+
+        /// The bytes' lexicographic order, as a derived `Ord` gives, read
+        /// eight bytes at a time: ids key the world's ordered maps, looked up
+        /// several times every moment, and ids are hashes, so their first
+        /// eight bytes almost always decide (a call to libc's `memcmp` per
+        /// step cost more than the comparison).
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                compare_ids(&self.0, &other.0)
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
 
         impl $name {
             pub const ZERO: $name = $name([0u8; 32]);
@@ -61,6 +78,23 @@ macro_rules! hash32_type {
     };
 }
 
+/// Lexicographic order of two 32-byte ids, four big-endian words at a time.
+#[inline]
+fn compare_ids(left: &[u8; 32], right: &[u8; 32]) -> std::cmp::Ordering {
+    let word = |bytes: &[u8; 32], at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_be_bytes(word)
+    };
+    for at in [0, 8, 16, 24] {
+        match word(left, at).cmp(&word(right, at)) {
+            std::cmp::Ordering::Equal => continue,
+            unequal => return unequal,
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
 struct Bytes32Visitor;
 
 impl<'de> serde::de::Visitor<'de> for Bytes32Visitor {
@@ -98,4 +132,41 @@ hash32_type!(
 
 pub fn blake3_of(bytes: &[u8]) -> Hash32 {
     Hash32(*blake3::hash(bytes).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Ids that differ only in one byte, at every position, and equal ids.
+    fn check_order(left: [u8; 32], right: [u8; 32]) {
+        assert_eq!(BeingId(left).cmp(&BeingId(right)), left.cmp(&right), "{left:?} vs {right:?}");
+        assert_eq!(FactId(left).partial_cmp(&FactId(right)), Some(left.cmp(&right)));
+    }
+
+    #[test]
+    fn id_order_is_the_byte_order_at_every_position() {
+        for position in 0..32 {
+            for (low, high) in [(0u8, 1u8), (0x7f, 0x80), (0xfe, 0xff), (0, 0xff)] {
+                let mut left = [0x55u8; 32];
+                let mut right = [0x55u8; 32];
+                left[position] = low;
+                right[position] = high;
+                check_order(left, right);
+                check_order(right, left);
+                check_order(left, left);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn id_order_is_the_byte_order(left in any::<[u8; 32]>(), right in any::<[u8; 32]>(), shared in 0usize..32) {
+            // Sharing a prefix exercises the later words.
+            let mut right = right;
+            right[..shared].copy_from_slice(&left[..shared]);
+            check_order(left, right);
+        }
+    }
 }
