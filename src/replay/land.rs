@@ -130,7 +130,14 @@ fn replay_land_deferring(
                 Some(match ActOpening::read(fact.body()) {
                     Ok(opening) => Decoded::Act {
                         being: record.being,
-                        act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening, form_deferred }),
+                        act: Box::new(LandAct {
+                            seq: record.seq,
+                            land_seq,
+                            fact,
+                            opening,
+                            form_deferred,
+                            recomputed: None,
+                        }),
                     },
                     Err(_) if form_deferred && fact.body_form_error().is_some() => Decoded::NotCanonical,
                     Err(_) => Decoded::other(fact),
@@ -212,7 +219,6 @@ fn fold_and_recompute(
         *slot = Some(decoded);
     }
     let mut world = World::new();
-    let mut recomputed: BTreeMap<u64, Recomputed> = BTreeMap::new();
     // Acts already compared and folded, freed after the fold.
     let mut spent: Vec<(ActBody, ActOpening)> = Vec::with_capacity(facts.len());
     for land_seq in 0..facts.len() {
@@ -225,11 +231,17 @@ fn fold_and_recompute(
                     _ => None,
                 })
                 .collect();
-            recomputed.extend(recompute_all(substrate, &world, &opening, threads));
+            let outcomes = recompute_all(substrate, &world, &opening, threads);
+            // Each outcome waits in its act's slot until the fold reaches it.
+            for (land_seq, outcome) in outcomes {
+                if let Some(Some(Decoded::Act { act, .. })) = facts.get_mut(land_seq as usize) {
+                    act.recomputed = Some((outcome.outcome, outcome.unstable));
+                }
+            }
         }
         // Taken, as nothing reads a fact again once the fold has passed it
         // (an act was recomputed at its cursor, which lies before its land seq).
-        let (being, act) = match facts[land_seq as usize].take() {
+        let (being, mut act) = match facts[land_seq as usize].take() {
             Some(Decoded::Act { being, act }) => (being, act),
             Some(Decoded::Other { fact, body }) => {
                 // Read in parallel before the fold.
@@ -249,7 +261,7 @@ fn fold_and_recompute(
         };
         replayed.moments += 1;
         let (fact, header) = (act.fact, &act.fact.header);
-        let verdict = recomputed.remove(&land_seq).map(|recomputed| (recomputed.outcome, recomputed.unstable));
+        let verdict = act.recomputed.take();
         // The common case: the recomputed act, sealed against this world, is
         // byte for byte the stored one, so it is what the fold applies.
         let verdict = match verdict {
@@ -328,6 +340,8 @@ struct LandAct<'f> {
     opening: ActOpening,
     /// Its body's canonical form was not checked when it was decoded.
     form_deferred: bool,
+    /// What the recomputation at its cursor gave, and whether it was unstable.
+    recomputed: Option<(crate::moment::Outcome, bool)>,
 }
 
 impl<'f> Decoded<'f> {
