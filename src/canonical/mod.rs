@@ -116,9 +116,26 @@ pub fn encode_json(value: &serde_json::Value) -> Result<Vec<u8>, CanonicalError>
     Ok(out)
 }
 
+/// A key of a map written by [`encode_json_entries`]: owned or borrowed text.
+pub trait EntryKey<'a> {
+    fn key(self) -> &'a str;
+}
+
+impl<'a> EntryKey<'a> for &'a String {
+    fn key(self) -> &'a str {
+        self.as_str()
+    }
+}
+
+impl<'a> EntryKey<'a> for &'a str {
+    fn key(self) -> &'a str {
+        self
+    }
+}
+
 /// Canonical CBOR of a map from text keys to JSON values.
 pub fn encode_json_entries<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
+    entries: impl ExactSizeIterator<Item = (impl EntryKey<'a>, &'a serde_json::Value)>,
 ) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(JSON_ENCODING_BYTES_RESERVED);
     write_json_object(entries, 0, &mut out)?;
@@ -160,7 +177,7 @@ fn write_json(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>) -> Res
 /// An object's entries gathered for sorting: on the stack when there are few
 /// (every moment encodes a face and a context of small objects).
 fn write_json_object<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
+    entries: impl ExactSizeIterator<Item = (impl EntryKey<'a>, &'a serde_json::Value)>,
     depth: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
@@ -171,13 +188,13 @@ fn write_json_object<'a>(
             [("", &NULL); JSON_OBJECT_ENTRIES_SORTED_ON_STACK];
         let mut filled = 0;
         for (slot, (key, item)) in slots.iter_mut().zip(entries) {
-            *slot = (key.as_str(), item);
+            *slot = (key.key(), item);
             filled += 1;
         }
         debug_assert_eq!(filled, count, "an exact-size iterator yields its length");
         write_json_map(&mut slots[..filled], depth, out)
     } else {
-        let mut gathered: Vec<_> = entries.map(|(key, item)| (key.as_str(), item)).collect();
+        let mut gathered: Vec<_> = entries.map(|(key, item)| (key.key(), item)).collect();
         write_json_map(&mut gathered, depth, out)
     }
 }
@@ -211,7 +228,7 @@ pub fn write_json_at(value: &serde_json::Value, depth: usize, out: &mut Vec<u8>)
 /// Appends a map from text keys to JSON values as `encode_json` writes an
 /// object at nesting `depth` (see [`write_json_at`]).
 pub fn write_json_entries_at<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a String, &'a serde_json::Value)>,
+    entries: impl ExactSizeIterator<Item = (impl EntryKey<'a>, &'a serde_json::Value)>,
     depth: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {

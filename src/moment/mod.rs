@@ -310,42 +310,47 @@ fn waking_summon<'a>(world: &'a World, opened: &Opened) -> Option<&'a crate::wor
 
 /// The open context the `when` language reads (docs/roles.md lists the keys).
 pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenContext {
+    // Keys are inserted in their order (an insert in order is an append);
+    // the result does not depend on it.
     let mut context = OpenContext::new();
-    if let Some(summon) = waking_summon(world, opened) {
-        context.insert("verb", "summon");
+    let summon = waking_summon(world, opened);
+    if let Some(summon) = summon {
+        if let Some(caller) = world.beings.get(&summon.from) {
+            context.insert("caller.cognition", caller.effective_cognition().as_str());
+            context.insert("caller.name", caller.name.as_str());
+        }
         if let Some(role) = &summon.caller_role {
             context.insert("caller.role", role.as_str());
         }
-        if let Some(caller) = world.beings.get(&summon.from) {
-            context.insert("caller.name", caller.name.as_str());
-            context.insert("caller.cognition", caller.effective_cognition().as_str());
-        }
     }
-    let space = if row.location == "/" { "/" } else { space_name(&row.location) };
-    context.insert("space.name", space);
     context.insert("inHomeSpace", row.location == row.home_space);
-    let ms = opened.stored_time_ms;
-    context.insert("time.hour", (ms / 3_600_000) % 24);
-    // 1970-01-01 was a Thursday (day 4, with Sunday = 0).
-    context.insert("time.dayOfWeek", (ms / 86_400_000 + 4) % 7);
-    if let Some(last) = row.last_act_ms {
-        context.insert("time.sinceLastMoment", ms.saturating_sub(last) / 1000);
-    }
-    context.insert("me.name", row.name.as_str());
     context.insert("me.cognition", row.effective_cognition().as_str());
+    context.insert("me.name", row.name.as_str());
     if let Some(previous) = &row.previous_role {
         context.insert("me.previousRole", previous.as_str());
     }
-    for (key, value) in &world.signals {
-        context.insert(format!("world.{key}"), value.clone());
+    for (key, value) in &row.qualities {
+        context.insert(format!("me.quality.{key}"), value.clone());
     }
+    let space = if row.location == "/" { "/" } else { space_name(&row.location) };
+    context.insert("space.name", space);
     if let Some(space) = world.spaces.get(&row.location) {
         for (key, value) in &space.qualities {
             context.insert(format!("space.quality.{key}"), value.clone());
         }
     }
-    for (key, value) in &row.qualities {
-        context.insert(format!("me.quality.{key}"), value.clone());
+    let ms = opened.stored_time_ms;
+    // 1970-01-01 was a Thursday (day 4, with Sunday = 0).
+    context.insert("time.dayOfWeek", (ms / 86_400_000 + 4) % 7);
+    context.insert("time.hour", (ms / 3_600_000) % 24);
+    if let Some(last) = row.last_act_ms {
+        context.insert("time.sinceLastMoment", ms.saturating_sub(last) / 1000);
+    }
+    if summon.is_some() {
+        context.insert("verb", "summon");
+    }
+    for (key, value) in &world.signals {
+        context.insert(format!("world.{key}"), value.clone());
     }
     context
 }

@@ -583,7 +583,7 @@ fn recompute(
 }
 
 fn context_json(context: &crate::roles::context::OpenContext) -> Json {
-    Json::Object(context.iter().map(|(key, value)| (key.clone(), value.clone())).collect())
+    Json::Object(context.iter().map(|(key, value)| (key.to_string(), value.clone())).collect())
 }
 
 /// A recomputed moment that did not end in the stored act.
