@@ -1,7 +1,7 @@
 //! Data parallelism without a thread pool: scoped threads over chunks, results
 //! in input order (so nothing downstream depends on scheduling).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Below this many items, one thread is cheaper than starting others.
 pub const PARALLEL_ITEMS_MIN: usize = 16;
@@ -12,36 +12,42 @@ pub const PARALLEL_ITEMS_MIN: usize = 16;
 pub const PARALLEL_CHUNK_ITEMS: usize = 256;
 
 /// `map` over `items` on `threads` threads; the results keep the input order.
+///
+/// Each thread writes its results straight into their places in the output,
+/// so nothing is gathered, sorted or copied on one thread afterwards.
 pub fn map_in_order<T: Sync, R: Send>(items: &[T], threads: usize, map: impl Fn(&T) -> R + Sync) -> Vec<R> {
     if threads <= 1 || items.len() < PARALLEL_ITEMS_MIN {
         return items.iter().map(map).collect();
     }
-    let chunks: Vec<&[T]> = items.chunks(PARALLEL_CHUNK_ITEMS.min(items.len().div_ceil(threads))).collect();
-    let next_chunk = AtomicUsize::new(0);
-    let (map, chunks, next_chunk) = (&map, &chunks, &next_chunk);
-    let mut mapped: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(chunks.len()))
+    let chunk_items = PARALLEL_CHUNK_ITEMS.min(items.len().div_ceil(threads));
+    let mut results: Vec<R> = Vec::with_capacity(items.len());
+    let slots = &mut results.spare_capacity_mut()[..items.len()];
+    // Chunks of input and the output slots they fill, taken in turn.
+    let work = Mutex::new(items.chunks(chunk_items).zip(slots.chunks_mut(chunk_items)));
+    let (map, work) = (&map, &work);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(items.len().div_ceil(chunk_items)))
             .map(|_| {
-                scope.spawn(move || {
-                    let mut taken = Vec::new();
-                    loop {
-                        let index = next_chunk.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = chunks.get(index) else { break taken };
-                        taken.push((index, chunk.iter().map(map).collect::<Vec<R>>()));
+                scope.spawn(move || loop {
+                    // Nothing panics while the lock is held, so it is never poisoned.
+                    let next = work.lock().unwrap_or_else(PoisonError::into_inner).next();
+                    let Some((inputs, outputs)) = next else { break };
+                    for (input, output) in inputs.iter().zip(outputs) {
+                        output.write(map(input));
                     }
                 })
             })
             .collect();
-        // A worker that panicked is a bug in this build, not bad input.
-        workers.into_iter().flat_map(|worker| worker.join().expect("a parallel worker panicked")).collect()
+        for worker in workers {
+            // A worker that panicked is a bug in this build, not bad input.
+            worker.join().expect("a parallel worker panicked");
+        }
     });
-    // Chunks come back in whatever order the threads took them; the results
-    // do not depend on it.
-    mapped.sort_unstable_by_key(|(index, _)| *index);
-    let mut results = Vec::with_capacity(items.len());
-    for (_, part) in mapped {
-        results.extend(part);
-    }
+    // SAFETY: the chunks of output slots cover the first `items.len()` slots
+    // of the spare capacity, each handed to exactly one worker, which wrote
+    // every slot of it; every worker finished (had one panicked, the panic
+    // went on above and what was written leaked, which is safe).
+    unsafe { results.set_len(items.len()) };
     results
 }
 
@@ -74,5 +80,31 @@ mod tests {
                 assert_eq!(mapped, expected, "{count} items on {threads} threads");
             }
         }
+    }
+
+    /// Results that own memory are written in place and dropped once, as a
+    /// vector built on one thread would hold them.
+    #[test]
+    fn owned_results_land_in_their_places() {
+        let items: Vec<usize> = (0..3_000).collect();
+        let mapped = map_in_order(&items, 3, |item| format!("item {item}"));
+        assert_eq!(mapped.len(), items.len());
+        for (item, text) in items.iter().zip(&mapped) {
+            assert_eq!(text, &format!("item {item}"));
+        }
+    }
+
+    /// A panicking map is a bug: the panic reaches the caller, whose other
+    /// results are never read.
+    #[test]
+    fn a_panicking_map_panics_the_caller() {
+        let items: Vec<usize> = (0..2_000).collect();
+        let outcome = std::panic::catch_unwind(|| {
+            map_in_order(&items, 2, |item| {
+                assert_ne!(*item, 1_234, "the bug under test");
+                vec![*item; 3]
+            })
+        });
+        assert!(outcome.is_err());
     }
 }
