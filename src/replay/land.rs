@@ -107,15 +107,12 @@ fn replay_land_deferring(
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
     // fact (verification names it) is left out of the fold.
     let records = store.raw_records_in_parts(threads)?;
-    let (facts, form_deferred): (Vec<Result<Fact, FactError>>, Vec<bool>) = map_in_order(&records, threads, |record| {
+    // A decoded fact's form was deferred exactly when it is an act (see
+    // `form_deferred` below).
+    let facts: Vec<Result<Fact, FactError>> = map_in_order(&records, threads, |record| {
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
-    })
-    .into_iter()
-    .map(|decoded| match decoded {
-        Ok((fact, deferred)) => (Ok(fact), deferred),
-        Err(error) => (Err(error), false),
-    })
-    .unzip();
+            .map(|(fact, _)| fact)
+    });
     // The fold borrows the decoded facts that verification reads.
     let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
         let (record, fact) = (&records[index], &facts[index]);
@@ -126,7 +123,8 @@ fn replay_land_deferring(
             // checked the body, or the check was deferred and an act that is
             // not canonical cannot match its recomputation, whatever was read.
             (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => {
-                let form_deferred = form_deferred[index];
+                // What `decode_envelope_deferring_form_of` was told to defer.
+                let form_deferred = defer_act_form;
                 Some(match ActOpening::read(fact.body()) {
                     Ok(opening) => Decoded::Act {
                         being: record.being,
