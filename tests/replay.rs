@@ -676,7 +676,7 @@ fn an_act_body_that_is_not_canonical_is_named_land_wide_as_verify_names_it() {
             seed::canonical::write_bytes(part, &mut envelope);
         }
         assert!(seed::fact::Fact::decode_envelope(&envelope).is_err(), "not canonical");
-        let (fact, _) =
+        let fact =
             seed::fact::Fact::decode_envelope_deferring_form_of(&envelope, |_| true).expect("well formed otherwise");
         land.store().append(fact).expect("appended");
         land.close().expect("close");

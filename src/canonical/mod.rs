@@ -768,11 +768,11 @@ fn write_head(major: u8, argument: u64, out: &mut Vec<u8>) {
     }
 }
 
+/// A head whose argument takes bytes of its own (24 and above).
 fn write_long_head(major: u8, argument: u64, out: &mut Vec<u8>) {
+    debug_assert!(argument >= 24, "write_head writes the one-byte heads");
     let major = major << 5;
-    if argument < 24 {
-        out.push(major | argument as u8);
-    } else if argument <= u64::from(u8::MAX) {
+    if argument <= u64::from(u8::MAX) {
         out.push(major | 24);
         out.push(argument as u8);
     } else if argument <= u64::from(u16::MAX) {

@@ -323,18 +323,15 @@ impl Fact {
     /// the header. The signature is checked separately, against the key the
     /// chain says was current (see `check`).
     pub fn decode_envelope(bytes: &[u8]) -> Result<Fact, FactError> {
-        Fact::decode_envelope_deferring_form_of(bytes, |_| false).map(|(fact, _)| fact)
+        Fact::decode_envelope_deferring_form_of(bytes, |_| false)
     }
 
     /// [`Fact::decode_envelope`], except that the body's canonical form is
     /// not checked for a kind `defer` names: the caller does it later (see
-    /// [`Fact::body_form_error`]), or knows it holds. With the fact, whether
-    /// its check was deferred. Land replay defers it for acts: an act whose
-    /// recomputation encodes to its stored bytes is canonical by construction.
-    pub fn decode_envelope_deferring_form_of(
-        bytes: &[u8],
-        defer: impl Fn(&str) -> bool,
-    ) -> Result<(Fact, bool), FactError> {
+    /// [`Fact::body_form_error`]), or knows it holds. Land replay defers it
+    /// for acts: an act whose recomputation encodes to its stored bytes is
+    /// canonical by construction.
+    pub fn decode_envelope_deferring_form_of(bytes: &[u8], defer: impl Fn(&str) -> bool) -> Result<Fact, FactError> {
         let (header_bytes, body, signature_bytes) = match Fact::read_envelope(bytes) {
             Some((header, body, signature)) => (header.to_vec(), body.to_vec(), signature.to_vec()),
             None => Fact::envelope_parts_reference(bytes)?,
@@ -349,8 +346,7 @@ impl Fact {
         if blake3_of(&body) != header.body_hash {
             return Err(FactError::BodyHash);
         }
-        let deferred = defer(&header.kind);
-        if !deferred {
+        if !defer(&header.kind) {
             check_body_form(&body)?;
         }
         let Ok(signature) = <[u8; 64]>::try_from(signature_bytes.as_slice()) else {
@@ -360,7 +356,7 @@ impl Fact {
             return Err(FactError::SignatureLength { len: signature_bytes.len() });
         };
         let id = FactId(*blake3::hash(&header_bytes).as_bytes());
-        Ok((Fact { header, header_bytes, body, signature, id }, deferred))
+        Ok(Fact { header, header_bytes, body, signature, id })
     }
 
     /// The error `decode_envelope` gives a fact whose body is not canonical

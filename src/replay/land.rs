@@ -107,11 +107,8 @@ fn replay_land_deferring(
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
     // fact (verification names it) is left out of the fold.
     let records = store.raw_records_in_parts(threads)?;
-    // A decoded fact's form was deferred exactly when it is an act (see
-    // `form_deferred` below).
     let facts: Vec<Result<Fact, FactError>> = map_in_order(&records, threads, |record| {
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
-            .map(|(fact, _)| fact)
     });
     // The fold borrows the decoded facts that verification reads.
     let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
@@ -122,25 +119,14 @@ fn replay_land_deferring(
             // The rest is skipped by its heads alone: either `decode_envelope`
             // checked the body, or the check was deferred and an act that is
             // not canonical cannot match its recomputation, whatever was read.
-            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => {
-                // What `decode_envelope_deferring_form_of` was told to defer.
-                let form_deferred = defer_act_form;
-                Some(match ActOpening::read(fact.body()) {
-                    Ok(opening) => Decoded::Act {
-                        being: record.being,
-                        act: Box::new(LandAct {
-                            seq: record.seq,
-                            land_seq,
-                            fact,
-                            opening,
-                            form_deferred,
-                            recomputed: None,
-                        }),
-                    },
-                    Err(_) if form_deferred && fact.body_form_error().is_some() => Decoded::NotCanonical,
-                    Err(_) => Decoded::other(fact),
-                })
-            }
+            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match ActOpening::read(fact.body()) {
+                Ok(opening) => Decoded::Act {
+                    being: record.being,
+                    act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening, recomputed: None }),
+                },
+                Err(_) if defer_act_form && fact.body_form_error().is_some() => Decoded::NotCanonical,
+                Err(_) => Decoded::other(fact),
+            }),
             (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
             _ => None,
         }
@@ -154,7 +140,7 @@ fn replay_land_deferring(
     // side by side, each fills the other's single-threaded stretches.
     let (verified, replayed) = std::thread::scope(|scope| {
         let verification = scope.spawn(|| verify_land_decoded(store, &records, &facts, mode, threads, checkpoint));
-        let replayed = fold_and_recompute(substrate, &records, folded, land_len, threads);
+        let replayed = fold_and_recompute(substrate, &records, folded, land_len, defer_act_form, threads);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
@@ -196,12 +182,14 @@ impl Replayed {
 
 /// Folds the land log in order, recomputing the moments that opened at each
 /// cursor (in parallel) and comparing each with its stored act at its land
-/// seq. `None` when an act whose form was left unchecked is not canonical.
+/// seq. `None` when an act whose form was left unchecked (every act's, when
+/// `act_form_deferred`) is not canonical.
 fn fold_and_recompute(
     substrate: &Substrate,
     records: &[crate::store::RawRecord],
     folded: Vec<Option<Decoded<'_>>>,
     land_len: u64,
+    act_form_deferred: bool,
     threads: usize,
 ) -> Option<Replayed> {
     let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
@@ -274,7 +262,7 @@ fn fold_and_recompute(
             None => None,
         };
         // Not the stored bytes, so their form is not known to be canonical.
-        if act.form_deferred && fact.body_form_error().is_some() {
+        if act_form_deferred && fact.body_form_error().is_some() {
             drop_in_background((spent, world));
             return None;
         }
@@ -336,8 +324,6 @@ struct LandAct<'f> {
     land_seq: u64,
     fact: &'f Fact,
     opening: ActOpening,
-    /// Its body's canonical form was not checked when it was decoded.
-    form_deferred: bool,
     /// What the recomputation at its cursor gave, and whether it was unstable.
     recomputed: Option<(crate::moment::Outcome, bool)>,
 }
