@@ -21,6 +21,7 @@ use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, FoldBody, World};
 use serde_json::json;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 /// Divergences a land-wide replay keeps in full (all are counted).
@@ -122,7 +123,7 @@ fn replay_land_deferring(
             (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match ActOpening::read(fact.body()) {
                 Ok(opening) => Decoded::Act {
                     being: record.being,
-                    act: Box::new(LandAct { seq: record.seq, land_seq, fact, opening, recomputed: None }),
+                    act: LandAct { seq: record.seq, land_seq, fact, opening: Box::new(opening), recomputed: None },
                 },
                 Err(_) if defer_act_form && fact.body_form_error().is_some() => Decoded::NotCanonical,
                 Err(_) => Decoded::other(fact),
@@ -205,23 +206,24 @@ fn fold_and_recompute(
         *slot = Some(decoded);
     }
     let mut world = World::new();
-    // Acts already compared and folded, freed after the fold.
-    let mut spent: Vec<(ActBody, ActOpening)> = Vec::with_capacity(facts.len());
+    // Acts already compared and folded, freed after the fold. Boxes, so the
+    // fold moves pointers, not act bodies.
+    let mut spent: Vec<(SpentBody, Box<ActOpening>)> = Vec::with_capacity(facts.len());
     for land_seq in 0..facts.len() {
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
             let opening: Vec<(BeingId, &LandAct<'_>)> = opening
                 .iter()
                 .filter_map(|seq| match facts.get(*seq as usize) {
-                    Some(Some(Decoded::Act { being, act })) => Some((*being, act.as_ref())),
+                    Some(Some(Decoded::Act { being, act })) => Some((*being, act)),
                     _ => None,
                 })
                 .collect();
             let outcomes = recompute_all(substrate, &world, &opening, threads);
             // Each outcome waits in its act's slot until the fold reaches it.
-            for (land_seq, outcome) in outcomes {
+            for (land_seq, recomputed) in outcomes {
                 if let Some(Some(Decoded::Act { act, .. })) = facts.get_mut(land_seq as usize) {
-                    act.recomputed = Some((outcome.outcome, outcome.unstable));
+                    act.recomputed = Some(recomputed);
                 }
             }
         }
@@ -251,14 +253,16 @@ fn fold_and_recompute(
         // The common case: the recomputed act, sealed against this world, is
         // byte for byte the stored one, so it is what the fold applies.
         let verdict = match verdict {
-            Some((outcome, unstable)) => match sealed_as_stored(substrate, &world, fact.body(), outcome) {
-                Ok(body) => {
-                    world.apply_act(land_seq, header, fact.id(), &body);
-                    spent.push((body, act.opening));
-                    continue;
+            Some(LandRecomputed { outcome, unstable, encoded_as_stored }) => {
+                match sealed_as_stored(substrate, &world, fact.body(), outcome, encoded_as_stored) {
+                    Ok(sealed) => {
+                        world.apply_act(land_seq, header, fact.id(), &sealed.body);
+                        spent.push((SpentBody::Recomputed(sealed), act.opening));
+                        continue;
+                    }
+                    Err(outcome) => Some((outcome, unstable)),
                 }
-                Err(outcome) => Some((outcome, unstable)),
-            },
+            }
             None => None,
         };
         // Not the stored bytes, so their form is not known to be canonical.
@@ -297,7 +301,7 @@ fn fold_and_recompute(
             });
         }
         world.apply_act(land_seq, header, fact.id(), &stored.body);
-        spent.push((stored.body, act.opening));
+        spent.push((SpentBody::Stored(Box::new(stored.body)), act.opening));
     }
     drop_in_background((spent, world));
     Some(replayed)
@@ -308,7 +312,7 @@ fn fold_and_recompute(
 enum Decoded<'f> {
     Act {
         being: BeingId,
-        act: Box<LandAct<'f>>,
+        act: LandAct<'f>,
     },
     Other {
         fact: &'f Fact,
@@ -323,9 +327,28 @@ struct LandAct<'f> {
     seq: u64,
     land_seq: u64,
     fact: &'f Fact,
-    opening: ActOpening,
-    /// What the recomputation at its cursor gave, and whether it was unstable.
-    recomputed: Option<(crate::moment::Outcome, bool)>,
+    opening: Box<ActOpening>,
+    /// What the recomputation at its cursor gave.
+    recomputed: Option<LandRecomputed>,
+}
+
+/// A recomputed moment waiting for the fold to reach its act.
+struct LandRecomputed {
+    outcome: crate::moment::Outcome,
+    /// A second recomputation at the same cursor disagreed with the first.
+    unstable: bool,
+    /// The recomputed act's bytes were found equal to the stored ones (while
+    /// recomputing, in parallel), so the fold need not compare them again
+    /// unless the seal-time rules change the act.
+    encoded_as_stored: bool,
+}
+
+/// A folded act's body, kept until the fold ends so that freeing it is not
+/// on the fold's single thread.
+#[allow(dead_code, reason = "the bodies are held only to be freed later")]
+enum SpentBody {
+    Recomputed(Box<crate::moment::Act>),
+    Stored(Box<ActBody>),
 }
 
 impl<'f> Decoded<'f> {
@@ -340,16 +363,21 @@ fn recompute_all(
     world: &World,
     opening: &[(BeingId, &LandAct<'_>)],
     threads: usize,
-) -> Vec<(u64, Recomputed)> {
+) -> Vec<(u64, LandRecomputed)> {
     map_in_order(opening, threads, |(being, act)| {
         // Agreeing bytes settle it; other bytes are read whole to compare
         // the fields the moment decided (the seal-time rules may have
         // changed the rest).
+        let encoded_as_stored = Cell::new(false);
         let agrees = |recomputed: &crate::moment::Act| {
-            recomputed.encoded.as_ref().is_some_and(|encoded| encoded.as_bytes() == act.fact.body())
+            let same_bytes = recomputed.encoded.as_ref().is_some_and(|encoded| encoded.as_bytes() == act.fact.body());
+            encoded_as_stored.set(same_bytes);
+            same_bytes
                 || act.fact.body_as::<ActBody>().is_ok_and(|stored| agrees_before_seal(&recomputed.body, &stored))
         };
         let inputs = act.opening.inputs(act.fact);
-        (act.land_seq, recompute(substrate, world, *being, inputs, &agrees, Detail::OutcomeOnly))
+        let Recomputed { outcome, unstable, .. } =
+            recompute(substrate, world, *being, inputs, &agrees, Detail::OutcomeOnly);
+        (act.land_seq, LandRecomputed { outcome, unstable, encoded_as_stored: encoded_as_stored.get() })
     })
 }

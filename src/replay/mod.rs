@@ -605,7 +605,7 @@ fn seal_differences(
     body: &ActBody,
     outcome: Outcome,
 ) -> (Vec<FieldDifference>, bool) {
-    let outcome = match sealed_as_stored(substrate, world, fact.body(), outcome) {
+    let outcome = match sealed_as_stored(substrate, world, fact.body(), outcome, false) {
         Ok(_) => return (Vec::new(), false),
         Err(outcome) => outcome,
     };
@@ -646,18 +646,26 @@ fn encodes_as_stored(act: &moment::Act, stored: &[u8]) -> bool {
 
 /// The fast path of the seal comparison: the recomputed act, once the
 /// seal-time rules ran against `world`, encodes to exactly the stored bytes,
-/// so it is the stored body (canonical bytes decode to one value) and is
-/// returned for the fold. Otherwise the outcome is handed back for
-/// [`act_differences`] to explain.
-fn sealed_as_stored(substrate: &Substrate, world: &World, stored: &[u8], outcome: Outcome) -> Result<ActBody, Outcome> {
+/// so its body is the stored body (canonical bytes decode to one value) and
+/// the act is returned for the fold. Otherwise the outcome is handed back
+/// for [`act_differences`] to explain. `encoded_as_stored`: the act's bytes,
+/// as the moment encoded them, were already found equal to `stored`.
+fn sealed_as_stored(
+    substrate: &Substrate,
+    world: &World,
+    stored: &[u8],
+    outcome: Outcome,
+    encoded_as_stored: bool,
+) -> Result<Box<moment::Act>, Outcome> {
     let Outcome::Act(mut act) = outcome else { return Err(outcome) };
     match moment::seal_time_effects(substrate, world, &act) {
-        Ok(None) if encodes_as_stored(&act, stored) => Ok(act.body),
+        // Unchanged by the seal-time rules, so bytes already compared still hold.
+        Ok(None) if encoded_as_stored || encodes_as_stored(&act, stored) => Ok(act),
         Ok(Some(effects)) => {
             let moment_effects = std::mem::replace(&mut act.body.effects, effects);
             act.encoded = None;
             if encodes_as_stored(&act, stored) {
-                return Ok(act.body);
+                return Ok(act);
             }
             act.body.effects = moment_effects;
             Err(Outcome::Act(act))
