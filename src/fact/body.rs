@@ -41,22 +41,46 @@ impl Cognition {
 }
 
 /// Seq 0 of every reel. The being's id is the BLAKE3 of these bytes.
+pub type GenesisBody = GenesisBodyOf<Vec<ciborium::value::Value>>;
+
+/// A genesis body read for everything but its roleFlow, which is only
+/// checked to be a list of CBOR items (as [`GenesisBody`] would take it),
+/// not built: for readers that need the name or the key.
+pub type GenesisBodyFlowSkipped = GenesisBodyOf<Vec<serde::de::IgnoredAny>>;
+
+/// A genesis body, its roleFlow read as `Flow`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GenesisBody {
+pub struct GenesisBodyOf<Flow> {
     pub name: String,
     /// The being that minted this one; none for the reality root and the operator.
     pub parent: Option<BeingId>,
     pub cognition: Cognition,
     pub public_key: PublicKeyBytes,
     /// The ordered roleFlow clauses, kept as canonical CBOR data.
-    pub role_flow: Vec<ciborium::value::Value>,
+    pub role_flow: Flow,
     pub default_role: String,
     /// Address of the being's home space.
     pub home_space: String,
     /// Random bytes so that two beings with the same row get different ids.
     #[serde(with = "nonce_bytes")]
     pub nonce: [u8; 16],
+}
+
+impl<Flow> GenesisBodyOf<Flow> {
+    /// The same body with its roleFlow in another form.
+    pub fn with_flow<Other>(self, role_flow: Other) -> GenesisBodyOf<Other> {
+        GenesisBodyOf {
+            name: self.name,
+            parent: self.parent,
+            cognition: self.cognition,
+            public_key: self.public_key,
+            role_flow,
+            default_role: self.default_role,
+            home_space: self.home_space,
+            nonce: self.nonce,
+        }
+    }
 }
 
 /// Replaces the signing key; signed by the key it replaces.

@@ -18,7 +18,7 @@ use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
-use crate::world::{ActBody, FoldBody, World};
+use crate::world::{ActBody, FoldBody, GenesisFlows, World};
 use serde_json::json;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -112,6 +112,7 @@ fn replay_land_deferring(
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
     });
     // The fold borrows the decoded facts that verification reads.
+    let flows = GenesisFlows::default();
     let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
         let (record, fact) = (&records[index], &facts[index]);
         match (fact, record.land_seq) {
@@ -126,9 +127,9 @@ fn replay_land_deferring(
                     act: LandAct { seq: record.seq, land_seq, fact, opening: Box::new(opening), recomputed: None },
                 },
                 Err(_) if defer_act_form && fact.body_form_error().is_some() => Decoded::NotCanonical,
-                Err(_) => Decoded::other(fact),
+                Err(_) => Decoded::other(fact, &flows),
             }),
-            (Ok(fact), Some(_)) => Some(Decoded::other(fact)),
+            (Ok(fact), Some(_)) => Some(Decoded::other(fact, &flows)),
             _ => None,
         }
     });
@@ -352,8 +353,8 @@ enum SpentBody {
 }
 
 impl<'f> Decoded<'f> {
-    fn other(fact: &'f Fact) -> Decoded<'f> {
-        Decoded::Other { body: FoldBody::read(&fact.header, fact.body()), fact }
+    fn other(fact: &'f Fact, flows: &GenesisFlows) -> Decoded<'f> {
+        Decoded::Other { body: FoldBody::read_keeping_flows(&fact.header, fact.body(), flows), fact }
     }
 }
 

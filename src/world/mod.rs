@@ -14,12 +14,13 @@ pub mod body;
 pub use body::{ActBody, Effect, RoleUse, VerbCall, Wake, WorldBody};
 
 use crate::canonical;
-use crate::fact::body::{Cognition, GenesisBody, KIND_END, KIND_GENESIS};
+use crate::fact::body::{Cognition, GenesisBody, GenesisBodyFlowSkipped, KIND_END, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactHeader, FactId, Hash32};
 use body::{KIND_ACT, KIND_WORLD};
 use ciborium::value::Value as Cbor;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
+use std::sync::{PoisonError, RwLock};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Space {
@@ -79,20 +80,68 @@ pub enum FoldBody {
     Nothing,
 }
 
+/// Distinct roleFlows a [`GenesisFlows`] keeps.
+pub const GENESIS_FLOWS_CACHED_MAX: usize = 64;
+
+/// The roleFlows genesis bodies carried, by their bytes, converted and
+/// digested once: beings planted from one template share one flow, and
+/// building it from CBOR is most of the cost of reading a genesis.
+#[derive(Default)]
+pub struct GenesisFlows {
+    /// Each flow's canonical bytes, its JSON and its digest.
+    flows: RwLock<Vec<(Vec<u8>, Json, Option<Hash32>)>>,
+}
+
+impl GenesisFlows {
+    fn get(&self, bytes: &[u8]) -> Option<(Json, Option<Hash32>)> {
+        // Nothing panics while the lock is held, so it is never poisoned.
+        let flows = self.flows.read().unwrap_or_else(PoisonError::into_inner);
+        flows.iter().find(|(known, _, _)| known == bytes).map(|(_, flow, digest)| (flow.clone(), *digest))
+    }
+
+    fn keep(&self, bytes: &[u8], flow: &Json, digest: Option<Hash32>) {
+        let mut flows = self.flows.write().unwrap_or_else(PoisonError::into_inner);
+        if flows.len() < GENESIS_FLOWS_CACHED_MAX && !flows.iter().any(|(known, _, _)| known == bytes) {
+            flows.push((bytes.to_vec(), flow.clone(), digest));
+        }
+    }
+}
+
 impl FoldBody {
     pub fn read(header: &FactHeader, body: &[u8]) -> FoldBody {
+        FoldBody::read_keeping_flows(header, body, &GenesisFlows::default())
+    }
+
+    /// [`FoldBody::read`], a genesis's roleFlow taken from `flows` when an
+    /// earlier genesis carried the same bytes (and kept there otherwise).
+    pub fn read_keeping_flows(header: &FactHeader, body: &[u8], flows: &GenesisFlows) -> FoldBody {
         let being = header.being;
         match header.kind.as_str() {
-            KIND_GENESIS => match canonical::from_canonical_bytes::<GenesisBody>(body) {
-                Ok(genesis) => {
-                    let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
-                    FoldBody::Genesis(Box::new(BeingRow {
+            KIND_GENESIS => {
+                let flow_bytes = canonical::CanonicalReader::map_value_bytes(body, "role_flow");
+                let known = flow_bytes.and_then(|bytes| flows.get(bytes));
+                // The same flow bytes read before, so they read again: the
+                // rest of the body is read as `GenesisBody` reads it.
+                let read = match known {
+                    Some((role_flow, digest)) => canonical::from_canonical_bytes::<GenesisBodyFlowSkipped>(body)
+                        .map(|genesis| (genesis.with_flow(role_flow), digest)),
+                    None => canonical::from_canonical_bytes::<GenesisBody>(body).map(|genesis| {
+                        let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
+                        let digest = role_flow_digest(&role_flow);
+                        if let Some(bytes) = flow_bytes {
+                            flows.keep(bytes, &role_flow, digest);
+                        }
+                        (genesis.with_flow(role_flow), digest)
+                    }),
+                };
+                match read {
+                    Ok((genesis, role_flow_digest)) => FoldBody::Genesis(Box::new(BeingRow {
                         id: being,
                         name: genesis.name,
                         parent: genesis.parent,
                         cognition: genesis.cognition,
-                        role_flow_digest: role_flow_digest(&role_flow),
-                        role_flow,
+                        role_flow_digest,
+                        role_flow: genesis.role_flow,
                         default_role: genesis.default_role,
                         location: genesis.home_space.clone(),
                         home_space: genesis.home_space,
@@ -102,10 +151,10 @@ impl FoldBody {
                         last_act_ms: None,
                         previous_role: None,
                         acts: 0,
-                    }))
+                    })),
+                    Err(_) => FoldBody::Nothing,
                 }
-                Err(_) => FoldBody::Nothing,
-            },
+            }
             KIND_END => FoldBody::End,
             KIND_WORLD => canonical::from_canonical_bytes::<WorldBody>(body).map_or(FoldBody::Nothing, FoldBody::World),
             KIND_ACT => canonical::from_canonical_bytes::<ActBody>(body)
@@ -465,5 +514,87 @@ fn set_or_remove(map: &mut BTreeMap<String, Json>, key: &str, value: &Option<Jso
         None => {
             map.remove(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fact::PublicKeyBytes;
+
+    fn genesis_fact(name: &str, role_flow: Vec<Cbor>, nonce: [u8; 16]) -> (FactHeader, Vec<u8>) {
+        let genesis = GenesisBody {
+            name: name.into(),
+            parent: None,
+            cognition: Cognition::Scripted,
+            public_key: PublicKeyBytes([3; 32]),
+            role_flow,
+            default_role: "idle".into(),
+            home_space: "/north".into(),
+            nonce,
+        };
+        genesis_bytes(canonical::to_canonical_bytes(&genesis).expect("encodes"))
+    }
+
+    fn genesis_bytes(body: Vec<u8>) -> (FactHeader, Vec<u8>) {
+        let header = FactHeader {
+            being: BeingId(crate::fact::blake3_of(&body).0),
+            seq: 0,
+            prev: FactId::ZERO,
+            stored_time_ms: 0,
+            kind: KIND_GENESIS.into(),
+            body_len: body.len() as u64,
+            body_hash: crate::fact::blake3_of(&body),
+        };
+        (header, body)
+    }
+
+    fn clause(role: &str) -> Cbor {
+        Cbor::Map(vec![(Cbor::Text("role".into()), Cbor::Text(role.into()))])
+    }
+
+    /// Read with shared flows, every genesis gives the row it gives read
+    /// alone: the first with a flow keeps it, the next with the same bytes
+    /// takes it, one with other bytes reads its own.
+    #[test]
+    fn genesis_rows_read_with_shared_flows_are_the_rows_read_alone() {
+        let flows = GenesisFlows::default();
+        let facts = [
+            genesis_fact("ada", vec![clause("walker")], [1; 16]),
+            genesis_fact("bo", vec![clause("walker")], [2; 16]),
+            genesis_fact("cy", vec![clause("sitter"), clause("walker")], [3; 16]),
+            genesis_fact("di", Vec::new(), [4; 16]),
+            genesis_fact("ed", vec![clause("walker")], [5; 16]),
+        ];
+        for (header, body) in &facts {
+            let alone = FoldBody::read(header, body);
+            assert!(matches!(&alone, FoldBody::Genesis(row) if row.role_flow_digest.is_some()), "{alone:?}");
+            assert_eq!(FoldBody::read_keeping_flows(header, body, &flows), alone);
+        }
+        assert_eq!(flows.flows.read().expect("not poisoned").len(), 3, "one flow per distinct bytes");
+    }
+
+    /// A body that does not read as a genesis reads as nothing, whether or
+    /// not its flow is known: a known flow vouches for the flow alone.
+    #[test]
+    fn a_genesis_that_does_not_read_reads_as_nothing_even_with_a_known_flow() {
+        let flows = GenesisFlows::default();
+        let (header, body) = genesis_fact("ada", vec![clause("walker")], [1; 16]);
+        assert!(matches!(FoldBody::read_keeping_flows(&header, &body, &flows), FoldBody::Genesis(_)));
+        let flow = canonical::to_canonical_bytes(&vec![clause("walker")]).expect("encodes");
+        let broken = [
+            // The same flow, a field missing.
+            serde_json::json!({"name": "bo", "role_flow": [{"role": "walker"}]}),
+            // The flow is not a list.
+            serde_json::json!({"name": "cy", "role_flow": {"role": "walker"}}),
+        ];
+        for json in broken {
+            let (header, body) = genesis_bytes(canonical::encode_json(&json).expect("encodes"));
+            assert_eq!(FoldBody::read(&header, &body), FoldBody::Nothing, "{json}");
+            assert_eq!(FoldBody::read_keeping_flows(&header, &body, &flows), FoldBody::Nothing, "{json}");
+        }
+        // The first body's flow is the one kept.
+        let (_, first) = genesis_fact("ada", vec![clause("walker")], [1; 16]);
+        assert_eq!(canonical::CanonicalReader::map_value_bytes(&first, "role_flow"), Some(flow.as_slice()));
     }
 }
