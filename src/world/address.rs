@@ -78,14 +78,15 @@ pub fn parse_space(input: &str) -> Result<String, AddressError> {
     if rest.is_empty() {
         return Ok("/".to_string());
     }
-    let segments: Vec<&str> = rest.split('/').collect();
-    if segments.len() > ADDRESS_SEGMENTS_MAX {
+    if rest.split('/').count() > ADDRESS_SEGMENTS_MAX {
         return Err(fail(input, format!("more than {ADDRESS_SEGMENTS_MAX} segments")));
     }
-    for segment in &segments {
+    for segment in rest.split('/') {
         check_word(input, segment, "segment", ADDRESS_SEGMENT_CHARS_MAX, &[])?;
     }
-    Ok(format!("/{}", segments.join("/")))
+    // Every segment is a word (none is empty), so the path is already in
+    // its normal form: "/" and the segments joined by "/".
+    Ok(input.to_string())
 }
 
 /// The parent of a space path (`None` for the root).
@@ -166,7 +167,10 @@ mod tests {
         check("/x#", Err("empty matter id"));
         check("/x#a#b", Err("contains '#'"));
         check("", Err("an address starts with"));
+        let sixteen = format!("/{}", vec!["a"; 16].join("/"));
+        check(&sixteen, space(&sixteen));
         check(&format!("/{}", vec!["a"; 17].join("/")), Err("more than 16 segments"));
+        check(&format!("/{}/B", vec!["a"; 17].join("/")), Err("more than 16 segments"));
     }
 
     #[test]
