@@ -111,9 +111,31 @@ fn replay_land_deferring(
     let facts: Vec<Result<Fact, FactError>> = map_in_order(&records, threads, |record| {
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
     });
-    // The fold borrows the decoded facts that verification reads.
+    // The record at each land seq (the last in store order, if several claim
+    // one). A consistent log numbers every record once, so it is never
+    // longer than the records (a corrupt one may claim anything).
+    let land_len = usize::try_from(store.land_len()?).unwrap_or(usize::MAX).min(records.len());
+    let mut at_land_seq: Vec<Option<usize>> = vec![None; land_len];
+    let mut unplaced = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        match record.land_seq.and_then(|land_seq| at_land_seq.get_mut(usize::try_from(land_seq).ok()?)) {
+            Some(slot) => unplaced.extend(slot.replace(index)),
+            None => unplaced.push(index),
+        }
+    }
+    // Facts the fold does not reach are not compared with a recomputation,
+    // so an act among them whose form check was deferred is checked here.
+    let unplaced_not_canonical = |index: &usize| {
+        facts[*index].as_ref().is_ok_and(|fact| fact.kind() == KIND_ACT && fact.body_form_error().is_some())
+    };
+    if defer_act_form && unplaced.iter().any(unplaced_not_canonical) {
+        return Ok(None);
+    }
+    // The fold borrows the decoded facts that verification reads; they are
+    // decoded in land order, so the fold takes them as they come.
     let flows = GenesisFlows::default();
-    let folded: Vec<Option<Decoded<'_>>> = map_in_order(&(0..records.len()).collect::<Vec<_>>(), threads, |&index| {
+    let folded: Vec<Option<Decoded<'_>>> = map_in_order(&at_land_seq, threads, |at| {
+        let index = (*at)?;
         let (record, fact) = (&records[index], &facts[index]);
         match (fact, record.land_seq) {
             // Only the fields a recomputation reads are decoded: an act whose
@@ -136,13 +158,12 @@ fn replay_land_deferring(
     if folded.iter().any(|decoded| matches!(decoded, Some(Decoded::NotCanonical))) {
         return Ok(None);
     }
-    let land_len = store.land_len()?;
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
     // Verification and the fold are independent given the decoded facts: run
     // side by side, each fills the other's single-threaded stretches.
     let (verified, replayed) = std::thread::scope(|scope| {
         let verification = scope.spawn(|| verify_land_decoded(store, &records, &facts, mode, threads, checkpoint));
-        let replayed = fold_and_recompute(substrate, &records, folded, land_len, defer_act_form, threads);
+        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
@@ -182,29 +203,23 @@ impl Replayed {
     }
 }
 
-/// Folds the land log in order, recomputing the moments that opened at each
+/// Folds the land log in order (`facts`: each land seq's decoded fact, if
+/// any), recomputing the moments that opened at each
 /// cursor (in parallel) and comparing each with its stored act at its land
 /// seq. `None` when an act whose form was left unchecked (every act's, when
 /// `act_form_deferred`) is not canonical.
 fn fold_and_recompute(
     substrate: &Substrate,
-    records: &[crate::store::RawRecord],
-    folded: Vec<Option<Decoded<'_>>>,
-    land_len: u64,
+    mut facts: Vec<Option<Decoded<'_>>>,
     act_form_deferred: bool,
     threads: usize,
 ) -> Option<Replayed> {
     let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
-    let mut facts: Vec<Option<Decoded<'_>>> = Vec::new();
-    facts.resize_with(land_len as usize, || None);
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for (record, decoded) in records.iter().zip(folded) {
-        let (Some(land_seq), Some(decoded)) = (record.land_seq, decoded) else { continue };
-        let Some(slot) = facts.get_mut(land_seq as usize) else { continue };
-        if let Decoded::Act { act, .. } = &decoded {
-            by_cursor.entry(act.opening.cursor).or_default().push(land_seq);
+    for decoded in &facts {
+        if let Some(Decoded::Act { act, .. }) = decoded {
+            by_cursor.entry(act.opening.cursor).or_default().push(act.land_seq);
         }
-        *slot = Some(decoded);
     }
     let mut world = World::new();
     // Acts already compared and folded, freed after the fold. Boxes, so the
