@@ -356,11 +356,7 @@ impl ScriptEngine {
         if value.is_unit() {
             return Ok(Json::Null);
         }
-        match dynamic_to_json(&value, 0) {
-            Some(output) => Ok(output),
-            None => rhai::serde::from_dynamic::<Json>(&value)
-                .map_err(|error| ScriptError::Output { reason: error.to_string() }),
-        }
+        rhai::serde::from_dynamic::<Json>(&value).map_err(|error| ScriptError::Output { reason: error.to_string() })
     }
 }
 
@@ -510,43 +506,6 @@ fn json_to_dynamic(value: &Json) -> Option<Dynamic> {
     })
 }
 
-/// Nesting [`dynamic_to_json`] converts itself; deeper values go to serde.
-const DIRECT_OUTPUT_DEPTH_MAX: usize = 64;
-
-/// A script's output as JSON, built directly (every moment converts one):
-/// exactly what `rhai::serde::from_dynamic` builds for unit, booleans,
-/// integers, strings, and arrays and maps of them. `None` for any other
-/// value (a character, a blob, a shared value, nesting deeper than
-/// [`DIRECT_OUTPUT_DEPTH_MAX`]), which serde's converter then takes.
-fn dynamic_to_json(value: &Dynamic, depth: usize) -> Option<Json> {
-    if depth > DIRECT_OUTPUT_DEPTH_MAX || value.is_shared() {
-        return None;
-    }
-    if value.is_unit() {
-        return Some(Json::Null);
-    }
-    if let Ok(flag) = value.as_bool() {
-        return Some(Json::Bool(flag));
-    }
-    if let Ok(number) = value.as_int() {
-        return Some(Json::from(number));
-    }
-    if let Ok(text) = value.as_immutable_string_ref() {
-        return Some(Json::String(text.as_str().to_string()));
-    }
-    if let Ok(items) = value.as_array_ref() {
-        return items.iter().map(|item| dynamic_to_json(item, depth + 1)).collect::<Option<Vec<_>>>().map(Json::Array);
-    }
-    if let Ok(entries) = value.as_map_ref() {
-        let mut object = serde_json::Map::new();
-        for (key, item) in entries.iter() {
-            object.insert(key.to_string(), dynamic_to_json(item, depth + 1)?);
-        }
-        return Some(Json::Object(object));
-    }
-    None
-}
-
 fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
     use rhai::EvalAltResult as E;
     match error {
@@ -564,38 +523,6 @@ fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    /// Every output a script can build converts directly as serde converts
-    /// it, or is left to serde.
-    #[test]
-    fn direct_output_conversion_builds_what_serde_builds() {
-        let engine = ScriptEngine::new();
-        let cases = [
-            ("()", true),
-            ("true", true),
-            ("-42", true),
-            ("\"text\"", true),
-            ("[1, \"two\", [()], #{}, []]", true),
-            ("#{b: [true, #{c: -1}], a: \"x\", \"\": ()}", true),
-            ("'c'", false),
-            ("[1, 'c']", false),
-            ("let deep = 1; for i in 0..70 { deep = [deep]; } deep", false),
-            ("let deep = 1; for i in 0..60 { deep = [deep]; } deep", true),
-        ];
-        for (source, direct) in cases {
-            let compiled = engine.compile(source).expect("compiles");
-            let value = engine.engine.eval_ast::<Dynamic>(&compiled.ast).expect("runs");
-            let through_serde: Json = rhai::serde::from_dynamic(&value).expect("converts");
-            match dynamic_to_json(&value, 0) {
-                Some(converted) => {
-                    assert!(direct, "{source} converted directly");
-                    assert_eq!(converted, through_serde, "{source}");
-                }
-                None => assert!(!direct, "{source} was left to serde"),
-            }
-            assert_eq!(engine.run(source, &[], 1).expect("runs"), through_serde, "{source}");
-        }
-    }
 
     #[test]
     fn direct_conversion_builds_what_serde_builds() {
