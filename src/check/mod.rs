@@ -612,10 +612,11 @@ fn verify_records(
     });
     let names: BTreeMap<BeingId, String> =
         reports.iter().filter_map(|report| Some((report.being?, report.name.clone()?))).collect();
-    let mut expected = DerivedIndexes::default();
-    for &(land_seq, being, seq) in &land_seqs {
-        expected.land_log.insert(land_seq, (being, seq));
-    }
+    // Built in one go (sorted, then laid out), not entry by entry in store
+    // order; where two facts claim a land seq, the later in store order
+    // stays, as inserting them in turn would leave it.
+    let land_log = land_seqs.iter().map(|&(land_seq, being, seq)| (land_seq, (being, seq))).collect();
+    let mut expected = DerivedIndexes { land_log, ..DerivedIndexes::default() };
     let mut report = LandReport { beings: groups.len() as u64, ..LandReport::default() };
     for reel in reports {
         let Some(being) = reel.being else { continue };
