@@ -31,6 +31,7 @@ use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
 use crate::limits::Limits;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -38,6 +39,9 @@ use std::thread::JoinHandle;
 const PREFIX_FACT: u8 = b'f';
 /// Most ranges `raw_records_in_parts` reads at once.
 pub const RECORD_READ_PARTS_MAX: usize = 16;
+/// `raw_records_in_parts` splits the records into this many ranges per
+/// reader, handed out in turn.
+const RECORD_READ_RANGES_PER_PART: usize = 4;
 const PREFIX_FORK: u8 = b'x';
 const PREFIX_KEY: u8 = b'k';
 /// The per-fact head index of lands written by earlier builds.
@@ -764,22 +768,34 @@ impl Store for SledStore {
             return self.raw_records(None);
         }
         // Records are keyed by being id, a BLAKE3 output, so ranges of its
-        // first byte hold about as many records each.
-        let bounds: Vec<u16> = (0..=parts).map(|part| (part * 256 / parts) as u16).collect();
-        let read: Vec<Result<Vec<RawRecord>, StoreError>> = std::thread::scope(|scope| {
-            let readers: Vec<_> = bounds
-                .windows(2)
-                .map(|range| {
-                    let (from, to) = (range[0], range[1]);
-                    scope.spawn(move || self.raw_records_between(from, to))
+        // first byte hold about as many records each. There are several
+        // ranges per reader, taken in turn, so that a reader slowed by other
+        // work on its core reads fewer of them instead of holding up the rest.
+        let ranges = parts * RECORD_READ_RANGES_PER_PART;
+        let bounds: Vec<u16> = (0..=ranges).map(|range| (range * 256 / ranges) as u16).collect();
+        let next_range = AtomicUsize::new(0);
+        let read: Vec<Vec<(usize, Result<Vec<RawRecord>, StoreError>)>> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..parts)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut read = Vec::new();
+                        loop {
+                            let range = next_range.fetch_add(1, Ordering::Relaxed);
+                            let Some(pair) = bounds.get(range..range + 2) else { break };
+                            read.push((range, self.raw_records_between(pair[0], pair[1])));
+                        }
+                        read
+                    })
                 })
                 .collect();
             // A reader that panicked is a bug in this build, not in the land.
             readers.into_iter().map(|reader| reader.join().expect("a record reader panicked")).collect()
         });
+        let mut in_key_order: Vec<(usize, Result<Vec<RawRecord>, StoreError>)> = read.into_iter().flatten().collect();
+        in_key_order.sort_unstable_by_key(|(range, _)| *range);
         let mut records = Vec::new();
-        for part in read {
-            records.extend(part?);
+        for (_, range) in in_key_order {
+            records.extend(range?);
         }
         Ok(records)
     }
