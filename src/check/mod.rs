@@ -20,7 +20,7 @@
 pub mod checkpoint;
 
 use crate::fact::body::{
-    check_known_body, read_known_body, GenesisBodyFlowSkipped, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY,
+    check_known_body, GenesisBodyFlowSkipped, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY,
 };
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
@@ -280,7 +280,7 @@ impl ReelChecker {
         // roleFlow is checked to be a list of CBOR items, as
         // `GenesisBody` takes it, but not built: only the name and the key are kept.
         let genesis = if fact.kind() == KIND_GENESIS {
-            read_known_body::<GenesisBodyFlowSkipped>(fact.body())
+            GenesisBodyFlowSkipped::read(fact.body())
         } else {
             fact.body_as::<GenesisBodyFlowSkipped>().map_err(|error| error.to_string())
         };

@@ -83,6 +83,91 @@ impl<Flow> GenesisBodyOf<Flow> {
     }
 }
 
+impl GenesisBodyFlowSkipped {
+    /// Reads a genesis body as [`read_known_body`] does, off the bytes where
+    /// they hold exactly the fields in their plain forms (every genesis this
+    /// build writes), through serde otherwise: a body read twice for every
+    /// being of a land replay (verification, the fold) is not walked by the
+    /// generic reader.
+    pub fn read(body: &[u8]) -> Result<GenesisBodyFlowSkipped, String> {
+        match read_flow_skipped_directly(body) {
+            Some(genesis) => Ok(genesis),
+            None => read_known_body(body),
+        }
+    }
+}
+
+/// Levels a roleFlow clause is walked by heads alone; a deeper one is left
+/// to serde (the body's map and the flow's list take two of the reader's).
+const GENESIS_CLAUSE_LEVELS_DIRECT: usize = crate::canonical::CBOR_NESTING_DEPTH_MAX - 8;
+
+/// Sets `slot` once (`None`, as for serde's duplicate-field error, the second time).
+fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value);
+    Some(())
+}
+
+/// A genesis body read off the bytes, `None` where serde decides (an
+/// unknown, missing or repeated field, a value in another form).
+fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
+    use crate::canonical::CanonicalReader;
+    let bytes32 = |reader: &mut CanonicalReader<'_>| -> Option<[u8; 32]> { reader.bytes()?.try_into().ok() };
+    let mut reader = CanonicalReader::new(body);
+    let (mut name, mut parent, mut cognition, mut public_key) = (None, None, None, None);
+    let (mut role_flow, mut default_role, mut home_space, mut nonce) = (None, None, None, None);
+    for _ in 0..reader.map_head()? {
+        match reader.text_bytes()? {
+            b"name" => set_once(&mut name, reader.text()?.to_string())?,
+            b"parent" => {
+                let read = if reader.null() { None } else { Some(BeingId(bytes32(&mut reader)?)) };
+                set_once(&mut parent, read)?
+            }
+            b"cognition" => {
+                let read = match reader.text()? {
+                    "scripted" => Cognition::Scripted,
+                    "llm" => Cognition::Llm,
+                    "human" => Cognition::Human,
+                    "none" => Cognition::None,
+                    _ => return None,
+                };
+                set_once(&mut cognition, read)?
+            }
+            b"public_key" => set_once(&mut public_key, PublicKeyBytes(bytes32(&mut reader)?))?,
+            b"role_flow" => {
+                let clauses = reader.array_head()?;
+                for _ in 0..clauses {
+                    if !reader.skip_checked(GENESIS_CLAUSE_LEVELS_DIRECT) {
+                        return None;
+                    }
+                }
+                // Each clause took at least a byte, so the count is small.
+                set_once(&mut role_flow, vec![serde::de::IgnoredAny; usize::try_from(clauses).ok()?])?
+            }
+            b"default_role" => set_once(&mut default_role, reader.text()?.to_string())?,
+            b"home_space" => set_once(&mut home_space, reader.text()?.to_string())?,
+            b"nonce" => set_once(&mut nonce, <[u8; 16]>::try_from(reader.bytes()?).ok()?)?,
+            _ => return None,
+        }
+    }
+    if !reader.is_at_end() {
+        return None;
+    }
+    Some(GenesisBodyOf {
+        name: name?,
+        // A missing `parent` reads as `None` (an `Option` field), as with serde.
+        parent: parent.flatten(),
+        cognition: cognition?,
+        public_key: public_key?,
+        role_flow: role_flow?,
+        default_role: default_role?,
+        home_space: home_space?,
+        nonce: nonce?,
+    })
+}
+
 /// Replaces the signing key; signed by the key it replaces.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -162,5 +247,67 @@ mod nonce_bytes {
             }
         }
         deserializer.deserialize_bytes(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ciborium::value::Value;
+
+    fn text(text: &str) -> Value {
+        Value::Text(text.into())
+    }
+
+    /// A genesis body's entries with one replaced (or removed, for `None`)
+    /// or added.
+    fn genesis_with(key: &str, value: Option<Value>) -> Vec<u8> {
+        let clause = Value::Map(vec![(text("role"), text("walker")), (text("stack"), Value::Bool(true))]);
+        let mut entries = vec![
+            ("name", text("ada")),
+            ("parent", Value::Null),
+            ("cognition", text("scripted")),
+            ("public_key", Value::Bytes(vec![3; 32])),
+            ("role_flow", Value::Array(vec![clause.clone(), clause])),
+            ("default_role", text("idle")),
+            ("home_space", text("/north")),
+            ("nonce", Value::Bytes(vec![9; 16])),
+        ];
+        entries.retain(|(known, _)| *known != key);
+        if let Some(value) = value {
+            entries.push((key, value));
+        }
+        let map = Value::Map(entries.into_iter().map(|(key, value)| (text(key), value)).collect());
+        crate::canonical::encode_value(&map).expect("encodes")
+    }
+
+    /// Read directly or not, a genesis body reads as serde reads it; the
+    /// plain forms are read directly.
+    #[test]
+    fn a_genesis_read_off_the_bytes_is_what_serde_reads() {
+        let cases = [
+            ("plain", genesis_with("", None), true),
+            ("with a parent", genesis_with("parent", Some(Value::Bytes(vec![1; 32]))), true),
+            ("an llm", genesis_with("cognition", Some(text("llm"))), true),
+            ("a person", genesis_with("cognition", Some(text("human"))), true),
+            ("the root", genesis_with("cognition", Some(text("none"))), true),
+            ("no clauses", genesis_with("role_flow", Some(Value::Array(Vec::new()))), true),
+            ("no parent entry", genesis_with("parent", None), true),
+            ("an unknown field", genesis_with("extra", Some(Value::Bool(true))), false),
+            ("a short nonce", genesis_with("nonce", Some(Value::Bytes(vec![9; 15]))), false),
+            ("an unknown cognition", genesis_with("cognition", Some(text("robot"))), false),
+            ("a flow that is a map", genesis_with("role_flow", Some(Value::Map(Vec::new()))), false),
+            ("a name in bytes", genesis_with("name", Some(Value::Bytes(b"ada".to_vec()))), false),
+            ("no name", genesis_with("name", None), false),
+            ("a short parent", genesis_with("parent", Some(Value::Bytes(vec![1; 31]))), false),
+        ];
+        for (case, body, direct) in cases {
+            let through_serde = read_known_body::<GenesisBodyFlowSkipped>(&body);
+            assert_eq!(GenesisBodyFlowSkipped::read(&body), through_serde, "{case}");
+            assert_eq!(read_flow_skipped_directly(&body).is_some(), direct, "{case}");
+            if direct {
+                assert!(through_serde.is_ok(), "{case}");
+            }
+        }
     }
 }

@@ -123,19 +123,23 @@ impl FoldBody {
                 // The same flow bytes read before, so they read again: the
                 // rest of the body is read as `GenesisBody` reads it.
                 let read = match known {
-                    Some((role_flow, digest)) => canonical::from_canonical_bytes::<GenesisBodyFlowSkipped>(body)
-                        .map(|genesis| (genesis.with_flow(role_flow), digest)),
-                    None => canonical::from_canonical_bytes::<GenesisBody>(body).map(|genesis| {
-                        let role_flow = Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
-                        let digest = role_flow_digest(&role_flow);
-                        if let Some(bytes) = flow_bytes {
-                            flows.keep(bytes, &role_flow, digest);
-                        }
-                        (genesis.with_flow(role_flow), digest)
-                    }),
+                    Some((role_flow, digest)) => {
+                        GenesisBodyFlowSkipped::read(body).map(|genesis| (genesis.with_flow(role_flow), digest)).ok()
+                    }
+                    None => canonical::from_canonical_bytes::<GenesisBody>(body)
+                        .map(|genesis| {
+                            let role_flow =
+                                Json::Array(genesis.role_flow.iter().map(crate::view::cbor_to_json).collect());
+                            let digest = role_flow_digest(&role_flow);
+                            if let Some(bytes) = flow_bytes {
+                                flows.keep(bytes, &role_flow, digest);
+                            }
+                            (genesis.with_flow(role_flow), digest)
+                        })
+                        .ok(),
                 };
                 match read {
-                    Ok((genesis, role_flow_digest)) => FoldBody::Genesis(Box::new(BeingRow {
+                    Some((genesis, role_flow_digest)) => FoldBody::Genesis(Box::new(BeingRow {
                         id: being,
                         name: genesis.name,
                         parent: genesis.parent,
@@ -152,7 +156,7 @@ impl FoldBody {
                         previous_role: None,
                         acts: 0,
                     })),
-                    Err(_) => FoldBody::Nothing,
+                    None => FoldBody::Nothing,
                 }
             }
             KIND_END => FoldBody::End,
