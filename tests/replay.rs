@@ -734,15 +734,22 @@ fn replay_names_as_verify_names(land_path: &Path, what: &str) -> Value {
 fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
     // A land-wide replay reads only the fields of an act body a moment
     // needs, and the rest only when the recomputed bytes differ. A signed
-    // act whose body lacks the evaluator's version must still be named.
+    // act whose body lacks the evaluator's version must still be named, and
+    // so must one that lacks a field the moment needs (its wake), whose
+    // recomputation cannot even start.
+    for missing in ["evaluator", "wake"] {
+        check_an_act_body_without(missing);
+    }
+}
+
+fn check_an_act_body_without(missing: &str) {
     let (_dir, land_path) = simulated("dance.toml", 2);
     {
         let land = seed::land::Land::open(&land_path).expect("open");
         let drummer = land.resolve("@drummer").expect("drummer");
         let reel = land.store().reel(&drummer, 0, u64::MAX).expect("reel");
         let entries = last_act_entries(&reel);
-        let without_evaluator: Vec<_> =
-            entries.into_iter().filter(|(key, _)| key.as_text() != Some("evaluator")).collect();
+        let without_evaluator: Vec<_> = entries.into_iter().filter(|(key, _)| key.as_text() != Some(missing)).collect();
         let body = seed::canonical::encode_value(&ciborium::value::Value::Map(without_evaluator)).expect("encodes");
         land.seal(&drummer, "act", body).expect("sealed");
         land.close().expect("close");
@@ -756,8 +763,10 @@ fn an_act_body_that_does_not_read_as_an_act_is_a_divergence_land_wide() {
     assert_eq!(divergence["fields"], serde_json::json!(["body"]), "{all}");
     assert_eq!(divergence["cause"]["kind"], "stored input changed", "{all}");
     assert!(
-        divergence["cause"]["problems"][0].as_str().is_some_and(|reason| reason.contains("missing field `evaluator`")),
-        "{all}"
+        divergence["cause"]["problems"][0]
+            .as_str()
+            .is_some_and(|reason| reason.contains(&format!("missing field `{missing}`"))),
+        "{missing}: {all}"
     );
     // Replaying the drummer alone names it as a problem of the stored input.
     let (code, summary) = replay_summary(&land_path, &["@drummer"]);

@@ -149,7 +149,15 @@ fn replay_land_deferring(
                     act: LandAct { seq: record.seq, land_seq, fact, opening: Box::new(opening), recomputed: None },
                 },
                 Err(_) if defer_act_form && fact.body_form_error().is_some() => Decoded::NotCanonical,
-                Err(_) => Decoded::other(fact, &flows),
+                // Not an act a moment could have sealed: a divergence of its own,
+                // named as reading the whole body names it.
+                Err(opening_error) => {
+                    let reason = match fact.body_as::<ActBody>() {
+                        Err(error) => error.to_string(),
+                        Ok(_) => opening_error.to_string(),
+                    };
+                    Decoded::UnreadableAct { being: record.being, seq: record.seq, fact, reason }
+                }
             }),
             (Ok(fact), Some(_)) => Some(Decoded::other(fact, &flows)),
             _ => None,
@@ -252,6 +260,13 @@ fn fold_and_recompute(
                 world.apply_folded(land_seq, &fact.header, fact.id(), body);
                 continue;
             }
+            Some(Decoded::UnreadableAct { being, seq, fact, reason }) => {
+                replayed.moments += 1;
+                replayed.diverged(being, || unreadable_act(seq, land_seq, &reason));
+                // Nothing to apply: the body does not read as an act.
+                world.apply_folded(land_seq, &fact.header, fact.id(), FoldBody::Nothing);
+                continue;
+            }
             // Turned back before the fold began; kept total.
             Some(Decoded::NotCanonical) => {
                 drop_in_background((spent, world));
@@ -290,19 +305,7 @@ fn fold_and_recompute(
         let body = match fact.body_as::<ActBody>() {
             Ok(body) => body,
             Err(error) => {
-                replayed.diverged(being, || {
-                    let reason = format!("the stored act body does not read as an act: {error}");
-                    let difference =
-                        FieldDifference { field: "body".into(), expected: json!("an act body"), actual: json!(reason) };
-                    let cause = DivergenceCause::StoredInputChanged { problems: vec![reason] };
-                    Divergence {
-                        seq: act.seq,
-                        land_seq,
-                        differences: vec![difference],
-                        cause,
-                        context: serde_json::Value::Null,
-                    }
-                });
+                replayed.diverged(being, || unreadable_act(act.seq, land_seq, &error.to_string()));
                 // Nothing to apply: the body was just found not to be an act.
                 world.apply_folded(land_seq, header, fact.id(), FoldBody::Nothing);
                 continue;
@@ -336,6 +339,21 @@ enum Decoded<'f> {
     },
     /// An act whose deferred form check failed: the land is replayed again.
     NotCanonical,
+    /// An act whose body does not hold what a moment reads (why, in `reason`).
+    UnreadableAct {
+        being: BeingId,
+        seq: u64,
+        fact: &'f Fact,
+        reason: String,
+    },
+}
+
+/// The divergence of a stored act whose body does not read as an act.
+fn unreadable_act(seq: u64, land_seq: u64, error: &str) -> Divergence {
+    let reason = format!("the stored act body does not read as an act: {error}");
+    let difference = FieldDifference { field: "body".into(), expected: json!("an act body"), actual: json!(reason) };
+    let cause = DivergenceCause::StoredInputChanged { problems: vec![reason] };
+    Divergence { seq, land_seq, differences: vec![difference], cause, context: serde_json::Value::Null }
 }
 
 /// A stored act as a land-wide replay holds it until its land seq.
