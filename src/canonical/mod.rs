@@ -503,8 +503,9 @@ impl<'a> CanonicalReader<'a> {
 
     /// Reads one whole item, checking what a canonical item must hold: no
     /// tags, valid UTF-8 text, map keys in strictly rising encoded order (so
-    /// no duplicates), nesting no deeper than [`CBOR_NESTING_DEPTH_MAX`].
-    fn skip_item(&mut self, depth: usize) -> bool {
+    /// no duplicates), nesting no deeper than [`CBOR_NESTING_DEPTH_MAX`]
+    /// (`depth`: the item's own, 0 for a whole document).
+    pub fn skip_item(&mut self, depth: usize) -> bool {
         if depth > CBOR_NESTING_DEPTH_MAX {
             return false;
         }

@@ -50,7 +50,8 @@ pub type GenesisBodyFlowSkipped = GenesisBodyOf<Vec<serde::de::IgnoredAny>>;
 
 /// A genesis body, its roleFlow read as `Flow`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// Named as before it took a type parameter: serde's messages quote the name.
+#[serde(deny_unknown_fields, rename = "GenesisBody")]
 pub struct GenesisBodyOf<Flow> {
     pub name: String,
     /// The being that minted this one; none for the reality root and the operator.
@@ -84,11 +85,11 @@ impl<Flow> GenesisBodyOf<Flow> {
 }
 
 impl GenesisBodyFlowSkipped {
-    /// Reads a genesis body as [`read_known_body`] does, off the bytes where
-    /// they hold exactly the fields in their plain forms (every genesis this
-    /// build writes), through serde otherwise: a body read twice for every
-    /// being of a land replay (verification, the fold) is not walked by the
-    /// generic reader.
+    /// Reads a genesis body as [`read_known_body`] does, whatever the bytes:
+    /// off the bytes where they hold exactly the fields, in canonical order
+    /// and in their plain forms (every genesis this build writes), through
+    /// serde otherwise. A body read twice for every being of a land replay
+    /// (verification, the fold) is not walked by the generic reader.
     pub fn read(body: &[u8]) -> Result<GenesisBodyFlowSkipped, String> {
         match read_flow_skipped_directly(body) {
             Some(genesis) => Ok(genesis),
@@ -97,9 +98,9 @@ impl GenesisBodyFlowSkipped {
     }
 }
 
-/// Levels a roleFlow clause is walked by heads alone; a deeper one is left
-/// to serde (the body's map and the flow's list take two of the reader's).
-const GENESIS_CLAUSE_LEVELS_DIRECT: usize = crate::canonical::CBOR_NESTING_DEPTH_MAX - 8;
+/// The nesting depth of a roleFlow clause in a genesis body (the body's map
+/// is at 0, the flow's list at 1).
+const GENESIS_CLAUSE_DEPTH: usize = 2;
 
 /// Sets `slot` once (`None`, as for serde's duplicate-field error, the second time).
 fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
@@ -111,15 +112,25 @@ fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 }
 
 /// A genesis body read off the bytes, `None` where serde decides (an
-/// unknown, missing or repeated field, a value in another form).
+/// unknown, missing or repeated field, keys out of canonical order, a value
+/// in another form). What it reads is checked as `check_canonical` checks
+/// it (shortest heads, UTF-8, the clauses whole), so it accepts a body only
+/// where serde's reading accepts it too, and reads the same values.
 fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
     use crate::canonical::CanonicalReader;
     let bytes32 = |reader: &mut CanonicalReader<'_>| -> Option<[u8; 32]> { reader.bytes()?.try_into().ok() };
     let mut reader = CanonicalReader::new(body);
     let (mut name, mut parent, mut cognition, mut public_key) = (None, None, None, None);
     let (mut role_flow, mut default_role, mut home_space, mut nonce) = (None, None, None, None);
+    // Canonical order of text keys: shorter first, then bytewise.
+    let mut previous_key: Option<&[u8]> = None;
     for _ in 0..reader.map_head()? {
-        match reader.text_bytes()? {
+        let key = reader.text_bytes()?;
+        if previous_key.is_some_and(|previous| (previous.len(), previous) >= (key.len(), key)) {
+            return None;
+        }
+        previous_key = Some(key);
+        match key {
             b"name" => set_once(&mut name, reader.text()?.to_string())?,
             b"parent" => {
                 let read = if reader.null() { None } else { Some(BeingId(bytes32(&mut reader)?)) };
@@ -139,7 +150,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
             b"role_flow" => {
                 let clauses = reader.array_head()?;
                 for _ in 0..clauses {
-                    if !reader.skip_checked(GENESIS_CLAUSE_LEVELS_DIRECT) {
+                    if !reader.skip_item(GENESIS_CLAUSE_DEPTH) {
                         return None;
                     }
                 }
@@ -281,6 +292,34 @@ mod tests {
         crate::canonical::encode_value(&map).expect("encodes")
     }
 
+    /// The body's entries written in reverse of canonical order.
+    fn out_of_order(body: &[u8]) -> Vec<u8> {
+        let Value::Map(mut entries) = ciborium::from_reader::<Value, _>(body).expect("decodes") else {
+            panic!("a map")
+        };
+        entries.reverse();
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&Value::Map(entries), &mut bytes).expect("encodes");
+        bytes
+    }
+
+    /// The body with its first roleFlow clause's two keys swapped (the same
+    /// length, so the rest of the body stays as it was).
+    fn clause_out_of_order(body: &[u8]) -> Vec<u8> {
+        let entries = |first: (&str, Value), second: (&str, Value)| {
+            let mut bytes = Vec::new();
+            let map = Value::Map(vec![(text(first.0), first.1), (text(second.0), second.1)]);
+            ciborium::into_writer(&map, &mut bytes).expect("encodes");
+            bytes
+        };
+        let canonical = entries(("role", text("walker")), ("stack", Value::Bool(true)));
+        let swapped = entries(("stack", Value::Bool(true)), ("role", text("walker")));
+        let at = body.windows(canonical.len()).position(|window| window == canonical).expect("the clause");
+        let mut bytes = body.to_vec();
+        bytes[at..at + swapped.len()].copy_from_slice(&swapped);
+        bytes
+    }
+
     /// Read directly or not, a genesis body reads as serde reads it; the
     /// plain forms are read directly.
     #[test]
@@ -300,6 +339,8 @@ mod tests {
             ("a name in bytes", genesis_with("name", Some(Value::Bytes(b"ada".to_vec()))), false),
             ("no name", genesis_with("name", None), false),
             ("a short parent", genesis_with("parent", Some(Value::Bytes(vec![1; 31]))), false),
+            ("keys out of canonical order", out_of_order(&genesis_with("", None)), false),
+            ("a clause's keys out of order", clause_out_of_order(&genesis_with("", None)), false),
         ];
         for (case, body, direct) in cases {
             let through_serde = read_known_body::<GenesisBodyFlowSkipped>(&body);
