@@ -807,7 +807,9 @@ impl Store for SledStore {
                 let bytes: [u8; 8] = key[1..]
                     .try_into()
                     .map_err(|_| StoreError::Io { reason: "land index key has the wrong length".into() })?;
-                Ok(u64::from_be_bytes(bytes) + 1)
+                u64::from_be_bytes(bytes)
+                    .checked_add(1)
+                    .ok_or_else(|| StoreError::Io { reason: "land index key is the largest land seq there is".into() })
             }
             None => Ok(0),
         }
