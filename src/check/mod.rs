@@ -718,6 +718,19 @@ mod tests {
     use super::*;
     use curve25519_dalek::edwards::CompressedEdwardsY;
 
+    /// The expected land log is collected, which must keep the last of two
+    /// facts claiming one land seq, as inserting them in turn did.
+    #[test]
+    fn collecting_the_land_log_keeps_what_inserting_in_turn_kept() {
+        let claims = [(3u64, 'a'), (1, 'b'), (3, 'c'), (2, 'd'), (1, 'e'), (3, 'f')];
+        let collected: BTreeMap<u64, char> = claims.iter().copied().collect();
+        let mut inserted = BTreeMap::new();
+        for (land_seq, claim) in claims {
+            inserted.insert(land_seq, claim);
+        }
+        assert_eq!(collected, inserted);
+    }
+
     #[test]
     fn the_small_order_list_is_exactly_the_eight_torsion_subgroup() {
         let mut points = Vec::new();

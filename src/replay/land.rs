@@ -94,8 +94,9 @@ pub fn replay_land(
 
 /// [`replay_land`], with the canonical form of act bodies checked late when
 /// `defer_act_form`: an act whose recomputation encodes to its stored bytes
-/// is canonical by construction, so only the others are checked, after the
-/// fold reached them. `None` when one of them fails the check.
+/// is canonical by construction, so only the others are checked: after the
+/// fold reached them, or before the fold for acts it never reaches (another
+/// record's land seq, or none). `None` when one of them fails the check.
 fn replay_land_deferring(
     store: &dyn Store,
     substrate: &Substrate,
@@ -326,8 +327,10 @@ fn fold_and_recompute(
     Some(replayed)
 }
 
-/// One stored fact, decoded (an act with what its recomputation reads, any
-/// other fact with its body read for the fold).
+/// One stored fact, decoded: an act with what its recomputation reads, any
+/// other fact with its body read for the fold, or an act that cannot be
+/// recomputed (not canonical, so the replay goes round again; or not
+/// holding what a moment reads, a divergence).
 enum Decoded<'f> {
     Act {
         being: BeingId,
