@@ -373,6 +373,16 @@ pub fn check_canonical(bytes: &[u8]) -> Result<(), CanonicalError> {
     decode_canonical(bytes).map(drop)
 }
 
+/// Sets `slot` once, for a reader that takes a map's fields off the bytes:
+/// `None` (as for serde's duplicate-field error) the second time.
+pub fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value);
+    Some(())
+}
+
 /// Reads canonical CBOR item by item: every head must be in its shortest
 /// form and every length definite; anything else reads as `None`. Used by the
 /// validator and by the fixed-layout decoders of envelopes and headers.
@@ -451,6 +461,12 @@ impl<'a> CanonicalReader<'a> {
     pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let length = self.head_of(2)?;
         self.take(length)
+    }
+
+    /// A byte string of exactly `N` bytes (what an id, a key or a nonce
+    /// deserializes from).
+    pub fn fixed_bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.bytes()?.try_into().ok()
     }
 
     pub fn text(&mut self) -> Option<&'a str> {

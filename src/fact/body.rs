@@ -102,23 +102,13 @@ impl GenesisBodyFlowSkipped {
 /// is at 0, the flow's list at 1).
 const GENESIS_CLAUSE_DEPTH: usize = 2;
 
-/// Sets `slot` once (`None`, as for serde's duplicate-field error, the second time).
-fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    if slot.is_some() {
-        return None;
-    }
-    *slot = Some(value);
-    Some(())
-}
-
 /// A genesis body read off the bytes, `None` where serde decides (an
 /// unknown, missing or repeated field, keys out of canonical order, a value
 /// in another form). What it reads is checked as `check_canonical` checks
 /// it (shortest heads, UTF-8, the clauses whole), so it accepts a body only
 /// where serde's reading accepts it too, and reads the same values.
 fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
-    use crate::canonical::CanonicalReader;
-    let bytes32 = |reader: &mut CanonicalReader<'_>| -> Option<[u8; 32]> { reader.bytes()?.try_into().ok() };
+    use crate::canonical::{set_once, CanonicalReader};
     let mut reader = CanonicalReader::new(body);
     let (mut name, mut parent, mut cognition, mut public_key) = (None, None, None, None);
     let (mut role_flow, mut default_role, mut home_space, mut nonce) = (None, None, None, None);
@@ -133,7 +123,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
         match key {
             b"name" => set_once(&mut name, reader.text()?.to_string())?,
             b"parent" => {
-                let read = if reader.null() { None } else { Some(BeingId(bytes32(&mut reader)?)) };
+                let read = if reader.null() { None } else { Some(BeingId(reader.fixed_bytes()?)) };
                 set_once(&mut parent, read)?
             }
             b"cognition" => {
@@ -146,7 +136,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
                 };
                 set_once(&mut cognition, read)?
             }
-            b"public_key" => set_once(&mut public_key, PublicKeyBytes(bytes32(&mut reader)?))?,
+            b"public_key" => set_once(&mut public_key, PublicKeyBytes(reader.fixed_bytes()?))?,
             b"role_flow" => {
                 let clauses = reader.array_head()?;
                 for _ in 0..clauses {
@@ -159,7 +149,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
             }
             b"default_role" => set_once(&mut default_role, reader.text()?.to_string())?,
             b"home_space" => set_once(&mut home_space, reader.text()?.to_string())?,
-            b"nonce" => set_once(&mut nonce, <[u8; 16]>::try_from(reader.bytes()?).ok()?)?,
+            b"nonce" => set_once(&mut nonce, reader.fixed_bytes()?)?,
             _ => return None,
         }
     }

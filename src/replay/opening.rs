@@ -9,7 +9,9 @@
 //! gives or gives up.
 
 use super::MomentInputs;
-use crate::canonical::{from_checked_canonical_bytes, CanonicalError, CanonicalReader, CBOR_NESTING_DEPTH_MAX};
+use crate::canonical::{
+    from_checked_canonical_bytes, set_once, CanonicalError, CanonicalReader, CBOR_NESTING_DEPTH_MAX,
+};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::world::body::{VerbCall, Wake};
 use serde::Deserialize;
@@ -49,15 +51,6 @@ impl ActOpening {
     }
 }
 
-/// Sets `slot` once (`None`, as for serde's duplicate-field error, the second time).
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    if slot.is_some() {
-        return None;
-    }
-    *slot = Some(value);
-    Some(())
-}
-
 /// The opening read off the bytes, `None` where the serde reader decides.
 /// Fields the opening does not read are skipped, as serde ignores them.
 fn read_directly(body: &[u8]) -> Option<ActOpening> {
@@ -67,10 +60,10 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
     for _ in 0..reader.map_head()? {
         // Keys are compared as bytes: the other keys are skipped unread.
         match reader.text_bytes()? {
-            b"wake" => once(&mut wake, read_wake(&mut reader)?)?,
-            b"cursor" => once(&mut cursor, reader.uint()?)?,
-            b"call" => once(&mut call, read_call(&mut reader)?)?,
-            b"content" => once(&mut content, optional_text(&mut reader)?)?,
+            b"wake" => set_once(&mut wake, read_wake(&mut reader)?)?,
+            b"cursor" => set_once(&mut cursor, reader.uint()?)?,
+            b"call" => set_once(&mut call, read_call(&mut reader)?)?,
+            b"content" => set_once(&mut content, optional_text(&mut reader)?)?,
             // A model's record is left to serde; its absence reads as `null`.
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
@@ -97,21 +90,16 @@ fn optional_text(reader: &mut CanonicalReader<'_>) -> Option<Option<String>> {
     Some(Some(reader.text()?.to_string()))
 }
 
-/// A 32-byte byte string (what a fact or being id deserializes from).
-fn bytes32(reader: &mut CanonicalReader<'_>) -> Option<[u8; 32]> {
-    reader.bytes()?.try_into().ok()
-}
-
 /// A wake whose map holds its tag and exactly its variant's fields.
 fn read_wake(reader: &mut CanonicalReader<'_>) -> Option<Wake> {
     let (mut kind, mut tick, mut key, mut fact, mut from) = (None, None, None, None, None);
     for _ in 0..reader.map_head()? {
         match reader.text_bytes()? {
-            b"kind" => once(&mut kind, reader.text()?)?,
-            b"tick" => once(&mut tick, reader.uint()?)?,
-            b"key" => once(&mut key, reader.text()?)?,
-            b"fact" => once(&mut fact, bytes32(reader)?)?,
-            b"from" => once(&mut from, bytes32(reader)?)?,
+            b"kind" => set_once(&mut kind, reader.text()?)?,
+            b"tick" => set_once(&mut tick, reader.uint()?)?,
+            b"key" => set_once(&mut key, reader.text()?)?,
+            b"fact" => set_once(&mut fact, reader.fixed_bytes()?)?,
+            b"from" => set_once(&mut from, reader.fixed_bytes()?)?,
             // serde ignores other fields; whether they may be ignored is its call.
             _ => return None,
         }
@@ -133,13 +121,13 @@ fn read_call(reader: &mut CanonicalReader<'_>) -> Option<VerbCall> {
     let (mut verb, mut address, mut target, mut content, mut in_reply_to) = (None, None, None, None, None);
     for _ in 0..reader.map_head()? {
         match reader.text_bytes()? {
-            b"verb" => once(&mut verb, reader.text()?)?,
-            b"address" => once(&mut address, reader.text()?)?,
-            b"target" => once(&mut target, reader.text()?)?,
-            b"content" => once(&mut content, reader.text()?)?,
+            b"verb" => set_once(&mut verb, reader.text()?)?,
+            b"address" => set_once(&mut address, reader.text()?)?,
+            b"target" => set_once(&mut target, reader.text()?)?,
+            b"content" => set_once(&mut content, reader.text()?)?,
             b"in_reply_to" => {
-                let reply = if reader.null() { None } else { Some(FactId(bytes32(reader)?)) };
-                once(&mut in_reply_to, reply)?
+                let reply = if reader.null() { None } else { Some(FactId(reader.fixed_bytes()?)) };
+                set_once(&mut in_reply_to, reply)?
             }
             _ => return None,
         }
