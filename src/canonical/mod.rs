@@ -400,23 +400,9 @@ impl<'a> CanonicalReader<'a> {
         self.position == self.bytes.len()
     }
 
-    /// The bytes of the value at text key `key` of the map these bytes
-    /// hold, read by heads alone (for bytes checked to be canonical
-    /// already); `None` if they hold no map or it has no such key.
-    pub fn map_value_bytes(bytes: &'a [u8], key: &str) -> Option<&'a [u8]> {
-        let mut reader = CanonicalReader::new(bytes);
-        let entries = reader.map_head()?;
-        for _ in 0..entries {
-            let found = reader.text_bytes()? == key.as_bytes();
-            let start = reader.position;
-            if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
-                return None;
-            }
-            if found {
-                return bytes.get(start..reader.position);
-            }
-        }
-        None
+    /// How many bytes have been read.
+    pub fn position(&self) -> usize {
+        self.position
     }
 
     fn take(&mut self, count: u64) -> Option<&'a [u8]> {
@@ -839,25 +825,6 @@ pub fn as_u64(value: &Value) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn map_value_bytes_are_the_bytes_of_the_value_at_a_key() {
-        let map = encode_json(&serde_json::json!({"a": 1, "flow": [{"x": "y"}], "zz": null})).expect("encodes");
-        let flow = encode_json(&serde_json::json!([{"x": "y"}])).expect("encodes");
-        let cases: [(&[u8], &str, Option<&[u8]>); 6] = [
-            (&map, "flow", Some(&flow)),
-            (&map, "a", Some(&[0x01])),
-            (&map, "zz", Some(&[0xf6])),
-            (&map, "absent", None),
-            // Not a map.
-            (&flow, "x", None),
-            // Cut short inside the value.
-            (&map[..map.len() - 2], "flow", None),
-        ];
-        for (bytes, key, expected) in cases {
-            assert_eq!(CanonicalReader::map_value_bytes(bytes, key), expected, "{key} in {}", hex::encode(bytes));
-        }
-    }
 
     fn check_rejected(bytes: &[u8], expected: CanonicalError) {
         assert_eq!(decode_canonical(bytes), Err(expected), "input {}", hex::encode(bytes));

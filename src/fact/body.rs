@@ -92,9 +92,15 @@ impl GenesisBodyFlowSkipped {
     /// (verification, the fold) is not walked by the generic reader.
     pub fn read(body: &[u8]) -> Result<GenesisBodyFlowSkipped, String> {
         match read_flow_skipped_directly(body) {
-            Some(genesis) => Ok(genesis),
+            Some((genesis, _)) => Ok(genesis),
             None => read_known_body(body),
         }
+    }
+
+    /// The body and its roleFlow's bytes where [`GenesisBodyFlowSkipped::read`]
+    /// reads it off the bytes; `None` where it leaves the body to serde.
+    pub fn read_directly(body: &[u8]) -> Option<(GenesisBodyFlowSkipped, &[u8])> {
+        read_flow_skipped_directly(body)
     }
 }
 
@@ -106,12 +112,14 @@ const GENESIS_CLAUSE_DEPTH: usize = 2;
 /// unknown, missing or repeated field, keys out of canonical order, a value
 /// in another form). What it reads is checked as `check_canonical` checks
 /// it (shortest heads, UTF-8, the clauses whole), so it accepts a body only
-/// where serde's reading accepts it too, and reads the same values.
-fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
+/// where serde's reading accepts it too, and reads the same values. With
+/// the body, the bytes of its roleFlow.
+fn read_flow_skipped_directly(body: &[u8]) -> Option<(GenesisBodyFlowSkipped, &[u8])> {
     use crate::canonical::{set_once, CanonicalReader};
     let mut reader = CanonicalReader::new(body);
     let (mut name, mut parent, mut cognition, mut public_key) = (None, None, None, None);
     let (mut role_flow, mut default_role, mut home_space, mut nonce) = (None, None, None, None);
+    let mut flow_bytes: &[u8] = &[];
     // Canonical order of text keys: shorter first, then bytewise.
     let mut previous_key: Option<&[u8]> = None;
     for _ in 0..reader.map_head()? {
@@ -138,12 +146,14 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
             }
             b"public_key" => set_once(&mut public_key, PublicKeyBytes(reader.fixed_bytes()?))?,
             b"role_flow" => {
+                let flow_start = reader.position();
                 let clauses = reader.array_head()?;
                 for _ in 0..clauses {
                     if !reader.skip_item(GENESIS_CLAUSE_DEPTH) {
                         return None;
                     }
                 }
+                flow_bytes = body.get(flow_start..reader.position())?;
                 // Each clause took at least a byte, so the count is small.
                 set_once(&mut role_flow, vec![serde::de::IgnoredAny; usize::try_from(clauses).ok()?])?
             }
@@ -156,7 +166,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
     if !reader.is_at_end() {
         return None;
     }
-    Some(GenesisBodyOf {
+    let genesis = GenesisBodyOf {
         name: name?,
         // A missing `parent` reads as `None` (an `Option` field), as with serde.
         parent: parent.flatten(),
@@ -166,7 +176,8 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<GenesisBodyFlowSkipped> {
         default_role: default_role?,
         home_space: home_space?,
         nonce: nonce?,
-    })
+    };
+    Some((genesis, flow_bytes))
 }
 
 /// Replaces the signing key; signed by the key it replaces.
@@ -336,6 +347,16 @@ mod tests {
             let through_serde = read_known_body::<GenesisBodyFlowSkipped>(&body);
             assert_eq!(GenesisBodyFlowSkipped::read(&body), through_serde, "{case}");
             assert_eq!(read_flow_skipped_directly(&body).is_some(), direct, "{case}");
+            if let Some((_, flow)) = read_flow_skipped_directly(&body) {
+                // The flow's bytes hold exactly the body's roleFlow entry.
+                let Value::Map(entries) = ciborium::from_reader::<Value, _>(body.as_slice()).expect("decodes") else {
+                    panic!("{case}: a map")
+                };
+                let entry = entries.into_iter().find(|(key, _)| key.as_text() == Some("role_flow")).map(|(_, v)| v);
+                let mut encoded = Vec::new();
+                ciborium::into_writer(&entry.expect("a roleFlow"), &mut encoded).expect("encodes");
+                assert_eq!(flow, encoded.as_slice(), "{case}");
+            }
             if direct {
                 assert!(through_serde.is_ok(), "{case}");
             }
