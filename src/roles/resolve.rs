@@ -96,6 +96,10 @@ impl Resolvers {
     }
 }
 
+/// Longest glob after a pattern's '@', in characters: as long as the
+/// longest being name, plus room for stars around it.
+pub const PATTERN_GLOB_CHARS_MAX: usize = 64;
+
 /// Why a pattern is malformed, or `None`. Grammar: `[space/path/]@glob`, the
 /// glob of lowercase letters, digits, '-' and '*'.
 pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
@@ -106,6 +110,9 @@ pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
             None => return Some("a pattern is `@glob` or `space/path/@glob`"),
         },
     };
+    if glob.len() > PATTERN_GLOB_CHARS_MAX {
+        return Some("the glob after '@' is at most 64 characters");
+    }
     if glob.is_empty() || !glob.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '*') {
         return Some("the name after '@' is a glob of lowercase letters, digits, '-' and '*'");
     }
@@ -130,26 +137,29 @@ fn expand_pattern(pattern: &str, world: &dyn WorldView) -> Vec<String> {
 }
 
 /// `*` matches any run of characters; everything else matches itself.
+///
+/// Linear in the name's length: the literal runs between stars are found
+/// left to right, each at its leftmost place after the previous one (for
+/// globs of `*` alone, the leftmost place is always a safe choice, so no
+/// backtracking is ever needed). A backtracking matcher took time
+/// exponential in the number of stars, and patterns are authored input
+/// matched while the land's writer waits.
 fn glob_matches(glob: &str, name: &str) -> bool {
-    match glob.split_once('*') {
-        None => glob == name,
-        Some((head, rest)) => {
-            let Some(mut remaining) = name.strip_prefix(head) else { return false };
-            if rest.is_empty() {
-                return true;
-            }
-            loop {
-                if glob_matches(rest, remaining) {
-                    return true;
-                }
-                let mut chars = remaining.chars();
-                if chars.next().is_none() {
-                    return false;
-                }
-                remaining = chars.as_str();
-            }
+    let mut runs = glob.split('*');
+    let first = runs.next().unwrap_or("");
+    let Some(mut remaining) = name.strip_prefix(first) else { return false };
+    let mut runs: Vec<&str> = runs.collect();
+    let Some(last) = runs.pop() else {
+        // No star: the glob is the name itself.
+        return remaining.is_empty();
+    };
+    for run in runs {
+        match remaining.find(run) {
+            Some(at) => remaining = &remaining[at + run.len()..],
+            None => return false,
         }
     }
+    remaining.ends_with(last)
 }
 
 /// A small in-memory world for tests and the CLI preview.
@@ -219,6 +229,19 @@ mod tests {
     }
 
     #[test]
+    fn a_pattern_with_many_stars_matches_in_linear_time() {
+        // `@a*a*…*b` against a long run of `a`s: a backtracking matcher
+        // tries every split of the name among the stars and never answers.
+        let glob = format!("{}b", "a*".repeat(31));
+        let name = "a".repeat(100_000);
+        assert!(!glob_matches(&glob, &name));
+        assert!(glob_matches(&glob, &format!("{name}b")));
+        // The same pattern written by an author is bounded before it is ever matched.
+        assert!(pattern_problem(&format!("@{}b", "a*".repeat(40))).is_some());
+        assert!(pattern_problem(&format!("@{glob}")).is_none());
+    }
+
+    #[test]
     fn patterns_and_globs() {
         for (pattern, ok) in [
             ("fitness/@coach", true),
@@ -227,6 +250,7 @@ mod tests {
             ("coach", false),
             ("x/@Bad", false),
             ("/@", false),
+            ("@******************************************************************************-x", false),
         ] {
             assert_eq!(pattern_problem(pattern).is_none(), ok, "{pattern}");
         }
@@ -236,6 +260,21 @@ mod tests {
             ("*b", "coach-b", true),
             ("*", "x", true),
             ("a*c", "abd", false),
+            ("a*c", "ac", true),
+            ("a*a", "a", false),
+            ("*a*a*", "aa", true),
+            ("*a*a*", "a", false),
+            ("**", "", true),
+            ("", "", true),
+            ("", "x", false),
+            ("x", "", false),
+            ("ab*ab", "abab", true),
+            ("ab*ab", "aba", false),
+            ("*-b", "coach-b-b", true),
+            ("c*h*-b", "coach-b", true),
+            ("c*x*-b", "coach-b", false),
+            ("*ab*ab*", "aabab", true),
+            ("a**b", "ab", true),
         ] {
             assert_eq!(glob_matches(glob, name), matches, "{glob} {name}");
         }
