@@ -791,3 +791,88 @@ fn records_read_in_parts_are_the_records_read_whole() {
         assert_eq!(land.store().raw_records_in_parts(parts).expect("records"), whole, "{parts} parts");
     }
 }
+
+/// Runs `rounds` rounds of `simulation`, each of which must succeed.
+fn rounds(simulation: &mut seed::sim::Simulation, rounds: usize) {
+    for _ in 0..rounds {
+        simulation.round().expect("a round goes on");
+    }
+}
+
+#[test]
+fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let trace = dir.path().join("moments.jsonl");
+    let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+    let fixture = seed::sim::fixture::Fixture::load(&fixture_path).expect("fixture");
+    let options = seed::sim::SimOptions {
+        ticks: None,
+        seed: 0,
+        threads: 2,
+        land_dir: land.clone(),
+        trace_file: Some(trace.clone()),
+        progress: false,
+        model: None,
+        live: false,
+    };
+    let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    rounds(&mut simulation, 2);
+    let ada = simulation.land.resolve("@ada").expect("ada");
+    let key_file = land.join("keys").join(format!("{}.key", ada.to_hex()));
+    let key = std::fs::read(&key_file).expect("ada's key");
+    std::fs::remove_file(&key_file).expect("remove the key");
+    // As after a restart or a failed step: every writer reads its key again.
+    simulation.land.reload_writers();
+    let before = simulation.land.store().land_len().expect("len");
+    rounds(&mut simulation, 4);
+    assert!(simulation.land.store().land_len().expect("len") > before, "the other beings went on");
+    std::fs::write(&key_file, &key).expect("restore the key");
+    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
+    rounds(&mut simulation, 4);
+    simulation.finish().expect("finish");
+
+    let traces: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    let outcomes = |name: &str, ticks: std::ops::RangeInclusive<u64>| -> Vec<String> {
+        traces
+            .iter()
+            .filter(|t| t["name"] == name && ticks.contains(&t["tick"].as_u64().unwrap_or(0)))
+            .map(|t| t["outcome"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let missing = outcomes("ada", 3..=6);
+    assert!(!missing.is_empty() && missing.iter().all(|o| o.contains("no signing key")), "{missing:?}");
+    let others = outcomes("ben", 3..=6);
+    assert!(others.iter().any(|o| o.starts_with("act")), "ben acted meanwhile: {others:?}");
+    let back = outcomes("ada", 7..=10);
+    assert!(back.iter().any(|o| o.starts_with("act")), "ada acts again with its key back: {back:?}");
+
+    let fixture_arg = fixture_path.to_str().expect("utf-8");
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}{}", stdout(&verify), stderr(&verify));
+    let (code, report) = replay_all_json(&land, &["--fixture", fixture_arg]);
+    assert_eq!((code, report["divergences"].clone()), (0, Value::from(0)), "{report}");
+}
+
+#[test]
+fn a_checkpoint_is_never_signed_with_a_key_the_root_reel_does_not_name() {
+    let (_dir, land) = simulated("court.toml", 2);
+    let opened = seed::land::Land::open(&land).expect("open");
+    let (root, ada) = (opened.root(), opened.resolve("@ada").expect("ada"));
+    opened.close().expect("close");
+    let keys = land.join("keys");
+    let root_file = keys.join(format!("{}.key", root.to_hex()));
+    // Another valid key in the root's file: ada's.
+    std::fs::copy(keys.join(format!("{}.key", ada.to_hex())), &root_file).expect("swap the key");
+    let checkpoint = land.join(seed::check::checkpoint::CHECKPOINT_FILE);
+    let _ = std::fs::remove_file(&checkpoint);
+    // The facts verify; the checkpoint is refused, naming the key file.
+    let verify = seed(&land, &["verify"]);
+    let said = format!("{}{}", stdout(&verify), stderr(&verify));
+    assert!(said.contains("does not match the key the reel expects") && said.contains(&root.to_hex()), "{said}");
+    assert!(!checkpoint.exists(), "no checkpoint was signed");
+}

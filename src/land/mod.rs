@@ -89,6 +89,35 @@ pub struct LandMeta {
     pub operator: String,
 }
 
+impl LandError {
+    /// Whether the error stops only one being's facts (its key, its body,
+    /// its ended reel) rather than the land: a live round fails that
+    /// being's moment and goes on with the others.
+    pub fn belongs_to_being(&self) -> bool {
+        match self {
+            LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => true,
+            LandError::BodyTooLarge { .. } | LandError::Ended { .. } | LandError::BadName { .. } => true,
+            LandError::Key(KeyError::Io { .. } | KeyError::Random { .. })
+            | LandError::NoLand { .. }
+            | LandError::NotALand { .. }
+            | LandError::AlreadyPlanted { .. }
+            | LandError::NotEmpty { .. }
+            | LandError::Meta { .. }
+            | LandError::Locked { .. }
+            | LandError::StoreOpen { .. }
+            | LandError::StoreMissingFacts { .. }
+            | LandError::UnknownName { .. }
+            | LandError::UnknownBeing { .. }
+            | LandError::AmbiguousName { .. }
+            | LandError::BadReference { .. }
+            | LandError::Io { .. }
+            | LandError::Store(_)
+            | LandError::Fact(_)
+            | LandError::Checkpoint { .. } => false,
+        }
+    }
+}
+
 /// What a caller gets back once a fact is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sealed {
@@ -447,6 +476,19 @@ impl Land {
         Ok(())
     }
 
+    /// Drops a prepared fact that will never be submitted: its writer
+    /// reloads its head from the store at its next use.
+    pub fn abandon(&self, prepared: Prepared) {
+        prepared.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
+    }
+
+    /// Forgets every writer's head: each reloads from the store (and its key
+    /// from the key ring) at its next use. Called after a failed step, once
+    /// nothing is on its way to the store.
+    pub fn reload_writers(&self) {
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+    }
+
     fn writer(&self, being: &BeingId) -> Result<Arc<Mutex<Writer>>, LandError> {
         let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(writer) = writers.get(being) {
@@ -581,7 +623,11 @@ impl Land {
     /// of the land log (whose covered digest is `digest`, from a verification
     /// without problems) and writes it atomically, replacing the previous one.
     pub fn write_verified_checkpoint(&self, facts: u64, digest: Hash32) -> Result<VerifiedCheckpoint, LandError> {
-        let key = self.keys.load(&self.root)?;
+        // The root's key as its reel names it now: a key file holding any
+        // other valid key (another being's, a digit changed) is refused
+        // here, not found out when a replay refuses the checkpoint.
+        let head = self.store.head(&self.root)?.ok_or(LandError::UnknownBeing { being: self.root })?;
+        let key = self.current_key(&self.root, &head.public_key)?;
         let checkpoint = VerifiedCheckpoint::seal(facts, digest, self.root, &key);
         let path = self.dir.join(CHECKPOINT_FILE);
         let temporary = self.dir.join(format!("{CHECKPOINT_FILE}.tmp"));

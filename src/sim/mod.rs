@@ -11,7 +11,7 @@ pub mod fixture;
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
-use crate::fact::{BeingId, FactId, Hash32};
+use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
@@ -336,6 +336,29 @@ struct Sealing {
 }
 
 impl Sealing {
+    fn new(next_land_seq: u64, threads: usize) -> Sealing {
+        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads }
+    }
+
+    /// Waits for every fact handed to the store, each at the land seq the
+    /// world folded it at. Waits for all of them even after a failure, so
+    /// that nothing is still on its way to the store when the caller reloads
+    /// the writers from it; returns the first failure.
+    fn wait_all(&mut self) -> Result<(), SimError> {
+        let mut first_failure = None;
+        for (expected, seal) in std::mem::take(&mut self.pending) {
+            let failure = match seal.wait() {
+                Ok(done) if done.land_seq == expected => continue,
+                Ok(done) => {
+                    SimError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
+                }
+                Err(error) => error.into(),
+            };
+            first_failure.get_or_insert(failure);
+        }
+        first_failure.map_or(Ok(()), Err)
+    }
+
     fn push(&mut self, prepared: Prepared) {
         self.prepared.push((self.next_land_seq, prepared));
         self.next_land_seq += 1;
@@ -575,6 +598,31 @@ impl Simulation {
 
     /// One round: the tick's events, every wake's moment, the seals.
     pub fn round(&mut self) -> Result<(), SimError> {
+        let mut sealing = Sealing::new(0, self.threads.max(1));
+        let result = self.round_sealing(&mut sealing);
+        self.settle(result, sealing)
+    }
+
+    /// Ends a step. After a failure anywhere between deciding and sealing,
+    /// the world and the writers may be ahead of the land (moments folded,
+    /// facts prepared, never sealed): wait for what was already handed to the
+    /// store, then make the world exactly the fold of what was sealed and
+    /// let every writer reload its head from the store, so the next moment
+    /// is decided against the land as it is and every sealed act replays.
+    fn settle<T>(&mut self, result: Result<T, SimError>, mut sealing: Sealing) -> Result<T, SimError> {
+        let waited = sealing.wait_all();
+        let result = result.and_then(|value| waited.map(|()| value));
+        if result.is_err() {
+            self.sealed_calls.clear();
+            self.land.reload_writers();
+            let mut world = World::new();
+            fold_to_end(self.land.store(), &mut world)?;
+            self.world = world;
+        }
+        result
+    }
+
+    fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), SimError> {
         self.tick += 1;
         let tick = self.tick;
         if self.live {
@@ -605,12 +653,7 @@ impl Simulation {
         fold_to_end(self.land.store(), &mut self.world)?;
         let wakes = self.scheduler.wakes(&self.world, tick);
         let now_ms = self.clock.now_ms();
-        let mut sealing = Sealing {
-            prepared: Vec::new(),
-            pending: Vec::new(),
-            next_land_seq: self.land.store().land_len()?,
-            threads: self.threads.max(1),
-        };
+        sealing.next_land_seq = self.land.store().land_len()?;
         // Every moment of the round opens at the same cursor: blocking tasks on
         // the runtime compute them from one snapshot while this thread seals
         // finished ones, in being-id order.
@@ -644,27 +687,51 @@ impl Simulation {
                 waiting.insert(index, result);
             }
             let (outcome, trace) = waiting.remove(&next).expect("just checked");
-            self.seal_outcome(tick, *being, outcome, trace, &mut sealing)?;
+            self.seal_outcome(tick, *being, outcome, trace, sealing)?;
             if sealing.ripe() {
                 sealing.flush(&self.land);
             }
         }
         sealing.flush(&self.land);
-        for (expected, seal) in sealing.pending {
-            let sealed = seal.wait()?;
-            if sealed.land_seq != expected {
-                return Err(SimError::Internal(format!(
-                    "land seq {} sealed where {expected} was folded",
-                    sealed.land_seq
-                )));
-            }
-        }
+        sealing.wait_all()?;
         // after: hooks see each act once it is durable, in sealing order.
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);
         }
         self.summary.ticks = tick;
         Ok(())
+    }
+
+    /// Prepares an act's fact and, for a birth, the child's genesis after
+    /// it. If the genesis cannot be prepared, the act's writer forgets the
+    /// act, so nothing of the moment is left half-prepared.
+    fn prepare_act_and_birth(
+        &self,
+        being: BeingId,
+        body: CanonicalBody,
+        birth: Option<&moment::BirthRequest>,
+    ) -> Result<(Prepared, Option<Prepared>), LandError> {
+        let act = self.land.prepare_canonical(&being, KIND_ACT, body)?;
+        let Some(birth) = birth else { return Ok((act, None)) };
+        let genesis = self.land.prepare_being(BeingSpec {
+            name: birth.name.clone(),
+            parent: Some(birth.parent),
+            cognition: birth.cognition,
+            role_flow: birth
+                .role_flow
+                .as_array()
+                .map(|flow| flow.iter().map(json_to_cbor).collect())
+                .unwrap_or_default(),
+            default_role: birth.default_role.clone(),
+            home_space: birth.home_space.clone(),
+        });
+        match genesis {
+            Ok(genesis) => Ok((act, Some(genesis))),
+            Err(error) => {
+                self.land.abandon(act);
+                Err(error)
+            }
+        }
     }
 
     /// Seals one moment's outcome (in being-id order within the round),
@@ -687,7 +754,7 @@ impl Simulation {
         let (mut sealed_call, mut sealed_content) = (None, None);
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
-                Ok(()) => {
+                Ok(()) => 'sealing: {
                     if self.moment_log.is_some() {
                         sealed_call = serde_json::to_value(&act.body.call).ok();
                         sealed_content = act.body.content.clone();
@@ -698,24 +765,28 @@ impl Simulation {
                             act.body.canonical().map_err(|error| SimError::Internal(format!("act body: {error}")))?
                         }
                     };
-                    let prepared = self.land.prepare_canonical(&being, KIND_ACT, body)?;
-                    let unsigned = &prepared.unsigned;
+                    // What can stop this being's facts alone (its key missing,
+                    // unreadable or not the reel's, a body over the land's
+                    // limit, an ended reel) fails this moment before anything
+                    // is folded; the other beings of the round go on.
+                    let prepared = match self.prepare_act_and_birth(being, body, act.birth.as_ref()) {
+                        Ok(prepared) => prepared,
+                        Err(error) if error.belongs_to_being() => {
+                            let reason = error.to_string();
+                            self.summary.failures += 1;
+                            *self.summary.failure_reasons.entry(failure_kind(&reason)).or_default() += 1;
+                            trace.outcome = format!("failure in seal: {reason}");
+                            (sealed_call, sealed_content) = (None, None);
+                            break 'sealing;
+                        }
+                        Err(error) => return Err(error.into()),
+                    };
+                    let (prepared_act, prepared_birth) = prepared;
+                    let unsigned = &prepared_act.unsigned;
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
-                    sealing.push(prepared);
+                    sealing.push(prepared_act);
                     *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
-                    if let Some(birth) = &act.birth {
-                        let prepared = self.land.prepare_being(BeingSpec {
-                            name: birth.name.clone(),
-                            parent: Some(birth.parent),
-                            cognition: birth.cognition,
-                            role_flow: birth
-                                .role_flow
-                                .as_array()
-                                .map(|flow| flow.iter().map(json_to_cbor).collect())
-                                .unwrap_or_default(),
-                            default_role: birth.default_role.clone(),
-                            home_space: birth.home_space.clone(),
-                        })?;
+                    if let (Some(birth), Some(prepared)) = (&act.birth, prepared_birth) {
                         let unsigned = &prepared.unsigned;
                         self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
                         sealing.push(prepared);
@@ -800,20 +871,12 @@ impl Simulation {
         let (outcome, trace) = moment::run_person(&self.substrate, &self.world, being, wake, now_ms, &observer, choice);
         self.running.finish(&being);
         let first_land_seq = self.land.store().land_len()?;
-        let mut sealing =
-            Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq: first_land_seq, threads: 1 };
-        let outcome = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing)?;
-        sealing.flush(&self.land);
-        let sealed = !sealing.pending.is_empty();
-        for (expected, seal) in sealing.pending {
-            let done = seal.wait()?;
-            if done.land_seq != expected {
-                return Err(SimError::Internal(format!(
-                    "land seq {} sealed where {expected} was folded",
-                    done.land_seq
-                )));
-            }
-        }
+        let mut sealing = Sealing::new(first_land_seq, 1);
+        let result = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing).map(|outcome| {
+            sealing.flush(&self.land);
+            (outcome, !sealing.pending.is_empty())
+        });
+        let (outcome, sealed) = self.settle(result, sealing)?;
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);
         }
