@@ -523,3 +523,117 @@ fn a_being_inhabited_when_the_land_stopped_is_released_after_a_restart() {
     let operator = up.get("/api/v1/beings/operator").1;
     assert!(operator["reel"][0]["summary"].as_str().is_some_and(|line| line.starts_with("be release")), "{operator}");
 }
+
+#[test]
+fn a_body_over_the_land_fact_limit_is_413_naming_the_field_not_500() {
+    // The request limit is raised far past the land's fact body limit
+    // (64 KiB), so the land's limit is the one that refuses.
+    let up = Up::start(&["--body-bytes-max", "400000"]);
+    let big = "x".repeat(131_000);
+    let cases = [
+        case(
+            "a signal value",
+            "POST",
+            "/api/v1/signals",
+            json!({"key": "court.big", "value": big}),
+            413,
+            "too-large",
+            Some("value"),
+        ),
+        case(
+            "a signal value through the act route",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "publish-signal", "args": {"key": "court.big", "value": big}}),
+            413,
+            "too-large",
+            Some("value"),
+        ),
+        case(
+            "a summon's content",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "summon", "target": "@ada", "content": big}),
+            413,
+            "too-large",
+            Some("content"),
+        ),
+        case(
+            "a role's prompt (its own, smaller limit names it first)",
+            "POST",
+            "/api/v1/roles",
+            json!({"definition": {"name": "big", "prompt": big}}),
+            400,
+            "bad-field",
+            Some("definition.prompt"),
+        ),
+        // Each field fits, the act's whole body does not: the seal refuses it.
+        case(
+            "an act whose whole body is over the limit",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "publish-signal", "args": {"key": "court.big", "value": "y".repeat(65_300)}}),
+            413,
+            "too-large",
+            None,
+        ),
+    ];
+    check(&up, &cases);
+    // The land goes on: a small act still seals.
+    let (status, body) = up.post("/api/v1/signals", &json!({"key": "court.small", "value": 1}));
+    assert!(status < 300, "{body}");
+}
+
+#[test]
+fn a_signal_key_has_one_rule_on_every_route() {
+    let up = Up::start(&[]);
+    let long_key = format!("court.{}", "k".repeat(1_000));
+    let cases = [
+        case(
+            "a long key",
+            "POST",
+            "/api/v1/signals",
+            json!({"key": long_key, "value": 1}),
+            400,
+            "bad-field",
+            Some("key"),
+        ),
+        case(
+            "a long key through the act route",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "publish-signal", "args": {"key": long_key, "value": 1}}),
+            400,
+            "refused",
+            None,
+        ),
+        case(
+            "a key without a namespace through the act route",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "publish-signal", "args": {"key": "loose", "value": 1}}),
+            400,
+            "refused",
+            None,
+        ),
+        case(
+            "a nested fraction through the act route",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "publish-signal", "args": {"key": "court.x", "value": {"a": [1.5]}}}),
+            400,
+            "refused",
+            None,
+        ),
+        case(
+            "a nested fraction on the signal route",
+            "POST",
+            "/api/v1/signals",
+            json!({"key": "court.x", "value": {"a": [1.5]}}),
+            400,
+            "bad-field",
+            Some("value"),
+        ),
+    ];
+    check(&up, &cases);
+}

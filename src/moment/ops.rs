@@ -37,7 +37,7 @@ impl ArgType {
             ArgType::Text => value.is_string(),
             ArgType::Integer => value.as_i64().is_some(),
             ArgType::Bool => value.is_boolean(),
-            ArgType::Any => !value.is_f64(),
+            ArgType::Any => !crate::world::holds_fraction(value),
         }
     }
 
@@ -46,7 +46,7 @@ impl ArgType {
             ArgType::Text => "a string",
             ArgType::Integer => "an integer",
             ArgType::Bool => "true or false",
-            ArgType::Any => "a value",
+            ArgType::Any => "a value without fractions",
         }
     }
 }
@@ -209,8 +209,8 @@ fn op_move(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
 
 fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
     let key = text_arg(call.args, "key");
-    if key.split('.').count() < 2 || key.split('.').any(str::is_empty) {
-        return Err(format!("signal key {key:?} must be `namespace.key`"));
+    if let Some(problem) = crate::world::signal_key_problem(key) {
+        return Err(format!("args.key: {problem}"));
     }
     let value = call.args.get("value").cloned().filter(|value| !value.is_null());
     Ok(vec![Effect::SetSignal { key: key.to_string(), value }])
@@ -283,7 +283,10 @@ mod tests {
 
     #[test]
     fn schemas_name_the_bad_field() {
-        let schema = ArgSchema::default().field("to", ArgType::Text, true).field("count", ArgType::Integer, false);
+        let schema = ArgSchema::default()
+            .field("to", ArgType::Text, true)
+            .field("count", ArgType::Integer, false)
+            .field("any", ArgType::Any, false);
         let cases = [
             (json!({"to": "/a"}), Ok(())),
             (json!({"to": "/a", "count": 2}), Ok(())),
@@ -292,6 +295,7 @@ mod tests {
             (json!({"to": "/a", "count": "2"}), Err("args.count must be an integer")),
             (json!({"to": "/a", "colour": 1}), Err("args.colour is not an argument")),
             (json!([1]), Err("args must be an object")),
+            (json!({"to": "/a", "any": {"deep": [1, 2.5]}}), Err("args.any must be a value without fractions")),
         ];
         for (args, expected) in cases {
             match (schema.validate(&args), expected) {

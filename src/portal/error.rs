@@ -70,6 +70,18 @@ impl PortalError {
         )
     }
 
+    /// 413: one field of the request is larger than a fact body may be.
+    pub fn over_fact_limit(field: &str, len: usize, most: usize) -> PortalError {
+        PortalError {
+            field: Some(field.to_string()),
+            ..PortalError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too-large",
+                format!("`{field}` is {len} bytes, over the land's fact_body_bytes_max = {most} bytes"),
+            )
+        }
+    }
+
     pub fn rate_limited(most: u64) -> PortalError {
         PortalError::new(
             StatusCode::TOO_MANY_REQUESTS,

@@ -38,6 +38,8 @@ pub struct LiveLand {
     epoch: std::time::Instant,
     /// The land's clock, read (never advanced) for previews.
     clock: Arc<crate::clock::LogicalClock>,
+    /// The land's `fact_body_bytes_max`, for refusing oversized input early.
+    fact_body_bytes_max: usize,
 }
 
 /// Why a person's moment did not seal: the moment trace's outcome.
@@ -58,6 +60,7 @@ impl LiveLand {
             running: simulation.running.clone(),
             epoch: simulation.epoch(),
             clock: simulation.clock(),
+            fact_body_bytes_max: simulation.land.limits().fact_body_bytes_max,
             simulation: Mutex::new(Some(simulation)),
             store,
             operator,
@@ -66,6 +69,10 @@ impl LiveLand {
             presence: Mutex::new(BTreeMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    pub fn fact_body_bytes_max(&self) -> usize {
+        self.fact_body_bytes_max
     }
 
     pub fn operator(&self) -> BeingId {

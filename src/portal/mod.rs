@@ -199,6 +199,8 @@ fn refusal(outcome: &str) -> PortalError {
     let permission = ["not within", "not an ancestor", "no person drives", "may only", "may not"];
     if permission.iter().any(|needle| outcome.contains(needle)) {
         PortalError::forbidden(reason)
+    } else if outcome.contains("over the land's limit") {
+        PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
     } else if outcome.starts_with("failure in seal") || outcome.contains("is taken") {
         PortalError::conflict(reason)
     } else {
@@ -209,6 +211,7 @@ fn refusal(outcome: &str) -> PortalError {
 /// Runs one moment of `being` (by name) driven by the operator's session,
 /// after checking the session may drive it. Returns the outcome line.
 async fn drive(portal: &Arc<Portal>, name: &str, wake: Wake, choice: PersonChoice) -> Result<Json, PortalError> {
+    check_choice_fits_a_fact(portal.live.fact_body_bytes_max(), &choice)?;
     let world = portal.live.world();
     let row = views::being_row(&world, name)?;
     views::may_drive(&world, portal.live.operator(), row).map_err(PortalError::forbidden)?;
@@ -220,6 +223,40 @@ async fn drive(portal: &Arc<Portal>, name: &str, wake: Wake, choice: PersonChoic
         Ok(done) => Ok(json!({"outcome": done.outcome, "landSeq": done.land_seq})),
         Err(refused) => Err(refusal(&refused.outcome)),
     }
+}
+
+/// 413 naming the field of a person's choice that alone is larger than the
+/// land lets a fact body be (measured as JSON, which is never shorter than
+/// the canonical CBOR it becomes): the caller's input, refused before
+/// anything is prepared. An act just under the limit whose whole body is
+/// over it is refused by the seal, which the moment trace names.
+fn check_choice_fits_a_fact(body_bytes_max: usize, choice: &PersonChoice) -> Result<(), PortalError> {
+    let mut fields: Vec<(&str, &Json)> = Vec::new();
+    let (content, address);
+    match &choice.call {
+        VerbCall::Do { args: Json::Object(map), .. } | VerbCall::Be { payload: Json::Object(map), .. } => {
+            fields.extend(map.iter().map(|(key, value)| (key.as_str(), value)));
+        }
+        VerbCall::Do { args: value, .. } => fields.push(("args", value)),
+        VerbCall::Be { payload: value, .. } => fields.push(("payload", value)),
+        VerbCall::Summon { content: text, .. } => {
+            content = Json::String(text.clone());
+            fields.push(("content", &content));
+        }
+        VerbCall::See { address: text } => {
+            address = Json::String(text.clone());
+            fields.push(("address", &address));
+        }
+    }
+    let prose = choice.content.clone().map(Json::String);
+    fields.extend(prose.as_ref().map(|text| ("content", text)));
+    for (field, value) in fields {
+        let len = serde_json::to_vec(value).map_or(0, |bytes| bytes.len());
+        if len > body_bytes_max {
+            return Err(PortalError::over_fact_limit(field, len, body_bytes_max));
+        }
+    }
+    Ok(())
 }
 
 /// The operator acting as itself.
@@ -782,11 +819,11 @@ async fn edit_flow(portal: &Arc<Portal>, name: &str, flow: Json) -> Result<Json,
 
 async fn publish(portal: &Arc<Portal>, request: &Json) -> Result<Json, PortalError> {
     let key = required_text(request, "key")?;
-    if key.split('.').count() < 2 || key.split('.').any(str::is_empty) || key.len() > 128 {
-        return Err(PortalError::field("key", format!("signal key {key:?} must be `namespace.key`")));
+    if let Some(problem) = crate::world::signal_key_problem(key) {
+        return Err(PortalError::field("key", problem));
     }
     let value = request.get("value").cloned().unwrap_or(Json::Null);
-    if value.is_f64() {
+    if crate::world::holds_fraction(&value) {
         return Err(PortalError::field(
             "value",
             "signal values are integers, text, booleans, lists or maps (no fractions)",

@@ -305,9 +305,5 @@ impl Fixture {
 }
 
 fn check_signal_key(key: &str) -> Result<(), String> {
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.len() < 2 || parts.iter().any(|part| part.is_empty()) {
-        return Err(format!("signal key {key:?} must be `namespace.key`"));
-    }
-    Ok(())
+    crate::world::signal_key_problem(key).map_or(Ok(()), Err)
 }

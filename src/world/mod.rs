@@ -22,6 +22,32 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::sync::{PoisonError, RwLock};
 
+/// Longest world signal key, in characters.
+pub const SIGNAL_KEY_CHARS_MAX: usize = 128;
+
+/// Why `key` is not a world signal key, or `None`: the one rule for a key,
+/// wherever it enters (a fixture, the portal, a DO call, a script).
+pub fn signal_key_problem(key: &str) -> Option<String> {
+    if key.chars().count() > SIGNAL_KEY_CHARS_MAX {
+        return Some(format!("signal key is {} characters, over {SIGNAL_KEY_CHARS_MAX}", key.chars().count()));
+    }
+    if key.split('.').count() < 2 || key.split('.').any(str::is_empty) {
+        return Some(format!("signal key {key:?} must be `namespace.key`"));
+    }
+    None
+}
+
+/// Whether a value holds a fraction anywhere: facts carry integers only, so
+/// a value with one is refused where it enters, never when it is encoded.
+pub fn holds_fraction(value: &Json) -> bool {
+    match value {
+        Json::Number(number) => number.is_f64(),
+        Json::Array(items) => items.iter().any(holds_fraction),
+        Json::Object(map) => map.values().any(holds_fraction),
+        Json::Null | Json::Bool(_) | Json::String(_) => false,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Space {
     pub kind: String,
