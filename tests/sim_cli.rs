@@ -64,3 +64,33 @@ fn bad_fixtures_get_one_clear_error() {
     }
     assert_eq!(seed(&["sim", "fixtures/court.toml", "--threads", "0"]).status.code(), Some(1));
 }
+
+#[test]
+fn two_runs_started_together_on_one_empty_folder_never_plant_into_one_land() {
+    for trial in 0..6 {
+        let dir = tempfile::tempdir().expect("folder");
+        let land = dir.path().join("land");
+        let land = land.to_str().unwrap();
+        let start = || {
+            Command::new(env!("CARGO_BIN_EXE_seed"))
+                .args(["--land", land, "sim", "fixtures/court.toml", "--ticks", "20", "--seed", "3", "--json"])
+                .env_remove("SEED_LAND")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start seed")
+        };
+        let (first, second) = (start(), start());
+        let outputs = [first.wait_with_output().expect("first"), second.wait_with_output().expect("second")];
+        let planted: Vec<&Output> = outputs.iter().filter(|output| output.status.success()).collect();
+        assert_eq!(planted.len(), 1, "trial {trial}: exactly one run plants");
+        let refused = outputs.iter().find(|output| !output.status.success()).expect("one refused");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            ["already planted", "in use by another process", "not empty"].iter().any(|reason| said.contains(reason)),
+            "trial {trial}: {said}"
+        );
+        let verify = seed(&["--land", land, "verify"]);
+        assert!(verify.status.success(), "trial {trial}: {}", String::from_utf8_lossy(&verify.stdout));
+    }
+}

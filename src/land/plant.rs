@@ -34,6 +34,15 @@ pub struct PlantReport {
 }
 
 /// Writes `land.toml` atomically: the marker that the plant finished.
+/// `AlreadyPlanted` if `dir` holds a land's meta file.
+fn refuse_a_planted_land(dir: &Path) -> Result<(), LandError> {
+    if !dir.join(LAND_META_FILE).exists() {
+        return Ok(());
+    }
+    let root = super::read_meta(dir).ok().and_then(|meta| BeingId::from_hex(&meta.root)).unwrap_or(BeingId::ZERO);
+    Err(LandError::AlreadyPlanted { dir: dir.to_path_buf(), root })
+}
+
 fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
     let temporary = dir.join(format!("{LAND_META_FILE}.tmp"));
@@ -63,11 +72,7 @@ impl Land {
         limits: Limits,
         key_source: KeySource,
     ) -> Result<(Land, PlantReport), LandError> {
-        if dir.join(LAND_META_FILE).exists() {
-            let root =
-                super::read_meta(dir).ok().and_then(|meta| BeingId::from_hex(&meta.root)).unwrap_or(BeingId::ZERO);
-            return Err(LandError::AlreadyPlanted { dir: dir.to_path_buf(), root });
-        }
+        refuse_a_planted_land(dir)?;
         if dir.exists() {
             let mut entries =
                 std::fs::read_dir(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
@@ -76,7 +81,15 @@ impl Land {
             }
         }
         std::fs::create_dir_all(dir).map_err(|source| LandError::Io { path: dir.to_path_buf(), source })?;
+        // Two commands may plant into one empty folder at once: both passed
+        // the checks above. Only the store's lock decides between them, so
+        // the folder is judged again once it is held: whoever comes second
+        // finds the first one's land (or its facts) and changes nothing.
         let store = open_store(dir, &limits)?;
+        refuse_a_planted_land(dir)?;
+        if crate::store::Store::land_len(&store)? > 0 {
+            return Err(LandError::NotEmpty { dir: dir.to_path_buf() });
+        }
         let keys = KeyRing::open(&dir.join(KEYS_DIR))?;
         debug_assert!(dir.join(STORE_DIR).is_dir());
         // The land is usable before its meta file exists; the meta is written last.
