@@ -22,6 +22,10 @@ use std::time::Duration;
 pub struct LiveLand {
     simulation: Mutex<Option<Simulation>>,
     snapshot: RwLock<Arc<World>>,
+    /// The latest moment traces, oldest first, published after each step
+    /// beside the world so that readers never wait for the writer's lock
+    /// (a round holds it for as long as its moments run).
+    recent_traces: RwLock<Arc<Vec<Json>>>,
     substrate: Arc<Substrate>,
     store: Arc<dyn Store>,
     operator: BeingId,
@@ -56,6 +60,7 @@ impl LiveLand {
         let (events, _) = tokio::sync::broadcast::channel(64);
         Ok(Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(simulation.world.clone())),
+            recent_traces: RwLock::new(Arc::new(simulation.recent_traces.iter().cloned().collect())),
             substrate: simulation.substrate_shared(),
             running: simulation.running.clone(),
             epoch: simulation.epoch(),
@@ -105,7 +110,12 @@ impl LiveLand {
         let mut guard = self.simulation.lock().unwrap_or_else(|p| p.into_inner());
         let simulation = guard.as_mut()?;
         let cursor_before = simulation.world.cursor;
+        let moments_before = simulation.summary.moments;
         let result = work(simulation);
+        if simulation.summary.moments != moments_before {
+            let traces = Arc::new(simulation.recent_traces.iter().cloned().collect());
+            *self.recent_traces.write().unwrap_or_else(|p| p.into_inner()) = traces;
+        }
         if simulation.world.cursor != cursor_before {
             let world = Arc::new(simulation.world.clone());
             let cursor = world.cursor;
@@ -148,8 +158,8 @@ impl LiveLand {
 
     /// The latest moment traces, newest first.
     pub fn recent_traces(&self, most: usize) -> Vec<Json> {
-        self.with_simulation(|simulation| simulation.recent_traces.iter().rev().take(most).cloned().collect())
-            .unwrap_or_default()
+        let traces = self.recent_traces.read().unwrap_or_else(|p| p.into_inner()).clone();
+        traces.iter().rev().take(most).cloned().collect()
     }
 
     /// The moments running now: (being, beat, microseconds in it).
@@ -228,4 +238,63 @@ fn latest_token_hash(store: &dyn Store, operator: &BeingId) -> Result<Hash32, Si
         }
     }
     hash.ok_or_else(|| SimError::Internal("the operator's reel holds no operator-token fact".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn live_court() -> (tempfile::TempDir, Arc<LiveLand>) {
+        let dir = tempfile::tempdir().expect("folder");
+        let fixture_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+        let fixture = crate::sim::fixture::Fixture::load(&fixture_path).expect("fixture");
+        let options = crate::sim::SimOptions {
+            ticks: None,
+            seed: 0,
+            threads: 1,
+            land_dir: dir.path().join("land"),
+            trace_file: None,
+            progress: false,
+            model: None,
+            live: true,
+        };
+        let simulation = Simulation::plant(&fixture, &options).expect("plant");
+        (dir, LiveLand::new(simulation).expect("live"))
+    }
+
+    #[test]
+    fn readers_never_wait_for_the_writers_lock() {
+        let (_dir, live) = live_court();
+        live.round().expect("a round");
+        live.round().expect("a second round: the court wakes every other tick");
+        let (holding_sender, holding) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let writer = {
+            let live = live.clone();
+            std::thread::spawn(move || {
+                live.with_simulation(|_| {
+                    holding_sender.send(()).expect("tell");
+                    released.recv().expect("wait to be released");
+                })
+            })
+        };
+        holding.recv().expect("the writer holds the lock");
+        // What every page and /api/v1/moments read, asked while a step holds
+        // the lock: each must answer without it (a bounded wait, not a timing).
+        let (answered_sender, answered) = mpsc::channel();
+        let reader = live.clone();
+        std::thread::spawn(move || {
+            let traces = reader.recent_traces(10).len();
+            let cursor = reader.world().cursor;
+            let running = reader.running().len();
+            let _ = answered_sender.send((traces, cursor, running));
+        });
+        let answer = answered.recv_timeout(Duration::from_secs(30));
+        release.send(()).expect("release");
+        writer.join().expect("writer");
+        let (traces, cursor, _) = answer.expect("the readers answered while the writer's lock was held");
+        assert!(traces > 0 && cursor > 0, "the published traces and world are the round's");
+        live.stop().expect("stop");
+    }
 }

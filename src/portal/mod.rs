@@ -1009,23 +1009,31 @@ async fn api_flow_preview(
             .map_err(|error| PortalError::field("flow", format!("`flow` is not JSON: {error}")))?,
         (None, None) => return Err(PortalError::field("flow", "`flow` is required")),
     };
-    let world = portal.live.world();
-    let row = views::being_row(&world, &name)?;
-    let bound = portal
-        .live
+    // Compiling and walking a flow is CPU work on authored input: it runs
+    // off the async workers, which only answer requests.
+    let live = portal.live.clone();
+    let preview = tokio::task::spawn_blocking(move || preview_flow(&live, &name, &flow))
+        .await
+        .map_err(|error| PortalError::internal(format!("the preview task stopped: {error}")))??;
+    Ok(axum::Json(preview).into_response())
+}
+
+fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<Json, PortalError> {
+    let world = live.world();
+    let row = views::being_row(&world, name)?;
+    let bound = live
         .substrate()
-        .bound_flow_of(&world, &flow, &row.default_role)
+        .bound_flow_of(&world, flow, &row.default_role)
         .map_err(|reason| PortalError::field("flow", reason))?;
     let wake = views::preview_wake(row);
-    let opened = moment::open(&world, row.id, wake, portal.live.now_ms());
-    let assigned = moment::assign_flow(portal.live.substrate(), &world, &opened, bound)
+    let opened = moment::open(&world, row.id, wake, live.now_ms());
+    let assigned = moment::assign_flow(live.substrate(), &world, &opened, bound)
         .map_err(|failure| PortalError::field("flow", failure.reason))?;
-    Ok(axum::Json(json!({
+    Ok(json!({
         "primary": assigned.composed.primary.as_deref(),
         "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
         "clauses": assigned.flow.explain(&assigned.walk),
     }))
-    .into_response())
 }
 
 async fn api_replay(
