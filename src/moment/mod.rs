@@ -75,8 +75,7 @@ pub struct Substrate {
 
 /// Parses an authored role's JSON definition (the same validation as a role file).
 pub fn parse_authored_role(definition: &Json) -> Result<crate::roles::Role, Vec<crate::roles::RoleLoadError>> {
-    let text = definition.to_string();
-    crate::roles::Role::parse(&text, crate::roles::definition::RoleFormat::Json, "authored")
+    crate::roles::Role::parse_authored(&definition.to_string(), "authored")
 }
 
 impl Substrate {
@@ -711,10 +710,13 @@ pub fn decide(
             let target_address: Address =
                 target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
             let seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
-            let op_call = OpCall { world, actor: &row.name, target: &target_address, args: &args };
+            let op_call =
+                OpCall { world, actor: &row.name, target: &target_address, args: &args, scripts: &substrate.scripts };
             effects = substrate
                 .ops
                 .run(&action, &op_call, &substrate.scripts, seed)
+                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+            keeps_its_means_to_undo(substrate, world, row, assigned, &action, &effects)
                 .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
             VerbCall::Do { target: target_address.to_string(), action, args }
         }
@@ -802,6 +804,67 @@ pub fn decide(
     }))
 }
 
+/// The operations a being undoes a change to its own roles with: a roleFlow
+/// edit by another edit, an authored role by another authoring.
+const UNDOING_OPERATIONS: &[&str] = &["edit-role-flow", "author-role"];
+
+/// Refuses a change to the roles the actor itself wears (its own roleFlow,
+/// or a role definition) after which, in this same moment, it could no
+/// longer call the operation that made the change: nothing in the land
+/// could undo it (the operator setting its own flow to a role without
+/// `edit-role-flow`, or re-authoring `operator` without `author-role`).
+fn keeps_its_means_to_undo(
+    substrate: &Substrate,
+    world: &World,
+    actor: &BeingRow,
+    assigned: &Assigned,
+    action: &str,
+    effects: &[Effect],
+) -> Result<(), String> {
+    if !UNDOING_OPERATIONS.contains(&action) {
+        return Ok(());
+    }
+    let mut flow_after = &actor.role_flow;
+    let mut authored = Vec::new();
+    for effect in effects {
+        match effect {
+            Effect::SetRoleFlow { being, flow } if *being == actor.name => flow_after = flow,
+            Effect::PutRole { definition, .. } => {
+                // The operation validated it already; one that does not
+                // parse changes no one's roles.
+                if let Ok(role) = parse_authored_role(definition) {
+                    authored.push(role);
+                }
+            }
+            _ => {}
+        }
+    }
+    if std::ptr::eq(flow_after, &actor.role_flow) && authored.is_empty() {
+        return Ok(());
+    }
+    let mut registry = match substrate.registry_for(world) {
+        Some(overlay) => (*overlay).clone(),
+        None => substrate.roles.clone(),
+    };
+    for role in authored {
+        registry.insert(role);
+    }
+    let flow = RoleFlow::from_json(flow_after)
+        .and_then(|flow| flow.bind(&registry, Some(&actor.default_role)))
+        .map_err(|error| format!("roleFlow {error}"))?;
+    let walk = flow.walk(&assigned.context, actor.effective_cognition());
+    let composed = compose(walk.primary.as_ref(), &walk.modifiers);
+    if substrate.resolvers.expand(&composed.can_do, &actor.name, world).iter().any(|entry| entry == action) {
+        return Ok(());
+    }
+    let wearing = walk.primary.as_ref().map_or_else(|| "no role".to_string(), |role| format!("role {}", role.name));
+    Err(format!(
+        "after this change @{} would wear {wearing} without {action:?} in canDo, so nothing could undo it; \
+keep {action:?} in the roles @{} wears",
+        actor.name, actor.name
+    ))
+}
+
 /// Re-runs the rules of the verb layer that depend on the world's state
 /// against the world as it stands when the act seals: an earlier act of the
 /// same round may have changed it (taken a cell, filled an inbox, used a
@@ -838,7 +901,7 @@ pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Res
             let actor = act_actor_name(world, act).ok_or_else(|| refuse("the actor is not in the world".into()))?;
             let target: Address =
                 target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
-            let call = OpCall { world, actor: &actor, target: &target, args };
+            let call = OpCall { world, actor: &actor, target: &target, args, scripts: &substrate.scripts };
             let effects = substrate
                 .ops
                 .run(action, &call, &substrate.scripts, act.op_seed)

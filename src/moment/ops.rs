@@ -93,6 +93,8 @@ pub struct OpCall<'a> {
     pub actor: &'a str,
     pub target: &'a Address,
     pub args: &'a Json,
+    /// The land's Rhai engine: an operation that stores a script compiles it first.
+    pub scripts: &'a ScriptEngine,
 }
 
 pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, String>;
@@ -226,8 +228,10 @@ fn op_author_role(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
     let role = super::parse_authored_role(&definition).map_err(|problems| {
         problems.iter().map(|problem| format!("{}: {}", problem.field, problem.reason)).collect::<Vec<_>>().join("; ")
     })?;
-    if role.script.is_some() {
-        return Err("definition.script: an authored role cannot carry a script".into());
+    // A script that does not compile is refused now, not found out by
+    // every moment of every being that wears the role.
+    if let Some(source) = &role.script {
+        call.scripts.compile(source).map_err(|error| format!("definition.script: {error}"))?;
     }
     Ok(vec![Effect::PutRole { name: role.name.to_string(), definition }])
 }

@@ -225,17 +225,24 @@ impl Role {
         Cbor::Map(fields)
     }
 
-    /// Parses and validates one role from TOML or JSON text. A `script` path
-    /// is read relative to `base_dir` (a role parsed without one may not name a script).
+    /// Parses and validates one role from TOML or JSON text that names no
+    /// script (a role parsed this way may not carry one).
     pub fn parse(text: &str, format: RoleFormat, origin: &str) -> Result<Role, Vec<RoleLoadError>> {
-        Role::parse_in(text, format, origin, None)
+        Role::parse_in(text, format, origin, ScriptField::Refused)
+    }
+
+    /// Parses and validates a role authored live: the JSON of
+    /// [`Role::definition_json`], its `script` the Rhai source itself. A
+    /// definition read back from a role parses to the same role and digest.
+    pub fn parse_authored(text: &str, origin: &str) -> Result<Role, Vec<RoleLoadError>> {
+        Role::parse_in(text, RoleFormat::Json, origin, ScriptField::Source)
     }
 
     pub fn parse_in(
         text: &str,
         format: RoleFormat,
         origin: &str,
-        base_dir: Option<&Path>,
+        script_field: ScriptField<'_>,
     ) -> Result<Role, Vec<RoleLoadError>> {
         let problem =
             |field: &str, reason: String| RoleLoadError { file: origin.to_string(), field: field.to_string(), reason };
@@ -273,6 +280,13 @@ impl Role {
             for (index, entry) in entries.iter().enumerate() {
                 let at = format!("{field}[{index}]");
                 match entry {
+                    CanEntry::Literal(text) if text.contains(['{', '}']) => problems.push(problem(
+                        &at,
+                        format!(
+                            "{text:?} is a token written as text: write {{rel = \"parent\"}} or {{pattern = \"@*\"}} \
+(in JSON {{\"rel\": \"parent\"}}), not a string"
+                        ),
+                    )),
                     CanEntry::Rel(relation) if !KNOWN_RELATIONS.contains(&relation.as_ref()) => problems.push(problem(
                         &at,
                         format!("unknown relation {relation:?} (known: {})", KNOWN_RELATIONS.join(", ")),
@@ -305,9 +319,17 @@ impl Role {
         if let Err(reason) = super::compose::placeholders(&file.prompt) {
             problems.push(problem("prompt", reason));
         }
-        let script = match (&file.script, base_dir) {
+        let script = match (&file.script, script_field) {
             (None, _) => None,
-            (Some(path), Some(base)) => match std::fs::read_to_string(base.join(path)) {
+            (Some(source), ScriptField::Source) => {
+                if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX {
+                    Some(Arc::from(source.as_str()))
+                } else {
+                    problems.push(problem("script", format!("{} bytes, over the script size limit", source.len())));
+                    None
+                }
+            }
+            (Some(path), ScriptField::RelativeTo(base)) => match std::fs::read_to_string(base.join(path)) {
                 Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => {
                     Some(Arc::from(source.as_str()))
                 }
@@ -321,7 +343,7 @@ impl Role {
                     None
                 }
             },
-            (Some(_), None) => {
+            (Some(_), ScriptField::Refused) => {
                 problems.push(problem("script", "a script path needs a role file to be relative to".into()));
                 None
             }
@@ -364,8 +386,20 @@ impl Role {
             return Err(fail(format!("{size} bytes, over the limit of {ROLE_FILE_BYTES_MAX}")));
         }
         let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
-        Role::parse_in(&text, format, &origin, path.parent())
+        let base = path.parent().unwrap_or(Path::new("."));
+        Role::parse_in(&text, format, &origin, ScriptField::RelativeTo(base))
     }
+}
+
+/// What a role's `script` field holds.
+#[derive(Debug, Clone, Copy)]
+pub enum ScriptField<'a> {
+    /// A Rhai file's path, relative to this folder (a role file).
+    RelativeTo(&'a Path),
+    /// The Rhai source itself (a role authored live).
+    Source,
+    /// Nothing may be named there.
+    Refused,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
