@@ -637,3 +637,292 @@ fn a_signal_key_has_one_rule_on_every_route() {
     ];
     check(&up, &cases);
 }
+
+#[test]
+fn the_operator_cannot_take_away_its_own_means_to_undo_a_change() {
+    let up = Up::start(&[]);
+    let cases = [
+        case(
+            "its own roleFlow to a role without edit-role-flow",
+            "POST",
+            "/api/v1/beings/operator/flow",
+            json!({"flow": [{"role": "birther"}]}),
+            400,
+            "refused",
+            None,
+        ),
+        case(
+            "the operator role re-authored without author-role",
+            "POST",
+            "/api/v1/roles",
+            json!({"definition": {"name": "operator", "canDo": ["edit-role-flow"], "canSee": ["/"]}}),
+            400,
+            "refused",
+            None,
+        ),
+        case(
+            "the operator role re-authored without edit-role-flow, through the act route",
+            "POST",
+            "/api/v1/beings/operator/act",
+            json!({"verb": "do", "action": "edit-role-flow",
+                   "args": {"being": "@operator", "flow": [{"role": "court-watcher"}]}}),
+            400,
+            "refused",
+            None,
+        ),
+    ];
+    check(&up, &cases);
+    let (_, refused) = up.post("/api/v1/beings/operator/flow", &json!({"flow": [{"role": "birther"}]}));
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("nothing could undo it") && message.contains("edit-role-flow"), "{message}");
+    // A change that keeps the means goes through: the operator's own role,
+    // re-authored with a new prompt and every operation it had.
+    let (status, body) = up.post(
+        "/api/v1/roles",
+        &json!({"definition": {"name": "operator", "canSee": ["/", {"pattern": "@*"}],
+                "canDo": ["publish-signal", "author-role", "edit-role-flow"], "canSummon": [{"pattern": "@*"}],
+                "canBe": ["birth", "connect", "release", "rotate-key"], "prompt": "Still the operator."}}),
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+/// The role form's fields for `role` as the portal shows them, sent back
+/// unchanged as a browser would (text areas with CRLF).
+fn form_of_role(up: &Up, role: &str, csrf: &str) -> Vec<(String, String)> {
+    let roles = up.get("/api/v1/roles").1;
+    let definition = roles["roles"].as_array().expect("roles").iter().find(|r| r["name"] == role).expect("the role")
+        ["definition"]
+        .clone();
+    let mut form: Vec<(String, String)> = seed::portal::role_form::values_of_definition(&definition)
+        .into_iter()
+        .map(|(name, value)| {
+            let sent = if seed::portal::role_form::is_text_area(&name) { value.replace('\n', "\r\n") } else { value };
+            (name, sent)
+        })
+        .collect();
+    form.push(("csrf".into(), csrf.into()));
+    form
+}
+
+fn role_digest(up: &Up, role: &str) -> (String, String) {
+    let roles = up.get("/api/v1/roles").1;
+    let role = roles["roles"].as_array().expect("roles").iter().find(|r| r["name"] == role).expect("the role").clone();
+    (role["digest"].as_str().expect("digest").to_string(), role["origin"].as_str().expect("origin").to_string())
+}
+
+#[test]
+fn a_file_role_saved_unchanged_through_the_form_keeps_its_digest() {
+    let up = Up::start(&[]);
+    let (cookie, csrf) = up.login();
+    let post_form = |form: &[(String, String)]| {
+        up.http
+            .post(format!("{}/roles", up.url))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(form).expect("a form"))
+            .send()
+            .expect("answered")
+    };
+    // The judge has a script, a see-resolver-free canSee with a pattern
+    // token; the operator has patterns in two lists.
+    for role in ["judge", "operator", "court-watcher"] {
+        let (digest, origin) = role_digest(&up, role);
+        assert!(!origin.starts_with("authored"), "{role} comes from a file");
+        let response = post_form(&form_of_role(&up, role, &csrf));
+        assert_eq!(response.status().as_u16(), 303, "{role}: {}", response.text().unwrap_or_default());
+        let (after, origin) = role_digest(&up, role);
+        assert_eq!(after, digest, "{role} saved unchanged keeps its digest");
+        assert_eq!(origin, "authored by @operator");
+    }
+    // A token typed as JSON is a token; a broken one is an error naming the field.
+    let mut form = form_of_role(&up, "court-watcher", &csrf);
+    form.iter_mut().find(|(name, _)| name == "name").expect("name").1 = "watcher-two".into();
+    form.iter_mut().find(|(name, _)| name == "canSummon").expect("canSummon").1 = r#"{"rel":"parent"}"#.into();
+    assert_eq!(post_form(&form).status().as_u16(), 303);
+    let roles = up.get("/api/v1/roles").1;
+    let saved = roles["roles"].as_array().expect("roles").iter().find(|r| r["name"] == "watcher-two").expect("saved")
+        ["definition"]["canSummon"]
+        .clone();
+    assert_eq!(saved, json!([{"rel": "parent"}]));
+    let before = up.cursor();
+    form.iter_mut().find(|(name, _)| name == "canSummon").expect("canSummon").1 = "{rel: parent}".into();
+    let response = post_form(&form);
+    assert_eq!(response.status().as_u16(), 400);
+    let page = response.text().expect("a page");
+    assert!(page.contains("id=\"error-canSummon\"") && page.contains("is not a token"), "{page}");
+    assert_eq!(up.cursor(), before, "the refused form wrote nothing");
+}
+
+#[test]
+fn get_requests_never_change_the_land() {
+    let up = Up::start(&[]);
+    let (cookie, csrf) = up.login();
+    assert_eq!(up.post("/api/v1/birth", &json!({"name": "kid", "cognition": "scripted"})).0, 201);
+    let before = up.cursor();
+    let get = |path: &str| {
+        let response = up.http.get(format!("{}{path}", up.url)).header("cookie", &cookie).send().expect("answered");
+        (response.status().as_u16(), response.text().unwrap_or_default())
+    };
+    let (status, page) = get("/inhabit/kid");
+    assert_eq!(status, 409, "{page}");
+    assert!(page.contains("use the Inhabit button"), "{page}");
+    let (status, stream) = get("/api/v1/beings/kid/presence");
+    assert_eq!(status, 200);
+    assert!(stream.contains("event: refused"), "{stream}");
+    assert_eq!(up.cursor(), before, "no GET sealed anything");
+    assert_eq!(up.get("/api/v1/beings/kid").1["inhabitedBy"], Value::Null);
+    // The POST with the CSRF token connects, and then the tab is shown.
+    let response = up
+        .http
+        .post(format!("{}/inhabit/kid", up.url))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}"))
+        .send()
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 303);
+    assert_eq!(up.get("/api/v1/beings/kid").1["inhabitedBy"], "@operator");
+    let (status, page) = get("/inhabit/kid");
+    assert_eq!(status, 200, "{page}");
+    // Without the token the POST is refused and writes nothing.
+    let before = up.cursor();
+    let response = up
+        .http
+        .post(format!("{}/inhabit/kid", up.url))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("csrf=forged")
+        .send()
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 403);
+    assert_eq!(up.cursor(), before);
+}
+
+#[test]
+fn every_answer_carries_the_security_headers() {
+    let up = Up::start(&["--requests-per-minute-max", "30"]);
+    let (cookie, _) = up.login();
+    for path in ["/world", "/roles", "/beings/ada", "/login", "/api/v1/world", "/no-such-page"] {
+        let response = up.http.get(format!("{}{path}", up.url)).header("cookie", &cookie).send().expect("answered");
+        let headers = response.headers();
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let policy = header("content-security-policy");
+        assert!(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"), "{path}: {policy}");
+        assert!(!policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header("cache-control"), "no-store", "{path}");
+        if path == "/world" {
+            let page = response.text().expect("a page");
+            assert!(!page.contains("<script>") && !page.contains("style=\""), "no inline script or style: {page}");
+        }
+    }
+    for asset in ["/static/portal.js", "/static/portal.css"] {
+        let response = up.http.get(format!("{}{asset}", up.url)).send().expect("answered");
+        assert_eq!(response.status().as_u16(), 200, "{asset}");
+    }
+    let mut limited = None;
+    for _ in 0..40 {
+        let response = up.http.get(format!("{}/api/v1/world", up.url)).bearer_auth(&up.token).send().expect("answered");
+        if response.status().as_u16() == 429 {
+            limited = Some(response);
+            break;
+        }
+    }
+    let limited = limited.expect("the budget ran out");
+    let retry = limited.headers().get("retry-after").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    assert!(retry.parse::<u64>().is_ok_and(|seconds| seconds > 0), "Retry-After: {retry:?}");
+}
+
+#[test]
+fn failed_logins_are_throttled_and_say_when_to_come_back() {
+    let up = Up::start(&[]);
+    let login = |token: &str| {
+        let response = up
+            .http
+            .post(format!("{}/api/v1/login", up.url))
+            .body(json!({"token": token}).to_string())
+            .send()
+            .expect("answered");
+        let status = response.status().as_u16();
+        let retry = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+        (status, retry, response.json::<Value>().unwrap_or(Value::Null))
+    };
+    for _ in 0..seed::portal::auth::LOGIN_FAILURES_PER_CLIENT_MAX {
+        assert_eq!(login("wrong").0, 401);
+    }
+    let (status, retry, body) = login("wrong");
+    assert_eq!((status, body["error"]["code"].clone()), (429, json!("login-throttled")), "{body}");
+    assert!(retry.is_some_and(|seconds| seconds.parse::<u64>().is_ok()), "a Retry-After");
+    // While throttled, even the right token waits: guessing learns nothing.
+    assert_eq!(login(&up.token.clone()).0, 429);
+    // A bearer token is not throttled per client, and still works.
+    assert_eq!(up.get("/api/v1/world").0, 200);
+}
+
+/// Sends `request` raw on a new connection and reads until the server
+/// closes it (or `most` passes): what came back, and whether it closed.
+fn raw_exchange(up: &Up, request: &[u8], most: Duration) -> (String, bool) {
+    use std::io::{Read, Write};
+    let address = up.url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).expect("connects");
+    stream.write_all(request).expect("sent");
+    stream.set_read_timeout(Some(most)).expect("a read timeout");
+    let mut answer = Vec::new();
+    let closed = match stream.read_to_end(&mut answer) {
+        Ok(_) => true,
+        Err(error) => !matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    };
+    (String::from_utf8_lossy(&answer).into_owned(), closed)
+}
+
+#[test]
+fn a_slow_client_is_cut_off_by_the_header_and_body_timeouts() {
+    let up = Up::start(&["--header-read-timeout-ms", "500", "--body-read-timeout-ms", "500"]);
+    let (_, closed) = raw_exchange(&up, b"GET /api/v1/world HTTP/1.1\r\nHost: x\r\n", Duration::from_secs(10));
+    assert!(closed, "a half-sent request's connection is closed");
+    let request = format!(
+        "POST /api/v1/signals HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{\"key\"",
+        up.token
+    );
+    let (answer, closed) = raw_exchange(&up, request.as_bytes(), Duration::from_secs(10));
+    assert!(closed, "a half-sent body's connection is closed: {answer}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[test]
+fn an_interrupt_stops_seed_up_with_event_streams_open() {
+    let mut up = Up::start(&["--round-ms", "100"]);
+    let streams: Vec<_> = (0..2)
+        .map(|_| {
+            up.http
+                .get(format!("{}/api/v1/events", up.url))
+                .bearer_auth(&up.token)
+                .timeout(Duration::from_secs(60))
+                .send()
+                .expect("a stream opens")
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = up.child.id() as i32;
+    // SAFETY: kill(2) on a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = up.child.try_wait().expect("waitable") {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(8), "seed up did not stop within 8 s of ctrl-c");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "a clean stop: {status}");
+    drop(streams);
+    // The land is whole and opens again.
+    let verified = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--land", up.land().to_str().expect("utf-8"), "verify"])
+        .output()
+        .expect("verify runs");
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    up.restart(&[]);
+    assert_eq!(up.get("/api/v1/world").0, 200);
+}

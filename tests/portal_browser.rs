@@ -97,6 +97,25 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.scroll_to("#role-night-owl");
     browser.screenshot("09-role-authored");
 
+    // A file role with a script and a pattern token, opened in the form and
+    // saved unchanged, is the same role: its digest does not move.
+    let judge_digest = |up: &Up| {
+        let roles = up.get("/api/v1/roles").1;
+        let judge = roles["roles"].as_array().expect("roles").iter().find(|r| r["name"] == "judge").cloned();
+        let judge = judge.expect("the judge");
+        (judge["digest"].clone(), judge["origin"].clone())
+    };
+    let (before, _) = judge_digest(&up);
+    browser.go(&format!("{}/roles?edit=judge", up.url));
+    browser.wait_for_text("#role-script", "");
+    browser.scroll_to("#save-role");
+    browser.screenshot("09b-judge-in-the-form");
+    browser.click("#save-role");
+    browser.wait_for_text("#flash", "role judge saved");
+    let (after, origin) = judge_digest(&up);
+    assert_eq!(after, before, "the judge saved unchanged keeps its digest");
+    assert_eq!(origin, "authored by @operator");
+
     // Edit the child's roleFlow: the live preview follows the text.
     browser.go(&format!("{}/beings/wren/flow", up.url));
     browser.wait_for_text("#preview", "it would wear");

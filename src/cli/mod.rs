@@ -58,6 +58,12 @@ enum Command {
         /// How long an inhabited being stays inhabited after its last tab closed.
         #[arg(long, default_value_t = seed::portal::INHABIT_RELEASE_GRACE_MS)]
         release_grace_ms: u64,
+        /// How long a client has to send a request's line and headers, in milliseconds.
+        #[arg(long, default_value_t = seed::portal::serve::HEADER_READ_TIMEOUT_MS)]
+        header_read_timeout_ms: u64,
+        /// How long a client has to send a request's body, in milliseconds.
+        #[arg(long, default_value_t = seed::portal::BODY_READ_TIMEOUT_MS)]
+        body_read_timeout_ms: u64,
         /// Stop by itself after this many seconds (tests and benchmarks).
         #[arg(long)]
         lifetime_s: Option<u64>,
@@ -291,6 +297,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             requests_per_minute_max,
             body_bytes_max,
             release_grace_ms,
+            header_read_timeout_ms,
+            body_read_timeout_ms,
             lifetime_s,
             llm,
         } => up::up(
@@ -300,7 +308,13 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 addr,
                 round_ms,
                 threads,
-                limits: seed::portal::PortalLimits { body_bytes_max, requests_per_minute_max, release_grace_ms },
+                limits: seed::portal::PortalLimits {
+                    body_bytes_max,
+                    requests_per_minute_max,
+                    release_grace_ms,
+                    header_read_timeout_ms,
+                    body_read_timeout_ms,
+                },
                 lifetime_s,
                 llm,
             },

@@ -19,6 +19,16 @@ pub struct UpArguments {
     pub llm: Option<PathBuf>,
 }
 
+/// Resolves on SIGTERM (never where there is no such signal handler).
+async fn terminate() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
 /// The fixture this demo world comes from when none is named.
 pub const DEFAULT_FIXTURE: &str = "fixtures/court.toml";
 
@@ -79,9 +89,11 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         }
         use std::io::Write;
         std::io::stdout().flush()?;
-        let router = seed::portal::router(live.clone(), arguments.limits);
+        let (stop_portal, shutdown) = tokio::sync::watch::channel(false);
+        let router = seed::portal::router(live.clone(), arguments.limits, shutdown.clone());
         let lifetime = arguments.lifetime_s;
-        let stop = async move {
+        let stopping_live = live.clone();
+        tokio::spawn(async move {
             let lifetime = async {
                 match lifetime {
                     Some(seconds) => tokio::time::sleep(std::time::Duration::from_secs(seconds)).await,
@@ -89,13 +101,23 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
                 }
             };
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = tokio::signal::ctrl_c() => eprintln!("seed up: interrupted; stopping (interrupt again to exit at once)"),
+                _ = terminate() => eprintln!("seed up: terminated; stopping"),
                 _ = lifetime => {}
             }
-        };
-        axum::serve(listener, router).with_graceful_shutdown(stop).await.context("serving the portal")
+            // No round starts after the signal; the one running finishes.
+            stopping_live.stop_rounds();
+            let _ = stop_portal.send(true);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                // Every acknowledged fact is already durable.
+                eprintln!("seed up: interrupted again; exiting without waiting");
+                std::process::exit(130);
+            }
+        });
+        let header_read_timeout = std::time::Duration::from_millis(arguments.limits.header_read_timeout_ms);
+        seed::portal::serve::serve(listener, router, shutdown, header_read_timeout).await;
+        Ok::<(), anyhow::Error>(())
     });
-    // Open event streams would hold the runtime: drop it without waiting for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     live.stop()?;
     let _ = rounds.join();

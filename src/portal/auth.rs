@@ -13,15 +13,84 @@ use std::time::{Duration, Instant};
 pub const SESSION_COOKIE: &str = "seed_session";
 /// The header a script sends its session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
-/// Most sessions kept at once (the oldest is dropped beyond it).
+/// Most sessions kept at once: a login past it is refused (never another
+/// account's session dropped for it).
 pub const PORTAL_SESSIONS_MAX: usize = 1024;
+/// Most sessions one account holds at once: a login past it ends that
+/// account's own least recently used session.
+pub const PORTAL_SESSIONS_PER_ACCOUNT_MAX: usize = 32;
+/// Failed logins one client (by address) may make in a window.
+pub const LOGIN_FAILURES_PER_CLIENT_MAX: u32 = 10;
+/// Failed logins (and wrong bearer tokens) against one account, from
+/// anywhere, in a window: bounds guessing spread over many addresses.
+pub const LOGIN_FAILURES_PER_ACCOUNT_MAX: u32 = 50;
+/// The window failed logins are counted in.
+pub const LOGIN_FAILURE_WINDOW_MS: u64 = 60_000;
+/// The one account today: the operator's.
+pub const OPERATOR_ACCOUNT: &str = "operator";
+/// Failure windows kept before expired ones are swept.
+const LOGIN_WINDOWS_KEPT_MAX: usize = 4096;
 /// How long a session lives without use.
 pub const PORTAL_SESSION_IDLE_MS: u64 = 12 * 60 * 60 * 1000;
 
 #[derive(Debug, Clone)]
 pub struct Session {
     pub csrf: String,
+    account: String,
     last_used: Instant,
+}
+
+/// Failed logins counted per client and per account, each in a window of
+/// `LOGIN_FAILURE_WINDOW_MS` from its first failure.
+#[derive(Default)]
+pub struct LoginThrottle {
+    windows: Mutex<BTreeMap<String, FailureWindow>>,
+}
+
+struct FailureWindow {
+    start: Instant,
+    failures: u32,
+}
+
+impl LoginThrottle {
+    /// 429 (with the seconds until the window ends) if the client or the
+    /// account has failed too often; checked before any token is compared.
+    pub fn check(&self, client: Option<&str>, account: &str) -> Result<(), PortalError> {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let window = Duration::from_millis(LOGIN_FAILURE_WINDOW_MS);
+        let keys = [
+            client.map(|client| (format!("client {client}"), LOGIN_FAILURES_PER_CLIENT_MAX)),
+            Some((format!("account {account}"), LOGIN_FAILURES_PER_ACCOUNT_MAX)),
+        ];
+        for (key, most) in keys.into_iter().flatten() {
+            let Some(counted) = windows.get(&key) else { continue };
+            let elapsed = counted.start.elapsed();
+            if elapsed >= window {
+                windows.remove(&key);
+            } else if counted.failures >= most {
+                let retry_after_s = (window - elapsed).as_secs() + 1;
+                return Err(PortalError::login_throttled(most, retry_after_s));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a failed login against the client and the account.
+    pub fn failed(&self, client: Option<&str>, account: &str) {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let window = Duration::from_millis(LOGIN_FAILURE_WINDOW_MS);
+        if windows.len() > LOGIN_WINDOWS_KEPT_MAX {
+            windows.retain(|_, counted| counted.start.elapsed() < window);
+        }
+        let keys = [client.map(|client| format!("client {client}")), Some(format!("account {account}"))];
+        for key in keys.into_iter().flatten() {
+            let counted = windows.entry(key).or_insert(FailureWindow { start: Instant::now(), failures: 0 });
+            if counted.start.elapsed() >= window {
+                *counted = FailureWindow { start: Instant::now(), failures: 0 };
+            }
+            counted.failures += 1;
+        }
+    }
 }
 
 /// How a request proved who it is.
@@ -42,6 +111,7 @@ pub struct Sessions {
     sessions: Mutex<BTreeMap<String, Session>>,
     budgets: Mutex<BTreeMap<String, Budget>>,
     requests_per_minute_max: u64,
+    pub throttle: LoginThrottle,
 }
 
 fn random_hex() -> Result<String, PortalError> {
@@ -67,23 +137,36 @@ impl Sessions {
             sessions: Mutex::new(BTreeMap::new()),
             budgets: Mutex::new(BTreeMap::new()),
             requests_per_minute_max,
+            throttle: LoginThrottle::default(),
         }
     }
 
-    /// A new session: (id, CSRF token).
-    pub fn open(&self) -> Result<(String, String), PortalError> {
+    /// A new session of `account`: (id, CSRF token). Past the account's
+    /// cap its own least recently used session ends; past the land's cap
+    /// the login is refused, so no one's login ends another's session.
+    pub fn open(&self, account: &str) -> Result<(String, String), PortalError> {
         let (id, csrf) = (random_hex()?, random_hex()?);
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let idle = Duration::from_millis(PORTAL_SESSION_IDLE_MS);
         sessions.retain(|_, session| session.last_used.elapsed() < idle);
-        if sessions.len() >= PORTAL_SESSIONS_MAX {
-            if let Some(oldest) = sessions.iter().min_by_key(|(_, session)| session.last_used).map(|(id, _)| id.clone())
-            {
+        let of_account = || sessions.iter().filter(|(_, session)| session.account == account);
+        if of_account().count() >= PORTAL_SESSIONS_PER_ACCOUNT_MAX {
+            let oldest = of_account().min_by_key(|(_, session)| session.last_used).map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
                 sessions.remove(&oldest);
             }
         }
-        sessions.insert(id.clone(), Session { csrf: csrf.clone(), last_used: Instant::now() });
+        if sessions.len() >= PORTAL_SESSIONS_MAX {
+            return Err(PortalError::too_many_sessions(PORTAL_SESSIONS_MAX));
+        }
+        let session = Session { csrf: csrf.clone(), account: account.to_string(), last_used: Instant::now() };
+        sessions.insert(id.clone(), session);
         Ok((id, csrf))
+    }
+
+    /// Sessions `account` holds now.
+    pub fn count_of(&self, account: &str) -> usize {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().filter(|s| s.account == account).count()
     }
 
     pub fn close(&self, id: &str) {
@@ -102,7 +185,11 @@ impl Sessions {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
         {
+            // A bearer token is a login on every request: wrong ones count
+            // against the account as failed logins do.
+            self.throttle.check(None, OPERATOR_ACCOUNT)?;
             if !token_matches(bearer.trim()) {
+                self.throttle.failed(None, OPERATOR_ACCOUNT);
                 return Err(PortalError::unauthenticated());
             }
             Credential::Bearer
@@ -193,6 +280,41 @@ mod tests {
         }
         assert_eq!(sessions.spend("s").map_err(|e| e.code), Err("rate-limited"));
         sessions.spend("other").expect("budgets are per caller");
+    }
+
+    #[test]
+    fn failed_logins_are_throttled_per_client_and_per_account() {
+        let throttle = LoginThrottle::default();
+        for _ in 0..LOGIN_FAILURES_PER_CLIENT_MAX {
+            throttle.check(Some("10.0.0.1"), OPERATOR_ACCOUNT).expect("within the client's budget");
+            throttle.failed(Some("10.0.0.1"), OPERATOR_ACCOUNT);
+        }
+        let refused = throttle.check(Some("10.0.0.1"), OPERATOR_ACCOUNT).expect_err("the client is throttled");
+        assert_eq!((refused.status.as_u16(), refused.code), (429, "login-throttled"));
+        assert!(refused.retry_after_s.is_some_and(|s| (1..=60).contains(&s)), "{refused:?}");
+        throttle.check(Some("10.0.0.2"), OPERATOR_ACCOUNT).expect("another client is not");
+        // Spread over many clients, the account's own budget still holds.
+        let spread = LOGIN_FAILURES_PER_ACCOUNT_MAX - LOGIN_FAILURES_PER_CLIENT_MAX;
+        for client in 0..spread {
+            throttle.failed(Some(&format!("10.1.0.{client}")), OPERATOR_ACCOUNT);
+        }
+        assert!(throttle.check(Some("10.0.0.3"), OPERATOR_ACCOUNT).is_err(), "the account is throttled");
+        throttle.check(Some("10.0.0.3"), "another-account").expect("another account is not");
+    }
+
+    #[test]
+    fn a_login_past_the_account_cap_ends_only_that_accounts_oldest_session() {
+        let sessions = Sessions::new(100);
+        let (other, _) = sessions.open("someone-else").expect("open");
+        let (first, _) = sessions.open(OPERATOR_ACCOUNT).expect("open");
+        for _ in 1..PORTAL_SESSIONS_PER_ACCOUNT_MAX {
+            sessions.open(OPERATOR_ACCOUNT).expect("open");
+        }
+        sessions.open(OPERATOR_ACCOUNT).expect("one past the cap");
+        assert_eq!(sessions.count_of(OPERATOR_ACCOUNT), PORTAL_SESSIONS_PER_ACCOUNT_MAX);
+        let held = sessions.sessions.lock().expect("lock");
+        assert!(!held.contains_key(&first), "the account's oldest session ended");
+        assert!(held.contains_key(&other), "another account's session is untouched");
     }
 
     #[test]

@@ -16,11 +16,13 @@ pub struct PortalError {
     pub message: String,
     /// Render as a page (a browser's form) rather than JSON.
     pub html: bool,
+    /// Seconds until the request may be tried again (a 429's `Retry-After`).
+    pub retry_after_s: Option<u64>,
 }
 
 impl PortalError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> PortalError {
-        PortalError { status, code, field: None, message: message.into(), html: false }
+        PortalError { status, code, field: None, message: message.into(), html: false, retry_after_s: None }
     }
 
     /// 400 naming the field at fault.
@@ -82,6 +84,36 @@ impl PortalError {
         }
     }
 
+    /// 429 for logins: too many failed from this client or for this account.
+    pub fn login_throttled(most: u32, retry_after_s: u64) -> PortalError {
+        PortalError {
+            retry_after_s: Some(retry_after_s),
+            ..PortalError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "login-throttled",
+                format!("more than {most} failed logins this minute; try again in {retry_after_s} s"),
+            )
+        }
+    }
+
+    /// 503: the land holds as many sessions as it keeps.
+    pub fn too_many_sessions(most: usize) -> PortalError {
+        PortalError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too-many-sessions",
+            format!("the portal holds {most} sessions (portal_sessions_max); log out elsewhere or wait"),
+        )
+    }
+
+    /// 408: the client did not send its body in time.
+    pub fn body_timeout(most_ms: u64) -> PortalError {
+        PortalError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!("the request body did not arrive within body_read_timeout_ms = {most_ms} ms"),
+        )
+    }
+
     pub fn rate_limited(most: u64) -> PortalError {
         PortalError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -108,6 +140,17 @@ impl PortalError {
 
 impl IntoResponse for PortalError {
     fn into_response(self) -> Response {
+        let retry_after = self.retry_after_s;
+        let mut response = self.render();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl PortalError {
+    fn render(self) -> Response {
         if self.html {
             let field = self.field.as_deref().map(|field| format!(" (field <code>{}</code>)", super::html::esc(field)));
             let body = super::html::page(

@@ -36,12 +36,34 @@ fn list(value: &Json) -> &[Json] {
     value.as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
+/// The stylesheet's fixed part; `stylesheet` adds the classes that stand
+/// for values (a space's depth, a role's colour), since the Content-Security-
+/// Policy admits no inline style.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:#222}\
 nav a{margin-right:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}\
 .error{color:#a00}.ok{color:#070}.muted{color:#777}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:20em}\
-.space{margin-left:calc(var(--depth)*1.5em)}.tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
+.tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
 font-size:.7em;text-align:center;color:#fff;border-radius:2px}.diverged{outline:3px solid #d00}\
 form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}";
+
+/// Deepest space indentation the stylesheet has a class for (a space path
+/// has at most 16 segments).
+const SPACE_DEPTH_CLASSES: u64 = 16;
+/// Role colours: hues this many degrees apart.
+const ROLE_HUE_STEP_DEGREES: u16 = 15;
+
+/// The whole stylesheet, served as `/static/portal.css`.
+pub fn stylesheet() -> String {
+    let mut css = String::from(STYLE);
+    for depth in 0..=SPACE_DEPTH_CLASSES {
+        let tenths = depth * 15;
+        css.push_str(&format!(".depth-{depth}{{margin-left:{}.{}em}}", tenths / 10, tenths % 10));
+    }
+    for hue in (0..360).step_by(usize::from(ROLE_HUE_STEP_DEGREES)) {
+        css.push_str(&format!(".hue-{hue}{{background:hsl({hue},55%,45%)}}"));
+    }
+    css
+}
 
 /// The page frame. `csrf` (a logged-in page) adds the navigation and the
 /// token scripts send back.
@@ -59,7 +81,8 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
         None => (String::new(), String::new()),
     };
     format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\">{meta}<title>{} · seed</title><style>{STYLE}</style></head>\
+        "<!doctype html><html><head><meta charset=\"utf-8\">{meta}<title>{} · seed</title>\
+<link rel=\"stylesheet\" href=\"/static/portal.css\"><script src=\"/static/portal.js\" defer></script></head>\
 <body>{nav}<h1>{}</h1>{body}</body></html>",
         esc(title),
         esc(title)
@@ -92,9 +115,9 @@ pub fn world_fragment(world: &Json) -> String {
     );
     out.push_str("<h2>Spaces</h2><div id=\"spaces\">");
     for space in list(field(world, "spaces")) {
-        let depth = field(space, "depth").as_u64().unwrap_or(0);
+        let depth = field(space, "depth").as_u64().unwrap_or(0).min(SPACE_DEPTH_CLASSES);
         out.push_str(&format!(
-            "<div class=\"space\" style=\"--depth:{depth}\"><strong>{}</strong> <span class=\"muted\">{}</span><ul>",
+            "<div class=\"space depth-{depth}\"><strong>{}</strong> <span class=\"muted\">{}</span><ul>",
             esc(&text(field(space, "path"))),
             esc(&text(field(space, "kind")))
         ));
@@ -133,13 +156,11 @@ pub fn world_fragment(world: &Json) -> String {
 
 pub fn world_page(world: &Json, csrf: &str) -> String {
     let body = format!(
-        "<div id=\"live\">{}</div>\
+        "<div id=\"live\" data-live-world>{}</div>\
 <h2>Publish a world signal</h2><form method=\"post\" action=\"/signals\">{}\
 <label>key <input id=\"signal-key\" name=\"key\" placeholder=\"court.in-session\"></label>\
 <label>value (JSON) <input id=\"signal-value\" name=\"value\" placeholder=\"true\"></label>\
-<button id=\"publish\">Publish as @operator</button></form>\
-<script>(function(){{var s=new EventSource('/api/v1/events');s.addEventListener('world',function(){{\
-fetch('/world/live').then(function(r){{return r.text()}}).then(function(t){{document.getElementById('live').innerHTML=t}})}});}})();</script>",
+<button id=\"publish\">Publish as @operator</button></form>",
         world_fragment(world),
         hidden_csrf(csrf)
     );
@@ -279,10 +300,12 @@ pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
     body.push_str(&format!("<p><a href=\"/beings/{0}/replay\" id=\"replay\">Replay @{0}</a></p>", esc(&name)));
     if field(being, "youMayInhabit").as_bool() == Some(true) {
         body.push_str(&format!(
-            "<p><a href=\"/inhabit/{0}\" target=\"_blank\" rel=\"opener\" id=\"inhabit\">Inhabit (new tab)</a> \
-<span class=\"muted\">tabs holding it: <span id=\"presence\">{1}</span></span></p>",
+            "<form method=\"post\" action=\"/inhabit/{0}\" target=\"_blank\" class=\"inline\">{2}\
+<button id=\"inhabit\">Inhabit (new tab)</button></form> \
+<span class=\"muted\">tabs holding it: <span id=\"presence\">{1}</span></span>",
             esc(&name),
-            text(field(being, "presence"))
+            text(field(being, "presence")),
+            hidden_csrf(csrf)
         ));
     }
     if name == "birther" {
@@ -329,7 +352,7 @@ pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
 pub fn inhabit_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
     let name = text(field(being, "name"));
     let mut body = format!(
-        "<p id=\"presence-state\">connecting…</p>{}<p>Close this tab to release @{}.</p>",
+        "<p id=\"presence-state\" data-presence=\"{1}\">connecting…</p>{0}<p>Close this tab to release @{1}.</p>",
         flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
         esc(&name)
     );
@@ -338,13 +361,6 @@ pub fn inhabit_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
         esc(&text(field(field(being, "now"), "primary")))
     ));
     body.push_str(&act_forms(being, csrf, &format!("/inhabit/{name}/act")));
-    body.push_str(&format!(
-        "<script>(function(){{var s=new EventSource('/api/v1/beings/{}/presence');var p=document.getElementById('presence-state');\
-s.addEventListener('held',function(e){{p.textContent='You are driving @'+e.data+' (its effective cognition is human).';p.className='ok'}});\
-s.addEventListener('refused',function(e){{p.textContent=e.data;p.className='error';s.close()}});\
-s.onerror=function(){{if(p.className!=='error'){{p.textContent='connection lost';}}}};}})();</script>",
-        esc(&name)
-    ));
     page(&format!("Inhabiting @{name}"), &body, Some(csrf))
 }
 
@@ -378,17 +394,6 @@ pub struct RoleForm {
     pub saved: Option<String>,
 }
 
-pub const ROLE_FORM_FIELDS: &[(&str, &str)] = &[
-    ("name", "name"),
-    ("canSee", "canSee (comma-separated addresses)"),
-    ("canDo", "canDo (comma-separated operations)"),
-    ("canSummon", "canSummon (comma-separated @names)"),
-    ("canBe", "canBe (comma-separated: birth, connect, release, rotate-key)"),
-    ("requiredCognition", "requiredCognition (optional: scripted, llm, human)"),
-    ("selfContinue", "selfContinue (optional: true or false)"),
-    ("prompt", "prompt"),
-];
-
 fn role_form(form: &RoleForm, csrf: &str) -> String {
     let mut out = String::new();
     if let Some(saved) = &form.saved {
@@ -398,10 +403,12 @@ fn role_form(form: &RoleForm, csrf: &str) -> String {
         out.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(general)));
     }
     out.push_str(&format!("<form method=\"post\" action=\"/roles\" id=\"role-form\">{}", hidden_csrf(csrf)));
-    for (name, label) in ROLE_FORM_FIELDS {
+    for (name, label) in super::role_form::ROLE_FORM_FIELDS {
         let value = form.values.get(*name).map(String::as_str).unwrap_or_default();
-        let input = if *name == "prompt" {
-            format!("<textarea name=\"prompt\" id=\"role-prompt\" rows=\"4\">{}</textarea>", esc(value))
+        let input = if super::role_form::is_text_area(name) {
+            // The newline after the tag is the one the HTML parser drops, so
+            // a value's own first newline survives.
+            format!("<textarea name=\"{0}\" id=\"role-{0}\" rows=\"6\">\n{1}</textarea>", esc(name), esc(value))
         } else {
             format!("<input name=\"{0}\" id=\"role-{0}\" value=\"{1}\" size=\"60\">", esc(name), esc(value))
         };
@@ -425,15 +432,9 @@ pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&s
     let body = format!(
         "{}{}<form method=\"post\" action=\"/beings/{name_e}/flow\" id=\"flow-form\">{}\
 <label>roleFlow (JSON: an array of {{when, role}} and {{stack: true, when, role}} clauses)\
-<textarea name=\"flow\" id=\"flow\" rows=\"12\">{}</textarea></label><button id=\"save-flow\">Save as @operator</button></form>\
+<textarea name=\"flow\" id=\"flow\" rows=\"12\" data-flow-preview=\"{name_e}\">{}</textarea></label><button id=\"save-flow\">Save as @operator</button></form>\
 <h2>Live preview</h2><p id=\"preview\">In this moment it wears <strong>{}</strong>, stack {}.</p><ol id=\"preview-clauses\"></ol>\
-<script>(function(){{var t=document.getElementById('flow'),p=document.getElementById('preview'),c=document.getElementById('preview-clauses'),\
-k=document.querySelector('meta[name=csrf]').content,timer;function run(){{fetch('/api/v1/beings/{name_e}/flow/preview',{{method:'POST',\
-headers:{{'content-type':'application/json','x-csrf-token':k}},body:JSON.stringify({{flowText:t.value}})}}).then(function(r){{return r.json()}})\
-.then(function(j){{c.innerHTML='';if(j.error){{p.textContent=j.error.message;p.className='error';return}}p.className='';\
-p.textContent='In this moment it would wear: '+(j.primary||'(no role)')+', stack ['+j.stack.join(', ')+'], because:';\
-j.clauses.forEach(function(line){{var li=document.createElement('li');li.textContent=line;c.appendChild(li)}})}})}}\
-t.addEventListener('input',function(){{clearTimeout(timer);timer=setTimeout(run,200)}});run();}})();</script>",
+",
         flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
         error.map(|e| format!("<p class=\"error\" id=\"error-flow\">{}</p>", esc(e))).unwrap_or_default(),
         hidden_csrf(csrf),
@@ -472,10 +473,12 @@ pub fn moments_page(moments: &Json, csrf: &str) -> String {
 }
 
 /// A stable colour per role name for the timeline picture.
+/// A role's colour class: the same role, the same hue on every page.
 fn colour(role: &str) -> String {
     let hash = blake3::hash(role.as_bytes());
-    let hue = u16::from_be_bytes([hash.as_bytes()[0], hash.as_bytes()[1]]) % 360;
-    format!("hsl({hue},55%,45%)")
+    let hues = 360 / ROLE_HUE_STEP_DEGREES;
+    let hue = u16::from_be_bytes([hash.as_bytes()[0], hash.as_bytes()[1]]) % hues * ROLE_HUE_STEP_DEGREES;
+    format!("hue-{hue}")
 }
 
 pub fn replay_page(replay: &Json, csrf: &str) -> String {
@@ -500,7 +503,7 @@ pub fn replay_page(replay: &Json, csrf: &str) -> String {
         let role = text(field(moment, "primary"));
         let verb = text(field(moment, "verb"));
         body.push_str(&format!(
-            "<a href=\"#m{0}\"><span style=\"background:{1}\" class=\"{2}\" title=\"#{0} {3}: {4}\">{5}</span></a>",
+            "<a href=\"#m{0}\"><span class=\"{1} {2}\" title=\"#{0} {3}: {4}\">{5}</span></a>",
             esc(&text(field(moment, "seq"))),
             colour(&role),
             if field(moment, "matches").as_bool() == Some(true) { "" } else { "diverged" },

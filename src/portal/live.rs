@@ -204,6 +204,9 @@ impl LiveLand {
             .spawn(move || {
                 while !land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(round_ms));
+                    if land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
                     if let Err(error) = land.round() {
                         tracing_error(&format!("a round failed: {error}"));
                     }
@@ -212,9 +215,14 @@ impl LiveLand {
             .expect("spawning a thread only fails when the process is out of resources")
     }
 
+    /// No round starts after this (the one running, if any, finishes).
+    pub fn stop_rounds(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Stops the rounds and closes the land (its last writes are flushed).
     pub fn stop(&self) -> Result<(), SimError> {
-        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stop_rounds();
         let simulation = self.simulation.lock().unwrap_or_else(|p| p.into_inner()).take();
         match simulation {
             Some(simulation) => simulation.finish().map(|_| ()),

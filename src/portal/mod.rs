@@ -8,8 +8,11 @@
 
 pub mod auth;
 pub mod error;
+pub mod headers;
 pub mod html;
 pub mod live;
+pub mod role_form;
+pub mod serve;
 pub mod views;
 
 use crate::fact::FactId;
@@ -17,7 +20,7 @@ use crate::moment::{self, PersonChoice};
 use crate::world::{VerbCall, Wake};
 use auth::{Credential, Sessions, SESSION_COOKIE};
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -29,6 +32,7 @@ use live::LiveLand;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +49,8 @@ pub const INHABIT_FIRST_HOLD_MS: u64 = 10_000;
 pub const ROUND_MS_DEFAULT: u64 = 1_000;
 /// Moments the replay view details (the latest; the timeline shows all).
 pub const REPLAY_MOMENTS_SHOWN_MAX: usize = 200;
+/// How long a client has to send a request's body, once its headers are in.
+pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
 /// Seconds between keep-alive comments on event streams.
 const SSE_KEEP_ALIVE_S: u64 = 15;
 
@@ -54,6 +60,10 @@ pub struct PortalLimits {
     pub body_bytes_max: usize,
     pub requests_per_minute_max: u64,
     pub release_grace_ms: u64,
+    /// How long a client has to send a request's line and headers.
+    pub header_read_timeout_ms: u64,
+    /// How long a client has to send a request's body.
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for PortalLimits {
@@ -62,6 +72,8 @@ impl Default for PortalLimits {
             body_bytes_max: PORTAL_BODY_BYTES_MAX,
             requests_per_minute_max: PORTAL_REQUESTS_PER_MINUTE_MAX,
             release_grace_ms: INHABIT_RELEASE_GRACE_MS,
+            header_read_timeout_ms: serve::HEADER_READ_TIMEOUT_MS,
+            body_read_timeout_ms: BODY_READ_TIMEOUT_MS,
         }
     }
 }
@@ -70,12 +82,14 @@ pub struct Portal {
     pub live: Arc<LiveLand>,
     sessions: Sessions,
     limits: PortalLimits,
+    /// Fires when the portal stops: event streams end on it.
+    shutdown: serve::Shutdown,
 }
 
 type Shared = State<Arc<Portal>>;
 
-pub fn router(live: Arc<LiveLand>, limits: PortalLimits) -> Router {
-    let portal = Arc::new(Portal { live, sessions: Sessions::new(limits.requests_per_minute_max), limits });
+pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Router {
+    let portal = Arc::new(Portal { live, sessions: Sessions::new(limits.requests_per_minute_max), limits, shutdown });
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -94,7 +108,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits) -> Router {
         .route("/beings/{name}/act", post(being_act_form))
         .route("/beings/{name}/flow", get(flow_page).post(flow_form))
         .route("/beings/{name}/replay", get(replay_page))
-        .route("/inhabit/{name}", get(inhabit_page))
+        .route("/inhabit/{name}", get(inhabit_page).post(inhabit_form))
         .route("/inhabit/{name}/act", post(inhabit_act_form))
         .route("/birth", post(birth_form))
         .route("/roles", get(roles_page).post(role_form))
@@ -115,16 +129,28 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits) -> Router {
         .route("/api/v1/roles", get(api_roles).post(api_author_role))
         .route("/api/v1/signals", post(api_signal))
         .route("/api/v1/moments", get(api_moments))
+        .route(
+            "/static/portal.js",
+            get(|| async { headers::asset(headers::PORTAL_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route("/static/portal.css", get(|| async { headers::asset(&html::stylesheet(), "text/css; charset=utf-8") }))
         .fallback(|| async { PortalError::not_found("no such page or API route") })
+        .layer(axum::middleware::map_response(headers::security_headers))
         .with_state(portal)
 }
 
 // ---------------------------------------------------------------- helpers
 
+/// The request's body: 413 past the limit, 408 if the client does not send
+/// all of it within `body_read_timeout_ms` (a slow client must not hold a
+/// connection and a worker open).
 async fn read_body(portal: &Portal, body: Body) -> Result<Bytes, PortalError> {
-    axum::body::to_bytes(body, portal.limits.body_bytes_max)
-        .await
-        .map_err(|_| PortalError::too_large(portal.limits.body_bytes_max))
+    let timeout = Duration::from_millis(portal.limits.body_read_timeout_ms);
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, portal.limits.body_bytes_max)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(PortalError::too_large(portal.limits.body_bytes_max)),
+        Err(_) => Err(PortalError::body_timeout(portal.limits.body_read_timeout_ms)),
+    }
 }
 
 fn parse_json(bytes: &[u8]) -> Result<Json, PortalError> {
@@ -357,15 +383,28 @@ fn session_cookie(id: &str) -> String {
     format!("{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/")
 }
 
-async fn login(State(portal): Shared, body: Body) -> Response {
+/// Checks a login's token against the throttle: `Ok(false)` for a wrong
+/// token (counted against the client and the account), 429 while either
+/// has failed too often (checked before the token is compared).
+fn login_token_holds(portal: &Portal, client: SocketAddr, token: &str) -> Result<bool, PortalError> {
+    let client = client.ip().to_string();
+    portal.sessions.throttle.check(Some(&client), auth::OPERATOR_ACCOUNT)?;
+    if portal.live.token_matches(token) {
+        return Ok(true);
+    }
+    portal.sessions.throttle.failed(Some(&client), auth::OPERATOR_ACCOUNT);
+    Ok(false)
+}
+
+async fn login(State(portal): Shared, ConnectInfo(client): ConnectInfo<SocketAddr>, body: Body) -> Response {
     let result = async {
         let form = parse_form(&read_body(&portal, body).await?)?;
         let token = form.get("token").map(String::as_str).unwrap_or_default().trim();
-        if !portal.live.token_matches(token) {
+        if !login_token_holds(&portal, client, token)? {
             return Ok((StatusCode::UNAUTHORIZED, Html(html::login_page(Some("That is not the operator's token."))))
                 .into_response());
         }
-        let (id, _) = portal.sessions.open()?;
+        let (id, _) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
         Ok::<Response, PortalError>(
             ([(header::SET_COOKIE, session_cookie(&id))], Redirect::to("/world")).into_response(),
         )
@@ -374,13 +413,17 @@ async fn login(State(portal): Shared, body: Body) -> Response {
     result.unwrap_or_else(|error| error.as_html().into_response())
 }
 
-async fn api_login(State(portal): Shared, body: Body) -> Result<Response, PortalError> {
+async fn api_login(
+    State(portal): Shared,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    body: Body,
+) -> Result<Response, PortalError> {
     let request = parse_json(&read_body(&portal, body).await?)?;
     let token = required_text(&request, "token")?;
-    if !portal.live.token_matches(token.trim()) {
+    if !login_token_holds(&portal, client, token.trim())? {
         return Err(PortalError { field: Some("token".into()), ..PortalError::unauthenticated() });
     }
-    let (id, csrf) = portal.sessions.open()?;
+    let (id, csrf) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
     Ok(([(header::SET_COOKIE, session_cookie(&id))], axum::Json(json!({"csrf": csrf}))).into_response())
 }
 
@@ -459,38 +502,46 @@ async fn inhabit_act_form(State(portal): Shared, headers: HeaderMap, Path(name):
     act_form(portal, headers, name, body, back).await
 }
 
+/// `POST /inhabit/NAME` (the being page's button, with the CSRF token):
+/// connects, then shows the inhabit tab. Connecting changes the land, so
+/// it is never a GET a cross-site page could trigger.
+async fn inhabit_form(State(portal): Shared, headers: HeaderMap, Path(name): Path<String>, body: Body) -> Response {
+    let result = async {
+        form_write(&portal, &headers, body).await?;
+        let world = portal.live.world();
+        let (being, name) = views::being_row(&world, &name).map(|row| (row.id, row.name.clone()))?;
+        drop(world);
+        if portal.live.presence_of(&being) == 0 {
+            connect(&portal, &name).await?;
+            // The tab's event stream must take hold of it in time.
+            let wait = Duration::from_millis(portal.limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
+            release_unless_held(portal.clone(), being, name.clone(), wait);
+        }
+        Ok::<_, PortalError>(Redirect::to(&format!("/inhabit/{}", urlencode(&name))).into_response())
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+/// `GET /inhabit/NAME`: the inhabit tab of a being the person inhabits now
+/// (its stream holds it); changes nothing.
 async fn inhabit_page(State(portal): Shared, headers: HeaderMap, Path(name): Path<String>, uri: Uri) -> Response {
     let credential = match page_caller(&portal, &headers) {
         Ok(credential) => credential,
         Err(response) => return response,
     };
-    let result = async {
+    let result = (|| {
         let world = portal.live.world();
         let row = views::being_row(&world, &name)?;
-        if !moment::is_ancestor(&world, portal.live.operator(), row.id) {
-            // Tried anyway, so the refusal is in the moment trace.
-            let name = row.name.clone();
-            drop(world);
-            return Err(connect(&portal, &name)
-                .await
-                .err()
-                .unwrap_or_else(|| PortalError::forbidden("not an ancestor")));
+        if row.inhabited_by != Some(portal.live.operator()) {
+            return Err(PortalError::conflict(format!(
+                "you do not inhabit @{}: use the Inhabit button on its page",
+                row.name
+            )));
         }
-        // Connected before the page renders, so it offers what the inhabited
-        // being may do; the page's event stream then holds the connection.
-        let (being, name) = (row.id, row.name.clone());
-        drop(world);
-        if portal.live.presence_of(&being) == 0 {
-            connect(&portal, &name).await?;
-            let wait = Duration::from_millis(portal.limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
-            release_unless_held(portal.clone(), being, name.clone(), wait);
-        }
-        let world = portal.live.world();
-        let row = views::being_row(&world, &name)?;
         let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
         Ok(html(html::inhabit_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))))
-    }
-    .await;
+    })();
     result.unwrap_or_else(|error: PortalError| error.as_html().into_response())
 }
 
@@ -531,75 +582,17 @@ async fn roles_page(State(portal): Shared, headers: HeaderMap, uri: Uri) -> Resp
         if let Some(role) =
             roles["roles"].as_array().and_then(|roles| roles.iter().find(|r| r["name"] == json!(editing)))
         {
-            form.values = role_form_values(&role["definition"]);
+            form.values = role_form::values_of_definition(&role["definition"]);
         }
     }
     form.saved = query.get("done").cloned();
     html(html::roles_page(&roles, credential.csrf(), &form))
 }
 
-fn role_form_values(definition: &Json) -> BTreeMap<String, String> {
-    let mut values = BTreeMap::new();
-    for (name, _) in html::ROLE_FORM_FIELDS {
-        let value = match definition.get(*name) {
-            Some(Json::Array(items)) => items
-                .iter()
-                .map(|item| match item {
-                    Json::String(text) => text.clone(),
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            Some(Json::String(text)) => text.clone(),
-            Some(Json::Bool(flag)) => flag.to_string(),
-            _ => String::new(),
-        };
-        values.insert(name.to_string(), value);
-    }
-    values
-}
-
-/// A role definition from the form's fields (lists are comma-separated).
-fn definition_from_form(form: &BTreeMap<String, String>) -> Json {
-    let mut definition = serde_json::Map::new();
-    for (name, _) in html::ROLE_FORM_FIELDS {
-        let value = form.get(*name).map(|v| v.trim()).unwrap_or_default();
-        match *name {
-            "canSee" | "canDo" | "canSummon" | "canBe" => {
-                let entries: Vec<Json> = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|e| !e.is_empty())
-                    .map(|e| Json::String(e.to_string()))
-                    .collect();
-                definition.insert(name.to_string(), Json::Array(entries));
-            }
-            "selfContinue" if !value.is_empty() => {
-                definition.insert(
-                    name.to_string(),
-                    match value {
-                        "true" => Json::Bool(true),
-                        "false" => Json::Bool(false),
-                        other => Json::String(other.to_string()),
-                    },
-                );
-            }
-            "requiredCognition" | "selfContinue" if value.is_empty() => {}
-            _ => {
-                definition.insert(name.to_string(), Json::String(value.to_string()));
-            }
-        }
-    }
-    Json::Object(definition)
-}
-
 /// Validates a role definition; problems by the definition's field.
 fn role_problems(definition: &Json) -> BTreeMap<String, String> {
     let mut problems = BTreeMap::new();
     match moment::parse_authored_role(definition) {
-        Ok(role) if role.script.is_some() => {
-            problems.insert("script".to_string(), "an authored role cannot carry a script".to_string());
-        }
         Ok(_) => {}
         Err(errors) => {
             for error in errors {
@@ -620,8 +613,13 @@ fn role_problems(definition: &Json) -> BTreeMap<String, String> {
 async fn role_form(State(portal): Shared, headers: HeaderMap, body: Body) -> Response {
     let result = async {
         let (credential, form) = form_write(&portal, &headers, body).await?;
-        let definition = definition_from_form(&form);
-        let mut problems = role_problems(&definition);
+        let (definition, mut problems) = match role_form::definition_of_values(&form) {
+            Ok(definition) => {
+                let problems = role_problems(&definition);
+                (definition, problems)
+            }
+            Err(problems) => (Json::Null, problems),
+        };
         if problems.is_empty() {
             let call = VerbCall::Do {
                 target: "/".into(),
@@ -916,10 +914,19 @@ async fn api_presence(
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
     api_caller(&portal, &headers)?;
-    connect(&portal, &name).await?;
+    // A GET seals nothing: the stream only holds a being the person already
+    // inhabits (connected by a POST); otherwise it says so and ends.
     let world = portal.live.world();
     let row = views::being_row(&world, &name)?;
     let (being, being_name) = (row.id, row.name.clone());
+    if row.inhabited_by != Some(portal.live.operator()) {
+        let refusal = format!("you do not inhabit @{being_name}: use the Inhabit button on its page");
+        let stream = futures_util::stream::once(async move {
+            Ok::<Event, Infallible>(Event::default().event("refused").data(refusal))
+        });
+        return Ok(Sse::new(stream).into_response());
+    }
+    drop(world);
     portal.live.presence_opened(being);
     struct Holding {
         portal: Arc<Portal>,
@@ -940,10 +947,12 @@ async fn api_presence(
         futures_util::stream::once(
             async move { Ok::<Event, Infallible>(Event::default().event("held").data(being_name)) },
         );
-    let stream = first.chain(futures_util::stream::pending()).map(move |event| {
-        let _held = &holding;
-        event
-    });
+    let stream = first.chain(futures_util::stream::pending()).take_until(serve::stopping(portal.shutdown.clone())).map(
+        move |event| {
+            let _held = &holding;
+            event
+        },
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
 }
 
@@ -979,7 +988,8 @@ async fn api_events(State(portal): Shared, headers: HeaderMap) -> Result<Respons
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
             }
         }
-    });
+    })
+    .take_until(serve::stopping(portal.shutdown.clone()));
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
 }
 

@@ -1,0 +1,85 @@
+// The portal's behaviour, served as /static/portal.js (the pages carry no
+// inline script: the Content-Security-Policy admits scripts from the portal
+// itself only). Each page opts in with a data attribute.
+(function () {
+  'use strict';
+
+  function csrfToken() {
+    var meta = document.querySelector('meta[name=csrf]');
+    return meta ? meta.content : '';
+  }
+
+  // The world page: the live part is fetched again whenever the world moves.
+  function followWorld(live) {
+    var events = new EventSource('/api/v1/events');
+    events.addEventListener('world', function () {
+      fetch('/world/live')
+        .then(function (response) { return response.text(); })
+        .then(function (html) { live.innerHTML = html; });
+    });
+  }
+
+  // An inhabit tab: its event stream holds the being while the tab is open.
+  function holdPresence(state) {
+    var name = state.getAttribute('data-presence');
+    var stream = new EventSource('/api/v1/beings/' + encodeURIComponent(name) + '/presence');
+    stream.addEventListener('held', function (event) {
+      state.textContent = 'You are driving @' + event.data + ' (its effective cognition is human).';
+      state.className = 'ok';
+    });
+    stream.addEventListener('refused', function (event) {
+      state.textContent = event.data;
+      state.className = 'error';
+      stream.close();
+    });
+    stream.onerror = function () {
+      if (state.className !== 'error') { state.textContent = 'connection lost'; }
+    };
+  }
+
+  // The roleFlow page: what the being would wear with the flow as typed.
+  function previewFlow(text) {
+    var name = text.getAttribute('data-flow-preview');
+    var verdict = document.getElementById('preview');
+    var clauses = document.getElementById('preview-clauses');
+    var timer;
+    function run() {
+      fetch('/api/v1/beings/' + encodeURIComponent(name) + '/flow/preview', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': csrfToken() },
+        body: JSON.stringify({ flowText: text.value })
+      })
+        .then(function (response) { return response.json(); })
+        .then(function (answer) {
+          clauses.innerHTML = '';
+          if (answer.error) {
+            verdict.textContent = answer.error.message;
+            verdict.className = 'error';
+            return;
+          }
+          verdict.className = '';
+          verdict.textContent = 'In this moment it would wear: ' + (answer.primary || '(no role)') +
+            ', stack [' + answer.stack.join(', ') + '], because:';
+          answer.clauses.forEach(function (line) {
+            var item = document.createElement('li');
+            item.textContent = line;
+            clauses.appendChild(item);
+          });
+        });
+    }
+    text.addEventListener('input', function () {
+      clearTimeout(timer);
+      timer = setTimeout(run, 200);
+    });
+    run();
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var live = document.querySelector('[data-live-world]');
+    if (live) { followWorld(live); }
+    var state = document.querySelector('[data-presence]');
+    if (state) { holdPresence(state); }
+    var flow = document.querySelector('[data-flow-preview]');
+    if (flow) { previewFlow(flow); }
+  });
+})();
