@@ -926,3 +926,33 @@ fn an_interrupt_stops_seed_up_with_event_streams_open() {
     up.restart(&[]);
     assert_eq!(up.get("/api/v1/world").0, 200);
 }
+
+#[test]
+fn recover_operator_gives_back_the_roles_a_conditional_flow_took_away() {
+    let mut up = Up::start(&[]);
+    // Allowed: in this moment the operator still wears `operator`. Once the
+    // signal is set it wears `birther`, which can neither edit a flow nor
+    // publish a signal: no way back through the portal.
+    let trap = json!({"flow": [{"when": {"world.court.locked": true}, "role": "birther"}, {"role": "operator"}]});
+    assert_eq!(up.post("/api/v1/beings/operator/flow", &trap).0, 200);
+    assert_eq!(up.post("/api/v1/signals", &json!({"key": "court.locked", "value": true})).0, 200);
+    let (status, body) = up.post("/api/v1/beings/operator/flow", &json!({"flow": [{"role": "operator"}]}));
+    assert_eq!(status, 403, "{body}");
+    up.stop();
+    let seed = |arguments: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_seed"));
+        command.arg("--land").arg(up.land()).args(arguments);
+        let output = command.output().expect("seed runs");
+        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (recovered, said) = seed(&["recover-operator"]);
+    assert!(recovered && said.contains("wears its planted roleFlow again"), "{said}");
+    let (verified, said) = seed(&["verify"]);
+    assert!(verified, "{said}");
+    let (replayed, said) = seed(&["replay", "--all"]);
+    assert!(replayed, "{said}");
+    up.restart(&[]);
+    let operator = up.get("/api/v1/beings/operator").1;
+    assert_eq!(operator["now"]["primary"], "operator", "{operator}");
+    assert_eq!(up.post("/api/v1/signals", &json!({"key": "court.locked", "value": false})).0, 200);
+}

@@ -2,6 +2,7 @@
 
 mod corpus;
 mod flow;
+mod recover;
 mod replay;
 mod step;
 mod up;
@@ -111,6 +112,13 @@ enum Command {
     Import { file: PathBuf },
     /// Drop every derived index and rebuild it from the reels.
     Reindex,
+    /// Give @operator back the roleFlow and roles it was planted with (run
+    /// with the land stopped): a world fact on the reality root's reel.
+    RecoverOperator {
+        /// The fixture whose role files to put back (default: what the land recorded).
+        #[arg(long)]
+        fixture: Option<PathBuf>,
+    },
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
     RotateKey { being: String },
     /// Run a demo world headless, deterministically, and print a summary.
@@ -344,6 +352,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::RecoverOperator { fixture } => recover::recover_operator(&dir, fixture.as_deref()),
         Command::Reindex => {
             let land = open(&dir)?;
             let report = land.store().reindex()?;

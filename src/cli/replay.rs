@@ -16,12 +16,12 @@ pub const DEFINITIONS_FILE: &str = "definitions.toml";
 /// role folders added on top of the fixture's (a kept what-if fork's).
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Definitions {
-    fixture: PathBuf,
+pub(super) struct Definitions {
+    pub(super) fixture: PathBuf,
     #[serde(default)]
-    seed: u64,
+    pub(super) seed: u64,
     #[serde(default)]
-    role_dirs: Vec<PathBuf>,
+    pub(super) role_dirs: Vec<PathBuf>,
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {
@@ -78,7 +78,7 @@ pub fn recorded_fixture(land_dir: &Path) -> Result<Option<PathBuf>> {
 
 /// The definitions a land's moments used: `--fixture` if given (with the
 /// recorded seed, if any), else what the land folder records.
-fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<Definitions> {
+pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<Definitions> {
     let path = land_dir.join(DEFINITIONS_FILE);
     let recorded = match std::fs::read_to_string(&path) {
         Ok(text) => Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?),
