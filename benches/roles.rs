@@ -3,6 +3,11 @@
 //! (target: at least 1,000,000 per second on one thread). The composed role's
 //! digest (canonical CBOR + BLAKE3) is measured on its own. Reference in the
 //! same run: raw Ed25519 signing, the project's physical yardstick.
+//!
+//! Relationship patterns: the worst glob an author can write (`@a*a*…*b`,
+//! 31 stars, 63 characters) expanded against beings with the longest name
+//! (63 `a`s), beside a glob of one star against the same beings. A
+//! backtracking matcher took time exponential in the stars here.
 
 mod common;
 
@@ -10,7 +15,8 @@ use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use ed25519_dalek::{Signer, SigningKey};
 use seed::fact::body::Cognition;
-use seed::roles::definition::RoleRegistry;
+use seed::roles::definition::{CanEntry, RoleRegistry};
+use seed::roles::resolve::{Resolvers, StaticWorld};
 use seed::roles::{compose, OpenContext, RoleFlow};
 use serde_json::json;
 use std::path::PathBuf;
@@ -70,7 +76,31 @@ fn bench(c: &mut Criterion) {
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);
     group.bench_function("composed_digest", |b| b.iter(|| std::hint::black_box(&composed).digest()));
     group.finish();
+
+    // Patterns: 100 beings with the longest name a being may have, each
+    // differing only in its last characters.
+    let mut world = StaticWorld::default();
+    for index in 0..PATTERN_BEINGS {
+        world.add(&format!("{}{index:02}", "a".repeat(61)), None, "/");
+    }
+    let resolvers = Resolvers::standard();
+    let worst = [CanEntry::Pattern(format!("@{}b", "a*".repeat(31)).into())];
+    let plain = [CanEntry::Pattern("@a*".into())];
+    assert!(resolvers.expand(&worst, "me", &world).is_empty());
+    assert_eq!(resolvers.expand(&plain, "me", &world).len(), PATTERN_BEINGS);
+    let mut group = c.benchmark_group("patterns");
+    group.throughput(Throughput::Elements(PATTERN_BEINGS as u64));
+    group.bench_function("one_star_over_100_beings", |b| {
+        b.iter(|| resolvers.expand(std::hint::black_box(&plain), "me", &world))
+    });
+    group.bench_function("31_stars_over_100_beings", |b| {
+        b.iter(|| resolvers.expand(std::hint::black_box(&worst), "me", &world))
+    });
+    group.finish();
 }
+
+/// Beings a pattern is matched against in the pattern benchmark.
+const PATTERN_BEINGS: usize = 100;
 
 fn print_ratios() {
     let (Some(sign), Some(walk), Some(digest)) = (
@@ -84,6 +114,12 @@ fn print_ratios() {
     println!("raw ed25519 sign (reference)      {sign:>12.0}/s");
     println!("walk + compose (target >= 1e6)    {walk:>12.0}/s  = {:.1}x the sign rate", walk / sign);
     println!("composed role digest              {digest:>12.0}/s  = {:.1}x the sign rate", digest / sign);
+    if let (Some(plain), Some(worst)) =
+        (rate("patterns/one_star_over_100_beings", 1.0), rate("patterns/31_stars_over_100_beings", 1.0))
+    {
+        println!("pattern @a* over 100 beings       {plain:>12.0}/s");
+        println!("pattern of 31 stars, 100 beings   {worst:>12.0}/s  = {:.2}x the one-star rate", worst / plain);
+    }
 }
 
 criterion_group! {
