@@ -956,3 +956,98 @@ fn recover_operator_gives_back_the_roles_a_conditional_flow_took_away() {
     assert_eq!(operator["now"]["primary"], "operator", "{operator}");
     assert_eq!(up.post("/api/v1/signals", &json!({"key": "court.locked", "value": false})).0, 200);
 }
+
+#[test]
+fn the_log_names_every_request_and_refusal_and_no_secret() {
+    let up = Up::start(&[]);
+    let (cookie, csrf) = up.login();
+    let session = cookie.split_once('=').expect("name=value").1.to_string();
+    // A form login too, a cookie write with its CSRF token, a bearer read, a
+    // refused act and a wrong token.
+    let form_login = up
+        .http
+        .post(format!("{}/login", up.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={}", up.token))
+        .send()
+        .expect("answered");
+    assert_eq!(form_login.status().as_u16(), 303);
+    let write = up
+        .http
+        .post(format!("{}/api/v1/signals?note=query-strings-are-not-logged", up.url))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .body(json!({"key": "court.in-session", "value": true}).to_string())
+        .send()
+        .expect("answered");
+    assert_eq!(write.status().as_u16(), 200);
+    assert_eq!(up.get("/api/v1/beings/ada").0, 200);
+    let (status, _) =
+        up.post("/api/v1/beings/operator/act", &json!({"verb": "summon", "target": "@nobody", "content": "x"}));
+    assert_eq!(status, 403);
+    let wrong = format!("{}0", up.token);
+    let response = up.http.get(format!("{}/api/v1/world", up.url)).bearer_auth(&wrong).send().expect("answered");
+    assert_eq!(response.status().as_u16(), 401);
+    std::thread::sleep(Duration::from_millis(300));
+    let log = up.log();
+    for (what, secret) in [
+        ("the token", up.token.as_str()),
+        ("a wrong token", &wrong),
+        ("the session id", &session),
+        ("the CSRF token", &csrf),
+    ] {
+        assert!(!log.contains(secret), "{what} reached the log:\n{log}");
+    }
+    assert!(!log.contains("query-strings-are-not-logged"), "{log}");
+    for expected in [
+        "route=/api/v1/login",
+        "route=/api/v1/signals",
+        "route=/api/v1/beings/{name}",
+        "status=401",
+        "status=403",
+        "summon @nobody is not within canSummon",
+        "latency_us=",
+    ] {
+        assert!(log.contains(expected), "the log names {expected:?}:\n{log}");
+    }
+    let refused = log.lines().find(|line| line.contains("refused") && line.contains("@nobody")).expect("a refusal");
+    assert!(refused.contains("INFO") && refused.contains("being=operator"), "{refused}");
+}
+
+#[test]
+fn json_logs_are_one_object_a_line_with_the_request_and_moment_spans() {
+    let up = Up::start(&["--log-format", "json", "--round-ms", "100"]);
+    assert_eq!(up.get("/api/v1/world").0, 200);
+    // The tests run `seed up` with RUST_LOG=debug: moments are logged too.
+    let started = std::time::Instant::now();
+    while !up.log().contains(r#""name":"moment""#) {
+        assert!(started.elapsed() < Duration::from_secs(10), "no moment was logged: {}", up.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = up.log();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line:?}")))
+        .collect();
+    let request = lines
+        .iter()
+        .find(|line| line["span"]["route"] == "/api/v1/world")
+        .unwrap_or_else(|| panic!("a request line: {log}"));
+    assert_eq!(request["fields"]["status"], 200, "{request}");
+    assert_eq!(request["level"], "INFO");
+    let moment = lines.iter().find(|line| line["span"]["name"] == "moment").expect("a moment line");
+    for field in ["being", "wake", "cursor"] {
+        assert!(!moment["span"][field].is_null(), "the moment's span names its {field}: {moment}");
+    }
+    assert!(moment["fields"]["duration_us"].is_u64() && moment["fields"]["outcome"].is_string(), "{moment}");
+}
+
+#[test]
+fn rust_log_filters_the_log() {
+    // Warnings only: no request, no moment.
+    let up = Up::start_with_env(&[], &[("RUST_LOG", "warn")]);
+    assert_eq!(up.get("/api/v1/world").0, 200);
+    std::thread::sleep(Duration::from_millis(300));
+    let log = up.log();
+    assert!(!log.contains("answered") && !log.contains("moment"), "{log}");
+}

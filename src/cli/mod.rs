@@ -2,6 +2,7 @@
 
 mod corpus;
 mod flow;
+mod logging;
 mod recover;
 mod replay;
 mod step;
@@ -30,6 +31,9 @@ pub struct Arguments {
     /// The land folder (default: ./land; `seed sim` uses a temporary land unless given).
     #[arg(long, global = true, env = "SEED_LAND")]
     land: Option<PathBuf>,
+    /// How log lines on stderr are written (filter them with RUST_LOG, default info).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -283,6 +287,7 @@ fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
 }
 
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
+    logging::init(arguments.log_format);
     if let Command::Corpus { command } = &arguments.command {
         return match command {
             CorpusCommand::Capture { fixture, name, ticks, seed, dir } => {

@@ -101,8 +101,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
                 }
             };
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => eprintln!("seed up: interrupted; stopping (interrupt again to exit at once)"),
-                _ = terminate() => eprintln!("seed up: terminated; stopping"),
+                _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping (interrupt again to exit at once)"),
+                _ = terminate() => tracing::info!("terminated; stopping"),
                 _ = lifetime => {}
             }
             // No round starts after the signal; the one running finishes.
@@ -110,7 +110,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
             let _ = stop_portal.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {
                 // Every acknowledged fact is already durable.
-                eprintln!("seed up: interrupted again; exiting without waiting");
+                tracing::warn!("interrupted again; exiting without waiting");
                 std::process::exit(130);
             }
         });

@@ -208,7 +208,7 @@ impl LiveLand {
                         break;
                     }
                     if let Err(error) = land.round() {
-                        tracing_error(&format!("a round failed: {error}"));
+                        tracing::error!(%error, "a round failed");
                     }
                 }
             })
@@ -229,10 +229,6 @@ impl LiveLand {
             None => Ok(()),
         }
     }
-}
-
-fn tracing_error(message: &str) {
-    eprintln!("seed up: {message}");
 }
 
 /// The token hash of the operator's latest `operator-token` fact.

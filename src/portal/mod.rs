@@ -11,6 +11,7 @@ pub mod error;
 pub mod headers;
 pub mod html;
 pub mod live;
+pub mod request_log;
 pub mod role_form;
 pub mod serve;
 pub mod views;
@@ -136,6 +137,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/static/portal.css", get(|| async { headers::asset(&html::stylesheet(), "text/css; charset=utf-8") }))
         .fallback(|| async { PortalError::not_found("no such page or API route") })
         .layer(axum::middleware::map_response(headers::security_headers))
+        .layer(axum::middleware::from_fn(request_log::log_request))
         .with_state(portal)
 }
 
@@ -966,7 +968,7 @@ fn release_unless_held(portal: Arc<Portal>, being: crate::fact::BeingId, name: S
         let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
         if !still_held && inhabited {
             if let Err(error) = release(&portal, &name).await {
-                eprintln!("seed up: releasing @{name}: {}", error.message);
+                tracing::warn!(being = %name, reason = %error.message, "releasing an inhabited being failed");
             }
         }
     });

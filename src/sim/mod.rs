@@ -828,6 +828,7 @@ impl Simulation {
             }
         }
         self.scheduler.saw(&self.world, being);
+        log_moment(&trace, self.live);
         if let Some(log) = self.moment_log.as_mut() {
             log.push(MomentRecord {
                 tick,
@@ -893,6 +894,22 @@ impl Simulation {
         }
         self.land.close()?;
         Ok(self.summary)
+    }
+}
+
+/// One log line per moment, in a span naming the being, the wake and the
+/// cursor: at debug level, except a refused moment of a live land, which a
+/// person running it wants to see (info).
+fn log_moment(trace: &MomentTrace, live: bool) {
+    let duration_us = trace.timings_us.get("total").copied().unwrap_or(0);
+    let refused = trace.outcome.starts_with("failure");
+    if live && refused {
+        let span = tracing::info_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
+        span.in_scope(|| tracing::info!(outcome = %trace.outcome, duration_us, "refused"));
+    } else {
+        let span =
+            tracing::debug_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
+        span.in_scope(|| tracing::debug!(outcome = %trace.outcome, duration_us, "done"));
     }
 }
 

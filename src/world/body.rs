@@ -86,6 +86,19 @@ pub enum Wake {
     Person,
 }
 
+impl Wake {
+    /// The wake's kind, as its wire form names it (`summon`, `signal`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Wake::Summon { .. } => "summon",
+            Wake::Signal { .. } => "signal",
+            Wake::Tick { .. } => "tick",
+            Wake::SelfContinue => "self-continue",
+            Wake::Person => "person",
+        }
+    }
+}
+
 /// The verb call a moment sealed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verb", rename_all = "lowercase")]

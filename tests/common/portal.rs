@@ -16,13 +16,22 @@ pub struct Up {
     pub http: reqwest::blocking::Client,
 }
 
+/// Where a test's `seed up` writes its stderr, in its temporary folder.
+pub const UP_LOG_FILE: &str = "seed-up.log";
+
 /// How long a test's portal may live at most (it stops by itself after).
 pub const TEST_PORTAL_LIFETIME_S: u64 = 600;
 
 impl Up {
     pub fn start(extra: &[&str]) -> Up {
+        Up::start_with_env(extra, &[])
+    }
+
+    /// `start` with environment variables set for the process (`RUST_LOG`
+    /// is `debug` unless given here).
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Up {
         let dir = tempfile::tempdir().expect("temporary folder");
-        let (child, url, token) = Up::spawn(&dir, extra, None);
+        let (child, url, token) = Up::spawn(&dir, extra, None, env);
         let http = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
@@ -34,12 +43,17 @@ impl Up {
     /// Stops the process and starts `seed up` again on the same land.
     pub fn restart(&mut self, extra: &[&str]) {
         self.stop();
-        let (child, url, _) = Up::spawn(&self.dir, extra, Some(self.token.clone()));
+        let (child, url, _) = Up::spawn(&self.dir, extra, Some(self.token.clone()), &[]);
         self.child = child;
         self.url = url;
     }
 
-    fn spawn(dir: &tempfile::TempDir, extra: &[&str], known_token: Option<String>) -> (Child, String, String) {
+    fn spawn(
+        dir: &tempfile::TempDir,
+        extra: &[&str],
+        known_token: Option<String>,
+        env: &[(&str, &str)],
+    ) -> (Child, String, String) {
         let land = dir.path().join("land");
         let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
         let lifetime = TEST_PORTAL_LIFETIME_S.to_string();
@@ -55,10 +69,19 @@ impl Up {
             &lifetime,
         ];
         arguments.extend_from_slice(extra);
+        // Its log lines, kept for the tests that read them (and printed if
+        // the test fails); appended to across restarts.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join(UP_LOG_FILE))
+            .expect("a log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
             .args(&arguments)
+            .env("RUST_LOG", "debug")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("seed up starts");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -76,6 +99,11 @@ impl Up {
         // Keep draining stdout so the process never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         (child, url.expect("url"), token.expect("token"))
+    }
+
+    /// Everything `seed up` logged so far (at debug level and above).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(UP_LOG_FILE)).unwrap_or_default()
     }
 
     pub fn land(&self) -> PathBuf {
@@ -149,5 +177,8 @@ impl Up {
 impl Drop for Up {
     fn drop(&mut self) {
         self.stop();
+        if std::thread::panicking() {
+            eprintln!("--- seed up's log ---\n{}", self.log());
+        }
     }
 }
