@@ -1,0 +1,222 @@
+//! The JSON API under `/api/v1`: the same views and the same work as the
+//! pages, as JSON; reads take an `ApiCaller`, writes an `ApiWrite` (the
+//! session's CSRF token in the `x-csrf-token` header; a bearer needs none).
+//! The two event streams (`/events`, a being's `/presence`) end when the
+//! portal stops.
+
+use super::auth::{self};
+use super::error::PortalError;
+use super::extract::{parse_json, read_body, ApiCaller, ApiWrite, ApiWriteNoBody};
+use super::work::*;
+use super::{serve, views, Portal, SSE_KEEP_ALIVE_S};
+use crate::world::VerbCall;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+type Shared = State<Arc<Portal>>;
+
+pub(super) async fn api_login(
+    State(portal): Shared,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    body: Body,
+) -> Result<Response, PortalError> {
+    let request = parse_json(&read_body(&portal, body).await?)?;
+    let token = required_text(&request, "token")?;
+    if !login_token_holds(&portal, client, token.trim())? {
+        return Err(PortalError { field: Some("token".into()), ..PortalError::unauthenticated() });
+    }
+    let (id, csrf) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
+    Ok(([(header::SET_COOKIE, session_cookie(&id))], axum::Json(json!({"csrf": csrf}))).into_response())
+}
+
+pub(super) async fn api_world(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
+    Ok(axum::Json(views::world_json(&portal.live.world())).into_response())
+}
+
+pub(super) async fn api_being(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Response, PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, &name)?;
+    Ok(axum::Json(views::being_json(&portal.live, &world, row, portal.live.operator())?).into_response())
+}
+
+pub(super) async fn api_act(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    ApiWrite(_, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    let choice = choice_from(&request)?;
+    let wake = wake_from(&portal, &name, &request)?;
+    Ok(axum::Json(drive(&portal, &name, wake, choice).await?).into_response())
+}
+
+pub(super) async fn api_inhabit(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    _write: ApiWriteNoBody,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(connect(&portal, &name).await?).into_response())
+}
+
+pub(super) async fn api_release(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    _write: ApiWriteNoBody,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(release(&portal, &name).await?).into_response())
+}
+
+/// Held open by an inhabiting tab: connects on open; when the last tab
+/// holding the being is gone for the grace period, releases it.
+pub(super) async fn api_presence(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Response, PortalError> {
+    // A GET seals nothing: the stream only holds a being the person already
+    // inhabits (connected by a POST); otherwise it says so and ends.
+    let world = portal.live.world();
+    let row = views::being_row(&world, &name)?;
+    let (being, being_name) = (row.id, row.name.clone());
+    if row.inhabited_by != Some(portal.live.operator()) {
+        let refusal = format!("you do not inhabit @{being_name}: use the Inhabit button on its page");
+        let stream = futures_util::stream::once(async move {
+            Ok::<Event, Infallible>(Event::default().event("refused").data(refusal))
+        });
+        return Ok(Sse::new(stream).into_response());
+    }
+    drop(world);
+    portal.live.presence_opened(being);
+    struct Holding {
+        portal: Arc<Portal>,
+        being: crate::fact::BeingId,
+        name: String,
+    }
+    impl Drop for Holding {
+        fn drop(&mut self) {
+            if self.portal.live.presence_closed(self.being) > 0 {
+                return;
+            }
+            let grace = Duration::from_millis(self.portal.limits.release_grace_ms);
+            release_unless_held(self.portal.clone(), self.being, self.name.clone(), grace);
+        }
+    }
+    let holding = Holding { portal: portal.clone(), being, name: being_name.clone() };
+    let first =
+        futures_util::stream::once(
+            async move { Ok::<Event, Infallible>(Event::default().event("held").data(being_name)) },
+        );
+    let stream = first.chain(futures_util::stream::pending()).take_until(serve::stopping(portal.shutdown.clone())).map(
+        move |event| {
+            let _held = &holding;
+            event
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
+}
+
+pub(super) async fn api_events(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
+    let receiver = portal.live.subscribe();
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        loop {
+            match receiver.recv().await {
+                Ok(cursor) => {
+                    return Some((
+                        Ok::<Event, Infallible>(Event::default().event("world").data(cursor.to_string())),
+                        receiver,
+                    ))
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+    .take_until(serve::stopping(portal.shutdown.clone()));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
+}
+
+pub(super) async fn api_flow(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    ApiWrite(_, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    let flow = request.get("flow").cloned().ok_or_else(|| PortalError::field("flow", "`flow` is required"))?;
+    Ok(axum::Json(edit_flow(&portal, &name, flow).await?).into_response())
+}
+
+/// What the being would wear in this moment with a flow not yet stored:
+/// the same evaluator over the same open context.
+pub(super) async fn api_flow_preview(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    ApiWrite(_, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    let flow = match (request.get("flow"), text_field(&request, "flowText")?) {
+        (Some(flow), _) => flow.clone(),
+        (None, Some(text)) => serde_json::from_str(text)
+            .map_err(|error| PortalError::field("flow", format!("`flow` is not JSON: {error}")))?,
+        (None, None) => return Err(PortalError::field("flow", "`flow` is required")),
+    };
+    // Compiling and walking a flow is CPU work on authored input: it runs
+    // off the async workers, which only answer requests.
+    let live = portal.live.clone();
+    let preview = tokio::task::spawn_blocking(move || preview_flow(&live, &name, &flow))
+        .await
+        .map_err(|error| PortalError::internal(format!("the preview task stopped: {error}")))??;
+    Ok(axum::Json(preview).into_response())
+}
+
+pub(super) async fn api_replay(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(replay(&portal, &name).await?).into_response())
+}
+
+pub(super) async fn api_birth(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {
+    Ok((StatusCode::CREATED, axum::Json(birth(&portal, &request).await?)).into_response())
+}
+
+pub(super) async fn api_roles(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
+    Ok(axum::Json(views::roles_json(&portal.live, &portal.live.world())).into_response())
+}
+
+pub(super) async fn api_author_role(
+    State(portal): Shared,
+    ApiWrite(_, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    let definition = request
+        .get("definition")
+        .cloned()
+        .ok_or_else(|| PortalError::field("definition", "`definition` is required"))?;
+    if !definition.is_object() {
+        return Err(PortalError::field("definition", "`definition` must be a role object"));
+    }
+    if let Some((field, reason)) = role_problems(&definition).into_iter().next() {
+        return Err(PortalError::field(&format!("definition.{field}"), reason));
+    }
+    let call =
+        VerbCall::Do { target: "/".into(), action: "author-role".into(), args: json!({"definition": definition}) };
+    Ok((StatusCode::CREATED, axum::Json(operator_acts(&portal, call).await?)).into_response())
+}
+
+pub(super) async fn api_signal(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {
+    Ok(axum::Json(publish(&portal, &request).await?).into_response())
+}
+
+pub(super) async fn api_moments(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
+    Ok(axum::Json(views::moments_json(&portal.live, &portal.live.world())).into_response())
+}

@@ -1,0 +1,324 @@
+//! The pages: the login, the world, a being, the inhabit tab, roles, flows,
+//! moments and replay, and the forms that post back to them. Each form post
+//! is authenticated and CSRF-checked by `FormWrite`; each page by
+//! `PageVisitor`, which sends a visitor without a session to the login.
+
+use super::auth::{self, Credential, SESSION_COOKIE};
+use super::error::PortalError;
+use super::extract::{parse_form, read_body, FormWrite, PageVisitor};
+use super::work::*;
+use super::{html, views, Portal, INHABIT_FIRST_HOLD_MS};
+use crate::world::VerbCall;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+type Shared = State<Arc<Portal>>;
+
+pub(super) async fn login_form() -> Response {
+    html(html::login_page(None))
+}
+
+pub(super) async fn login(State(portal): Shared, ConnectInfo(client): ConnectInfo<SocketAddr>, body: Body) -> Response {
+    let result = async {
+        let form = parse_form(&read_body(&portal, body).await?)?;
+        let token = form.get("token").map(String::as_str).unwrap_or_default().trim();
+        if !login_token_holds(&portal, client, token)? {
+            return Ok((StatusCode::UNAUTHORIZED, Html(html::login_page(Some("That is not the operator's token."))))
+                .into_response());
+        }
+        let (id, _) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
+        Ok::<Response, PortalError>(
+            ([(header::SET_COOKIE, session_cookie(&id))], Redirect::to("/world")).into_response(),
+        )
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn logout(State(portal): Shared, FormWrite(credential, _): FormWrite) -> Response {
+    let result = async {
+        if let Credential::Session { id, .. } = &credential {
+            portal.sessions.close(id);
+        }
+        Ok::<Response, PortalError>(
+            (
+                [(header::SET_COOKIE, format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"))],
+                Redirect::to("/login"),
+            )
+                .into_response(),
+        )
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn world_page(State(portal): Shared, PageVisitor(credential): PageVisitor) -> Response {
+    html(html::world_page(&views::world_json(&portal.live.world()), credential.csrf()))
+}
+
+pub(super) async fn world_live(State(portal): Shared, _visitor: PageVisitor) -> Response {
+    html(html::world_fragment(&views::world_json(&portal.live.world())))
+}
+
+pub(super) async fn being_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+    uri: Uri,
+) -> Response {
+    let world = portal.live.world();
+    let result = views::being_row(&world, &name)
+        .and_then(|row| views::being_json(&portal.live, &world, row, portal.live.operator()));
+    match result {
+        Ok(being) => html(html::being_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn act_form(
+    portal: Arc<Portal>,
+    form: BTreeMap<String, String>,
+    name: String,
+    back: String,
+) -> Response {
+    let result = async {
+        let request = form_request(&form)?;
+        let choice = choice_from(&request)?;
+        let wake = wake_from(&portal, &name, &request)?;
+        let done = drive(&portal, &name, wake, choice).await?;
+        Ok::<Response, PortalError>(see_other(
+            &back,
+            &format!("@{name}: {}", done["outcome"].as_str().unwrap_or("done")),
+        ))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn being_act_form(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    FormWrite(_, form): FormWrite,
+) -> Response {
+    let back = format!("/beings/{name}");
+    act_form(portal, form, name, back).await
+}
+
+pub(super) async fn inhabit_act_form(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    FormWrite(_, form): FormWrite,
+) -> Response {
+    let back = format!("/inhabit/{name}");
+    act_form(portal, form, name, back).await
+}
+
+/// `POST /inhabit/NAME` (the being page's button, with the CSRF token):
+/// connects, then shows the inhabit tab. Connecting changes the land, so
+/// it is never a GET a cross-site page could trigger.
+pub(super) async fn inhabit_form(State(portal): Shared, Path(name): Path<String>, _form: FormWrite) -> Response {
+    let result = async {
+        let world = portal.live.world();
+        let (being, name) = views::being_row(&world, &name).map(|row| (row.id, row.name.clone()))?;
+        drop(world);
+        if portal.live.presence_of(&being) == 0 {
+            connect(&portal, &name).await?;
+            // The tab's event stream must take hold of it in time.
+            let wait = Duration::from_millis(portal.limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
+            release_unless_held(portal.clone(), being, name.clone(), wait);
+        }
+        Ok::<_, PortalError>(Redirect::to(&format!("/inhabit/{}", urlencode(&name))).into_response())
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+/// `GET /inhabit/NAME`: the inhabit tab of a being the person inhabits now
+/// (its stream holds it); changes nothing.
+pub(super) async fn inhabit_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+    uri: Uri,
+) -> Response {
+    let result = (|| {
+        let world = portal.live.world();
+        let row = views::being_row(&world, &name)?;
+        if row.inhabited_by != Some(portal.live.operator()) {
+            return Err(PortalError::conflict(format!(
+                "you do not inhabit @{}: use the Inhabit button on its page",
+                row.name
+            )));
+        }
+        let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
+        Ok(html(html::inhabit_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))))
+    })();
+    result.unwrap_or_else(|error: PortalError| error.as_html().into_response())
+}
+
+pub(super) async fn birth_form(State(portal): Shared, FormWrite(_, form): FormWrite) -> Response {
+    let result = async {
+        let mut request = serde_json::Map::new();
+        for key in ["name", "cognition", "defaultRole"] {
+            if let Some(value) = form.get(key).filter(|v| !v.trim().is_empty()) {
+                request.insert(key.into(), Json::String(value.trim().to_string()));
+            }
+        }
+        if let Some(flow) = form.get("roleFlow").filter(|v| !v.trim().is_empty()) {
+            let flow: Json = serde_json::from_str(flow)
+                .map_err(|error| PortalError::field("roleFlow", format!("`roleFlow` is not JSON: {error}")))?;
+            request.insert("roleFlow".into(), flow);
+        }
+        let done = birth(&portal, &Json::Object(request)).await?;
+        Ok::<Response, PortalError>(see_other(
+            &format!("/beings/{}", done["name"].as_str().unwrap_or("birther")),
+            "born",
+        ))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn roles_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    let world = portal.live.world();
+    let roles = views::roles_json(&portal.live, &world);
+    let mut form = html::RoleForm::default();
+    let query = query(&uri);
+    if let Some(editing) = query.get("edit") {
+        if let Some(role) =
+            roles["roles"].as_array().and_then(|roles| roles.iter().find(|r| r["name"] == json!(editing)))
+        {
+            form.values = super::role_form::values_of_definition(&role["definition"]);
+        }
+    }
+    form.saved = query.get("done").cloned();
+    html(html::roles_page(&roles, credential.csrf(), &form))
+}
+
+pub(super) async fn role_form_post(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
+    let result = async {
+        let (definition, mut problems) = match super::role_form::definition_of_values(&form) {
+            Ok(definition) => {
+                let problems = role_problems(&definition);
+                (definition, problems)
+            }
+            Err(problems) => (Json::Null, problems),
+        };
+        if problems.is_empty() {
+            let call = VerbCall::Do {
+                target: "/".into(),
+                action: "author-role".into(),
+                args: json!({"definition": definition}),
+            };
+            match operator_acts(&portal, call).await {
+                Ok(_) => {
+                    let name = definition["name"].as_str().unwrap_or_default();
+                    return Ok(see_other(&format!("/roles?edit={}", urlencode(name)), &format!("role {name} saved")));
+                }
+                Err(error) => {
+                    problems.insert(String::new(), error.message);
+                }
+            }
+        }
+        // Shown again with each problem beside its field.
+        let world = portal.live.world();
+        let roles = views::roles_json(&portal.live, &world);
+        let form = html::RoleForm {
+            values: form.into_iter().filter(|(k, _)| k != "csrf").collect(),
+            errors: problems,
+            saved: None,
+        };
+        Ok::<Response, PortalError>(
+            (StatusCode::BAD_REQUEST, Html(html::roles_page(&roles, credential.csrf(), &form))).into_response(),
+        )
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn flow_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+    uri: Uri,
+) -> Response {
+    let world = portal.live.world();
+    match views::being_row(&world, &name)
+        .and_then(|row| views::being_json(&portal.live, &world, row, portal.live.operator()))
+    {
+        Ok(being) => {
+            html(html::flow_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str), None, None))
+        }
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn flow_form(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    FormWrite(credential, form): FormWrite,
+) -> Response {
+    let result = async {
+        let text = form.get("flow").map(String::as_str).unwrap_or_default();
+        let saved = async {
+            let flow: Json = serde_json::from_str(text)
+                .map_err(|error| PortalError::field("flow", format!("`flow` is not JSON: {error}")))?;
+            edit_flow(&portal, &name, flow).await
+        }
+        .await;
+        match saved {
+            Ok(_) => Ok(see_other(&format!("/beings/{name}/flow"), "roleFlow saved; it applies from the next moment")),
+            Err(error) if error.status == StatusCode::BAD_REQUEST || error.status == StatusCode::FORBIDDEN => {
+                let world = portal.live.world();
+                let row = views::being_row(&world, &name)?;
+                let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
+                Ok::<Response, PortalError>(
+                    (
+                        error.status,
+                        Html(html::flow_page(&being, credential.csrf(), None, Some(&error.message), Some(text))),
+                    )
+                        .into_response(),
+                )
+            }
+            Err(error) => Err(error),
+        }
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn signal_form(State(portal): Shared, FormWrite(_, form): FormWrite) -> Response {
+    let result = async {
+        let value_text = form.get("value").map(String::as_str).unwrap_or_default();
+        let value: Json = serde_json::from_str(value_text).map_err(|_| {
+            PortalError::field("value", format!("`value` must be JSON (for text, quote it: \"{value_text}\")"))
+        })?;
+        let request = json!({"key": form.get("key").cloned().unwrap_or_default(), "value": value});
+        publish(&portal, &request).await?;
+        Ok::<Response, PortalError>(see_other("/world", "published"))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+pub(super) async fn moments_page(State(portal): Shared, PageVisitor(credential): PageVisitor) -> Response {
+    html(html::moments_page(&views::moments_json(&portal.live, &portal.live.world()), credential.csrf()))
+}
+
+pub(super) async fn replay_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+) -> Response {
+    match replay(&portal, &name).await {
+        Ok(replay) => html(html::replay_page(&replay, credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
+}

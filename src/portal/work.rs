@@ -1,0 +1,381 @@
+//! What the handlers share: reading a person's choice and its wake from a
+//! request, and the work itself, every change one moment of a person-driven
+//! being (`drive`) whose refusal becomes a status. Nothing here knows
+//! whether it answers a page or the API.
+
+use super::auth::{self, SESSION_COOKIE};
+use super::error::PortalError;
+use super::live::LiveLand;
+use super::{views, Portal};
+use crate::fact::FactId;
+use crate::moment::{self, PersonChoice};
+use crate::world::{VerbCall, Wake};
+use axum::http::{StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(super) fn query(uri: &Uri) -> BTreeMap<String, String> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(uri.query().unwrap_or_default())
+        .map(|pairs| pairs.into_iter().collect())
+        .unwrap_or_default()
+}
+
+pub(super) fn text_field<'a>(value: &'a Json, name: &str) -> Result<Option<&'a str>, PortalError> {
+    match value.get(name) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(text)) => Ok(Some(text.as_str())),
+        Some(_) => Err(PortalError::field(name, format!("`{name}` must be a string"))),
+    }
+}
+
+pub(super) fn required_text<'a>(value: &'a Json, name: &str) -> Result<&'a str, PortalError> {
+    match text_field(value, name)? {
+        Some(text) if !text.trim().is_empty() => Ok(text),
+        _ => Err(PortalError::field(name, format!("`{name}` is required"))),
+    }
+}
+
+pub(super) fn html(body: String) -> Response {
+    Html(body).into_response()
+}
+
+/// A person's moment failed: a status for the reason the trace gives.
+pub(super) fn refusal(outcome: &str) -> PortalError {
+    let reason = outcome.split_once(": ").map_or(outcome, |(_, reason)| reason).to_string();
+    let permission = ["not within", "not an ancestor", "no person drives", "may only", "may not"];
+    if permission.iter().any(|needle| outcome.contains(needle)) {
+        PortalError::forbidden(reason)
+    } else if outcome.contains("over the land's limit") {
+        PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
+    } else if outcome.starts_with("failure in seal") || outcome.contains("is taken") {
+        PortalError::conflict(reason)
+    } else {
+        PortalError { code: "refused", ..PortalError::bad_request(reason) }
+    }
+}
+
+/// Runs one moment of `being` (by name) driven by the operator's session,
+/// after checking the session may drive it. Returns the outcome line.
+pub(super) async fn drive(
+    portal: &Arc<Portal>,
+    name: &str,
+    wake: Wake,
+    choice: PersonChoice,
+) -> Result<Json, PortalError> {
+    check_choice_fits_a_fact(portal.live.fact_body_bytes_max(), &choice)?;
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    views::may_drive(&world, portal.live.operator(), row).map_err(PortalError::forbidden)?;
+    let (live, being) = (portal.live.clone(), row.id);
+    let result = tokio::task::spawn_blocking(move || live.act(being, wake, &choice))
+        .await
+        .map_err(|error| PortalError::internal(format!("the moment task stopped: {error}")))??;
+    match result {
+        Ok(done) => Ok(json!({"outcome": done.outcome, "landSeq": done.land_seq})),
+        Err(refused) => Err(refusal(&refused.outcome)),
+    }
+}
+
+/// 413 naming the field of a person's choice that alone is larger than the
+/// land lets a fact body be (measured as JSON, which is never shorter than
+/// the canonical CBOR it becomes): the caller's input, refused before
+/// anything is prepared. An act just under the limit whose whole body is
+/// over it is refused by the seal, which the moment trace names.
+pub(super) fn check_choice_fits_a_fact(body_bytes_max: usize, choice: &PersonChoice) -> Result<(), PortalError> {
+    let mut fields: Vec<(&str, &Json)> = Vec::new();
+    let (content, address);
+    match &choice.call {
+        VerbCall::Do { args: Json::Object(map), .. } | VerbCall::Be { payload: Json::Object(map), .. } => {
+            fields.extend(map.iter().map(|(key, value)| (key.as_str(), value)));
+        }
+        VerbCall::Do { args: value, .. } => fields.push(("args", value)),
+        VerbCall::Be { payload: value, .. } => fields.push(("payload", value)),
+        VerbCall::Summon { content: text, .. } => {
+            content = Json::String(text.clone());
+            fields.push(("content", &content));
+        }
+        VerbCall::See { address: text } => {
+            address = Json::String(text.clone());
+            fields.push(("address", &address));
+        }
+    }
+    let prose = choice.content.clone().map(Json::String);
+    fields.extend(prose.as_ref().map(|text| ("content", text)));
+    for (field, value) in fields {
+        let len = serde_json::to_vec(value).map_or(0, |bytes| bytes.len());
+        if len > body_bytes_max {
+            return Err(PortalError::over_fact_limit(field, len, body_bytes_max));
+        }
+    }
+    Ok(())
+}
+
+/// The operator acting as itself.
+pub(super) async fn operator_acts(portal: &Arc<Portal>, call: VerbCall) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    let name = world.name_of(&portal.live.operator()).unwrap_or("operator").to_string();
+    drop(world);
+    drive(portal, &name, Wake::Person, PersonChoice { call, content: None }).await
+}
+
+/// Reads a verb call from a request: `verb` and the fields of that verb.
+pub(super) fn choice_from(request: &Json) -> Result<PersonChoice, PortalError> {
+    let verb = required_text(request, "verb")?;
+    let content = text_field(request, "content")?.filter(|text| !text.is_empty()).map(str::to_string);
+    let object = |name: &str| -> Result<Json, PortalError> {
+        match request.get(name) {
+            None | Some(Json::Null) => Ok(json!({})),
+            Some(value @ Json::Object(_)) => Ok(value.clone()),
+            Some(_) => Err(PortalError::field(name, format!("`{name}` must be a JSON object"))),
+        }
+    };
+    let call = match verb {
+        "see" => VerbCall::See { address: required_text(request, "address")?.to_string() },
+        "do" => VerbCall::Do {
+            target: text_field(request, "target")?.filter(|t| !t.is_empty()).unwrap_or("/").to_string(),
+            action: required_text(request, "action")?.to_string(),
+            args: object("args")?,
+        },
+        "summon" => {
+            let message = content.clone().ok_or_else(|| PortalError::field("content", "a summon needs `content`"))?;
+            VerbCall::Summon {
+                target: text_field(request, "target")?.unwrap_or_default().to_string(),
+                content: message,
+                in_reply_to: None,
+            }
+        }
+        "be" => {
+            VerbCall::Be { operation: required_text(request, "operation")?.to_string(), payload: object("payload")? }
+        }
+        other => return Err(PortalError::field("verb", format!("unknown verb {other:?}: see, do, summon or be"))),
+    };
+    let content = if verb == "summon" { None } else { content };
+    Ok(PersonChoice { call, content })
+}
+
+/// The wake a request answers: a summon in the being's inbox (by its fact
+/// id), or none (the person acts on its own).
+pub(super) fn wake_from(portal: &Portal, name: &str, request: &Json) -> Result<Wake, PortalError> {
+    let Some(hex) = text_field(request, "wake")?.filter(|text| !text.is_empty()) else { return Ok(Wake::Person) };
+    let fact = FactId::from_hex(hex)
+        .ok_or_else(|| PortalError::field("wake", "`wake` must be a summon's fact id (64 hex digits)"))?;
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    let summon = world
+        .inbox
+        .get(&row.id)
+        .and_then(|inbox| inbox.values().find(|pending| pending.fact == fact))
+        .ok_or_else(|| PortalError::field("wake", format!("no summon {hex} waits in @{}'s inbox", row.name)))?;
+    Ok(Wake::Summon { fact, from: summon.from })
+}
+
+/// A form's fields as the JSON an API request would carry (`args` and
+/// `payload` are JSON text in a form).
+pub(super) fn form_request(form: &BTreeMap<String, String>) -> Result<Json, PortalError> {
+    let mut request = serde_json::Map::new();
+    for (key, value) in form {
+        if key == "csrf" || key == "address_text" {
+            continue;
+        }
+        let value = if key == "args" || key == "payload" {
+            let text = if value.trim().is_empty() { "{}" } else { value.as_str() };
+            serde_json::from_str(text)
+                .map_err(|error| PortalError::field(key, format!("`{key}` is not JSON: {error}")).as_html())?
+        } else {
+            Json::String(value.clone())
+        };
+        request.insert(key.clone(), value);
+    }
+    if let Some(typed) = form.get("address_text").filter(|text| !text.trim().is_empty()) {
+        request.insert("address".into(), Json::String(typed.trim().to_string()));
+    }
+    Ok(Json::Object(request))
+}
+
+pub(super) fn see_other(to: &str, done: &str) -> Response {
+    let query = serde_urlencoded::to_string([("done", done)]).unwrap_or_default();
+    let joint = if to.contains('?') { '&' } else { '?' };
+    Redirect::to(&format!("{to}{joint}{query}")).into_response()
+}
+
+pub(super) fn urlencode(text: &str) -> String {
+    serde_urlencoded::to_string([("", text)]).unwrap_or_default().trim_start_matches('=').to_string()
+}
+
+pub(super) fn session_cookie(id: &str) -> String {
+    format!("{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/")
+}
+
+/// Checks a login's token against the throttle: `Ok(false)` for a wrong
+/// token (counted against the client and the account), 429 while either
+/// has failed too often (checked before the token is compared).
+pub(super) fn login_token_holds(portal: &Portal, client: SocketAddr, token: &str) -> Result<bool, PortalError> {
+    let client = client.ip().to_string();
+    portal.sessions.throttle.check(Some(&client), auth::OPERATOR_ACCOUNT)?;
+    if portal.live.token_matches(token) {
+        return Ok(true);
+    }
+    portal.sessions.throttle.failed(Some(&client), auth::OPERATOR_ACCOUNT);
+    Ok(false)
+}
+
+/// Validates a role definition; problems by the definition's field.
+pub(super) fn role_problems(definition: &Json) -> BTreeMap<String, String> {
+    let mut problems = BTreeMap::new();
+    match moment::parse_authored_role(definition) {
+        Ok(_) => {}
+        Err(errors) => {
+            for error in errors {
+                let mut field = error.field.split(['.', '[']).next().unwrap_or_default().to_string();
+                // Serde names a missing or unknown field only in its message.
+                if field == "(file)" {
+                    if let Some(named) = error.reason.split('`').nth(1) {
+                        field = named.to_string();
+                    }
+                }
+                problems.entry(field).or_insert(error.reason);
+            }
+        }
+    }
+    problems
+}
+
+pub(super) async fn birth(portal: &Arc<Portal>, request: &Json) -> Result<Json, PortalError> {
+    let name = required_text(request, "name")?.trim_start_matches('@').to_string();
+    crate::land::validate_being_name(&name).map_err(|error| PortalError::field("name", error.to_string()))?;
+    if portal.live.world().names.contains_key(&name) {
+        return Err(PortalError {
+            field: Some("name".into()),
+            ..PortalError::conflict(format!("the name @{name} is taken"))
+        });
+    }
+    let cognition = required_text(request, "cognition")?;
+    if !matches!(cognition, "human" | "scripted" | "llm") {
+        return Err(PortalError::field("cognition", format!("cognition {cognition:?} is not human, scripted or llm")));
+    }
+    let mut payload = json!({"name": name, "cognition": cognition});
+    if let Some(default_role) = text_field(request, "defaultRole")? {
+        payload["defaultRole"] = json!(default_role);
+    }
+    if let Some(flow) = request.get("roleFlow").filter(|flow| !flow.is_null()) {
+        let clauses = match flow {
+            Json::Object(object) => object.get("flow").cloned().unwrap_or(Json::Array(Vec::new())),
+            other => other.clone(),
+        };
+        crate::roles::RoleFlow::from_json(&clauses)
+            .map_err(|error| PortalError::field("roleFlow", format!("roleFlow {error}")))?;
+        payload["roleFlow"] = flow.clone();
+    }
+    operator_acts(portal, VerbCall::Be { operation: "birth".into(), payload }).await?;
+    Ok(json!({"name": name, "parent": portal.live.world().name_of(&portal.live.operator())}))
+}
+
+pub(super) async fn connect(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+    let name = name.trim_start_matches('@');
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    if row.inhabited_by == Some(portal.live.operator()) {
+        return Ok(json!({"outcome": "already inhabited by you"}));
+    }
+    let name = row.name.clone();
+    drop(world);
+    operator_acts(portal, VerbCall::Be { operation: "connect".into(), payload: json!({"being": name}) }).await
+}
+
+pub(super) async fn release(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    if row.inhabited_by.is_none() {
+        return Ok(json!({"outcome": "not inhabited"}));
+    }
+    let name = row.name.clone();
+    drop(world);
+    operator_acts(portal, VerbCall::Be { operation: "release".into(), payload: json!({"being": name}) }).await
+}
+
+/// Checks a flow parses and binds against the roles the world sees now.
+pub(super) fn check_flow(portal: &Portal, name: &str, flow: &Json) -> Result<(), PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    portal
+        .live
+        .substrate()
+        .bound_flow_of(&world, flow, &row.default_role)
+        .map(|_| ())
+        .map_err(|reason| PortalError::field("flow", reason))
+}
+
+pub(super) async fn edit_flow(portal: &Arc<Portal>, name: &str, flow: Json) -> Result<Json, PortalError> {
+    check_flow(portal, name, &flow)?;
+    let name = name.trim_start_matches('@');
+    let call = VerbCall::Do {
+        target: "/".into(),
+        action: "edit-role-flow".into(),
+        args: json!({"being": name, "flow": flow}),
+    };
+    operator_acts(portal, call).await
+}
+
+pub(super) async fn publish(portal: &Arc<Portal>, request: &Json) -> Result<Json, PortalError> {
+    let key = required_text(request, "key")?;
+    if let Some(problem) = crate::world::signal_key_problem(key) {
+        return Err(PortalError::field("key", problem));
+    }
+    let value = request.get("value").cloned().unwrap_or(Json::Null);
+    if crate::world::holds_fraction(&value) {
+        return Err(PortalError::field(
+            "value",
+            "signal values are integers, text, booleans, lists or maps (no fractions)",
+        ));
+    }
+    let call =
+        VerbCall::Do { target: "/".into(), action: "publish-signal".into(), args: json!({"key": key, "value": value}) };
+    operator_acts(portal, call).await
+}
+
+pub(super) async fn replay(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?.clone();
+    let live = portal.live.clone();
+    tokio::task::spawn_blocking(move || views::replay_json(&live, &row))
+        .await
+        .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
+}
+
+/// After `wait`, releases the being unless a tab holds it again (or it is
+/// no longer inhabited).
+pub(super) fn release_unless_held(portal: Arc<Portal>, being: crate::fact::BeingId, name: String, wait: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        tokio::time::sleep(wait).await;
+        let still_held = portal.live.presence_of(&being) > 0;
+        let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
+        if !still_held && inhabited {
+            if let Err(error) = release(&portal, &name).await {
+                tracing::warn!(being = %name, reason = %error.message, "releasing an inhabited being failed");
+            }
+        }
+    });
+}
+
+pub(super) fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<Json, PortalError> {
+    let world = live.world();
+    let row = views::being_row(&world, name)?;
+    let bound = live
+        .substrate()
+        .bound_flow_of(&world, flow, &row.default_role)
+        .map_err(|reason| PortalError::field("flow", reason))?;
+    let wake = views::preview_wake(row);
+    let opened = moment::open(&world, row.id, wake, live.now_ms());
+    let assigned = moment::assign_flow(live.substrate(), &world, &opened, bound)
+        .map_err(|failure| PortalError::field("flow", failure.reason))?;
+    Ok(json!({
+        "primary": assigned.composed.primary.as_deref(),
+        "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
+        "clauses": assigned.flow.explain(&assigned.walk),
+    }))
+}
