@@ -1,4 +1,4 @@
-//! Named limits with their defaults (SPEC section 12). Every limit the
+//! Named limits with their defaults (promise 11, docs/promises.md). Every limit the
 //! foundation enforces is a field here with its unit in its name.
 //!
 //! Today the values are the defaults below; the world fold (a later step)
