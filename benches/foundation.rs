@@ -18,6 +18,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 /// Facts sealed per measured iteration of the seal benchmark.
 const SEAL_FACTS_PER_ITERATION: u64 = 8192;
 /// Beings sealing concurrently, and facts each keeps in flight.

@@ -22,6 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 const LLM_BEINGS: u64 = 1_000;
 const LLM_BEINGS_IN_TEST_MODE: u64 = 50;
 const THREADS: usize = 2;

@@ -18,6 +18,10 @@ use seed::sim::{SimOptions, Simulation};
 use std::path::Path;
 use std::time::Duration;
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 const CROWD_BEINGS: u64 = 10_000;
 const CROWD_BEINGS_IN_TEST_MODE: u64 = 200;
 const THREADS: usize = 2;

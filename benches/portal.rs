@@ -7,6 +7,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 /// Seconds each page is loaded for.
 const LOAD_SECONDS: u64 = 15;
 /// Connections wrk keeps open.

@@ -21,6 +21,10 @@ use seed::sim::fixture::Fixture;
 use seed::sim::{substrate_for, SimOptions};
 use std::path::Path;
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 const CROWD_BEINGS: u64 = 10_000;
 const CROWD_BEINGS_IN_TEST_MODE: u64 = 200;
 const ROUNDS: u64 = 4;

@@ -22,6 +22,10 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 fn flow() -> serde_json::Value {
     json!([
         { "when": { "verb": "summon", "caller.role": "human" }, "role": "human-conversationalist" },

@@ -1,4 +1,4 @@
-//! The process's allocator: mimalloc, called the cheapest way each
+//! The allocator the `seed` binary and the benchmarks choose: mimalloc, called the cheapest way each
 //! allocation allows, and its runtime options.
 
 use libmimalloc_sys::{
@@ -6,20 +6,6 @@ use libmimalloc_sys::{
 };
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
-
-/// mimalloc instead of glibc's malloc: a round of moments allocates and frees
-/// many small buffers on several threads at once, and glibc's arenas spent a
-/// fifth of the crowd benchmark's samples in `_int_malloc` / `_int_free` /
-/// `malloc_consolidate`. Declared in the library so the binary, the tests and
-/// the benchmarks all run on the same allocator.
-///
-/// Allocations whose alignment mimalloc's plain `mi_malloc` already gives
-/// go through it: the `mimalloc` crate sends every allocation through
-/// `mi_malloc_aligned`, whose checks cost about twice the plain fast path,
-/// and large blocks through its slow generic path, on the hundred or so
-/// allocations of every moment.
-#[global_allocator]
-static GLOBAL_ALLOCATOR: SeedAllocator = SeedAllocator;
 
 /// The alignment every `mi_malloc` block of at least this size has
 /// (`MI_MAX_ALIGN_SIZE` in mimalloc's `types.h`, 16 on 64-bit targets);
@@ -33,6 +19,24 @@ fn plain_alignment_suffices(layout: &Layout) -> bool {
     layout.align() <= MI_MAX_ALIGN_BYTES && layout.align() <= layout.size()
 }
 
+/// mimalloc instead of glibc's malloc: a round of moments allocates and frees
+/// many small buffers on several threads at once, and glibc's arenas spent a
+/// fifth of the crowd benchmark's samples in `_int_malloc` / `_int_free` /
+/// `malloc_consolidate`. The library only offers it: a program chooses its
+/// own global allocator, so the `seed` binary and the benchmarks declare
+///
+/// ```ignore
+/// #[global_allocator]
+/// static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+/// ```
+///
+/// and call [`configure_allocator`] first.
+///
+/// Allocations whose alignment mimalloc's plain `mi_malloc` already gives
+/// go through it: the `mimalloc` crate sends every allocation through
+/// `mi_malloc_aligned`, whose checks cost about twice the plain fast path,
+/// and large blocks through its slow generic path, on the hundred or so
+/// allocations of every moment.
 pub struct SeedAllocator;
 
 // SAFETY: every block comes from mimalloc and goes back to it (`mi_free`

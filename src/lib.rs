@@ -25,4 +25,4 @@ pub mod store;
 pub mod view;
 pub mod world;
 
-pub use allocator::{configure_allocator, ALLOCATOR_PURGE_DELAY_MS};
+pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

@@ -5,6 +5,10 @@ mod cli;
 use clap::Parser;
 use std::process::ExitCode;
 
+/// The binary chooses the process's allocator (the library only offers it).
+#[global_allocator]
+static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
+
 fn main() -> ExitCode {
     seed::configure_allocator();
     // A closed pipe (`seed reel @x | head`) ends the process quietly, as it
