@@ -22,7 +22,7 @@ use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, UnsignedFact};
 use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
-use crate::limits::{Limits, BEING_NAME_CHARS_MAX};
+use crate::limits::Limits;
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
@@ -256,19 +256,12 @@ impl PendingSeal {
     }
 }
 
-/// Being names: lowercase letters, digits and '-', starting with a letter or digit.
+/// Being names: the rule is `names::being_name_problem`, the error names the name.
 pub fn validate_being_name(name: &str) -> Result<(), LandError> {
-    let fail = |reason: &str| LandError::BadName { name: name.to_string(), reason: reason.to_string() };
-    if name.is_empty() || name.chars().count() > BEING_NAME_CHARS_MAX {
-        return Err(fail("must be 1 to 63 characters"));
+    match crate::names::being_name_problem(name) {
+        Some(reason) => Err(LandError::BadName { name: name.to_string(), reason }),
+        None => Ok(()),
     }
-    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-        return Err(fail("only lowercase letters, digits and '-' are allowed"));
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        return Err(fail("must not start or end with '-'"));
-    }
-    Ok(())
 }
 
 fn read_meta(dir: &Path) -> Result<LandMeta, LandError> {

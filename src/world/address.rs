@@ -111,9 +111,9 @@ impl std::str::FromStr for Address {
 
     fn from_str(input: &str) -> Result<Address, AddressError> {
         if let Some(name) = input.strip_prefix('@') {
-            check_word(input, name, "being name", ADDRESS_SEGMENT_CHARS_MAX, &[])?;
-            if name.ends_with('-') {
-                return Err(fail(input, "a being name does not end with '-'"));
+            // The one being-name rule, the one the land mints by.
+            if let Some(reason) = crate::names::being_name_problem(name) {
+                return Err(fail(input, format!("being name {name:?}: {reason}")));
             }
             return Ok(Address::Being(name.to_string()));
         }
@@ -161,9 +161,9 @@ mod tests {
         check("//court", Err("empty segment"));
         check("/Court", Err("must start with a lowercase"));
         check("/co urt", Err("contains ' '"));
-        check("@", Err("empty being name"));
-        check("@Bad", Err("must start with a lowercase"));
-        check("@bad-", Err("does not end with '-'"));
+        check("@", Err("must be 1 to 63 characters"));
+        check("@Bad", Err("only lowercase letters"));
+        check("@bad-", Err("must not start or end with '-'"));
         check("/x#", Err("empty matter id"));
         check("/x#a#b", Err("contains '#'"));
         check("", Err("an address starts with"));
