@@ -133,20 +133,23 @@ fn bench_verify(c: &mut Criterion) {
     let land = planted(dir.path());
     let beings = make_beings(&land, SEAL_BEINGS);
     seal_many(&land, &beings, VERIFY_LAND_FACTS, SEAL_THREADS);
-    let facts = verify_land(land.store(), SignatureMode::Strict, 1).expect("verify").facts;
+    // `seed verify`'s engine, every schema of this build included.
+    let schemas = seed::world::CoreSchemas::new();
+    let rules = schemas.rules(land.limits());
+    let facts = verify_land(land.store(), SignatureMode::Strict, 1, rules).expect("verify").facts;
     let mut group = c.benchmark_group("substrate");
     group.throughput(Throughput::Elements(facts));
     for threads in [1usize, 2] {
         group.bench_with_input(BenchmarkId::new("verify_land_batch", threads), &threads, |b, &threads| {
             b.iter(|| {
-                let report = verify_land(land.store(), SignatureMode::Batch { batch_facts: BATCH_SIGNATURES }, threads)
-                    .expect("verify");
+                let mode = SignatureMode::Batch { batch_facts: BATCH_SIGNATURES };
+                let report = verify_land(land.store(), mode, threads, rules).expect("verify");
                 assert!(report.problems.is_empty());
             })
         });
     }
     group.bench_function("verify_land_strict/1", |b| {
-        b.iter(|| verify_land(land.store(), SignatureMode::Strict, 1).expect("verify"))
+        b.iter(|| verify_land(land.store(), SignatureMode::Strict, 1, rules).expect("verify"))
     });
     group.finish();
 }

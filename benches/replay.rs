@@ -54,8 +54,9 @@ fn bench(c: &mut Criterion) {
     let land = seed::land::Land::open(&land_dir).expect("open the land");
     let store = land.store();
     // What `seed verify` does after a clean verification.
-    let verified = seed::check::verify_land(store, seed::check::SignatureMode::Batch { batch_facts: 256 }, THREADS)
-        .expect("verify");
+    let schemas = seed::world::CoreSchemas::new();
+    let mode = seed::check::SignatureMode::Batch { batch_facts: 256 };
+    let verified = seed::check::verify_land(store, mode, THREADS, schemas.rules(land.limits())).expect("verify");
     let (facts, digest) = verified.verified_digest.expect("a clean land");
     let checkpoint = land.write_verified_checkpoint(facts, digest).expect("checkpoint");
     let trusted = TrustedCheckpoint { checkpoint: &checkpoint, root: land.root() };

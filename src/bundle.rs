@@ -5,15 +5,17 @@
 //! itself: the genesis body gives the being id and first key, each fact its
 //! signature, rotations the later keys. A digest over the whole content and a
 //! declared head catch truncation and careless edits; the signatures catch the
-//! rest. Import verifies all of it (strictly, one signature at a time) before
-//! it writes anything.
+//! rest. Import verifies all of it (strictly, one signature at a time, every
+//! body held to the schema this build writes it by and to the importing
+//! land's body limit) before it writes anything.
 
 use crate::canonical::{self, as_u64, uint};
-use crate::check::{check_reel, Problem, SignatureMode};
+use crate::check::{check_reel, BodyRules, Problem, SignatureMode};
 use crate::fact::body::GenesisBody;
 use crate::fact::{BeingId, Fact, FactId, Hash32};
 use crate::land::{Land, LandError};
 use crate::store::{RawRecord, StoreError};
+use crate::world::CoreSchemas;
 use ciborium::value::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -173,8 +175,9 @@ impl Bundle {
         Ok(Bundle { being, head_seq, head_id, envelopes })
     }
 
-    /// Verifies the reel in the bundle, strictly; returns the decoded facts.
-    pub fn verify(&self) -> Result<Vec<Fact>, BundleError> {
+    /// Verifies the reel in the bundle, strictly, every body held to
+    /// `rules` (the importing land's); returns the decoded facts.
+    pub fn verify(&self, rules: BodyRules<'_>) -> Result<Vec<Fact>, BundleError> {
         let records: Vec<RawRecord> = self
             .envelopes
             .iter()
@@ -186,7 +189,7 @@ impl Bundle {
                 envelope: envelope.clone(),
             })
             .collect();
-        let report = check_reel(self.being, &records, SignatureMode::Strict);
+        let report = check_reel(self.being, &records, SignatureMode::Strict, rules);
         if let Some(first) = report.problems.first() {
             return Err(BundleError::Invalid { count: report.problems.len(), first: Box::new(first.clone()) });
         }
@@ -211,7 +214,8 @@ fn malformed(reason: &str) -> BundleError {
 pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleError> {
     let store = land.store();
     let records = store.raw_records(Some(being))?;
-    let report = check_reel(*being, &records, SignatureMode::Strict);
+    let schemas = CoreSchemas::new();
+    let report = check_reel(*being, &records, SignatureMode::Strict, schemas.rules(land.limits()));
     if let Some(first) = report.problems.first() {
         return Err(BundleError::LocalInvalid { being: *being, first: Box::new(first.clone()) });
     }
@@ -239,7 +243,10 @@ pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
     let mut bytes = Vec::with_capacity(len as usize);
     std::fs::File::open(path).map_err(io)?.take(max + 1).read_to_end(&mut bytes).map_err(io)?;
     let bundle = Bundle::decode(&bytes)?;
-    let facts = bundle.verify()?;
+    // Held to every schema this build writes by and to this land's body
+    // limit: a reel the land could not have written is not imported.
+    let schemas = CoreSchemas::new();
+    let facts = bundle.verify(schemas.rules(land.limits()))?;
     let genesis: GenesisBody = facts[0].body_as().map_err(|error| malformed(&error.to_string()))?;
     let store = land.store();
     let local = store.head(&bundle.being)?;

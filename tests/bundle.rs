@@ -54,7 +54,9 @@ fn a_reel_moves_between_lands_and_imports_only_what_is_new() {
     seed::bundle::export(&source.land, &worker, &file).expect("export");
     let grown = seed::bundle::import(&target.land, &file).expect("import");
     assert_eq!((grown.imported, grown.already_present), (1, 8));
-    let verify = seed::check::verify_land(target.land.store(), seed::check::SignatureMode::Strict, 1).expect("verify");
+    let verify =
+        seed::check::verify_land(target.land.store(), seed::check::SignatureMode::Strict, 1, common::core_rules())
+            .expect("verify");
     assert!(verify.problems.is_empty(), "{:?}", verify.problems);
 }
 

@@ -82,7 +82,8 @@ fn acknowledged_facts_survive_kill_9() {
         let acks = reader.join().expect("reader thread");
 
         let land = Land::open(&land_dir).unwrap_or_else(|error| panic!("cycle {cycle}: reopen failed: {error}"));
-        let report = verify_land(land.store(), SignatureMode::Batch { batch_facts: 256 }, 2).expect("verify");
+        let report = verify_land(land.store(), SignatureMode::Batch { batch_facts: 256 }, 2, common::core_rules())
+            .expect("verify");
         assert!(report.problems.is_empty(), "cycle {cycle} (kill after {delay} ms): {:?}", report.problems);
         for (being, seq, id) in &acks {
             let stored = land.store().reel(being, *seq, seq + 1).expect("read");

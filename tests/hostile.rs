@@ -68,7 +68,13 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
     assert!(summary.hook_incidents.iter().any(|i| i.reason.contains("more than 10000 operations")));
     assert_eq!(summary.facts_sealed, 3);
     let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
-    let report = seed::check::verify_land(land.store(), seed::check::SignatureMode::Strict, 1).expect("verify");
+    let report = seed::check::verify_land(
+        land.store(),
+        seed::check::SignatureMode::Strict,
+        1,
+        seed::world::CoreSchemas::new().rules(&Default::default()),
+    )
+    .expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 

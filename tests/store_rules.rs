@@ -59,7 +59,7 @@ fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
         test.land.seal(&worker, KIND_NOTE, note_body("three")),
         Err(LandError::Store(StoreError::BeingForked { .. }))
     ));
-    let report = verify_land(store, MODE, 1).expect("verify");
+    let report = verify_land(store, MODE, 1, common::core_rules()).expect("verify");
     assert!(
         report
             .problems
@@ -116,7 +116,7 @@ fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
         assert!(expected(&error), "{name}: got {error:?}");
     }
     assert_eq!(store.land_len().expect("len"), land_len, "nothing was appended");
-    assert!(verify_land(store, MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(store, MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
 #[test]
@@ -200,11 +200,11 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
     let heads: Vec<_> = tree.scan_prefix([b'k']).map(|entry| entry.expect("read").0).collect();
     tree.remove(&heads[0]).expect("remove");
     tree.insert([b'l', 0, 0, 0, 0, 0, 0, 3, 0], vec![1u8; 40]).expect("junk");
-    let damaged = verify_land(store, MODE, 1).expect("verify");
+    let damaged = verify_land(store, MODE, 1, common::core_rules()).expect("verify");
     assert!(damaged.problems.iter().any(|p| matches!(p.kind, ProblemKind::Index { .. })), "{:?}", damaged.problems);
     store.reindex().expect("reindex");
     assert_eq!(store.derived_index_digest().expect("digest"), before);
-    assert!(verify_land(store, MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(store, MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
 #[test]
@@ -219,7 +219,7 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     let land = Land::open(&path).expect("reopen");
     note(&land, &worker, "still the old key");
     assert!(ring.staged_next(&worker).expect("read").is_none());
-    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 
     // A rotation whose fact sealed but whose key was never promoted (a crash
     // between the two) is finished when the land next opens.
@@ -232,7 +232,7 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     note(&land, &worker, "signed by the new key");
     assert_eq!(ring.load(&worker).expect("key").to_bytes(), new_key.to_bytes(), "the staged key was promoted");
     assert!(ring.staged_next(&worker).expect("read").is_none());
-    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn heads_follow_the_last_record_and_the_key_index_changes_only_at_genesis_and_ro
     assert_ne!(rotated.public_key, head.public_key);
     assert_eq!(keys(&test.land), keys_after_genesis, "a rotation rewrites the being's entry, adds none");
     note(&test.land, &worker, "signed with the new key");
-    assert!(verify_land(test.land.store(), MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(test.land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
 #[test]
@@ -272,5 +272,5 @@ fn a_land_with_the_old_per_fact_head_index_is_rebuilt_on_open() {
     assert_eq!(land.sled_store().raw_tree().scan_prefix([b'h']).count(), 0);
     assert_eq!(land.store().derived_index_digest().expect("digest"), digest);
     note(&land, &worker, "after");
-    assert!(verify_land(land.store(), MODE, 1).expect("verify").problems.is_empty());
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }

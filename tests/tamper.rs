@@ -37,7 +37,10 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     let store = test.land.store();
     let tree = test.land.sled_store().raw_tree();
     let mode = SignatureMode::Batch { batch_facts: 64 };
-    assert!(verify_land(store, mode, 1).expect("verify").problems.is_empty(), "a fresh land verifies");
+    assert!(
+        verify_land(store, mode, 1, common::core_rules()).expect("verify").problems.is_empty(),
+        "a fresh land verifies"
+    );
 
     let mut flips = 0;
     for (key, being, seq) in fact_keys(tree) {
@@ -47,7 +50,7 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
                 let mut tampered = original.clone();
                 tampered[index] ^= flip;
                 tree.insert(&key, tampered).expect("tamper");
-                let report = verify_land(store, mode, 1).expect("verify");
+                let report = verify_land(store, mode, 1, common::core_rules()).expect("verify");
                 let named =
                     report.problems.iter().any(|problem| problem.being == Some(being) && problem.seq == Some(seq));
                 assert!(
@@ -62,7 +65,10 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
         tree.insert(&key, original).expect("restore");
     }
     assert!(flips > 2_000, "the sweep covered {flips} flips");
-    assert!(verify_land(store, mode, 1).expect("verify").problems.is_empty(), "restored land verifies again");
+    assert!(
+        verify_land(store, mode, 1, common::core_rules()).expect("verify").problems.is_empty(),
+        "restored land verifies again"
+    );
 }
 
 #[test]
@@ -107,7 +113,8 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
     let last = value.len() - 1;
     value[last - 10] ^= 0x04;
     tree.insert(&key, value).expect("tamper");
-    let report = verify_land(test.land.store(), SignatureMode::Batch { batch_facts: 256 }, 2).expect("verify");
+    let report = verify_land(test.land.store(), SignatureMode::Batch { batch_facts: 256 }, 2, common::core_rules())
+        .expect("verify");
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     assert_eq!(report.problems[0].seq, Some(17));
     assert_eq!(report.problems[0].kind, ProblemKind::Signature);

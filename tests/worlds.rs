@@ -46,7 +46,13 @@ fn stack_has(trace: &Value, role: &str) -> bool {
 
 fn verify(run: &Run) {
     let land = Land::open(&run.land).expect("open the simulated land");
-    let report = verify_land(land.store(), SignatureMode::Batch { batch_facts: 256 }, 2).expect("verify");
+    let report = verify_land(
+        land.store(),
+        SignatureMode::Batch { batch_facts: 256 },
+        2,
+        seed::world::CoreSchemas::new().rules(&Default::default()),
+    )
+    .expect("verify");
     assert!(report.problems.is_empty(), "{}: {:?}", run.summary.fixture, report.problems);
 }
 
@@ -273,6 +279,8 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
     assert_eq!(summary.failure_reasons.get("@stranger is not an ancestor of @kid"), Some(&1));
     assert_eq!(summary.failure_reasons.get("the name @kid is taken"), Some(&1));
     let land = Land::open(&dir.path().join("land")).expect("open");
-    let report = verify_land(land.store(), SignatureMode::Strict, 1).expect("verify");
+    let report =
+        verify_land(land.store(), SignatureMode::Strict, 1, seed::world::CoreSchemas::new().rules(&Default::default()))
+            .expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }

@@ -3,10 +3,21 @@
 //!
 //! Per reel: canonical decoding of every layer, the record's key against its
 //! header, genesis identity (id = BLAKE3 of the genesis body), gap-free seq,
-//! prev links, non-decreasing stored time, nothing after `end`, known body
+//! prev links, non-decreasing stored time, nothing after `end`, body
 //! schemas, and every signature against the key the chain says was current.
 //! Per land: the land log (gap-free, each fact exactly once, reel order
 //! respected), fork proofs, and the derived indexes against a rebuild.
+//!
+//! Body schemas are checked in two layers. The foundation's own kinds
+//! (`genesis`, `rotate-key`, `end`, `operator-token`, `note`) are read here,
+//! with the rules the foundation owns: a genesis names a being by the one
+//! being-name rule (`names::being_name_problem`), a rotation hands over to a
+//! key that can sign. The kinds of the layers above (`act`, `world`) and
+//! their rules on a genesis's plain-data fields (its roleFlow, home space,
+//! default role) come from the caller as [`HigherSchemas`] inside
+//! [`BodyRules`], with the land's body limit: the world layer's
+//! `world::schema::CoreSchemas` is what `seed verify`, `seed import` and
+//! replay pass. The foundation never names a higher kind itself.
 //!
 //! Signatures: the fast path verifies a batch at once; any batch that fails is
 //! re-checked one signature at a time with strict verification, so every bad
@@ -23,6 +34,7 @@ use crate::fact::body::{
     check_known_body, GenesisBodyFlowSkipped, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY,
 };
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
+use crate::names::being_name_problem;
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
 use checkpoint::{covered_digest, TrustedCheckpoint};
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -31,6 +43,51 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// What is wrong with a fact's body: the problem a [`ProblemKind::Body`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyProblem {
+    /// The bytes do not read as the kind's body (the decoder's own words:
+    /// "missing field `call`", "invalid type: integer `5`, expected …").
+    #[error("{reason}")]
+    Unreadable { reason: String },
+    /// The body reads, but is not the bytes this build writes for what it
+    /// reads as: a field the body does not have, a field the writer always
+    /// writes left out, or a value in a form the writer never gives it.
+    #[error("it reads, but is not what this build writes: {difference}")]
+    NotAsWritten { difference: String },
+    #[error("name {name:?} is not a being name ({reason}): no command could address the being")]
+    BeingName { name: String, reason: String },
+    /// A field breaks the rule its writer checks it by.
+    #[error("`{field}` {reason}")]
+    Field { field: &'static str, reason: String },
+    #[error(
+        "`{field}` is a small-order (weak) public key: no signature by it verifies strictly, so nothing could follow"
+    )]
+    WeakKey { field: &'static str },
+    #[error("`{field}` is not an Ed25519 public key (no point of the curve has this encoding)")]
+    NotAKey { field: &'static str },
+}
+
+/// The schemas of the layers above the foundation: the bodies of the kinds
+/// they write (`act`, `world`) and their rules on the fields of a genesis
+/// the foundation keeps as plain data. The checker asks about every fact
+/// whose body passed the foundation's own checks and is within the land's
+/// limit; the world layer's `CoreSchemas` answers for this build.
+pub trait HigherSchemas: Sync {
+    /// What is wrong with `body` as the body of a fact of `kind`; `None`
+    /// when nothing is, and for a kind these schemas do not know.
+    fn body_problem(&self, kind: &str, body: &[u8]) -> Option<BodyProblem>;
+}
+
+/// What verification holds every body to beyond the foundation's rules.
+#[derive(Clone, Copy)]
+pub struct BodyRules<'a> {
+    /// The land's `fact_body_bytes_max`: the land seals no larger body, so a
+    /// larger one is a problem wherever it came from.
+    pub body_bytes_max: usize,
+    pub schemas: &'a dyn HigherSchemas,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignatureMode {
@@ -56,8 +113,10 @@ pub enum ProblemKind {
     TimeWentBackwards { previous_ms: u64, stored_ms: u64 },
     #[error("a fact follows the being's end fact")]
     AfterEnd,
-    #[error("body of kind {kind:?} does not match its schema: {reason}")]
-    Body { kind: String, reason: String },
+    #[error("body of kind {kind:?} does not match its schema: {problem}")]
+    Body { kind: String, problem: BodyProblem },
+    #[error("body of kind {kind:?} is {len} bytes, over the land's limit of {max} bytes (fact_body_bytes_max)")]
+    BodyTooLarge { kind: String, len: usize, max: usize },
     #[error("signature does not verify (strict Ed25519) against the being's key")]
     Signature,
     #[error("cannot check the signature: {reason}")]
@@ -130,17 +189,27 @@ struct PendingSignature {
 }
 
 /// Verifies one reel from its stored records, in seq order.
-pub fn check_reel(being: BeingId, records: &[RawRecord], mode: SignatureMode) -> ReelReport {
-    let mut checker = ReelChecker::new(being, mode, 0);
+pub fn check_reel(being: BeingId, records: &[RawRecord], mode: SignatureMode, rules: BodyRules<'_>) -> ReelReport {
+    let mut checker = ReelChecker::new(being, Checking { mode, rules, covered_below: 0 });
     for record in records {
         checker.record(record, &Fact::decode_envelope(&record.envelope));
     }
     checker.finish()
 }
 
-struct ReelChecker {
+/// How each reel of one verification is checked.
+#[derive(Clone, Copy)]
+struct Checking<'a> {
+    mode: SignatureMode,
+    rules: BodyRules<'a>,
+    /// Facts at land seqs below this have a checkpoint vouching for their signature.
+    covered_below: u64,
+}
+
+struct ReelChecker<'a> {
     being: BeingId,
     mode: SignatureMode,
+    rules: BodyRules<'a>,
     report: ReelReport,
     expected_seq: u64,
     prev: Option<FactId>,
@@ -156,11 +225,13 @@ struct ReelChecker {
     covered_below: u64,
 }
 
-impl ReelChecker {
-    fn new(being: BeingId, mode: SignatureMode, covered_below: u64) -> ReelChecker {
+impl<'a> ReelChecker<'a> {
+    fn new(being: BeingId, checking: Checking<'a>) -> ReelChecker<'a> {
+        let Checking { mode, rules, covered_below } = checking;
         ReelChecker {
             being,
             mode,
+            rules,
             report: ReelReport { being: Some(being), ..ReelReport::default() },
             expected_seq: 0,
             prev: None,
@@ -230,17 +301,35 @@ impl ReelChecker {
                 self.problem(seq, ProblemKind::AfterEnd);
             }
         }
+        let within_limit = fact.body().len() <= self.rules.body_bytes_max;
+        if !within_limit {
+            let (len, max) = (fact.body().len(), self.rules.body_bytes_max);
+            self.problem(seq, ProblemKind::BodyTooLarge { kind: fact.kind().to_string(), len, max });
+        }
         // A reel's genesis is read once, by `genesis`, which also checks it.
-        if !(seq == 0 && fact.kind() == KIND_GENESIS) {
-            if let Err(reason) = check_known_body(fact.kind(), fact.body()) {
-                self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), reason });
+        // A body over the limit is named as that alone: it is not read
+        // against a schema (it could be up to the format's ceiling).
+        if within_limit && !(seq == 0 && fact.kind() == KIND_GENESIS) {
+            let problem = match check_known_body(fact.kind(), fact.body()) {
+                Err(reason) => Some(BodyProblem::Unreadable { reason }),
+                Ok(()) => self.rules.schemas.body_problem(fact.kind(), fact.body()),
+            };
+            if let Some(problem) = problem {
+                self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), problem });
             }
         }
         self.signature(seq, record.land_seq, fact);
         if fact.kind() == KIND_ROTATE_KEY {
-            // The rotation is signed by the old key; the new key signs what follows.
+            // The rotation is signed by the old key; the new key signs what
+            // follows, so a key that can sign nothing ends the reel unseen.
             match fact.body_as::<RotateKeyBody>() {
-                Ok(body) => self.set_key(&body.new_public_key),
+                Ok(body) => {
+                    if let Err(unusable) = verifying_key(&body.new_public_key) {
+                        let problem = unusable.problem("new_public_key");
+                        self.problem(seq, ProblemKind::Body { kind: KIND_ROTATE_KEY.to_string(), problem });
+                    }
+                    self.set_key(&body.new_public_key)
+                }
                 Err(_) => {
                     self.key = None;
                     self.unparsed_key = None;
@@ -286,6 +375,15 @@ impl ReelChecker {
         };
         match genesis {
             Ok(genesis) => {
+                if fact.kind() == KIND_GENESIS && fact.body().len() <= self.rules.body_bytes_max {
+                    let problem = match being_name_problem(&genesis.name) {
+                        Some(reason) => Some(BodyProblem::BeingName { name: genesis.name.clone(), reason }),
+                        None => self.rules.schemas.body_problem(KIND_GENESIS, fact.body()),
+                    };
+                    if let Some(problem) = problem {
+                        self.problem(0, ProblemKind::Body { kind: KIND_GENESIS.to_string(), problem });
+                    }
+                }
                 self.report.name = Some(genesis.name);
                 self.set_key(&genesis.public_key);
             }
@@ -293,7 +391,8 @@ impl ReelChecker {
                 self.key_problem = Some("the genesis body is unreadable".into());
                 if fact.kind() == KIND_GENESIS {
                     // The problem `check_known_body` would name, in its place.
-                    self.problem(0, ProblemKind::Body { kind: KIND_GENESIS.to_string(), reason });
+                    let problem = BodyProblem::Unreadable { reason };
+                    self.problem(0, ProblemKind::Body { kind: KIND_GENESIS.to_string(), problem });
                 }
             }
         }
@@ -310,18 +409,14 @@ impl ReelChecker {
     /// The current key as a curve point, decompressed on first use.
     fn current_key(&mut self) -> Option<VerifyingKey> {
         let Some(key) = self.unparsed_key.take() else { return self.key };
-        match VerifyingKey::from_bytes(key.as_bytes()) {
-            Ok(parsed) if !parsed.is_weak() => {
+        match verifying_key(&key) {
+            Ok(parsed) => {
                 self.key = Some(parsed);
                 self.key_problem = None;
             }
-            Ok(_) => {
+            Err(unusable) => {
                 self.key = None;
-                self.key_problem = Some("the being's public key is weak (small order)".into());
-            }
-            Err(_) => {
-                self.key = None;
-                self.key_problem = Some("the being's public key is not a valid curve point".into());
+                self.key_problem = Some(unusable.reason().into());
             }
         }
         self.key
@@ -393,6 +488,41 @@ impl ReelChecker {
     }
 }
 
+/// Why a public key can sign nothing that strict verification accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnusableKey {
+    /// Of small order: `verify_strict` refuses every signature under it.
+    Weak,
+    /// Not the encoding of a curve point.
+    NotAPoint,
+}
+
+impl UnusableKey {
+    fn reason(self) -> &'static str {
+        match self {
+            UnusableKey::Weak => "the being's public key is weak (small order)",
+            UnusableKey::NotAPoint => "the being's public key is not a valid curve point",
+        }
+    }
+
+    fn problem(self, field: &'static str) -> BodyProblem {
+        match self {
+            UnusableKey::Weak => BodyProblem::WeakKey { field },
+            UnusableKey::NotAPoint => BodyProblem::NotAKey { field },
+        }
+    }
+}
+
+/// A public key as the curve point strict verification checks signatures
+/// against: one rule for the key that signs now and a key a rotation names.
+fn verifying_key(key: &PublicKeyBytes) -> Result<VerifyingKey, UnusableKey> {
+    match VerifyingKey::from_bytes(key.as_bytes()) {
+        Ok(parsed) if !parsed.is_weak() => Ok(parsed),
+        Ok(_) => Err(UnusableKey::Weak),
+        Err(_) => Err(UnusableKey::NotAPoint),
+    }
+}
+
 /// The y-coordinates (sign bit cleared) of the eight points of small order:
 /// the identity, the point of order 2, the two of order 4 (y = 0) and the four
 /// of order 8 (two y values, each with both signs). A unit test proves the
@@ -450,8 +580,7 @@ fn check_reels(
     records: &[RawRecord],
     facts: &[Result<Fact, FactError>],
     groups: &[(BeingId, Range<usize>)],
-    mode: SignatureMode,
-    covered_below: u64,
+    checking: Checking<'_>,
     threads: usize,
 ) -> Vec<ReelReport> {
     let next = AtomicUsize::new(0);
@@ -461,7 +590,7 @@ fn check_reels(
             scope.spawn(|| loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some((being, range)) = groups.get(index) else { break };
-                let mut checker = ReelChecker::new(*being, mode, covered_below);
+                let mut checker = ReelChecker::new(*being, checking);
                 for (record, fact) in records[range.clone()].iter().zip(&facts[range.clone()]) {
                     checker.record(record, fact);
                 }
@@ -491,19 +620,29 @@ fn fork_problems(
 }
 
 /// Verifies one being's reel and its fork proofs.
-pub fn verify_being(store: &dyn Store, being: &BeingId, mode: SignatureMode) -> Result<ReelReport, StoreError> {
+pub fn verify_being(
+    store: &dyn Store,
+    being: &BeingId,
+    mode: SignatureMode,
+    rules: BodyRules<'_>,
+) -> Result<ReelReport, StoreError> {
     let records = store.raw_records(Some(being))?;
-    let mut report = check_reel(*being, &records, mode);
+    let mut report = check_reel(*being, &records, mode, rules);
     let names: BTreeMap<BeingId, String> = report.name.iter().map(|name| (*being, name.clone())).collect();
     report.problems.extend(fork_problems(store, Some(being), &names)?);
     Ok(report)
 }
 
 /// Verifies the whole land: every reel, the land log, fork proofs, indexes.
-pub fn verify_land(store: &dyn Store, mode: SignatureMode, threads: usize) -> Result<LandReport, StoreError> {
+pub fn verify_land(
+    store: &dyn Store,
+    mode: SignatureMode,
+    threads: usize,
+    rules: BodyRules<'_>,
+) -> Result<LandReport, StoreError> {
     let records = store.raw_records(None)?;
     let facts = decode_records(&records, threads);
-    let mut report = verify_land_decoded(store, &records, &facts, mode, threads, None)?;
+    let mut report = verify_land_decoded(store, &records, &facts, mode, threads, None, rules)?;
     if report.problems.is_empty() {
         let in_land_order = land_order(&records, &facts);
         let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
@@ -523,22 +662,25 @@ pub fn verify_land_decoded(
     mode: SignatureMode,
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
+    rules: BodyRules<'_>,
 ) -> Result<LandReport, StoreError> {
     debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
     let in_land_order = land_order(records, facts);
+    let every = Checking { mode, rules, covered_below: 0 };
     let every_signature = |reason: String| -> Result<LandReport, StoreError> {
-        let (mut report, _) = verify_records(store, records, facts, mode, threads, 0, None)?;
+        let (mut report, _) = verify_records(store, records, facts, every, threads, None)?;
         report.checkpoint_refused = Some(reason);
         Ok(report)
     };
     let Some(trusted) = checkpoint else {
-        return Ok(verify_records(store, records, facts, mode, threads, 0, None)?.0);
+        return Ok(verify_records(store, records, facts, every, threads, None)?.0);
     };
     let covered_below = match checkpoint_covers(trusted, &in_land_order, facts) {
         Ok(covered_below) => covered_below,
         Err(reason) => return every_signature(reason),
     };
-    let (report, root_key) = verify_records(store, records, facts, mode, threads, covered_below, Some(trusted.root))?;
+    let checking = Checking { covered_below, ..every };
+    let (report, root_key) = verify_records(store, records, facts, checking, threads, Some(trusted.root))?;
     // The signer's key must be the root's key as its verified reel has it now.
     if root_key != Some(trusted.checkpoint.public_key) {
         return every_signature("it was not signed with the land root's current key".into());
@@ -590,15 +732,14 @@ fn checkpoint_covers(
 }
 
 /// Verifies every reel, the land log, fork proofs and indexes; signature
-/// arithmetic is skipped below `covered_below` only. Also returns the
-/// current key of `root`, as its verified reel has it.
+/// arithmetic is skipped below `checking.covered_below` only. Also returns
+/// the current key of `root`, as its verified reel has it.
 fn verify_records(
     store: &dyn Store,
     records: &[RawRecord],
     facts: &[Result<Fact, FactError>],
-    mode: SignatureMode,
+    checking: Checking<'_>,
     threads: usize,
-    covered_below: u64,
     root: Option<BeingId>,
 ) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
     let mut land_seqs: Vec<(u64, BeingId, u64)> = records
@@ -606,7 +747,7 @@ fn verify_records(
         .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
         .collect();
     let groups = group_by_being(records);
-    let reports = check_reels(records, facts, &groups, mode, covered_below, threads);
+    let reports = check_reels(records, facts, &groups, checking, threads);
     let root_key = root.and_then(|root| {
         reports.iter().find(|report| report.being == Some(root)).and_then(|report| report.current_key)
     });
@@ -718,6 +859,15 @@ mod tests {
     use super::*;
     use curve25519_dalek::edwards::CompressedEdwardsY;
 
+    /// The foundation's checks alone.
+    struct NoHigherSchemas;
+
+    impl HigherSchemas for NoHigherSchemas {
+        fn body_problem(&self, _kind: &str, _body: &[u8]) -> Option<BodyProblem> {
+            None
+        }
+    }
+
     /// The expected land log is collected, which must keep the last of two
     /// facts claiming one land seq, as inserting them in turn did.
     #[test]
@@ -760,7 +910,8 @@ mod tests {
             .expect("a fact")
             .sign(&key);
         let record = RawRecord { being, seq: 0, land_seq: Some(0), envelope: fact.encode_envelope() };
-        let mut checker = ReelChecker::new(being, SignatureMode::Strict, 0);
+        let rules = BodyRules { body_bytes_max: crate::limits::FACT_BODY_BYTES_MAX_DEFAULT, schemas: &NoHigherSchemas };
+        let mut checker = ReelChecker::new(being, Checking { mode: SignatureMode::Strict, rules, covered_below: 0 });
         checker.record(&record, &Ok(fact));
         let reason = check_known_body(KIND_GENESIS, &body).expect_err("not a genesis body");
         let bodies: Vec<&ProblemKind> = checker
@@ -770,7 +921,8 @@ mod tests {
             .map(|problem| &problem.kind)
             .filter(|kind| matches!(kind, ProblemKind::Body { .. }))
             .collect();
-        assert_eq!(bodies, [&ProblemKind::Body { kind: KIND_GENESIS.to_string(), reason }]);
+        let problem = BodyProblem::Unreadable { reason };
+        assert_eq!(bodies, [&ProblemKind::Body { kind: KIND_GENESIS.to_string(), problem }]);
         assert_eq!(checker.key_problem.as_deref(), Some("the genesis body is unreadable"));
     }
 

@@ -541,14 +541,16 @@ fn verify(
         SignatureMode::Batch { batch_facts: land.limits().verify_batch_facts }
     };
     let threads = threads.or_else(|| std::thread::available_parallelism().ok().map(|count| count.get())).unwrap_or(1);
+    // Every body is held to the schema this build writes it by.
+    let schemas = seed::world::CoreSchemas::new();
     let (problems, summary) = match being {
         Some(reference) => {
             let id = land.resolve(reference)?;
-            let report = verify_being(land.store(), &id, mode)?;
+            let report = verify_being(land.store(), &id, mode, schemas.rules(land.limits()))?;
             (report.problems, format!("1 being, {} facts", report.facts))
         }
         None => {
-            let report = verify_land(land.store(), mode, threads)?;
+            let report = verify_land(land.store(), mode, threads, schemas.rules(land.limits()))?;
             if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
                 // A land without the root's key (an imported copy) still verifies.
                 match land.write_verified_checkpoint(facts, digest) {

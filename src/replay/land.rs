@@ -14,11 +14,12 @@ use super::{
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
+use crate::limits::Limits;
 use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
-use crate::world::{ActBody, FoldBody, GenesisFlows, World};
+use crate::world::{ActBody, CoreSchemas, FoldBody, GenesisFlows, World};
 use serde_json::json;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -67,8 +68,9 @@ impl LandReplayReport {
 /// Verifies the land only (signatures, chains, land log, indexes): the
 /// cost replay pays before it recomputes anything.
 pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport, StoreError> {
-    let verified =
-        verify_land(store, SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS }, threads.max(1))?;
+    let schemas = CoreSchemas::leaving_acts_to_replay();
+    let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
+    let verified = verify_land(store, mode, threads.max(1), schemas.rules(&Limits::default()))?;
     Ok(LandReplayReport::verified(&verified))
 }
 
@@ -168,10 +170,16 @@ fn replay_land_deferring(
         return Ok(None);
     }
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
+    // Every stored act is recomputed and compared byte for byte below, and
+    // one that is not an act body is a divergence there: verification
+    // leaves act bodies to the fold rather than read each of them twice.
+    let schemas = CoreSchemas::leaving_acts_to_replay();
     // Verification and the fold are independent given the decoded facts: run
     // side by side, each fills the other's single-threaded stretches.
     let (verified, replayed) = std::thread::scope(|scope| {
-        let verification = scope.spawn(|| verify_land_decoded(store, &records, &facts, mode, threads, checkpoint));
+        let verification = scope.spawn(|| {
+            verify_land_decoded(store, &records, &facts, mode, threads, checkpoint, schemas.rules(&Limits::default()))
+        });
         let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)

@@ -24,10 +24,11 @@ mod opening;
 
 use crate::check::{verify_being, SignatureMode};
 use crate::fact::{BeingId, Fact, Hash32};
+use crate::limits::Limits;
 use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
 use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
-use crate::world::{ActBody, World};
+use crate::world::{ActBody, CoreSchemas, World};
 use opening::ActOpening;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -299,7 +300,13 @@ impl<'a> Replayer<'a> {
             Err(StoreError::Corrupt { .. }) => {}
             Err(other) => return Err(other.into()),
         }
-        let verified = verify_being(store, &being, SignatureMode::Batch { batch_facts: REPLAY_SIGNATURE_BATCH_FACTS })?;
+        let mode = SignatureMode::Batch { batch_facts: REPLAY_SIGNATURE_BATCH_FACTS };
+        // Replay reads a store, not a land: the limits are the defaults
+        // every land runs with. Act bodies are the replay's own to read: it
+        // names one that is not an act, and a recomputation that does not
+        // give a stored act's bytes is a divergence.
+        let schemas = CoreSchemas::leaving_acts_to_replay();
+        let verified = verify_being(store, &being, mode, schemas.rules(&Limits::default()))?;
         let problems: Vec<String> = verified.problems.iter().map(ToString::to_string).collect();
         let report = ReplayReport {
             being,

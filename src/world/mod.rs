@@ -10,8 +10,10 @@ mod act_bytes;
 pub(crate) use act_bytes::write_wake;
 pub mod address;
 pub mod body;
+pub mod schema;
 
 pub use body::{ActBody, Effect, RoleUse, VerbCall, Wake, WorldBody};
+pub use schema::CoreSchemas;
 
 use crate::canonical;
 use crate::fact::body::{Cognition, GenesisBody, GenesisBodyFlowSkipped, KIND_END, KIND_GENESIS};

@@ -22,6 +22,14 @@ impl TestLand {
     }
 }
 
+/// Every schema of this build, shared by the tests of one binary.
+static CORE_SCHEMAS: seed::world::CoreSchemas = seed::world::CoreSchemas::new();
+
+/// The rules `seed verify` holds a land with the default limits to.
+pub fn core_rules() -> seed::check::BodyRules<'static> {
+    CORE_SCHEMAS.rules(&Limits::default())
+}
+
 pub fn plant() -> TestLand {
     let dir = tempfile::tempdir().expect("temporary folder");
     let (land, report) = Land::plant(
