@@ -45,8 +45,10 @@ pub enum BundleError {
     HeadMismatch { claimed_seq: u64, actual_seq: u64 },
     #[error("the bundle's reel fails verification ({count} problem(s)); first: {first}")]
     Invalid { count: usize, first: Box<Problem> },
-    #[error("being {being} already lives here and its fact at seq {seq} differs from the bundle's ({local} here, {bundled} in the bundle): a fork; nothing was imported")]
+    #[error("being {being} already lives here and its fact at seq {seq} differs from the bundle's ({local} here, {bundled} in the bundle), both signed by the being's key: a fork. The bundle's fact is kept as a fork proof and the reel will not be extended until the fork is resolved; no fact was imported")]
     Fork { being: BeingId, seq: u64, local: FactId, bundled: FactId },
+    #[error("being {being} already lives here with a fork proof, and the bundle's fact at seq {seq} differs from the one here: the reel stays frozen until the fork is resolved; nothing was imported")]
+    AlreadyForked { being: BeingId, seq: u64 },
     #[error("the name @{name} is taken here by another being ({holder}); nothing was imported")]
     NameTaken { name: String, holder: BeingId },
     #[error("the reel of {being} in this land fails verification; refusing to export it: {first}")]
@@ -206,6 +208,21 @@ impl Bundle {
     }
 }
 
+/// Hands a verified rival of a stored fact to the store, which keeps it as
+/// a fork proof (and freezes the reel) instead of appending it; the error
+/// the import then ends with.
+fn keep_fork_proof(store: &dyn crate::store::Store, rival: Fact, local: FactId) -> BundleError {
+    let (being, seq, bundled) = (rival.header.being, rival.header.seq, rival.id());
+    match store.submit(rival).wait() {
+        Err(StoreError::BeingForked { .. }) => BundleError::AlreadyForked { being, seq },
+        Err(StoreError::Fork { kept, rival, .. }) => BundleError::Fork { being, seq, local: kept, bundled: rival },
+        Err(other) => BundleError::Store(other),
+        // A store never appends a second fact at a seq it holds; should one
+        // ever acknowledge it, the conflict is still what the import names.
+        Ok(_) => BundleError::Fork { being, seq, local, bundled },
+    }
+}
+
 fn malformed(reason: &str) -> BundleError {
     BundleError::Malformed { reason: reason.to_string() }
 }
@@ -232,7 +249,11 @@ pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleEr
 }
 
 /// Reads, verifies and imports a bundle. Nothing is written unless the whole
-/// bundle verifies and agrees with what the land already holds.
+/// bundle verifies and agrees with what the land already holds, with one
+/// exception: a verified bundle whose fact differs from the land's at the
+/// same seq proves that the being's key signed both, and that evidence is
+/// kept (SPEC §3.3): the bundle's fact is stored as a fork proof, which
+/// freezes the reel, and nothing else is written.
 pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };
     let max = land.limits().bundle_bytes_max;
@@ -254,15 +275,9 @@ pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
         Some(head) => {
             let overlap = (head.seq + 1).min(facts.len() as u64);
             let stored = store.reel(&bundle.being, 0, overlap)?;
-            for (fact, stored) in facts.iter().zip(stored.iter()) {
-                if fact.id() != stored.fact.id() {
-                    return Err(BundleError::Fork {
-                        being: bundle.being,
-                        seq: fact.header.seq,
-                        local: stored.fact.id(),
-                        bundled: fact.id(),
-                    });
-                }
+            let conflict = facts.iter().zip(stored.iter()).find(|(fact, stored)| fact.id() != stored.fact.id());
+            if let Some((rival, stored)) = conflict {
+                return Err(keep_fork_proof(store, rival.clone(), stored.fact.id()));
             }
             overlap
         }

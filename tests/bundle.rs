@@ -118,19 +118,70 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
     .expect("encode");
     check_import_refused(&target, &write("other.bundle", &other), "foreign format");
     check_import_refused(&target, &write("empty.bundle", b""), "the file is empty");
+}
 
-    // A rival history for a being the target already holds: refused as a fork.
+/// SPEC §3.3: two facts at one (being, seq), both signed by the being's key,
+/// are a fork; the land keeps both and extends the reel no further.
+#[test]
+fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the_reel() {
+    let source = plant();
+    let worker = source.land.create_being(spec("traveller")).expect("being").being;
+    for index in 0..3 {
+        note(&source.land, &worker, &format!("step {index}"));
+    }
+    let file = source.dir.path().join("good.bundle");
+    seed::bundle::export(&source.land, &worker, &file).expect("export");
+    let bundle = Bundle::decode(&std::fs::read(&file).expect("read")).expect("decodes");
+    let target = plant();
     seed::bundle::import(&target.land, &file).expect("the good bundle imports");
-    let mut rival_history = bundle.clone();
-    rival_history.envelopes[2] =
+
+    // The same being's key signs another past from seq 2 on.
+    let key = source.land.keys().load(&worker).expect("key");
+    let first = Fact::decode_envelope(&bundle.envelopes[1]).expect("fact");
+    let rival =
         Fact::seal(worker, 2, first.id(), first.header.stored_time_ms, KIND_NOTE, note_body("another past"), &key)
-            .expect("seal")
-            .encode_envelope();
+            .expect("seal");
+    let mut rival_history = bundle.clone();
+    rival_history.envelopes[2] = rival.encode_envelope();
     rival_history.envelopes.truncate(3);
     rival_history.head_seq = 2;
-    rival_history.head_id = Fact::decode_envelope(&rival_history.envelopes[2]).expect("fact").id();
-    check_import_refused(&target, &write("rival.bundle", &rival_history.encode()), "a fork");
-    assert!(target.land.store().fork_proofs(None).expect("proofs").is_empty(), "a refused import writes no fork proof");
+    rival_history.head_id = rival.id();
+    let rival_file = target.dir.path().join("rival.bundle");
+    std::fs::write(&rival_file, rival_history.encode()).expect("write");
+
+    let store = target.land.store();
+    let length = store.land_len().expect("len");
+    let reel_before = store.reel(&worker, 0, u64::MAX).expect("reel");
+    let error = seed::bundle::import(&target.land, &rival_file).expect_err("a fork is refused");
+    assert!(matches!(error, BundleError::Fork { seq: 2, .. }), "{error}");
+    assert!(error.to_string().contains("kept as a fork proof"), "{error}");
+    assert_eq!(store.land_len().expect("len"), length, "no fact of the bundle was imported");
+    assert_eq!(store.reel(&worker, 0, u64::MAX).expect("reel"), reel_before, "the reel is as it was");
+    let proofs = store.fork_proofs(Some(&worker)).expect("proofs");
+    let stored_at_2 = reel_before[2].fact.id();
+    assert_eq!(
+        proofs.iter().map(|proof| (proof.seq, proof.kept, proof.rival)).collect::<Vec<_>>(),
+        [(2, stored_at_2, rival.id())],
+        "the rival is kept beside the stored fact"
+    );
+    let verify = seed::check::verify_being(store, &worker, seed::check::SignatureMode::Strict, common::core_rules())
+        .expect("verify");
+    assert!(
+        verify.problems.iter().any(|problem| problem.seq == Some(2)
+            && matches!(problem.kind, seed::check::ProblemKind::Fork { rival: named, .. } if named == rival.id())),
+        "{:?}",
+        verify.problems
+    );
+
+    // Frozen: the reel takes nothing more, from the same bundle again or
+    // from a later export of the honest history.
+    let again = seed::bundle::import(&target.land, &rival_file).expect_err("still refused");
+    assert!(matches!(again, BundleError::AlreadyForked { seq: 2, .. }), "{again}");
+    note(&source.land, &worker, "later");
+    seed::bundle::export(&source.land, &worker, &file).expect("export");
+    assert!(seed::bundle::import(&target.land, &file).is_err(), "a forked reel is not extended");
+    assert_eq!(store.land_len().expect("len"), length, "nothing was written");
+    assert_eq!(store.fork_proofs(None).expect("proofs").len(), 1, "one proof, kept once");
 }
 
 #[test]
