@@ -3,10 +3,14 @@
 
 mod common;
 
+use ciborium::value::Value;
 use common::{note, plant, seed, spec, stderr, stdout};
+use ed25519_dalek::SigningKey;
 use seed::bundle::{Bundle, BundleError};
-use seed::fact::body::{NoteBody, KIND_NOTE};
-use seed::fact::Fact;
+use seed::fact::body::{NoteBody, KIND_GENESIS, KIND_NOTE, KIND_ROTATE_KEY};
+use seed::fact::{BeingId, Fact, FactId, Hash32};
+use seed::world::body::{Digests, KIND_ACT, KIND_WORLD};
+use seed::world::{ActBody, VerbCall, Wake};
 use std::path::Path;
 
 fn note_body(text: &str) -> Vec<u8> {
@@ -216,4 +220,395 @@ fn export_and_import_through_the_cli() {
     let refused = seed(&land, &["import", file.to_str().expect("utf-8")]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(stderr(&refused).contains("not a seed reel bundle"), "{}", stderr(&refused));
+}
+
+/// When every forged fact is stored: 2026-01-01T00:00:00Z.
+const FORGED_TIME_MS: u64 = 1_767_225_600_000;
+
+fn text(text: &str) -> Value {
+    Value::Text(text.to_string())
+}
+
+fn canonical(value: &Value) -> Vec<u8> {
+    seed::canonical::encode_value(value).expect("canonical")
+}
+
+/// A genesis body's fields as the land writes them, with a clause in the flow.
+fn genesis_fields(name: &str, public_key: [u8; 32]) -> Vec<(&'static str, Value)> {
+    let clause = Value::Map(vec![(text("role"), text("worker")), (text("stack"), Value::Bool(true))]);
+    vec![
+        ("name", text(name)),
+        ("parent", Value::Null),
+        ("cognition", text("scripted")),
+        ("public_key", Value::Bytes(public_key.to_vec())),
+        ("role_flow", Value::Array(vec![clause])),
+        ("default_role", text("worker")),
+        ("home_space", text("/")),
+        ("nonce", Value::Bytes(vec![7; 16])),
+    ]
+}
+
+/// `fields` with `key` set to `value`.
+fn with(mut fields: Vec<(&'static str, Value)>, key: &str, value: Value) -> Vec<(&'static str, Value)> {
+    fields.iter_mut().filter(|(known, _)| *known == key).for_each(|(_, slot)| *slot = value.clone());
+    fields
+}
+
+/// An act body as a moment writes one.
+fn act_body() -> ActBody {
+    ActBody {
+        llm: None,
+        call: VerbCall::See { address: "/".into() },
+        wake: Wake::Tick { tick: 1 },
+        stack: Vec::new(),
+        cursor: 0,
+        content: None,
+        digests: Digests {
+            face: Hash32([1; 32]),
+            context: Hash32([2; 32]),
+            composed: Hash32([3; 32]),
+            script_output: None,
+        },
+        effects: Vec::new(),
+        primary: None,
+        evaluator: "seed test".into(),
+        orientation: "here".into(),
+    }
+}
+
+/// An act body's entries, changed by `change`.
+fn act_entries(change: impl FnOnce(&mut Vec<(Value, Value)>)) -> Vec<u8> {
+    let bytes = seed::canonical::to_canonical_bytes(&act_body()).expect("canonical");
+    let Value::Map(mut entries) = seed::canonical::decode_canonical(&bytes).expect("decodes") else {
+        panic!("an act body is a map")
+    };
+    change(&mut entries);
+    canonical(&Value::Map(entries))
+}
+
+/// A reel signed by `key` alone: a genesis of `fields`, then `later`
+/// (kind, body) facts, each linked to the one before it.
+fn forged_reel(key: &SigningKey, fields: Vec<(&'static str, Value)>, later: Vec<(&str, Vec<u8>)>) -> Vec<Fact> {
+    let body = canonical(&Value::Map(fields.into_iter().map(|(key, value)| (text(key), value)).collect()));
+    let being = BeingId(*blake3::hash(&body).as_bytes());
+    let mut facts = vec![Fact::seal(being, 0, FactId::ZERO, FORGED_TIME_MS, KIND_GENESIS, body, key).expect("genesis")];
+    for (seq, (kind, body)) in (1u64..).zip(later) {
+        let prev = facts.last().expect("a genesis").id();
+        facts.push(Fact::seal(being, seq, prev, FORGED_TIME_MS, kind, body, key).expect("fact"));
+    }
+    facts
+}
+
+fn bundle_of(facts: &[Fact]) -> Bundle {
+    let last = facts.last().expect("facts");
+    Bundle {
+        being: last.header.being,
+        head_seq: last.header.seq,
+        head_id: last.id(),
+        envelopes: facts.iter().map(Fact::encode_envelope).collect(),
+    }
+}
+
+/// The first encoding (from y = 2 up) that is no point of the curve.
+fn not_a_point() -> [u8; 32] {
+    (2u8..)
+        .map(|y| {
+            let mut bytes = [0u8; 32];
+            bytes[0] = y;
+            bytes
+        })
+        .find(|bytes| ed25519_dalek::VerifyingKey::from_bytes(bytes).is_err())
+        .expect("some y is not on the curve")
+}
+
+/// One forged reel: what it guards against, its facts, the seq at fault and
+/// the words naming the problem.
+struct Forgery {
+    guards: &'static str,
+    facts: Vec<Fact>,
+    seq: u64,
+    named: String,
+}
+
+/// Validly signed reels whose bodies the core never writes, one per rule.
+fn forgeries() -> Vec<Forgery> {
+    // The identity point: small order, and its own y is 1.
+    let mut small_order = [0u8; 32];
+    small_order[0] = 1;
+    let long_name = "a".repeat(200);
+    let genesis_named = |name: &str| genesis_fields(name, [0; 32]);
+    let mut cases: Vec<(&'static str, Vec<(&'static str, Value)>, Vec<(&str, Vec<u8>)>, u64, String)> = Vec::new();
+    for (guards, name) in [
+        ("an empty name", ""),
+        ("a name with capitals", "Ada"),
+        ("a name with a space", "two words"),
+        ("a name with the address sign", "@ada"),
+        ("a name with a slash", "a/b"),
+        ("a 200-character name", long_name.as_str()),
+    ] {
+        let named = format!("name {name:?} is not a being name");
+        cases.push((guards, genesis_named(name), Vec::new(), 0, named));
+    }
+    let schema = |kind: &str, words: &str| format!("body of kind {kind:?} does not match its schema: {words}");
+    let rows: Vec<(&'static str, Vec<(&'static str, Value)>, Vec<(&str, Vec<u8>)>, u64, String)> = vec![
+        (
+            "an act body that is a number",
+            genesis_named("act-five"),
+            vec![(KIND_ACT, canonical(&Value::Integer(5.into())))],
+            1,
+            schema("act", "invalid type: integer `5`"),
+        ),
+        (
+            "an empty act body",
+            genesis_named("act-empty"),
+            vec![(KIND_ACT, canonical(&Value::Map(Vec::new())))],
+            1,
+            schema("act", "missing field"),
+        ),
+        (
+            "an act body with a field acts do not have",
+            genesis_named("act-extra"),
+            vec![(KIND_ACT, act_entries(|entries| entries.push((text("extra"), Value::Bool(true)))))],
+            1,
+            schema("act", "field `extra` is not one it has"),
+        ),
+        (
+            "an act body without a field every act writes",
+            genesis_named("act-short"),
+            vec![(KIND_ACT, act_entries(|entries| entries.retain(|(key, _)| *key != text("content"))))],
+            1,
+            schema("act", "field `content` is missing"),
+        ),
+        (
+            "a world body that is a number",
+            genesis_named("world-five"),
+            vec![(KIND_WORLD, canonical(&Value::Integer(5.into())))],
+            1,
+            schema("world", "invalid type: integer `5`"),
+        ),
+        (
+            "an empty world body",
+            genesis_named("world-empty"),
+            vec![(KIND_WORLD, canonical(&Value::Map(Vec::new())))],
+            1,
+            schema("world", "missing field `effects`"),
+        ),
+        (
+            "a roleFlow of numbers",
+            with(
+                genesis_named("flow-numbers"),
+                "role_flow",
+                Value::Array(vec![Value::Integer(1.into()), Value::Integer(2.into())]),
+            ),
+            Vec::new(),
+            0,
+            schema("genesis", "`role_flow` [0]: a clause is an object"),
+        ),
+        (
+            "a roleFlow clause naming its role in bytes",
+            with(
+                genesis_named("flow-bytes"),
+                "role_flow",
+                Value::Array(vec![Value::Map(vec![(text("role"), Value::Bytes(b"worker".to_vec()))])]),
+            ),
+            Vec::new(),
+            0,
+            schema("genesis", "`role_flow` is not a list of JSON values"),
+        ),
+        (
+            "a roleFlow clause with a field clauses do not have",
+            with(
+                genesis_named("flow-field"),
+                "role_flow",
+                Value::Array(vec![Value::Map(vec![(text("role"), text("worker")), (text("then"), text("x"))])]),
+            ),
+            Vec::new(),
+            0,
+            schema("genesis", "`role_flow` [0].then: unknown field"),
+        ),
+        (
+            "a home that is no space",
+            with(genesis_named("homeless"), "home_space", text("north")),
+            Vec::new(),
+            0,
+            schema("genesis", "`home_space` invalid address \"north\""),
+        ),
+        (
+            "a default role that is no role name",
+            with(genesis_named("roleless"), "default_role", text("Worker")),
+            Vec::new(),
+            0,
+            schema("genesis", "`default_role` \"Worker\" is not a role name"),
+        ),
+        (
+            "a 1 MiB body on a land whose limit is 64 KiB",
+            genesis_named("heavy"),
+            vec![(KIND_NOTE, note_body(&"x".repeat(1024 * 1024 - 16)))],
+            1,
+            "over the land's limit of 65536 bytes (fact_body_bytes_max)".to_string(),
+        ),
+        (
+            "a rotation to a small-order key",
+            genesis_named("weak-rotation"),
+            vec![(
+                KIND_ROTATE_KEY,
+                canonical(&Value::Map(vec![(text("new_public_key"), Value::Bytes(small_order.to_vec()))])),
+            )],
+            1,
+            schema("rotate-key", "`new_public_key` is a small-order (weak) public key"),
+        ),
+        (
+            "a rotation to a key that is no curve point",
+            genesis_named("pointless-rotation"),
+            vec![(
+                KIND_ROTATE_KEY,
+                canonical(&Value::Map(vec![(text("new_public_key"), Value::Bytes(not_a_point().to_vec()))])),
+            )],
+            1,
+            schema("rotate-key", "`new_public_key` is not an Ed25519 public key"),
+        ),
+        (
+            "a genesis with a small-order key",
+            genesis_fields("weak-genesis", small_order),
+            Vec::new(),
+            0,
+            "the being's public key is weak (small order)".to_string(),
+        ),
+    ];
+    cases.extend(rows);
+    cases
+        .into_iter()
+        .enumerate()
+        .map(|(index, (guards, mut fields, later, seq, named))| {
+            let key = SigningKey::from_bytes(&[u8::try_from(index + 1).expect("few cases"); 32]);
+            // Signed by the fresh key, which the genesis names unless the
+            // case is about that key.
+            if !guards.contains("genesis with") {
+                fields = with(fields, "public_key", Value::Bytes(key.verifying_key().to_bytes().to_vec()));
+            }
+            Forgery { guards, facts: forged_reel(&key, fields, later), seq, named }
+        })
+        .collect()
+}
+
+/// Every body the core writes has a schema import checks: a validly signed
+/// reel holding a body the core never writes is refused, named, and leaves
+/// the land as it was.
+#[test]
+fn import_refuses_each_forged_body_the_core_never_writes_and_stores_nothing() {
+    let target = plant();
+    for (index, forgery) in forgeries().into_iter().enumerate() {
+        let file = target.dir.path().join(format!("forged-{index}.bundle"));
+        std::fs::write(&file, bundle_of(&forgery.facts).encode()).expect("write");
+        let being = forgery.facts[0].header.being;
+        // The problem names the being and the seq, as `seed verify` does.
+        let at = format!("({}) seq {}: ", being.short(), forgery.seq);
+        let error = seed::bundle::import(&target.land, &file).map(|_| ()).expect_err(forgery.guards).to_string();
+        for words in [forgery.named.as_str(), at.as_str()] {
+            assert!(error.contains(words), "{}: expected {words:?} in {error:?}", forgery.guards);
+        }
+        check_import_refused(&target, &file, &forgery.named);
+        assert_eq!(target.land.store().head(&being).expect("head"), None, "{}: no reel", forgery.guards);
+    }
+}
+
+/// The control row: a forged reel whose every body is as the core writes it
+/// imports, so the refusals above are the rules', not the forging's.
+#[test]
+fn a_forged_reel_written_as_the_core_writes_imports_and_verifies() {
+    let key = SigningKey::from_bytes(&[99; 32]);
+    let world = seed::world::WorldBody {
+        effects: vec![seed::world::Effect::SetSignal {
+            key: "weather.sky".into(),
+            value: Some(serde_json::json!("grey")),
+        }],
+    };
+    let later = vec![
+        (KIND_ACT, seed::canonical::to_canonical_bytes(&act_body()).expect("act")),
+        (KIND_WORLD, seed::canonical::to_canonical_bytes(&world).expect("world")),
+        (KIND_NOTE, note_body("fine")),
+    ];
+    let facts = forged_reel(&key, genesis_fields("honest", key.verifying_key().to_bytes()), later);
+    let target = plant();
+    let file = target.dir.path().join("honest.bundle");
+    std::fs::write(&file, bundle_of(&facts).encode()).expect("write");
+    let report = seed::bundle::import(&target.land, &file).expect("imports");
+    assert_eq!((report.imported, report.name.as_str()), (4, "honest"));
+    let verify =
+        seed::check::verify_land(target.land.store(), seed::check::SignatureMode::Strict, 1, common::core_rules())
+            .expect("verify");
+    assert!(verify.problems.is_empty(), "{:?}", verify.problems);
+}
+
+/// `seed verify` holds a land's facts to the rules import holds a bundle
+/// to: every forged reel, written straight into a store, is named there with
+/// its being, its seq and the same words.
+#[test]
+fn seed_verify_names_each_forged_body_in_a_land_as_import_does() {
+    let common::TestLand { dir, land, .. } = plant();
+    let forgeries = forgeries();
+    for forgery in &forgeries {
+        for fact in &forgery.facts {
+            land.store().submit(fact.clone()).wait().unwrap_or_else(|error| panic!("{}: {error}", forgery.guards));
+        }
+    }
+    land.close().expect("close");
+    let verify = seed(&dir.path().join("land"), &["verify", "--no-checkpoint"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stderr(&verify));
+    let report = stdout(&verify);
+    for forgery in &forgeries {
+        let at = format!("{}) seq {}: ", forgery.facts[0].header.being.short(), forgery.seq);
+        assert!(
+            report.lines().any(|line| line.contains(&at) && line.contains(&forgery.named)),
+            "{}: no line with {at:?} and {:?} in\n{report}",
+            forgery.guards,
+            forgery.named
+        );
+    }
+}
+
+/// Everything the demo worlds write verifies under every schema, exports,
+/// and imports into another land byte for byte.
+#[test]
+fn every_reel_the_demo_worlds_write_verifies_and_moves_to_another_land() {
+    let planted = ["reality", "operator", "birther", "role-manager"];
+    for fixture in ["court", "dance", "factory", "library", "town"] {
+        let dir = tempfile::tempdir().expect("folder");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(format!("{fixture}.toml"));
+        let options = seed::sim::SimOptions {
+            ticks: Some(6),
+            seed: 1,
+            threads: 1,
+            land_dir: dir.path().join("land"),
+            trace_file: None,
+            progress: false,
+            model: None,
+            live: false,
+        };
+        seed::sim::run(&seed::sim::fixture::Fixture::load(&path).expect("fixture"), &options).expect("simulates");
+        let source = seed::land::Land::open(&options.land_dir).expect("open");
+        let mode = seed::check::SignatureMode::Strict;
+        let verified = seed::check::verify_land(source.store(), mode, 1, common::core_rules()).expect("verify");
+        assert!(verified.problems.is_empty(), "{fixture}: {:?}", verified.problems);
+        let target = plant();
+        let mut moved = 0;
+        for being in source.store().beings().expect("beings") {
+            let name = source.genesis(&being).expect("genesis").name;
+            if planted.contains(&name.as_str()) {
+                continue;
+            }
+            let file = dir.path().join(format!("{name}.bundle"));
+            seed::bundle::export(&source, &being, &file).expect("export");
+            seed::bundle::import(&target.land, &file).unwrap_or_else(|error| panic!("{fixture} @{name}: {error}"));
+            let reel = |land: &seed::land::Land| {
+                let stored = land.store().reel(&being, 0, u64::MAX).expect("reel");
+                stored.into_iter().map(|stored| stored.fact).collect::<Vec<_>>()
+            };
+            assert_eq!(reel(&target.land), reel(&source), "{fixture} @{name}: byte-identical");
+            moved += 1;
+        }
+        assert!(moved > 0, "{fixture}: beings moved");
+        let verified = seed::check::verify_land(target.land.store(), mode, 1, common::core_rules()).expect("verify");
+        assert!(verified.problems.is_empty(), "{fixture}: {:?}", verified.problems);
+    }
 }

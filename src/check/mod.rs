@@ -54,7 +54,7 @@ pub enum BodyProblem {
     /// The body reads, but is not the bytes this build writes for what it
     /// reads as: a field the body does not have, a field the writer always
     /// writes left out, or a value in a form the writer never gives it.
-    #[error("it reads, but is not what this build writes: {difference}")]
+    #[error("{difference} (it reads, but is not what this build writes)")]
     NotAsWritten { difference: String },
     #[error("name {name:?} is not a being name ({reason}): no command could address the being")]
     BeingName { name: String, reason: String },
