@@ -8,13 +8,19 @@ use common::{note, plant, seed, spec, stderr, stdout};
 use ed25519_dalek::SigningKey;
 use seed::bundle::{Bundle, BundleError};
 use seed::fact::body::{NoteBody, KIND_GENESIS, KIND_NOTE, KIND_ROTATE_KEY};
-use seed::fact::{BeingId, Fact, FactId, Hash32};
-use seed::world::body::{Digests, KIND_ACT, KIND_WORLD};
-use seed::world::{ActBody, VerbCall, Wake};
+use seed::fact::{BeingId, Fact, FactId};
+use seed::world::body::{KIND_ACT, KIND_WORLD};
 use std::path::Path;
 
 fn note_body(text: &str) -> Vec<u8> {
     seed::canonical::to_canonical_bytes(&NoteBody { text: text.into() }).expect("body")
+}
+
+/// `land` verifies, every body held to every schema of this build.
+fn assert_verifies(land: &seed::land::Land, context: &str) {
+    let mode = seed::check::SignatureMode::Strict;
+    let report = seed::check::verify_land(land.store(), mode, 1, common::core_rules()).expect("verify");
+    assert!(report.problems.is_empty(), "{context}: {:?}", report.problems);
 }
 
 /// Imports `file` into `land` through the CLI and expects a refusal naming `needle`,
@@ -58,14 +64,12 @@ fn a_reel_moves_between_lands_and_imports_only_what_is_new() {
     seed::bundle::export(&source.land, &worker, &file).expect("export");
     let grown = seed::bundle::import(&target.land, &file).expect("import");
     assert_eq!((grown.imported, grown.already_present), (1, 8));
-    let verify =
-        seed::check::verify_land(target.land.store(), seed::check::SignatureMode::Strict, 1, common::core_rules())
-            .expect("verify");
-    assert!(verify.problems.is_empty(), "{:?}", verify.problems);
+    assert_verifies(&target.land, "the target");
 }
 
-#[test]
-fn damaged_forked_and_foreign_bundles_are_refused() {
+/// A land with @traveller and three notes on its reel, exported: the land,
+/// the being, the bundle file and its bytes.
+fn exported_traveller() -> (common::TestLand, BeingId, std::path::PathBuf, Vec<u8>) {
     let source = plant();
     let worker = source.land.create_being(spec("traveller")).expect("being").being;
     for index in 0..3 {
@@ -73,7 +77,13 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
     }
     let file = source.dir.path().join("good.bundle");
     seed::bundle::export(&source.land, &worker, &file).expect("export");
-    let good = std::fs::read(&file).expect("read");
+    let bytes = std::fs::read(&file).expect("read");
+    (source, worker, file, bytes)
+}
+
+#[test]
+fn damaged_forked_and_foreign_bundles_are_refused() {
+    let (source, worker, _file, good) = exported_traveller();
     let bundle = Bundle::decode(&good).expect("decodes");
     let target = plant();
     let write = |name: &str, bytes: &[u8]| {
@@ -128,14 +138,8 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
 /// are a fork; the land keeps both and extends the reel no further.
 #[test]
 fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the_reel() {
-    let source = plant();
-    let worker = source.land.create_being(spec("traveller")).expect("being").being;
-    for index in 0..3 {
-        note(&source.land, &worker, &format!("step {index}"));
-    }
-    let file = source.dir.path().join("good.bundle");
-    seed::bundle::export(&source.land, &worker, &file).expect("export");
-    let bundle = Bundle::decode(&std::fs::read(&file).expect("read")).expect("decodes");
+    let (source, worker, file, good) = exported_traveller();
+    let bundle = Bundle::decode(&good).expect("decodes");
     let target = plant();
     seed::bundle::import(&target.land, &file).expect("the good bundle imports");
 
@@ -254,31 +258,9 @@ fn with(mut fields: Vec<(&'static str, Value)>, key: &str, value: Value) -> Vec<
     fields
 }
 
-/// An act body as a moment writes one.
-fn act_body() -> ActBody {
-    ActBody {
-        llm: None,
-        call: VerbCall::See { address: "/".into() },
-        wake: Wake::Tick { tick: 1 },
-        stack: Vec::new(),
-        cursor: 0,
-        content: None,
-        digests: Digests {
-            face: Hash32([1; 32]),
-            context: Hash32([2; 32]),
-            composed: Hash32([3; 32]),
-            script_output: None,
-        },
-        effects: Vec::new(),
-        primary: None,
-        evaluator: "seed test".into(),
-        orientation: "here".into(),
-    }
-}
-
 /// An act body's entries, changed by `change`.
 fn act_entries(change: impl FnOnce(&mut Vec<(Value, Value)>)) -> Vec<u8> {
-    let bytes = seed::canonical::to_canonical_bytes(&act_body()).expect("canonical");
+    let bytes = seed::canonical::to_canonical_bytes(&common::act_body()).expect("canonical");
     let Value::Map(mut entries) = seed::canonical::decode_canonical(&bytes).expect("decodes") else {
         panic!("an act body is a map")
     };
@@ -330,6 +312,10 @@ struct Forgery {
     named: String,
 }
 
+/// A forgery before it is signed: what it guards against, its genesis
+/// fields, its later (kind, body) facts, the seq at fault, the words.
+type ForgeryRow = (&'static str, Vec<(&'static str, Value)>, Vec<(&'static str, Vec<u8>)>, u64, String);
+
 /// Validly signed reels whose bodies the core never writes, one per rule.
 fn forgeries() -> Vec<Forgery> {
     // The identity point: small order, and its own y is 1.
@@ -337,7 +323,7 @@ fn forgeries() -> Vec<Forgery> {
     small_order[0] = 1;
     let long_name = "a".repeat(200);
     let genesis_named = |name: &str| genesis_fields(name, [0; 32]);
-    let mut cases: Vec<(&'static str, Vec<(&'static str, Value)>, Vec<(&str, Vec<u8>)>, u64, String)> = Vec::new();
+    let mut cases: Vec<ForgeryRow> = Vec::new();
     for (guards, name) in [
         ("an empty name", ""),
         ("a name with capitals", "Ada"),
@@ -350,21 +336,16 @@ fn forgeries() -> Vec<Forgery> {
         cases.push((guards, genesis_named(name), Vec::new(), 0, named));
     }
     let schema = |kind: &str, words: &str| format!("body of kind {kind:?} does not match its schema: {words}");
-    let rows: Vec<(&'static str, Vec<(&'static str, Value)>, Vec<(&str, Vec<u8>)>, u64, String)> = vec![
-        (
-            "an act body that is a number",
-            genesis_named("act-five"),
-            vec![(KIND_ACT, canonical(&Value::Integer(5.into())))],
-            1,
-            schema("act", "invalid type: integer `5`"),
-        ),
-        (
-            "an empty act body",
-            genesis_named("act-empty"),
-            vec![(KIND_ACT, canonical(&Value::Map(Vec::new())))],
-            1,
-            schema("act", "missing field"),
-        ),
+    for (guards, kind, body, words) in [
+        ("an act body that is a number", KIND_ACT, Value::Integer(5.into()), "invalid type: integer `5`"),
+        ("an empty act body", KIND_ACT, Value::Map(Vec::new()), "missing field `call`"),
+        ("a world body that is a number", KIND_WORLD, Value::Integer(5.into()), "invalid type: integer `5`"),
+        ("an empty world body", KIND_WORLD, Value::Map(Vec::new()), "missing field `effects`"),
+    ] {
+        let later = vec![(kind, canonical(&body))];
+        cases.push((guards, genesis_named(&format!("{kind}-{}", cases.len())), later, 1, schema(kind, words)));
+    }
+    let rows: Vec<ForgeryRow> = vec![
         (
             "an act body with a field acts do not have",
             genesis_named("act-extra"),
@@ -378,20 +359,6 @@ fn forgeries() -> Vec<Forgery> {
             vec![(KIND_ACT, act_entries(|entries| entries.retain(|(key, _)| *key != text("content"))))],
             1,
             schema("act", "field `content` is missing"),
-        ),
-        (
-            "a world body that is a number",
-            genesis_named("world-five"),
-            vec![(KIND_WORLD, canonical(&Value::Integer(5.into())))],
-            1,
-            schema("world", "invalid type: integer `5`"),
-        ),
-        (
-            "an empty world body",
-            genesis_named("world-empty"),
-            vec![(KIND_WORLD, canonical(&Value::Map(Vec::new())))],
-            1,
-            schema("world", "missing field `effects`"),
         ),
         (
             "a roleFlow of numbers",
@@ -524,7 +491,7 @@ fn a_forged_reel_written_as_the_core_writes_imports_and_verifies() {
         }],
     };
     let later = vec![
-        (KIND_ACT, seed::canonical::to_canonical_bytes(&act_body()).expect("act")),
+        (KIND_ACT, seed::canonical::to_canonical_bytes(&common::act_body()).expect("act")),
         (KIND_WORLD, seed::canonical::to_canonical_bytes(&world).expect("world")),
         (KIND_NOTE, note_body("fine")),
     ];
@@ -534,10 +501,7 @@ fn a_forged_reel_written_as_the_core_writes_imports_and_verifies() {
     std::fs::write(&file, bundle_of(&facts).encode()).expect("write");
     let report = seed::bundle::import(&target.land, &file).expect("imports");
     assert_eq!((report.imported, report.name.as_str()), (4, "honest"));
-    let verify =
-        seed::check::verify_land(target.land.store(), seed::check::SignatureMode::Strict, 1, common::core_rules())
-            .expect("verify");
-    assert!(verify.problems.is_empty(), "{:?}", verify.problems);
+    assert_verifies(&target.land, "the target");
 }
 
 /// `seed verify` holds a land's facts to the rules import holds a bundle
@@ -574,22 +538,12 @@ fn every_reel_the_demo_worlds_write_verifies_and_moves_to_another_land() {
     let planted = ["reality", "operator", "birther", "role-manager"];
     for fixture in ["court", "dance", "factory", "library", "town"] {
         let dir = tempfile::tempdir().expect("folder");
+        let land_dir = dir.path().join("land");
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(format!("{fixture}.toml"));
-        let options = seed::sim::SimOptions {
-            ticks: Some(6),
-            seed: 1,
-            threads: 1,
-            land_dir: dir.path().join("land"),
-            trace_file: None,
-            progress: false,
-            model: None,
-            live: false,
-        };
-        seed::sim::run(&seed::sim::fixture::Fixture::load(&path).expect("fixture"), &options).expect("simulates");
-        let source = seed::land::Land::open(&options.land_dir).expect("open");
-        let mode = seed::check::SignatureMode::Strict;
-        let verified = seed::check::verify_land(source.store(), mode, 1, common::core_rules()).expect("verify");
-        assert!(verified.problems.is_empty(), "{fixture}: {:?}", verified.problems);
+        let simulated = seed(&land_dir, &["sim", path.to_str().expect("utf-8 path"), "--ticks", "6"]);
+        assert!(simulated.status.success(), "{fixture}: {}", stderr(&simulated));
+        let source = seed::land::Land::open(&land_dir).expect("open");
+        assert_verifies(&source, fixture);
         let target = plant();
         let mut moved = 0;
         for being in source.store().beings().expect("beings") {
@@ -608,7 +562,6 @@ fn every_reel_the_demo_worlds_write_verifies_and_moves_to_another_land() {
             moved += 1;
         }
         assert!(moved > 0, "{fixture}: beings moved");
-        let verified = seed::check::verify_land(target.land.store(), mode, 1, common::core_rules()).expect("verify");
-        assert!(verified.problems.is_empty(), "{fixture}: {:?}", verified.problems);
+        assert_verifies(&target.land, fixture);
     }
 }

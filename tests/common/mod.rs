@@ -52,6 +52,29 @@ pub fn spec(name: &str) -> BeingSpec {
     }
 }
 
+/// An act body as a moment writes one (a see, woken by a tick).
+pub fn act_body() -> seed::world::ActBody {
+    let digest = |byte: u8| seed::fact::Hash32([byte; 32]);
+    seed::world::ActBody {
+        llm: None,
+        call: seed::world::VerbCall::See { address: "/".into() },
+        wake: seed::world::Wake::Tick { tick: 1 },
+        stack: Vec::new(),
+        cursor: 0,
+        content: None,
+        digests: seed::world::body::Digests {
+            face: digest(1),
+            context: digest(2),
+            composed: digest(3),
+            script_output: None,
+        },
+        effects: Vec::new(),
+        primary: None,
+        evaluator: "seed test".into(),
+        orientation: "here".into(),
+    }
+}
+
 pub fn note(land: &Land, being: &seed::fact::BeingId, text: &str) -> Sealed {
     land.seal_body(being, KIND_NOTE, &NoteBody { text: text.to_string() }).expect("seal note")
 }
