@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub trait Clock: Send + Sync {
-    /// Milliseconds since the Unix epoch (live) or since the start of a
-    /// simulation (logical). Never smaller than a value returned before.
+    /// Milliseconds since the Unix epoch, whichever clock: the wall clock
+    /// (live), or a logical clock started at a Unix time (a simulation
+    /// starts at its fixture's `start_ms`, by default 2026-01-01T00:00:00Z).
+    /// Never smaller than a value returned before.
     fn now_ms(&self) -> u64;
 }
 
@@ -25,8 +27,8 @@ impl Clock for WallClock {
     }
 }
 
-/// A logical clock for simulations and tests: starts where it is told and
-/// moves only when advanced.
+/// A logical clock for simulations and tests: starts at the Unix time it is
+/// told and moves only when advanced.
 #[derive(Debug, Default)]
 pub struct LogicalClock {
     now_ms: AtomicU64,

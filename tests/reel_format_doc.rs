@@ -4,6 +4,8 @@
 //!
 //! Run with SEED_PRINT_EXAMPLE=1 to print the blocks for the document.
 
+mod common;
+
 use ed25519_dalek::SigningKey;
 use seed::canonical::to_canonical_bytes;
 use seed::fact::body::{Cognition, GenesisBody, KIND_GENESIS};
@@ -84,4 +86,52 @@ fn the_worked_example_in_the_format_document_is_true() {
     let public =
         ed25519_dalek::VerifyingKey::from_bytes(&block("public-key").try_into().expect("32 bytes")).expect("key");
     assert!(decoded.verify_signature(&public));
+}
+
+/// The keys in the first column of the table that follows `marker` in the
+/// document, in the order the table lists them.
+fn table_keys(marker: &str) -> Vec<String> {
+    let start = DOC.find(marker).unwrap_or_else(|| panic!("docs/reel-format.md has no {marker:?}"));
+    DOC[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2) // the heading and the rule below it
+        .map(|line| line.split('`').nth(1).expect("a key in backticks").to_string())
+        .collect()
+}
+
+/// The text keys of a canonical CBOR map, in the order they are encoded.
+fn encoded_keys(bytes: &[u8]) -> Vec<String> {
+    match seed::canonical::decode_canonical(bytes).expect("canonical") {
+        ciborium::value::Value::Map(entries) => entries
+            .into_iter()
+            .map(|(key, _)| match key {
+                ciborium::value::Value::Text(key) => key,
+                other => panic!("a text key, not {other:?}"),
+            })
+            .collect(),
+        other => panic!("a map, not {other:?}"),
+    }
+}
+
+#[test]
+fn the_bundle_fields_are_documented_in_the_order_they_are_encoded() {
+    let (fact, _, _) = example();
+    let bundle = seed::bundle::Bundle {
+        being: fact.header.being,
+        head_seq: 0,
+        head_id: fact.id(),
+        envelopes: vec![fact.encode_envelope()],
+    };
+    assert_eq!(table_keys("## A reel bundle"), encoded_keys(&bundle.encode()));
+}
+
+#[test]
+fn the_act_body_keys_are_documented_in_the_order_they_are_encoded() {
+    let body = to_canonical_bytes(&common::act_body()).expect("canonical");
+    // `llm` leads the table; an act of another cognition has no `llm` key.
+    let documented = table_keys("**The `act` body**");
+    assert_eq!(documented.first().map(String::as_str), Some("llm"));
+    assert_eq!(documented[1..], encoded_keys(&body)[..]);
 }
