@@ -74,9 +74,12 @@ pub struct ScriptEngine {
     cache: RwLock<BTreeMap<Hash32, Arc<Compiled>>>,
     /// Shared sources by address. Each entry holds its source, so that
     /// address cannot be reused by another while the entry stands.
-    by_address: RwLock<BTreeMap<usize, (Arc<str>, Arc<Compiled>)>>,
+    by_address: RwLock<BTreeMap<usize, SharedSourceEntry>>,
     operations_max: u64,
 }
+
+/// A shared source and its compiled script, kept together by the source's address.
+type SharedSourceEntry = (Arc<str>, Arc<Compiled>);
 
 /// A compiled script and what it can read of each variable it names.
 pub struct Compiled {

@@ -1,7 +1,7 @@
 //! `seed export` / `seed import`: a self-verifying bundle moves a reel between
 //! lands; every damaged, forked or foreign bundle is refused and nothing is written.
 
-mod common;
+use crate::common;
 
 use ciborium::value::Value;
 use common::{note, plant, seed, spec, stderr, stdout};

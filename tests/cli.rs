@@ -2,7 +2,7 @@
 //! input getting one clear error line, a non-zero exit, no panic, and no harm
 //! to what is stored.
 
-mod common;
+use crate::common;
 
 use common::{folder_snapshot, seed, stderr, stdout};
 use std::os::unix::fs::PermissionsExt;

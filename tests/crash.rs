@@ -6,7 +6,7 @@
 //! `SEED_CRASH_CYCLES` sets the number of kills (default 100, the CI figure;
 //! the long mode documented in docs/testing.md runs 2,000).
 
-mod common;
+use crate::common;
 
 use seed::check::{verify_land, SignatureMode};
 use seed::fact::{BeingId, FactId};

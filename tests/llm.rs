@@ -4,7 +4,7 @@
 //! concurrency cap; keys never reach facts, traces or logs; replay verifies
 //! LLM acts without calling a model.
 
-mod common;
+use crate::common;
 
 use seed::llm::client::LlmClient;
 use seed::llm::connections::Connections;

@@ -5,7 +5,7 @@
 //! verifies them without calling the model again. This test needs no network:
 //! the model ships inside a PyPI package installed from the package registry.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -83,6 +83,9 @@ fn start_local_model(log: &std::path::Path) -> LocalModel {
 
 #[test]
 fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
+    if !crate::opted_in("SEED_TEST_LOCAL_LLM", "a real local model (scripts/local-llm)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let server = start_local_model(&dir.path().join("server.log"));
     let connections = dir.path().join("llm.toml");

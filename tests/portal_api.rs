@@ -2,7 +2,7 @@
 //! 403 path names what is wrong, hostile input is refused or escaped, and a
 //! refused request writes nothing.
 
-mod common;
+use crate::common;
 
 use common::portal::Up;
 use serde_json::{json, Value};
@@ -62,7 +62,9 @@ fn unauthenticated_requests_get_401() {
         let response = request.send().expect("answered");
         (response.status().as_u16(), response.json::<Value>().unwrap_or(Value::Null))
     };
-    let cases: [(&str, &str, &[(&str, &str)]); 6] = [
+    /// (method, path, headers sent)
+    type Unauthenticated<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Unauthenticated; 6] = [
         ("GET", "/api/v1/world", &[]),
         ("GET", "/api/v1/beings/ada", &[("authorization", "Bearer seed-op-not-the-token")]),
         ("GET", "/api/v1/moments", &[("cookie", "seed_session=forged")]),

@@ -4,7 +4,7 @@
 //! roleFlow, publish a signal and see a court-watcher become judge. Each
 //! step leaves a screenshot in target/portal-screenshots/.
 
-mod common;
+use crate::common;
 
 use common::portal::Up;
 use common::webdriver::Browser;
@@ -14,6 +14,9 @@ use std::time::Duration;
 
 #[test]
 fn a_person_births_inhabits_configures_and_watches_the_world() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
     let up = Up::start(&["--round-ms", "300", "--release-grace-ms", "1000"]);
     let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
     let browser = Browser::start(&screenshots);

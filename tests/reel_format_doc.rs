@@ -4,7 +4,7 @@
 //!
 //! Run with SEED_PRINT_EXAMPLE=1 to print the blocks for the document.
 
-mod common;
+use crate::common;
 
 use ed25519_dalek::SigningKey;
 use seed::canonical::to_canonical_bytes;

@@ -1,7 +1,7 @@
 //! `seed replay`: every demo world replays byte for byte; tampering and
 //! definition changes are named and classified; replay never writes.
 
-mod common;
+use crate::common;
 
 use common::{folder_snapshot, seed, stderr, stdout};
 use serde_json::Value;

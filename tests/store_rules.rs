@@ -1,7 +1,7 @@
 //! The chain rules the store enforces on append, fork proofs, the land log,
 //! and reindex rebuilding the derived indexes identically.
 
-mod common;
+use crate::common;
 
 use common::{note, plant, spec};
 use seed::check::{verify_land, ProblemKind, SignatureMode};

@@ -1,7 +1,7 @@
 //! Flipping any single byte of any stored fact is caught by verification,
 //! which names the fact.
 
-mod common;
+use crate::common;
 
 use common::{note, plant, seed, spec, stdout};
 use seed::check::{verify_land, ProblemKind, SignatureMode};

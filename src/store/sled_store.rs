@@ -774,7 +774,9 @@ impl Store for SledStore {
         let ranges = parts * RECORD_READ_RANGES_PER_PART;
         let bounds: Vec<u16> = (0..=ranges).map(|range| (range * 256 / ranges) as u16).collect();
         let next_range = AtomicUsize::new(0);
-        let read: Vec<Vec<(usize, Result<Vec<RawRecord>, StoreError>)>> = std::thread::scope(|scope| {
+        // Per reader: (range index, that range's records or its error).
+        type RangesRead = Vec<(usize, Result<Vec<RawRecord>, StoreError>)>;
+        let read: Vec<RangesRead> = std::thread::scope(|scope| {
             let readers: Vec<_> = (0..parts)
                 .map(|_| {
                     scope.spawn(|| {

@@ -117,8 +117,11 @@ pub const GENESIS_FLOWS_CACHED_MAX: usize = 64;
 #[derive(Default)]
 pub struct GenesisFlows {
     /// Each flow's canonical bytes, its JSON and its digest.
-    flows: RwLock<Vec<(Vec<u8>, Json, Option<Hash32>)>>,
+    flows: RwLock<Vec<KnownFlow>>,
 }
+
+/// A genesis roleFlow's canonical bytes, its JSON and its digest.
+type KnownFlow = (Vec<u8>, Json, Option<Hash32>);
 
 impl GenesisFlows {
     fn get(&self, bytes: &[u8]) -> Option<(Json, Option<Hash32>)> {

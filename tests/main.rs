@@ -1,0 +1,45 @@
+//! The integration tests, linked as one binary (`autotests = false` in
+//! Cargo.toml): each file of this folder is a module, so a newcomer's
+//! `cargo test` links one test binary instead of eighteen.
+//!
+//! Two kinds of test need what a plain checkout does not have and run only
+//! when asked (`.ci/run` asks for both, so every CI run runs them):
+//!
+//! - `SEED_TEST_BROWSER=1`: `portal_browser` drives Debian's `chromium`
+//!   through `chromedriver`;
+//! - `SEED_TEST_LOCAL_LLM=1`: `local_llm` serves a real model through
+//!   `scripts/local-llm`, which builds a Python environment with llama.cpp
+//!   under `~/.cache/seed` the first time (about six minutes).
+//!
+//! Without the variable such a test passes at once, saying on stderr what it
+//! skipped and how to run it.
+
+mod common;
+
+mod bundle;
+mod cli;
+mod crash;
+mod fact_props;
+mod flow_cli;
+mod hostile;
+mod llm;
+mod local_llm;
+mod portal_api;
+mod portal_browser;
+mod reel_format_doc;
+mod replay;
+mod role_flow;
+mod sim_cli;
+mod store_rules;
+mod tamper;
+mod when_language;
+mod worlds;
+
+/// Whether the opt-in test named by `variable` should run; if not, says so.
+pub fn opted_in(variable: &str, what: &str) -> bool {
+    if std::env::var(variable).is_ok_and(|value| value == "1") {
+        return true;
+    }
+    eprintln!("skipped: {what} (set {variable}=1 to run it; .ci/run does)");
+    false
+}
