@@ -4,17 +4,13 @@
 
 mod allocator;
 pub mod bundle;
-pub mod canonical;
 pub mod check;
 pub mod clock;
 pub mod extensions;
-pub mod fact;
 pub mod keys;
 pub mod land;
-pub mod limits;
 pub mod llm;
 pub mod moment;
-pub mod names;
 pub mod parallel;
 pub mod portal;
 pub mod replay;
@@ -24,5 +20,8 @@ pub mod sim;
 pub mod store;
 pub mod view;
 pub mod world;
+
+// The format layer, at the paths the rest of the crate has always used.
+pub use seed_format::{canonical, fact, limits, names};
 
 pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

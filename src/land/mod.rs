@@ -535,8 +535,7 @@ impl Land {
     /// it: its id is known, so the world can fold it now. Prepared facts must
     /// be signed and submitted in the order they were prepared.
     pub fn prepare(&self, being: &BeingId, kind: &str, body: Vec<u8>) -> Result<Prepared, LandError> {
-        crate::fact::check_body_form(&body)?;
-        self.prepare_canonical(being, kind, CanonicalBody::trusted(body))
+        self.prepare_canonical(being, kind, CanonicalBody::checked(body)?)
     }
 
     /// As `prepare`, for a body from the canonical encoder.

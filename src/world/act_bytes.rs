@@ -23,7 +23,7 @@ impl ActBody {
             Some(bytes) => {
                 // Every test moment holds the direct bytes to serde's.
                 debug_assert_eq!(Ok(&bytes), crate::canonical::to_canonical_bytes(self).as_ref());
-                Ok(CanonicalBody::trusted(bytes))
+                Ok(CanonicalBody::canonical_by_construction(bytes))
             }
             None => CanonicalBody::encode(self),
         }

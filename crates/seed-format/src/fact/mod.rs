@@ -202,8 +202,17 @@ impl CanonicalBody {
             .map_err(|source| FactError::Cbor { part: "body", source })
     }
 
-    /// Bytes already checked to be canonical by the caller (`Land::prepare`).
-    pub(crate) fn trusted(bytes: Vec<u8>) -> CanonicalBody {
+    /// Bytes a caller hands over as a body: refused unless canonical.
+    pub fn checked(bytes: Vec<u8>) -> Result<CanonicalBody, FactError> {
+        check_body_form(&bytes)?;
+        Ok(CanonicalBody(bytes))
+    }
+
+    /// Bytes a writer produced canonical by construction (an act body
+    /// written key by key, which its tests hold to the reference encoder's
+    /// bytes); debug builds check them anyway.
+    pub fn canonical_by_construction(bytes: Vec<u8>) -> CanonicalBody {
+        debug_assert!(check_body_form(&bytes).is_ok(), "a writer produced non-canonical bytes");
         CanonicalBody(bytes)
     }
 
