@@ -1,5 +1,12 @@
 //! The allocator the `seed` binary and the benchmarks choose: mimalloc, called the cheapest way each
 //! allocation allows, and its runtime options.
+//!
+//! The library declares no global allocator, so a program that depends on it
+//! chooses its own; the `seed` binary and the benchmarks declare
+//! [`SeedAllocator`] and call [`configure_allocator`] first. Allocations go
+//! through plain `mi_malloc` wherever its alignment suffices, and freed memory
+//! stays with the process for [`ALLOCATOR_PURGE_DELAY_MS`]. Why each choice:
+//! the items' docs and docs/performance.md.
 
 use libmimalloc_sys::{
     mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc, mi_zalloc_aligned,

@@ -1,5 +1,11 @@
 //! Data parallelism without a thread pool: scoped threads over chunks, results
 //! in input order (so nothing downstream depends on scheduling).
+//!
+//! [`map_in_order`] hands out chunks of [`PARALLEL_CHUNK_ITEMS`] in turn, so a
+//! thread slowed by other work takes fewer, and each thread writes its results
+//! straight into their places in input order (the module's one `unsafe`).
+//! [`drop_in_background`] frees large structures nobody needs to wait for on a
+//! thread of their own.
 
 use std::sync::{Mutex, PoisonError};
 

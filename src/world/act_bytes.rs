@@ -8,6 +8,11 @@
 //! canonical order (by length, then bytes) from the start. A body of any
 //! other shape (a do or be call, effects, a model record) is left to the
 //! serde encoder: [`write_common`] gives its bytes or gives up.
+//!
+//! A wake is written the same way ([`write_wake`]). In debug builds
+//! `ActBody::canonical` compares the bytes written here with the serde
+//! encoder's (and a moment's opening does the same for its wake), so every
+//! test moment holds this path to serde's bytes.
 
 use super::body::{ActBody, Digests, RoleUse, VerbCall, Wake};
 use crate::canonical::{write_array_head, write_bytes, write_map_head, write_null, write_text, write_uint};

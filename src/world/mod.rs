@@ -5,6 +5,11 @@
 //! Decide, then apply: the rules live where facts are decided (the moment's
 //! seal, planting); `World::apply` only folds a sealed fact in and cannot fail.
 //! The world at cursor c is the fold of the first c facts of the land log.
+//!
+//! Reading a fact's body for the fold ([`FoldBody::read`]) is apart from folding
+//! it in ([`World::apply_folded`]), so bodies can be read in parallel and the
+//! fold's one thread only applies them; [`GenesisFlows`] lets the readings of
+//! one replay share each distinct roleFlow, converted and digested once.
 
 mod act_bytes;
 pub(crate) use act_bytes::write_wake;

@@ -20,6 +20,11 @@
 //! decides and names any problem. Property tests (tests/fact_props.rs) hold
 //! the two to the same values on canonical bytes and to the same refusals on
 //! non-canonical ones.
+//!
+//! Over bytes already checked ([`from_checked_bytes`]: a body
+//! `Fact::decode_envelope` accepted, read through `from_checked_canonical_bytes`)
+//! it skips the items a type ignores by their heads alone instead of validating
+//! them again.
 
 use super::{CanonicalReader, GaveUp, CBOR_NESTING_DEPTH_MAX};
 use serde::de::{self, DeserializeOwned, Visitor};

@@ -1,4 +1,7 @@
 //! 32-byte identifiers: fact ids, being ids and content hashes.
+//!
+//! They order as their bytes do, compared eight bytes at a time: the world's
+//! ordered maps are keyed by being id.
 
 use std::fmt;
 
