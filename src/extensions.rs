@@ -131,48 +131,64 @@ impl LoadedExtensions {
     }
 }
 
+/// Why a manifest was refused (the extension is skipped with it).
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("manifest is {size} bytes, over {MANIFEST_BYTES_MAX}")]
+    TooLarge { size: u64 },
+    /// A field of the manifest (or a file it names) that is wrong.
+    #[error("{field}: {reason}")]
+    Field { field: String, reason: String },
+}
+
+fn field_error(field: impl Into<String>, reason: impl ToString) -> ManifestError {
+    ManifestError::Field { field: field.into(), reason: reason.to_string() }
+}
+
 /// Reads a Rhai file a manifest names (relative to the extension's folder),
 /// refusing one over the script size limit at load rather than at first use.
-fn read_script(dir: &Path, at: &str, file: &str) -> Result<Arc<str>, String> {
-    let source = std::fs::read_to_string(dir.join(file)).map_err(|error| format!("{at}.script {file}: {error}"))?;
+fn read_script(dir: &Path, at: &str, file: &str) -> Result<Arc<str>, ManifestError> {
+    let field = || format!("{at}.script {file}");
+    let source = std::fs::read_to_string(dir.join(file)).map_err(|error| field_error(field(), error))?;
     if source.len() > crate::script::SCRIPT_SOURCE_BYTES_MAX {
-        return Err(format!(
-            "{at}.script {file}: {} bytes, over the limit of {}",
-            source.len(),
-            crate::script::SCRIPT_SOURCE_BYTES_MAX
+        return Err(field_error(
+            field(),
+            format!("{} bytes, over the limit of {}", source.len(), crate::script::SCRIPT_SOURCE_BYTES_MAX),
         ));
     }
     Ok(Arc::from(source.as_str()))
 }
 
-fn parse_manifest(dir: &Path) -> Result<Extension, String> {
+fn parse_manifest(dir: &Path) -> Result<Extension, ManifestError> {
     let path = dir.join(MANIFEST_FILE);
-    let size = std::fs::metadata(&path).map_err(|error| error.to_string())?.len();
+    let size = std::fs::metadata(&path).map_err(ManifestError::Read)?.len();
     if size > MANIFEST_BYTES_MAX {
-        return Err(format!("manifest is {size} bytes, over {MANIFEST_BYTES_MAX}"));
+        return Err(ManifestError::TooLarge { size });
     }
-    let text = std::fs::read_to_string(&path).map_err(|error| error.to_string())?;
+    let text = std::fs::read_to_string(&path).map_err(ManifestError::Read)?;
     let manifest: Manifest = serde_path_to_error::deserialize(toml::Deserializer::new(&text))
-        .map_err(|error| format!("{}: {}", error.path(), error.inner().message()))?;
+        .map_err(|error| field_error(error.path().to_string(), error.inner().message()))?;
     if let Some(reason) = crate::names::kebab_name_problem(&manifest.name) {
-        return Err(format!("name {:?}: {reason}", manifest.name));
+        return Err(field_error(format!("name {:?}", manifest.name), reason));
     }
     let version = semver::Version::parse(&manifest.version)
-        .map_err(|error| format!("version {:?}: {error}", manifest.version))?;
+        .map_err(|error| field_error(format!("version {:?}", manifest.version), error))?;
     if manifest.license.trim().is_empty() {
-        return Err("license: must name a license".into());
+        return Err(field_error("license", "must name a license"));
     }
     let mut needs = BTreeMap::new();
     for (name, range) in &manifest.needs {
         let requirement =
-            semver::VersionReq::parse(range).map_err(|error| format!("needs.{name} {range:?}: {error}"))?;
+            semver::VersionReq::parse(range).map_err(|error| field_error(format!("needs.{name} {range:?}"), error))?;
         needs.insert(name.clone(), requirement);
     }
     let mut ops = Vec::new();
     for (index, op) in manifest.provides.ops.iter().enumerate() {
         let at = format!("provides.op[{index}]");
         if let Some(reason) = crate::names::kebab_name_problem(&op.name) {
-            return Err(format!("{at}.name {:?}: {reason}", op.name));
+            return Err(field_error(format!("{at}.name {:?}", op.name), reason));
         }
         let source = read_script(dir, &at, &op.script)?;
         let mut schema = ArgSchema::default();
@@ -181,8 +197,9 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
                 Some(kind) => (kind, false),
                 None => (kind.as_str(), true),
             };
-            let kind = ArgType::parse(kind)
-                .ok_or_else(|| format!("{at}.args.{arg}: unknown type {kind:?} (string, int, bool, any)"))?;
+            let kind = ArgType::parse(kind).ok_or_else(|| {
+                field_error(format!("{at}.args.{arg}"), format!("unknown type {kind:?} (string, int, bool, any)"))
+            })?;
             schema = schema.field(arg, kind, required);
         }
         ops.push(OpSpec {
@@ -195,7 +212,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
     let mut hooks = Vec::new();
     for (index, hook) in manifest.provides.hooks.iter().enumerate() {
         let at = format!("provides.hook[{index}]");
-        let point = HookPoint::parse(&hook.on).map_err(|reason| format!("{at}.on: {reason}"))?;
+        let point = HookPoint::parse(&hook.on).map_err(|error| field_error(format!("{at}.on"), error))?;
         let source = read_script(dir, &at, &hook.script)?;
         hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source });
     }
@@ -203,7 +220,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
     for (index, see) in manifest.provides.see_resolvers.iter().enumerate() {
         let at = format!("provides.see[{index}]");
         if let Some(reason) = crate::names::kebab_name_problem(&see.name) {
-            return Err(format!("{at}.name {:?}: {reason}", see.name));
+            return Err(field_error(format!("{at}.name {:?}", see.name), reason));
         }
         see_resolvers.push((see.name.clone(), read_script(dir, &at, &see.script)?));
     }
@@ -211,7 +228,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, String> {
         Some(folder) => {
             let path = dir.join(folder);
             if !path.is_dir() {
-                return Err(format!("provides.roles: {} is not a folder", path.display()));
+                return Err(field_error("provides.roles", format!("{} is not a folder", path.display())));
             }
             Some(path)
         }

@@ -175,7 +175,7 @@ pub struct LandReport {
     /// Facts whose signature arithmetic a verification checkpoint stood in for.
     pub signatures_covered: u64,
     /// Why a checkpoint that was offered was not used (every signature was checked).
-    pub checkpoint_refused: Option<String>,
+    pub checkpoint_refused: Option<CheckpointRefused>,
     /// From [`verify_land`], for a land without problems: how many facts, and
     /// their [`covered_digest`] in land order (what a new checkpoint would sign).
     pub verified_digest: Option<(u64, Hash32)>,
@@ -311,7 +311,7 @@ impl<'a> ReelChecker<'a> {
         // against a schema (it could be up to the format's ceiling).
         if within_limit && !(seq == 0 && fact.kind() == KIND_GENESIS) {
             let problem = match check_known_body(fact.kind(), fact.body()) {
-                Err(reason) => Some(BodyProblem::Unreadable { reason }),
+                Err(error) => Some(BodyProblem::Unreadable { reason: error.to_string() }),
                 Ok(()) => self.rules.schemas.body_problem(fact.kind(), fact.body()),
             };
             if let Some(problem) = problem {
@@ -369,7 +369,7 @@ impl<'a> ReelChecker<'a> {
         // roleFlow is checked to be a list of CBOR items, as
         // `GenesisBody` takes it, but not built: only the name and the key are kept.
         let genesis = if fact.kind() == KIND_GENESIS {
-            GenesisBodyFlowSkipped::read(fact.body())
+            GenesisBodyFlowSkipped::read(fact.body()).map_err(|error| error.to_string())
         } else {
             fact.body_as::<GenesisBodyFlowSkipped>().map_err(|error| error.to_string())
         };
@@ -667,7 +667,7 @@ pub fn verify_land_decoded(
     debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
     let in_land_order = land_order(records, facts);
     let every = Checking { mode, rules, covered_below: 0 };
-    let every_signature = |reason: String| -> Result<LandReport, StoreError> {
+    let every_signature = |reason: CheckpointRefused| -> Result<LandReport, StoreError> {
         let (mut report, _) = verify_records(store, records, facts, every, threads, None)?;
         report.checkpoint_refused = Some(reason);
         Ok(report)
@@ -683,11 +683,11 @@ pub fn verify_land_decoded(
     let (report, root_key) = verify_records(store, records, facts, checking, threads, Some(trusted.root))?;
     // The signer's key must be the root's key as its verified reel has it now.
     if root_key != Some(trusted.checkpoint.public_key) {
-        return every_signature("it was not signed with the land root's current key".into());
+        return every_signature(CheckpointRefused::NotTheRootsCurrentKey);
     }
     if !report.problems.is_empty() {
         // Something is wrong: check everything, so every bad signature is named too.
-        return every_signature("the land has problems, so every signature was checked".into());
+        return every_signature(CheckpointRefused::LandHasProblems);
     }
     Ok(report)
 }
@@ -704,29 +704,48 @@ fn land_order(records: &[RawRecord], facts: &[Result<Fact, FactError>]) -> Vec<(
     order
 }
 
+/// Why a verification checkpoint was not trusted (every signature is then checked).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointRefused {
+    #[error("it was signed by {signer}, not by the land's root")]
+    NotTheRoot { signer: String },
+    #[error("its signature does not verify")]
+    BadSignature,
+    #[error("it covers {covered} facts but only {readable} are readable")]
+    CoversMore { covered: u64, readable: usize },
+    #[error("the land log's first facts are not the ones it covers")]
+    NotTheFirstFacts,
+    #[error("the facts it covers changed since it was signed")]
+    Changed,
+    #[error("it was not signed with the land root's current key")]
+    NotTheRootsCurrentKey,
+    #[error("the land has problems, so every signature was checked")]
+    LandHasProblems,
+}
+
 /// The land seq below which the checkpoint vouches for signatures, or why it cannot.
 fn checkpoint_covers(
     trusted: TrustedCheckpoint<'_>,
     in_land_order: &[(u64, usize)],
     facts: &[Result<Fact, FactError>],
-) -> Result<u64, String> {
+) -> Result<u64, CheckpointRefused> {
     let checkpoint = trusted.checkpoint;
     if checkpoint.signer != trusted.root {
-        return Err(format!("it was signed by {}, not by the land's root", checkpoint.signer.short()));
+        return Err(CheckpointRefused::NotTheRoot { signer: checkpoint.signer.short() });
     }
     if !checkpoint.signature_holds() {
-        return Err("its signature does not verify".into());
+        return Err(CheckpointRefused::BadSignature);
     }
     let covered = usize::try_from(checkpoint.facts).unwrap_or(usize::MAX);
     let Some(prefix) = in_land_order.get(..covered) else {
-        return Err(format!("it covers {} facts but only {} are readable", checkpoint.facts, in_land_order.len()));
+        return Err(CheckpointRefused::CoversMore { covered: checkpoint.facts, readable: in_land_order.len() });
     };
     if prefix.iter().enumerate().any(|(position, &(land_seq, _))| land_seq != position as u64) {
-        return Err("the land log's first facts are not the ones it covers".into());
+        return Err(CheckpointRefused::NotTheFirstFacts);
     }
     let digest = covered_digest(prefix.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
     if digest != checkpoint.digest {
-        return Err("the facts it covers changed since it was signed".into());
+        return Err(CheckpointRefused::Changed);
     }
     Ok(checkpoint.facts)
 }
@@ -913,7 +932,7 @@ mod tests {
         let rules = BodyRules { body_bytes_max: crate::limits::FACT_BODY_BYTES_MAX_DEFAULT, schemas: &NoHigherSchemas };
         let mut checker = ReelChecker::new(being, Checking { mode: SignatureMode::Strict, rules, covered_below: 0 });
         checker.record(&record, &Ok(fact));
-        let reason = check_known_body(KIND_GENESIS, &body).expect_err("not a genesis body");
+        let reason = check_known_body(KIND_GENESIS, &body).expect_err("not a genesis body").to_string();
         let bodies: Vec<&ProblemKind> = checker
             .report
             .problems

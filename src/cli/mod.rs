@@ -655,7 +655,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
     let model: Option<std::sync::Arc<dyn seed::llm::LanguageModel>> = match &llm {
         Some(path) => {
             let connections = seed::llm::connections::Connections::load(path)?;
-            Some(std::sync::Arc::new(seed::llm::client::LlmClient::new(connections).map_err(anyhow::Error::msg)?))
+            Some(std::sync::Arc::new(seed::llm::client::LlmClient::new(connections)?))
         }
         None => None,
     };

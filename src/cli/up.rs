@@ -41,7 +41,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let model: Option<Arc<dyn seed::llm::LanguageModel>> = match &arguments.llm {
         Some(path) => {
             let connections = seed::llm::connections::Connections::load(path)?;
-            Some(Arc::new(seed::llm::client::LlmClient::new(connections).map_err(anyhow::Error::msg)?))
+            Some(Arc::new(seed::llm::client::LlmClient::new(connections)?))
         }
         None => None,
     };

@@ -89,14 +89,37 @@ pub struct LandMeta {
     pub operator: String,
 }
 
+/// Which of one being's own faults stopped its facts from sealing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeingFault {
+    /// Its key is missing, unreadable or not the reel's.
+    Key,
+    /// A body over the land's `fact_body_bytes_max`.
+    BodyTooLarge,
+    /// Its reel has ended.
+    Ended,
+    /// A name the land refuses.
+    Name,
+}
+
 impl LandError {
     /// Whether the error stops only one being's facts (its key, its body,
     /// its ended reel) rather than the land: a live round fails that
     /// being's moment and goes on with the others.
     pub fn belongs_to_being(&self) -> bool {
+        self.being_fault().is_some()
+    }
+
+    /// Which of one being's own faults this is, if it is one (see
+    /// [`LandError::belongs_to_being`]).
+    pub fn being_fault(&self) -> Option<BeingFault> {
         match self {
-            LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => true,
-            LandError::BodyTooLarge { .. } | LandError::Ended { .. } | LandError::BadName { .. } => true,
+            LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => {
+                Some(BeingFault::Key)
+            }
+            LandError::BodyTooLarge { .. } => Some(BeingFault::BodyTooLarge),
+            LandError::Ended { .. } => Some(BeingFault::Ended),
+            LandError::BadName { .. } => Some(BeingFault::Name),
             LandError::Key(KeyError::Io { .. } | KeyError::Random { .. })
             | LandError::NoLand { .. }
             | LandError::NotALand { .. }
@@ -113,7 +136,7 @@ impl LandError {
             | LandError::Io { .. }
             | LandError::Store(_)
             | LandError::Fact(_)
-            | LandError::Checkpoint { .. } => false,
+            | LandError::Checkpoint { .. } => None,
         }
     }
 }

@@ -34,18 +34,27 @@ enum AttemptError {
     GiveUp(String),
 }
 
+/// Why the client could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmClientError {
+    #[error("the LLM client's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("the LLM client's HTTP client: {0}")]
+    Http(reqwest::Error),
+}
+
 impl LlmClient {
-    pub fn new(connections: Connections) -> Result<LlmClient, String> {
+    pub fn new(connections: Connections) -> Result<LlmClient, LlmClientError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(LLM_CLIENT_THREADS)
             .thread_name("seed-llm")
             .enable_all()
             .build()
-            .map_err(|e| format!("the LLM client's runtime: {e}"))?;
+            .map_err(LlmClientError::Runtime)?;
         let http = reqwest::Client::builder()
             .user_agent(concat!("seed/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("the LLM client's HTTP client: {e}"))?;
+            .map_err(LlmClientError::Http)?;
         let in_flight = Semaphore::new(connections.concurrency_max);
         Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight }), runtime })
     }

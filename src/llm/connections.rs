@@ -206,7 +206,7 @@ impl Connections {
                     field_error(&at("api_key_env"), format!("the environment variable {variable} is not set"))
                 })?)),
                 (None, Some(file)) => {
-                    Some(read_key_file(&base.join(file)).map_err(|r| field_error(&at("api_key_file"), r))?)
+                    Some(read_key_file(&base.join(file)).map_err(|e| field_error(&at("api_key_file"), e.to_string()))?)
                 }
                 (None, None) => None,
             };
@@ -293,16 +293,27 @@ impl Connections {
     }
 }
 
-fn read_key_file(path: &Path) -> Result<ApiKey, String> {
-    let shown = path.display();
-    let size = std::fs::metadata(path).map_err(|e| format!("{shown}: {e}"))?.len();
+/// A key file that cannot be used (its path shown, never its contents).
+#[derive(Debug, thiserror::Error)]
+enum KeyFileError {
+    #[error("{path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: {size} bytes, over {LLM_KEY_FILE_BYTES_MAX}")]
+    TooLarge { path: String, size: u64 },
+    #[error("{path}: the key file is empty")]
+    Empty { path: String },
+}
+
+fn read_key_file(path: &Path) -> Result<ApiKey, KeyFileError> {
+    let shown = || path.display().to_string();
+    let size = std::fs::metadata(path).map_err(|source| KeyFileError::Read { path: shown(), source })?.len();
     if size > LLM_KEY_FILE_BYTES_MAX {
-        return Err(format!("{shown}: {size} bytes, over {LLM_KEY_FILE_BYTES_MAX}"));
+        return Err(KeyFileError::TooLarge { path: shown(), size });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|source| KeyFileError::Read { path: shown(), source })?;
     let key = text.trim();
     if key.is_empty() {
-        return Err(format!("{shown}: the key file is empty"));
+        return Err(KeyFileError::Empty { path: shown() });
     }
     Ok(ApiKey::new(key))
 }

@@ -223,7 +223,7 @@ pub fn user_message(face: &Face) -> String {
 }
 
 /// Builds the prompt from the face within `prompt_chars_max` characters.
-pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, String> {
+pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, PromptError> {
     let value = &face.value();
     let text = |pointer: &str| value.pointer(pointer).and_then(Json::as_str).unwrap_or_default().to_string();
     let (offered, tools) = tools(face);
@@ -261,9 +261,7 @@ pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, String> {
     let user = user_message(face);
     let essential = head.chars().count() + tail.chars().count() + user.chars().count();
     if essential > prompt_chars_max {
-        return Err(format!(
-            "the prompt needs {essential} characters without its see blocks, over llm_prompt_chars_max = {prompt_chars_max}"
-        ));
+        return Err(PromptError::OverBudget { needed: essential, most: prompt_chars_max });
     }
     let mut used = essential;
     let mut blocks = String::new();
@@ -322,39 +320,42 @@ pub fn tokens_of(response: &str) -> Tokens {
 /// Reads a chat-completion response: the first tool call is the act, prose
 /// beside it its content; no tool call is a see. Anything else is an error
 /// naming what is wrong (the moment fails with it).
-pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String> {
-    let value: Json = serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
+pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, ResponseError> {
+    let value: Json =
+        serde_json::from_str(response).map_err(|error| ResponseError::NotJson { reason: error.to_string() })?;
     if let Some(error) = value.get("error") {
-        return Err(format!("the endpoint answered with an error: {error}"));
+        return Err(ResponseError::Endpoint { error: error.to_string() });
     }
-    let choices = value["choices"].as_array().ok_or("the response has no `choices` list")?;
-    let choice = choices.first().ok_or("the response's `choices` list is empty")?;
-    let message = choice.get("message").filter(|m| m.is_object()).ok_or("the first choice has no `message`")?;
+    let choices = value["choices"].as_array().ok_or(ResponseError::NoChoices)?;
+    let choice = choices.first().ok_or(ResponseError::EmptyChoices)?;
+    let message = choice.get("message").filter(|m| m.is_object()).ok_or(ResponseError::NoMessage)?;
     let prose = message["content"].as_str().map(str::trim).filter(|text| !text.is_empty()).map(str::to_string);
     let Some(first) = message["tool_calls"].as_array().and_then(|calls| calls.first()) else {
         return Ok(Interpreted { call: None, content: prose });
     };
     let function = &first["function"];
-    let name = function["name"].as_str().ok_or("the tool call has no function name")?;
+    let name = function["name"].as_str().ok_or(ResponseError::NoFunctionName)?;
     if !offered.contains(&name) {
-        return Err(format!(
-            "the model called `{name}`, which was not offered (offered: {})",
-            if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
-        ));
+        return Err(ResponseError::NotOffered {
+            name: name.to_string(),
+            offered: if offered.is_empty() { "none".to_string() } else { offered.join(", ") },
+        });
     }
+    let arguments_problem = |problem: String| ResponseError::Arguments { name: name.to_string(), problem };
     let args: Json = match &function["arguments"] {
         Json::String(text) if text.trim().is_empty() => json!({}),
         Json::String(text) => serde_json::from_str(text)
-            .map_err(|error| format!("the arguments of `{name}` are not JSON ({error}): {text:?}"))?,
+            .map_err(|error| arguments_problem(format!("are not JSON ({error}): {text:?}")))?,
         Json::Object(_) => function["arguments"].clone(),
         Json::Null => json!({}),
-        other => return Err(format!("the arguments of `{name}` are neither a JSON text nor an object: {other}")),
+        other => return Err(arguments_problem(format!("are neither a JSON text nor an object: {other}"))),
     };
     if !args.is_object() {
-        return Err(format!("the arguments of `{name}` are not an object: {args}"));
+        return Err(arguments_problem(format!("are not an object: {args}")));
     }
     let field = |key: &str| args.get(key).and_then(Json::as_str).map(str::to_string);
-    let needs = |key: &str| field(key).ok_or_else(|| format!("`{name}` needs a text `{key}`"));
+    let needs =
+        |key: &'static str| field(key).ok_or_else(|| ResponseError::NeedsText { name: name.to_string(), field: key });
     let mut content = prose;
     let call = match name {
         "see" => VerbCall::See { address: needs("address")? },
@@ -368,16 +369,51 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, String
             // content-less summon is what it says.
             let words = match field("content") {
                 Some(words) => words,
-                None => content.take().ok_or("`summon` needs a `content`")?,
+                None => content.take().ok_or(ResponseError::SummonWithoutContent)?,
             };
             VerbCall::Summon { target: field("target").unwrap_or_default(), content: words, in_reply_to: None }
         }
         "be" => {
             VerbCall::Be { operation: needs("operation")?, payload: args.get("payload").cloned().unwrap_or(Json::Null) }
         }
-        other => return Err(format!("the model called `{other}`, which is not a verb")),
+        other => return Err(ResponseError::NotAVerb { name: other.to_string() }),
     };
     Ok(Interpreted { call: Some(call), content })
+}
+
+/// A prompt that does not fit its budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("the prompt needs {needed} characters without its see blocks, over llm_prompt_chars_max = {most}")]
+    OverBudget { needed: usize, most: usize },
+}
+
+/// A model's response that is not a usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseError {
+    #[error("the response is not JSON ({reason})")]
+    NotJson { reason: String },
+    #[error("the endpoint answered with an error: {error}")]
+    Endpoint { error: String },
+    #[error("the response has no `choices` list")]
+    NoChoices,
+    #[error("the response's `choices` list is empty")]
+    EmptyChoices,
+    #[error("the first choice has no `message`")]
+    NoMessage,
+    #[error("the tool call has no function name")]
+    NoFunctionName,
+    #[error("the model called `{name}`, which was not offered (offered: {offered})")]
+    NotOffered { name: String, offered: String },
+    /// `problem` continues the sentence "the arguments of `NAME` …".
+    #[error("the arguments of `{name}` {problem}")]
+    Arguments { name: String, problem: String },
+    #[error("`{name}` needs a text `{field}`")]
+    NeedsText { name: String, field: &'static str },
+    #[error("`summon` needs a `content`")]
+    SummonWithoutContent,
+    #[error("the model called `{name}`, which is not a verb")]
+    NotAVerb { name: String },
 }
 
 /// What the moment asks of a language model.

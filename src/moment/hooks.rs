@@ -13,6 +13,7 @@
 //! Hooks run on the sealing path, one act after another, so the breakers'
 //! state evolves in the same order on every run.
 
+use super::refusal::Refusal;
 use crate::script::{ScriptEngine, ScriptError};
 use crate::world::{VerbCall, World};
 use serde_json::{json, Value as Json};
@@ -39,19 +40,30 @@ pub struct HookPoint {
     pub verb: Option<String>,
 }
 
+/// A hook point that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookPointError {
+    #[error("{given:?} is not `before:VERB` or `after:VERB`")]
+    NotAPoint { given: String },
+    #[error("{given:?} is not `before` or `after`")]
+    NotAPhase { given: String },
+    #[error("{given:?} is not a verb (see, do, summon, be) or *")]
+    NotAVerb { given: String },
+}
+
 impl HookPoint {
-    pub fn parse(text: &str) -> Result<HookPoint, String> {
+    pub fn parse(text: &str) -> Result<HookPoint, HookPointError> {
         let (phase, verb) =
-            text.split_once(':').ok_or_else(|| format!("{text:?} is not `before:VERB` or `after:VERB`"))?;
+            text.split_once(':').ok_or_else(|| HookPointError::NotAPoint { given: text.to_string() })?;
         let phase = match phase {
             "before" => Phase::Before,
             "after" => Phase::After,
-            other => return Err(format!("{other:?} is not `before` or `after`")),
+            other => return Err(HookPointError::NotAPhase { given: other.to_string() }),
         };
         let verb = match verb {
             "*" => None,
             "see" | "do" | "summon" | "be" => Some(verb.to_string()),
-            other => return Err(format!("{other:?} is not a verb (see, do, summon, be) or *")),
+            other => return Err(HookPointError::NotAVerb { given: other.to_string() }),
         };
         Ok(HookPoint { phase, verb })
     }
@@ -117,7 +129,7 @@ impl Hooks {
         self.incidents.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn run(&self, phase: Phase, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), String> {
+    fn run(&self, phase: Phase, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), Refusal> {
         let verb = call.verb();
         let call = call_json(call);
         let actor = json!(actor);
@@ -145,7 +157,7 @@ impl Hooks {
                 Ok(cancel) => {
                     state.consecutive_failures = 0;
                     if let (Phase::Before, Some(reason)) = (phase, cancel) {
-                        return Err(format!("cancelled by hook {}: {reason}", spec.name));
+                        return Err(Refusal::HookCancelled { hook: spec.name.clone(), reason });
                     }
                 }
                 Err(error) => {
@@ -163,7 +175,7 @@ impl Hooks {
     }
 
     /// Runs the `before:` handlers for an act about to seal; `Err` cancels it.
-    pub fn before(&self, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), String> {
+    pub fn before(&self, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), Refusal> {
         self.run(Phase::Before, actor, call, world, seed)
     }
 

@@ -20,12 +20,12 @@
 pub mod face;
 pub mod hooks;
 pub mod ops;
+pub mod refusal;
 pub mod see;
 
 use crate::canonical;
 use crate::fact::body::Cognition;
 use crate::fact::{blake3_of, BeingId, CanonicalBody, Hash32};
-use crate::land::validate_being_name;
 use crate::llm::{self, LanguageModel, LlmRecord, LlmTrace};
 use crate::roles::definition::RoleRegistry;
 use crate::roles::flow::{BoundFlow, Walk};
@@ -37,6 +37,7 @@ use crate::world::body::Digests;
 use crate::world::{ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
 pub use face::Face;
 use ops::{OpCall, OpRegistry};
+pub use refusal::{CallError, LlmFailure, OpError, Refusal, SeeError};
 use see::SeeResolvers;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
@@ -137,7 +138,7 @@ impl Substrate {
     }
 
     /// The being's flow, compiled and bound once per distinct flow.
-    pub fn bound_flow(&self, world: &World, row: &BeingRow) -> Result<Arc<BoundFlow>, String> {
+    pub fn bound_flow(&self, world: &World, row: &BeingRow) -> Result<Arc<BoundFlow>, Refusal> {
         match row.role_flow_digest {
             Some(flow_digest) => self.bound_flow_keyed(world, flow_digest, &row.role_flow, &row.default_role),
             None => self.bound_flow_of(world, &row.role_flow, &row.default_role),
@@ -146,8 +147,13 @@ impl Substrate {
 
     /// A flow compiled and bound against the registry `world` sees (the
     /// role-manager's preview binds a flow that is not stored yet).
-    pub fn bound_flow_of(&self, world: &World, role_flow: &Json, default_role: &str) -> Result<Arc<BoundFlow>, String> {
-        let flow_bytes = canonical::encode_json(role_flow).map_err(|e| e.to_string())?;
+    pub fn bound_flow_of(
+        &self,
+        world: &World,
+        role_flow: &Json,
+        default_role: &str,
+    ) -> Result<Arc<BoundFlow>, Refusal> {
+        let flow_bytes = canonical::encode_json(role_flow).map_err(Refusal::Encoding)?;
         self.bound_flow_keyed(world, blake3_of(&flow_bytes), role_flow, default_role)
     }
 
@@ -159,7 +165,7 @@ impl Substrate {
         flow_digest: Hash32,
         role_flow: &Json,
         default_role: &str,
-    ) -> Result<Arc<BoundFlow>, String> {
+    ) -> Result<Arc<BoundFlow>, Refusal> {
         // Found without hashing a key: the flow's digest, then a short list.
         let roles_digest = (!world.roles.is_empty()).then_some(world.roles_digest);
         let is_the_one =
@@ -169,10 +175,10 @@ impl Substrate {
                 return Ok(binding.flow.clone());
             }
         }
-        let flow = RoleFlow::from_json(role_flow).map_err(|error| format!("roleFlow {error}"))?;
+        let flow = RoleFlow::from_json(role_flow).map_err(Refusal::RoleFlow)?;
         let overlay = self.registry_for(world);
         let registry = overlay.as_deref().unwrap_or(&self.roles);
-        let bound = Arc::new(flow.bind(registry, Some(default_role)).map_err(|error| format!("roleFlow {error}"))?);
+        let bound = Arc::new(flow.bind(registry, Some(default_role)).map_err(Refusal::RoleFlow)?);
         let binding = FlowBinding { default_role: default_role.to_string(), roles_digest, flow: bound.clone() };
         let mut flows = self.flows.write().unwrap_or_else(|p| p.into_inner());
         let bindings = flows.entry(flow_digest).or_default();
@@ -216,27 +222,23 @@ impl MomentLimits {
 }
 
 /// Checks the summon rules that depend on the world's state.
-fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, now_ms: u64) -> Result<(), String> {
+fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, now_ms: u64) -> Result<(), Refusal> {
     let limits = MomentLimits::of(world);
-    let row = world.being_named(target.trim_start_matches('@')).ok_or_else(|| format!("no being {target}"))?;
+    let address = || target.to_string();
+    let row =
+        world.being_named(target.trim_start_matches('@')).ok_or_else(|| Refusal::NoBeing { address: address() })?;
     if row.ended {
-        return Err(format!("{target} has ended"));
+        return Err(Refusal::BeingEnded { address: address() });
     }
     if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= limits.inbox_depth_max {
-        return Err(format!("the inbox of {target} is full (inbox_depth_max = {})", limits.inbox_depth_max));
+        return Err(Refusal::InboxFull { address: address(), most: limits.inbox_depth_max });
     }
     if content.chars().count() > limits.summon_content_chars_max {
-        return Err(format!(
-            "summon content longer than {} characters (summon_content_chars_max)",
-            limits.summon_content_chars_max
-        ));
+        return Err(Refusal::SummonTooLong { most: limits.summon_content_chars_max });
     }
     let recent = world.summons_in_minute_before(&actor.id, now_ms);
     if recent >= limits.summons_per_minute_max {
-        return Err(format!(
-            "summon rate: {recent} summons in the last minute (summons_per_minute_max = {})",
-            limits.summons_per_minute_max
-        ));
+        return Err(Refusal::SummonRate { recent, most: limits.summons_per_minute_max });
     }
     Ok(())
 }
@@ -249,6 +251,9 @@ pub enum Beat {
     Fold,
     Momentum,
     Decide,
+    /// The seal-time recheck (against the world as the round's earlier acts
+    /// left it) or the land's sealing itself.
+    Seal,
 }
 
 impl Beat {
@@ -259,18 +264,22 @@ impl Beat {
             Beat::Fold => "fold",
             Beat::Momentum => "momentum",
             Beat::Decide => "decide",
+            Beat::Seal => "seal",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A moment that did not act: where it stopped and why. Its `Display` is
+/// the trace's `failure in BEAT: REASON`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failure in {}: {refusal}", beat.as_str())]
 pub struct Failure {
     pub beat: Beat,
-    pub reason: String,
+    pub refusal: Refusal,
 }
 
-fn failure(beat: Beat, reason: impl Into<String>) -> Failure {
-    Failure { beat, reason: reason.into() }
+fn failure(beat: Beat, refusal: Refusal) -> Failure {
+    Failure { beat, refusal }
 }
 
 /// Beat 1.
@@ -369,8 +378,8 @@ pub struct Assigned {
 }
 
 pub fn assign(substrate: &Substrate, world: &World, opened: &Opened) -> Result<Assigned, Failure> {
-    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
-    let flow = substrate.bound_flow(world, row).map_err(|reason| failure(Beat::Assign, reason))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, Refusal::BeingNotInWorld))?;
+    let flow = substrate.bound_flow(world, row).map_err(|refusal| failure(Beat::Assign, refusal))?;
     assign_flow(substrate, world, opened, flow)
 }
 
@@ -382,7 +391,7 @@ pub fn assign_flow(
     opened: &Opened,
     flow: Arc<BoundFlow>,
 ) -> Result<Assigned, Failure> {
-    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, "the being is not in the world"))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Assign, Refusal::BeingNotInWorld))?;
     let context = open_context(world, row, opened);
     let walk = flow.walk(&context, row.effective_cognition());
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);
@@ -411,7 +420,7 @@ pub fn fold<'w>(
     opened: &Opened,
     assigned: &Assigned,
 ) -> Result<Face<'w>, Failure> {
-    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Fold, "the being is not in the world"))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Fold, Refusal::BeingNotInWorld))?;
     let composed = &assigned.composed;
     let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
     let can_see = expand(&composed.can_see);
@@ -424,7 +433,7 @@ pub fn fold<'w>(
         let output = substrate
             .see
             .resolve(name, world, row, &substrate.scripts, seed)
-            .map_err(|reason| failure(Beat::Fold, format!("see-resolver {name}: {reason}")))?;
+            .map_err(|error| failure(Beat::Fold, Refusal::SeeResolver { name: name.to_string(), error }))?;
         seen.insert(name.to_string(), output);
     }
     let wake = match (&opened.wake, waking_summon(world, opened)) {
@@ -434,7 +443,7 @@ pub fn fold<'w>(
             "content": summon.content,
             "summon": summon.fact.to_hex(),
         }),
-        (Wake::Summon { .. }, None) => return Err(failure(Beat::Fold, "the waking summon is no longer in the inbox")),
+        (Wake::Summon { .. }, None) => return Err(failure(Beat::Fold, Refusal::WakingSummonGone)),
         (Wake::Signal { key }, _) => json!({ "kind": "signal", "key": key, "value": world.signals.get(key) }),
         (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
@@ -459,7 +468,7 @@ pub fn fold<'w>(
         inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
         digest: Hash32::default(),
     };
-    face.sealed().map_err(|e| failure(Beat::Fold, e.to_string()))
+    face.sealed().map_err(|error| failure(Beat::Fold, Refusal::Encoding(error)))
 }
 
 /// Beat 4: what the cognition chose.
@@ -474,21 +483,22 @@ pub struct Decision {
 }
 
 /// Reads a verb call from a cognition's output (`null` = no call).
-pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), String> {
+pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), CallError> {
     let Json::Object(fields) = output else {
         return match output {
             Json::Null => Ok((None, None)),
-            other => Err(format!("expected a verb call map or (), got {other}")),
+            other => Err(CallError::NotACall { got: other.to_string() }),
         };
     };
     let text = |name: &str| fields.get(name).and_then(Json::as_str).map(str::to_string);
+    let needs = |verb: &'static str, field: &'static str| text(field).ok_or(CallError::Missing { verb, field });
     let content = text("content");
-    let verb = text("verb").ok_or("the verb call has no `verb`")?;
+    let verb = text("verb").ok_or(CallError::NoVerb)?;
     let call = match verb.as_str() {
-        "see" => VerbCall::See { address: text("address").ok_or("see needs an `address`")? },
+        "see" => VerbCall::See { address: needs("see", "address")? },
         "do" => VerbCall::Do {
             target: text("target").unwrap_or_else(|| "/".into()),
-            action: text("action").ok_or("do needs an `action`")?,
+            action: needs("do", "action")?,
             args: fields.get("args").cloned().unwrap_or(Json::Null),
         },
         "summon" => VerbCall::Summon {
@@ -497,10 +507,10 @@ pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), S
             in_reply_to: None,
         },
         "be" => VerbCall::Be {
-            operation: text("operation").ok_or("be needs an `operation`")?,
+            operation: needs("be", "operation")?,
             payload: fields.get("payload").cloned().unwrap_or(Json::Null),
         },
-        other => return Err(format!("unknown verb {other:?} (see, do, summon, be)")),
+        other => return Err(CallError::UnknownVerb { verb: other.to_string() }),
     };
     let content = if matches!(call, VerbCall::Summon { .. }) { None } else { content };
     Ok((Some(call), content))
@@ -530,9 +540,9 @@ fn llm_momentum(
     model: &dyn LanguageModel,
     trace: &mut Option<LlmTrace>,
 ) -> Result<Decision, Failure> {
-    let fail = |reason: String| failure(Beat::Momentum, format!("llm: {reason}"));
+    let fail = |error: LlmFailure| failure(Beat::Momentum, Refusal::Llm(error));
     let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
-    let prompt = llm::prompt(face, budget).map_err(fail)?;
+    let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
     let connection = llm_connection(world, row, assigned);
     let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
     let question = llm::Question { connection, prompt: &prompt, seed };
@@ -543,7 +553,7 @@ fn llm_momentum(
             omitted_see_blocks: prompt.omitted.clone(),
             ..LlmTrace::default()
         });
-        fail(no_answer.to_string())
+        fail(LlmFailure::NoAnswer(no_answer))
     })?;
     let record = LlmRecord::of(&prompt, &answer);
     *trace = Some(LlmTrace {
@@ -560,12 +570,10 @@ fn llm_momentum(
     });
     let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
     if record.response.len() > most {
-        return Err(fail(format!(
-            "the response is {} bytes, over llm_response_bytes_max = {most}",
-            record.response.len()
-        )));
+        return Err(fail(LlmFailure::ResponseTooLarge { len: record.response.len(), most }));
     }
-    let interpreted = llm::interpret(&record.response, &prompt.offered).map_err(fail)?;
+    let interpreted =
+        llm::interpret(&record.response, &prompt.offered).map_err(|error| fail(LlmFailure::Response(error)))?;
     if interpreted.call.is_none() {
         // Prose said to nobody: logged in the trace, not sealed.
         if let Some(entry) = trace.as_mut() {
@@ -585,17 +593,11 @@ pub fn momentum(
     model: &dyn LanguageModel,
     llm_trace: &mut Option<LlmTrace>,
 ) -> Result<Decision, Failure> {
-    let row =
-        world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, Refusal::BeingNotInWorld))?;
     match row.effective_cognition() {
         Cognition::Scripted => {}
         Cognition::Llm => return llm_momentum(world, row, opened, assigned, face, model, llm_trace),
-        other => {
-            return Err(failure(
-                Beat::Momentum,
-                format!("{} cognition is not run by the scripted engine", other.as_str()),
-            ))
-        }
+        other => return Err(failure(Beat::Momentum, Refusal::NotScripted { cognition: other.as_str() })),
     }
     // A role's script is shared by every being wearing the role, so it is
     // found by address; a being's own script (a quality) by its hash.
@@ -611,9 +613,10 @@ pub fn momentum(
         .and_then(|compiled| {
             substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
         })
-        .map_err(|error| failure(Beat::Momentum, error.to_string()))?;
-    let output_bytes = canonical::encode_json(&output).map_err(|e| failure(Beat::Momentum, e.to_string()))?;
-    let (call, content) = parse_call(&output).map_err(|reason| failure(Beat::Momentum, reason))?;
+        .map_err(|error| failure(Beat::Momentum, Refusal::Script(error)))?;
+    let output_bytes =
+        canonical::encode_json(&output).map_err(|error| failure(Beat::Momentum, Refusal::Encoding(error)))?;
+    let (call, content) = parse_call(&output).map_err(|error| failure(Beat::Momentum, Refusal::ScriptCall(error)))?;
     Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None })
 }
 
@@ -682,13 +685,13 @@ pub fn decide(
     decision: Decision,
 ) -> Result<Option<Act>, Failure> {
     let Some(call) = decision.call else { return Ok(None) };
-    let refuse = |reason: String| failure(Beat::Decide, reason);
-    let row = world.beings.get(&opened.being).ok_or_else(|| refuse("the being is not in the world".into()))?;
+    let refuse = |refusal: Refusal| failure(Beat::Decide, refusal);
+    let row = world.beings.get(&opened.being).ok_or_else(|| refuse(Refusal::BeingNotInWorld))?;
     let summon = waking_summon(world, opened);
     if let Some(content) = &decision.content {
         let most = MomentLimits::of(world).summon_content_chars_max;
         if content.chars().count() > most {
-            return Err(refuse(format!("prose longer than {most} characters (summon_content_chars_max)")));
+            return Err(refuse(Refusal::ProseTooLong { most }));
         }
     }
     let mut effects: Vec<Effect> = Vec::new();
@@ -696,35 +699,32 @@ pub fn decide(
     let mut rotate_key = false;
     let call = match call {
         VerbCall::See { address } => {
-            let parsed: Address =
-                address.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let parsed: Address = address.parse().map_err(|error| refuse(Refusal::Address(error)))?;
             if !permits_see(&face.can_see, &parsed) {
-                return Err(refuse(format!("see {parsed} is not within canSee")));
+                return Err(refuse(Refusal::NotWithin { what: format!("see {parsed}"), list: "canSee" }));
             }
             VerbCall::See { address: parsed.to_string() }
         }
         VerbCall::Do { target, action, args } => {
             if !face.can_do.contains(&action) {
-                return Err(refuse(format!("do {action:?} is not within canDo")));
+                return Err(refuse(Refusal::NotWithin { what: format!("do {action:?}"), list: "canDo" }));
             }
-            let target_address: Address =
-                target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let target_address: Address = target.parse().map_err(|error| refuse(Refusal::Address(error)))?;
             let seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
             let op_call =
                 OpCall { world, actor: &row.name, target: &target_address, args: &args, scripts: &substrate.scripts };
             effects = substrate
                 .ops
                 .run(&action, &op_call, &substrate.scripts, seed)
-                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
-            keeps_its_means_to_undo(substrate, world, row, assigned, &action, &effects)
-                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+                .map_err(|error| refuse(Refusal::Operation { action: action.clone(), error }))?;
+            keeps_its_means_to_undo(substrate, world, row, assigned, &action, &effects).map_err(refuse)?;
             VerbCall::Do { target: target_address.to_string(), action, args }
         }
         VerbCall::Summon { target, content, in_reply_to } => {
             let target = if target.is_empty() {
                 match summon {
                     Some(summon) => format!("@{}", world.name_of(&summon.from).unwrap_or_default()),
-                    None => return Err(refuse("summon has no target and the moment was not woken by a summon".into())),
+                    None => return Err(refuse(Refusal::SummonWithoutTarget)),
                 }
             } else if target.starts_with('@') {
                 target
@@ -732,7 +732,7 @@ pub fn decide(
                 format!("@{target}")
             };
             if !face.can_summon.contains(&target) {
-                return Err(refuse(format!("summon {target} is not within canSummon")));
+                return Err(refuse(Refusal::NotWithin { what: format!("summon {target}"), list: "canSummon" }));
             }
             check_summon(world, row, &target, &content, opened.stored_time_ms).map_err(refuse)?;
             let in_reply_to = in_reply_to.or(summon.map(|summon| summon.correlation));
@@ -740,16 +740,21 @@ pub fn decide(
         }
         VerbCall::Be { operation, payload } => {
             if !face.can_be.contains(&operation) {
-                return Err(refuse(format!("be {operation:?} is not within canBe")));
+                return Err(refuse(Refusal::NotWithin { what: format!("be {operation:?}"), list: "canBe" }));
             }
             match operation.as_str() {
                 "birth" => birth = Some(check_birth(substrate, world, row, &payload).map_err(refuse)?),
                 "connect" | "release" => {
                     let target =
                         payload.get("being").and_then(Json::as_str).unwrap_or_default().trim_start_matches('@');
-                    let target_row = world.being_named(target).ok_or_else(|| refuse(format!("no being @{target}")))?;
+                    let target_row = world
+                        .being_named(target)
+                        .ok_or_else(|| refuse(Refusal::NoBeing { address: format!("@{target}") }))?;
                     if !is_ancestor(world, row.id, target_row.id) {
-                        return Err(refuse(format!("@{} is not an ancestor of @{target}", row.name)));
+                        return Err(refuse(Refusal::NotAnAncestor {
+                            actor: row.name.clone(),
+                            being: target.to_string(),
+                        }));
                     }
                     effects.push(if operation == "connect" {
                         Effect::Inhabit { being: target.to_string(), by: row.name.clone() }
@@ -758,9 +763,7 @@ pub fn decide(
                     });
                 }
                 "rotate-key" => rotate_key = true,
-                other => {
-                    return Err(refuse(format!("unknown be operation {other:?} (birth, connect, release, rotate-key)")))
-                }
+                other => return Err(refuse(Refusal::UnknownBeOperation { operation: other.to_string() })),
             }
             VerbCall::Be { operation, payload }
         }
@@ -791,7 +794,7 @@ pub fn decide(
         llm: decision.llm,
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
-    let encoded = Some(body.canonical().map_err(|error| refuse(format!("the act body: {error}")))?);
+    let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);
     Ok(Some(Act {
         body,
         birth,
@@ -820,7 +823,7 @@ fn keeps_its_means_to_undo(
     assigned: &Assigned,
     action: &str,
     effects: &[Effect],
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     if !UNDOING_OPERATIONS.contains(&action) {
         return Ok(());
     }
@@ -851,18 +854,14 @@ fn keeps_its_means_to_undo(
     }
     let flow = RoleFlow::from_json(flow_after)
         .and_then(|flow| flow.bind(&registry, Some(&actor.default_role)))
-        .map_err(|error| format!("roleFlow {error}"))?;
+        .map_err(|error| Refusal::Operation { action: action.to_string(), error: OpError::FlowAfter(error) })?;
     let walk = flow.walk(&assigned.context, actor.effective_cognition());
     let composed = compose(walk.primary.as_ref(), &walk.modifiers);
     if substrate.resolvers.expand(&composed.can_do, &actor.name, world).iter().any(|entry| entry == action) {
         return Ok(());
     }
     let wearing = walk.primary.as_ref().map_or_else(|| "no role".to_string(), |role| format!("role {}", role.name));
-    Err(format!(
-        "after this change @{} would wear {wearing} without {action:?} in canDo, so nothing could undo it; \
-keep {action:?} in the roles @{} wears",
-        actor.name, actor.name
-    ))
+    Err(Refusal::WouldLoseMeansToUndo { action: action.to_string(), being: actor.name.clone(), wearing })
 }
 
 /// Re-runs the rules of the verb layer that depend on the world's state
@@ -876,7 +875,7 @@ pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<()
     substrate
         .hooks
         .before(&actor, &act.body.call, world, act.op_seed)
-        .map_err(|reason| failure(Beat::Decide, reason))?;
+        .map_err(|cancelled| failure(Beat::Seal, cancelled))?;
     Ok(())
 }
 
@@ -895,29 +894,28 @@ pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Res
 /// refusal, or the effects a DO operation now yields where they differ from
 /// the act's (`None`: the act stands as it is).
 pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Result<Option<Vec<Effect>>, Failure> {
-    let refuse = |reason: String| failure(Beat::Decide, reason);
+    let refuse = |refusal: Refusal| failure(Beat::Seal, refusal);
     match &act.body.call {
         VerbCall::Do { target, action, args } => {
-            let actor = act_actor_name(world, act).ok_or_else(|| refuse("the actor is not in the world".into()))?;
-            let target: Address =
-                target.parse().map_err(|e: crate::world::address::AddressError| refuse(e.to_string()))?;
+            let actor = act_actor_name(world, act).ok_or_else(|| refuse(Refusal::ActorNotInWorld))?;
+            let target: Address = target.parse().map_err(|error| refuse(Refusal::Address(error)))?;
             let call = OpCall { world, actor: &actor, target: &target, args, scripts: &substrate.scripts };
             let effects = substrate
                 .ops
                 .run(action, &call, &substrate.scripts, act.op_seed)
-                .map_err(|reason| refuse(format!("do {action}: {reason}")))?;
+                .map_err(|error| refuse(Refusal::Operation { action: action.clone(), error }))?;
             if effects != act.body.effects {
                 return Ok(Some(effects));
             }
         }
         VerbCall::Summon { target, content, .. } => {
-            let actor = world.beings.get(&act.actor).ok_or_else(|| refuse("the actor is not in the world".into()))?;
+            let actor = world.beings.get(&act.actor).ok_or_else(|| refuse(Refusal::ActorNotInWorld))?;
             check_summon(world, actor, target, content, act.stored_time_ms).map_err(refuse)?;
         }
         VerbCall::Be { .. } => {
             if let Some(birth) = &act.birth {
                 if world.names.contains_key(&birth.name) {
-                    return Err(refuse(format!("the name @{} is taken", birth.name)));
+                    return Err(refuse(Refusal::NameTaken { name: birth.name.clone() }));
                 }
             }
         }
@@ -935,22 +933,24 @@ fn check_birth(
     world: &World,
     parent: &BeingRow,
     payload: &Json,
-) -> Result<BirthRequest, String> {
+) -> Result<BirthRequest, Refusal> {
     let text = |name: &str| payload.get(name).and_then(Json::as_str).map(str::to_string);
-    let name = text("name").ok_or("birth needs a `name`")?;
-    validate_being_name(&name).map_err(|error| error.to_string())?;
+    let name = text("name").ok_or(Refusal::BirthWithoutName)?;
+    if let Some(reason) = crate::names::being_name_problem(&name) {
+        return Err(Refusal::BadBeingName { name, reason });
+    }
     if world.names.contains_key(&name) {
-        return Err(format!("the name @{name} is taken"));
+        return Err(Refusal::NameTaken { name });
     }
     let most = MomentLimits::of(world).beings_per_land_max;
     if world.beings.len() >= most {
-        return Err(format!("the land holds {most} beings (beings_per_land_max)"));
+        return Err(Refusal::LandFull { most });
     }
     let cognition = match text("cognition").as_deref() {
         Some("scripted") => Cognition::Scripted,
         Some("llm") => Cognition::Llm,
         Some("human") => Cognition::Human,
-        other => return Err(format!("birth cognition {other:?} is not scripted, llm or human")),
+        other => return Err(Refusal::BirthCognition { given: other.map(str::to_string) }),
     };
     // The flow may be given as an array or as {"defaultRole", "flow"}; the
     // child's genesis stores the array and its default role.
@@ -963,13 +963,12 @@ fn check_birth(
         other => (other, None),
     };
     if !role_flow.is_array() {
-        return Err("roleFlow must be an array of clauses or {\"defaultRole\", \"flow\"}".into());
+        return Err(Refusal::BirthFlowShape);
     }
     let default_role = text("defaultRole").or(flow_default).unwrap_or_else(|| "idle".to_string());
-    let flow = RoleFlow::from_json(&role_flow).map_err(|error| format!("roleFlow {error}"))?;
+    let flow = RoleFlow::from_json(&role_flow).map_err(Refusal::RoleFlow)?;
     let overlay = substrate.registry_for(world);
-    flow.bind(overlay.as_deref().unwrap_or(&substrate.roles), Some(&default_role))
-        .map_err(|error| format!("roleFlow {error}"))?;
+    flow.bind(overlay.as_deref().unwrap_or(&substrate.roles), Some(&default_role)).map_err(Refusal::RoleFlow)?;
     Ok(BirthRequest {
         name,
         parent: parent.id,
@@ -1063,12 +1062,11 @@ pub struct PersonChoice {
 /// being whose effective cognition is human (declared, or inhabited) is
 /// driven this way; the verb layer then checks the call like any other.
 pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) -> Result<Decision, Failure> {
-    let row =
-        world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, "the being is not in the world"))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, Refusal::BeingNotInWorld))?;
     if row.effective_cognition() != Cognition::Human {
         return Err(failure(
             Beat::Momentum,
-            format!("@{} has {} cognition and is not inhabited: no person drives it", row.name, row.cognition.as_str()),
+            Refusal::NoPersonDrives { being: row.name.clone(), cognition: row.cognition.as_str() },
         ));
     }
     Ok(Decision { call: Some(choice.call.clone()), content: choice.content.clone(), output_digest: None, llm: None })
@@ -1170,7 +1168,7 @@ fn run_beats(
             Outcome::See
         }
         Err(failure) => {
-            trace.outcome = format!("failure in {}: {}", failure.beat.as_str(), failure.reason);
+            trace.outcome = failure.to_string();
             Outcome::Failure(failure)
         }
     };

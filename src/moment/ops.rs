@@ -3,6 +3,7 @@
 //! validated call into effects (data) or refuses with a reason; it never
 //! touches the world itself.
 
+use super::refusal::{ArgProblem, OpError};
 use crate::script::ScriptEngine;
 use crate::world::address::Address;
 use crate::world::{Effect, World};
@@ -64,24 +65,24 @@ impl ArgSchema {
     }
 
     /// Checks `args` (an object) against the schema, naming the bad field.
-    pub fn validate(&self, args: &Json) -> Result<(), String> {
+    pub fn validate(&self, args: &Json) -> Result<(), ArgProblem> {
         let empty = serde_json::Map::new();
         let object = match args {
             Json::Object(object) => object,
             Json::Null => &empty,
-            _ => return Err("args must be an object".into()),
+            _ => return Err(ArgProblem::NotAnObject),
         };
         for (name, (kind, required)) in &self.fields {
             match object.get(name) {
-                None | Some(Json::Null) if *required => return Err(format!("args.{name} is required")),
+                None | Some(Json::Null) if *required => return Err(ArgProblem::Required { name: name.clone() }),
                 Some(value) if !value.is_null() && !kind.accepts(value) => {
-                    return Err(format!("args.{name} must be {}", kind.name()))
+                    return Err(ArgProblem::WrongType { name: name.clone(), expected: kind.name() })
                 }
                 _ => {}
             }
         }
         if let Some(unknown) = object.keys().find(|key| !self.fields.contains_key(*key)) {
-            return Err(format!("args.{unknown} is not an argument of this operation"));
+            return Err(ArgProblem::Unknown { name: unknown.clone() });
         }
         Ok(())
     }
@@ -97,7 +98,7 @@ pub struct OpCall<'a> {
     pub scripts: &'a ScriptEngine,
 }
 
-pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, String>;
+pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, OpError>;
 
 #[derive(Clone, Debug)]
 pub enum OpHandler {
@@ -171,9 +172,15 @@ impl OpRegistry {
     }
 
     /// Validates the call and computes its effects.
-    pub fn run(&self, name: &str, call: &OpCall<'_>, scripts: &ScriptEngine, seed: u64) -> Result<Vec<Effect>, String> {
-        let spec = self.ops.get(name).ok_or_else(|| format!("no DO operation named {name:?} is registered"))?;
-        spec.schema.validate(call.args)?;
+    pub fn run(
+        &self,
+        name: &str,
+        call: &OpCall<'_>,
+        scripts: &ScriptEngine,
+        seed: u64,
+    ) -> Result<Vec<Effect>, OpError> {
+        let spec = self.ops.get(name).ok_or_else(|| OpError::NotRegistered { name: name.to_string() })?;
+        spec.schema.validate(call.args).map_err(OpError::Args)?;
         let effects = match &spec.handler {
             OpHandler::Builtin(handler) => handler(call)?,
             OpHandler::Script(source) => {
@@ -182,16 +189,16 @@ impl OpRegistry {
                 let view = json!({ "signals": call.world.signals });
                 let output = scripts
                     .run(source, &[("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)], seed)
-                    .map_err(|error| error.to_string())?;
+                    .map_err(OpError::Script)?;
                 match output {
                     Json::Null => Vec::new(),
                     other => serde_json::from_value(other)
-                        .map_err(|error| format!("the operation returned bad effects: {error}"))?,
+                        .map_err(|error| OpError::BadEffects { reason: error.to_string() })?,
                 }
             }
         };
         if effects.len() > OP_EFFECTS_MAX {
-            return Err(format!("{} effects, over the limit of {OP_EFFECTS_MAX}", effects.len()));
+            return Err(OpError::TooManyEffects { count: effects.len(), most: OP_EFFECTS_MAX });
         }
         Ok(effects)
     }
@@ -201,18 +208,18 @@ fn text_arg<'a>(args: &'a Json, name: &str) -> &'a str {
     args.get(name).and_then(Json::as_str).unwrap_or_default()
 }
 
-fn op_move(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
-    let to = crate::world::address::parse_space(text_arg(call.args, "to")).map_err(|error| error.to_string())?;
+fn op_move(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let to = crate::world::address::parse_space(text_arg(call.args, "to")).map_err(OpError::Address)?;
     if !call.world.spaces.contains_key(&to) {
-        return Err(format!("there is no space {to}"));
+        return Err(OpError::NoSpace { space: to });
     }
     Ok(vec![Effect::MoveBeing { being: call.actor.to_string(), to }])
 }
 
-fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let key = text_arg(call.args, "key");
     if let Some(problem) = crate::world::signal_key_problem(key) {
-        return Err(format!("args.key: {problem}"));
+        return Err(OpError::SignalKey { problem });
     }
     let value = call.args.get("value").cloned().filter(|value| !value.is_null());
     Ok(vec![Effect::SetSignal { key: key.to_string(), value }])
@@ -220,55 +227,59 @@ fn op_publish_signal(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
 
 /// Authors (or replaces) a role: the definition is validated exactly as a
 /// role file is, and the first problem is the refusal.
-fn op_author_role(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+fn op_author_role(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let definition = call.args.get("definition").cloned().unwrap_or(Json::Null);
     if !definition.is_object() {
-        return Err("args.definition must be a role object".into());
+        return Err(OpError::DefinitionNotAnObject);
     }
-    let role = super::parse_authored_role(&definition).map_err(|problems| {
-        problems.iter().map(|problem| format!("{}: {}", problem.field, problem.reason)).collect::<Vec<_>>().join("; ")
+    let role = super::parse_authored_role(&definition).map_err(|problems| OpError::Definition {
+        problems: problems
+            .iter()
+            .map(|problem| format!("{}: {}", problem.field, problem.reason))
+            .collect::<Vec<_>>()
+            .join("; "),
     })?;
     // A script that does not compile is refused now, not found out by
     // every moment of every being that wears the role.
     if let Some(source) = &role.script {
-        call.scripts.compile(source).map_err(|error| format!("definition.script: {error}"))?;
+        call.scripts.compile(source).map_err(OpError::DefinitionScript)?;
     }
     Ok(vec![Effect::PutRole { name: role.name.to_string(), definition }])
 }
 
 /// Replaces a being's roleFlow. Only the being itself or an ancestor may.
-fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let name = text_arg(call.args, "being").trim_start_matches('@');
-    let target = call.world.being_named(name).ok_or_else(|| format!("args.being: there is no being @{name}"))?;
-    let actor = call.world.being_named(call.actor).ok_or("the actor is not in the world")?;
+    let target = call.world.being_named(name).ok_or_else(|| OpError::NoBeingNamed { name: name.to_string() })?;
+    let actor = call.world.being_named(call.actor).ok_or(OpError::ActorNotInWorld)?;
     if actor.id != target.id && !super::is_ancestor(call.world, actor.id, target.id) {
-        return Err(format!("@{} may only edit its own roleFlow or a descendant's, not @{name}", call.actor));
+        return Err(OpError::NotOwnOrDescendant { actor: call.actor.to_string(), being: name.to_string() });
     }
     let flow = call.args.get("flow").cloned().unwrap_or(Json::Null);
-    crate::roles::RoleFlow::from_json(&flow).map_err(|error| format!("args.flow: {error}"))?;
+    crate::roles::RoleFlow::from_json(&flow).map_err(OpError::Flow)?;
     Ok(vec![Effect::SetRoleFlow { being: name.to_string(), flow }])
 }
 
-fn op_set_quality(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+fn op_set_quality(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let Address::Space(path) = call.target else {
-        return Err("set-quality targets a space".into());
+        return Err(OpError::WrongTarget { operation: "set-quality", wanted: "a space" });
     };
     if !call.world.spaces.contains_key(path) {
-        return Err(format!("there is no space {path}"));
+        return Err(OpError::NoSpace { space: path.clone() });
     }
     let value = call.args.get("value").cloned().filter(|value| !value.is_null());
     Ok(vec![Effect::SetSpaceQuality { path: path.clone(), key: text_arg(call.args, "key").to_string(), value }])
 }
 
-fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
+fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let Address::Matter { space, .. } = call.target else {
-        return Err("create-matter targets a matter address (/space#id)".into());
+        return Err(OpError::WrongTarget { operation: "create-matter", wanted: "a matter address (/space#id)" });
     };
     if !call.world.spaces.contains_key(space) {
-        return Err(format!("there is no space {space}"));
+        return Err(OpError::NoSpace { space: space.clone() });
     }
     if call.world.matter.contains_key(&call.target.to_string()) {
-        return Err(format!("{} already exists", call.target));
+        return Err(OpError::MatterExists { address: call.target.to_string() });
     }
     let fields = match call.args.get("fields") {
         Some(Json::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -304,7 +315,7 @@ mod tests {
         for (args, expected) in cases {
             match (schema.validate(&args), expected) {
                 (Ok(()), Ok(())) => {}
-                (Err(error), Err(needle)) => assert!(error.contains(needle), "{args}: {error}"),
+                (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "{args}: {error}"),
                 (got, expected) => panic!("{args}: {got:?} vs {expected:?}"),
             }
         }

@@ -3,13 +3,14 @@
 //! Both are pure functions of the world at the moment's cursor.
 
 use super::ops::{ArgSchema, ArgType, OpCall, OpHandler, OpRegistry, OpSpec};
+use super::refusal::{GridError, OpError, SeeError};
 use crate::roles::resolve::WorldView;
 use crate::world::{BeingRow, Effect, World};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub type BuiltinSeeResolver = fn(&World, &BeingRow) -> Result<Json, String>;
+pub type BuiltinSeeResolver = fn(&World, &BeingRow) -> Result<Json, SeeError>;
 
 /// A see-resolver: built into the core, or Rhai shipped by an extension.
 #[derive(Clone)]
@@ -76,9 +77,9 @@ impl SeeResolvers {
         me: &BeingRow,
         scripts: &crate::script::ScriptEngine,
         seed: u64,
-    ) -> Result<Json, String> {
+    ) -> Result<Json, SeeError> {
         match self.resolvers.get(name) {
-            None => Err(format!("no see-resolver named {name:?} is registered")),
+            None => Err(SeeError::NotRegistered { name: name.to_string() }),
             Some(SeeResolver::Builtin(resolver)) => resolver(world, me),
             Some(SeeResolver::Script(source)) => {
                 let view = surroundings(world, me);
@@ -97,7 +98,7 @@ impl SeeResolvers {
                         ],
                         seed,
                     )
-                    .map_err(|error| error.to_string())
+                    .map_err(SeeError::Script)
             }
         }
     }
@@ -156,11 +157,12 @@ struct Grid {
 }
 
 impl Grid {
-    fn of(world: &World, space: &str) -> Result<Grid, String> {
-        let qualities = &world.spaces.get(space).ok_or_else(|| format!("no space {space}"))?.qualities;
+    fn of(world: &World, space: &str) -> Result<Grid, GridError> {
+        let qualities =
+            &world.spaces.get(space).ok_or_else(|| GridError::NoSpace { space: space.to_string() })?.qualities;
         let size = |key: &str| qualities.get(key).and_then(Json::as_i64).filter(|n| *n > 0);
         let (Some(width), Some(height)) = (size("grid.w"), size("grid.h")) else {
-            return Err(format!("space {space} is not a grid (no grid.w / grid.h)"));
+            return Err(GridError::NotAGrid { space: space.to_string() });
         };
         let walls = match qualities.get("grid.walls") {
             Some(Json::Array(cells)) => {
@@ -190,9 +192,9 @@ impl Grid {
 
 /// Position, grid size, the eight neighbours ("wall", "empty" or "@name"),
 /// the wall directions and the legal moves ("STAY" and every empty direction).
-fn grid_neighbours(world: &World, me: &BeingRow) -> Result<Json, String> {
-    let grid = Grid::of(world, &me.location)?;
-    let (x, y) = position(me).ok_or_else(|| format!("@{} has no grid position", me.name))?;
+fn grid_neighbours(world: &World, me: &BeingRow) -> Result<Json, SeeError> {
+    let grid = Grid::of(world, &me.location).map_err(SeeError::Grid)?;
+    let (x, y) = position(me).ok_or_else(|| SeeError::NoGridPosition { being: me.name.clone() })?;
     let mut neighbours = serde_json::Map::new();
     let mut walls = Vec::new();
     let mut legal = vec![json!("STAY")];
@@ -220,8 +222,8 @@ fn grid_neighbours(world: &World, me: &BeingRow) -> Result<Json, String> {
 }
 
 /// `step {dir}`: move one cell on the grid, only to an empty cell.
-fn op_step(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
-    let me = call.world.being_named(call.actor).ok_or("the actor is not in the world")?;
+fn op_step(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let me = call.world.being_named(call.actor).ok_or(OpError::ActorNotInWorld)?;
     let direction = call.args.get("dir").and_then(Json::as_str).unwrap_or_default();
     if direction == "STAY" {
         return Ok(Vec::new());
@@ -229,16 +231,16 @@ fn op_step(call: &OpCall<'_>) -> Result<Vec<Effect>, String> {
     let (_, dx, dy) = GRID_DIRECTIONS
         .iter()
         .find(|(name, _, _)| *name == direction)
-        .ok_or_else(|| format!("{direction:?} is not a direction (N, NE, E, SE, S, SW, W, NW, STAY)"))?;
-    let grid = Grid::of(call.world, &me.location)?;
-    let (x, y) = position(me).ok_or("the actor has no grid position")?;
+        .ok_or_else(|| OpError::NotADirection { given: direction.to_string() })?;
+    let grid = Grid::of(call.world, &me.location).map_err(OpError::Grid)?;
+    let (x, y) = position(me).ok_or(OpError::NoGridPosition)?;
     match grid.cell(x + dx, y + dy) {
         Cell::Empty => Ok(vec![
             Effect::SetBeingQuality { being: me.name.clone(), key: "grid.x".into(), value: Some(json!(x + dx)) },
             Effect::SetBeingQuality { being: me.name.clone(), key: "grid.y".into(), value: Some(json!(y + dy)) },
         ]),
-        Cell::Wall => Err(format!("illegal move {direction}: a wall")),
-        Cell::Taken(name) => Err(format!("illegal move {direction}: @{name} is there")),
+        Cell::Wall => Err(OpError::IntoAWall { direction: direction.to_string() }),
+        Cell::Taken(occupant) => Err(OpError::CellTaken { direction: direction.to_string(), occupant }),
     }
 }
 

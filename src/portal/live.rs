@@ -46,10 +46,12 @@ pub struct LiveLand {
     fact_body_bytes_max: usize,
 }
 
-/// Why a person's moment did not seal: the moment trace's outcome.
+/// Why a person's moment did not seal: the moment trace's outcome and,
+/// when the moment failed (rather than only looking), its failure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refused {
     pub outcome: String,
+    pub failure: Option<crate::moment::Failure>,
 }
 
 impl LiveLand {
@@ -144,7 +146,7 @@ impl LiveLand {
         if result.sealed {
             Ok(Ok(result))
         } else {
-            Ok(Err(Refused { outcome: result.outcome }))
+            Ok(Err(Refused { outcome: result.outcome, failure: result.failure }))
         }
     }
 

@@ -81,7 +81,7 @@ pub fn definition_of_values(values: &BTreeMap<String, String>) -> Result<Json, B
                         definition.insert(name.to_string(), Json::Array(entries));
                     }
                     Err(problem) => {
-                        problems.insert(name.to_string(), problem);
+                        problems.insert(name.to_string(), problem.to_string());
                     }
                 }
             }
@@ -110,10 +110,23 @@ pub fn definition_of_values(values: &BTreeMap<String, String>) -> Result<Json, B
     }
 }
 
+/// A list field that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ListProblem {
+    #[error("entry {position} ({entry}) is a token; this list takes names only")]
+    TokenNotAllowed { entry: String, position: usize },
+    #[error("entry {position} ({entry}) is not a token: write {{\"rel\": \"parent\"}} or {{\"pattern\": \"@*\"}}")]
+    NotAToken { entry: String, position: usize },
+    #[error("a '}}' closes no token")]
+    ClosesNoToken,
+    #[error("a token is not closed: it ends with '}}'")]
+    Unclosed,
+}
+
 /// A comma-separated list: literals as strings and, where tokens are
 /// allowed, `{…}` entries read as JSON objects (commas inside a token or a
 /// quoted string do not separate entries).
-fn list_entries(text: &str, tokens_allowed: bool) -> Result<Vec<Json>, String> {
+fn list_entries(text: &str, tokens_allowed: bool) -> Result<Vec<Json>, ListProblem> {
     let mut entries = Vec::new();
     for (index, entry) in split_top_level(text)?.into_iter().enumerate() {
         let entry = entry.trim();
@@ -125,23 +138,18 @@ fn list_entries(text: &str, tokens_allowed: bool) -> Result<Vec<Json>, String> {
             continue;
         }
         if !tokens_allowed {
-            return Err(format!("entry {} ({entry}) is a token; this list takes names only", index + 1));
+            return Err(ListProblem::TokenNotAllowed { entry: entry.to_string(), position: index + 1 });
         }
         match serde_json::from_str::<Json>(entry) {
             Ok(token @ Json::Object(_)) => entries.push(token),
-            _ => {
-                return Err(format!(
-                    "entry {} ({entry}) is not a token: write {{\"rel\": \"parent\"}} or {{\"pattern\": \"@*\"}}",
-                    index + 1
-                ))
-            }
+            _ => return Err(ListProblem::NotAToken { entry: entry.to_string(), position: index + 1 }),
         }
     }
     Ok(entries)
 }
 
 /// Splits at commas outside braces and quoted strings.
-fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+fn split_top_level(text: &str) -> Result<Vec<&str>, ListProblem> {
     let (mut parts, mut start, mut depth, mut quoted, mut escaped) = (Vec::new(), 0, 0usize, false, false);
     for (at, character) in text.char_indices() {
         if quoted {
@@ -156,7 +164,7 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
         match character {
             '"' if depth > 0 => quoted = true,
             '{' => depth += 1,
-            '}' => depth = depth.checked_sub(1).ok_or("a '}' closes no token")?,
+            '}' => depth = depth.checked_sub(1).ok_or(ListProblem::ClosesNoToken)?,
             ',' if depth == 0 => {
                 parts.push(&text[start..at]);
                 start = at + 1;
@@ -165,7 +173,7 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth > 0 || quoted {
-        return Err("a token is not closed: it ends with '}'".to_string());
+        return Err(ListProblem::Unclosed);
     }
     parts.push(&text[start..]);
     Ok(parts)

@@ -22,22 +22,29 @@ pub fn being_row<'a>(world: &'a World, name: &str) -> Result<&'a BeingRow, Porta
 
 /// Whether `person` may drive `row` from the portal: itself, a being it
 /// inhabits now, or a human-cognition being it is an ancestor of.
-pub fn may_drive(world: &World, person: BeingId, row: &BeingRow) -> Result<(), String> {
+pub fn may_drive(world: &World, person: BeingId, row: &BeingRow) -> Result<(), MayNotDrive> {
     if row.id == person || row.inhabited_by == Some(person) {
         return Ok(());
     }
     if row.cognition == Cognition::Human && is_ancestor(world, person, row.id) {
         return Ok(());
     }
-    let me = world.name_of(&person).unwrap_or("you");
+    let being = row.name.clone();
     Err(match row.cognition {
-        Cognition::Human => format!("@{me} is not an ancestor of @{}, so may not drive it", row.name),
-        other => format!(
-            "@{} has {} cognition: inhabit it first (only an ancestor may) to drive it",
-            row.name,
-            other.as_str()
-        ),
+        Cognition::Human => {
+            MayNotDrive::NotAnAncestor { person: world.name_of(&person).unwrap_or("you").to_string(), being }
+        }
+        other => MayNotDrive::NotInhabited { being, cognition: other.as_str() },
     })
+}
+
+/// Why a person may not drive a being.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MayNotDrive {
+    #[error("@{person} is not an ancestor of @{being}, so may not drive it")]
+    NotAnAncestor { person: String, being: String },
+    #[error("@{being} has {cognition} cognition: inhabit it first (only an ancestor may) to drive it")]
+    NotInhabited { being: String, cognition: &'static str },
 }
 
 pub fn world_json(world: &World) -> Json {
@@ -89,7 +96,7 @@ pub fn now_json(live: &LiveLand, world: &World, row: &BeingRow, wake: Wake) -> J
             "can": {"see": face.can_see, "do": face.can_do, "summon": face.can_summon, "be": face.can_be},
             "prompt": assigned.composed.render_prompt(&assigned.context),
         }),
-        Err(failure) => json!({"failure": format!("{}: {}", failure.beat.as_str(), failure.reason)}),
+        Err(failure) => json!({"failure": format!("{}: {}", failure.beat.as_str(), failure.refusal)}),
     }
 }
 
@@ -154,7 +161,7 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
         "tokens": {"calls": tokens.calls, "promptTokens": tokens.prompt_tokens,
                    "completionTokens": tokens.completion_tokens, "costMicros": tokens.cost_micros},
         "youMayDrive": drive.is_ok(),
-        "whyNot": drive.err(),
+        "whyNot": drive.err().map(|why| why.to_string()),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
         "presence": live.presence_of(&row.id),
     }))

@@ -5,10 +5,11 @@
 
 use super::auth::{self, SESSION_COOKIE};
 use super::error::PortalError;
-use super::live::LiveLand;
+use super::live::{LiveLand, Refused};
 use super::{views, Portal};
-use crate::fact::FactId;
-use crate::moment::{self, PersonChoice};
+use crate::fact::{FactError, FactId};
+use crate::land::BeingFault;
+use crate::moment::{self, Beat, OpError, PersonChoice, Refusal};
 use crate::world::{VerbCall, Wake};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -43,18 +44,108 @@ pub(super) fn html(body: String) -> Response {
     Html(body).into_response()
 }
 
-/// A person's moment failed: a status for the reason the trace gives.
-pub(super) fn refusal(outcome: &str) -> PortalError {
-    let reason = outcome.split_once(": ").map_or(outcome, |(_, reason)| reason).to_string();
-    let permission = ["not within", "not an ancestor", "no person drives", "may only", "may not"];
-    if permission.iter().any(|needle| outcome.contains(needle)) {
-        PortalError::forbidden(reason)
-    } else if outcome.contains("over the land's limit") {
-        PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
-    } else if outcome.starts_with("failure in seal") || outcome.contains("is taken") {
-        PortalError::conflict(reason)
-    } else {
-        PortalError { code: "refused", ..PortalError::bad_request(reason) }
+/// How the API answers a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefusalClass {
+    /// The composed role, the lineage or the cognition does not allow it: 403.
+    Forbidden,
+    /// Over the land's fact body limit: 413.
+    TooLarge,
+    /// The world as it stands conflicts with it (a name or a cell taken,
+    /// matter already there): 409.
+    Conflict,
+    /// Anything else the caller can fix by asking differently: 400.
+    Invalid,
+}
+
+fn class_of_operation(error: &OpError) -> RefusalClass {
+    match error {
+        OpError::NotOwnOrDescendant { .. } => RefusalClass::Forbidden,
+        OpError::MatterExists { .. } | OpError::CellTaken { .. } => RefusalClass::Conflict,
+        OpError::NotRegistered { .. }
+        | OpError::Args(_)
+        | OpError::Script(_)
+        | OpError::BadEffects { .. }
+        | OpError::TooManyEffects { .. }
+        | OpError::Address(_)
+        | OpError::NoSpace { .. }
+        | OpError::SignalKey { .. }
+        | OpError::DefinitionNotAnObject
+        | OpError::Definition { .. }
+        | OpError::DefinitionScript(_)
+        | OpError::NoBeingNamed { .. }
+        | OpError::ActorNotInWorld
+        | OpError::Flow(_)
+        | OpError::FlowAfter(_)
+        | OpError::WrongTarget { .. }
+        | OpError::Grid(_)
+        | OpError::NotADirection { .. }
+        | OpError::NoGridPosition
+        | OpError::IntoAWall { .. } => RefusalClass::Invalid,
+    }
+}
+
+fn class_of(refusal: &Refusal) -> RefusalClass {
+    match refusal {
+        Refusal::NotWithin { .. }
+        | Refusal::NotAnAncestor { .. }
+        | Refusal::NoPersonDrives { .. }
+        | Refusal::NotScripted { .. } => RefusalClass::Forbidden,
+        Refusal::Operation { error, .. } => class_of_operation(error),
+        Refusal::Seal { fault: BeingFault::BodyTooLarge, .. } | Refusal::ActBody(FactError::BodyTooLarge { .. }) => {
+            RefusalClass::TooLarge
+        }
+        Refusal::NameTaken { .. } => RefusalClass::Conflict,
+        Refusal::BeingNotInWorld
+        | Refusal::ActorNotInWorld
+        | Refusal::RoleFlow(_)
+        | Refusal::SeeResolver { .. }
+        | Refusal::WakingSummonGone
+        | Refusal::Encoding(_)
+        | Refusal::ActBody(_)
+        | Refusal::Llm(_)
+        | Refusal::Script(_)
+        | Refusal::ScriptCall(_)
+        | Refusal::ProseTooLong { .. }
+        | Refusal::Address(_)
+        | Refusal::SummonWithoutTarget
+        | Refusal::NoBeing { .. }
+        | Refusal::BeingEnded { .. }
+        | Refusal::InboxFull { .. }
+        | Refusal::SummonTooLong { .. }
+        | Refusal::SummonRate { .. }
+        | Refusal::UnknownBeOperation { .. }
+        | Refusal::BirthWithoutName
+        | Refusal::BadBeingName { .. }
+        | Refusal::LandFull { .. }
+        | Refusal::BirthCognition { .. }
+        | Refusal::BirthFlowShape
+        | Refusal::HookCancelled { .. }
+        // The caller may make the change, but not this one: it is the
+        // change that is wrong, not who asks.
+        | Refusal::WouldLoseMeansToUndo { .. }
+        | Refusal::Seal { .. } => RefusalClass::Invalid,
+    }
+}
+
+/// A person's moment did not seal: a status from the refusal's variant
+/// (never from its text). A refusal at the seal that is not a matter of
+/// permission or size is a conflict: the world changed between deciding
+/// and sealing.
+pub(super) fn refusal(refused: &Refused) -> PortalError {
+    let Some(failure) = &refused.failure else {
+        return PortalError { code: "refused", ..PortalError::bad_request(refused.outcome.clone()) };
+    };
+    let reason = failure.refusal.to_string();
+    match (class_of(&failure.refusal), failure.beat) {
+        (RefusalClass::Forbidden, _) => PortalError::forbidden(reason),
+        (RefusalClass::TooLarge, _) => {
+            PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
+        }
+        (RefusalClass::Conflict, _) | (RefusalClass::Invalid, Beat::Seal) => PortalError::conflict(reason),
+        (RefusalClass::Invalid, Beat::Open | Beat::Assign | Beat::Fold | Beat::Momentum | Beat::Decide) => {
+            PortalError { code: "refused", ..PortalError::bad_request(reason) }
+        }
     }
 }
 
@@ -69,14 +160,14 @@ pub(super) async fn drive(
     check_choice_fits_a_fact(portal.live.fact_body_bytes_max(), &choice)?;
     let world = portal.live.world();
     let row = views::being_row(&world, name)?;
-    views::may_drive(&world, portal.live.operator(), row).map_err(PortalError::forbidden)?;
+    views::may_drive(&world, portal.live.operator(), row).map_err(|why| PortalError::forbidden(why.to_string()))?;
     let (live, being) = (portal.live.clone(), row.id);
     let result = tokio::task::spawn_blocking(move || live.act(being, wake, &choice))
         .await
         .map_err(|error| PortalError::internal(format!("the moment task stopped: {error}")))??;
     match result {
         Ok(done) => Ok(json!({"outcome": done.outcome, "landSeq": done.land_seq})),
-        Err(refused) => Err(refusal(&refused.outcome)),
+        Err(refused) => Err(refusal(&refused)),
     }
 }
 
@@ -306,7 +397,7 @@ pub(super) fn check_flow(portal: &Portal, name: &str, flow: &Json) -> Result<(),
         .substrate()
         .bound_flow_of(&world, flow, &row.default_role)
         .map(|_| ())
-        .map_err(|reason| PortalError::field("flow", reason))
+        .map_err(|refusal| PortalError::field("flow", refusal.to_string()))
 }
 
 pub(super) async fn edit_flow(portal: &Arc<Portal>, name: &str, flow: Json) -> Result<Json, PortalError> {
@@ -368,14 +459,84 @@ pub(super) fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<J
     let bound = live
         .substrate()
         .bound_flow_of(&world, flow, &row.default_role)
-        .map_err(|reason| PortalError::field("flow", reason))?;
+        .map_err(|refusal| PortalError::field("flow", refusal.to_string()))?;
     let wake = views::preview_wake(row);
     let opened = moment::open(&world, row.id, wake, live.now_ms());
     let assigned = moment::assign_flow(live.substrate(), &world, &opened, bound)
-        .map_err(|failure| PortalError::field("flow", failure.reason))?;
+        .map_err(|failure| PortalError::field("flow", failure.refusal.to_string()))?;
     Ok(json!({
         "primary": assigned.composed.primary.as_deref(),
         "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
         "clauses": assigned.flow.explain(&assigned.walk),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::moment::Failure;
+
+    fn check(beat: Beat, why: Refusal, expected: StatusCode) {
+        let text = why.to_string();
+        let refused = Refused { outcome: String::new(), failure: Some(Failure { beat, refusal: why }) };
+        let error = refusal(&refused);
+        assert_eq!(error.status, expected, "{text}");
+        assert_eq!(error.message, text, "the API says what the trace says");
+    }
+
+    #[test]
+    fn a_refusal_s_status_comes_from_its_variant_not_its_text() {
+        let cases = [
+            (Beat::Decide, Refusal::NotWithin { what: "do \"move\"".into(), list: "canDo" }, StatusCode::FORBIDDEN),
+            (Beat::Decide, Refusal::NotAnAncestor { actor: "a".into(), being: "b".into() }, StatusCode::FORBIDDEN),
+            (
+                Beat::Momentum,
+                Refusal::NoPersonDrives { being: "a".into(), cognition: "scripted" },
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                Beat::Decide,
+                Refusal::WouldLoseMeansToUndo { action: "author-role".into(), being: "o".into(), wearing: "x".into() },
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                Beat::Decide,
+                Refusal::Operation {
+                    action: "edit-role-flow".into(),
+                    error: OpError::NotOwnOrDescendant { actor: "a".into(), being: "b".into() },
+                },
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                Beat::Seal,
+                Refusal::Seal { fault: BeingFault::BodyTooLarge, message: "fact body is 9 bytes".into() },
+                StatusCode::PAYLOAD_TOO_LARGE,
+            ),
+            (Beat::Decide, Refusal::ActBody(FactError::BodyTooLarge { len: 9, max: 1 }), StatusCode::PAYLOAD_TOO_LARGE),
+            (Beat::Decide, Refusal::NameTaken { name: "kid".into() }, StatusCode::CONFLICT),
+            (Beat::Seal, Refusal::NameTaken { name: "kid".into() }, StatusCode::CONFLICT),
+            (
+                Beat::Decide,
+                Refusal::Operation {
+                    action: "step".into(),
+                    error: OpError::CellTaken { direction: "N".into(), occupant: "b".into() },
+                },
+                StatusCode::CONFLICT,
+            ),
+            // The same refusal at the seal means the world changed under it.
+            (Beat::Decide, Refusal::InboxFull { address: "@b".into(), most: 1 }, StatusCode::BAD_REQUEST),
+            (Beat::Seal, Refusal::InboxFull { address: "@b".into(), most: 1 }, StatusCode::CONFLICT),
+            (Beat::Seal, Refusal::HookCancelled { hook: "h/0".into(), reason: "no".into() }, StatusCode::CONFLICT),
+            (Beat::Decide, Refusal::SummonWithoutTarget, StatusCode::BAD_REQUEST),
+            (Beat::Decide, Refusal::BirthWithoutName, StatusCode::BAD_REQUEST),
+            (
+                Beat::Decide,
+                Refusal::Operation { action: "move".into(), error: OpError::NoSpace { space: "/nowhere".into() } },
+                StatusCode::BAD_REQUEST,
+            ),
+        ];
+        for (beat, refusal, expected) in cases {
+            check(beat, refusal, expected);
+        }
+    }
 }

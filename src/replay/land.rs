@@ -6,6 +6,24 @@
 //! recomputed in parallel (the beats are pure); the seal-time rules and the
 //! comparison then run in land order, each against the world as the earlier
 //! facts left it, exactly as the simulation sealed them.
+//!
+//! The store is read once and every fact decoded once, for verification and the
+//! fold alike: the fold borrows the facts verification reads, and the two run
+//! side by side. Bodies are read for the fold in parallel and in land order. Of
+//! an act, only what its moment reads (its opening, `opening.rs`) is read, the
+//! rest skipped by its heads; the whole body is read only to explain a
+//! divergence, and an act whose opening does not read is a divergence of its own.
+//!
+//! An act body's canonical form is checked only if its recomputation does not
+//! encode to its stored bytes (matching bytes are canonical by construction) or
+//! the fold never reaches it. A body that fails the check sends the whole replay
+//! round again with every body checked as it is decoded, so the report is the
+//! one `Fact::decode_envelope` would give.
+//!
+//! A recomputed act's bytes are compared with the stored ones once, on the
+//! recomputing thread, and a recomputed act whose bytes match is what the fold
+//! applies. Spent acts are kept as boxes until the fold ends, so the fold's
+//! single thread moves pointers and frees nothing.
 
 use super::{
     act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
@@ -39,7 +57,7 @@ pub struct LandReplayReport {
     /// Facts whose signature arithmetic a verification checkpoint stood in for.
     pub signatures_covered: u64,
     /// Why an offered checkpoint was not used (every signature was checked).
-    pub checkpoint_refused: Option<String>,
+    pub checkpoint_refused: Option<crate::check::CheckpointRefused>,
     /// Stored acts recomputed and compared.
     pub moments: u64,
     pub divergences_total: u64,

@@ -620,8 +620,7 @@ fn seal_differences(
         Outcome::Act(act) => act,
         Outcome::See => return (outcome_difference(body, "see (no act)".into()), false),
         Outcome::Failure(failure) => {
-            let actual = format!("failure in {}: {}", failure.beat.as_str(), failure.reason);
-            return (outcome_difference(body, actual), false);
+            return (outcome_difference(body, failure.to_string()), false);
         }
     };
     // A mismatch: the seal-time rules are decided twice on the act as the
@@ -637,7 +636,7 @@ fn seal_differences(
             }
             (body_differences(body, &act.body), unstable)
         }
-        Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.reason)), unstable),
+        Err(failure) => (outcome_difference(body, format!("refused at seal: {}", failure.refusal)), unstable),
     }
 }
 

@@ -139,19 +139,28 @@ impl ComposedRole {
     }
 }
 
+/// A prompt template whose placeholders do not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceholderError {
+    #[error("a `{{{{` placeholder is never closed with `}}}}`")]
+    Unclosed,
+    #[error("placeholder `{{{{{given}}}}}` is not a dotted context path")]
+    NotAPath { given: String },
+}
+
 /// The placeholders of a template (`{{dotted.path}}`), or why it is malformed.
-pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+pub fn placeholders(template: &str) -> Result<Vec<String>, PlaceholderError> {
     let mut found = Vec::new();
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else {
-            return Err("a `{{` placeholder is never closed with `}}`".into());
+            return Err(PlaceholderError::Unclosed);
         };
         let path = after[..end].trim();
         if path.is_empty() || path.split('.').any(|segment| segment.is_empty() || segment.contains(char::is_whitespace))
         {
-            return Err(format!("placeholder `{{{{{}}}}}` is not a dotted context path", &after[..end]));
+            return Err(PlaceholderError::NotAPath { given: after[..end].to_string() });
         }
         found.push(path.to_string());
         rest = &after[end + 2..];

@@ -316,8 +316,8 @@ impl Role {
         if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
             problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
         }
-        if let Err(reason) = super::compose::placeholders(&file.prompt) {
-            problems.push(problem("prompt", reason));
+        if let Err(error) = super::compose::placeholders(&file.prompt) {
+            problems.push(problem("prompt", error.to_string()));
         }
         let script = match (&file.script, script_field) {
             (None, _) => None,
@@ -456,8 +456,12 @@ impl RoleRegistry {
         let mut report = LoadReport::default();
         for dir in dirs {
             let mut files = Vec::new();
-            if let Err(reason) = collect_role_files(dir, &mut files) {
-                report.errors.push(RoleLoadError { file: dir.display().to_string(), field: "(folder)".into(), reason });
+            if let Err(error) = collect_role_files(dir, &mut files) {
+                report.errors.push(RoleLoadError {
+                    file: dir.display().to_string(),
+                    field: "(folder)".into(),
+                    reason: format!("cannot read the folder: {error}"),
+                });
                 continue;
             }
             files.sort();
@@ -488,10 +492,9 @@ impl RoleRegistry {
     }
 }
 
-fn collect_role_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = std::fs::read_dir(dir).map_err(|error| format!("cannot read the folder: {error}"))?;
-    for entry in entries {
-        let path = entry.map_err(|error| error.to_string())?.path();
+fn collect_role_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
         if path.is_dir() {
             collect_role_files(&path, out)?;
         } else if matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "json")) {

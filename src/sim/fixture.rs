@@ -210,7 +210,9 @@ impl Fixture {
             spaces.push(path);
         }
         for (index, signal) in self.signals.iter().enumerate() {
-            check_signal_key(&signal.key).map_err(|reason| self.error(&format!("signal[{index}]"), reason))?;
+            if let Some(reason) = crate::world::signal_key_problem(&signal.key) {
+                return Err(self.error(&format!("signal[{index}]"), reason));
+            }
         }
         let mut templates: Vec<(String, FixtureBeing)> =
             self.beings.iter().enumerate().map(|(index, being)| (format!("being[{index}]"), being.clone())).collect();
@@ -284,7 +286,9 @@ impl Fixture {
         for (index, event) in self.events.iter().enumerate() {
             let at = format!("event[{index}]");
             if let Some(signal) = &event.signal {
-                check_signal_key(&signal.key).map_err(|reason| self.error(&at, reason))?;
+                if let Some(reason) = crate::world::signal_key_problem(&signal.key) {
+                    return Err(self.error(&at, reason));
+                }
             }
             if let Some(quality) = &event.quality {
                 if !spaces.contains(&quality.space) {
@@ -302,8 +306,4 @@ impl Fixture {
         }
         Ok(planned)
     }
-}
-
-fn check_signal_key(key: &str) -> Result<(), String> {
-    crate::world::signal_key_problem(key).map_or(Ok(()), Err)
 }

@@ -15,7 +15,7 @@ use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
-use crate::moment::{self, MomentTrace, Outcome, Substrate};
+use crate::moment::{self, Beat, Failure, MomentTrace, Outcome, Refusal, Substrate};
 use crate::roles::definition::RoleRegistry;
 use crate::store::Store;
 use crate::world::body::{KIND_ACT, KIND_WORLD};
@@ -67,6 +67,8 @@ pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
 pub struct PersonResult {
     /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
     pub outcome: String,
+    /// Why it did not seal, when it failed.
+    pub failure: Option<Failure>,
     /// The land seq the act sealed at.
     pub land_seq: Option<u64>,
     /// Whether it sealed.
@@ -743,7 +745,7 @@ impl Simulation {
         outcome: Outcome,
         mut trace: MomentTrace,
         sealing: &mut Sealing,
-    ) -> Result<String, SimError> {
+    ) -> Result<(String, Option<Failure>), SimError> {
         self.summary.moments += 1;
         if let Some(llm) = trace.llm.as_ref().filter(|llm| llm.request.is_some()) {
             self.summary.llm_calls += 1;
@@ -752,6 +754,7 @@ impl Simulation {
             self.summary.llm_cost_micros += llm.cost_micros;
         }
         let (mut sealed_call, mut sealed_content) = (None, None);
+        let mut failed: Option<Failure> = None;
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
                 Ok(()) => 'sealing: {
@@ -771,15 +774,15 @@ impl Simulation {
                     // is folded; the other beings of the round go on.
                     let prepared = match self.prepare_act_and_birth(being, body, act.birth.as_ref()) {
                         Ok(prepared) => prepared,
-                        Err(error) if error.belongs_to_being() => {
-                            let reason = error.to_string();
-                            self.summary.failures += 1;
-                            *self.summary.failure_reasons.entry(failure_kind(&reason)).or_default() += 1;
-                            trace.outcome = format!("failure in seal: {reason}");
-                            (sealed_call, sealed_content) = (None, None);
-                            break 'sealing;
-                        }
-                        Err(error) => return Err(error.into()),
+                        Err(error) => match error.being_fault() {
+                            Some(fault) => {
+                                let refusal = Refusal::Seal { fault, message: error.to_string() };
+                                failed = Some(Failure { beat: Beat::Seal, refusal });
+                                (sealed_call, sealed_content) = (None, None);
+                                break 'sealing;
+                            }
+                            None => return Err(error.into()),
+                        },
                     };
                     let (prepared_act, prepared_birth) = prepared;
                     let unsigned = &prepared_act.unsigned;
@@ -815,17 +818,15 @@ impl Simulation {
                         self.sealed_calls.push((actor, act.body.call.clone(), act.op_seed));
                     }
                 }
-                Err(failure) => {
-                    self.summary.failures += 1;
-                    *self.summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
-                    trace.outcome = format!("failure in seal: {}", failure.reason);
-                }
+                Err(failure) => failed = Some(failure),
             },
             Outcome::See => self.summary.sees += 1,
-            Outcome::Failure(failure) => {
-                self.summary.failures += 1;
-                *self.summary.failure_reasons.entry(failure_kind(&failure.reason)).or_default() += 1;
-            }
+            Outcome::Failure(failure) => failed = Some(failure),
+        }
+        if let Some(failure) = &failed {
+            self.summary.failures += 1;
+            *self.summary.failure_reasons.entry(failure.refusal.kind().to_string()).or_default() += 1;
+            trace.outcome = failure.to_string();
         }
         self.scheduler.saw(&self.world, being);
         log_moment(&trace, self.live);
@@ -852,7 +853,7 @@ impl Simulation {
             }
             self.recent_traces.push_back(trace_json(tick, &trace));
         }
-        Ok(trace.outcome)
+        Ok((trace.outcome, failed))
     }
 
     /// Runs one moment a person drives (the portal): `being` must be of
@@ -873,15 +874,15 @@ impl Simulation {
         self.running.finish(&being);
         let first_land_seq = self.land.store().land_len()?;
         let mut sealing = Sealing::new(first_land_seq, 1);
-        let result = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing).map(|outcome| {
+        let result = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing).map(|ended| {
             sealing.flush(&self.land);
-            (outcome, !sealing.pending.is_empty())
+            (ended, !sealing.pending.is_empty())
         });
-        let (outcome, sealed) = self.settle(result, sealing)?;
+        let ((outcome, failure), sealed) = self.settle(result, sealing)?;
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);
         }
-        Ok(PersonResult { outcome, land_seq: sealed.then_some(first_land_seq), sealed })
+        Ok(PersonResult { outcome, failure, land_seq: sealed.then_some(first_land_seq), sealed })
     }
 
     /// Computes the world hash, flushes the trace and closes the land.
@@ -932,9 +933,4 @@ pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimErr
 /// The wall clock, read where a live land steps (never inside a moment).
 fn wall_now_ms() -> u64 {
     crate::clock::Clock::now_ms(&crate::clock::WallClock::default())
-}
-
-/// A short, stable label for counting failures by kind.
-fn failure_kind(reason: &str) -> String {
-    reason.split(':').next().unwrap_or(reason).chars().take(60).collect()
 }

@@ -21,13 +21,20 @@
 //! derived indexes once.) All writes go through one committer thread: it drains the
 //! queue, checks each append against the heads, writes the whole group as one
 //! atomic sled batch, flushes once and only then acknowledges the group.
+//!
+//! Beside the committer: reindexing (the derived indexes rebuilt from `f` and
+//! `x`), the derived indexes read out for verification to compare with a
+//! rebuild, the witness (a file outside the store recording the durable count,
+//! so a truncated store is refused on open), and `raw_records_in_parts`, which
+//! reads ranges of being ids on several threads, `RECORD_READ_RANGES_PER_PART`
+//! ranges a reader, taken in turn.
 
 use super::{
     AppendTicket, Appended, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError,
     StoredFact,
 };
 use crate::fact::body::{GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{blake3_of, BeingId, Fact, FactId, Hash32, PublicKeyBytes};
+use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::limits::Limits;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -310,15 +317,24 @@ fn raw_record(key: &[u8], value: &[u8]) -> Option<RawRecord> {
     Some(RawRecord { being, seq, land_seq, envelope })
 }
 
+/// Why a fact cannot extend its reel's head.
+#[derive(Debug, thiserror::Error)]
+enum HeadError {
+    #[error("{0}")]
+    Body(FactError),
+    #[error("the first fact is not a genesis")]
+    NoGenesis,
+}
+
 /// Folds one fact into its reel's head: the only place the head rules live,
 /// shared by the committer (incrementally) and reindex (from scratch).
-fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, String> {
+fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, HeadError> {
     let public_key = match fact.kind() {
-        KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(|error| error.to_string())?.public_key,
-        KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(|error| error.to_string())?.new_public_key,
+        KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(HeadError::Body)?.public_key,
+        KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(HeadError::Body)?.new_public_key,
         _ => match previous {
             Some(head) => head.public_key,
-            None => return Err("the first fact is not a genesis".into()),
+            None => return Err(HeadError::NoGenesis),
         },
     };
     Ok(Head {
@@ -540,7 +556,8 @@ impl Committer {
                 }
             }
         }
-        let new_head = next_head(head.as_ref(), fact).map_err(|reason| StoreError::GenesisBody { being, reason })?;
+        let new_head = next_head(head.as_ref(), fact)
+            .map_err(|error| StoreError::GenesisBody { being, reason: error.to_string() })?;
         if fact.kind() == KIND_GENESIS {
             let genesis: GenesisBody =
                 fact.body_as().map_err(|error| StoreError::GenesisBody { being, reason: error.to_string() })?;

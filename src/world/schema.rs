@@ -13,6 +13,9 @@
 //!   land stores a JSON flow; its home space is a space address in normal
 //!   form ([`parse_space`]); its default role is a role name
 //!   ([`kebab_name_problem`]).
+//!
+//! A roleFlow's verdict is remembered per distinct flow (beings planted from one
+//! template share one), up to [`ROLE_FLOW_VERDICTS_CACHED_MAX`] flows.
 
 use super::address::parse_space;
 use super::body::{KIND_ACT, KIND_WORLD};
@@ -135,7 +138,7 @@ fn role_flow_verdict(flow: &[u8]) -> Option<BodyProblem> {
 fn written_as<T: serde::de::DeserializeOwned + serde::Serialize>(body: &[u8]) -> Option<BodyProblem> {
     let read: T = match read_known_body(body) {
         Ok(read) => read,
-        Err(reason) => return Some(BodyProblem::Unreadable { reason }),
+        Err(error) => return Some(BodyProblem::Unreadable { reason: error.to_string() }),
     };
     match canonical::to_canonical_bytes(&read) {
         Ok(written) if written == body => None,

@@ -1,5 +1,10 @@
 //! The typed bodies of the fact kinds the core knows. Field names are the map
 //! keys of the canonical CBOR body (documented in `docs/reel-format.md`).
+//!
+//! A genesis body is generic over how its roleFlow is read ([`GenesisBodyOf`]):
+//! built ([`GenesisBody`]), or only checked to be a list
+//! ([`GenesisBodyFlowSkipped`], read off the bytes when they are in their plain
+//! forms, as every genesis this build writes is, and by serde otherwise).
 
 use super::{BeingId, Hash32, PublicKeyBytes};
 use serde::{Deserialize, Serialize};
@@ -90,7 +95,7 @@ impl GenesisBodyFlowSkipped {
     /// and in their plain forms (every genesis this build writes), through
     /// serde otherwise. A body read twice for every being of a land replay
     /// (verification, the fold) is not walked by the generic reader.
-    pub fn read(body: &[u8]) -> Result<GenesisBodyFlowSkipped, String> {
+    pub fn read(body: &[u8]) -> Result<GenesisBodyFlowSkipped, BodySchemaError> {
         match read_flow_skipped_directly(body) {
             Some((genesis, _)) => Ok(genesis),
             None => read_known_body(body),
@@ -211,8 +216,8 @@ pub struct NoteBody {
 /// Checks the body of a known kind against its schema; `Ok` for unknown
 /// kinds. Read in place (ciborium's deserializer costs several times more,
 /// and verification reads every genesis body of a land).
-pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), String> {
-    fn read<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<(), String> {
+pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), BodySchemaError> {
+    fn read<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<(), BodySchemaError> {
         read_known_body::<T>(body).map(drop)
     }
     match kind {
@@ -227,14 +232,25 @@ pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), String> {
 
 /// A known kind's body read as `T`, or what [`check_known_body`] says is
 /// wrong with it (for a caller that needs the body as well as the check).
-pub fn read_known_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+pub fn read_known_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BodySchemaError> {
     match crate::canonical::from_canonical_bytes::<T>(body) {
         Ok(read) => Ok(read),
-        // The decoder's own words ("missing field `text`"), without the
-        // encoder's preamble the variant's message carries.
-        Err(crate::canonical::CanonicalError::Unrepresentable { reason }) => Err(reason),
-        Err(error) => Err(error.to_string()),
+        Err(crate::canonical::CanonicalError::Unrepresentable { reason }) => Err(BodySchemaError::Shape { reason }),
+        Err(error) => Err(BodySchemaError::Canonical(error)),
     }
+}
+
+/// A body that does not read as its kind's schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodySchemaError {
+    /// The decoder's own words ("missing field `text`"), without the
+    /// encoder's preamble [`CanonicalError::Unrepresentable`] carries.
+    ///
+    /// [`CanonicalError::Unrepresentable`]: crate::canonical::CanonicalError::Unrepresentable
+    #[error("{reason}")]
+    Shape { reason: String },
+    #[error("{0}")]
+    Canonical(crate::canonical::CanonicalError),
 }
 
 mod nonce_bytes {
