@@ -223,13 +223,13 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
     assert!(matches!(outcome, moment::Outcome::Act(_)), "{}", trace.outcome);
     assert_eq!(
         *recorder.beats.lock().unwrap(),
-        vec![Beat::Open, Beat::Assign, Beat::Fold, Beat::Momentum, Beat::Decide]
+        vec![Beat::Open, Beat::Assign, Beat::Face, Beat::Momentum, Beat::Decide]
     );
     assert_eq!(recorder.running.snapshot().len(), 1, "ada is in the table while running");
     assert_eq!(recorder.running.snapshot()[0].beat, Beat::Decide);
     recorder.running.finish(&ada);
     assert!(recorder.running.snapshot().is_empty());
-    for beat in ["open", "assign", "fold", "momentum", "decide", "total"] {
+    for beat in ["open", "assign", "face", "momentum", "decide", "total"] {
         assert!(trace.timings_us.contains_key(beat), "{beat} timed");
     }
     assert_eq!(trace.timings_us["open"], 10);

@@ -1,12 +1,12 @@
 //! The moment: one wake of one being, in five beats, each a pure function of
 //! the world at the moment's cursor and what the previous beats produced.
 //!
-//! open → assign → fold → momentum → decide
+//! open → assign → face → momentum → decide
 //!
 //! - **open** fixes the wake, the cursor and the stored time, and derives the
 //!   moment's id (which seeds any randomness).
 //! - **assign** builds the open context, walks the roleFlow and composes the role.
-//! - **fold** builds the face: identity, time, the wake, the capabilities
+//! - **face** builds the face: identity, time, the wake, the capabilities
 //!   (can* lists with relationship tokens expanded), see-resolver outputs and
 //!   the rendered prompt.
 //! - **momentum** runs the cognition (here: scripted, Rhai) and gets at most
@@ -248,7 +248,7 @@ fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, no
 pub enum Beat {
     Open,
     Assign,
-    Fold,
+    Face,
     Momentum,
     Decide,
     /// The seal-time recheck (against the world as the round's earlier acts
@@ -261,7 +261,7 @@ impl Beat {
         match self {
             Beat::Open => "open",
             Beat::Assign => "assign",
-            Beat::Fold => "fold",
+            Beat::Face => "face",
             Beat::Momentum => "momentum",
             Beat::Decide => "decide",
             Beat::Seal => "seal",
@@ -414,13 +414,13 @@ fn as_being_entries(entries: Vec<String>) -> Vec<String> {
 }
 
 /// Beat 3: the face, what the cognition reads (see [`face`]).
-pub fn fold<'w>(
+pub fn build_face<'w>(
     substrate: &Substrate,
     world: &'w World,
     opened: &Opened,
     assigned: &Assigned,
 ) -> Result<Face<'w>, Failure> {
-    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Fold, Refusal::BeingNotInWorld))?;
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Face, Refusal::BeingNotInWorld))?;
     let composed = &assigned.composed;
     let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
     let can_see = expand(&composed.can_see);
@@ -433,7 +433,7 @@ pub fn fold<'w>(
         let output = substrate
             .see
             .resolve(name, world, row, &substrate.scripts, seed)
-            .map_err(|error| failure(Beat::Fold, Refusal::SeeResolver { name: name.to_string(), error }))?;
+            .map_err(|error| failure(Beat::Face, Refusal::SeeResolver { name: name.to_string(), error }))?;
         seen.insert(name.to_string(), output);
     }
     let wake = match (&opened.wake, waking_summon(world, opened)) {
@@ -443,7 +443,7 @@ pub fn fold<'w>(
             "content": summon.content,
             "summon": summon.fact.to_hex(),
         }),
-        (Wake::Summon { .. }, None) => return Err(failure(Beat::Fold, Refusal::WakingSummonGone)),
+        (Wake::Summon { .. }, None) => return Err(failure(Beat::Face, Refusal::WakingSummonGone)),
         (Wake::Signal { key }, _) => json!({ "kind": "signal", "key": key, "value": world.signals.get(key) }),
         (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
@@ -468,7 +468,7 @@ pub fn fold<'w>(
         inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
         digest: Hash32::default(),
     };
-    face.sealed().map_err(|error| failure(Beat::Fold, Refusal::Encoding(error)))
+    face.sealed().map_err(|error| failure(Beat::Face, Refusal::Encoding(error)))
 }
 
 /// Beat 4: what the cognition chose.
@@ -1087,7 +1087,7 @@ pub fn run_person(
     run_beats(substrate, world, being, wake, stored_time_ms, observer, &cognition)
 }
 
-/// The beats before the cognition (open, assign, fold) for a being now:
+/// The beats before the cognition (open, assign, face) for a being now:
 /// what it would wear and what it may do, without deciding anything (the
 /// portal's pick lists, the role-manager's preview).
 pub fn preview<'w>(
@@ -1099,7 +1099,7 @@ pub fn preview<'w>(
 ) -> Result<(Opened, Assigned, Face<'w>), Failure> {
     let opened = open(world, being, wake, stored_time_ms);
     let assigned = assign(substrate, world, &opened)?;
-    let face = fold(substrate, world, &opened, &assigned)?;
+    let face = build_face(substrate, world, &opened, &assigned)?;
     Ok((opened, assigned, face))
 }
 
@@ -1147,10 +1147,10 @@ fn run_beats(
         trace.primary = assigned.composed.primary.as_ref().map(|name| name.to_string());
         trace.stack = assigned.composed.stack.iter().map(|name| name.to_string()).collect();
         trace.clauses = assigned.flow.explain(&assigned.walk);
-        lap(&mut trace, Beat::Assign, Some(Beat::Fold));
-        let face = fold(substrate, world, &opened, &assigned)?;
+        lap(&mut trace, Beat::Assign, Some(Beat::Face));
+        let face = build_face(substrate, world, &opened, &assigned)?;
         trace.face_digest = Some(face.digest);
-        lap(&mut trace, Beat::Fold, Some(Beat::Momentum));
+        lap(&mut trace, Beat::Face, Some(Beat::Momentum));
         let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         let decided = decide(substrate, world, &opened, &assigned, &face, decision);

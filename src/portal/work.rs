@@ -143,7 +143,7 @@ pub(super) fn refusal(refused: &Refused) -> PortalError {
             PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
         }
         (RefusalClass::Conflict, _) | (RefusalClass::Invalid, Beat::Seal) => PortalError::conflict(reason),
-        (RefusalClass::Invalid, Beat::Open | Beat::Assign | Beat::Fold | Beat::Momentum | Beat::Decide) => {
+        (RefusalClass::Invalid, Beat::Open | Beat::Assign | Beat::Face | Beat::Momentum | Beat::Decide) => {
             PortalError { code: "refused", ..PortalError::bad_request(reason) }
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! The world is folded fact by fact in land order. When the fold reaches the
 //! cursor a stored act opened at, the moment is recomputed there (open,
-//! assign, fold, momentum, decide) with the act's stored wake and time; when
+//! assign, face, momentum, decide) with the act's stored wake and time; when
 //! the fold reaches the act's own land seq, the seal-time rules are re-run
 //! against the world as it stood then, and the recomputed act body is
 //! compared with the stored body, byte for byte. Replay never writes to the
@@ -548,7 +548,7 @@ fn recompute(
                 "prompt": assigned.composed.render_prompt(&assigned.context),
             });
         }
-        let folded = moment::fold(substrate, world, &opened, &assigned)?;
+        let folded = moment::build_face(substrate, world, &opened, &assigned)?;
         // A person's act is replayed with the person's recorded choice; the
         // verb layer checks it again like any other.
         let person = world
