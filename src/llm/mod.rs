@@ -15,8 +15,8 @@ pub mod fake;
 
 use crate::fact::{blake3_of, Hash32};
 use crate::moment::Face;
+pub use crate::world::body::{LlmParams, LlmRecord, Prices};
 use crate::world::VerbCall;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -30,25 +30,6 @@ pub const LLM_RESPONSE_BYTES_MAX: usize = 32 * 1024;
 
 /// The four verbs, in the order tools are offered.
 pub const VERBS: [&str; 4] = ["see", "do", "summon", "be"];
-
-/// What the request asks of the model besides the messages; recorded in the
-/// act so replay can rebuild the exact request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LlmParams {
-    pub model: String,
-    /// `auto`, `required`, or a verb: force that tool when it is offered.
-    pub tool_choice: String,
-    /// Sampling temperature in thousandths (facts hold no floats).
-    pub temperature_milli: u32,
-    pub max_tokens: u32,
-}
-
-/// Prices of a connection, in millionths of a currency unit per million tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Prices {
-    pub prompt_micros_per_mtok: u64,
-    pub completion_micros_per_mtok: u64,
-}
 
 /// What a reel's sealed LLM acts used, summed (the being page, `seed reel`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,24 +47,6 @@ impl LlmTotals {
         self.completion_tokens += record.completion_tokens;
         self.cost_micros += record.cost_micros;
     }
-}
-
-/// What an act records of its model call. Never holds a key: connections are
-/// named, their keys live in the environment or a key file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LlmRecord {
-    /// The connection that answered (after any failover).
-    pub connection: String,
-    pub params: LlmParams,
-    /// BLAKE3 of the request body sent (replay rebuilds and compares it).
-    pub request: Hash32,
-    /// The response body as received.
-    pub response: String,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub prices: Prices,
-    /// What the call cost at the connection's prices, in millionths.
-    pub cost_micros: u64,
 }
 
 /// The two messages and the tools of one moment's call.

@@ -193,7 +193,7 @@ impl Role {
     /// The definition its digest covers, as JSON (script source inline): what
     /// a land archives so that replay can show how a role changed.
     pub fn definition_json(&self) -> serde_json::Value {
-        crate::view::cbor_to_json(&self.definition_cbor())
+        crate::canonical::cbor_to_json(&self.definition_cbor())
     }
 
     fn definition_cbor(&self) -> Cbor {

@@ -146,7 +146,7 @@ pub struct ActBody {
     /// The model call of an LLM moment. Absent (not null) otherwise, so acts
     /// of other cognitions encode as they always did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub llm: Option<crate::llm::LlmRecord>,
+    pub llm: Option<LlmRecord>,
     pub call: VerbCall,
     pub wake: Wake,
     /// Primary first (if any), then the modifiers, each with its digest.
@@ -167,4 +167,41 @@ pub struct ActBody {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorldBody {
     pub effects: Vec<Effect>,
+}
+
+/// What the request asks of the model besides the messages; recorded in the
+/// act so replay can rebuild the exact request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmParams {
+    pub model: String,
+    /// `auto`, `required`, or a verb: force that tool when it is offered.
+    pub tool_choice: String,
+    /// Sampling temperature in thousandths (facts hold no floats).
+    pub temperature_milli: u32,
+    pub max_tokens: u32,
+}
+
+/// Prices of a connection, in millionths of a currency unit per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prices {
+    pub prompt_micros_per_mtok: u64,
+    pub completion_micros_per_mtok: u64,
+}
+
+/// What an act records of its model call. Never holds a key: connections are
+/// named, their keys live in the environment or a key file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmRecord {
+    /// The connection that answered (after any failover).
+    pub connection: String,
+    pub params: LlmParams,
+    /// BLAKE3 of the request body sent (replay rebuilds and compares it).
+    pub request: Hash32,
+    /// The response body as received.
+    pub response: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub prices: Prices,
+    /// What the call cost at the connection's prices, in millionths.
+    pub cost_micros: u64,
 }

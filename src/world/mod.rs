@@ -145,7 +145,7 @@ impl GenesisFlows {
 
 /// A genesis's roleFlow as the row holds it, and its digest.
 fn converted_flow(flow: &[Cbor]) -> (Json, Option<Hash32>) {
-    let role_flow = Json::Array(flow.iter().map(crate::view::cbor_to_json).collect());
+    let role_flow = Json::Array(flow.iter().map(crate::canonical::cbor_to_json).collect());
     let digest = role_flow_digest(&role_flow);
     (role_flow, digest)
 }

@@ -123,7 +123,7 @@ fn role_flow_verdict(flow: &[u8]) -> Option<BodyProblem> {
         Ok(clauses) => clauses,
         Err(error) => return field(error.to_string()),
     };
-    let json = Json::Array(clauses.iter().map(crate::view::cbor_to_json).collect());
+    let json = Json::Array(clauses.iter().map(crate::canonical::cbor_to_json).collect());
     if canonical::encode_json(&json).ok().as_deref() != Some(flow) {
         return field(
             "is not a list of JSON values as a land writes a roleFlow (a byte string, a key that is not text, …)"

@@ -53,6 +53,8 @@ pub enum CanonicalError {
 }
 
 mod direct;
+mod display;
+pub use display::cbor_to_json;
 mod read;
 
 /// A fast path (the direct encoder, the in-place reader) did not decide;
