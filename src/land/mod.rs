@@ -103,15 +103,9 @@ pub enum BeingFault {
 }
 
 impl LandError {
-    /// Whether the error stops only one being's facts (its key, its body,
-    /// its ended reel) rather than the land: a live round fails that
-    /// being's moment and goes on with the others.
-    pub fn belongs_to_being(&self) -> bool {
-        self.being_fault().is_some()
-    }
-
-    /// Which of one being's own faults this is, if it is one (see
-    /// [`LandError::belongs_to_being`]).
+    /// Which of one being's own faults this is, if the error stops only
+    /// that being's facts (its key, its body, its ended reel) rather than the
+    /// land: a live round fails that being's moment and goes on with the others.
     pub fn being_fault(&self) -> Option<BeingFault> {
         match self {
             LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => {
