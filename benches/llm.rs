@@ -13,11 +13,11 @@ mod common;
 
 use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
+use seed::engine::fixture::Fixture;
+use seed::engine::{Engine, EngineOptions};
 use seed::llm::client::LlmClient;
 use seed::llm::connections::Connections;
 use seed::llm::fake::FakeEndpoint;
-use seed::sim::fixture::Fixture;
-use seed::sim::{SimOptions, Simulation};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ fn crowd(beings: u64, cognition: &str) -> Fixture {
     fixture
 }
 
-fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: bool) -> Simulation {
+fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: bool) -> Engine {
     let model = endpoint.map(|endpoint| {
         let text = format!(
             "concurrency_max = {CONCURRENCY}\n[connection.fake]\nbase_url = \"{}\"\nmodel = \"fake\"\n",
@@ -50,7 +50,7 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
         let connections = Connections::parse(&text, "bench", dir, &|_| None).expect("connections");
         Arc::new(LlmClient::new(connections).expect("client")) as Arc<dyn seed::llm::LanguageModel>
     });
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 0,
         threads: THREADS,
@@ -58,9 +58,9 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
         trace_file: trace.then(|| dir.join("trace.jsonl")),
         progress: false,
         model,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    Simulation::plant(fixture, &options).expect("plant")
+    Engine::plant(fixture, &options).expect("plant")
 }
 
 fn percentile(sorted: &[u64], fraction: f64) -> u64 {

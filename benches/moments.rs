@@ -13,8 +13,8 @@ mod common;
 use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use ed25519_dalek::{Signer, SigningKey};
-use seed::sim::fixture::Fixture;
-use seed::sim::{SimOptions, Simulation};
+use seed::engine::fixture::Fixture;
+use seed::engine::{Engine, EngineOptions};
 use std::path::Path;
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ fn bench(c: &mut Criterion) {
     let mut fixture = Fixture::load(Path::new("fixtures/crowd.toml")).expect("crowd fixture");
     fixture.generate[0].count = beings;
     let dir = tempfile::tempdir().expect("folder");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 0,
         threads: THREADS,
@@ -46,10 +46,10 @@ fn bench(c: &mut Criterion) {
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
     let before = resident_bytes();
-    let mut simulation = Simulation::plant(&fixture, &options).expect("plant the crowd");
+    let mut simulation = Engine::plant(&fixture, &options).expect("plant the crowd");
     simulation.round().expect("a first round");
     let per_being = resident_bytes().saturating_sub(before) / beings;
     println!("resident memory after planting and one round: {per_being} bytes per being ({beings} beings)");

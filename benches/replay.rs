@@ -16,9 +16,9 @@ mod common;
 use common::rate;
 use criterion::{criterion_group, Criterion, Throughput};
 use seed::check::checkpoint::TrustedCheckpoint;
+use seed::engine::fixture::Fixture;
+use seed::engine::{substrate_for, EngineOptions};
 use seed::replay::land::{replay_land, verify_only};
-use seed::sim::fixture::Fixture;
-use seed::sim::{substrate_for, SimOptions};
 use std::path::Path;
 
 /// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
     fixture.generate[0].count = beings;
     let dir = tempfile::tempdir().expect("folder");
     let land_dir = dir.path().join("land");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: Some(ROUNDS),
         seed: 0,
         threads: THREADS,
@@ -45,9 +45,9 @@ fn bench(c: &mut Criterion) {
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = seed::sim::run(&fixture, &options).expect("simulate the crowd");
+    let summary = seed::engine::simulate(&fixture, &options).expect("simulate the crowd");
     let moments: u64 = summary.acts.values().sum();
     assert_eq!(moments, beings * ROUNDS, "every moment of the crowd is an act");
     let (substrate, _) = substrate_for(&fixture, &[]).expect("definitions");

@@ -1,9 +1,9 @@
 //! Hostile scripts and manifests: each produces its documented failure and
 //! harms nothing else.
 
+use seed::engine::fixture::Fixture;
+use seed::engine::{self, EngineOptions};
 use seed::extensions;
-use seed::sim::fixture::Fixture;
-use seed::sim::{self, SimOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -12,7 +12,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
     let dir = tempfile::tempdir().expect("folder");
     let trace = dir.path().join("moments.jsonl");
     let fixture = Fixture::load(Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 1,
         threads: 2,
@@ -20,9 +20,9 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         trace_file: Some(trace.clone()),
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = sim::run(&fixture, &options).expect("the simulation survives hostile scripts");
+    let summary = engine::simulate(&fixture, &options).expect("the simulation survives hostile scripts");
     let mut outcomes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for line in std::fs::read_to_string(&trace).unwrap().lines() {
         let trace: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -129,7 +129,7 @@ fn hostile_manifests_are_skipped_with_a_reason_and_the_rest_load_in_order() {
 fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("fixtures/factory.toml")).expect("fixture");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: Some(6),
         seed: 0,
         threads: 1,
@@ -137,13 +137,13 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    sim::run(&fixture, &options).expect("run");
+    engine::simulate(&fixture, &options).expect("run");
     let count_decks = || {
         let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
         let mut world = seed::world::World::new();
-        sim::fold_to_end(land.store(), &mut world).expect("fold");
+        engine::fold_to_end(land.store(), &mut world).expect("fold");
         world.matter.values().filter(|m| m.kind == "deck").count()
     };
     let before = count_decks();

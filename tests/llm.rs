@@ -6,10 +6,10 @@
 
 use crate::common;
 
+use seed::engine::{self, fixture::Fixture, EngineOptions, RunSummary};
 use seed::llm::client::LlmClient;
 use seed::llm::connections::Connections;
 use seed::llm::fake::{FakeEndpoint, Reply};
-use seed::sim::{self, fixture::Fixture, SimOptions, SimSummary};
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ fn one_connection(endpoint: &FakeEndpoint, extra: &str) -> String {
 }
 
 struct Run {
-    summary: SimSummary,
+    summary: RunSummary,
     /// The moment trace, one JSON object per moment.
     trace: Vec<Json>,
     land: PathBuf,
@@ -62,7 +62,7 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
     let connections = Connections::parse(connections, "test connections", dir.path(), &|_| None).unwrap();
     let model = Arc::new(LlmClient::new(connections).unwrap());
     let fixture = Fixture::load(fixture).unwrap();
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: Some(ticks),
         seed: 0,
         threads: 1,
@@ -70,9 +70,9 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
         trace_file: Some(dir.path().join("trace.jsonl")),
         progress: false,
         model: Some(model),
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = sim::run(&fixture, &options).unwrap();
+    let summary = engine::simulate(&fixture, &options).unwrap();
     let trace = std::fs::read_to_string(dir.path().join("trace.jsonl"))
         .unwrap()
         .lines()

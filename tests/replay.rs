@@ -793,7 +793,7 @@ fn records_read_in_parts_are_the_records_read_whole() {
 }
 
 /// Runs `rounds` rounds of `simulation`, each of which must succeed.
-fn rounds(simulation: &mut seed::sim::Simulation, rounds: usize) {
+fn rounds(simulation: &mut seed::engine::Engine, rounds: usize) {
     for _ in 0..rounds {
         simulation.round().expect("a round goes on");
     }
@@ -805,8 +805,8 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
     let land = dir.path().join("land");
     let trace = dir.path().join("moments.jsonl");
     let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
-    let fixture = seed::sim::fixture::Fixture::load(&fixture_path).expect("fixture");
-    let options = seed::sim::SimOptions {
+    let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
+    let options = seed::engine::EngineOptions {
         ticks: None,
         seed: 0,
         threads: 2,
@@ -814,9 +814,9 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
         trace_file: Some(trace.clone()),
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    let mut simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
     rounds(&mut simulation, 2);
     let ada = simulation.land.resolve("@ada").expect("ada");
     let key_file = land.join("keys").join(format!("{}.key", ada.to_hex()));

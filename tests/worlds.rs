@@ -2,15 +2,15 @@
 //! and every simulated land verifies.
 
 use seed::check::{verify_land, SignatureMode};
+use seed::engine::fixture::Fixture;
+use seed::engine::{self, fold_to_end, EngineOptions, RunSummary};
 use seed::land::Land;
-use seed::sim::fixture::Fixture;
-use seed::sim::{self, fold_to_end, SimOptions, SimSummary};
 use seed::world::World;
 use serde_json::Value;
 use std::path::Path;
 
 struct Run {
-    summary: SimSummary,
+    summary: RunSummary,
     traces: Vec<Value>,
     _dir: tempfile::TempDir,
     land: std::path::PathBuf,
@@ -21,7 +21,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
     let land = dir.path().join("land");
     let trace = dir.path().join("moments.jsonl");
     let fixture = Fixture::load(Path::new(fixture)).expect("fixture loads");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed,
         threads,
@@ -29,9 +29,9 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
         trace_file: Some(trace.clone()),
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = sim::run(&fixture, &options).expect("simulation runs");
+    let summary = engine::simulate(&fixture, &options).expect("simulation runs");
     let traces = std::fs::read_to_string(&trace)
         .expect("trace")
         .lines()
@@ -198,7 +198,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
     }
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("fixtures/court.toml")).expect("fixture");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 0,
         threads: 1,
@@ -206,9 +206,9 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    let simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
     let ada = simulation.world.names["ada"];
     let recorder = Recorder { beats: Mutex::new(Vec::new()), running: RunningMoments::default(), clock: Mutex::new(0) };
     let (outcome, trace) = moment::run_observed(
@@ -249,7 +249,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
 fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("tests/fixtures/nursery/nursery.toml")).expect("fixture");
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 0,
         threads: 2,
@@ -257,9 +257,9 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let mut simulation = seed::sim::Simulation::plant(&fixture, &options).expect("plant");
+    let mut simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
     let mother = simulation.world.names["mother"];
     simulation.round().expect("round 1");
     let kid = simulation.world.being_named("kid").expect("the child was born").clone();

@@ -2,8 +2,8 @@
 //! `replay/` (see src/replay/corpus.rs for the capture format).
 
 use anyhow::{bail, Context, Result};
+use seed::engine::fixture::Fixture;
 use seed::replay::corpus::{load_capture, read_capture, write_capture, CAPTURE_FORMAT_VERSION};
-use seed::sim::fixture::Fixture;
 use seed::store::Store;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
     std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     let scratch = tempfile::tempdir()?;
     let land_dir = scratch.path().join("land");
-    let options = seed::sim::SimOptions {
+    let options = seed::engine::EngineOptions {
         ticks: Some(ticks),
         seed,
         threads: CORPUS_THREADS,
@@ -54,9 +54,9 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = seed::sim::run(&fixture, &options)?;
+    let summary = seed::engine::simulate(&fixture, &options)?;
     let land = seed::land::Land::open(&land_dir)?;
     let capture_file = format!("{name}.land");
     let mut bytes = Vec::new();
@@ -149,7 +149,7 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     let manifest: Manifest = toml::from_str(&text).context("the manifest")?;
     let base = manifest_path.parent().unwrap_or(Path::new("."));
     let fixture = Fixture::load(&base.join(&manifest.fixture))?;
-    let (substrate, _) = seed::sim::substrate_for(&fixture, &[])?;
+    let (substrate, _) = seed::engine::substrate_for(&fixture, &[])?;
     let capture_path = base.join(&manifest.capture);
     let bytes = std::fs::read(&capture_path).with_context(|| format!("{}", capture_path.display()))?;
     let envelopes = read_capture(&bytes).with_context(|| format!("{}", capture_path.display()))?;
@@ -186,8 +186,8 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
         problems.push(format!("{} moments replayed where {} were captured", report.moments, manifest.expected.moments));
     }
     let mut world = seed::world::World::new();
-    seed::sim::fold_to_end(&store, &mut world)?;
-    let world_hash = seed::sim::world_hash(&world, &store)?;
+    seed::engine::fold_to_end(&store, &mut world)?;
+    let world_hash = seed::engine::world_hash(&world, &store)?;
     if world_hash.to_hex() != manifest.expected.world_hash {
         problems.push(format!(
             "world hash {} where {} was captured",

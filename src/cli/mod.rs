@@ -647,7 +647,7 @@ struct SimRun {
 }
 
 fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimRun, json: bool) -> Result<ExitCode> {
-    use seed::sim::{self, fixture::Fixture, SimOptions};
+    use seed::engine::{self, fixture::Fixture, EngineOptions};
     let SimRun { ticks, seed, threads, trace, llm } = run;
     if threads == 0 {
         bail!("--threads must be at least 1");
@@ -669,7 +669,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         (None, Some(temporary)) => temporary.path().join("land"),
         (None, None) => unreachable!("a temporary folder exists when no land is given"),
     };
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks,
         seed,
         threads,
@@ -677,9 +677,9 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         trace_file: trace,
         progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         model,
-        live: false,
+        mode: seed::engine::Mode::Simulation,
     };
-    let summary = sim::run(&fixture, &options)?;
+    let summary = engine::simulate(&fixture, &options)?;
     if land.is_some() {
         replay::record_definitions(&land_dir, fixture_path, seed, &[])?;
     }

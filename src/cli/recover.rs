@@ -14,9 +14,9 @@
 
 use super::replay::land_definitions;
 use anyhow::{bail, Context, Result};
+use seed::engine::fixture::Fixture;
 use seed::fact::body::GenesisBody;
 use seed::land::Land;
-use seed::sim::fixture::Fixture;
 use seed::world::body::KIND_WORLD;
 use seed::world::{Effect, WorldBody};
 use serde_json::Value as Json;
@@ -31,7 +31,7 @@ pub fn recover_operator(land_dir: &Path, fixture: Option<&Path>) -> Result<ExitC
     let land = Land::open(land_dir)?;
     let definitions = land_definitions(land_dir, fixture)?;
     let fixture = Fixture::load(&definitions.fixture)?;
-    let (substrate, _) = seed::sim::substrate_for(&fixture, &definitions.role_dirs)?;
+    let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
     let operator = land.resolve(&format!("@{OPERATOR_NAME}"))?;
     let genesis_fact = land
         .store()

@@ -1,9 +1,9 @@
 //! `seed replay`: rebuild a being's moments from its reel and compare them.
 
 use anyhow::{bail, Context, Result};
+use seed::engine::fixture::Fixture;
 use seed::land::Land;
 use seed::replay::{replay_being, ReplayOptions, ReplayReport};
-use seed::sim::fixture::Fixture;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,7 +40,7 @@ pub fn record_definitions(land_dir: &Path, fixture: &Path, seed: u64, role_dirs:
     let text = toml::to_string(&Definitions { fixture: absolute(fixture)?, seed, role_dirs: role_dirs.clone() })?;
     std::fs::write(land_dir.join(DEFINITIONS_FILE), text)
         .with_context(|| format!("writing {}", land_dir.join(DEFINITIONS_FILE).display()))?;
-    let (substrate, _) = seed::sim::substrate_for(&Fixture::load(fixture)?, &role_dirs)?;
+    let (substrate, _) = seed::engine::substrate_for(&Fixture::load(fixture)?, &role_dirs)?;
     let archive = land_dir.join(ROLE_ARCHIVE_DIR);
     std::fs::create_dir_all(&archive).with_context(|| format!("{}", archive.display()))?;
     for role in substrate.roles.iter() {
@@ -117,7 +117,7 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
     }
     let definitions = land_definitions(land_dir, arguments.fixture)?;
     let fixture = Fixture::load(&definitions.fixture)?;
-    let (substrate, _) = seed::sim::substrate_for(&fixture, &definitions.role_dirs)?;
+    let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
     let land = Land::open(land_dir)?;
     let being = land.resolve(arguments.being)?;
     let options = ReplayOptions {
@@ -294,7 +294,7 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
     }
     let mut branch_role_dirs = definitions.role_dirs.clone();
     branch_role_dirs.extend(arguments.roles.iter().cloned());
-    let (branch_substrate, _) = seed::sim::substrate_for(&fixture, &branch_role_dirs)?;
+    let (branch_substrate, _) = seed::engine::substrate_for(&fixture, &branch_role_dirs)?;
     let flow = match arguments.flow {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("--flow {}", path.display()))?;
@@ -365,7 +365,7 @@ fn print_fork_json(report: &seed::replay::fork::ForkReport, kept: Option<&Path>)
     Ok(())
 }
 
-fn describe_side(record: &Option<seed::sim::MomentRecord>) -> (String, String) {
+fn describe_side(record: &Option<seed::engine::MomentRecord>) -> (String, String) {
     match record {
         None => ("(no moment)".into(), String::new()),
         Some(record) => {
@@ -465,7 +465,7 @@ pub fn replay_all(
     }
     let definitions = land_definitions(land_dir, fixture)?;
     let fixture = Fixture::load(&definitions.fixture)?;
-    let (substrate, _) = seed::sim::substrate_for(&fixture, &definitions.role_dirs)?;
+    let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
     let land = Land::open(land_dir)?;
     // An unreadable checkpoint is not fatal: every signature is checked instead.
     let (checkpoint, mut checkpoint_note) = match use_checkpoint.then(|| land.verified_checkpoint()) {

@@ -1,10 +1,10 @@
 //! `seed up`: the land running live, with the portal.
 
 use anyhow::{bail, Context, Result};
+use seed::engine::fixture::Fixture;
+use seed::engine::{Engine, EngineOptions};
 use seed::portal::live::LiveLand;
 use seed::portal::PortalLimits;
-use seed::sim::fixture::Fixture;
-use seed::sim::{SimOptions, Simulation};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -53,7 +53,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         (None, false) => PathBuf::from(DEFAULT_FIXTURE),
     };
     let fixture = Fixture::load(&fixture_path)?;
-    let options = SimOptions {
+    let options = EngineOptions {
         ticks: None,
         seed: 0,
         threads: arguments.threads.max(1),
@@ -61,15 +61,14 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         trace_file: None,
         progress: false,
         model,
-        live: true,
+        mode: seed::engine::Mode::Live,
     };
-    let mut simulation =
-        if planted { Simulation::reopen(&fixture, &options)? } else { Simulation::plant(&fixture, &options)? };
+    let mut engine = if planted { Engine::reopen(&fixture, &options)? } else { Engine::plant(&fixture, &options)? };
     if !planted {
         super::replay::record_definitions(land_dir, &fixture_path, 0, &[])?;
     }
-    let token = simulation.operator_token.take();
-    let live = LiveLand::new(simulation)?;
+    let token = engine.operator_token.take();
+    let live = LiveLand::new(engine)?;
     let rounds = live.start_rounds(arguments.round_ms);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

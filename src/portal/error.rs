@@ -168,8 +168,8 @@ impl PortalError {
     }
 }
 
-impl From<crate::sim::SimError> for PortalError {
-    fn from(error: crate::sim::SimError) -> PortalError {
+impl From<crate::engine::EngineError> for PortalError {
+    fn from(error: crate::engine::EngineError) -> PortalError {
         PortalError::internal(error.to_string())
     }
 }

@@ -1,4 +1,4 @@
-//! A running land: the simulation engine in live mode behind one lock (the
+//! A running land: the engine engine in live mode behind one lock (the
 //! land's only writer), a published snapshot of the world for readers, the
 //! round loop that wakes scripted and LLM beings, and the presence of
 //! inhabiting tabs.
@@ -7,10 +7,10 @@
 //! (or inhabited) being, decided by the same beats and verb layer as any
 //! other, sealed and durable before it returns.
 
+use crate::engine::{Engine, EngineError, PersonResult};
 use crate::fact::body::{OperatorTokenBody, KIND_OPERATOR_TOKEN};
 use crate::fact::{blake3_of, BeingId, Hash32};
 use crate::moment::{PersonChoice, Substrate};
-use crate::sim::{PersonResult, SimError, Simulation};
 use crate::store::Store;
 use crate::world::{Wake, World};
 use serde_json::Value as Json;
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// A live land shared by the portal's handlers.
 pub struct LiveLand {
-    simulation: Mutex<Option<Simulation>>,
+    engine: Mutex<Option<Engine>>,
     snapshot: RwLock<Arc<World>>,
     /// The latest moment traces, oldest first, published after each step
     /// beside the world so that readers never wait for the writer's lock
@@ -55,20 +55,20 @@ pub struct Refused {
 }
 
 impl LiveLand {
-    pub fn new(simulation: Simulation) -> Result<Arc<LiveLand>, SimError> {
-        let operator = simulation.land.operator();
-        let store = simulation.land.shared_store();
+    pub fn new(engine: Engine) -> Result<Arc<LiveLand>, EngineError> {
+        let operator = engine.land.operator();
+        let store = engine.land.shared_store();
         let token_hash = latest_token_hash(&*store, &operator)?;
         let (events, _) = tokio::sync::broadcast::channel(64);
         Ok(Arc::new(LiveLand {
-            snapshot: RwLock::new(Arc::new(simulation.world.clone())),
-            recent_traces: RwLock::new(Arc::new(simulation.recent_traces.iter().cloned().collect())),
-            substrate: simulation.substrate_shared(),
-            running: simulation.running.clone(),
-            epoch: simulation.epoch(),
-            clock: simulation.clock(),
-            fact_body_bytes_max: simulation.land.limits().fact_body_bytes_max,
-            simulation: Mutex::new(Some(simulation)),
+            snapshot: RwLock::new(Arc::new(engine.world.clone())),
+            recent_traces: RwLock::new(Arc::new(engine.recent_traces.iter().cloned().collect())),
+            substrate: engine.substrate_shared(),
+            running: engine.running.clone(),
+            epoch: engine.epoch(),
+            clock: engine.clock(),
+            fact_body_bytes_max: engine.land.limits().fact_body_bytes_max,
+            engine: Mutex::new(Some(engine)),
             store,
             operator,
             token_hash,
@@ -108,18 +108,18 @@ impl LiveLand {
         blake3_of(token.as_bytes()) == self.token_hash
     }
 
-    fn with_simulation<T>(&self, work: impl FnOnce(&mut Simulation) -> T) -> Option<T> {
-        let mut guard = self.simulation.lock().unwrap_or_else(|p| p.into_inner());
-        let simulation = guard.as_mut()?;
-        let cursor_before = simulation.world.cursor;
-        let moments_before = simulation.summary.moments;
-        let result = work(simulation);
-        if simulation.summary.moments != moments_before {
-            let traces = Arc::new(simulation.recent_traces.iter().cloned().collect());
+    fn with_engine<T>(&self, work: impl FnOnce(&mut Engine) -> T) -> Option<T> {
+        let mut guard = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        let engine = guard.as_mut()?;
+        let cursor_before = engine.world.cursor;
+        let moments_before = engine.summary.moments;
+        let result = work(engine);
+        if engine.summary.moments != moments_before {
+            let traces = Arc::new(engine.recent_traces.iter().cloned().collect());
             *self.recent_traces.write().unwrap_or_else(|p| p.into_inner()) = traces;
         }
-        if simulation.world.cursor != cursor_before {
-            let world = Arc::new(simulation.world.clone());
+        if engine.world.cursor != cursor_before {
+            let world = Arc::new(engine.world.clone());
             let cursor = world.cursor;
             *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = world;
             let _ = self.events.send(cursor);
@@ -128,8 +128,8 @@ impl LiveLand {
     }
 
     /// One round of the scheduler: signal, summon, tick and self-continue wakes.
-    pub fn round(&self) -> Result<(), SimError> {
-        self.with_simulation(|simulation| simulation.round()).unwrap_or(Ok(()))
+    pub fn round(&self) -> Result<(), EngineError> {
+        self.with_engine(|engine| engine.round()).unwrap_or(Ok(()))
     }
 
     /// Runs one moment of `being` with a person's choice. `Ok(Err(_))` is a
@@ -139,10 +139,10 @@ impl LiveLand {
         being: BeingId,
         wake: Wake,
         choice: &PersonChoice,
-    ) -> Result<Result<PersonResult, Refused>, SimError> {
+    ) -> Result<Result<PersonResult, Refused>, EngineError> {
         let result = self
-            .with_simulation(|simulation| simulation.act_as_person(being, wake, choice))
-            .ok_or_else(|| SimError::Internal("the land is stopping".into()))??;
+            .with_engine(|engine| engine.act_as_person(being, wake, choice))
+            .ok_or_else(|| EngineError::Internal("the land is stopping".into()))??;
         if result.sealed {
             Ok(Ok(result))
         } else {
@@ -223,18 +223,18 @@ impl LiveLand {
     }
 
     /// Stops the rounds and closes the land (its last writes are flushed).
-    pub fn stop(&self) -> Result<(), SimError> {
+    pub fn stop(&self) -> Result<(), EngineError> {
         self.stop_rounds();
-        let simulation = self.simulation.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match simulation {
-            Some(simulation) => simulation.finish().map(|_| ()),
+        let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match engine {
+            Some(engine) => engine.finish().map(|_| ()),
             None => Ok(()),
         }
     }
 }
 
 /// The token hash of the operator's latest `operator-token` fact.
-fn latest_token_hash(store: &dyn Store, operator: &BeingId) -> Result<Hash32, SimError> {
+fn latest_token_hash(store: &dyn Store, operator: &BeingId) -> Result<Hash32, EngineError> {
     let mut hash = None;
     for stored in store.reel(operator, 0, u64::MAX)? {
         if stored.fact.kind() == KIND_OPERATOR_TOKEN {
@@ -243,7 +243,7 @@ fn latest_token_hash(store: &dyn Store, operator: &BeingId) -> Result<Hash32, Si
             }
         }
     }
-    hash.ok_or_else(|| SimError::Internal("the operator's reel holds no operator-token fact".into()))
+    hash.ok_or_else(|| EngineError::Internal("the operator's reel holds no operator-token fact".into()))
 }
 
 #[cfg(test)]
@@ -254,8 +254,8 @@ mod tests {
     fn live_court() -> (tempfile::TempDir, Arc<LiveLand>) {
         let dir = tempfile::tempdir().expect("folder");
         let fixture_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
-        let fixture = crate::sim::fixture::Fixture::load(&fixture_path).expect("fixture");
-        let options = crate::sim::SimOptions {
+        let fixture = crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
+        let options = crate::engine::EngineOptions {
             ticks: None,
             seed: 0,
             threads: 1,
@@ -263,10 +263,10 @@ mod tests {
             trace_file: None,
             progress: false,
             model: None,
-            live: true,
+            mode: crate::engine::Mode::Live,
         };
-        let simulation = Simulation::plant(&fixture, &options).expect("plant");
-        (dir, LiveLand::new(simulation).expect("live"))
+        let engine = Engine::plant(&fixture, &options).expect("plant");
+        (dir, LiveLand::new(engine).expect("live"))
     }
 
     #[test]
@@ -279,7 +279,7 @@ mod tests {
         let writer = {
             let live = live.clone();
             std::thread::spawn(move || {
-                live.with_simulation(|_| {
+                live.with_engine(|_| {
                     holding_sender.send(()).expect("tell");
                     released.recv().expect("wait to be released");
                 })

@@ -14,11 +14,11 @@
 //! world fact before the fork's round. The diff pairs their moments by tick
 //! and being. The original land is only read.
 
+use crate::engine::fixture::Fixture;
+use crate::engine::{Engine, EngineError, EngineOptions, MomentRecord};
 use crate::fact::{BeingId, FactId, Hash32};
 use crate::moment::Substrate;
 use crate::roles::RoleFlow;
-use crate::sim::fixture::Fixture;
-use crate::sim::{MomentRecord, SimError, SimOptions, Simulation};
 use crate::store::{LandEntry, Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::Effect;
@@ -34,7 +34,7 @@ pub enum ForkError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Sim(#[from] SimError),
+    Sim(#[from] EngineError),
     #[error("@{name} has no fact at seq {seq} (its reel ends at seq {last})")]
     NoSuchFact { name: String, seq: u64, last: u64 },
     #[error("seq {seq} of @{name} is a {kind} fact, not a moment; its moments are at seqs {moments}")]
@@ -192,8 +192,8 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
             .map_err(|error| ForkError::Flow { reason: error.to_string() })?;
     }
 
-    let scratch = tempfile::tempdir().map_err(|error| SimError::Internal(format!("a scratch folder: {error}")))?;
-    let options = |land_dir: PathBuf| SimOptions {
+    let scratch = tempfile::tempdir().map_err(|error| EngineError::Internal(format!("a scratch folder: {error}")))?;
+    let options = |land_dir: PathBuf| EngineOptions {
         ticks: None,
         seed: request.seed,
         threads: request.threads.max(1),
@@ -201,10 +201,10 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
         trace_file: None,
         progress: false,
         model: None,
-        live: false,
+        mode: crate::engine::Mode::Simulation,
     };
-    let mut control = Simulation::plant(fixture, &options(scratch.path().join("control")))?;
-    let mut branch = Simulation::plant(fixture, &options(request.branch_dir.clone()))?;
+    let mut control = Engine::plant(fixture, &options(scratch.path().join("control")))?;
+    let mut branch = Engine::plant(fixture, &options(request.branch_dir.clone()))?;
     for _ in 1..fork_tick {
         control.round()?;
         branch.round()?;

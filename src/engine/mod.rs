@@ -1,6 +1,9 @@
-//! `seed sim`: a world run headless on a logical clock, deterministically.
+//! The engine: rounds of moments sealed in one land order, for a
+//! simulation (`seed sim`, a fixture run headless on a logical clock,
+//! deterministically) and for a live land (`seed up`, the portal's writer),
+//! told apart by [`Mode`].
 //!
-//! The run is a sequence of rounds, one per tick. In a round, every woken
+//! A run is a sequence of rounds, one per tick. In a round, every woken
 //! being's moment opens at the same cursor and runs in parallel (the beats
 //! are pure, so thread count cannot change a result); then the acts are
 //! sealed one by one in being-id order, each re-checked against the world as
@@ -28,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
-pub enum SimError {
+pub enum EngineError {
     #[error(transparent)]
     Fixture(#[from] FixtureError),
     #[error("role files of the fixture have errors:\n  {0}")]
@@ -43,7 +46,7 @@ pub enum SimError {
     Internal(String),
 }
 
-pub struct SimOptions {
+pub struct EngineOptions {
     pub ticks: Option<u64>,
     pub seed: u64,
     pub threads: usize,
@@ -54,9 +57,23 @@ pub struct SimOptions {
     /// The language model LLM beings call (`None`: their moments fail saying
     /// no connection is configured).
     pub model: Option<Arc<dyn LanguageModel>>,
-    /// A live land (`seed up`) rather than a simulation: operating-system
-    /// keys, the wall clock read once per step, no fixture events.
-    pub live: bool,
+    /// A simulation or a live land.
+    pub mode: Mode,
+}
+
+/// What an engine runs: the two differ only in where keys, time and
+/// signals come from; every moment is decided and sealed alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A fixture run headless (`seed sim`): keys derived from the run's
+    /// seed, a logical clock stepping `tick_ms` per round, the fixture's
+    /// scripted events.
+    Simulation,
+    /// A land people live in (`seed up`): operating-system keys, the wall
+    /// clock read once per step, signals published by people; the latest
+    /// moment traces are kept for the portal and refused moments are
+    /// logged at info.
+    Live,
 }
 
 /// How many moment traces a live land keeps in memory for the portal.
@@ -76,7 +93,7 @@ pub struct PersonResult {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SimSummary {
+pub struct RunSummary {
     pub fixture: String,
     pub ticks: u64,
     pub seed: u64,
@@ -101,7 +118,7 @@ pub struct SimSummary {
     pub llm_cost_micros: u64,
 }
 
-impl SimSummary {
+impl RunSummary {
     pub fn to_json(&self) -> Json {
         let moments_per_second =
             if self.elapsed_ms == 0 { 0.0 } else { self.moments as f64 * 1000.0 / self.elapsed_ms as f64 };
@@ -125,7 +142,7 @@ impl SimSummary {
 pub fn substrate_for(
     fixture: &Fixture,
     extra_role_dirs: &[PathBuf],
-) -> Result<(Substrate, Vec<(String, String)>), SimError> {
+) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
     let extensions = fixture.load_extensions();
     let mut role_dirs = extensions.role_dirs();
     role_dirs.extend(fixture.role_dirs());
@@ -133,7 +150,7 @@ pub fn substrate_for(
     let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
     if !report.errors.is_empty() {
         let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        return Err(SimError::Roles(list.join("\n  ")));
+        return Err(EngineError::Roles(list.join("\n  ")));
     }
     let mut substrate = Substrate::new(registry);
     extensions.register_ops(&mut substrate.ops);
@@ -143,19 +160,19 @@ pub fn substrate_for(
 }
 
 /// Folds the land log from `world.cursor` to the end into `world`.
-pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), SimError> {
+pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), EngineError> {
     let end = store.land_len()?;
     for entry in store.land_log(world.cursor, end)? {
         let stored = store
             .fact_at(&entry)?
-            .ok_or_else(|| SimError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
+            .ok_or_else(|| EngineError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
         world.apply(entry.land_seq, &stored.fact);
     }
     Ok(())
 }
 
 /// BLAKE3 over the canonical world state and every reel head.
-pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, SimError> {
+pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, EngineError> {
     let mut hasher = blake3::Hasher::new_derive_key("seed world hash v1");
     hasher.update(&world.canonical_state());
     for being in store.beings()? {
@@ -168,17 +185,17 @@ pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, SimError> 
     Ok(Hash32(*hasher.finalize().as_bytes()))
 }
 
-fn seal_world(land: &Land, effects: Vec<Effect>) -> Result<(), SimError> {
+fn seal_world(land: &Land, effects: Vec<Effect>) -> Result<(), EngineError> {
     if effects.is_empty() {
         return Ok(());
     }
     let body = canonical::to_canonical_bytes(&WorldBody { effects })
-        .map_err(|error| SimError::Internal(format!("world body: {error}")))?;
+        .map_err(|error| EngineError::Internal(format!("world body: {error}")))?;
     land.seal(&land.root(), KIND_WORLD, body)?;
     Ok(())
 }
 
-fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(), SimError> {
+fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(), EngineError> {
     let mut effects: Vec<Effect> = fixture
         .spaces
         .iter()
@@ -200,7 +217,7 @@ fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(),
     seal_world(land, effects)?;
     let mut pending = Vec::with_capacity(planned.len());
     for being in planned {
-        let Json::Array(flow) = &being.flow else { return Err(SimError::Internal("flow is not an array".into())) };
+        let Json::Array(flow) = &being.flow else { return Err(EngineError::Internal("flow is not an array".into())) };
         pending.push(land.submit_being(BeingSpec {
             name: being.name.clone(),
             parent: Some(land.operator()),
@@ -346,13 +363,13 @@ impl Sealing {
     /// world folded it at. Waits for all of them even after a failure, so
     /// that nothing is still on its way to the store when the caller reloads
     /// the writers from it; returns the first failure.
-    fn wait_all(&mut self) -> Result<(), SimError> {
+    fn wait_all(&mut self) -> Result<(), EngineError> {
         let mut first_failure = None;
         for (expected, seal) in std::mem::take(&mut self.pending) {
             let failure = match seal.wait() {
                 Ok(done) if done.land_seq == expected => continue,
                 Ok(done) => {
-                    SimError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
+                    EngineError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
                 }
                 Err(error) => error.into(),
             };
@@ -401,7 +418,7 @@ impl Sealing {
 }
 
 /// A planted world, ready to run round by round.
-pub struct Simulation {
+pub struct Engine {
     pub land: Land,
     pub world: World,
     substrate: Arc<Substrate>,
@@ -413,7 +430,7 @@ pub struct Simulation {
     workers: usize,
     model: Arc<dyn LanguageModel>,
     trace_out: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
-    pub summary: SimSummary,
+    pub summary: RunSummary,
     pub tick: u64,
     facts_before: u64,
     /// Acts sealed this round, for the after: hooks.
@@ -425,7 +442,7 @@ pub struct Simulation {
     epoch: std::time::Instant,
     /// Every moment's outcome, kept in memory when asked (what-if forks diff them).
     pub moment_log: Option<Vec<MomentRecord>>,
-    live: bool,
+    mode: Mode,
     /// The operator's login token, when this run planted the land (shown once).
     pub operator_token: Option<String>,
     /// The latest moment traces (live lands only), oldest first.
@@ -448,23 +465,22 @@ pub struct MomentRecord {
     pub content: Option<String>,
 }
 
-impl Simulation {
+impl Engine {
     /// Plants the fixture in `options.land_dir`.
-    pub fn plant(fixture: &Fixture, options: &SimOptions) -> Result<Simulation, SimError> {
+    pub fn plant(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
         let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
         let planned = fixture.plan(&substrate.roles)?;
         let mut seed_input = fixture.name.as_bytes().to_vec();
         seed_input.extend_from_slice(&options.seed.to_be_bytes());
         let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
-        let (clock, key_source) = if options.live {
-            (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os)
-        } else {
-            (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed))
+        let (clock, key_source) = match options.mode {
+            Mode::Live => (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os),
+            Mode::Simulation => (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed)),
         };
         let (land, report) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), key_source)?;
         plant(fixture, &planned, &land)?;
         let operator_token = report.operator_token;
-        let mut simulation = Simulation::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)?;
+        let mut simulation = Engine::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)?;
         simulation.operator_token = Some(operator_token);
         Ok(simulation)
     }
@@ -472,23 +488,23 @@ impl Simulation {
     /// Opens a live land planted before (`seed up` again): the world folded
     /// from its log, every being subscribed to the signals its flow reads.
     /// Summons still waiting in inboxes are delivered again.
-    pub fn reopen(fixture: &Fixture, options: &SimOptions) -> Result<Simulation, SimError> {
+    pub fn reopen(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
         let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
         let planned = fixture.plan(&substrate.roles)?;
         let clock = Arc::new(LogicalClock::starting_at(wall_now_ms()));
         let land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
-        Simulation::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)
+        Engine::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)
     }
 
     fn start(
         fixture: &Fixture,
-        options: &SimOptions,
+        options: &EngineOptions,
         land: Land,
         clock: Arc<LogicalClock>,
         substrate: Substrate,
         skipped_extensions: Vec<(String, String)>,
         planned: &[PlannedBeing],
-    ) -> Result<Simulation, SimError> {
+    ) -> Result<Engine, EngineError> {
         let mut world = World::new();
         fold_to_end(land.store(), &mut world)?;
         let mut scheduler = Scheduler::default();
@@ -504,25 +520,25 @@ impl Simulation {
             Some(path) => Some((
                 path.clone(),
                 std::io::BufWriter::new(
-                    std::fs::File::create(path).map_err(|source| SimError::Trace { path: path.clone(), source })?,
+                    std::fs::File::create(path).map_err(|source| EngineError::Trace { path: path.clone(), source })?,
                 ),
             )),
             None => None,
         };
-        let summary = SimSummary {
+        let summary = RunSummary {
             fixture: fixture.name.clone(),
             ticks: 0,
             seed: options.seed,
             threads: options.threads,
             beings: world.beings.len() as u64,
             skipped_extensions,
-            ..SimSummary::default()
+            ..RunSummary::default()
         };
         let facts_before = land.store().land_len()?;
         // Moments are CPU-bound, one per `--threads`; LLM moments mostly wait
         // on a model, so with a model there are as many as it takes calls at once.
         let workers = options.threads.max(1).max(options.model.as_ref().map_or(1, |model| model.concurrency()));
-        Ok(Simulation {
+        Ok(Engine {
             land,
             world,
             substrate: Arc::new(substrate),
@@ -545,10 +561,10 @@ impl Simulation {
                 .max_blocking_threads(workers)
                 .thread_name("seed-moment")
                 .build()
-                .map_err(|error| SimError::Internal(format!("cannot start the moment runtime: {error}")))?,
+                .map_err(|error| EngineError::Internal(format!("cannot start the moment runtime: {error}")))?,
             epoch: std::time::Instant::now(),
             moment_log: None,
-            live: options.live,
+            mode: options.mode,
             recent_traces: std::collections::VecDeque::new(),
             operator_token: None,
         })
@@ -561,7 +577,7 @@ impl Simulation {
 
     /// Seals `effects` as one world fact now, folds it, and re-subscribes
     /// the beings whose roleFlow it changed (a what-if fork's change).
-    pub fn seal_change(&mut self, effects: Vec<Effect>) -> Result<(), SimError> {
+    pub fn seal_change(&mut self, effects: Vec<Effect>) -> Result<(), EngineError> {
         let reflowed: Vec<String> = effects
             .iter()
             .filter_map(|effect| match effect {
@@ -599,10 +615,10 @@ impl Simulation {
     }
 
     /// One round: the tick's events, every wake's moment, the seals.
-    pub fn round(&mut self) -> Result<(), SimError> {
+    pub fn round(&mut self) -> Result<(), EngineError> {
         let mut sealing = Sealing::new(0, self.threads.max(1));
-        let result = self.round_sealing(&mut sealing);
-        self.settle(result, sealing)
+        let decided = self.round_sealing(&mut sealing);
+        self.seal_step(decided, sealing)
     }
 
     /// Ends a step. After a failure anywhere between deciding and sealing,
@@ -611,7 +627,7 @@ impl Simulation {
     /// store, then make the world exactly the fold of what was sealed and
     /// let every writer reload its head from the store, so the next moment
     /// is decided against the land as it is and every sealed act replays.
-    fn settle<T>(&mut self, result: Result<T, SimError>, mut sealing: Sealing) -> Result<T, SimError> {
+    fn settle<T>(&mut self, result: Result<T, EngineError>, mut sealing: Sealing) -> Result<T, EngineError> {
         let waited = sealing.wait_all();
         let result = result.and_then(|value| waited.map(|()| value));
         if result.is_err() {
@@ -624,17 +640,21 @@ impl Simulation {
         result
     }
 
-    fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), SimError> {
+    fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
         self.tick += 1;
         let tick = self.tick;
-        if self.live {
-            self.clock.advance_to(wall_now_ms());
-        } else {
-            self.clock.advance_ms(self.fixture.tick_ms);
-        }
+        let scripted_events = match self.mode {
+            Mode::Simulation => {
+                self.clock.advance_ms(self.fixture.tick_ms);
+                &self.fixture.events[..]
+            }
+            // A live land's signals are published by people, not by the fixture's script.
+            Mode::Live => {
+                self.clock.advance_to(wall_now_ms());
+                &[][..]
+            }
+        };
         let mut events = Vec::new();
-        // A live land's signals are published by people, not by the fixture's script.
-        let scripted_events = if self.live { &[][..] } else { &self.fixture.events[..] };
         for event in scripted_events.iter().filter(|event| event.tick == tick) {
             let value = |value: &Json| if value.is_null() { None } else { Some(value.clone()) };
             if let Some(signal) = &event.signal {
@@ -685,7 +705,7 @@ impl Simulation {
         for (next, (being, _)) in wakes.iter().enumerate() {
             while !waiting.contains_key(&next) {
                 let (index, result) =
-                    receiver.recv().map_err(|_| SimError::Internal("a moment task stopped early".into()))?;
+                    receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
                 waiting.insert(index, result);
             }
             let (outcome, trace) = waiting.remove(&next).expect("just checked");
@@ -694,14 +714,24 @@ impl Simulation {
                 sealing.flush(&self.land);
             }
         }
-        sealing.flush(&self.land);
-        sealing.wait_all()?;
-        // after: hooks see each act once it is durable, in sealing order.
+        self.summary.ticks = tick;
+        Ok(())
+    }
+
+    /// The sealing tail of every step, a round's or a person's: hand what
+    /// is prepared to the store (unless deciding failed: then nothing more
+    /// is handed over), wait until all of it is durable (or fold the world
+    /// back to what was sealed, see [`Engine::settle`]), then run the
+    /// `after:` hooks on each act, in sealing order.
+    fn seal_step<T>(&mut self, decided: Result<T, EngineError>, mut sealing: Sealing) -> Result<T, EngineError> {
+        if decided.is_ok() {
+            sealing.flush(&self.land);
+        }
+        let sealed = self.settle(decided, sealing)?;
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);
         }
-        self.summary.ticks = tick;
-        Ok(())
+        Ok(sealed)
     }
 
     /// Prepares an act's fact and, for a birth, the child's genesis after
@@ -745,7 +775,7 @@ impl Simulation {
         outcome: Outcome,
         mut trace: MomentTrace,
         sealing: &mut Sealing,
-    ) -> Result<(String, Option<Failure>), SimError> {
+    ) -> Result<(String, Option<Failure>), EngineError> {
         self.summary.moments += 1;
         if let Some(llm) = trace.llm.as_ref().filter(|llm| llm.request.is_some()) {
             self.summary.llm_calls += 1;
@@ -765,7 +795,7 @@ impl Simulation {
                     let body = match act.encoded.take() {
                         Some(body) => body,
                         None => {
-                            act.body.canonical().map_err(|error| SimError::Internal(format!("act body: {error}")))?
+                            act.body.canonical().map_err(|error| EngineError::Internal(format!("act body: {error}")))?
                         }
                     };
                     // What can stop this being's facts alone (its key missing,
@@ -802,7 +832,7 @@ impl Simulation {
                         sealing.flush(&self.land);
                         let sealed = self.land.rotate_key(&being)?;
                         if sealed.land_seq != sealing.next_land_seq {
-                            return Err(SimError::Internal(format!(
+                            return Err(EngineError::Internal(format!(
                                 "rotate-key sealed at {} not {}",
                                 sealed.land_seq, sealing.next_land_seq
                             )));
@@ -829,7 +859,7 @@ impl Simulation {
             trace.outcome = failure.to_string();
         }
         self.scheduler.saw(&self.world, being);
-        log_moment(&trace, self.live);
+        log_moment(&trace, self.mode);
         if let Some(log) = self.moment_log.as_mut() {
             log.push(MomentRecord {
                 tick,
@@ -845,9 +875,9 @@ impl Simulation {
         }
         if let Some((path, out)) = self.trace_out.as_mut() {
             let line = trace_json(tick, &trace);
-            writeln!(out, "{line}").map_err(|source| SimError::Trace { path: path.clone(), source })?;
+            writeln!(out, "{line}").map_err(|source| EngineError::Trace { path: path.clone(), source })?;
         }
-        if self.live {
+        if self.mode == Mode::Live {
             if self.recent_traces.len() >= LIVE_MOMENT_TRACES_KEPT {
                 self.recent_traces.pop_front();
             }
@@ -864,8 +894,8 @@ impl Simulation {
         being: BeingId,
         wake: Wake,
         choice: &moment::PersonChoice,
-    ) -> Result<PersonResult, SimError> {
-        if self.live {
+    ) -> Result<PersonResult, EngineError> {
+        if self.mode == Mode::Live {
             self.clock.advance_to(wall_now_ms());
         }
         let now_ms = self.clock.now_ms();
@@ -874,24 +904,19 @@ impl Simulation {
         self.running.finish(&being);
         let first_land_seq = self.land.store().land_len()?;
         let mut sealing = Sealing::new(first_land_seq, 1);
-        let result = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing).map(|ended| {
-            sealing.flush(&self.land);
-            (ended, !sealing.pending.is_empty())
-        });
-        let ((outcome, failure), sealed) = self.settle(result, sealing)?;
-        for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
-            self.substrate.hooks.after(&actor, &call, &self.world, seed);
-        }
+        let decided = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing);
+        let sealed = sealing.next_land_seq > first_land_seq;
+        let (outcome, failure) = self.seal_step(decided, sealing)?;
         Ok(PersonResult { outcome, failure, land_seq: sealed.then_some(first_land_seq), sealed })
     }
 
     /// Computes the world hash, flushes the trace and closes the land.
-    pub fn finish(mut self) -> Result<SimSummary, SimError> {
+    pub fn finish(mut self) -> Result<RunSummary, EngineError> {
         self.summary.facts_sealed = self.land.store().land_len()? - self.facts_before;
         self.summary.world_hash = world_hash(&self.world, self.land.store())?;
         self.summary.hook_incidents = self.substrate.hooks.incidents();
         if let Some((path, mut out)) = self.trace_out.take() {
-            out.flush().map_err(|source| SimError::Trace { path, source })?;
+            out.flush().map_err(|source| EngineError::Trace { path, source })?;
         }
         self.land.close()?;
         Ok(self.summary)
@@ -901,10 +926,10 @@ impl Simulation {
 /// One log line per moment, in a span naming the being, the wake and the
 /// cursor: at debug level, except a refused moment of a live land, which a
 /// person running it wants to see (info).
-fn log_moment(trace: &MomentTrace, live: bool) {
+fn log_moment(trace: &MomentTrace, mode: Mode) {
     let duration_us = trace.timings_us.get("total").copied().unwrap_or(0);
     let refused = trace.outcome.starts_with("failure");
-    if live && refused {
+    if mode == Mode::Live && refused {
         let span = tracing::info_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
         span.in_scope(|| tracing::info!(outcome = %trace.outcome, duration_us, "refused"));
     } else {
@@ -914,9 +939,9 @@ fn log_moment(trace: &MomentTrace, live: bool) {
     }
 }
 
-/// Plants the fixture in `options.land_dir` and runs it.
-pub fn run(fixture: &Fixture, options: &SimOptions) -> Result<SimSummary, SimError> {
-    let mut simulation = Simulation::plant(fixture, options)?;
+/// Plants the fixture in `options.land_dir` and runs it as a simulation.
+pub fn simulate(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
+    let mut simulation = Engine::plant(fixture, options)?;
     let ticks = options.ticks.unwrap_or(fixture.ticks);
     let progress = if options.progress { indicatif::ProgressBar::new(ticks) } else { indicatif::ProgressBar::hidden() };
     // The wall clock measures the run for the summary only; no fact sees it.
