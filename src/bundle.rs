@@ -14,8 +14,8 @@ use crate::check::{check_reel, BodyRules, Problem, SignatureMode};
 use crate::fact::body::GenesisBody;
 use crate::fact::{BeingId, Fact, FactId, Hash32};
 use crate::land::{Land, LandError};
+use crate::schemas::HigherSchemas;
 use crate::store::{RawRecord, StoreError};
-use crate::world::CoreSchemas;
 use ciborium::value::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -227,12 +227,13 @@ fn malformed(reason: &str) -> BundleError {
     BundleError::Malformed { reason: reason.to_string() }
 }
 
-/// Writes a being's whole reel to `path` after verifying it.
-pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleError> {
+/// Writes a being's whole reel to `path` after verifying it, its bodies held
+/// to `schemas` (the world layer's `CoreSchemas` for this build).
+pub fn export(land: &Land, being: &BeingId, path: &Path, schemas: &dyn HigherSchemas) -> Result<u64, BundleError> {
     let store = land.store();
     let records = store.raw_records(Some(being))?;
-    let schemas = CoreSchemas::new();
-    let report = check_reel(*being, &records, SignatureMode::Strict, schemas.rules(land.limits()));
+    let rules = BodyRules { body_bytes_max: land.limits().fact_body_bytes_max, schemas };
+    let report = check_reel(*being, &records, SignatureMode::Strict, rules);
     if let Some(first) = report.problems.first() {
         return Err(BundleError::LocalInvalid { being: *being, first: Box::new(first.clone()) });
     }
@@ -254,7 +255,10 @@ pub fn export(land: &Land, being: &BeingId, path: &Path) -> Result<u64, BundleEr
 /// same seq proves that the being's key signed both, and that evidence is
 /// kept (SPEC §3.3): the bundle's fact is stored as a fork proof, which
 /// freezes the reel, and nothing else is written.
-pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
+///
+/// Bodies are held to `schemas` (the world layer's `CoreSchemas` for this
+/// build) and to this land's body limit.
+pub fn import(land: &Land, path: &Path, schemas: &dyn HigherSchemas) -> Result<ImportReport, BundleError> {
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };
     let max = land.limits().bundle_bytes_max;
     let len = std::fs::metadata(path).map_err(io)?.len();
@@ -266,8 +270,8 @@ pub fn import(land: &Land, path: &Path) -> Result<ImportReport, BundleError> {
     let bundle = Bundle::decode(&bytes)?;
     // Held to every schema this build writes by and to this land's body
     // limit: a reel the land could not have written is not imported.
-    let schemas = CoreSchemas::new();
-    let facts = bundle.verify(schemas.rules(land.limits()))?;
+    let rules = BodyRules { body_bytes_max: land.limits().fact_body_bytes_max, schemas };
+    let facts = bundle.verify(rules)?;
     let genesis: GenesisBody = facts[0].body_as().map_err(|error| malformed(&error.to_string()))?;
     let store = land.store();
     let local = store.head(&bundle.being)?;

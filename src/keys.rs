@@ -9,7 +9,7 @@
 //! fact is sealed and promotes it after; `Land` finishes an interrupted
 //! rotation on open by comparing the staged key with the reel's current key.
 
-use crate::fact::{BeingId, PublicKeyBytes};
+use crate::fact::BeingId;
 use ed25519_dalek::SigningKey;
 use std::fs;
 use std::io::Write;
@@ -138,10 +138,6 @@ fn sync_dir(dir: &Path) -> Result<(), KeyError> {
     fs::File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|source| KeyError::Io { path: dir.to_path_buf(), source })
-}
-
-pub fn public_key_bytes(key: &SigningKey) -> PublicKeyBytes {
-    PublicKeyBytes(key.verifying_key().to_bytes())
 }
 
 /// Fills `out` from the operating system's random source (key seeds, nonces,

@@ -8,6 +8,7 @@ pub mod check;
 pub mod clock;
 pub mod engine;
 pub mod extensions;
+pub mod face;
 pub mod keys;
 pub mod land;
 pub mod llm;
@@ -22,6 +23,6 @@ pub mod view;
 pub mod world;
 
 // The format layer, at the paths the rest of the crate has always used.
-pub use seed_format::{canonical, fact, limits, names};
+pub use seed_format::{canonical, fact, limits, names, schemas};
 
 pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

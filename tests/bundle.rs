@@ -29,7 +29,7 @@ fn check_import_refused(land: &common::TestLand, file: &Path, needle: &str) {
     let store = land.land.store();
     let length = store.land_len().expect("len");
     let digest = store.derived_index_digest().expect("digest");
-    let error = match seed::bundle::import(&land.land, file) {
+    let error = match seed::bundle::import(&land.land, file, &seed::world::CoreSchemas::new()) {
         Ok(report) => panic!("import of {} should fail, imported {report:?}", file.display()),
         Err(error) => error.to_string(),
     };
@@ -48,21 +48,24 @@ fn a_reel_moves_between_lands_and_imports_only_what_is_new() {
     source.land.rotate_key(&worker).expect("rotate");
     note(&source.land, &worker, "after rotation");
     let file = source.dir.path().join("traveller.bundle");
-    assert_eq!(seed::bundle::export(&source.land, &worker, &file).expect("export"), 8);
+    assert_eq!(
+        seed::bundle::export(&source.land, &worker, &file, &seed::world::CoreSchemas::new()).expect("export"),
+        8
+    );
 
     let target = plant();
-    let report = seed::bundle::import(&target.land, &file).expect("import");
+    let report = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect("import");
     assert_eq!((report.imported, report.already_present, report.name.as_str()), (8, 0, "traveller"));
     let moved: Vec<_> = target.land.store().reel(&worker, 0, 8).expect("reel").into_iter().map(|s| s.fact).collect();
     let original: Vec<_> = source.land.store().reel(&worker, 0, 8).expect("reel").into_iter().map(|s| s.fact).collect();
     assert_eq!(moved, original, "byte-identical facts");
-    let again = seed::bundle::import(&target.land, &file).expect("re-import");
+    let again = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect("re-import");
     assert_eq!((again.imported, again.already_present), (0, 8));
 
     // The reel grows at the source; a new export brings only the new facts.
     note(&source.land, &worker, "later");
-    seed::bundle::export(&source.land, &worker, &file).expect("export");
-    let grown = seed::bundle::import(&target.land, &file).expect("import");
+    seed::bundle::export(&source.land, &worker, &file, &seed::world::CoreSchemas::new()).expect("export");
+    let grown = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect("import");
     assert_eq!((grown.imported, grown.already_present), (1, 8));
     assert_verifies(&target.land, "the target");
 }
@@ -76,7 +79,7 @@ fn exported_traveller() -> (common::TestLand, BeingId, std::path::PathBuf, Vec<u
         note(&source.land, &worker, &format!("step {index}"));
     }
     let file = source.dir.path().join("good.bundle");
-    seed::bundle::export(&source.land, &worker, &file).expect("export");
+    seed::bundle::export(&source.land, &worker, &file, &seed::world::CoreSchemas::new()).expect("export");
     let bytes = std::fs::read(&file).expect("read");
     (source, worker, file, bytes)
 }
@@ -101,7 +104,10 @@ fn damaged_forked_and_foreign_bundles_are_refused() {
         let mut flipped = good.clone();
         flipped[position] ^= 0x20;
         let path = write("flipped.bundle", &flipped);
-        assert!(seed::bundle::import(&target.land, &path).is_err(), "flip at {position} imported");
+        assert!(
+            seed::bundle::import(&target.land, &path, &seed::world::CoreSchemas::new()).is_err(),
+            "flip at {position} imported"
+        );
     }
     // Re-framed with a tampered fact and a recomputed digest: the signature catches it.
     let mut tampered = bundle.clone();
@@ -141,7 +147,7 @@ fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the
     let (source, worker, file, good) = exported_traveller();
     let bundle = Bundle::decode(&good).expect("decodes");
     let target = plant();
-    seed::bundle::import(&target.land, &file).expect("the good bundle imports");
+    seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect("the good bundle imports");
 
     // The same being's key signs another past from seq 2 on.
     let key = source.land.keys().load(&worker).expect("key");
@@ -160,7 +166,8 @@ fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the
     let store = target.land.store();
     let length = store.land_len().expect("len");
     let reel_before = store.reel(&worker, 0, u64::MAX).expect("reel");
-    let error = seed::bundle::import(&target.land, &rival_file).expect_err("a fork is refused");
+    let error = seed::bundle::import(&target.land, &rival_file, &seed::world::CoreSchemas::new())
+        .expect_err("a fork is refused");
     assert!(matches!(error, BundleError::Fork { seq: 2, .. }), "{error}");
     assert!(error.to_string().contains("kept as a fork proof"), "{error}");
     assert_eq!(store.land_len().expect("len"), length, "no fact of the bundle was imported");
@@ -183,11 +190,15 @@ fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the
 
     // Frozen: the reel takes nothing more, from the same bundle again or
     // from a later export of the honest history.
-    let again = seed::bundle::import(&target.land, &rival_file).expect_err("still refused");
+    let again =
+        seed::bundle::import(&target.land, &rival_file, &seed::world::CoreSchemas::new()).expect_err("still refused");
     assert!(matches!(again, BundleError::AlreadyForked { seq: 2, .. }), "{again}");
     note(&source.land, &worker, "later");
-    seed::bundle::export(&source.land, &worker, &file).expect("export");
-    assert!(seed::bundle::import(&target.land, &file).is_err(), "a forked reel is not extended");
+    seed::bundle::export(&source.land, &worker, &file, &seed::world::CoreSchemas::new()).expect("export");
+    assert!(
+        seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).is_err(),
+        "a forked reel is not extended"
+    );
     assert_eq!(store.land_len().expect("len"), length, "nothing was written");
     assert_eq!(store.fork_proofs(None).expect("proofs").len(), 1, "one proof, kept once");
 }
@@ -196,10 +207,11 @@ fn a_bundle_that_conflicts_with_the_land_is_kept_as_a_fork_proof_and_freezes_the
 fn a_bundle_for_a_name_already_taken_is_refused() {
     let source = plant();
     let file = source.dir.path().join("op.bundle");
-    seed::bundle::export(&source.land, &source.land.operator(), &file).expect("export");
+    seed::bundle::export(&source.land, &source.land.operator(), &file, &seed::world::CoreSchemas::new())
+        .expect("export");
     let target = plant();
     check_import_refused(&target, &file, "@operator is taken");
-    let error = seed::bundle::import(&target.land, &file).expect_err("refused");
+    let error = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect_err("refused");
     assert!(matches!(error, BundleError::NameTaken { .. }));
 }
 
@@ -470,7 +482,10 @@ fn import_refuses_each_forged_body_the_core_never_writes_and_stores_nothing() {
         let being = forgery.facts[0].header.being;
         // The problem names the being and the seq, as `seed verify` does.
         let at = format!("({}) seq {}: ", being.short(), forgery.seq);
-        let error = seed::bundle::import(&target.land, &file).map(|_| ()).expect_err(forgery.guards).to_string();
+        let error = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new())
+            .map(|_| ())
+            .expect_err(forgery.guards)
+            .to_string();
         for words in [forgery.named.as_str(), at.as_str()] {
             assert!(error.contains(words), "{}: expected {words:?} in {error:?}", forgery.guards);
         }
@@ -499,7 +514,7 @@ fn a_forged_reel_written_as_the_core_writes_imports_and_verifies() {
     let target = plant();
     let file = target.dir.path().join("honest.bundle");
     std::fs::write(&file, bundle_of(&facts).encode()).expect("write");
-    let report = seed::bundle::import(&target.land, &file).expect("imports");
+    let report = seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new()).expect("imports");
     assert_eq!((report.imported, report.name.as_str()), (4, "honest"));
     assert_verifies(&target.land, "the target");
 }
@@ -552,8 +567,9 @@ fn every_reel_the_demo_worlds_write_verifies_and_moves_to_another_land() {
                 continue;
             }
             let file = dir.path().join(format!("{name}.bundle"));
-            seed::bundle::export(&source, &being, &file).expect("export");
-            seed::bundle::import(&target.land, &file).unwrap_or_else(|error| panic!("{fixture} @{name}: {error}"));
+            seed::bundle::export(&source, &being, &file, &seed::world::CoreSchemas::new()).expect("export");
+            seed::bundle::import(&target.land, &file, &seed::world::CoreSchemas::new())
+                .unwrap_or_else(|error| panic!("{fixture} @{name}: {error}"));
             let reel = |land: &seed::land::Land| {
                 let stored = land.store().reel(&being, 0, u64::MAX).expect("reel");
                 stored.into_iter().map(|stored| stored.fact).collect::<Vec<_>>()

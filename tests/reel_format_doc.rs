@@ -10,7 +10,6 @@ use ed25519_dalek::SigningKey;
 use seed::canonical::to_canonical_bytes;
 use seed::fact::body::{Cognition, GenesisBody, KIND_GENESIS};
 use seed::fact::{BeingId, Fact, FactId};
-use seed::keys::public_key_bytes;
 
 const DOC: &str = include_str!("../docs/reel-format.md");
 const EXAMPLE_KEY_SEED: [u8; 32] = [7; 32];
@@ -26,7 +25,7 @@ fn example() -> (Fact, Vec<u8>, SigningKey) {
         name: "example".into(),
         parent: None,
         cognition: Cognition::Scripted,
-        public_key: public_key_bytes(&key),
+        public_key: seed::fact::PublicKeyBytes::of(&key),
         role_flow: Vec::new(),
         default_role: "worker".into(),
         home_space: "/".into(),

@@ -8,7 +8,7 @@ use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::body::{NoteBody, KIND_NOTE};
 use seed::fact::body::{RotateKeyBody, KIND_ROTATE_KEY};
 use seed::fact::{Fact, FactId};
-use seed::keys::{public_key_bytes, KeyRing};
+use seed::keys::KeyRing;
 use seed::land::Land;
 use seed::land::LandError;
 use seed::store::StoreError;
@@ -225,7 +225,7 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     // between the two) is finished when the land next opens.
     let new_key = KeyRing::generate().expect("key");
     ring.stage_next(&worker, &new_key).expect("stage");
-    let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
+    let body = RotateKeyBody { new_public_key: seed::fact::PublicKeyBytes::of(&new_key) };
     land.seal_body(&worker, KIND_ROTATE_KEY, &body).expect("rotate-key fact");
     land.close().expect("close");
     let land = Land::open(&path).expect("reopen");

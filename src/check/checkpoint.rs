@@ -54,7 +54,7 @@ pub struct VerifiedCheckpoint {
 impl VerifiedCheckpoint {
     /// Signs a checkpoint over `facts` verified facts whose digest is `digest`.
     pub fn seal(facts: u64, digest: Hash32, signer: BeingId, key: &SigningKey) -> VerifiedCheckpoint {
-        let public_key = crate::keys::public_key_bytes(key);
+        let public_key = PublicKeyBytes::of(key);
         let signature = key.sign(&signed_bytes(facts, &digest, &signer, &public_key)).to_bytes();
         VerifiedCheckpoint { facts, digest, signer, public_key, signature }
     }

@@ -341,13 +341,14 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Export { being, output } => {
             let land = open(&dir)?;
             let id = land.resolve(&being)?;
-            let facts = bundle::export(&land, &id, &output)?;
+            let facts = bundle::export(&land, &id, &output, &seed::world::CoreSchemas::new())?;
             println!("exported {being} ({facts} facts) to {}", output.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Import { file } => {
             let land = open(&dir)?;
-            let report = bundle::import(&land, &file).with_context(|| format!("importing {}", file.display()))?;
+            let report = bundle::import(&land, &file, &seed::world::CoreSchemas::new())
+                .with_context(|| format!("importing {}", file.display()))?;
             println!(
                 "imported @{} ({}): {} new fact(s), {} already present",
                 report.name,

@@ -15,9 +15,11 @@ pub mod fixture;
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
+use crate::keys::KeyError;
 use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
+use crate::moment::refusal::BeingFault;
 use crate::moment::{self, Beat, Failure, MomentTrace, Outcome, Refusal, Substrate};
 use crate::roles::definition::RoleRegistry;
 use crate::store::Store;
@@ -804,7 +806,7 @@ impl Engine {
                     // is folded; the other beings of the round go on.
                     let prepared = match self.prepare_act_and_birth(being, body, act.birth.as_ref()) {
                         Ok(prepared) => prepared,
-                        Err(error) => match error.being_fault() {
+                        Err(error) => match being_fault(&error) {
                             Some(fault) => {
                                 let refusal = Refusal::Seal { fault, message: error.to_string() };
                                 failed = Some(Failure { beat: Beat::Seal, refusal });
@@ -953,6 +955,37 @@ pub fn simulate(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary
     progress.finish_and_clear();
     simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     simulation.finish()
+}
+
+/// Which of one being's own faults `error` is, if it stops only that
+/// being's facts (its key, its body, its ended reel) rather than the land:
+/// a round fails that being's moment and goes on with the others.
+fn being_fault(error: &LandError) -> Option<BeingFault> {
+    match error {
+        LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => {
+            Some(BeingFault::Key)
+        }
+        LandError::BodyTooLarge { .. } => Some(BeingFault::BodyTooLarge),
+        LandError::Ended { .. } => Some(BeingFault::Ended),
+        LandError::BadName { .. } => Some(BeingFault::Name),
+        LandError::Key(KeyError::Io { .. } | KeyError::Random { .. })
+        | LandError::NoLand { .. }
+        | LandError::NotALand { .. }
+        | LandError::AlreadyPlanted { .. }
+        | LandError::NotEmpty { .. }
+        | LandError::Meta { .. }
+        | LandError::Locked { .. }
+        | LandError::StoreOpen { .. }
+        | LandError::StoreMissingFacts { .. }
+        | LandError::UnknownName { .. }
+        | LandError::UnknownBeing { .. }
+        | LandError::AmbiguousName { .. }
+        | LandError::BadReference { .. }
+        | LandError::Io { .. }
+        | LandError::Store(_)
+        | LandError::Fact(_)
+        | LandError::Checkpoint { .. } => None,
+    }
 }
 
 /// The wall clock, read where a live land steps (never inside a moment).

@@ -20,8 +20,8 @@ use crate::canonical;
 use crate::check::checkpoint::{VerifiedCheckpoint, CHECKPOINT_FILE};
 use crate::clock::{Clock, WallClock};
 use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
-use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, UnsignedFact};
-use crate::keys::{public_key_bytes, random_bytes, KeyError, KeyRing};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, PublicKeyBytes, UnsignedFact};
+use crate::keys::{random_bytes, KeyError, KeyRing};
 use crate::limits::Limits;
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
@@ -87,52 +87,6 @@ pub struct LandMeta {
     pub format: u64,
     pub root: String,
     pub operator: String,
-}
-
-/// Which of one being's own faults stopped its facts from sealing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BeingFault {
-    /// Its key is missing, unreadable or not the reel's.
-    Key,
-    /// A body over the land's `fact_body_bytes_max`.
-    BodyTooLarge,
-    /// Its reel has ended.
-    Ended,
-    /// A name the land refuses.
-    Name,
-}
-
-impl LandError {
-    /// Which of one being's own faults this is, if the error stops only
-    /// that being's facts (its key, its body, its ended reel) rather than the
-    /// land: a live round fails that being's moment and goes on with the others.
-    pub fn being_fault(&self) -> Option<BeingFault> {
-        match self {
-            LandError::Key(KeyError::Missing { .. } | KeyError::Permissions { .. } | KeyError::Corrupt { .. }) => {
-                Some(BeingFault::Key)
-            }
-            LandError::BodyTooLarge { .. } => Some(BeingFault::BodyTooLarge),
-            LandError::Ended { .. } => Some(BeingFault::Ended),
-            LandError::BadName { .. } => Some(BeingFault::Name),
-            LandError::Key(KeyError::Io { .. } | KeyError::Random { .. })
-            | LandError::NoLand { .. }
-            | LandError::NotALand { .. }
-            | LandError::AlreadyPlanted { .. }
-            | LandError::NotEmpty { .. }
-            | LandError::Meta { .. }
-            | LandError::Locked { .. }
-            | LandError::StoreOpen { .. }
-            | LandError::StoreMissingFacts { .. }
-            | LandError::UnknownName { .. }
-            | LandError::UnknownBeing { .. }
-            | LandError::AmbiguousName { .. }
-            | LandError::BadReference { .. }
-            | LandError::Io { .. }
-            | LandError::Store(_)
-            | LandError::Fact(_)
-            | LandError::Checkpoint { .. } => None,
-        }
-    }
 }
 
 /// What a caller gets back once a fact is durable.
@@ -442,7 +396,7 @@ impl Land {
             name: spec.name,
             parent: spec.parent,
             cognition: spec.cognition,
-            public_key: public_key_bytes(&key),
+            public_key: PublicKeyBytes::of(&key),
             role_flow: spec.role_flow,
             default_role: spec.default_role,
             home_space: spec.home_space,
@@ -526,14 +480,14 @@ impl Land {
     /// interrupted rotation if the staged key is the one the reel now expects.
     fn current_key(&self, being: &BeingId, expected: &crate::fact::PublicKeyBytes) -> Result<SigningKey, LandError> {
         if let Some(staged) = self.keys.staged_next(being)? {
-            if public_key_bytes(&staged) == *expected {
+            if PublicKeyBytes::of(&staged) == *expected {
                 self.keys.promote_next(being)?;
                 return Ok(staged);
             }
             self.keys.discard_next(being)?;
         }
         let key = self.keys.load(being)?;
-        if public_key_bytes(&key) != *expected {
+        if PublicKeyBytes::of(&key) != *expected {
             return Err(KeyError::Corrupt {
                 path: self.keys.dir().join(format!("{}.key", being.to_hex())),
                 reason: "it does not match the key the reel expects".into(),
@@ -603,7 +557,7 @@ impl Land {
             }
         };
         self.keys.stage_next(being, &new_key)?;
-        let body = RotateKeyBody { new_public_key: public_key_bytes(&new_key) };
+        let body = RotateKeyBody { new_public_key: PublicKeyBytes::of(&new_key) };
         let sealed = match self.seal_body(being, KIND_ROTATE_KEY, &body) {
             Ok(sealed) => sealed,
             Err(error) => {

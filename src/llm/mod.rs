@@ -13,8 +13,8 @@ pub mod client;
 pub mod connections;
 pub mod fake;
 
+use crate::face::Face;
 use crate::fact::{blake3_of, Hash32};
-use crate::moment::Face;
 pub use crate::world::body::{LlmParams, LlmRecord, Prices};
 use crate::world::VerbCall;
 use serde_json::{json, Value as Json};

@@ -17,13 +17,13 @@
 //!
 //! Sealing the act (signing, appending) is the caller's I/O, not a beat here.
 
-pub mod face;
 pub mod hooks;
 pub mod ops;
 pub mod refusal;
 pub mod see;
 
 use crate::canonical;
+pub use crate::face::Face;
 use crate::fact::body::Cognition;
 use crate::fact::{blake3_of, BeingId, CanonicalBody, Hash32};
 use crate::llm::{self, LanguageModel, LlmRecord, LlmTrace};
@@ -35,7 +35,6 @@ use crate::script::ScriptEngine;
 use crate::world::address::{space_name, Address};
 use crate::world::body::Digests;
 use crate::world::{ActBody, BeingRow, Effect, RoleUse, VerbCall, Wake, World};
-pub use face::Face;
 use ops::{OpCall, OpRegistry};
 pub use refusal::{CallError, LlmFailure, OpError, Refusal, SeeError};
 use see::SeeResolvers;

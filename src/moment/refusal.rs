@@ -8,11 +8,24 @@
 
 use crate::canonical::CanonicalError;
 use crate::fact::FactError;
-use crate::land::BeingFault;
 use crate::llm::{NoAnswer, PromptError, ResponseError};
 use crate::roles::flow::FlowError;
 use crate::script::ScriptError;
 use crate::world::address::AddressError;
+
+/// Which of one being's own faults stopped its facts from sealing (the
+/// engine reads it off the land's error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeingFault {
+    /// Its key is missing, unreadable or not the reel's.
+    Key,
+    /// A body over the land's `fact_body_bytes_max`.
+    BodyTooLarge,
+    /// Its reel has ended.
+    Ended,
+    /// A name the land refuses.
+    Name,
+}
 
 /// Why a moment did not act. Variants group as the portal reads them:
 /// permission (the composed role or lineage does not allow it), limits,

@@ -8,7 +8,7 @@ use super::error::PortalError;
 use super::live::{LiveLand, Refused};
 use super::{views, Portal};
 use crate::fact::{FactError, FactId};
-use crate::land::BeingFault;
+use crate::moment::refusal::BeingFault;
 use crate::moment::{self, Beat, OpError, PersonChoice, Refusal};
 use crate::world::{VerbCall, Wake};
 use axum::http::{StatusCode, Uri};

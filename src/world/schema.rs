@@ -1,5 +1,5 @@
 //! The schemas of the bodies the layers above the foundation write, as
-//! verification holds stored facts to them ([`crate::check::HigherSchemas`]):
+//! verification holds stored facts to them ([`crate::schemas::HigherSchemas`]):
 //! `seed verify`, `seed import` and replay pass [`CoreSchemas`] to the
 //! checker, which knows only the foundation's kinds itself.
 //!
@@ -21,11 +21,11 @@ use super::address::parse_space;
 use super::body::{KIND_ACT, KIND_WORLD};
 use super::{ActBody, WorldBody};
 use crate::canonical;
-use crate::check::{BodyProblem, BodyRules, HigherSchemas};
 use crate::fact::body::{read_known_body, GenesisBody, GenesisBodyFlowSkipped, KIND_GENESIS};
 use crate::limits::Limits;
 use crate::names::kebab_name_problem;
 use crate::roles::RoleFlow;
+use crate::schemas::{BodyProblem, BodyRules, HigherSchemas};
 use ciborium::value::Value as Cbor;
 use serde_json::Value as Json;
 use std::borrow::Cow;

@@ -12,3 +12,4 @@ pub mod canonical;
 pub mod fact;
 pub mod limits;
 pub mod names;
+pub mod schemas;

@@ -133,6 +133,13 @@ hash32_type!(
     PublicKeyBytes
 );
 
+impl PublicKeyBytes {
+    /// The public half of a signing key, as a genesis or a rotation records it.
+    pub fn of(key: &ed25519_dalek::SigningKey) -> PublicKeyBytes {
+        PublicKeyBytes(key.verifying_key().to_bytes())
+    }
+}
+
 pub fn blake3_of(bytes: &[u8]) -> Hash32 {
     Hash32(*blake3::hash(bytes).as_bytes())
 }

@@ -6,6 +6,10 @@
 //! `canonical::encode_json` writes for [`Face::value`]), a script is handed
 //! only the entries it reads ([`InputEntries`]), and the whole JSON is built
 //! only where it is shown or sent to a model.
+//!
+//! It is a module of its own, beside `moment` rather than inside it, so that
+//! `moment` (which builds a face) and `llm` (which renders one into a
+//! prompt) both depend on it and not on each other.
 
 use crate::canonical::{self, CanonicalError};
 use crate::fact::{blake3_of, Hash32};
