@@ -7,9 +7,9 @@
 use crate::common;
 
 use seed::engine::{self, fixture::Fixture, EngineOptions, RunSummary};
-use seed::llm::client::LlmClient;
-use seed::llm::connections::Connections;
-use seed::llm::fake::{FakeEndpoint, Reply};
+use seed::llm_http::client::LlmClient;
+use seed::llm_http::connections::Connections;
+use seed::llm_http::fake::{FakeEndpoint, Reply};
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

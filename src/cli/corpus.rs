@@ -1,5 +1,5 @@
 //! `seed corpus capture` and `seed corpus check`: the replay corpus in
-//! `replay/` (see src/replay/corpus.rs for the capture format).
+//! `replay/` (see crates/seed-engine/src/replay/corpus.rs for the capture format).
 
 use anyhow::{bail, Context, Result};
 use seed::engine::fixture::Fixture;

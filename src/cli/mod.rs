@@ -655,8 +655,8 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
     }
     let model: Option<std::sync::Arc<dyn seed::llm::LanguageModel>> = match &llm {
         Some(path) => {
-            let connections = seed::llm::connections::Connections::load(path)?;
-            Some(std::sync::Arc::new(seed::llm::client::LlmClient::new(connections)?))
+            let connections = seed::llm_http::connections::Connections::load(path)?;
+            Some(std::sync::Arc::new(seed::llm_http::client::LlmClient::new(connections)?))
         }
         None => None,
     };

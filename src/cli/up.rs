@@ -40,8 +40,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         arguments.addr.parse().with_context(|| format!("--addr {:?} is not HOST:PORT", arguments.addr))?;
     let model: Option<Arc<dyn seed::llm::LanguageModel>> = match &arguments.llm {
         Some(path) => {
-            let connections = seed::llm::connections::Connections::load(path)?;
-            Some(Arc::new(seed::llm::client::LlmClient::new(connections)?))
+            let connections = seed::llm_http::connections::Connections::load(path)?;
+            Some(Arc::new(seed::llm_http::client::LlmClient::new(connections)?))
         }
         None => None,
     };

@@ -253,7 +253,8 @@ mod tests {
 
     fn live_court() -> (tempfile::TempDir, Arc<LiveLand>) {
         let dir = tempfile::tempdir().expect("folder");
-        let fixture_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+        let fixture_path =
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/court.toml");
         let fixture = crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
         let options = crate::engine::EngineOptions {
             ticks: None,

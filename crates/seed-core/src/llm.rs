@@ -4,14 +4,11 @@
 //! a prompt budget), the tools derived from the composed can* lists, the
 //! request body and its digest, reading a response into a verb call, a see or
 //! a failure, and the record an act keeps of its call. The I/O sits behind the
-//! [`LanguageModel`] trait: [`client`] calls real endpoints (connections,
-//! retries, failover, a concurrency cap), replay answers from the act's record,
-//! and [`fake`] is an in-process endpoint for tests and benchmarks.
+//! [`LanguageModel`] trait: the portal crate's `llm_http::client` calls real
+//! endpoints (connections, retries, failover, a concurrency cap), replay
+//! answers from the act's record ([`Recorded`]), and `llm_http::fake` is an
+//! in-process endpoint for tests and benchmarks. This crate does no I/O.
 //! Documented in docs/llm.md.
-
-pub mod client;
-pub mod connections;
-pub mod fake;
 
 use crate::face::Face;
 use crate::fact::{blake3_of, Hash32};

@@ -4,7 +4,7 @@
 //! file); the key itself is never written to this file's parse results'
 //! `Debug`, to facts, to traces or to logs. Documented in docs/llm.md.
 
-use super::{LlmParams, Prices};
+use crate::llm::{LlmParams, Prices};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -211,7 +211,7 @@ impl Connections {
                 (None, None) => None,
             };
             if !matches!(given.tool_choice.as_str(), "auto" | "required")
-                && !super::VERBS.contains(&given.tool_choice.as_str())
+                && !crate::llm::VERBS.contains(&given.tool_choice.as_str())
             {
                 return Err(field_error(
                     &at("tool_choice"),

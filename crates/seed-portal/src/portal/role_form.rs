@@ -197,7 +197,8 @@ mod tests {
     }
 
     fn shipped_roles() -> Vec<std::sync::Arc<Role>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        // The repository root: the shipped roles sit beside the crates.
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let mut folders = vec![root.join("roles"), root.join("fixtures/roles")];
         for extension in std::fs::read_dir(root.join("extensions")).expect("extensions") {
             folders.push(extension.expect("entry").path().join("roles"));

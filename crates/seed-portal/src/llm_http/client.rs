@@ -6,7 +6,7 @@
 //! waits for it.
 
 use super::connections::{Connection, Connections};
-use super::{Answer, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
+use crate::llm::{Answer, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -98,7 +98,7 @@ pub fn backoff_ms(connection: &Connection, retry: u32, seed: u64) -> u64 {
 }
 
 impl Inner {
-    async fn answer(&self, first: &str, prompt: &super::Prompt, seed: u64) -> Result<Answer, NoAnswer> {
+    async fn answer(&self, first: &str, prompt: &crate::llm::Prompt, seed: u64) -> Result<Answer, NoAnswer> {
         let started = Instant::now();
         let mut attempts = 0u32;
         let mut reasons: Vec<String> = Vec::new();

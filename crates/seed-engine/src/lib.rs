@@ -1,0 +1,14 @@
+//! seed's engine: the core's moments run against a store.
+//!
+//! `engine` runs rounds of moments and seals them in one land order, for a
+//! simulation or a live land (`engine::Mode`); `replay` re-runs a reel's
+//! moments from their stored inputs and compares byte for byte. It knows no
+//! HTTP: the portal drives a live engine from above. The layers below are
+//! re-exported at their familiar paths (`crate::world`, `crate::land`, …).
+
+pub mod engine;
+pub mod replay;
+
+pub use seed_core::{extensions, face, llm, moment, roles, script, world};
+pub use seed_format::{canonical, fact, limits, names, schemas};
+pub use seed_store::{bundle, check, clock, keys, land, parallel, store, view};

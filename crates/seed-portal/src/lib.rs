@@ -1,0 +1,14 @@
+//! seed's edge: HTTP in and out.
+//!
+//! `portal` serves a live land to people (axum, sessions, pages, the API, the
+//! event streams); `llm_http` calls language models over HTTP and runs an
+//! in-process fake endpoint for tests. Nothing below this crate speaks HTTP.
+//! The layers below are re-exported at their familiar paths.
+
+pub mod llm_http;
+pub mod portal;
+
+pub use seed_core::{extensions, face, llm, moment, roles, script, world};
+pub use seed_engine::{engine, replay};
+pub use seed_format::{canonical, fact, limits, names, schemas};
+pub use seed_store::{bundle, check, clock, keys, land, parallel, store, view};
