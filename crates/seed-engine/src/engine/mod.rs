@@ -9,14 +9,27 @@
 //! sealed one by one in being-id order, each re-checked against the world as
 //! the earlier acts of the round left it. Same fixture, seed and build: the
 //! same facts, byte for byte, and the same world hash, for any thread count.
+//!
+//! This file holds the engine and its steps (a round, a person's moment, the
+//! one sealing tail both end in); `scheduler.rs` says who wakes, `sealing.rs`
+//! carries a step's facts to the store, `report.rs` is what a run reports,
+//! `fixture.rs` reads demo worlds.
 
 pub mod fixture;
+mod report;
+mod scheduler;
+mod sealing;
+
+use report::{log_moment, trace_json};
+pub use report::{MomentRecord, PersonResult, RunSummary};
+use scheduler::Scheduler;
+use sealing::Sealing;
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
-use crate::fact::{BeingId, CanonicalBody, FactId, Hash32};
+use crate::fact::{BeingId, CanonicalBody, Hash32};
 use crate::keys::KeyError;
-use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, SignedFact};
+use crate::land::{BeingSpec, KeySource, Land, LandError, Prepared};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
 use crate::moment::refusal::BeingFault;
@@ -27,7 +40,7 @@ use crate::world::body::{KIND_ACT, KIND_WORLD};
 use crate::world::{json_to_cbor, Effect, Wake, World, WorldBody};
 use fixture::{Fixture, FixtureError, PlannedBeing};
 use serde_json::{json, Value as Json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,63 +93,6 @@ pub enum Mode {
 
 /// How many moment traces a live land keeps in memory for the portal.
 pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
-
-/// What became of a moment a person drove.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PersonResult {
-    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
-    pub outcome: String,
-    /// Why it did not seal, when it failed.
-    pub failure: Option<Failure>,
-    /// The land seq the act sealed at.
-    pub land_seq: Option<u64>,
-    /// Whether it sealed.
-    pub sealed: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunSummary {
-    pub fixture: String,
-    pub ticks: u64,
-    pub seed: u64,
-    pub threads: usize,
-    pub beings: u64,
-    pub moments: u64,
-    pub acts: BTreeMap<String, u64>,
-    pub sees: u64,
-    pub failures: u64,
-    pub failure_reasons: BTreeMap<String, u64>,
-    pub facts_sealed: u64,
-    pub elapsed_ms: u64,
-    pub world_hash: Hash32,
-    /// Extensions skipped at load, with the reason.
-    pub skipped_extensions: Vec<(String, String)>,
-    /// Hook handlers that failed, and breakers that opened.
-    pub hook_incidents: Vec<crate::moment::hooks::HookIncident>,
-    /// Model calls answered, and what they used (sees and refusals included).
-    pub llm_calls: u64,
-    pub llm_prompt_tokens: u64,
-    pub llm_completion_tokens: u64,
-    pub llm_cost_micros: u64,
-}
-
-impl RunSummary {
-    pub fn to_json(&self) -> Json {
-        let moments_per_second =
-            if self.elapsed_ms == 0 { 0.0 } else { self.moments as f64 * 1000.0 / self.elapsed_ms as f64 };
-        json!({
-            "fixture": self.fixture, "ticks": self.ticks, "seed": self.seed, "threads": self.threads,
-            "beings": self.beings, "moments": self.moments, "acts": self.acts, "sees": self.sees,
-            "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
-            "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
-            "worldHash": self.world_hash.to_hex(),
-            "llm": { "calls": self.llm_calls, "promptTokens": self.llm_prompt_tokens,
-                     "completionTokens": self.llm_completion_tokens, "costMicros": self.llm_cost_micros },
-            "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
-            "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
-        })
-    }
-}
 
 /// What moments of `fixture`'s world consult: its roles (the extensions',
 /// then the fixture's, then `extra_role_dirs`, later ones overriding), DO
@@ -252,173 +208,6 @@ fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(),
     seal_world(land, qualities)
 }
 
-/// What the scheduler remembers between rounds (derived, not truth).
-#[derive(Default)]
-struct Scheduler {
-    delivered: BTreeSet<FactId>,
-    continuing: BTreeSet<BeingId>,
-    seen_signals: BTreeMap<BeingId, BTreeMap<String, Option<Json>>>,
-    subscriptions: BTreeMap<BeingId, Vec<String>>,
-    wake_every: BTreeMap<BeingId, u64>,
-}
-
-impl Scheduler {
-    /// Subscribes a being to the signals its flow reads.
-    fn subscribe(&mut self, world: &World, being: BeingId, flow: &Json) {
-        let keys: Vec<String> = crate::roles::RoleFlow::from_json(flow)
-            .map(|flow| {
-                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
-            })
-            .unwrap_or_default();
-        self.seen_signals.insert(being, Scheduler::signals_now(world, &keys));
-        self.subscriptions.insert(being, keys);
-    }
-
-    /// Records the signal values a being has now seen.
-    fn saw(&mut self, world: &World, being: BeingId) {
-        if let Some(keys) = self.subscriptions.get(&being) {
-            let now = Scheduler::signals_now(world, keys);
-            self.seen_signals.insert(being, now);
-        }
-    }
-
-    fn signals_now(world: &World, keys: &[String]) -> BTreeMap<String, Option<Json>> {
-        keys.iter().map(|key| (key.clone(), world.signals.get(key).cloned())).collect()
-    }
-
-    /// Which wake (if any) each scheduled being gets this round, in id order.
-    fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
-        let mut wakes = Vec::new();
-        for (id, row) in &world.beings {
-            // Scripted and LLM beings have moments here; a human's wakes wait
-            // for a person (the portal), and the reality root has none.
-            use crate::fact::body::Cognition;
-            if row.ended || !matches!(row.effective_cognition(), Cognition::Scripted | Cognition::Llm) {
-                continue;
-            }
-            if let Some(summon) =
-                world.inbox.get(id).and_then(|inbox| inbox.values().find(|s| !self.delivered.contains(&s.fact)))
-            {
-                self.delivered.insert(summon.fact);
-                wakes.push((*id, Wake::Summon { fact: summon.fact, from: summon.from }));
-                continue;
-            }
-            if self.continuing.remove(id) {
-                wakes.push((*id, Wake::SelfContinue));
-                continue;
-            }
-            if let Some(keys) = self.subscriptions.get(id) {
-                let now = Scheduler::signals_now(world, keys);
-                let seen = self.seen_signals.get(id);
-                if let Some(changed) = keys.iter().find(|key| seen.and_then(|seen| seen.get(*key)) != now.get(*key)) {
-                    wakes.push((*id, Wake::Signal { key: changed.clone() }));
-                    continue;
-                }
-            }
-            if let Some(every) = self.wake_every.get(id).filter(|every| **every > 0) {
-                if tick % every == 0 {
-                    wakes.push((*id, Wake::Tick { tick }));
-                }
-            }
-        }
-        wakes
-    }
-}
-
-fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
-    json!({
-        "tick": tick, "being": trace.being.to_hex(), "name": trace.name,
-        "wake": serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
-        "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
-        "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
-        "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
-        "timingsUs": trace.timings_us,
-        "llm": trace.llm.as_ref().map(|llm| json!({
-            "connection": llm.connection, "model": llm.model, "promptTokens": llm.prompt_tokens,
-            "completionTokens": llm.completion_tokens, "costMicros": llm.cost_micros, "attempts": llm.attempts,
-            "latencyUs": llm.latency_us, "request": llm.request.map(|digest| digest.to_hex()), "prose": llm.prose,
-            "omittedSeeBlocks": llm.omitted_see_blocks,
-        })),
-    })
-}
-
-/// Prepared facts signed and submitted together while a round is sealing.
-const SEAL_FLUSH_FACTS: usize = 1024;
-
-/// Facts of a round on their way to the store, with the land seq each will
-/// get (the simulation is the land's only writer, so land seqs follow
-/// submission order). Facts are prepared in order, signed in parallel, and
-/// submitted in order.
-struct Sealing {
-    prepared: Vec<(u64, Prepared)>,
-    pending: Vec<(u64, PendingSeal)>,
-    next_land_seq: u64,
-    threads: usize,
-}
-
-impl Sealing {
-    fn new(next_land_seq: u64, threads: usize) -> Sealing {
-        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads }
-    }
-
-    /// Waits for every fact handed to the store, each at the land seq the
-    /// world folded it at. Waits for all of them even after a failure, so
-    /// that nothing is still on its way to the store when the caller reloads
-    /// the writers from it; returns the first failure.
-    fn wait_all(&mut self) -> Result<(), EngineError> {
-        let mut first_failure = None;
-        for (expected, seal) in std::mem::take(&mut self.pending) {
-            let failure = match seal.wait() {
-                Ok(done) if done.land_seq == expected => continue,
-                Ok(done) => {
-                    EngineError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
-                }
-                Err(error) => error.into(),
-            };
-            first_failure.get_or_insert(failure);
-        }
-        first_failure.map_or(Ok(()), Err)
-    }
-
-    fn push(&mut self, prepared: Prepared) {
-        self.prepared.push((self.next_land_seq, prepared));
-        self.next_land_seq += 1;
-    }
-
-    /// Whether enough is prepared to sign and hand to the committer now, so
-    /// that committing overlaps the rest of the round.
-    fn ripe(&self) -> bool {
-        self.prepared.len() >= SEAL_FLUSH_FACTS
-    }
-
-    /// Signs what is prepared on `threads` threads, then submits it in order.
-    fn flush(&mut self, land: &Land) {
-        let prepared = std::mem::take(&mut self.prepared);
-        if prepared.is_empty() {
-            return;
-        }
-        let chunk = prepared.len().div_ceil(self.threads.max(1));
-        let mut chunks: Vec<Vec<(u64, Prepared)>> = Vec::new();
-        let mut rest = prepared;
-        while rest.len() > chunk {
-            let tail = rest.split_off(chunk);
-            chunks.push(rest);
-            rest = tail;
-        }
-        chunks.push(rest);
-        let signed: Vec<Vec<(u64, SignedFact)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunks
-                .into_iter()
-                .map(|part| scope.spawn(move || part.into_iter().map(|(seq, p)| (seq, p.sign())).collect::<Vec<_>>()))
-                .collect();
-            handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
-        });
-        for (land_seq, fact) in signed.into_iter().flatten() {
-            self.pending.push((land_seq, land.submit_signed(fact)));
-        }
-    }
-}
-
 /// A planted world, ready to run round by round.
 pub struct Engine {
     pub land: Land,
@@ -449,22 +238,6 @@ pub struct Engine {
     pub operator_token: Option<String>,
     /// The latest moment traces (live lands only), oldest first.
     pub recent_traces: std::collections::VecDeque<Json>,
-}
-
-/// One moment as the simulation ran it: enough to compare two runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MomentRecord {
-    pub tick: u64,
-    pub being: BeingId,
-    pub name: String,
-    pub wake: Json,
-    pub primary: Option<String>,
-    pub stack: Vec<String>,
-    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
-    pub outcome: String,
-    /// The sealed act's verb call and prose (acts only).
-    pub call: Option<Json>,
-    pub content: Option<String>,
 }
 
 impl Engine {
@@ -922,22 +695,6 @@ impl Engine {
         }
         self.land.close()?;
         Ok(self.summary)
-    }
-}
-
-/// One log line per moment, in a span naming the being, the wake and the
-/// cursor: at debug level, except a refused moment of a live land, which a
-/// person running it wants to see (info).
-fn log_moment(trace: &MomentTrace, mode: Mode) {
-    let duration_us = trace.timings_us.get("total").copied().unwrap_or(0);
-    let refused = trace.outcome.starts_with("failure");
-    if mode == Mode::Live && refused {
-        let span = tracing::info_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
-        span.in_scope(|| tracing::info!(outcome = %trace.outcome, duration_us, "refused"));
-    } else {
-        let span =
-            tracing::debug_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
-        span.in_scope(|| tracing::debug!(outcome = %trace.outcome, duration_us, "done"));
     }
 }
 

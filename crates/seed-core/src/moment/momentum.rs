@@ -1,0 +1,183 @@
+//! Beat 4, momentum: the cognition picks at most one verb call. A Rhai
+//! script's output or a model's answer is read into a [`Decision`]; a
+//! person's choice (the portal) is one already.
+
+use super::refusal::{CallError, LlmFailure, Refusal};
+use super::{failure, Assigned, Beat, Failure, Opened, Substrate};
+use crate::canonical;
+use crate::face::Face;
+use crate::fact::body::Cognition;
+use crate::fact::{blake3_of, Hash32};
+use crate::llm::{self, LanguageModel, LlmRecord, LlmTrace};
+use crate::world::{BeingRow, VerbCall, World};
+use serde_json::Value as Json;
+
+/// Beat 4: what the cognition chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub call: Option<VerbCall>,
+    pub content: Option<String>,
+    /// BLAKE3 of the script's output, for replay to compare.
+    pub output_digest: Option<Hash32>,
+    /// The model call of an LLM moment, recorded in the act.
+    pub llm: Option<LlmRecord>,
+}
+
+/// Reads a verb call from a cognition's output (`null` = no call).
+pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), CallError> {
+    let Json::Object(fields) = output else {
+        return match output {
+            Json::Null => Ok((None, None)),
+            other => Err(CallError::NotACall { got: other.to_string() }),
+        };
+    };
+    let text = |name: &str| fields.get(name).and_then(Json::as_str).map(str::to_string);
+    let needs = |verb: &'static str, field: &'static str| text(field).ok_or(CallError::Missing { verb, field });
+    let content = text("content");
+    let verb = text("verb").ok_or(CallError::NoVerb)?;
+    let call = match verb.as_str() {
+        "see" => VerbCall::See { address: needs("see", "address")? },
+        "do" => VerbCall::Do {
+            target: text("target").unwrap_or_else(|| "/".into()),
+            action: needs("do", "action")?,
+            args: fields.get("args").cloned().unwrap_or(Json::Null),
+        },
+        "summon" => VerbCall::Summon {
+            target: text("target").unwrap_or_default(),
+            content: text("content").or_else(|| text("message")).unwrap_or_default(),
+            in_reply_to: None,
+        },
+        "be" => VerbCall::Be {
+            operation: needs("be", "operation")?,
+            payload: fields.get("payload").cloned().unwrap_or(Json::Null),
+        },
+        other => return Err(CallError::UnknownVerb { verb: other.to_string() }),
+    };
+    let content = if matches!(call, VerbCall::Summon { .. }) { None } else { content };
+    Ok((Some(call), content))
+}
+
+/// The LLM connection a being uses: its own `llm` quality, else its composed
+/// role's `llm`, else the land's `llm_connection` configuration; `None`
+/// leaves it to the client's default connection.
+pub fn llm_connection<'a>(world: &'a World, row: &'a BeingRow, assigned: &'a Assigned) -> Option<&'a str> {
+    row.qualities
+        .get("llm")
+        .and_then(Json::as_str)
+        .or(assigned.composed.llm.as_deref())
+        .or_else(|| world.config.get("llm_connection").and_then(Json::as_str))
+}
+
+/// Beat 4 for LLM cognition: the prompt from the face, one call through
+/// `model` (I/O behind the trait: a client, or replay's recorded answer), the
+/// response read into a verb call. What the call cost goes to `trace` even
+/// when the answer is refused.
+fn llm_momentum(
+    world: &World,
+    row: &BeingRow,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    model: &dyn LanguageModel,
+    trace: &mut Option<LlmTrace>,
+) -> Result<Decision, Failure> {
+    let fail = |error: LlmFailure| failure(Beat::Momentum, Refusal::Llm(error));
+    let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
+    let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
+    let connection = llm_connection(world, row, assigned);
+    let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
+    let question = llm::Question { connection, prompt: &prompt, seed };
+    let answer = model.answer(&question).map_err(|no_answer| {
+        *trace = Some(LlmTrace {
+            connection: connection.unwrap_or("(the default)").to_string(),
+            attempts: no_answer.attempts,
+            omitted_see_blocks: prompt.omitted.clone(),
+            ..LlmTrace::default()
+        });
+        fail(LlmFailure::NoAnswer(no_answer))
+    })?;
+    let record = LlmRecord::of(&prompt, &answer);
+    *trace = Some(LlmTrace {
+        connection: record.connection.clone(),
+        model: record.params.model.clone(),
+        prompt_tokens: record.prompt_tokens,
+        completion_tokens: record.completion_tokens,
+        cost_micros: record.cost_micros,
+        attempts: answer.attempts,
+        latency_us: answer.latency_us,
+        request: Some(record.request),
+        prose: None,
+        omitted_see_blocks: prompt.omitted.clone(),
+    });
+    let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
+    if record.response.len() > most {
+        return Err(fail(LlmFailure::ResponseTooLarge { len: record.response.len(), most }));
+    }
+    let interpreted =
+        llm::interpret(&record.response, &prompt.offered).map_err(|error| fail(LlmFailure::Response(error)))?;
+    if interpreted.call.is_none() {
+        // Prose said to nobody: logged in the trace, not sealed.
+        if let Some(entry) = trace.as_mut() {
+            entry.prose = interpreted.content;
+        }
+        return Ok(Decision { call: None, content: None, output_digest: None, llm: None });
+    }
+    Ok(Decision { call: interpreted.call, content: interpreted.content, output_digest: None, llm: Some(record) })
+}
+
+pub fn momentum(
+    substrate: &Substrate,
+    world: &World,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    model: &dyn LanguageModel,
+    llm_trace: &mut Option<LlmTrace>,
+) -> Result<Decision, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, Refusal::BeingNotInWorld))?;
+    match row.effective_cognition() {
+        Cognition::Scripted => {}
+        Cognition::Llm => return llm_momentum(world, row, opened, assigned, face, model, llm_trace),
+        other => return Err(failure(Beat::Momentum, Refusal::NotScripted { cognition: other.as_str() })),
+    }
+    // A role's script is shared by every being wearing the role, so it is
+    // found by address; a being's own script (a quality) by its hash.
+    let compiled = match row.qualities.get("script").and_then(Json::as_str) {
+        Some(source) => substrate.scripts.compile(source),
+        None => match assigned.walk.primary.as_ref().and_then(|role| role.script.as_ref()) {
+            Some(source) => substrate.scripts.compile_shared(source),
+            None => return Ok(Decision { call: None, content: None, output_digest: None, llm: None }),
+        },
+    };
+    let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
+    let output = compiled
+        .and_then(|compiled| {
+            substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
+        })
+        .map_err(|error| failure(Beat::Momentum, Refusal::Script(error)))?;
+    let output_bytes =
+        canonical::encode_json(&output).map_err(|error| failure(Beat::Momentum, Refusal::Encoding(error)))?;
+    let (call, content) = parse_call(&output).map_err(|error| failure(Beat::Momentum, Refusal::ScriptCall(error)))?;
+    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None })
+}
+
+/// What a person chose at the portal: the verb call and the prose beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonChoice {
+    pub call: VerbCall,
+    pub content: Option<String>,
+}
+
+/// Beat 4 for human cognition: the person's choice is the decision. Only a
+/// being whose effective cognition is human (declared, or inhabited) is
+/// driven this way; the verb layer then checks the call like any other.
+pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) -> Result<Decision, Failure> {
+    let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Momentum, Refusal::BeingNotInWorld))?;
+    if row.effective_cognition() != Cognition::Human {
+        return Err(failure(
+            Beat::Momentum,
+            Refusal::NoPersonDrives { being: row.name.clone(), cognition: row.cognition.as_str() },
+        ));
+    }
+    Ok(Decision { call: Some(choice.call.clone()), content: choice.content.clone(), output_digest: None, llm: None })
+}

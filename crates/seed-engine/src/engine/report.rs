@@ -1,0 +1,115 @@
+//! What a run reports: the summary of a simulation, what became of a
+//! person's moment, each moment's record for what-if diffs, the moment trace
+//! as a JSON line, and the log line per moment.
+
+use super::Mode;
+use crate::fact::{BeingId, Hash32};
+use crate::moment::{Failure, MomentTrace};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+
+/// What became of a moment a person drove.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonResult {
+    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
+    pub outcome: String,
+    /// Why it did not seal, when it failed.
+    pub failure: Option<Failure>,
+    /// The land seq the act sealed at.
+    pub land_seq: Option<u64>,
+    /// Whether it sealed.
+    pub sealed: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    pub fixture: String,
+    pub ticks: u64,
+    pub seed: u64,
+    pub threads: usize,
+    pub beings: u64,
+    pub moments: u64,
+    pub acts: BTreeMap<String, u64>,
+    pub sees: u64,
+    pub failures: u64,
+    pub failure_reasons: BTreeMap<String, u64>,
+    pub facts_sealed: u64,
+    pub elapsed_ms: u64,
+    pub world_hash: Hash32,
+    /// Extensions skipped at load, with the reason.
+    pub skipped_extensions: Vec<(String, String)>,
+    /// Hook handlers that failed, and breakers that opened.
+    pub hook_incidents: Vec<crate::moment::hooks::HookIncident>,
+    /// Model calls answered, and what they used (sees and refusals included).
+    pub llm_calls: u64,
+    pub llm_prompt_tokens: u64,
+    pub llm_completion_tokens: u64,
+    pub llm_cost_micros: u64,
+}
+
+impl RunSummary {
+    pub fn to_json(&self) -> Json {
+        let moments_per_second =
+            if self.elapsed_ms == 0 { 0.0 } else { self.moments as f64 * 1000.0 / self.elapsed_ms as f64 };
+        json!({
+            "fixture": self.fixture, "ticks": self.ticks, "seed": self.seed, "threads": self.threads,
+            "beings": self.beings, "moments": self.moments, "acts": self.acts, "sees": self.sees,
+            "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
+            "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
+            "worldHash": self.world_hash.to_hex(),
+            "llm": { "calls": self.llm_calls, "promptTokens": self.llm_prompt_tokens,
+                     "completionTokens": self.llm_completion_tokens, "costMicros": self.llm_cost_micros },
+            "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
+            "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
+        })
+    }
+}
+
+pub(super) fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
+    json!({
+        "tick": tick, "being": trace.being.to_hex(), "name": trace.name,
+        "wake": serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
+        "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
+        "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
+        "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
+        "timingsUs": trace.timings_us,
+        "llm": trace.llm.as_ref().map(|llm| json!({
+            "connection": llm.connection, "model": llm.model, "promptTokens": llm.prompt_tokens,
+            "completionTokens": llm.completion_tokens, "costMicros": llm.cost_micros, "attempts": llm.attempts,
+            "latencyUs": llm.latency_us, "request": llm.request.map(|digest| digest.to_hex()), "prose": llm.prose,
+            "omittedSeeBlocks": llm.omitted_see_blocks,
+        })),
+    })
+}
+
+/// One moment as the simulation ran it: enough to compare two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MomentRecord {
+    pub tick: u64,
+    pub being: BeingId,
+    pub name: String,
+    pub wake: Json,
+    pub primary: Option<String>,
+    pub stack: Vec<String>,
+    /// `act: VERB`, `see`, or `failure in BEAT: REASON`.
+    pub outcome: String,
+    /// The sealed act's verb call and prose (acts only).
+    pub call: Option<Json>,
+    pub content: Option<String>,
+}
+
+/// One log line per moment, in a span naming the being, the wake and the
+/// cursor: at debug level, except a refused moment of a live land, which a
+/// person running it wants to see (info).
+pub(super) fn log_moment(trace: &MomentTrace, mode: Mode) {
+    let duration_us = trace.timings_us.get("total").copied().unwrap_or(0);
+    let refused = trace.outcome.starts_with("failure");
+    if mode == Mode::Live && refused {
+        let span = tracing::info_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
+        span.in_scope(|| tracing::info!(outcome = %trace.outcome, duration_us, "refused"));
+    } else {
+        let span =
+            tracing::debug_span!("moment", being = %trace.name, wake = %trace.wake.kind(), cursor = trace.cursor);
+        span.in_scope(|| tracing::debug!(outcome = %trace.outcome, duration_us, "done"));
+    }
+}

@@ -1,0 +1,82 @@
+//! The scheduler: which beings wake in a round. A summon not yet delivered,
+//! a signal the being's flow reads that changed, a self-continue, or its
+//! `wake_every` tick; each being is subscribed to the signals its roleFlow
+//! reads.
+
+use crate::fact::{BeingId, FactId};
+use crate::world::{Wake, World};
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the scheduler remembers between rounds (derived, not truth).
+#[derive(Default)]
+pub(super) struct Scheduler {
+    delivered: BTreeSet<FactId>,
+    pub(super) continuing: BTreeSet<BeingId>,
+    seen_signals: BTreeMap<BeingId, BTreeMap<String, Option<Json>>>,
+    subscriptions: BTreeMap<BeingId, Vec<String>>,
+    pub(super) wake_every: BTreeMap<BeingId, u64>,
+}
+
+impl Scheduler {
+    /// Subscribes a being to the signals its flow reads.
+    pub(super) fn subscribe(&mut self, world: &World, being: BeingId, flow: &Json) {
+        let keys: Vec<String> = crate::roles::RoleFlow::from_json(flow)
+            .map(|flow| {
+                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
+            })
+            .unwrap_or_default();
+        self.seen_signals.insert(being, Scheduler::signals_now(world, &keys));
+        self.subscriptions.insert(being, keys);
+    }
+
+    /// Records the signal values a being has now seen.
+    pub(super) fn saw(&mut self, world: &World, being: BeingId) {
+        if let Some(keys) = self.subscriptions.get(&being) {
+            let now = Scheduler::signals_now(world, keys);
+            self.seen_signals.insert(being, now);
+        }
+    }
+
+    fn signals_now(world: &World, keys: &[String]) -> BTreeMap<String, Option<Json>> {
+        keys.iter().map(|key| (key.clone(), world.signals.get(key).cloned())).collect()
+    }
+
+    /// Which wake (if any) each scheduled being gets this round, in id order.
+    pub(super) fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
+        let mut wakes = Vec::new();
+        for (id, row) in &world.beings {
+            // Scripted and LLM beings have moments here; a human's wakes wait
+            // for a person (the portal), and the reality root has none.
+            use crate::fact::body::Cognition;
+            if row.ended || !matches!(row.effective_cognition(), Cognition::Scripted | Cognition::Llm) {
+                continue;
+            }
+            if let Some(summon) =
+                world.inbox.get(id).and_then(|inbox| inbox.values().find(|s| !self.delivered.contains(&s.fact)))
+            {
+                self.delivered.insert(summon.fact);
+                wakes.push((*id, Wake::Summon { fact: summon.fact, from: summon.from }));
+                continue;
+            }
+            if self.continuing.remove(id) {
+                wakes.push((*id, Wake::SelfContinue));
+                continue;
+            }
+            if let Some(keys) = self.subscriptions.get(id) {
+                let now = Scheduler::signals_now(world, keys);
+                let seen = self.seen_signals.get(id);
+                if let Some(changed) = keys.iter().find(|key| seen.and_then(|seen| seen.get(*key)) != now.get(*key)) {
+                    wakes.push((*id, Wake::Signal { key: changed.clone() }));
+                    continue;
+                }
+            }
+            if let Some(every) = self.wake_every.get(id).filter(|every| **every > 0) {
+                if tick % every == 0 {
+                    wakes.push((*id, Wake::Tick { tick }));
+                }
+            }
+        }
+        wakes
+    }
+}

@@ -1,0 +1,83 @@
+//! Facts of a step on their way to the store: prepared in order, signed in
+//! parallel, submitted in order, each at the land seq the world folded it at,
+//! and waited for before the step ends.
+
+use super::EngineError;
+use crate::land::{Land, PendingSeal, Prepared, SignedFact};
+
+/// Prepared facts signed and submitted together while a round is sealing.
+pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
+
+/// Facts of a round on their way to the store, with the land seq each will
+/// get (the simulation is the land's only writer, so land seqs follow
+/// submission order). Facts are prepared in order, signed in parallel, and
+/// submitted in order.
+pub(super) struct Sealing {
+    prepared: Vec<(u64, Prepared)>,
+    pending: Vec<(u64, PendingSeal)>,
+    pub(super) next_land_seq: u64,
+    threads: usize,
+}
+
+impl Sealing {
+    pub(super) fn new(next_land_seq: u64, threads: usize) -> Sealing {
+        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads }
+    }
+
+    /// Waits for every fact handed to the store, each at the land seq the
+    /// world folded it at. Waits for all of them even after a failure, so
+    /// that nothing is still on its way to the store when the caller reloads
+    /// the writers from it; returns the first failure.
+    pub(super) fn wait_all(&mut self) -> Result<(), EngineError> {
+        let mut first_failure = None;
+        for (expected, seal) in std::mem::take(&mut self.pending) {
+            let failure = match seal.wait() {
+                Ok(done) if done.land_seq == expected => continue,
+                Ok(done) => {
+                    EngineError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
+                }
+                Err(error) => error.into(),
+            };
+            first_failure.get_or_insert(failure);
+        }
+        first_failure.map_or(Ok(()), Err)
+    }
+
+    pub(super) fn push(&mut self, prepared: Prepared) {
+        self.prepared.push((self.next_land_seq, prepared));
+        self.next_land_seq += 1;
+    }
+
+    /// Whether enough is prepared to sign and hand to the committer now, so
+    /// that committing overlaps the rest of the round.
+    pub(super) fn ripe(&self) -> bool {
+        self.prepared.len() >= SEAL_FLUSH_FACTS
+    }
+
+    /// Signs what is prepared on `threads` threads, then submits it in order.
+    pub(super) fn flush(&mut self, land: &Land) {
+        let prepared = std::mem::take(&mut self.prepared);
+        if prepared.is_empty() {
+            return;
+        }
+        let chunk = prepared.len().div_ceil(self.threads.max(1));
+        let mut chunks: Vec<Vec<(u64, Prepared)>> = Vec::new();
+        let mut rest = prepared;
+        while rest.len() > chunk {
+            let tail = rest.split_off(chunk);
+            chunks.push(rest);
+            rest = tail;
+        }
+        chunks.push(rest);
+        let signed: Vec<Vec<(u64, SignedFact)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|part| scope.spawn(move || part.into_iter().map(|(seq, p)| (seq, p.sign())).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+        });
+        for (land_seq, fact) in signed.into_iter().flatten() {
+            self.pending.push((land_seq, land.submit_signed(fact)));
+        }
+    }
+}

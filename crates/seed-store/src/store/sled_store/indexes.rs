@@ -1,0 +1,129 @@
+//! The derived indexes (`k`, `l`, `n`, `z`): rebuilt from the primary
+//! records (`f`, `x`), encoded as entries, and read back out so that
+//! verification can compare what is stored with a rebuild.
+
+use super::committer::next_head;
+use super::io_error;
+use super::layout::{
+    being_key, land_key, name_key, raw_record, DERIVED_PREFIXES, PREFIX_FACT, PREFIX_FORK, PREFIX_FORKED, PREFIX_KEY,
+    PREFIX_LAND, PREFIX_NAME,
+};
+use crate::fact::body::{GenesisBody, KIND_GENESIS};
+use crate::fact::{BeingId, Fact};
+use crate::store::{DerivedIndexes, Head, ReindexReport, StoreError};
+use std::collections::BTreeMap;
+
+/// Most index discrepancies `index_problems` lists before it stops counting.
+pub(super) const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
+
+/// Computes every derived index from the primary records alone.
+pub(super) fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), StoreError> {
+    let mut derived = DerivedIndexes::default();
+    let mut report = ReindexReport::default();
+    let mut current: Option<(BeingId, Head)> = None;
+    for entry in tree.scan_prefix([PREFIX_FACT]) {
+        let (key, value) = entry.map_err(io_error)?;
+        let Some(record) = raw_record(&key, &value) else {
+            continue;
+        };
+        let decoded = Fact::decode_envelope_for_index(&record.envelope);
+        let (Some(land_seq), Ok(fact)) = (record.land_seq, decoded) else {
+            report.unreadable_records.push((record.being, record.seq));
+            continue;
+        };
+        let previous = match &current {
+            Some((being, head)) if *being == record.being => Some(*head),
+            _ => None,
+        };
+        if previous.is_none() {
+            report.beings += 1;
+        }
+        let head = match next_head(previous.as_ref(), &fact) {
+            Ok(head) => head,
+            Err(_) => {
+                report.unreadable_records.push((record.being, record.seq));
+                continue;
+            }
+        };
+        if fact.kind() == KIND_GENESIS {
+            if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                derived.names.insert((genesis.name, record.being));
+            }
+        }
+        derived.land_log.insert(land_seq, (record.being, record.seq));
+        derived.heads.insert(record.being, head);
+        current = Some((record.being, head));
+        report.facts += 1;
+    }
+    for entry in tree.scan_prefix([PREFIX_FORK]) {
+        let (key, _) = entry.map_err(io_error)?;
+        if let Some(being) = BeingId::from_slice(&key[1..33.min(key.len())]) {
+            derived.forked.insert(being);
+            report.fork_proofs += 1;
+        }
+    }
+    Ok((derived, report))
+}
+
+/// The sled entries that represent `derived`, leaving out skipped beings, in
+/// key order. Gathered and sorted once rather than inserted into a map:
+/// verification builds this for every fact of the land.
+pub(super) fn encode_derived(derived: &DerivedIndexes) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut entries =
+        Vec::with_capacity(derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len());
+    let kept = |being: &BeingId| !derived.skip.contains(being);
+    for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
+        entries.push((being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec()));
+    }
+    for (land_seq, (being, seq)) in derived.land_log.iter().filter(|(_, (being, _))| kept(being)) {
+        let mut value = being.as_bytes().to_vec();
+        value.extend_from_slice(&seq.to_be_bytes());
+        entries.push((land_key(*land_seq), value));
+    }
+    for (name, being) in derived.names.iter().filter(|(_, being)| kept(being)) {
+        entries.push((name_key(name, being), Vec::new()));
+    }
+    for being in &derived.forked {
+        entries.push((being_key(PREFIX_FORKED, being), Vec::new()));
+    }
+    // Each kind of entry has its own prefix and comes from a map or a set
+    // keyed by what its key encodes, so no key repeats.
+    entries.sort_unstable_by(|left, right| left.0.cmp(&right.0));
+    debug_assert!(entries.windows(2).all(|pair| pair[0].0 != pair[1].0), "index keys repeat");
+    entries
+}
+
+/// The being an index entry speaks of, if any.
+pub(super) fn index_entry_being(key: &[u8], value: &[u8]) -> Option<BeingId> {
+    match key.first()? {
+        &PREFIX_KEY | &PREFIX_FORKED => BeingId::from_slice(key.get(1..33)?),
+        &PREFIX_LAND => BeingId::from_slice(value.get(..32)?),
+        &PREFIX_NAME => BeingId::from_slice(key.get(key.len().checked_sub(32)?..)?),
+        _ => None,
+    }
+}
+
+pub(super) fn derived_entries(tree: &sled::Tree) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, StoreError> {
+    let mut entries = BTreeMap::new();
+    for prefix in DERIVED_PREFIXES {
+        for entry in tree.scan_prefix([prefix]) {
+            let (key, value) = entry.map_err(io_error)?;
+            entries.insert(key.to_vec(), value.to_vec());
+        }
+    }
+    Ok(entries)
+}
+
+pub(super) fn describe_index_key(key: &[u8]) -> String {
+    match key.first() {
+        Some(&PREFIX_KEY) => format!("key index entry of {}", hex::encode(&key[1..]).get(..12).unwrap_or("?")),
+        Some(&PREFIX_LAND) if key.len() == 9 => {
+            format!("land log entry {}", u64::from_be_bytes(key[1..9].try_into().unwrap_or([0; 8])))
+        }
+        Some(&PREFIX_NAME) => {
+            format!("name index {:?}", String::from_utf8_lossy(&key[1..key.len().saturating_sub(33)]))
+        }
+        Some(&PREFIX_FORKED) => "fork marker".to_string(),
+        _ => format!("key {}", hex::encode(key)),
+    }
+}

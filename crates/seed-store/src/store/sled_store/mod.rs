@@ -1,0 +1,421 @@
+//! The embedded store on sled, with group commit.
+//!
+//! Layout: one sled tree; every key starts with a one-byte prefix.
+//!
+//! | prefix | key                          | value                                   | kind     |
+//! |--------|------------------------------|-----------------------------------------|----------|
+//! | `f`    | being(32) seq(8, big-endian) | land seq(8) ‖ fact envelope bytes       | primary  |
+//! | `x`    | being(32) seq(8) rival id(32)| rival fact envelope bytes (fork proof)  | primary  |
+//! | `k`    | being(32)                    | the key that signs its next fact (32)   | derived  |
+//! | `l`    | land seq(8)                  | being(32) seq(8)                        | derived  |
+//! | `n`    | name ‖ 0x00 ‖ being(32)      | empty                                   | derived  |
+//! | `z`    | being(32)                    | empty: the being has a fork proof       | derived  |
+//! | `m`    | `m:reindexing`               | present while a reindex is under way    | marker   |
+//!
+//! The land sequence of a fact is kept in its primary record (it is the
+//! land's order of arrival, which no reel can tell), so `l` is rebuilt from
+//! `f` exactly. A reel's head is read from its last `f` record plus its `k`
+//! entry, which changes only at genesis and at a key rotation: an ordinary
+//! append writes two keys (`f`, `l`), not three. (Lands written before this
+//! layout kept a per-fact head entry under `h`; opening one rebuilds the
+//! derived indexes once.) All writes go through one committer thread: it drains the
+//! queue, checks each append against the heads, writes the whole group as one
+//! atomic sled batch, flushes once and only then acknowledges the group.
+//!
+//! Beside the committer: reindexing (the derived indexes rebuilt from `f` and
+//! `x`), the derived indexes read out for verification to compare with a
+//! rebuild, the witness (a file outside the store recording the durable count,
+//! so a truncated store is refused on open), and `raw_records_in_parts`, which
+//! reads ranges of being ids on several threads, `RECORD_READ_RANGES_PER_PART`
+//! ranges a reader, taken in turn.
+//!
+//! This file opens the store and answers reads; `layout.rs` builds and splits
+//! keys, `committer.rs` is the writing thread and the witness, `indexes.rs`
+//! derives and compares the derived indexes.
+
+mod committer;
+mod indexes;
+mod layout;
+
+use committer::{read_witness, Committer, Request};
+use indexes::{derived_entries, describe_index_key, encode_derived, index_entry_being, INDEX_PROBLEMS_LISTED_MAX};
+use layout::{
+    being_key, fact_key, land_key, name_prefix, raw_record, read_head, records_of, split_fact_key, DERIVED_PREFIXES,
+    PREFIX_FACT, PREFIX_FORK, PREFIX_KEY, PREFIX_LAND, PREFIX_LEGACY_HEAD, REINDEXING_MARKER,
+};
+
+use crate::fact::{BeingId, Fact, FactId, Hash32};
+use crate::limits::Limits;
+use crate::store::{
+    AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
+};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+/// Most ranges `raw_records_in_parts` reads at once.
+pub const RECORD_READ_PARTS_MAX: usize = 16;
+/// `raw_records_in_parts` splits the records into this many ranges per
+/// reader, handed out in turn.
+const RECORD_READ_RANGES_PER_PART: usize = 4;
+/// How long opening waits for a lock held by a store that is closing: sled
+/// releases its file lock from a background thread shortly after the last
+/// handle is dropped, so a land closed and reopened at once can find it held.
+pub const STORE_LOCK_WAIT_MS: u64 = 2_000;
+const STORE_LOCK_RETRY_MS: u64 = 20;
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    sender: Mutex<Option<SyncSender<Request>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SledOpenError {
+    #[error("the store is locked by another process (is another `seed` running on this land?)")]
+    Locked,
+    #[error("the store is corrupt ({reason}); restore the land from a copy or re-import its reels")]
+    Corrupt { reason: String },
+    #[error("the store holds {found} facts but {witness} recorded {recorded} acknowledged facts: it was truncated or replaced by an older copy (if you restored a copy on purpose, delete {witness})")]
+    Truncated { found: u64, recorded: u64, witness: String },
+    #[error("cannot open the store: {reason}")]
+    Other { reason: String },
+}
+
+fn io_error(error: sled::Error) -> StoreError {
+    StoreError::Io { reason: error.to_string() }
+}
+
+impl SledStore {
+    /// The records of beings whose id's first byte lies in `from..to` (`to`
+    /// at most 256), in key order.
+    fn raw_records_between(&self, from: u16, to: u16) -> Result<Vec<RawRecord>, StoreError> {
+        let start = vec![PREFIX_FACT, from as u8];
+        let end = if to >= 256 { vec![PREFIX_FACT + 1] } else { vec![PREFIX_FACT, to as u8] };
+        records_of(self.tree.range(start..end))
+    }
+
+    /// Opens the store at `path`. `witness` is a file outside the store where
+    /// the committer records how many facts are durable after each group; a
+    /// store found holding fewer is refused as truncated.
+    pub fn open(path: &Path, witness: Option<&Path>, limits: &Limits) -> Result<SledStore, SledOpenError> {
+        let mut waited_ms = 0;
+        let db = loop {
+            match open_db(path) {
+                Err(SledOpenError::Locked) if waited_ms < STORE_LOCK_WAIT_MS => {
+                    std::thread::sleep(std::time::Duration::from_millis(STORE_LOCK_RETRY_MS));
+                    waited_ms += STORE_LOCK_RETRY_MS;
+                }
+                other => break other?,
+            }
+        };
+        let tree: sled::Tree = (*db).clone();
+        let store_error = |error: StoreError| SledOpenError::Other { reason: error.to_string() };
+        let open_error = |error: sled::Error| SledOpenError::Other { reason: error.to_string() };
+        let legacy_heads = tree.scan_prefix([PREFIX_LEGACY_HEAD]).next().transpose().map_err(open_error)?.is_some();
+        if legacy_heads || tree.contains_key(REINDEXING_MARKER).map_err(open_error)? {
+            // A reindex was interrupted (the derived indexes may be half-built),
+            // or the land predates the `k` index: rebuild them.
+            let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+            committer.reindex().map_err(store_error)?;
+        }
+        let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
+        if let Some(witness) = witness {
+            if let Some(recorded) = read_witness(witness) {
+                if committer.next_land_seq < recorded {
+                    return Err(SledOpenError::Truncated {
+                        found: committer.next_land_seq,
+                        recorded,
+                        witness: witness.display().to_string(),
+                    });
+                }
+            }
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(witness)
+                .map_err(|error| SledOpenError::Other { reason: format!("{}: {error}", witness.display()) })?;
+            committer.witness = Some(file);
+        }
+        let (sender, receiver) = sync_channel(limits.append_queue_facts_max);
+        let group_max = limits.group_commit_facts_max.max(1);
+        let handle = std::thread::Builder::new()
+            .name("seed-committer".into())
+            .spawn(move || committer.run(receiver, group_max))
+            .map_err(|error| SledOpenError::Other { reason: error.to_string() })?;
+        Ok(SledStore { db, tree, sender: Mutex::new(Some(sender)), committer: Mutex::new(Some(handle)) })
+    }
+
+    /// The raw sled tree, for repair tools and the tamper tests. Writing to it
+    /// bypasses every chain rule.
+    pub fn raw_tree(&self) -> &sled::Tree {
+        &self.tree
+    }
+
+    fn send(&self, request: Request) -> Result<(), StoreError> {
+        let guard = self.sender.lock().map_err(|_| StoreError::Closed)?;
+        match guard.as_ref() {
+            Some(sender) => sender.send(request).map_err(|_| StoreError::Closed),
+            None => Err(StoreError::Closed),
+        }
+    }
+
+    /// Stops the committer after it has written everything queued, and flushes.
+    pub fn close(&self) -> Result<(), StoreError> {
+        if let Ok(mut sender) = self.sender.lock() {
+            sender.take();
+        }
+        if let Ok(mut handle) = self.committer.lock() {
+            if let Some(handle) = handle.take() {
+                let _ = handle.join();
+            }
+        }
+        self.db.flush().map(|_| ()).map_err(io_error)
+    }
+}
+
+fn open_db(path: &Path) -> Result<sled::Db, SledOpenError> {
+    sled::Config::new().path(path).open().map_err(|error| match error {
+        sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
+        sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
+        sled::Error::Corruption { at, .. } => {
+            let reason = match at {
+                Some(position) => format!("unreadable data at {position:?}"),
+                None => "unreadable data".to_string(),
+            };
+            SledOpenError::Corrupt { reason }
+        }
+        other => SledOpenError::Other { reason: other.to_string() },
+    })
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+impl Store for SledStore {
+    fn submit(&self, fact: Fact) -> AppendTicket {
+        let (reply, receiver) = sync_channel(1);
+        match self.send(Request::Append { fact: Box::new(fact), reply }) {
+            Ok(()) => AppendTicket::waiting(receiver),
+            Err(error) => AppendTicket::failed(error),
+        }
+    }
+
+    fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
+        read_head(&self.tree, being)
+    }
+
+    fn beings(&self) -> Result<Vec<BeingId>, StoreError> {
+        let mut beings = Vec::new();
+        for entry in self.tree.scan_prefix([PREFIX_KEY]) {
+            let (key, _) = entry.map_err(io_error)?;
+            if let Some(being) = BeingId::from_slice(&key[1..]) {
+                beings.push(being);
+            }
+        }
+        Ok(beings)
+    }
+
+    fn beings_named(&self, name: &str) -> Result<Vec<BeingId>, StoreError> {
+        let mut beings = Vec::new();
+        for entry in self.tree.scan_prefix(name_prefix(name)) {
+            let (key, _) = entry.map_err(io_error)?;
+            if let Some(being) = BeingId::from_slice(&key[key.len() - 32..]) {
+                beings.push(being);
+            }
+        }
+        Ok(beings)
+    }
+
+    fn reel(&self, being: &BeingId, from_seq: u64, to_seq: u64) -> Result<Vec<StoredFact>, StoreError> {
+        let mut facts = Vec::new();
+        if from_seq >= to_seq {
+            return Ok(facts);
+        }
+        for entry in self.tree.range(fact_key(being, from_seq)..fact_key(being, to_seq)) {
+            let (key, value) = entry.map_err(io_error)?;
+            let (_, seq) = split_fact_key(&key).unwrap_or((*being, 0));
+            let corrupt = |reason: String| StoreError::Corrupt { being: *being, seq, reason };
+            let record = raw_record(&key, &value).ok_or_else(|| corrupt("malformed record".into()))?;
+            let land_seq = record.land_seq.ok_or_else(|| corrupt("record too short".into()))?;
+            let fact = Fact::decode_envelope(&record.envelope).map_err(|error| corrupt(error.to_string()))?;
+            facts.push(StoredFact { land_seq, fact });
+        }
+        Ok(facts)
+    }
+
+    fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError> {
+        let prefix = match being {
+            Some(being) => being_key(PREFIX_FACT, being),
+            None => vec![PREFIX_FACT],
+        };
+        records_of(self.tree.scan_prefix(prefix))
+    }
+
+    fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
+        let parts = parts.clamp(1, RECORD_READ_PARTS_MAX);
+        if parts == 1 {
+            return self.raw_records(None);
+        }
+        // Records are keyed by being id, a BLAKE3 output, so ranges of its
+        // first byte hold about as many records each. There are several
+        // ranges per reader, taken in turn, so that a reader slowed by other
+        // work on its core reads fewer of them instead of holding up the rest.
+        let ranges = parts * RECORD_READ_RANGES_PER_PART;
+        let bounds: Vec<u16> = (0..=ranges).map(|range| (range * 256 / ranges) as u16).collect();
+        let next_range = AtomicUsize::new(0);
+        // Per reader: (range index, that range's records or its error).
+        type RangesRead = Vec<(usize, Result<Vec<RawRecord>, StoreError>)>;
+        let read: Vec<RangesRead> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..parts)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut read = Vec::new();
+                        loop {
+                            let range = next_range.fetch_add(1, Ordering::Relaxed);
+                            let Some(pair) = bounds.get(range..range + 2) else { break };
+                            read.push((range, self.raw_records_between(pair[0], pair[1])));
+                        }
+                        read
+                    })
+                })
+                .collect();
+            // A reader that panicked is a bug in this build, not in the land.
+            readers.into_iter().map(|reader| reader.join().expect("a record reader panicked")).collect()
+        });
+        let mut in_key_order: Vec<(usize, Result<Vec<RawRecord>, StoreError>)> = read.into_iter().flatten().collect();
+        in_key_order.sort_unstable_by_key(|(range, _)| *range);
+        let mut records = Vec::new();
+        for (_, range) in in_key_order {
+            records.extend(range?);
+        }
+        Ok(records)
+    }
+
+    fn land_len(&self) -> Result<u64, StoreError> {
+        match self.tree.scan_prefix([PREFIX_LAND]).next_back() {
+            Some(entry) => {
+                let (key, _) = entry.map_err(io_error)?;
+                let bytes: [u8; 8] = key[1..]
+                    .try_into()
+                    .map_err(|_| StoreError::Io { reason: "land index key has the wrong length".into() })?;
+                u64::from_be_bytes(bytes)
+                    .checked_add(1)
+                    .ok_or_else(|| StoreError::Io { reason: "land index key is the largest land seq there is".into() })
+            }
+            None => Ok(0),
+        }
+    }
+
+    fn land_log(&self, from: u64, to: u64) -> Result<Vec<LandEntry>, StoreError> {
+        let mut entries = Vec::new();
+        if from >= to {
+            return Ok(entries);
+        }
+        for entry in self.tree.range(land_key(from)..land_key(to)) {
+            let (key, value) = entry.map_err(io_error)?;
+            let malformed = || StoreError::Io { reason: format!("malformed land log entry {}", hex::encode(&key)) };
+            if key.len() != 9 || value.len() != 40 {
+                return Err(malformed());
+            }
+            entries.push(LandEntry {
+                land_seq: u64::from_be_bytes(key[1..9].try_into().map_err(|_| malformed())?),
+                being: BeingId::from_slice(&value[..32]).ok_or_else(malformed)?,
+                seq: u64::from_be_bytes(value[32..40].try_into().map_err(|_| malformed())?),
+            });
+        }
+        Ok(entries)
+    }
+
+    fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError> {
+        let prefix = match being {
+            Some(being) => being_key(PREFIX_FORK, being),
+            None => vec![PREFIX_FORK],
+        };
+        let mut proofs = Vec::new();
+        for entry in self.tree.scan_prefix(prefix) {
+            let (key, value) = entry.map_err(io_error)?;
+            if key.len() != 73 {
+                return Err(StoreError::Io { reason: format!("malformed fork proof key {}", hex::encode(&key)) });
+            }
+            let being = BeingId::from_slice(&key[1..33]).unwrap_or(BeingId::ZERO);
+            let seq = u64::from_be_bytes(key[33..41].try_into().unwrap_or([0; 8]));
+            let rival = FactId::from_slice(&key[41..73]).unwrap_or(FactId::ZERO);
+            let kept = match self.tree.get(fact_key(&being, seq)).map_err(io_error)? {
+                Some(stored) => raw_record(&fact_key(&being, seq), &stored)
+                    .and_then(|record| Fact::decode_envelope(&record.envelope).ok())
+                    .map(|fact| fact.id())
+                    .unwrap_or(FactId::ZERO),
+                None => FactId::ZERO,
+            };
+            proofs.push(ForkProof { being, seq, kept, rival, rival_envelope: value.to_vec() });
+        }
+        Ok(proofs)
+    }
+
+    fn reindex(&self) -> Result<ReindexReport, StoreError> {
+        let (reply, receiver) = sync_channel(1);
+        self.send(Request::Reindex { reply })?;
+        receiver.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
+        // A merge of two sorted runs: the entries the verified facts imply and
+        // the stored ones, read in key order without copying them out.
+        let wanted = encode_derived(expected);
+        let mut wanted_entries = wanted.iter().peekable();
+        let (mut missing_or_wrong, mut unexpected) = (Vec::new(), Vec::new());
+        let mut prefixes = DERIVED_PREFIXES;
+        prefixes.sort_unstable();
+        'scan: for prefix in prefixes {
+            for entry in self.tree.scan_prefix([prefix]) {
+                let (key, value) = entry.map_err(io_error)?;
+                while let Some((wanted_key, _)) =
+                    wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() < &*key)
+                {
+                    missing_or_wrong.push(format!("{} is missing", describe_index_key(wanted_key)));
+                }
+                match wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() == &*key) {
+                    Some((_, wanted_value)) if wanted_value.as_slice() != &*value => {
+                        missing_or_wrong.push(format!("{} is wrong", describe_index_key(&key)));
+                    }
+                    Some(_) => {}
+                    None => {
+                        let skipped =
+                            index_entry_being(&key, &value).is_some_and(|being| expected.skip.contains(&being));
+                        if !skipped && unexpected.len() < INDEX_PROBLEMS_LISTED_MAX {
+                            unexpected.push(format!("{} should not exist", describe_index_key(&key)));
+                        }
+                    }
+                }
+                if missing_or_wrong.len() >= INDEX_PROBLEMS_LISTED_MAX {
+                    break 'scan;
+                }
+            }
+        }
+        missing_or_wrong.extend(wanted_entries.map(|(key, _)| format!("{} is missing", describe_index_key(key))));
+        // Missing and wrong entries first (in key order), then those that should not exist.
+        let mut problems = missing_or_wrong;
+        problems.truncate(INDEX_PROBLEMS_LISTED_MAX);
+        let room = INDEX_PROBLEMS_LISTED_MAX - problems.len();
+        problems.extend(unexpected.into_iter().take(room));
+        Ok(problems)
+    }
+
+    fn derived_index_digest(&self) -> Result<Hash32, StoreError> {
+        let mut hasher = blake3::Hasher::new();
+        for (key, value) in derived_entries(&self.tree)? {
+            hasher.update(&(key.len() as u64).to_be_bytes());
+            hasher.update(&key);
+            hasher.update(&(value.len() as u64).to_be_bytes());
+            hasher.update(&value);
+        }
+        Ok(Hash32(*hasher.finalize().as_bytes()))
+    }
+}
