@@ -1053,3 +1053,66 @@ fn rust_log_filters_the_log() {
     let log = up.log();
     assert!(!log.contains("answered") && !log.contains("moment"), "{log}");
 }
+
+/// The token `seed token --json` printed, after checking it exited cleanly.
+fn issued_token(output: &std::process::Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "seed token: {}", common::stderr(output));
+    let printed: Value = serde_json::from_str(common::stdout(output).trim()).expect("seed token --json prints JSON");
+    let token = printed["token"].as_str().expect("a token").to_string();
+    assert!(token.starts_with("seed-op-") && token.len() > 40, "a fresh token: {token}");
+    token
+}
+
+/// The status of `GET /api/v1/world` with `token` as the bearer.
+fn world_status_with(up: &Up, token: &str) -> u16 {
+    up.http.get(format!("{}/api/v1/world", up.url)).bearer_auth(token).send().expect("answered").status().as_u16()
+}
+
+#[test]
+fn seed_token_replaces_a_lost_operator_token_and_the_old_one_stops_working() {
+    let mut up = Up::start(&[]);
+    let lost = up.token.clone();
+    // While `seed up` holds the land, `seed token` is refused with the reason.
+    let refused = common::seed(&up.land(), &["token"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(common::stderr(&refused).contains("locked"), "{}", common::stderr(&refused));
+    up.stop();
+    let fresh = issued_token(&common::seed(&up.land(), &["token", "--json"]));
+    assert_ne!(fresh, lost);
+    up.token = fresh.clone();
+    up.restart(&[]);
+    assert_eq!(world_status_with(&up, &fresh), 200);
+    assert_eq!(world_status_with(&up, &lost), 401, "the replaced token no longer opens the land");
+    up.stop();
+    // The grant is a fact on the operator's reel, and the land verifies.
+    let verified = common::seed(&up.land(), &["verify"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", common::stderr(&verified));
+    let reel = common::stdout(&common::seed(&up.land(), &["reel", "@operator"]));
+    assert_eq!(reel.matches("operator-token").count(), 2, "{reel}");
+}
+
+#[test]
+fn a_simulated_land_opens_in_the_portal_with_a_token_from_seed_token() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land = dir.path().join("land");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+    let simulated = common::seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--ticks", "3"]);
+    assert_eq!(simulated.status.code(), Some(0), "{}", common::stderr(&simulated));
+    let token = issued_token(&common::seed(&land, &["token", "--json"]));
+    let up = Up::open(dir, token.clone());
+    assert_eq!(world_status_with(&up, &token), 200);
+    let (status, world) = up.get("/api/v1/world");
+    assert_eq!(status, 200);
+    assert!(world.to_string().contains("ada"), "the simulated beings are there: {world}");
+}
+
+#[test]
+fn seed_token_on_a_folder_that_is_not_a_land_says_so_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let missing = dir.path().join("nothing-here");
+    let output = common::seed(&missing, &["token"]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = common::stderr(&output);
+    assert!(error.starts_with("error: ") && error.lines().count() == 1, "{error}");
+    assert!(!missing.exists(), "nothing was created");
+}

@@ -125,6 +125,13 @@ enum Command {
     },
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
     RotateKey { being: String },
+    /// Issue a new operator token (shown once; the old one stops working).
+    /// Works on any land, planted or simulated; stop `seed up` first.
+    Token {
+        /// Print `{"token": …}` instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a demo world headless, deterministically, and print a summary.
     Sim {
         /// The fixture file (e.g. fixtures/court.toml).
@@ -371,6 +378,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Token { json } => token(&dir, json),
         Command::RotateKey { being } => {
             let land = open(&dir)?;
             let id = land.resolve(&being)?;
@@ -450,6 +458,19 @@ fn plant(dir: &std::path::Path) -> Result<ExitCode> {
     println!("Operator token (shown once; only its hash is stored):");
     println!("  {}", report.operator_token);
     land.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn token(dir: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let land = open(dir)?;
+    let token = land.issue_operator_token()?;
+    land.close()?;
+    if json {
+        println!("{}", serde_json::json!({ "token": token }));
+    } else {
+        println!("New operator token (shown once; only its hash is stored; every earlier token stops working):");
+        println!("  {token}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -22,6 +22,15 @@ pub const UP_LOG_FILE: &str = "seed-up.log";
 /// How long a test's portal may live at most (it stops by itself after).
 pub const TEST_PORTAL_LIFETIME_S: u64 = 600;
 
+/// The tests' HTTP client: redirects are answers to check, not to follow.
+fn test_client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("an HTTP client")
+}
+
 impl Up {
     pub fn start(extra: &[&str]) -> Up {
         Up::start_with_env(extra, &[])
@@ -32,11 +41,15 @@ impl Up {
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Up {
         let dir = tempfile::tempdir().expect("temporary folder");
         let (child, url, token) = Up::spawn(&dir, extra, None, env);
-        let http = reqwest::blocking::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("an HTTP client");
+        let http = test_client();
+        Up { child, url, token, dir, http }
+    }
+
+    /// `seed up` on a land already in `dir` (as `dir/land`), whose operator
+    /// token the caller knows (from `seed token`).
+    pub fn open(dir: tempfile::TempDir, token: String) -> Up {
+        let (child, url, token) = Up::spawn(&dir, &[], Some(token), &[]);
+        let http = test_client();
         Up { child, url, token, dir, http }
     }
 

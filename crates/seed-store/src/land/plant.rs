@@ -123,9 +123,7 @@ impl Land {
             KeySource::Os => random_bytes(&mut secret)?,
             KeySource::Seeded(_) => key_source.derive("operator-token", "operator", &mut secret)?,
         }
-        let operator_token = format!("{OPERATOR_TOKEN_PREFIX}{}", hex::encode(secret));
-        let token_body = OperatorTokenBody { token_hash: blake3_of(operator_token.as_bytes()) };
-        land.seal_body(&operator, KIND_OPERATOR_TOKEN, &token_body)?;
+        let operator_token = seal_operator_token(&land, &operator, &secret)?;
 
         land.root = root;
         land.operator = operator;
@@ -150,5 +148,28 @@ impl Land {
             operator_token,
         };
         Ok((land, report))
+    }
+}
+
+/// Seals an `operator-token` fact holding the hash of the token made from
+/// `secret` on the operator's reel, and returns the token (never stored).
+fn seal_operator_token(land: &Land, operator: &BeingId, secret: &[u8; 32]) -> Result<String, LandError> {
+    let operator_token = format!("{OPERATOR_TOKEN_PREFIX}{}", hex::encode(secret));
+    let token_body = OperatorTokenBody { token_hash: blake3_of(operator_token.as_bytes()) };
+    land.seal_body(operator, KIND_OPERATOR_TOKEN, &token_body)?;
+    Ok(operator_token)
+}
+
+impl Land {
+    /// Issues a new operator token from the operating system's randomness
+    /// (`seed token`): its hash is sealed on the operator's reel, and since
+    /// the portal honours only the latest `operator-token` fact, every
+    /// earlier token (a lost one, or the one a simulated land derived from
+    /// its seed and never showed) stops working. Returns the token, which
+    /// is shown once and stored nowhere.
+    pub fn issue_operator_token(&self) -> Result<String, LandError> {
+        let mut secret = [0u8; 32];
+        random_bytes(&mut secret)?;
+        seal_operator_token(self, &self.operator, &secret)
     }
 }
