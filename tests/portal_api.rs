@@ -1116,3 +1116,107 @@ fn seed_token_on_a_folder_that_is_not_a_land_says_so_and_writes_nothing() {
     assert!(error.starts_with("error: ") && error.lines().count() == 1, "{error}");
     assert!(!missing.exists(), "nothing was created");
 }
+
+#[test]
+fn the_world_api_and_page_show_matter_with_who_made_it_and_when_paged() {
+    // A simulated court: the judge's rulings are matter in /court.
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land = dir.path().join("land");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+    let simulated = common::seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--json"]);
+    assert_eq!(simulated.status.code(), Some(0), "{}", common::stderr(&simulated));
+    let token = issued_token(&common::seed(&land, &["token", "--json"]));
+    let up = Up::open(dir, token);
+
+    let (status, world) = up.get("/api/v1/world");
+    assert_eq!(status, 200);
+    let matter = &world["matter"];
+    let total = matter["total"].as_u64().expect("a total");
+    assert!(total >= 2, "the court made rulings: {matter}");
+    let first = &matter["items"][0];
+    assert_eq!(first["address"], "/court#ruling-1", "{first}");
+    assert_eq!(
+        (&first["space"], &first["kind"], &first["creator"]),
+        (&json!("/court"), &json!("ruling"), &json!("ada"))
+    );
+    assert_eq!(first["fields"]["verdict"], "upheld, ruling 1");
+    assert!(first["madeAtSeq"].as_u64().expect("a land seq") < world["cursor"].as_u64().expect("a cursor"));
+    let court =
+        world["spaces"].as_array().expect("spaces").iter().find(|space| space["path"] == "/court").expect("/court");
+    assert_eq!(court["matterCount"].as_u64(), Some(total), "every ruling is in the court");
+
+    // Paged: one at a time, in address order, each page naming the next.
+    let (mut after, mut seen) = (None::<String>, Vec::new());
+    loop {
+        let path = match &after {
+            Some(address) => format!("/api/v1/world?matterLimit=1&matterAfter={}", address.replace('#', "%23")),
+            None => "/api/v1/world?matterLimit=1".to_string(),
+        };
+        let (status, page) = up.get(&path);
+        assert_eq!(status, 200, "{page}");
+        let items = page["matter"]["items"].as_array().expect("items");
+        assert_eq!(items.len(), 1, "{page}");
+        seen.push(items[0]["address"].as_str().expect("address").to_string());
+        match page["matter"]["next"].as_str() {
+            Some(next) => after = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len() as u64, total);
+    assert!(seen.windows(2).all(|pair| pair[0] < pair[1]), "{seen:?}");
+
+    check(
+        &up,
+        &[
+            case(
+                "a zero page",
+                "GET",
+                "/api/v1/world?matterLimit=0",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("matterLimit"),
+            ),
+            case(
+                "a huge page",
+                "GET",
+                "/api/v1/world?matterLimit=5000",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("matterLimit"),
+            ),
+            case(
+                "a word for a limit",
+                "GET",
+                "/api/v1/world?matterLimit=all",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("matterLimit"),
+            ),
+            case(
+                "a misspelt parameter",
+                "GET",
+                "/api/v1/world?matterLimt=5",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("matterLimt"),
+            ),
+        ],
+    );
+
+    // The world page lists the rulings under the court, escaped.
+    let (cookie, _) = up.login();
+    let page = up
+        .http
+        .get(format!("{}/world", up.url))
+        .header("cookie", cookie)
+        .send()
+        .expect("answered")
+        .text()
+        .expect("a page");
+    assert!(page.contains("id=\"matter-/court#ruling-1\""), "{page}");
+    assert!(page.contains("by <a href=\"/beings/ada\">@ada</a>"), "{page}");
+}

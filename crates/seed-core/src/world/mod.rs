@@ -67,6 +67,11 @@ pub struct Matter {
     pub fields: BTreeMap<String, Json>,
     /// The being whose act created it.
     pub creator: Option<BeingId>,
+    /// The land seq of the fact that put it there, for showing when it was
+    /// made. Not part of the canonical state (the world hash is over kind,
+    /// fields and creator, as it always was): it is the land log's own
+    /// information, repeated here so a reader need not search the log.
+    pub made_at_seq: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -342,7 +347,7 @@ impl World {
             }
             FoldBody::World(body) => {
                 for effect in &body.effects {
-                    self.apply_effect(Some(being), effect);
+                    self.apply_effect(Some(being), land_seq, effect);
                 }
             }
             FoldBody::Act(act) => self.apply_act(land_seq, header, id, &act),
@@ -388,13 +393,14 @@ impl World {
             }
         }
         for effect in &act.effects {
-            self.apply_effect(Some(being), effect);
+            self.apply_effect(Some(being), land_seq, effect);
         }
     }
 
     /// Applies one effect. Effects were checked when they were decided; one
     /// that no longer fits (a being that is gone) changes nothing.
-    pub fn apply_effect(&mut self, actor: Option<BeingId>, effect: &Effect) {
+    /// `land_seq` is the land seq of the fact whose effect this is.
+    pub fn apply_effect(&mut self, actor: Option<BeingId>, land_seq: u64, effect: &Effect) {
         match effect {
             Effect::PutSpace { path, kind, qualities } => {
                 self.spaces.insert(path.clone(), Space { kind: kind.clone(), qualities: qualities.clone() });
@@ -407,8 +413,10 @@ impl World {
             Effect::SetSignal { key, value } => set_or_remove(&mut self.signals, key, value),
             Effect::SetConfig { key, value } => set_or_remove(&mut self.config, key, value),
             Effect::PutMatter { address, kind, fields } => {
-                self.matter
-                    .insert(address.clone(), Matter { kind: kind.clone(), fields: fields.clone(), creator: actor });
+                self.matter.insert(
+                    address.clone(),
+                    Matter { kind: kind.clone(), fields: fields.clone(), creator: actor, made_at_seq: land_seq },
+                );
             }
             Effect::RemoveMatter { address } => {
                 self.matter.remove(address);

@@ -38,8 +38,13 @@ pub(super) async fn api_login(
     Ok(([(header::SET_COOKIE, session_cookie(&id))], axum::Json(json!({"csrf": csrf}))).into_response())
 }
 
-pub(super) async fn api_world(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
-    Ok(axum::Json(views::world_json(&portal.live.world())).into_response())
+pub(super) async fn api_world(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    let page = views::MatterPage::from_query(uri.query())?;
+    Ok(axum::Json(views::world_json(&portal.live.world(), &page)).into_response())
 }
 
 pub(super) async fn api_being(

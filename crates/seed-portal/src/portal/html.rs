@@ -137,7 +137,30 @@ pub fn world_fragment(world: &Json) -> String {
                 }
             ));
         }
-        out.push_str("</ul></div>");
+        out.push_str("</ul>");
+        let matter = list(field(space, "matter"));
+        if !matter.is_empty() {
+            out.push_str("<ul class=\"matter\">");
+            for item in matter {
+                let creator = field(item, "creator");
+                out.push_str(&format!(
+                    "<li class=\"matter-item\" id=\"matter-{0}\"><strong>{1}</strong> {0} <span class=\"muted\">{2}made at land seq {3}</span> <code>{4}</code></li>",
+                    esc(&text(field(item, "address"))),
+                    esc(&text(field(item, "kind"))),
+                    if creator.is_null() { String::new() } else { format!("by <a href=\"/beings/{0}\">@{0}</a> · ", esc(&text(creator))) },
+                    text(field(item, "madeAtSeq")),
+                    esc(&field(item, "fields").to_string())
+                ));
+            }
+            let more = field(space, "matterCount").as_u64().unwrap_or(0).saturating_sub(matter.len() as u64);
+            if more > 0 {
+                out.push_str(&format!(
+                    "<li class=\"muted\">and {more} more (<code>/api/v1/world</code> pages through all)</li>"
+                ));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</div>");
     }
     out.push_str("</div><h2>World signals</h2><table id=\"signals\"><tr><th>key</th><th>value</th></tr>");
     if let Some(signals) = field(world, "signals").as_object() {

@@ -60,11 +60,11 @@ pub(super) async fn logout(State(portal): Shared, FormWrite(credential, _): Form
 }
 
 pub(super) async fn world_page(State(portal): Shared, PageVisitor(credential): PageVisitor) -> Response {
-    html(html::world_page(&views::world_json(&portal.live.world()), credential.csrf()))
+    html(html::world_page(&views::world_json(&portal.live.world(), &views::MatterPage::default()), credential.csrf()))
 }
 
 pub(super) async fn world_live(State(portal): Shared, _visitor: PageVisitor) -> Response {
-    html(html::world_fragment(&views::world_json(&portal.live.world())))
+    html(html::world_fragment(&views::world_json(&portal.live.world(), &views::MatterPage::default())))
 }
 
 pub(super) async fn being_page(

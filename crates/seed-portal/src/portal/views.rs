@@ -7,7 +7,7 @@ use crate::fact::body::Cognition;
 use crate::fact::BeingId;
 use crate::moment::{self, is_ancestor};
 use crate::world::body::KIND_ACT as KIND_ACT_NAME;
-use crate::world::{ActBody, BeingRow, Wake, World};
+use crate::world::{ActBody, BeingRow, Matter, Wake, World};
 use serde_json::{json, Value as Json};
 
 /// Facts of a reel a being page shows (the latest).
@@ -47,7 +47,7 @@ pub enum MayNotDrive {
     NotInhabited { being: String, cognition: &'static str },
 }
 
-pub fn world_json(world: &World) -> Json {
+pub fn world_json(world: &World, page: &MatterPage) -> Json {
     let spaces: Vec<Json> = world
         .spaces
         .iter()
@@ -63,7 +63,14 @@ pub fn world_json(world: &World) -> Json {
                 })
                 .collect();
             let depth = if path == "/" { 0 } else { path.matches('/').count() };
-            json!({"path": path, "kind": space.kind, "depth": depth, "qualities": space.qualities, "beings": beings})
+            let here = matter_in_space(world, path);
+            let matter_count = here.clone().count();
+            let matter: Vec<Json> = here
+                .take(SPACE_MATTER_SHOWN_MAX)
+                .map(|(address, matter)| matter_json(world, address, matter))
+                .collect();
+            json!({"path": path, "kind": space.kind, "depth": depth, "qualities": space.qualities, "beings": beings,
+                   "matter": matter, "matterCount": matter_count})
         })
         .collect();
     json!({
@@ -72,7 +79,104 @@ pub fn world_json(world: &World) -> Json {
         "spaces": spaces,
         "signals": world.signals,
         "roles": world.roles.keys().collect::<Vec<_>>(),
+        "matter": matter_page_json(world, page),
     })
+}
+
+/// Matter items `/api/v1/world` returns in one page unless asked for fewer
+/// or more (`matterLimit`).
+pub const WORLD_MATTER_PAGE_DEFAULT: usize = 100;
+/// Most matter items one page of `/api/v1/world` holds.
+pub const WORLD_MATTER_PAGE_MAX: usize = 1_000;
+/// Matter items the world shows under each space (the rest are counted).
+pub const SPACE_MATTER_SHOWN_MAX: usize = 20;
+
+/// Which page of the world's matter to show: the items after `after` (an
+/// address; `None`: from the first), at most `limit` of them, in address
+/// order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatterPage {
+    pub after: Option<String>,
+    pub limit: usize,
+}
+
+impl Default for MatterPage {
+    fn default() -> MatterPage {
+        MatterPage { after: None, limit: WORLD_MATTER_PAGE_DEFAULT }
+    }
+}
+
+impl MatterPage {
+    /// Reads `matterAfter` and `matterLimit` from a query string; any other
+    /// parameter, or a limit outside 1..=`WORLD_MATTER_PAGE_MAX`, is an
+    /// error naming it.
+    pub fn from_query(query: Option<&str>) -> Result<MatterPage, PortalError> {
+        let mut page = MatterPage::default();
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
+            .map_err(|error| PortalError::bad_request(format!("the query is not url-encoded: {error}")))?;
+        for (key, value) in pairs {
+            match key.as_str() {
+                "matterAfter" => page.after = Some(value),
+                "matterLimit" => {
+                    page.limit =
+                        value.parse().ok().filter(|limit| (1..=WORLD_MATTER_PAGE_MAX).contains(limit)).ok_or_else(
+                            || PortalError {
+                                field: Some("matterLimit".into()),
+                                ..PortalError::bad_request(format!(
+                                    "matterLimit {value:?} is not a number from 1 to {WORLD_MATTER_PAGE_MAX}"
+                                ))
+                            },
+                        )?;
+                }
+                _ => {
+                    return Err(PortalError {
+                        field: Some(key.clone()),
+                        ..PortalError::bad_request(format!(
+                            "unknown parameter {key:?} (this route takes matterAfter and matterLimit)"
+                        ))
+                    })
+                }
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// The matter of the space at `path` (addressed `path#id`), in address order.
+fn matter_in_space<'w>(world: &'w World, path: &str) -> impl Iterator<Item = (&'w String, &'w Matter)> + Clone {
+    let prefix = format!("{path}#");
+    world.matter.range(prefix.clone()..).take_while(move |(address, _)| address.starts_with(&prefix))
+}
+
+/// One piece of matter as the portal shows it: what, where, who made it, when.
+fn matter_json(world: &World, address: &str, matter: &Matter) -> Json {
+    let space = address.split_once('#').map_or(address, |(space, _)| space);
+    json!({
+        "address": address,
+        "space": space,
+        "kind": matter.kind,
+        "fields": matter.fields,
+        "creator": matter.creator.as_ref().and_then(|id| world.name_of(id)),
+        "madeAtSeq": matter.made_at_seq,
+    })
+}
+
+/// One page of the world's matter: `total`, the page's `items`, and `next`
+/// (the `matterAfter` of the next page; `null` on the last).
+fn matter_page_json(world: &World, page: &MatterPage) -> Json {
+    use std::ops::Bound;
+    let from = match &page.after {
+        Some(after) => Bound::Excluded(after.clone()),
+        None => Bound::Unbounded,
+    };
+    let mut rest = world.matter.range((from, Bound::Unbounded));
+    let items: Vec<Json> =
+        rest.by_ref().take(page.limit).map(|(address, matter)| matter_json(world, address, matter)).collect();
+    let next = match rest.next() {
+        Some(_) => items.last().and_then(|item| item["address"].as_str()).map(str::to_string),
+        None => None,
+    };
+    json!({"total": world.matter.len(), "items": items, "next": next})
 }
 
 /// The wake a preview of the being's next moment opens with: a person's for
