@@ -1220,3 +1220,96 @@ fn the_world_api_and_page_show_matter_with_who_made_it_and_when_paged() {
     assert!(page.contains("id=\"matter-/court#ruling-1\""), "{page}");
     assert!(page.contains("by <a href=\"/beings/ada\">@ada</a>"), "{page}");
 }
+
+#[test]
+fn a_conversation_shows_each_summon_with_its_answer_in_place_on_both_sides() {
+    let up = Up::start(&[]);
+    let steps = [
+        ("/api/v1/birth", json!({"name": "kid", "cognition": "scripted", "defaultRole": "human-conversationalist"})),
+        ("/api/v1/beings/kid/inhabit", json!({})),
+        ("/api/v1/beings/kid/act", json!({"verb": "summon", "target": "@operator", "content": "hello from inside"})),
+    ];
+    for (path, body) in &steps {
+        let (status, answer) = up.post(path, body);
+        assert!(status == 200 || status == 201, "{path}: {answer}");
+    }
+    let (status, kid_talk) = up.get("/api/v1/beings/kid/conversation");
+    assert_eq!(status, 200, "{kid_talk}");
+    let asked = &kid_talk["messages"][0];
+    assert_eq!(
+        (&asked["from"], &asked["to"], &asked["direction"]),
+        (&json!("@kid"), &json!("@operator"), &json!("out"))
+    );
+    assert_eq!(
+        (&asked["content"], &asked["reply"], &asked["pending"]),
+        (&json!("hello from inside"), &Value::Null, &json!(true))
+    );
+
+    // The operator answers it, woken by the summon: one act, in place.
+    let summon = asked["summon"].as_str().expect("the summon's id").to_string();
+    let (status, answer) = up.post(
+        "/api/v1/beings/operator/act",
+        &json!({"verb": "summon", "target": "@kid", "content": "hello back", "wake": summon}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let kid_talk = up.get("/api/v1/beings/kid/conversation").1;
+    let messages = kid_talk["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2, "{kid_talk}");
+    let reply = &messages[0]["reply"];
+    assert_eq!(
+        (&reply["by"], &reply["verb"], &reply["content"]),
+        (&json!("@operator"), &json!("summon"), &json!("hello back"))
+    );
+    assert_eq!(messages[0]["pending"], false);
+    assert_eq!(
+        (&messages[1]["from"], &messages[1]["direction"], &messages[1]["pending"]),
+        (&json!("@operator"), &json!("in"), &json!(true))
+    );
+    // The operator sees the same exchange from its side.
+    let operator_talk = up.get("/api/v1/beings/operator/conversation").1;
+    let directions: Vec<&Value> =
+        operator_talk["messages"].as_array().expect("messages").iter().map(|m| &m["direction"]).collect();
+    assert_eq!(directions, [&json!("in"), &json!("out")], "{operator_talk}");
+
+    // The inhabit tab shows the conversation first, with a one-field answer
+    // to what waits; sending it seals the kid's answer in place.
+    let (cookie, csrf) = up.login();
+    let tab = up.http.get(format!("{}/inhabit/kid", up.url)).header("cookie", &cookie).send().expect("answered");
+    let tab = tab.text().expect("a page");
+    let waiting = messages[1]["summon"].as_str().expect("id");
+    let (conversation_at, act_at) =
+        (tab.find("id=\"conversation\"").expect("a conversation"), tab.find("<h2>Act</h2>").expect("act forms"));
+    assert!(conversation_at < act_at, "the conversation comes first");
+    assert!(tab.contains(&format!("id=\"answer-{waiting}\"")), "{tab}");
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("verb", "summon"),
+        ("wake", waiting),
+        ("target", "@operator"),
+        ("content", "thanks"),
+    ];
+    let sent = up
+        .http
+        .post(format!("{}/inhabit/kid/act", up.url))
+        .header("cookie", &cookie)
+        .form(&form)
+        .send()
+        .expect("answered");
+    assert_eq!(sent.status().as_u16(), 303, "{:?}", sent.text());
+    let fragment = up
+        .http
+        .get(format!("{}/beings/kid/conversation?answer=inhabit", up.url))
+        .header("cookie", &cookie)
+        .send()
+        .expect("answered")
+        .text()
+        .expect("a fragment");
+    assert!(fragment.contains(&format!("id=\"reply-{waiting}\"")) && fragment.contains("thanks"), "{fragment}");
+
+    check(
+        &up,
+        &[case("no such being", "GET", "/api/v1/beings/nobody/conversation", Value::Null, 404, "not-found", None)],
+    );
+    let anonymous = up.http.get(format!("{}/api/v1/beings/kid/conversation", up.url)).send().expect("answered");
+    assert_eq!(anonymous.status().as_u16(), 401);
+}

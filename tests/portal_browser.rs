@@ -8,7 +8,7 @@ use crate::common;
 
 use common::portal::Up;
 use common::webdriver::Browser;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,6 +70,24 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
         inbox.iter().any(|summon| summon["from"] == "@wren" && summon["content"] == "Hello from inside wren."),
         "the summon reached @operator: {inbox:?}"
     );
+
+    // The operator answers: the reply appears in the open tab without a
+    // reload, under the summon it answers; the child answers back in place.
+    let asked = up.get("/api/v1/beings/wren/conversation").1["messages"][0]["summon"].clone();
+    let answer = json!({"verb": "summon", "target": "@wren", "content": "Welcome, wren.", "wake": asked});
+    assert_eq!(up.post("/api/v1/beings/operator/act", &answer).0, 200);
+    let asked = asked.as_str().expect("a summon id").to_string();
+    browser.wait_for_text(&format!("#reply-{asked}"), "Welcome, wren.");
+    let talk = up.get("/api/v1/beings/wren/conversation").1;
+    let waiting = talk["messages"][1]["summon"].as_str().expect("the operator's summon").to_string();
+    browser.scroll_to(&format!("#answer-{waiting}"));
+    browser.screenshot("06b-reply-arrived-live");
+    browser.clear_and_type(&format!("#answer-text-{waiting}"), "Thank you!");
+    browser.click(&format!("#answer-send-{waiting}"));
+    browser.wait_for_text("#flash", "act: summon");
+    browser.wait_for_text(&format!("#reply-{waiting}"), "Thank you!");
+    browser.wait_for_text("#presence-state", "You are driving @wren");
+    browser.screenshot("06c-answered-in-place");
 
     // Close the tab: after the grace period the child is released.
     browser.close_window();

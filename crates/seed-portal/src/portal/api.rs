@@ -191,6 +191,14 @@ pub(super) async fn api_replay(
     Ok(axum::Json(replay(&portal, &name).await?).into_response())
 }
 
+pub(super) async fn api_conversation(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(conversation(&portal, &name).await?).into_response())
+}
+
 pub(super) async fn api_birth(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {
     Ok((StatusCode::CREATED, axum::Json(birth(&portal, &request).await?)).into_response())
 }

@@ -41,7 +41,9 @@ fn list(value: &Json) -> &[Json] {
 /// Policy admits no inline style.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:#222}\
 nav a{margin-right:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}\
-.error{color:#a00}.ok{color:#070}.muted{color:#777}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:20em}\
+.error{color:#a00}.ok{color:#070}.muted{color:#777}\
+.conversation{list-style:none;padding:0}.message{border-left:3px solid #ccc;margin:.4em 0;padding:.2em .6em}\
+.message.out{border-color:#58a}.message.in{border-color:#a85}.said{margin:.2em 0}.reply{margin:.2em 0 .2em 1em;color:#333}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:20em}\
 .tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
 font-size:.7em;text-align:center;color:#fff;border-radius:2px}.diverged{outline:3px solid #d00}\
 form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}";
@@ -267,7 +269,70 @@ pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
     out
 }
 
-pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
+/// A conversation: each summon with the act that answered it in place, and
+/// for each one still waiting in this being's inbox, when the session may
+/// drive it, a one-field answer posted to `answer_action`.
+pub fn conversation_fragment(talk: &Json, answer_action: Option<&str>, csrf: &str) -> String {
+    let messages = list(field(talk, "messages"));
+    if messages.is_empty() {
+        return "<p class=\"muted\" id=\"no-conversation\">No summons to or from this being yet.</p>".to_string();
+    }
+    let mut out = String::from("<ol class=\"conversation\" id=\"messages\">");
+    for message in messages {
+        let summon = text(field(message, "summon"));
+        let direction = text(field(message, "direction"));
+        out.push_str(&format!(
+            "<li class=\"message {0}\" id=\"message-{1}\"><span class=\"muted\">{2} → {3} · land seq {4}</span><p class=\"said\">{5}</p>",
+            esc(&direction),
+            esc(&summon),
+            esc(&text(field(message, "from"))),
+            esc(&text(field(message, "to"))),
+            text(field(message, "landSeq")),
+            esc(&text(field(message, "content")))
+        ));
+        let reply = field(message, "reply");
+        if !reply.is_null() {
+            out.push_str(&format!(
+                "<p class=\"reply\" id=\"reply-{0}\">↳ {1} answered ({2}, land seq {3}): {4}</p>",
+                esc(&summon),
+                esc(&text(field(reply, "by"))),
+                esc(&text(field(reply, "verb"))),
+                text(field(reply, "landSeq")),
+                esc(&text(field(reply, "content")))
+            ));
+        } else if field(message, "pending").as_bool() == Some(true) {
+            match (answer_action, direction.as_str()) {
+                (Some(action), "in") => out.push_str(&format!(
+                    "<form method=\"post\" action=\"{0}\" class=\"answer\" id=\"answer-{1}\">{2}\
+<input type=\"hidden\" name=\"verb\" value=\"summon\"><input type=\"hidden\" name=\"wake\" value=\"{1}\">\
+<input type=\"hidden\" name=\"target\" value=\"{3}\"><label>answer {3} <input name=\"content\" id=\"answer-text-{1}\" required></label>\
+<button id=\"answer-send-{1}\">Send</button></form>",
+                    esc(action),
+                    esc(&summon),
+                    hidden_csrf(csrf),
+                    esc(&text(field(message, "from")))
+                )),
+                _ => out.push_str("<p class=\"muted\">waiting for an answer</p>"),
+            }
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ol>");
+    out
+}
+
+/// The live conversation section: the fragment, fetched again from
+/// `/beings/NAME/conversation` on every world event.
+fn conversation_section(name: &str, talk: &Json, answer_action: Option<&str>, inhabit: bool, csrf: &str) -> String {
+    format!(
+        "<h2>Conversation</h2><div id=\"conversation\" data-live-conversation=\"{}\"{}>{}</div>",
+        esc(name),
+        if inhabit { " data-answer=\"inhabit\"" } else { "" },
+        conversation_fragment(talk, answer_action, csrf)
+    )
+}
+
+pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) -> String {
     let name = text(field(being, "name"));
     let mut body = String::new();
     if let Some(flash) = flash {
@@ -342,6 +407,9 @@ pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
             hidden_csrf(csrf)
         ));
     }
+    let may_drive = field(being, "youMayDrive").as_bool() == Some(true);
+    let answer_action = format!("/beings/{name}/act");
+    body.push_str(&conversation_section(&name, talk, may_drive.then_some(answer_action.as_str()), false, csrf));
     body.push_str("<h2>Inbox</h2><ul id=\"inbox\">");
     for summon in list(field(being, "inbox")) {
         body.push_str(&format!(
@@ -372,13 +440,16 @@ pub fn being_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
     page(&format!("@{name}"), &body, Some(csrf))
 }
 
-pub fn inhabit_page(being: &Json, csrf: &str, flash: Option<&str>) -> String {
+pub fn inhabit_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) -> String {
     let name = text(field(being, "name"));
     let mut body = format!(
         "<p id=\"presence-state\" data-presence=\"{1}\">connecting…</p>{0}<p>Close this tab to release @{1}.</p>",
         flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
         esc(&name)
     );
+    // The conversation first: what the person came to answer.
+    let answer_action = format!("/inhabit/{name}/act");
+    body.push_str(&conversation_section(&name, talk, Some(&answer_action), true, csrf));
     body.push_str(&format!(
         "<p>wears <strong id=\"now-primary\">{}</strong></p>",
         esc(&text(field(field(being, "now"), "primary")))

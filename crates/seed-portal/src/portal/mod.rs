@@ -9,6 +9,7 @@
 
 mod api;
 pub mod auth;
+pub mod conversation;
 pub mod error;
 pub mod extract;
 pub mod headers;
@@ -101,6 +102,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/world/live", get(world_live))
         .route("/beings/{name}", get(being_page))
         .route("/beings/{name}/act", post(being_act_form))
+        .route("/beings/{name}/conversation", get(conversation_fragment))
         .route("/beings/{name}/flow", get(flow_page).post(flow_form))
         .route("/beings/{name}/replay", get(replay_page))
         .route("/inhabit/{name}", get(inhabit_page).post(inhabit_form))
@@ -120,6 +122,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/beings/{name}/flow", post(api_flow))
         .route("/api/v1/beings/{name}/flow/preview", post(api_flow_preview))
         .route("/api/v1/beings/{name}/replay", get(api_replay))
+        .route("/api/v1/beings/{name}/conversation", get(api_conversation))
         .route("/api/v1/birth", post(api_birth))
         .route("/api/v1/roles", get(api_roles).post(api_author_role))
         .route("/api/v1/signals", post(api_signal))

@@ -73,11 +73,42 @@ pub(super) async fn being_page(
     Path(name): Path<String>,
     uri: Uri,
 ) -> Response {
-    let world = portal.live.world();
-    let result = views::being_row(&world, &name)
-        .and_then(|row| views::being_json(&portal.live, &world, row, portal.live.operator()));
+    let result = async {
+        let world = portal.live.world();
+        let row = views::being_row(&world, &name)?;
+        let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
+        let talk = conversation(&portal, &name).await?;
+        Ok::<_, PortalError>((being, talk))
+    };
+    match result.await {
+        Ok((being, talk)) => {
+            html(html::being_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str)))
+        }
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+/// The conversation part of a being page or an inhabit tab, fetched again
+/// whenever the world moves. `?answer=inhabit` makes its answer forms post
+/// to the inhabit tab's act route.
+pub(super) async fn conversation_fragment(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+    uri: Uri,
+) -> Response {
+    let (world, talk) = (portal.live.world(), conversation(&portal, &name).await);
+    let result = talk.and_then(|talk| {
+        let row = views::being_row(&world, &name)?;
+        let drive = views::may_drive(&world, portal.live.operator(), row).is_ok();
+        let action = match query(&uri).get("answer").map(String::as_str) {
+            Some("inhabit") => format!("/inhabit/{}/act", row.name),
+            _ => format!("/beings/{}/act", row.name),
+        };
+        Ok(html::conversation_fragment(&talk, drive.then_some(action.as_str()), credential.csrf()))
+    });
     match result {
-        Ok(being) => html(html::being_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))),
+        Ok(fragment) => html(fragment),
         Err(error) => error.as_html().into_response(),
     }
 }
@@ -158,9 +189,18 @@ pub(super) async fn inhabit_page(
             )));
         }
         let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
-        Ok(html(html::inhabit_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str))))
+        Ok(being)
     })();
-    result.unwrap_or_else(|error: PortalError| error.as_html().into_response())
+    let result = match result {
+        Ok(being) => conversation(&portal, &name).await.map(|talk| (being, talk)),
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok((being, talk)) => {
+            html(html::inhabit_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str)))
+        }
+        Err(error) => error.as_html().into_response(),
+    }
 }
 
 pub(super) async fn birth_form(State(portal): Shared, FormWrite(_, form): FormWrite) -> Response {

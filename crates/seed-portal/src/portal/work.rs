@@ -437,6 +437,16 @@ pub(super) async fn replay(portal: &Arc<Portal>, name: &str) -> Result<Json, Por
         .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
 }
 
+/// The being's conversation, read off the reels on a blocking thread.
+pub(super) async fn conversation(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?.clone();
+    let live = portal.live.clone();
+    tokio::task::spawn_blocking(move || super::conversation::conversation_json(live.store(), &world, &row))
+        .await
+        .map_err(|error| PortalError::internal(format!("the conversation task stopped: {error}")))?
+}
+
 /// After `wait`, releases the being unless a tab holds it again (or it is
 /// no longer inhabited).
 pub(super) fn release_unless_held(portal: Arc<Portal>, being: crate::fact::BeingId, name: String, wait: Duration) {

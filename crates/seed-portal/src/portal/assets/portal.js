@@ -19,6 +19,22 @@
     });
   }
 
+  // A conversation: fetched again whenever the world moves, unless the
+  // person is typing an answer in it (the next event brings what they missed).
+  function followConversation(part) {
+    var name = part.getAttribute('data-live-conversation');
+    var url = '/beings/' + encodeURIComponent(name) + '/conversation' +
+      (part.getAttribute('data-answer') === 'inhabit' ? '?answer=inhabit' : '');
+    var events = new EventSource('/api/v1/events');
+    events.addEventListener('world', function () {
+      var typing = part.contains(document.activeElement) && document.activeElement.value;
+      if (typing) { return; }
+      fetch(url)
+        .then(function (response) { return response.text(); })
+        .then(function (html) { part.innerHTML = html; });
+    });
+  }
+
   // An inhabit tab: its event stream holds the being while the tab is open.
   function holdPresence(state) {
     var name = state.getAttribute('data-presence');
@@ -79,6 +95,8 @@
     if (live) { followWorld(live); }
     var state = document.querySelector('[data-presence]');
     if (state) { holdPresence(state); }
+    var talk = document.querySelector('[data-live-conversation]');
+    if (talk) { followConversation(talk); }
     var flow = document.querySelector('[data-flow-preview]');
     if (flow) { previewFlow(flow); }
   });
