@@ -1313,3 +1313,86 @@ fn a_conversation_shows_each_summon_with_its_answer_in_place_on_both_sides() {
     let anonymous = up.http.get(format!("{}/api/v1/beings/kid/conversation", up.url)).send().expect("answered");
     assert_eq!(anonymous.status().as_u16(), 401);
 }
+
+#[test]
+fn the_moments_page_filters_by_being_verb_outcome_and_role_and_names_each_failure() {
+    let up = Up::start(&["--round-ms", "200"]);
+    // A refused act is a failure in the trace, with its reason.
+    let (status, _) =
+        up.post("/api/v1/beings/operator/act", &json!({"verb": "summon", "target": "@nobody-here", "content": "hi"}));
+    assert!(status >= 400, "the summon is refused");
+    assert_eq!(up.post("/api/v1/beings/operator/act", &json!({"verb": "see", "address": "/"})).0, 200);
+    let failures = up.get("/api/v1/moments?being=operator&outcome=failure").1;
+    let failed = failures["recent"].as_array().expect("recent");
+    assert_eq!(failed.len(), 1, "{failures}");
+    assert!(failed[0]["outcome"].as_str().expect("an outcome").starts_with("failure in "), "{failures}");
+    assert!(failed[0]["time"].as_str().is_some_and(|time| time.ends_with('Z')), "a readable time: {failures}");
+    let sees = up.get("/api/v1/moments?being=@operator&verb=see").1;
+    assert_eq!(sees["recent"].as_array().expect("recent").len(), 1, "{sees}");
+    assert_eq!(
+        up.get("/api/v1/moments?being=operator&verb=summon").1["recent"],
+        json!([]),
+        "the refused summon sealed no act"
+    );
+    // Scripted beings' moments pass a filter by their being and role.
+    let started = std::time::Instant::now();
+    loop {
+        let ada = up.get("/api/v1/moments?being=ada").1;
+        let recent = ada["recent"].as_array().expect("recent").clone();
+        if let Some(role) = recent.first().and_then(|trace| trace["primary"].as_str()) {
+            assert!(recent.iter().all(|trace| trace["name"] == "ada"), "{ada}");
+            let by_role = up.get(&format!("/api/v1/moments?being=ada&role={role}")).1;
+            assert!(by_role["recent"].as_array().expect("recent").iter().all(|trace| trace["primary"] == role));
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "ada never woke");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check(
+        &up,
+        &[
+            case("an unknown verb", "GET", "/api/v1/moments?verb=shout", Value::Null, 400, "bad-request", Some("verb")),
+            case(
+                "an unknown outcome",
+                "GET",
+                "/api/v1/moments?outcome=maybe",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("outcome"),
+            ),
+            case(
+                "an unknown parameter",
+                "GET",
+                "/api/v1/moments?colour=red",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("colour"),
+            ),
+        ],
+    );
+    // The page keeps the filter, links each being, marks failures, and its
+    // live part is fetched with the same filter.
+    let (cookie, _) = up.login();
+    let get = |path: &str| {
+        up.http
+            .get(format!("{}{path}", up.url))
+            .header("cookie", &cookie)
+            .send()
+            .expect("answered")
+            .text()
+            .expect("text")
+    };
+    let page = get("/moments?being=operator&outcome=failure");
+    assert!(page.contains("id=\"filter-being\" value=\"operator\""), "{page}");
+    assert!(page.contains("data-live-moments=\"/moments/live?being=operator&amp;outcome=failure\""), "{page}");
+    assert!(
+        page.contains("<a href=\"/beings/operator\">@operator</a>") && page.contains("class=\"error\">failure in "),
+        "{page}"
+    );
+    let unfiltered = get("/moments");
+    assert!(unfiltered.contains("id=\"filter-being\" value=\"\""), "an unset filter is an empty field: {unfiltered}");
+    let live = get("/moments/live?being=operator&outcome=failure");
+    assert!(live.contains("failure in ") && !live.contains("<html"), "{live}");
+}

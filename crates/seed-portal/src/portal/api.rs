@@ -230,6 +230,11 @@ pub(super) async fn api_signal(State(portal): Shared, ApiWrite(_, request): ApiW
     Ok(axum::Json(publish(&portal, &request).await?).into_response())
 }
 
-pub(super) async fn api_moments(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
-    Ok(axum::Json(views::moments_json(&portal.live, &portal.live.world())).into_response())
+pub(super) async fn api_moments(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    let filter = views::MomentFilter::from_query(uri.query())?;
+    Ok(axum::Json(views::moments_json(&portal.live, &portal.live.world(), &filter)).into_response())
 }

@@ -540,7 +540,40 @@ pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&s
     page(&format!("roleFlow of @{name}"), &body, Some(csrf))
 }
 
-pub fn moments_page(moments: &Json, csrf: &str) -> String {
+pub fn moments_page(moments: &Json, query: &str, csrf: &str) -> String {
+    let filter = field(moments, "filter");
+    // An unset filter is an empty field, not the "—" shown for absent values.
+    let value = |key: &str| esc(field(filter, key).as_str().unwrap_or_default());
+    let choice = |name: &str, options: &[&str]| {
+        let chosen = field(filter, name).as_str().unwrap_or_default();
+        let mut out = format!("<select name=\"{name}\" id=\"filter-{name}\"><option value=\"\">any</option>");
+        for option in options {
+            let selected = if chosen == *option { " selected" } else { "" };
+            out.push_str(&format!("<option value=\"{option}\"{selected}>{option}</option>"));
+        }
+        out + "</select>"
+    };
+    let mut body = format!(
+        "<form method=\"get\" action=\"/moments\" id=\"moment-filter\"><label>being <input name=\"being\" id=\"filter-being\" value=\"{}\" placeholder=\"ada\"></label>\
+<label>verb {}</label><label>outcome {}</label><label>role <input name=\"role\" id=\"filter-role\" value=\"{}\" placeholder=\"judge\"></label>\
+<button id=\"filter\">Filter</button> <a href=\"/moments\">clear</a></form>",
+        value("being"),
+        choice("verb", &["see", "do", "summon", "be"]),
+        choice("outcome", &["act", "see", "failure"]),
+        value("role")
+    );
+    body.push_str(&format!(
+        "<div id=\"live-moments\" data-live-moments=\"/moments/live{}\">{}</div>",
+        if query.is_empty() { String::new() } else { format!("?{}", esc(query)) },
+        moments_fragment(moments)
+    ));
+    page("Moments", &body, Some(csrf))
+}
+
+/// The moments running now and the latest traces that pass the filter, with
+/// time, cursor, the being (a link), the wake, the role and the outcome (a
+/// failure's whole reason).
+pub fn moments_fragment(moments: &Json) -> String {
     let mut body =
         String::from("<h2>Running now</h2><table id=\"running\"><tr><th>being</th><th>beat</th><th>for (µs)</th></tr>");
     for moment in list(field(moments, "running")) {
@@ -551,19 +584,30 @@ pub fn moments_page(moments: &Json, csrf: &str) -> String {
             esc(&text(field(moment, "forUs")))
         ));
     }
-    body.push_str("</table><h2>Latest moments</h2><table id=\"recent\"><tr><th>being</th><th>wake</th><th>role</th><th>outcome</th><th>µs</th></tr>");
-    for trace in list(field(moments, "recent")) {
+    body.push_str("</table><h2>Latest moments</h2>");
+    let recent = list(field(moments, "recent"));
+    if recent.is_empty() {
+        body.push_str("<p class=\"muted\" id=\"no-moments\">No kept moment passes this filter.</p>");
+        return body;
+    }
+    body.push_str("<table id=\"recent\"><tr><th>time</th><th>cursor</th><th>being</th><th>wake</th><th>role</th><th>outcome</th><th>µs</th></tr>");
+    for trace in recent {
+        let outcome = text(field(trace, "outcome"));
+        let class = if outcome.starts_with("failure") { " class=\"error\"" } else { "" };
         body.push_str(&format!(
-            "<tr><td>@{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{0}</td><td>{1}</td><td><a href=\"/beings/{2}\">@{2}</a></td><td>{3}</td><td>{4}</td><td{5}>{6}</td><td>{7}</td></tr>",
+            esc(&text(field(trace, "time"))),
+            esc(&text(field(trace, "cursor"))),
             esc(&text(field(trace, "name"))),
             esc(&text(field(field(trace, "wake"), "kind"))),
             esc(&text(field(trace, "primary"))),
-            esc(&text(field(trace, "outcome"))),
+            class,
+            esc(&outcome),
             esc(&text(field(field(trace, "timingsUs"), "total")))
         ));
     }
     body.push_str("</table>");
-    page("Moments", &body, Some(csrf))
+    body
 }
 
 /// A stable colour per role name for the timeline picture.

@@ -111,6 +111,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/roles", get(roles_page).post(role_form_post))
         .route("/signals", post(signal_form))
         .route("/moments", get(moments_page))
+        .route("/moments/live", get(moments_live))
         .route("/api/v1/login", post(api_login))
         .route("/api/v1/world", get(api_world))
         .route("/api/v1/events", get(api_events))

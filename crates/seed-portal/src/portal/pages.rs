@@ -348,8 +348,22 @@ pub(super) async fn signal_form(State(portal): Shared, FormWrite(_, form): FormW
     result.unwrap_or_else(|error| error.as_html().into_response())
 }
 
-pub(super) async fn moments_page(State(portal): Shared, PageVisitor(credential): PageVisitor) -> Response {
-    html(html::moments_page(&views::moments_json(&portal.live, &portal.live.world()), credential.csrf()))
+pub(super) async fn moments_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    match views::MomentFilter::from_query(uri.query()) {
+        Ok(filter) => {
+            let moments = views::moments_json(&portal.live, &portal.live.world(), &filter);
+            html(html::moments_page(&moments, &filter.to_query(), credential.csrf()))
+        }
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+/// The live part of the moments page, fetched again on every world event.
+pub(super) async fn moments_live(State(portal): Shared, _visitor: PageVisitor, uri: Uri) -> Response {
+    match views::MomentFilter::from_query(uri.query()) {
+        Ok(filter) => html(html::moments_fragment(&views::moments_json(&portal.live, &portal.live.world(), &filter))),
+        Err(error) => error.as_html().into_response(),
+    }
 }
 
 pub(super) async fn replay_page(

@@ -299,13 +299,105 @@ pub fn roles_json(live: &LiveLand, world: &World) -> Json {
     json!({"roles": roles})
 }
 
-pub fn moments_json(live: &LiveLand, world: &World) -> Json {
+pub fn moments_json(live: &LiveLand, world: &World, filter: &MomentFilter) -> Json {
     let running: Vec<Json> = live
         .running()
         .into_iter()
         .map(|(being, beat, for_us)| json!({"being": world.name_of(&being), "beat": beat, "forUs": for_us}))
         .collect();
-    json!({"running": running, "recent": live.recent_traces(MOMENT_TRACES_SHOWN_MAX)})
+    let recent: Vec<Json> = live
+        .recent_traces(crate::engine::LIVE_MOMENT_TRACES_KEPT)
+        .into_iter()
+        .filter(|trace| filter.admits(trace))
+        .take(MOMENT_TRACES_SHOWN_MAX)
+        .map(|mut trace| {
+            let time = trace["storedTimeMs"].as_u64().map(crate::view::format_time_ms);
+            trace["time"] = json!(time);
+            trace
+        })
+        .collect();
+    json!({"running": running, "recent": recent, "filter": filter.to_json()})
+}
+
+/// Which moment traces to show (`/moments`, `/api/v1/moments`): each field
+/// set narrows the list; none set shows every kept trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MomentFilter {
+    /// A being's name, with or without `@`.
+    pub being: Option<String>,
+    /// The verb of the act (`see` includes moments that only looked).
+    pub verb: Option<String>,
+    /// `act`, `see` or `failure`.
+    pub outcome: Option<String>,
+    /// The primary role the being wore.
+    pub role: Option<String>,
+}
+
+impl MomentFilter {
+    /// Reads `being`, `verb`, `outcome` and `role` from a query string (empty
+    /// values are no filter); an unknown parameter, verb or outcome is an
+    /// error naming it.
+    pub fn from_query(query: Option<&str>) -> Result<MomentFilter, PortalError> {
+        let mut filter = MomentFilter::default();
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
+            .map_err(|error| PortalError::bad_request(format!("the query is not url-encoded: {error}")))?;
+        let problem = |field: &str, message: String| PortalError {
+            field: Some(field.into()),
+            ..PortalError::bad_request(message)
+        };
+        for (key, value) in pairs {
+            let value = value.trim().to_string();
+            if value.is_empty() {
+                continue;
+            }
+            match key.as_str() {
+                "being" => filter.being = Some(value.trim_start_matches('@').to_string()),
+                "verb" if crate::llm::VERBS.contains(&value.as_str()) => filter.verb = Some(value),
+                "verb" => return Err(problem("verb", format!("unknown verb {value:?}: see, do, summon or be"))),
+                "outcome" if ["act", "see", "failure"].contains(&value.as_str()) => filter.outcome = Some(value),
+                "outcome" => return Err(problem("outcome", format!("unknown outcome {value:?}: act, see or failure"))),
+                "role" => filter.role = Some(value),
+                _ => {
+                    return Err(problem(
+                        &key,
+                        format!("unknown parameter {key:?} (this route takes being, verb, outcome and role)"),
+                    ))
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Whether a moment trace (as the engine keeps it) passes.
+    fn admits(&self, trace: &Json) -> bool {
+        let outcome = trace["outcome"].as_str().unwrap_or_default();
+        let kind = if outcome.starts_with("act: ") {
+            "act"
+        } else if outcome == "see" {
+            "see"
+        } else {
+            "failure"
+        };
+        let verb = outcome.strip_prefix("act: ").or((outcome == "see").then_some("see"));
+        self.being.as_deref().is_none_or(|being| trace["name"] == being)
+            && self.outcome.as_deref().is_none_or(|wanted| wanted == kind)
+            && self.verb.as_deref().is_none_or(|wanted| verb == Some(wanted))
+            && self.role.as_deref().is_none_or(|role| trace["primary"] == role)
+    }
+
+    fn to_json(&self) -> Json {
+        json!({"being": self.being, "verb": self.verb, "outcome": self.outcome, "role": self.role})
+    }
+
+    /// The filter as a query string (for the live part's URL).
+    pub fn to_query(&self) -> String {
+        let pairs: Vec<(&str, &str)> =
+            [("being", &self.being), ("verb", &self.verb), ("outcome", &self.outcome), ("role", &self.role)]
+                .into_iter()
+                .filter_map(|(key, value)| value.as_deref().map(|value| (key, value)))
+                .collect();
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    }
 }
 
 /// The being's reel replayed from genesis: per moment the stack, the clause

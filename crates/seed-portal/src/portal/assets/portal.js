@@ -9,29 +9,26 @@
     return meta ? meta.content : '';
   }
 
-  // The world page: the live part is fetched again whenever the world moves.
-  function followWorld(live) {
+  // A live part of a page: fetched again from `url` whenever the world
+  // moves, unless `busy()` says the person is in the middle of something
+  // there (the next event brings what they missed).
+  function refetchOnWorld(part, url, busy) {
     var events = new EventSource('/api/v1/events');
     events.addEventListener('world', function () {
-      fetch('/world/live')
+      if (busy && busy()) { return; }
+      fetch(url)
         .then(function (response) { return response.text(); })
-        .then(function (html) { live.innerHTML = html; });
+        .then(function (html) { part.innerHTML = html; });
     });
   }
 
-  // A conversation: fetched again whenever the world moves, unless the
-  // person is typing an answer in it (the next event brings what they missed).
+  // A conversation: not replaced while the person types an answer in it.
   function followConversation(part) {
     var name = part.getAttribute('data-live-conversation');
     var url = '/beings/' + encodeURIComponent(name) + '/conversation' +
       (part.getAttribute('data-answer') === 'inhabit' ? '?answer=inhabit' : '');
-    var events = new EventSource('/api/v1/events');
-    events.addEventListener('world', function () {
-      var typing = part.contains(document.activeElement) && document.activeElement.value;
-      if (typing) { return; }
-      fetch(url)
-        .then(function (response) { return response.text(); })
-        .then(function (html) { part.innerHTML = html; });
+    refetchOnWorld(part, url, function () {
+      return part.contains(document.activeElement) && document.activeElement.value;
     });
   }
 
@@ -92,9 +89,11 @@
 
   document.addEventListener('DOMContentLoaded', function () {
     var live = document.querySelector('[data-live-world]');
-    if (live) { followWorld(live); }
+    if (live) { refetchOnWorld(live, '/world/live'); }
     var state = document.querySelector('[data-presence]');
     if (state) { holdPresence(state); }
+    var moments = document.querySelector('[data-live-moments]');
+    if (moments) { refetchOnWorld(moments, moments.getAttribute('data-live-moments')); }
     var talk = document.querySelector('[data-live-conversation]');
     if (talk) { followConversation(talk); }
     var flow = document.querySelector('[data-flow-preview]');
