@@ -39,14 +39,46 @@ fn list(value: &Json) -> &[Json] {
 /// The stylesheet's fixed part; `stylesheet` adds the classes that stand
 /// for values (a space's depth, a role's colour), since the Content-Security-
 /// Policy admits no inline style.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:#222}\
-nav a{margin-right:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}\
-.error{color:#a00}.ok{color:#070}.muted{color:#777}\
-.conversation{list-style:none;padding:0}.message{border-left:3px solid #ccc;margin:.4em 0;padding:.2em .6em}\
-.message.out{border-color:#58a}.message.in{border-color:#a85}.said{margin:.2em 0}.reply{margin:.2em 0 .2em 1em;color:#333}pre{background:#f5f5f5;padding:.5em;overflow:auto;max-height:20em}\
+const STYLE: &str = ":root{color-scheme:light dark;--fg:#222;--bg:#fff;--muted:#6a6a6a;--line:#ccc;--code:#f5f5f5;\
+--error:#a00;--ok:#070;--link:#0645ad;--out:#58a;--in:#a85}\
+@media (prefers-color-scheme:dark){:root{--fg:#e4e4e4;--bg:#16181b;--muted:#9a9a9a;--line:#444;--code:#23262b;\
+--error:#ff7a7a;--ok:#7ad67a;--link:#8ab4f8;--out:#6fa0d8;--in:#d0a070}}\
+body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:var(--fg);background:var(--bg);line-height:1.4}\
+a{color:var(--link)}nav a{margin-right:1em}\
+table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}\
+td,th{border:1px solid var(--line);padding:.2em .5em;text-align:left;vertical-align:top}\
+.error{color:var(--error)}.ok{color:var(--ok)}.muted{color:var(--muted)}\
+abbr.help{text-decoration:underline dotted;cursor:help}\
+.conversation{list-style:none;padding:0}.message{border-left:3px solid var(--line);margin:.4em 0;padding:.2em .6em}\
+.message.out{border-color:var(--out)}.message.in{border-color:var(--in)}.said{margin:.2em 0}.reply{margin:.2em 0 .2em 1em}\
+pre{background:var(--code);padding:.5em;overflow:auto;max-height:20em}code{background:var(--code)}\
 .tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
 font-size:.7em;text-align:center;color:#fff;border-radius:2px}.diverged{outline:3px solid #d00}\
-form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}";
+form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}\
+input,select,textarea,button{font:inherit;max-width:100%}\
+@media (max-width:40em){body{margin:.6em}nav a{display:inline-block;margin:.2em .6em .2em 0}}";
+
+/// The words a newcomer meets on the pages and what each means: shown as a
+/// tooltip wherever the word labels something ([`help`]).
+pub const GLOSSARY: &[(&str, &str)] = &[
+    ("cursor", "How many facts the land held when this was read: a position in the land's one order of facts."),
+    ("wake", "Why a being's moment happened: a summon in its inbox, a signal its roleFlow reads, a tick, a self-continue, or a person acting for it."),
+    ("face", "What the being's cognition read in that moment: who and where it is, the time, what woke it, what it may do, what it saw."),
+    ("stack", "The roles a being wears at once: the primary role, then the modifiers its roleFlow stacked on it."),
+    ("land seq", "A fact's place in the land's one order: every fact of every being gets the next number as it is sealed."),
+    ("roleFlow", "A being's clauses, walked every moment: the first matching primary clause picks its role, the stacked ones add modifiers."),
+];
+
+/// `word` with its glossary meaning as a tooltip (a programmer error if the
+/// word is not in [`GLOSSARY`]).
+pub fn help(word: &str) -> String {
+    let meaning = GLOSSARY.iter().find(|(term, _)| *term == word).map(|(_, meaning)| *meaning);
+    debug_assert!(meaning.is_some(), "{word:?} is in the glossary");
+    match meaning {
+        Some(meaning) => format!("<abbr class=\"help\" title=\"{}\">{}</abbr>", esc(meaning), esc(word)),
+        None => esc(word),
+    }
+}
 
 /// Deepest space indentation the stylesheet has a class for (a space path
 /// has at most 16 segments).
@@ -83,7 +115,8 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
         None => (String::new(), String::new()),
     };
     format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\">{meta}<title>{} · seed</title>\
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{meta}<title>{} · seed</title>\
 <link rel=\"stylesheet\" href=\"/static/portal.css\"><script src=\"/static/portal.js\" defer></script></head>\
 <body>{nav}<h1>{}</h1>{body}</body></html>",
         esc(title),
@@ -111,7 +144,8 @@ fn hidden_csrf(csrf: &str) -> String {
 /// The live part of the world page (replaced on every server-sent event).
 pub fn world_fragment(world: &Json) -> String {
     let mut out = format!(
-        "<p class=\"muted\">cursor <span id=\"cursor\">{}</span> · {} beings</p>",
+        "<p class=\"muted\">{} <span id=\"cursor\">{}</span> · {} beings</p>",
+        help("cursor"),
         text(field(world, "cursor")),
         text(field(world, "beings"))
     );
@@ -218,10 +252,11 @@ pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
             esc(&text(field(summon, "content")))
         ));
     }
+    let wake_help = help("wake");
     let form = |verb: &str, inner: String, disabled: bool| {
         format!(
             "<fieldset><legend>{verb}</legend><form method=\"post\" action=\"{}\" id=\"form-{verb}\">{}\
-<input type=\"hidden\" name=\"verb\" value=\"{verb}\"><label>wake <select name=\"wake\">{wake}</select></label>{inner}\
+<input type=\"hidden\" name=\"verb\" value=\"{verb}\"><label>{wake_help} <select name=\"wake\">{wake}</select></label>{inner}\
 <button id=\"do-{verb}\"{}>{verb}</button></form></fieldset>",
             esc(action),
             hidden_csrf(csrf),
@@ -368,8 +403,9 @@ pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) ->
         body.push_str(&format!("<p class=\"error\" id=\"now-failure\">{}</p>", esc(&text(failure))));
     } else {
         body.push_str(&format!(
-            "<p>wears <strong id=\"now-primary\">{}</strong>, stack <span id=\"now-stack\">{}</span></p><ol id=\"clauses\">",
+            "<p>wears <strong id=\"now-primary\">{}</strong>, {} <span id=\"now-stack\">{}</span></p><ol id=\"clauses\">",
             esc(&text(field(now, "primary"))),
+            help("stack"),
             esc(&list(field(now, "stack")).iter().map(text).collect::<Vec<_>>().join(", "))
         ));
         for clause in list(field(now, "clauses")) {
@@ -590,7 +626,11 @@ pub fn moments_fragment(moments: &Json) -> String {
         body.push_str("<p class=\"muted\" id=\"no-moments\">No kept moment passes this filter.</p>");
         return body;
     }
-    body.push_str("<table id=\"recent\"><tr><th>time</th><th>cursor</th><th>being</th><th>wake</th><th>role</th><th>outcome</th><th>µs</th></tr>");
+    body.push_str(&format!(
+        "<table id=\"recent\"><tr><th>time</th><th>{}</th><th>being</th><th>{}</th><th>role</th><th>outcome</th><th>µs</th></tr>",
+        help("cursor"),
+        help("wake")
+    ));
     for trace in recent {
         let outcome = text(field(trace, "outcome"));
         let class = if outcome.starts_with("failure") { " class=\"error\"" } else { "" };
@@ -662,7 +702,7 @@ pub fn replay_page(replay: &Json, csrf: &str) -> String {
     for moment in moments.iter().rev().take(super::REPLAY_MOMENTS_SHOWN_MAX) {
         body.push_str(&format!(
             "<details id=\"m{0}\"{1}><summary>#{0} · {2} · wore {3} [{4}] · {5}</summary><h4>Clause trace</h4><ol>{6}</ol>\
-<h4>Face</h4><pre>{7}</pre></details>",
+<h4>{8}</h4><pre>{7}</pre></details>",
             esc(&text(field(moment, "seq"))),
             if field(moment, "matches").as_bool() == Some(true) { "" } else { " open class=\"diverged\"" },
             esc(&text(field(moment, "time"))),
@@ -671,6 +711,7 @@ pub fn replay_page(replay: &Json, csrf: &str) -> String {
             esc(&text(field(moment, "act"))),
             list(field(moment, "clauses")).iter().map(|c| format!("<li>{}</li>", esc(&text(c)))).collect::<String>(),
             esc(&serde_json::to_string_pretty(field(moment, "face")).unwrap_or_default()),
+            help("face"),
         ));
     }
     page(&format!("Replay of @{name}"), &body, Some(csrf))
@@ -689,6 +730,15 @@ mod tests {
         ];
         for (input, expected) in cases {
             assert_eq!(esc(input), expected);
+        }
+    }
+
+    #[test]
+    fn each_glossary_word_is_a_tooltip_with_its_meaning() {
+        for (word, meaning) in GLOSSARY {
+            let shown = help(word);
+            assert!(shown.starts_with("<abbr class=\"help\" title=\""), "{shown}");
+            assert!(shown.contains(&esc(meaning)) && shown.ends_with(&format!(">{}</abbr>", esc(word))), "{shown}");
         }
     }
 }
