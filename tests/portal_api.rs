@@ -1117,16 +1117,21 @@ fn seed_token_on_a_folder_that_is_not_a_land_says_so_and_writes_nothing() {
     assert!(!missing.exists(), "nothing was created");
 }
 
-#[test]
-fn the_world_api_and_page_show_matter_with_who_made_it_and_when_paged() {
-    // A simulated court: the judge's rulings are matter in /court.
+/// A court simulated for its fixture's ticks (the judge's rulings are
+/// matter in /court), opened in the portal with a token from `seed token`.
+fn simulated_court() -> Up {
     let dir = tempfile::tempdir().expect("temporary folder");
     let land = dir.path().join("land");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
     let simulated = common::seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--json"]);
     assert_eq!(simulated.status.code(), Some(0), "{}", common::stderr(&simulated));
     let token = issued_token(&common::seed(&land, &["token", "--json"]));
-    let up = Up::open(dir, token);
+    Up::open(dir, token)
+}
+
+#[test]
+fn the_world_api_and_page_show_matter_with_who_made_it_and_when_paged() {
+    let up = simulated_court();
 
     let (status, world) = up.get("/api/v1/world");
     assert_eq!(status, 200);
@@ -1395,4 +1400,114 @@ fn the_moments_page_filters_by_being_verb_outcome_and_role_and_names_each_failur
     assert!(unfiltered.contains("id=\"filter-being\" value=\"\""), "an unset filter is an empty field: {unfiltered}");
     let live = get("/moments/live?being=operator&outcome=failure");
     assert!(live.contains("failure in ") && !live.contains("<html"), "{live}");
+}
+
+#[test]
+fn search_finds_beings_roles_spaces_and_matter_and_each_place_has_its_page() {
+    let up = simulated_court();
+    let found = up.get("/api/v1/search?q=%40AD").1;
+    assert!(found["beings"].as_array().expect("beings").iter().any(|being| being["name"] == "ada"), "{found}");
+    let found = up.get("/api/v1/search?q=court").1;
+    assert!(found["spaces"].as_array().expect("spaces").contains(&json!("/court")), "{found}");
+    assert!(found["roles"].as_array().expect("roles").contains(&json!("court-watcher")), "{found}");
+    let rulings = up.get("/api/v1/search?q=ruling").1;
+    assert!(
+        rulings["matter"].as_array().expect("matter").iter().any(|m| m["address"] == "/court#ruling-1"),
+        "{rulings}"
+    );
+
+    let (status, court) = up.get("/api/v1/spaces?path=/court");
+    assert_eq!(status, 200, "{court}");
+    assert_eq!((&court["kind"], &court["parent"]), (&json!("court"), &json!("/")));
+    assert!(court["beings"].as_array().expect("beings").iter().any(|being| being["name"] == "ada"), "{court}");
+    let total = up.get("/api/v1/world").1["matter"]["total"].clone();
+    assert_eq!(court["matterCount"], total, "every ruling is in the court");
+    let root = up.get("/api/v1/spaces?path=/").1;
+    assert!(root["below"].as_array().expect("below").contains(&json!("/court")), "{root}");
+    let (status, ruling) = up.get("/api/v1/matter?address=/court%23ruling-1");
+    assert_eq!(status, 200, "{ruling}");
+    assert_eq!(
+        (&ruling["kind"], &ruling["creator"], &ruling["space"]),
+        (&json!("ruling"), &json!("ada"), &json!("/court"))
+    );
+    assert_eq!(ruling["fields"]["verdict"], "upheld, ruling 1");
+
+    let long = format!("/api/v1/search?q={}", "a".repeat(101));
+    check(
+        &up,
+        &[
+            case("a search without text", "GET", "/api/v1/search", Value::Null, 400, "bad-request", Some("q")),
+            case("an empty search", "GET", "/api/v1/search?q=+", Value::Null, 400, "bad-request", Some("q")),
+            case("a search twice", "GET", "/api/v1/search?q=a&q=b", Value::Null, 400, "bad-request", Some("q")),
+            case(
+                "a misspelt parameter",
+                "GET",
+                "/api/v1/spaces?pth=/court",
+                Value::Null,
+                400,
+                "bad-request",
+                Some("pth"),
+            ),
+            case("no such space", "GET", "/api/v1/spaces?path=/nowhere", Value::Null, 404, "not-found", None),
+            case("no such matter", "GET", "/api/v1/matter?address=/court%23nope", Value::Null, 404, "not-found", None),
+        ],
+    );
+    let (status, answer) = up.get(&long);
+    assert_eq!((status, &answer["error"]["field"]), (400, &json!("q")), "{answer}");
+
+    let (cookie, _) = up.login();
+    let get = |path: &str| {
+        let response = up.http.get(format!("{}{path}", up.url)).header("cookie", &cookie).send().expect("answered");
+        (response.status().as_u16(), response.text().expect("text"))
+    };
+    let (_, world) = get("/world");
+    assert!(
+        world.contains("href=\"/spaces?path=%2Fcourt\"")
+            && world.contains("href=\"/matter?address=%2Fcourt%23ruling-1\""),
+        "{world}"
+    );
+    assert!(world.contains("id=\"search\""), "the search box is in the navigation");
+    let (_, search) = get("/search?q=ada");
+    assert!(search.contains("<a href=\"/beings/ada\">@ada</a>"), "{search}");
+    let (_, space) = get("/spaces?path=%2Fcourt");
+    assert!(
+        space.contains("href=\"/matter?address=%2Fcourt%23ruling-1\"") && space.contains("id=\"parent-space\""),
+        "{space}"
+    );
+    let (_, matter) = get("/matter?address=%2Fcourt%23ruling-1");
+    assert!(matter.contains("upheld, ruling 1") && matter.contains("<a href=\"/beings/ada\">@ada</a>"), "{matter}");
+    let (status, missing) = get("/spaces?path=%2Fnowhere");
+    assert_eq!(status, 404, "{missing}");
+    assert!(missing.contains("there is no space"), "a page names what is missing: {missing}");
+}
+
+#[test]
+fn a_release_scheduled_before_a_reload_spares_the_tab_that_reloaded() {
+    // Rounds every 100 ms keep the presence streams writing (world events),
+    // so a closed tab is noticed at once; the grace is 3 s.
+    let up = Up::start(&["--round-ms", "100", "--release-grace-ms", "3000"]);
+    assert_eq!(up.post("/api/v1/birth", &json!({"name": "kid", "cognition": "scripted"})).0, 201);
+    assert_eq!(up.post("/api/v1/beings/kid/inhabit", &json!({})).0, 200);
+    let hold = || {
+        let response = up.http.get(format!("{}/api/v1/beings/kid/presence", up.url)).bearer_auth(&up.token).send();
+        let response = response.expect("a presence stream");
+        assert_eq!(response.status().as_u16(), 200);
+        response
+    };
+    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
+    // A tab lets go at 0 s (its release is due at 3 s), reloads and lets go
+    // again at 1.5 s (due at 4.5 s), and holds the being again at 3.75 s: when
+    // the first release is due no tab holds the being, but one has held it
+    // since, so the being stays; the second release finds it held.
+    drop(hold());
+    pause(1_500);
+    drop(hold());
+    pause(2_250);
+    let back = hold();
+    pause(1_500);
+    assert_eq!(up.get("/api/v1/beings/kid").1["inhabitedBy"], "@operator", "the reloaded tab still drives it");
+    // Once every tab is gone, the grace period ends the inhabiting.
+    drop(back);
+    let released = up.wait_for_being("kid", Duration::from_secs(10), |kid| kid["inhabitedBy"].is_null());
+    assert_eq!(released["effectiveCognition"], "scripted");
 }

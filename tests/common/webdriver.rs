@@ -13,6 +13,13 @@ const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long waits for the page may take at most.
 pub const BROWSER_WAIT_MS: u64 = 15_000;
 
+/// Whether a WebDriver error says the element was replaced by the page (a
+/// live fragment fetched again) between finding it and using it: then it is
+/// found again, up to `BROWSER_WAIT_MS`.
+fn replaced(error: &str) -> bool {
+    error.contains("stale element") || error.contains("element not interactable")
+}
+
 pub struct Browser {
     driver: Child,
     base: String,
@@ -102,7 +109,7 @@ impl Browser {
             let element = self.find(css);
             match self.try_call(method, &format!("/element/{element}{path}"), body.clone()) {
                 Ok(value) => return value,
-                Err(error) if error.contains("stale element") => {
+                Err(error) if replaced(&error) => {
                     assert!(started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS), "{error}");
                 }
                 Err(error) => panic!("{error}"),
@@ -217,15 +224,21 @@ impl Browser {
     }
 
     /// Scrolls the element into the middle of the window (before a screenshot).
+    /// A live fragment may replace the element in between: it is found again.
     pub fn scroll_to(&self, css: &str) {
-        let element = self.find(css);
-        self.call(
-            "POST",
-            "/execute/sync",
-            Some(
-                json!({"script": "arguments[0].scrollIntoView({block: 'center'});", "args": [{ELEMENT_KEY: element}]}),
-            ),
-        );
+        let started = Instant::now();
+        loop {
+            let element = self.find(css);
+            let script =
+                json!({"script": "arguments[0].scrollIntoView({block: 'center'});", "args": [{ELEMENT_KEY: element}]});
+            match self.try_call("POST", "/execute/sync", Some(script)) {
+                Ok(_) => return,
+                Err(error) if replaced(&error) => {
+                    assert!(started.elapsed() < Duration::from_millis(BROWSER_WAIT_MS), "{error}");
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
     }
 
     /// Saves a PNG of the current window as `NAME.png`; returns its path.

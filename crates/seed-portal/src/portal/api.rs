@@ -123,18 +123,25 @@ pub(super) async fn api_presence(
         futures_util::stream::once(
             async move { Ok::<Event, Infallible>(Event::default().event("held").data(being_name)) },
         );
-    let stream = first.chain(futures_util::stream::pending()).take_until(serve::stopping(portal.shutdown.clone())).map(
-        move |event| {
+    // The tab's one stream: after `held`, the world events its live parts
+    // follow (a browser gives a host few connections; one per tab is enough).
+    let stream =
+        first.chain(world_events(&portal)).take_until(serve::stopping(portal.shutdown.clone())).map(move |event| {
             let _held = &holding;
             event
-        },
-    );
+        });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
 }
 
 pub(super) async fn api_events(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
-    let receiver = portal.live.subscribe();
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+    let stream = world_events(&portal).take_until(serve::stopping(portal.shutdown.clone()));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
+}
+
+/// A `world` event with the new cursor each time the world moves (a lagging
+/// listener skips to the latest).
+fn world_events(portal: &Portal) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(portal.live.subscribe(), |mut receiver| async move {
         loop {
             match receiver.recv().await {
                 Ok(cursor) => {
@@ -148,8 +155,6 @@ pub(super) async fn api_events(State(portal): Shared, _caller: ApiCaller) -> Res
             }
         }
     })
-    .take_until(serve::stopping(portal.shutdown.clone()));
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(SSE_KEEP_ALIVE_S))).into_response())
 }
 
 pub(super) async fn api_flow(
@@ -197,6 +202,30 @@ pub(super) async fn api_conversation(
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
     Ok(axum::Json(conversation(&portal, &name).await?).into_response())
+}
+
+pub(super) async fn api_search(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(place(&portal, Place::Search, uri.query())?).into_response())
+}
+
+pub(super) async fn api_space(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(place(&portal, Place::Space, uri.query())?).into_response())
+}
+
+pub(super) async fn api_matter(
+    State(portal): Shared,
+    _caller: ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(place(&portal, Place::Matter, uri.query())?).into_response())
 }
 
 pub(super) async fn api_birth(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {

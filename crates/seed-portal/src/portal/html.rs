@@ -107,7 +107,9 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
             format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
             format!(
                 "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
-<a href=\"/moments\">Moments</a><form class=\"inline\" method=\"post\" action=\"/logout\">\
+<a href=\"/moments\">Moments</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
+<input name=\"q\" id=\"search\" placeholder=\"search names\" aria-label=\"search\"></form> \
+<form class=\"inline\" method=\"post\" action=\"/logout\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",
                 esc(csrf)
             ),
@@ -122,6 +124,172 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
         esc(title),
         esc(title)
     )
+}
+
+/// A query string value, encoded for a URL and escaped for an attribute.
+fn linked(route: &str, key: &str, value: &str) -> String {
+    esc(&format!("{route}?{}", serde_urlencoded::to_string([(key, value)]).unwrap_or_default()))
+}
+
+fn space_link(path: &str) -> String {
+    linked("/spaces", "path", path)
+}
+
+fn matter_link(address: &str) -> String {
+    linked("/matter", "address", address)
+}
+
+fn being_link(name: &str) -> String {
+    format!("<a href=\"/beings/{0}\">@{0}</a>", esc(name))
+}
+
+/// What a search found, by kind, each a link.
+pub fn search_page(found: &Json, csrf: &str) -> String {
+    let mut body = format!("<p class=\"muted\">names holding “{}”</p>", esc(&text(field(found, "query"))));
+    let section = |title: &str, id: &str, items: Vec<String>| {
+        if items.is_empty() {
+            format!("<h2>{title}</h2><p class=\"muted\" id=\"{id}-none\">none</p>")
+        } else {
+            format!(
+                "<h2>{title}</h2><ul id=\"{id}\">{}</ul>",
+                items.into_iter().map(|item| format!("<li>{item}</li>")).collect::<String>()
+            )
+        }
+    };
+    body.push_str(&section(
+        "Beings",
+        "found-beings",
+        list(field(found, "beings"))
+            .iter()
+            .map(|being| {
+                format!(
+                    "{} <span class=\"muted\">in {}</span>",
+                    being_link(&text(field(being, "name"))),
+                    esc(&text(field(being, "space")))
+                )
+            })
+            .collect(),
+    ));
+    body.push_str(&section(
+        "Roles",
+        "found-roles",
+        list(field(found, "roles"))
+            .iter()
+            .map(|role| format!("<a href=\"/roles?edit={0}\">{0}</a>", esc(&text(role))))
+            .collect(),
+    ));
+    body.push_str(&section(
+        "Spaces",
+        "found-spaces",
+        list(field(found, "spaces"))
+            .iter()
+            .map(|path| format!("<a href=\"{}\">{}</a>", space_link(&text(path)), esc(&text(path))))
+            .collect(),
+    ));
+    body.push_str(&section(
+        "Matter",
+        "found-matter",
+        list(field(found, "matter"))
+            .iter()
+            .map(|item| {
+                let address = text(field(item, "address"));
+                format!(
+                    "<a href=\"{}\">{}</a> <span class=\"muted\">{}</span>",
+                    matter_link(&address),
+                    esc(&address),
+                    esc(&text(field(item, "kind")))
+                )
+            })
+            .collect(),
+    ));
+    page("Search", &body, Some(csrf))
+}
+
+/// One space: above and below it, who is there, what it holds.
+pub fn space_page(space: &Json, csrf: &str) -> String {
+    let path = text(field(space, "path"));
+    let mut body = format!("<p>a <strong>{}</strong> space", esc(&text(field(space, "kind"))));
+    if let Some(parent) = field(space, "parent").as_str() {
+        body.push_str(&format!(", inside <a id=\"parent-space\" href=\"{}\">{}</a>", space_link(parent), esc(parent)));
+    }
+    body.push_str("</p>");
+    if let Some(qualities) = field(space, "qualities").as_object().filter(|q| !q.is_empty()) {
+        body.push_str("<h2>Qualities</h2><table id=\"qualities\">");
+        for (key, value) in qualities {
+            body.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&value.to_string())));
+        }
+        body.push_str("</table>");
+    }
+    let below = list(field(space, "below"));
+    if !below.is_empty() {
+        body.push_str("<h2>Spaces inside</h2><ul id=\"below\">");
+        for child in below {
+            body.push_str(&format!("<li><a href=\"{}\">{}</a></li>", space_link(&text(child)), esc(&text(child))));
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("<h2>Who is here</h2><ul id=\"here\">");
+    for being in list(field(space, "beings")) {
+        let inhabited = field(being, "inhabitedBy");
+        body.push_str(&format!(
+            "<li>{} <span class=\"muted\">{}{}</span></li>",
+            being_link(&text(field(being, "name"))),
+            esc(&text(field(being, "cognition"))),
+            if inhabited.is_null() { String::new() } else { format!(", inhabited by @{}", esc(&text(inhabited))) }
+        ));
+    }
+    body.push_str("</ul><h2>Matter</h2>");
+    let matter = list(field(space, "matter"));
+    if matter.is_empty() {
+        body.push_str("<p class=\"muted\" id=\"no-matter\">none</p>");
+    } else {
+        body.push_str(
+            "<table id=\"space-matter\"><tr><th>address</th><th>kind</th><th>made by</th><th>land seq</th></tr>",
+        );
+        for item in matter {
+            let address = text(field(item, "address"));
+            let creator = field(item, "creator");
+            body.push_str(&format!(
+                "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                matter_link(&address),
+                esc(&address),
+                esc(&text(field(item, "kind"))),
+                if creator.is_null() { "—".to_string() } else { being_link(&text(creator)) },
+                text(field(item, "madeAtSeq"))
+            ));
+        }
+        body.push_str("</table>");
+        let more = field(space, "matterCount").as_u64().unwrap_or(0).saturating_sub(matter.len() as u64);
+        if more > 0 {
+            body.push_str(&format!(
+                "<p class=\"muted\">and {more} more (<code>/api/v1/world</code> pages through all)</p>"
+            ));
+        }
+    }
+    page(&path, &body, Some(csrf))
+}
+
+/// One piece of matter: its kind, fields, maker, when and where.
+pub fn matter_page(matter: &Json, csrf: &str) -> String {
+    let address = text(field(matter, "address"));
+    let space = text(field(matter, "space"));
+    let creator = field(matter, "creator");
+    let mut body = format!(
+        "<p>a <strong id=\"matter-kind\">{}</strong> in <a href=\"{}\">{}</a>, made {}at land seq {}</p><h2>Fields</h2><table id=\"fields\">",
+        esc(&text(field(matter, "kind"))),
+        space_link(&space),
+        esc(&space),
+        if creator.is_null() { String::new() } else { format!("by {} ", being_link(&text(creator))) },
+        text(field(matter, "madeAtSeq"))
+    );
+    if let Some(fields) = field(matter, "fields").as_object() {
+        for (key, value) in fields {
+            let shown = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+            body.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(&shown)));
+        }
+    }
+    body.push_str("</table>");
+    page(&address, &body, Some(csrf))
 }
 
 pub fn login_page(error: Option<&str>) -> String {
@@ -153,7 +321,8 @@ pub fn world_fragment(world: &Json) -> String {
     for space in list(field(world, "spaces")) {
         let depth = field(space, "depth").as_u64().unwrap_or(0).min(SPACE_DEPTH_CLASSES);
         out.push_str(&format!(
-            "<div class=\"space depth-{depth}\"><strong>{}</strong> <span class=\"muted\">{}</span><ul>",
+            "<div class=\"space depth-{depth}\"><a href=\"{}\"><strong>{}</strong></a> <span class=\"muted\">{}</span><ul>",
+            space_link(&text(field(space, "path"))),
             esc(&text(field(space, "path"))),
             esc(&text(field(space, "kind")))
         ));
@@ -180,12 +349,13 @@ pub fn world_fragment(world: &Json) -> String {
             for item in matter {
                 let creator = field(item, "creator");
                 out.push_str(&format!(
-                    "<li class=\"matter-item\" id=\"matter-{0}\"><strong>{1}</strong> {0} <span class=\"muted\">{2}made at land seq {3}</span> <code>{4}</code></li>",
+                    "<li class=\"matter-item\" id=\"matter-{0}\"><strong>{1}</strong> <a href=\"{5}\">{0}</a> <span class=\"muted\">{2}made at land seq {3}</span> <code>{4}</code></li>",
                     esc(&text(field(item, "address"))),
                     esc(&text(field(item, "kind"))),
                     if creator.is_null() { String::new() } else { format!("by <a href=\"/beings/{0}\">@{0}</a> · ", esc(&text(creator))) },
                     text(field(item, "madeAtSeq")),
-                    esc(&field(item, "fields").to_string())
+                    esc(&field(item, "fields").to_string()),
+                    matter_link(&text(field(item, "address")))
                 ));
             }
             let more = field(space, "matterCount").as_u64().unwrap_or(0).saturating_sub(matter.len() as u64);

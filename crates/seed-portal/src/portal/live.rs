@@ -34,7 +34,7 @@ pub struct LiveLand {
     /// Tells `/api/v1/events` listeners the world's new cursor.
     events: tokio::sync::broadcast::Sender<u64>,
     /// Open inhabiting tabs per being.
-    presence: Mutex<BTreeMap<BeingId, u64>>,
+    presence: Mutex<BTreeMap<BeingId, Presence>>,
     stopping: std::sync::atomic::AtomicBool,
     /// The moments running now, read without the writer's lock (a round
     /// holds that lock while its moments run).
@@ -44,6 +44,13 @@ pub struct LiveLand {
     clock: Arc<crate::clock::LogicalClock>,
     /// The land's `fact_body_bytes_max`, for refusing oversized input early.
     fact_body_bytes_max: usize,
+}
+
+/// The tabs holding one being, and how many times one started to.
+#[derive(Debug, Clone, Copy, Default)]
+struct Presence {
+    tabs: u64,
+    opened: u64,
 }
 
 /// Why a person's moment did not seal: the moment trace's outcome and,
@@ -177,25 +184,30 @@ impl LiveLand {
     /// A tab started holding `being`; returns how many hold it now.
     pub fn presence_opened(&self, being: BeingId) -> u64 {
         let mut presence = self.presence.lock().unwrap_or_else(|p| p.into_inner());
-        let count = presence.entry(being).or_default();
-        *count += 1;
-        *count
+        let held = presence.entry(being).or_default();
+        held.tabs += 1;
+        held.opened += 1;
+        held.tabs
     }
 
     /// A tab stopped holding `being`; returns how many still hold it.
     pub fn presence_closed(&self, being: BeingId) -> u64 {
         let mut presence = self.presence.lock().unwrap_or_else(|p| p.into_inner());
-        let count = presence.entry(being).or_default();
-        *count = count.saturating_sub(1);
-        let left = *count;
-        if left == 0 {
-            presence.remove(&being);
-        }
-        left
+        let held = presence.entry(being).or_default();
+        held.tabs = held.tabs.saturating_sub(1);
+        held.tabs
     }
 
     pub fn presence_of(&self, being: &BeingId) -> u64 {
-        self.presence.lock().unwrap_or_else(|p| p.into_inner()).get(being).copied().unwrap_or(0)
+        self.presence.lock().unwrap_or_else(|p| p.into_inner()).get(being).map_or(0, |held| held.tabs)
+    }
+
+    /// How many times a tab has started holding `being` since the portal
+    /// started: a release scheduled at one count is off once it moved (a tab
+    /// reloaded and held the being again in between, even if it has let go
+    /// again since).
+    pub fn presence_opened_count(&self, being: &BeingId) -> u64 {
+        self.presence.lock().unwrap_or_else(|p| p.into_inner()).get(being).map_or(0, |held| held.opened)
     }
 
     /// Runs rounds every `round_ms` on a thread of its own until `stop`.

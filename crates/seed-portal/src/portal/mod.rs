@@ -16,6 +16,7 @@ pub mod headers;
 pub mod html;
 pub mod live;
 mod pages;
+pub mod place;
 pub mod request_log;
 pub mod role_form;
 pub mod serve;
@@ -110,6 +111,9 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/birth", post(birth_form))
         .route("/roles", get(roles_page).post(role_form_post))
         .route("/signals", post(signal_form))
+        .route("/search", get(search_page))
+        .route("/spaces", get(space_page))
+        .route("/matter", get(matter_page))
         .route("/moments", get(moments_page))
         .route("/moments/live", get(moments_live))
         .route("/api/v1/login", post(api_login))
@@ -128,6 +132,9 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/roles", get(api_roles).post(api_author_role))
         .route("/api/v1/signals", post(api_signal))
         .route("/api/v1/moments", get(api_moments))
+        .route("/api/v1/search", get(api_search))
+        .route("/api/v1/spaces", get(api_space))
+        .route("/api/v1/matter", get(api_matter))
         .route(
             "/static/portal.js",
             get(|| async { headers::asset(headers::PORTAL_JS, "text/javascript; charset=utf-8") }),

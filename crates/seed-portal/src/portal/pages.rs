@@ -358,6 +358,27 @@ pub(super) async fn moments_page(State(portal): Shared, PageVisitor(credential):
     }
 }
 
+pub(super) async fn search_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    match place(&portal, Place::Search, uri.query()) {
+        Ok(found) => html(html::search_page(&found, credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn space_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    match place(&portal, Place::Space, uri.query()) {
+        Ok(space) => html(html::space_page(&space, credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn matter_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    match place(&portal, Place::Matter, uri.query()) {
+        Ok(matter) => html(html::matter_page(&matter, credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
 /// The live part of the moments page, fetched again on every world event.
 pub(super) async fn moments_live(State(portal): Shared, _visitor: PageVisitor, uri: Uri) -> Response {
     match views::MomentFilter::from_query(uri.query()) {

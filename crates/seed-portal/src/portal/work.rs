@@ -437,6 +437,26 @@ pub(super) async fn replay(portal: &Arc<Portal>, name: &str) -> Result<Json, Por
         .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
 }
 
+/// A place the query names: `kind` is `search` (`q`), `space` (`path`) or
+/// `matter` (`address`).
+pub(super) fn place(portal: &Portal, kind: Place, query: Option<&str>) -> Result<Json, PortalError> {
+    use super::place::{matter_json, query_params, required, search_json, space_json};
+    let world = portal.live.world();
+    match kind {
+        Place::Search => search_json(&portal.live, &world, required(&query_params(query, &["q"])?, "q")?),
+        Place::Space => space_json(&world, required(&query_params(query, &["path"])?, "path")?),
+        Place::Matter => matter_json(&world, required(&query_params(query, &["address"])?, "address")?),
+    }
+}
+
+/// What [`place`] looks up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    Search,
+    Space,
+    Matter,
+}
+
 /// The being's conversation, read off the reels on a blocking thread.
 pub(super) async fn conversation(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
     let world = portal.live.world();
@@ -449,11 +469,16 @@ pub(super) async fn conversation(portal: &Arc<Portal>, name: &str) -> Result<Jso
 
 /// After `wait`, releases the being unless a tab holds it again (or it is
 /// no longer inhabited).
+///
+/// A tab that opened in between (a reload) keeps the being even if it has
+/// let go again by then: its own close schedules its own release.
 pub(super) fn release_unless_held(portal: Arc<Portal>, being: crate::fact::BeingId, name: String, wait: Duration) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let opened_before = portal.live.presence_opened_count(&being);
     runtime.spawn(async move {
         tokio::time::sleep(wait).await;
-        let still_held = portal.live.presence_of(&being) > 0;
+        let still_held =
+            portal.live.presence_of(&being) > 0 || portal.live.presence_opened_count(&being) != opened_before;
         let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
         if !still_held && inhabited {
             if let Err(error) = release(&portal, &name).await {

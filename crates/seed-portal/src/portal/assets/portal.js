@@ -4,38 +4,61 @@
 (function () {
   'use strict';
 
+  // The page's one event stream (a browser gives a host few connections):
+  // an inhabit tab's presence stream, which carries the world events too,
+  // or else /api/v1/events, opened when a live part first asks.
+  var stream = null;
+  function worldEvents() {
+    if (!stream) { stream = new EventSource('/api/v1/events'); }
+    return stream;
+  }
+
   function csrfToken() {
     var meta = document.querySelector('meta[name=csrf]');
     return meta ? meta.content : '';
   }
 
   // A live part of a page: fetched again from `url` whenever the world
-  // moves, unless `busy()` says the person is in the middle of something
-  // there (the next event brings what they missed).
+  // moves, and replaced only when what it shows changed (so a field keeps
+  // its focus and its text while other beings act), and never while
+  // `busy()` says the person is in the middle of something there (the next
+  // event brings what they missed).
+  // Answers can arrive out of order: one older than the newest applied is
+  // dropped, so a part never goes back to an earlier world.
   function refetchOnWorld(part, url, busy) {
-    var events = new EventSource('/api/v1/events');
-    events.addEventListener('world', function () {
+    var shown = null; // the last HTML applied, as the portal sent it
+    var asked = 0;
+    var applied = 0;
+    worldEvents().addEventListener('world', function () {
       if (busy && busy()) { return; }
+      var mine = ++asked;
       fetch(url)
         .then(function (response) { return response.text(); })
-        .then(function (html) { part.innerHTML = html; });
+        .then(function (html) {
+          if (mine < applied) { return; }
+          applied = mine;
+          if (html === shown || (busy && busy())) { return; }
+          part.innerHTML = html;
+          shown = html;
+        });
     });
   }
 
-  // A conversation: not replaced while the person types an answer in it.
+  // A conversation: not replaced while the person is in one of its fields.
   function followConversation(part) {
     var name = part.getAttribute('data-live-conversation');
     var url = '/beings/' + encodeURIComponent(name) + '/conversation' +
       (part.getAttribute('data-answer') === 'inhabit' ? '?answer=inhabit' : '');
     refetchOnWorld(part, url, function () {
-      return part.contains(document.activeElement) && document.activeElement.value;
+      var active = document.activeElement;
+      return part.contains(active) && active.tagName === 'INPUT';
     });
   }
 
   // An inhabit tab: its event stream holds the being while the tab is open.
   function holdPresence(state) {
     var name = state.getAttribute('data-presence');
-    var stream = new EventSource('/api/v1/beings/' + encodeURIComponent(name) + '/presence');
+    stream = new EventSource('/api/v1/beings/' + encodeURIComponent(name) + '/presence');
     stream.addEventListener('held', function (event) {
       state.textContent = 'You are driving @' + event.data + ' (its effective cognition is human).';
       state.className = 'ok';
