@@ -1120,10 +1120,17 @@ fn seed_token_on_a_folder_that_is_not_a_land_says_so_and_writes_nothing() {
 /// A court simulated for its fixture's ticks (the judge's rulings are
 /// matter in /court), opened in the portal with a token from `seed token`.
 fn simulated_court() -> Up {
+    simulated_court_for(&[])
+}
+
+/// `simulated_court` with more arguments for `seed sim` (`--ticks N`).
+fn simulated_court_for(extra: &[&str]) -> Up {
     let dir = tempfile::tempdir().expect("temporary folder");
     let land = dir.path().join("land");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
-    let simulated = common::seed(&land, &["sim", fixture.to_str().expect("utf-8 path"), "--json"]);
+    let mut arguments = vec!["sim", fixture.to_str().expect("utf-8 path"), "--json"];
+    arguments.extend_from_slice(extra);
+    let simulated = common::seed(&land, &arguments);
     assert_eq!(simulated.status.code(), Some(0), "{}", common::stderr(&simulated));
     let token = issued_token(&common::seed(&land, &["token", "--json"]));
     Up::open(dir, token)
@@ -1510,4 +1517,38 @@ fn a_release_scheduled_before_a_reload_spares_the_tab_that_reloaded() {
     drop(back);
     let released = up.wait_for_being("kid", Duration::from_secs(10), |kid| kid["inhabitedBy"].is_null());
     assert_eq!(released["effectiveCognition"], "scripted");
+}
+
+#[test]
+fn the_replay_view_pages_its_moments_newest_first() {
+    let up = simulated_court_for(&["--ticks", "240"]);
+    let (status, replay) = up.get("/api/v1/beings/ada/replay");
+    assert_eq!(status, 200, "{replay}");
+    let count = replay["moments"].as_array().expect("moments").len();
+    assert!(count > 100, "enough moments for three pages: {count}");
+    let newest = replay["moments"][count - 1]["seq"].clone();
+    let oldest = replay["moments"][0]["seq"].clone();
+    let (cookie, _) = up.login();
+    let get = |path: &str| {
+        let response = up.http.get(format!("{}{path}", up.url)).header("cookie", &cookie).send().expect("answered");
+        (response.status().as_u16(), response.text().expect("text"))
+    };
+    let (status, first) = get("/beings/ada/replay");
+    assert_eq!(status, 200);
+    let pages = count.div_ceil(50);
+    assert_eq!(first.matches("<details").count(), 50, "one page of moments");
+    assert!(first.contains(&format!("page 1 of {pages}, newest first")), "{first}");
+    assert!(first.contains(&format!("id=\"m{newest}\"")) && !first.contains(&format!("id=\"m{oldest}\"")));
+    assert!(first.contains("href=\"/beings/ada/replay?page=2\" id=\"older\"") && !first.contains("id=\"newer\""));
+    assert!(first.contains(&format!("href=\"?page={pages}#m{oldest}\"")), "every mark links to its page");
+    let (status, last) = get(&format!("/beings/ada/replay?page={pages}"));
+    assert_eq!(status, 200);
+    assert!(
+        last.contains(&format!("id=\"m{oldest}\"")) && last.contains("id=\"newer\"") && !last.contains("id=\"older\"")
+    );
+    for bad in ["0", &(pages + 1).to_string(), "two"] {
+        let (status, page) = get(&format!("/beings/ada/replay?page={bad}"));
+        assert_eq!(status, 400, "page {bad}: {page}");
+        assert!(page.contains("is not a page of this replay"), "{page}");
+    }
 }

@@ -829,7 +829,19 @@ fn colour(role: &str) -> String {
     format!("hue-{hue}")
 }
 
-pub fn replay_page(replay: &Json, csrf: &str) -> String {
+/// Which page of the replay view (1 = the newest moments) holds the moment
+/// at `index` (0 = the oldest) of `count`.
+pub fn replay_page_of(index: usize, count: usize) -> usize {
+    (count - 1 - index) / super::REPLAY_MOMENTS_PER_PAGE + 1
+}
+
+/// How many pages the replay view of `count` moments has (at least one).
+pub fn replay_pages(count: usize) -> usize {
+    count.div_ceil(super::REPLAY_MOMENTS_PER_PAGE).max(1)
+}
+
+/// The replay view, detailing one page of moments (`page`, 1 = the newest).
+pub fn replay_page(replay: &Json, page_number: usize, csrf: &str) -> String {
     let name = text(field(replay, "name"));
     let clean = field(replay, "clean").as_bool() == Some(true);
     let mut body = format!(
@@ -847,17 +859,18 @@ pub fn replay_page(replay: &Json, csrf: &str) -> String {
     }
     body.push_str("<h2>Timeline</h2><div class=\"tl\" id=\"timeline\">");
     let moments = list(field(replay, "moments"));
-    for moment in moments {
+    for (index, moment) in moments.iter().enumerate() {
         let role = text(field(moment, "primary"));
         let verb = text(field(moment, "verb"));
         body.push_str(&format!(
-            "<a href=\"#m{0}\"><span class=\"{1} {2}\" title=\"#{0} {3}: {4}\">{5}</span></a>",
+            "<a href=\"?page={6}#m{0}\"><span class=\"{1} {2}\" title=\"#{0} {3}: {4}\">{5}</span></a>",
             esc(&text(field(moment, "seq"))),
             colour(&role),
             if field(moment, "matches").as_bool() == Some(true) { "" } else { "diverged" },
             esc(&role),
             esc(&text(field(moment, "act"))),
-            esc(&verb.chars().next().map(String::from).unwrap_or_default())
+            esc(&verb.chars().next().map(String::from).unwrap_or_default()),
+            replay_page_of(index, moments.len())
         ));
     }
     body.push_str("</div><p class=\"muted\">one mark per act, coloured by the role worn; the letter is the verb; outlined red: diverged</p>");
@@ -868,8 +881,22 @@ pub fn replay_page(replay: &Json, csrf: &str) -> String {
             esc(&serde_json::to_string_pretty(divergence).unwrap_or_default())
         ));
     }
+    let pages = replay_pages(moments.len());
+    let link = |page: usize, label: &str, id: &str| {
+        format!("<a href=\"/beings/{}/replay?page={page}\" id=\"{id}\">{label}</a>", esc(&name))
+    };
+    let mut paging = format!("<p class=\"muted\" id=\"replay-paging\">page {page_number} of {pages}, newest first");
+    if page_number > 1 {
+        paging.push_str(&format!(" · {}", link(page_number - 1, "newer", "newer")));
+    }
+    if page_number < pages {
+        paging.push_str(&format!(" · {}", link(page_number + 1, "older", "older")));
+    }
+    paging.push_str("</p>");
     body.push_str("<h2>Moments</h2>");
-    for moment in moments.iter().rev().take(super::REPLAY_MOMENTS_SHOWN_MAX) {
+    body.push_str(&paging);
+    let skip = (page_number - 1) * super::REPLAY_MOMENTS_PER_PAGE;
+    for moment in moments.iter().rev().skip(skip).take(super::REPLAY_MOMENTS_PER_PAGE) {
         body.push_str(&format!(
             "<details id=\"m{0}\"{1}><summary>#{0} · {2} · wore {3} [{4}] · {5}</summary><h4>Clause trace</h4><ol>{6}</ol>\
 <h4>{8}</h4><pre>{7}</pre></details>",
@@ -909,6 +936,19 @@ mod tests {
             let shown = help(word);
             assert!(shown.starts_with("<abbr class=\"help\" title=\""), "{shown}");
             assert!(shown.contains(&esc(meaning)) && shown.ends_with(&format!(">{}</abbr>", esc(word))), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_replay_moment_is_on_the_page_counted_from_the_newest() {
+        // (index from the oldest, moments, page)
+        for (index, count, page) in
+            [(0, 1, 1), (49, 50, 1), (0, 50, 1), (0, 51, 2), (1, 51, 1), (0, 120, 3), (70, 120, 1), (69, 120, 2)]
+        {
+            assert_eq!(replay_page_of(index, count), page, "moment {index} of {count}");
+        }
+        for (count, pages) in [(0, 1), (1, 1), (50, 1), (51, 2), (120, 3)] {
+            assert_eq!(replay_pages(count), pages, "{count} moments");
         }
     }
 }

@@ -46,8 +46,9 @@ pub const INHABIT_RELEASE_GRACE_MS: u64 = 3_000;
 pub const INHABIT_FIRST_HOLD_MS: u64 = 10_000;
 /// How often the live land runs a round of wakes (`round_ms`).
 pub const ROUND_MS_DEFAULT: u64 = 1_000;
-/// Moments the replay view details (the latest; the timeline shows all).
-pub const REPLAY_MOMENTS_SHOWN_MAX: usize = 200;
+/// Moments one page of the replay view details, newest first (its
+/// timeline shows every moment, each mark linking to its page).
+pub const REPLAY_MOMENTS_PER_PAGE: usize = 50;
 /// How long a client has to send a request's body, once its headers are in.
 pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
 /// Seconds between keep-alive comments on event streams.

@@ -391,9 +391,23 @@ pub(super) async fn replay_page(
     State(portal): Shared,
     PageVisitor(credential): PageVisitor,
     Path(name): Path<String>,
+    uri: Uri,
 ) -> Response {
-    match replay(&portal, &name).await {
-        Ok(replay) => html(html::replay_page(&replay, credential.csrf())),
+    let result = async {
+        let params = super::place::query_params(uri.query(), &["page"])?;
+        let replay = replay(&portal, &name).await?;
+        let pages = html::replay_pages(replay["moments"].as_array().map_or(0, Vec::len));
+        let page = match params.get("page") {
+            None => 1,
+            Some(text) => text.parse().ok().filter(|page| (1..=pages).contains(page)).ok_or_else(|| PortalError {
+                field: Some("page".into()),
+                ..PortalError::bad_request(format!("page {text:?} is not a page of this replay (1 to {pages})"))
+            })?,
+        };
+        Ok::<_, PortalError>(html::replay_page(&replay, page, credential.csrf()))
+    };
+    match result.await {
+        Ok(page) => html(page),
         Err(error) => error.as_html().into_response(),
     }
 }
