@@ -110,8 +110,8 @@ pub fn conversation_json(store: &dyn Store, world: &World, row: &BeingRow) -> Re
                    "reply": reply, "pending": pending}),
         ));
     }
+    // Each act was read once (the correspondents exclude the being itself).
     messages.sort_by_key(|(land_seq, _)| *land_seq);
-    messages.dedup_by_key(|(land_seq, _)| *land_seq);
     let total = messages.len();
     let shown: Vec<Json> =
         messages.into_iter().skip(total.saturating_sub(CONVERSATION_MESSAGES_SHOWN_MAX)).map(|(_, m)| m).collect();

@@ -124,8 +124,66 @@ pub fn parse_json(bytes: &[u8]) -> Result<Json, PortalError> {
     Ok(value)
 }
 
+/// The query parameters of a route, each at most once, only the ones named.
+pub fn query_params(query: Option<&str>, allowed: &[&str]) -> Result<BTreeMap<String, String>, PortalError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
+        .map_err(|error| PortalError::bad_request(format!("the query is not url-encoded: {error}")))?;
+    let mut params = BTreeMap::new();
+    for (key, value) in pairs {
+        if !allowed.contains(&key.as_str()) {
+            return Err(PortalError {
+                field: Some(key.clone()),
+                ..PortalError::bad_request(format!(
+                    "unknown parameter {key:?} (this route takes {})",
+                    allowed.join(", ")
+                ))
+            });
+        }
+        if params.insert(key.clone(), value).is_some() {
+            return Err(PortalError {
+                field: Some(key.clone()),
+                ..PortalError::bad_request(format!("parameter {key:?} is given twice"))
+            });
+        }
+    }
+    Ok(params)
+}
+
+/// A required parameter, named in the error when it is missing or empty.
+pub fn required<'a>(params: &'a BTreeMap<String, String>, key: &str) -> Result<&'a str, PortalError> {
+    params.get(key).map(|value| value.trim()).filter(|value| !value.is_empty()).ok_or_else(|| PortalError {
+        field: Some(key.into()),
+        ..PortalError::bad_request(format!("`{key}` is required"))
+    })
+}
+
 pub fn parse_form(bytes: &[u8]) -> Result<BTreeMap<String, String>, PortalError> {
     serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
         .map(|pairs| pairs.into_iter().collect())
         .map_err(|error| PortalError::bad_request(format!("the form is not url-encoded: {error}")).as_html())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_params_name_an_unknown_or_repeated_parameter() {
+        let check = |query: &str, expected: Result<Vec<(&str, &str)>, &str>| {
+            let got = query_params(Some(query), &["q"]);
+            match expected {
+                Ok(pairs) => {
+                    let pairs: BTreeMap<String, String> =
+                        pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                    assert_eq!(got.expect("accepted"), pairs, "{query}");
+                }
+                Err(field) => assert_eq!(got.expect_err("refused").field.as_deref(), Some(field), "{query}"),
+            }
+        };
+        check("q=ada", Ok(vec![("q", "ada")]));
+        check("q=%40ada", Ok(vec![("q", "@ada")]));
+        check("", Ok(vec![]));
+        check("x=1", Err("x"));
+        check("q=a&q=b", Err("q"));
+    }
 }

@@ -165,10 +165,11 @@ impl LiveLand {
         self.clock.now_ms().max(crate::clock::WallClock::default().now_ms())
     }
 
-    /// The latest moment traces, newest first.
-    pub fn recent_traces(&self, most: usize) -> Vec<Json> {
+    /// The latest `most` moment traces that `admits`, newest first: only
+    /// those are copied.
+    pub fn recent_traces(&self, most: usize, admits: impl Fn(&Json) -> bool) -> Vec<Json> {
         let traces = self.recent_traces.read().unwrap_or_else(|p| p.into_inner()).clone();
-        traces.iter().rev().take(most).cloned().collect()
+        traces.iter().rev().filter(|trace| admits(trace)).take(most).cloned().collect()
     }
 
     /// The moments running now: (being, beat, microseconds in it).
@@ -304,7 +305,7 @@ mod tests {
         let (answered_sender, answered) = mpsc::channel();
         let reader = live.clone();
         std::thread::spawn(move || {
-            let traces = reader.recent_traces(10).len();
+            let traces = reader.recent_traces(10, |_| true).len();
             let cursor = reader.world().cursor;
             let running = reader.running().len();
             let _ = answered_sender.send((traces, cursor, running));

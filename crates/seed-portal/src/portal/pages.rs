@@ -394,7 +394,7 @@ pub(super) async fn replay_page(
     uri: Uri,
 ) -> Response {
     let result = async {
-        let params = super::place::query_params(uri.query(), &["page"])?;
+        let params = super::extract::query_params(uri.query(), &["page"])?;
         let replay = replay(&portal, &name).await?;
         let pages = html::replay_pages(replay["moments"].as_array().map_or(0, Vec::len));
         let page = match params.get("page") {

@@ -2,6 +2,7 @@
 //! `/api/v1` returns the same value, so the two cannot drift apart.
 
 use super::error::PortalError;
+use super::extract::query_params;
 use super::live::LiveLand;
 use crate::fact::body::Cognition;
 use crate::fact::BeingId;
@@ -111,54 +112,49 @@ impl MatterPage {
     /// parameter, or a limit outside 1..=`WORLD_MATTER_PAGE_MAX`, is an
     /// error naming it.
     pub fn from_query(query: Option<&str>) -> Result<MatterPage, PortalError> {
-        let mut page = MatterPage::default();
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
-            .map_err(|error| PortalError::bad_request(format!("the query is not url-encoded: {error}")))?;
-        for (key, value) in pairs {
-            match key.as_str() {
-                "matterAfter" => page.after = Some(value),
-                "matterLimit" => {
-                    page.limit =
-                        value.parse().ok().filter(|limit| (1..=WORLD_MATTER_PAGE_MAX).contains(limit)).ok_or_else(
-                            || PortalError {
-                                field: Some("matterLimit".into()),
-                                ..PortalError::bad_request(format!(
-                                    "matterLimit {value:?} is not a number from 1 to {WORLD_MATTER_PAGE_MAX}"
-                                ))
-                            },
-                        )?;
-                }
-                _ => {
-                    return Err(PortalError {
-                        field: Some(key.clone()),
+        let params = query_params(query, &["matterAfter", "matterLimit"])?;
+        let mut page = MatterPage { after: params.get("matterAfter").cloned(), ..MatterPage::default() };
+        if let Some(value) = params.get("matterLimit") {
+            page.limit =
+                value.parse().ok().filter(|limit| (1..=WORLD_MATTER_PAGE_MAX).contains(limit)).ok_or_else(|| {
+                    PortalError {
+                        field: Some("matterLimit".into()),
                         ..PortalError::bad_request(format!(
-                            "unknown parameter {key:?} (this route takes matterAfter and matterLimit)"
+                            "matterLimit {value:?} is not a number from 1 to {WORLD_MATTER_PAGE_MAX}"
                         ))
-                    })
-                }
-            }
+                    }
+                })?;
         }
         Ok(page)
     }
 }
 
 /// The matter of the space at `path` (addressed `path#id`), in address order.
-fn matter_in_space<'w>(world: &'w World, path: &str) -> impl Iterator<Item = (&'w String, &'w Matter)> + Clone {
+pub(super) fn matter_in_space<'w>(
+    world: &'w World,
+    path: &str,
+) -> impl Iterator<Item = (&'w String, &'w Matter)> + Clone {
     let prefix = format!("{path}#");
     world.matter.range(prefix.clone()..).take_while(move |(address, _)| address.starts_with(&prefix))
 }
 
-/// One piece of matter as the portal shows it: what, where, who made it, when.
-fn matter_json(world: &World, address: &str, matter: &Matter) -> Json {
-    let space = address.split_once('#').map_or(address, |(space, _)| space);
+/// One piece of matter in a list: what it is, who made it, when.
+pub(super) fn matter_summary_json(world: &World, address: &str, matter: &Matter) -> Json {
     json!({
         "address": address,
-        "space": space,
         "kind": matter.kind,
-        "fields": matter.fields,
         "creator": matter.creator.as_ref().and_then(|id| world.name_of(id)),
         "madeAtSeq": matter.made_at_seq,
     })
+}
+
+/// One piece of matter as the portal shows it: the summary, its space and
+/// its fields.
+pub(super) fn matter_json(world: &World, address: &str, matter: &Matter) -> Json {
+    let mut shown = matter_summary_json(world, address, matter);
+    shown["space"] = json!(address.split_once('#').map_or(address, |(space, _)| space));
+    shown["fields"] = json!(matter.fields);
+    shown
 }
 
 /// One page of the world's matter: `total`, the page's `items`, and `next`
@@ -306,10 +302,8 @@ pub fn moments_json(live: &LiveLand, world: &World, filter: &MomentFilter) -> Js
         .map(|(being, beat, for_us)| json!({"being": world.name_of(&being), "beat": beat, "forUs": for_us}))
         .collect();
     let recent: Vec<Json> = live
-        .recent_traces(crate::engine::LIVE_MOMENT_TRACES_KEPT)
+        .recent_traces(MOMENT_TRACES_SHOWN_MAX, |trace| filter.admits(trace))
         .into_iter()
-        .filter(|trace| filter.admits(trace))
-        .take(MOMENT_TRACES_SHOWN_MAX)
         .map(|mut trace| {
             let time = trace["storedTimeMs"].as_u64().map(crate::view::format_time_ms);
             trace["time"] = json!(time);
@@ -339,13 +333,12 @@ impl MomentFilter {
     /// error naming it.
     pub fn from_query(query: Option<&str>) -> Result<MomentFilter, PortalError> {
         let mut filter = MomentFilter::default();
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
-            .map_err(|error| PortalError::bad_request(format!("the query is not url-encoded: {error}")))?;
+        let params = query_params(query, &["being", "verb", "outcome", "role"])?;
         let problem = |field: &str, message: String| PortalError {
             field: Some(field.into()),
             ..PortalError::bad_request(message)
         };
-        for (key, value) in pairs {
+        for (key, value) in params {
             let value = value.trim().to_string();
             if value.is_empty() {
                 continue;
@@ -356,13 +349,8 @@ impl MomentFilter {
                 "verb" => return Err(problem("verb", format!("unknown verb {value:?}: see, do, summon or be"))),
                 "outcome" if ["act", "see", "failure"].contains(&value.as_str()) => filter.outcome = Some(value),
                 "outcome" => return Err(problem("outcome", format!("unknown outcome {value:?}: act, see or failure"))),
-                "role" => filter.role = Some(value),
-                _ => {
-                    return Err(problem(
-                        &key,
-                        format!("unknown parameter {key:?} (this route takes being, verb, outcome and role)"),
-                    ))
-                }
+                // `role`: `query_params` admits no other key.
+                _ => filter.role = Some(value),
             }
         }
         Ok(filter)

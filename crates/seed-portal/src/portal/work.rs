@@ -440,7 +440,8 @@ pub(super) async fn replay(portal: &Arc<Portal>, name: &str) -> Result<Json, Por
 /// A place the query names: `kind` is `search` (`q`), `space` (`path`) or
 /// `matter` (`address`).
 pub(super) fn place(portal: &Portal, kind: Place, query: Option<&str>) -> Result<Json, PortalError> {
-    use super::place::{matter_json, query_params, required, search_json, space_json};
+    use super::extract::{query_params, required};
+    use super::place::{matter_json, search_json, space_json};
     let world = portal.live.world();
     match kind {
         Place::Search => search_json(&portal.live, &world, required(&query_params(query, &["q"])?, "q")?),
