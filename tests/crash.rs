@@ -45,6 +45,20 @@ fn parse_ack(line: &str) -> Option<(BeingId, u64, FactId)> {
     Some((being, seq, id))
 }
 
+/// The store folder's file names and sizes, to tell a failed reopen's cause.
+fn store_files(land_dir: &std::path::Path) -> Vec<(String, u64)> {
+    let Ok(entries) = std::fs::read_dir(land_dir.join("store")) else { return Vec::new() };
+    let mut files: Vec<(String, u64)> = entries
+        .flatten()
+        .map(|entry| {
+            let size = entry.metadata().map(|metadata| metadata.len()).unwrap_or(0);
+            (entry.file_name().to_string_lossy().into_owned(), size)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[test]
 fn acknowledged_facts_survive_kill_9() {
     let cycles: usize =
@@ -81,7 +95,9 @@ fn acknowledged_facts_survive_kill_9() {
         child.wait().expect("reap the child");
         let acks = reader.join().expect("reader thread");
 
-        let land = Land::open(&land_dir).unwrap_or_else(|error| panic!("cycle {cycle}: reopen failed: {error}"));
+        let land = Land::open(&land_dir).unwrap_or_else(|error| {
+            panic!("cycle {cycle}: reopen failed: {error}; the store holds {:?}", store_files(&land_dir))
+        });
         let report = verify_land(land.store(), SignatureMode::Batch { batch_facts: 256 }, 2, common::core_rules())
             .expect("verify");
         assert!(report.problems.is_empty(), "cycle {cycle} (kill after {delay} ms): {:?}", report.problems);

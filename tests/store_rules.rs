@@ -274,3 +274,22 @@ fn a_land_with_the_old_per_fact_head_index_is_rebuilt_on_open() {
     note(&land, &worker, "after");
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
+
+#[test]
+fn a_snapshot_left_half_written_by_a_kill_does_not_keep_the_land_shut() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    note(&test.land, &worker, "before the kill");
+    let path = test.path();
+    let facts_before = test.land.store().land_len().expect("land length");
+    test.land.close().expect("close");
+    // What a SIGKILL during sled's snapshot write leaves: a torn file whose
+    // name sorts after every finished snapshot.
+    let unfinished = path.join("store").join("snap.FFFFFFFFFFFFFFFF.generating");
+    std::fs::write(&unfinished, b"torn snapshot bytes").expect("write the torn snapshot");
+    let land = Land::open(&path).expect("the land opens despite the torn snapshot");
+    assert!(!unfinished.exists(), "the torn snapshot is removed");
+    assert_eq!(land.store().land_len().expect("land length"), facts_before);
+    note(&land, &worker, "after the kill");
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+}

@@ -177,7 +177,46 @@ impl SledStore {
     }
 }
 
+/// sled writes a snapshot of its page table to `snap.LSN.generating` and
+/// renames it to `snap.LSN` once it is synced, removing older snapshots only
+/// after the rename. A process killed mid-write leaves the `.generating`
+/// file behind, and sled 0.34 then picks it (it sorts last) and refuses to
+/// open with `Corruption` although the finished snapshot and the log beside
+/// it hold everything. The suffix sled gives such a file.
+const UNFINISHED_SNAPSHOT_SUFFIX: &str = ".generating";
+
+/// Opens sled at `path`; when sled reports corruption and an unfinished
+/// snapshot lies there, removes it and tries once more (see
+/// `UNFINISHED_SNAPSHOT_SUFFIX`). sled reports corruption only after taking
+/// the store's file lock, so no other process is writing that snapshot.
 fn open_db(path: &Path) -> Result<sled::Db, SledOpenError> {
+    match open_db_once(path) {
+        Err(SledOpenError::Corrupt { reason }) => {
+            if remove_unfinished_snapshots(path) == 0 {
+                return Err(SledOpenError::Corrupt { reason });
+            }
+            open_db_once(path)
+        }
+        other => other,
+    }
+}
+
+/// Removes the `snap.*.generating` files directly in `path`; returns how many.
+fn remove_unfinished_snapshots(path: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let unfinished = name.starts_with("snap.") && name.ends_with(UNFINISHED_SNAPSHOT_SUFFIX);
+        if unfinished && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+fn open_db_once(path: &Path) -> Result<sled::Db, SledOpenError> {
     sled::Config::new().path(path).open().map_err(|error| match error {
         sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
         sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
