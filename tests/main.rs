@@ -24,6 +24,7 @@ mod flow_cli;
 mod hostile;
 mod llm;
 mod local_llm;
+mod portal_accounts;
 mod portal_api;
 mod portal_browser;
 mod reel_format_doc;

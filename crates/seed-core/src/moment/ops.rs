@@ -156,6 +156,16 @@ impl OpRegistry {
             ArgSchema::default().field("being", ArgType::Text, true).field("flow", ArgType::Any, true),
             op_edit_role_flow,
         );
+        add(
+            "grant-account",
+            ArgSchema::default().field("account", ArgType::Text, true).field("being", ArgType::Text, true).field(
+                "tokenHash",
+                ArgType::Text,
+                true,
+            ),
+            op_grant_account,
+        );
+        add("revoke-account", ArgSchema::default().field("account", ArgType::Text, true), op_revoke_account);
         registry
     }
 
@@ -258,6 +268,57 @@ fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let flow = call.args.get("flow").cloned().unwrap_or(Json::Null);
     crate::roles::RoleFlow::from_json(&flow).map_err(OpError::Flow)?;
     Ok(vec![Effect::SetRoleFlow { being: name.to_string(), flow }])
+}
+
+/// The account name the operator logs in as; no person may take it.
+pub const OPERATOR_ACCOUNT_NAME: &str = "operator";
+
+/// Gives a person an account driving a human being the actor is an
+/// ancestor of (a being belongs to at most one account). Granting an
+/// existing account again gives it a new token.
+fn op_grant_account(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let account = text_arg(call.args, "account");
+    if let Some(reason) = crate::names::being_name_problem(account) {
+        return Err(OpError::AccountName { reason: format!("{account:?} {reason}") });
+    }
+    if account == OPERATOR_ACCOUNT_NAME {
+        return Err(OpError::AccountName { reason: format!("{account:?} is the operator's own login") });
+    }
+    let token_hash = text_arg(call.args, "tokenHash");
+    if token_hash.len() != 64 || !token_hash.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+    {
+        return Err(OpError::TokenHash);
+    }
+    let name = text_arg(call.args, "being").trim_start_matches('@');
+    let being = call.world.being_named(name).ok_or_else(|| OpError::NoBeingNamed { name: name.to_string() })?;
+    if being.cognition != crate::fact::body::Cognition::Human {
+        return Err(OpError::AccountBeingNotHuman { being: name.to_string(), cognition: being.cognition.as_str() });
+    }
+    let actor = call.world.being_named(call.actor).ok_or(OpError::ActorNotInWorld)?;
+    if !super::is_ancestor(call.world, actor.id, being.id) {
+        return Err(OpError::AccountNotDescendant { actor: call.actor.to_string(), being: name.to_string() });
+    }
+    if let Some((holder, _)) = call.world.account_of(&being.id).filter(|(holder, _)| *holder != account) {
+        return Err(OpError::AccountBeingTaken { being: name.to_string(), account: holder.to_string() });
+    }
+    Ok(vec![Effect::GrantAccount {
+        account: account.to_string(),
+        being: name.to_string(),
+        token_hash: token_hash.to_string(),
+    }])
+}
+
+/// Ends an account; only an ancestor of its being may.
+fn op_revoke_account(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let account = text_arg(call.args, "account");
+    let granted =
+        call.world.accounts.get(account).ok_or_else(|| OpError::NoAccount { account: account.to_string() })?;
+    let actor = call.world.being_named(call.actor).ok_or(OpError::ActorNotInWorld)?;
+    if !super::is_ancestor(call.world, actor.id, granted.being) {
+        let being = call.world.name_of(&granted.being).unwrap_or_default().to_string();
+        return Err(OpError::AccountNotDescendant { actor: call.actor.to_string(), being });
+    }
+    Ok(vec![Effect::RevokeAccount { account: account.to_string() }])
 }
 
 fn op_set_quality(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {

@@ -161,6 +161,18 @@ pub enum OpError {
     IntoAWall { direction: String },
     #[error("illegal move {direction}: @{occupant} is there")]
     CellTaken { direction: String, occupant: String },
+    #[error("args.account: {reason}")]
+    AccountName { reason: String },
+    #[error("args.tokenHash must be 64 hex digits (the BLAKE3 of the token)")]
+    TokenHash,
+    #[error("args.being: @{being} has {cognition} cognition; an account drives a human being")]
+    AccountBeingNotHuman { being: String, cognition: &'static str },
+    #[error("args.being: @{being} already belongs to the account {account:?}")]
+    AccountBeingTaken { being: String, account: String },
+    #[error("args.being: @{actor} is not an ancestor of @{being}, so may not give it to a person")]
+    AccountNotDescendant { actor: String, being: String },
+    #[error("args.account: there is no account {account:?}")]
+    NoAccount { account: String },
 }
 
 /// An argument that does not fit its operation's schema.

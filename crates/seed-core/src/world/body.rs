@@ -67,6 +67,19 @@ pub enum Effect {
         name: String,
         definition: Json,
     },
+    /// A person's account: it drives `being` (and may birth and inhabit
+    /// its descendants) and logs in with the token whose BLAKE3 is
+    /// `token_hash` (hex). A later grant of the same account replaces it
+    /// (a new token, the old one and its sessions retired).
+    GrantAccount {
+        account: String,
+        being: String,
+        token_hash: String,
+    },
+    /// The account ends: its token, password and sessions stop working.
+    RevokeAccount {
+        account: String,
+    },
 }
 
 /// What opened a moment.

@@ -258,6 +258,19 @@ pub struct World {
     /// BLAKE3 of the authored definitions (zero while there are none): the
     /// key under which compiled flows and registries are cached.
     pub roles_digest: Hash32,
+    /// People's accounts, by account name (`grant-account` effects).
+    pub accounts: BTreeMap<String, Account>,
+}
+
+/// A person's account: the being it drives and its token's hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub being: BeingId,
+    /// BLAKE3 of the login token, as 64 hex digits.
+    pub token_hash: String,
+    /// The land seq of the grant: a session or password from an earlier
+    /// grant of the same account is retired by a later one.
+    pub granted_at_seq: u64,
 }
 
 /// A role authored through the role-manager (a `put-role` effect).
@@ -463,6 +476,15 @@ impl World {
                 self.roles_digest =
                     crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
             }
+            Effect::GrantAccount { account, being, token_hash } => {
+                if let Some(id) = self.names.get(being).copied() {
+                    let granted = Account { being: id, token_hash: token_hash.clone(), granted_at_seq: land_seq };
+                    self.accounts.insert(account.clone(), granted);
+                }
+            }
+            Effect::RevokeAccount { account } => {
+                self.accounts.remove(account);
+            }
         }
     }
 
@@ -471,6 +493,14 @@ impl World {
         Cbor::Map(
             self.roles.iter().map(|(name, role)| (Cbor::Text(name.clone()), json_to_cbor(&role.definition))).collect(),
         )
+    }
+
+    /// The account that drives `being`, if one does.
+    pub fn account_of(&self, being: &BeingId) -> Option<(&str, &Account)> {
+        self.accounts
+            .iter()
+            .find(|(_, account)| account.being == *being)
+            .map(|(name, account)| (name.as_str(), account))
     }
 
     /// The canonical CBOR of the whole world state (cursor excluded: two
@@ -550,6 +580,23 @@ impl World {
         // Only once there are authored roles, so worlds without them hash as they always did.
         if !self.roles.is_empty() {
             state.push((text("roles"), self.roles_cbor()));
+        }
+        // Likewise accounts: a land nobody was invited to hashes as before.
+        if !self.accounts.is_empty() {
+            let accounts = self
+                .accounts
+                .iter()
+                .map(|(name, account)| {
+                    (
+                        text(name),
+                        Cbor::Map(vec![
+                            (text("being"), id(&account.being)),
+                            (text("tokenHash"), text(&account.token_hash)),
+                        ]),
+                    )
+                })
+                .collect();
+            state.push((text("accounts"), Cbor::Map(accounts)));
         }
         let state = Cbor::Map(state);
         canonical::encode_value(&state).expect("world state holds no floats or tags")

@@ -4,7 +4,7 @@
 //! The two event streams (`/events`, a being's `/presence`) end when the
 //! portal stops.
 
-use super::auth::{self};
+use super::accounts::*;
 use super::error::PortalError;
 use super::extract::{parse_json, read_body, ApiCaller, ApiWrite, ApiWriteNoBody};
 use super::work::*;
@@ -30,12 +30,21 @@ pub(super) async fn api_login(
     body: Body,
 ) -> Result<Response, PortalError> {
     let request = parse_json(&read_body(&portal, body).await?)?;
-    let token = required_text(&request, "token")?;
-    if !login_token_holds(&portal, client, token.trim())? {
-        return Err(PortalError { field: Some("token".into()), ..PortalError::unauthenticated() });
-    }
-    let (id, csrf) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
-    Ok(([(header::SET_COOKIE, session_cookie(&id))], axum::Json(json!({"csrf": csrf}))).into_response())
+    let found = match (text_field(&request, "token")?, text_field(&request, "account")?) {
+        (Some(token), _) => login_with_token(&portal, client, token.trim())?
+            .ok_or(PortalError { field: Some("token".into()), ..PortalError::unauthenticated() })?,
+        (None, Some(account)) => {
+            let password = required_text(&request, "password")?;
+            login_with_password(&portal, client, account.trim(), password)
+                .await?
+                .ok_or(PortalError { field: Some("password".into()), ..PortalError::unauthenticated() })?
+        }
+        (None, None) => return Err(PortalError::field("token", "`token`, or `account` and `password`, is required")),
+    };
+    let (principal, granted_at_seq) = found;
+    let (id, csrf) = portal.sessions.open(&principal, granted_at_seq)?;
+    let body = json!({"csrf": csrf, "account": principal.account()});
+    Ok(([(header::SET_COOKIE, session_cookie(&id))], axum::Json(body)).into_response())
 }
 
 pub(super) async fn api_world(
@@ -49,53 +58,55 @@ pub(super) async fn api_world(
 
 pub(super) async fn api_being(
     State(portal): Shared,
-    _caller: ApiCaller,
+    ApiCaller(caller): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
-    let world = portal.live.world();
-    let row = views::being_row(&world, &name)?;
-    Ok(axum::Json(views::being_json(&portal.live, &world, row, portal.live.operator())?).into_response())
+    Ok(axum::Json(being_view(&portal, &caller.principal, &name)?).into_response())
 }
 
 pub(super) async fn api_act(
     State(portal): Shared,
     Path(name): Path<String>,
-    ApiWrite(_, request): ApiWrite,
+    ApiWrite(caller, request): ApiWrite,
 ) -> Result<Response, PortalError> {
     let choice = choice_from(&request)?;
+    let world = portal.live.world();
+    may_act_for(&world, &caller.principal, views::being_row(&world, &name)?)?;
     let wake = wake_from(&portal, &name, &request)?;
-    Ok(axum::Json(drive(&portal, &name, wake, choice).await?).into_response())
+    Ok(axum::Json(drive(&portal, &caller.principal, &name, wake, choice).await?).into_response())
 }
 
 pub(super) async fn api_inhabit(
     State(portal): Shared,
     Path(name): Path<String>,
-    _write: ApiWriteNoBody,
+    ApiWriteNoBody(caller): ApiWriteNoBody,
 ) -> Result<Response, PortalError> {
-    Ok(axum::Json(connect(&portal, &name).await?).into_response())
+    Ok(axum::Json(connect(&portal, &caller.principal, &name).await?).into_response())
 }
 
 pub(super) async fn api_release(
     State(portal): Shared,
     Path(name): Path<String>,
-    _write: ApiWriteNoBody,
+    ApiWriteNoBody(caller): ApiWriteNoBody,
 ) -> Result<Response, PortalError> {
-    Ok(axum::Json(release(&portal, &name).await?).into_response())
+    Ok(axum::Json(release(&portal, &caller.principal, &name).await?).into_response())
 }
 
 /// Held open by an inhabiting tab: connects on open; when the last tab
 /// holding the being is gone for the grace period, releases it.
 pub(super) async fn api_presence(
     State(portal): Shared,
-    _caller: ApiCaller,
+    ApiCaller(caller): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
     // A GET seals nothing: the stream only holds a being the person already
     // inhabits (connected by a POST); otherwise it says so and ends.
+    let person = acting_being(&portal, &caller.principal)?;
     let world = portal.live.world();
     let row = views::being_row(&world, &name)?;
+    may_act_for(&world, &caller.principal, row)?;
     let (being, being_name) = (row.id, row.name.clone());
-    if row.inhabited_by != Some(portal.live.operator()) {
+    if row.inhabited_by != Some(person) {
         let refusal = format!("you do not inhabit @{being_name}: use the Inhabit button on its page");
         let stream = futures_util::stream::once(async move {
             Ok::<Event, Infallible>(Event::default().event("refused").data(refusal))
@@ -160,10 +171,10 @@ fn world_events(portal: &Portal) -> impl futures_util::Stream<Item = Result<Even
 pub(super) async fn api_flow(
     State(portal): Shared,
     Path(name): Path<String>,
-    ApiWrite(_, request): ApiWrite,
+    ApiWrite(caller, request): ApiWrite,
 ) -> Result<Response, PortalError> {
     let flow = request.get("flow").cloned().ok_or_else(|| PortalError::field("flow", "`flow` is required"))?;
-    Ok(axum::Json(edit_flow(&portal, &name, flow).await?).into_response())
+    Ok(axum::Json(edit_flow(&portal, &caller.principal, &name, flow).await?).into_response())
 }
 
 /// What the being would wear in this moment with a flow not yet stored:
@@ -171,8 +182,11 @@ pub(super) async fn api_flow(
 pub(super) async fn api_flow_preview(
     State(portal): Shared,
     Path(name): Path<String>,
-    ApiWrite(_, request): ApiWrite,
+    ApiWrite(caller, request): ApiWrite,
 ) -> Result<Response, PortalError> {
+    let world = portal.live.world();
+    may_act_for(&world, &caller.principal, views::being_row(&world, &name)?)?;
+    drop(world);
     let flow = match (request.get("flow"), text_field(&request, "flowText")?) {
         (Some(flow), _) => flow.clone(),
         (None, Some(text)) => serde_json::from_str(text)
@@ -190,18 +204,18 @@ pub(super) async fn api_flow_preview(
 
 pub(super) async fn api_replay(
     State(portal): Shared,
-    _caller: ApiCaller,
+    ApiCaller(caller): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
-    Ok(axum::Json(replay(&portal, &name).await?).into_response())
+    Ok(axum::Json(replay(&portal, &caller.principal, &name).await?).into_response())
 }
 
 pub(super) async fn api_conversation(
     State(portal): Shared,
-    _caller: ApiCaller,
+    ApiCaller(caller): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
-    Ok(axum::Json(conversation(&portal, &name).await?).into_response())
+    Ok(axum::Json(conversation(&portal, &caller.principal, &name).await?).into_response())
 }
 
 pub(super) async fn api_search(
@@ -228,8 +242,11 @@ pub(super) async fn api_matter(
     Ok(axum::Json(place(&portal, Place::Matter, uri.query())?).into_response())
 }
 
-pub(super) async fn api_birth(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {
-    Ok((StatusCode::CREATED, axum::Json(birth(&portal, &request).await?)).into_response())
+pub(super) async fn api_birth(
+    State(portal): Shared,
+    ApiWrite(caller, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    Ok((StatusCode::CREATED, axum::Json(birth(&portal, &caller.principal, &request).await?)).into_response())
 }
 
 pub(super) async fn api_roles(State(portal): Shared, _caller: ApiCaller) -> Result<Response, PortalError> {
@@ -238,7 +255,7 @@ pub(super) async fn api_roles(State(portal): Shared, _caller: ApiCaller) -> Resu
 
 pub(super) async fn api_author_role(
     State(portal): Shared,
-    ApiWrite(_, request): ApiWrite,
+    ApiWrite(caller, request): ApiWrite,
 ) -> Result<Response, PortalError> {
     let definition = request
         .get("definition")
@@ -252,18 +269,55 @@ pub(super) async fn api_author_role(
     }
     let call =
         VerbCall::Do { target: "/".into(), action: "author-role".into(), args: json!({"definition": definition}) };
-    Ok((StatusCode::CREATED, axum::Json(operator_acts(&portal, call).await?)).into_response())
+    Ok((StatusCode::CREATED, axum::Json(acts_as_self(&portal, &caller.principal, call).await?)).into_response())
 }
 
-pub(super) async fn api_signal(State(portal): Shared, ApiWrite(_, request): ApiWrite) -> Result<Response, PortalError> {
-    Ok(axum::Json(publish(&portal, &request).await?).into_response())
+pub(super) async fn api_signal(
+    State(portal): Shared,
+    ApiWrite(caller, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(publish(&portal, &caller.principal, &request).await?).into_response())
 }
 
 pub(super) async fn api_moments(
     State(portal): Shared,
-    _caller: ApiCaller,
+    ApiCaller(caller): ApiCaller,
     uri: axum::http::Uri,
 ) -> Result<Response, PortalError> {
     let filter = views::MomentFilter::from_query(uri.query())?;
-    Ok(axum::Json(views::moments_json(&portal.live, &portal.live.world(), &filter)).into_response())
+    Ok(axum::Json(moments_view(&portal, &caller.principal, &filter)).into_response())
+}
+
+pub(super) async fn api_accounts(State(portal): Shared, ApiCaller(caller): ApiCaller) -> Result<Response, PortalError> {
+    Ok(axum::Json(accounts_json(&portal, &caller.principal)).into_response())
+}
+
+pub(super) async fn api_invite(
+    State(portal): Shared,
+    ApiWrite(caller, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    Ok((StatusCode::CREATED, axum::Json(invite(&portal, &caller.principal, &request).await?)).into_response())
+}
+
+pub(super) async fn api_new_token(
+    State(portal): Shared,
+    Path(account): Path<String>,
+    ApiWriteNoBody(caller): ApiWriteNoBody,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(new_token(&portal, &caller.principal, &account).await?).into_response())
+}
+
+pub(super) async fn api_revoke(
+    State(portal): Shared,
+    Path(account): Path<String>,
+    ApiWriteNoBody(caller): ApiWriteNoBody,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(revoke(&portal, &caller.principal, &account).await?).into_response())
+}
+
+pub(super) async fn api_password(
+    State(portal): Shared,
+    ApiWrite(caller, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(set_password(&portal, &caller.principal, &request).await?).into_response())
 }

@@ -1,7 +1,10 @@
-//! Who is asking: a session cookie (after logging in with the operator's
-//! token) or the token itself as a bearer (the CLI and tests). Sessions carry
-//! a CSRF token that every cookie-authenticated write must echo; each caller
-//! has a per-minute request budget.
+//! Who is asking: a session cookie (after logging in with a token or a
+//! person's password) or a token itself as a bearer (the CLI and tests).
+//! Every credential names a [`Principal`]: the operator or a person's
+//! account. Sessions carry a CSRF token that every cookie-authenticated
+//! write must echo, and the grant they were opened under, so a new grant
+//! or a revocation of the account ends them; each caller has a per-minute
+//! request budget.
 
 use super::error::PortalError;
 use axum::http::HeaderMap;
@@ -26,17 +29,44 @@ pub const LOGIN_FAILURES_PER_CLIENT_MAX: u32 = 10;
 pub const LOGIN_FAILURES_PER_ACCOUNT_MAX: u32 = 50;
 /// The window failed logins are counted in.
 pub const LOGIN_FAILURE_WINDOW_MS: u64 = 60_000;
-/// The one account today: the operator's.
-pub const OPERATOR_ACCOUNT: &str = "operator";
+/// The operator's account name (no person may take it).
+pub const OPERATOR_ACCOUNT: &str = crate::moment::ops::OPERATOR_ACCOUNT_NAME;
+/// The throttle's bucket for token logins, which name no account.
+pub const TOKEN_LOGINS: &str = "(token)";
 /// Failure windows kept before expired ones are swept.
 const LOGIN_WINDOWS_KEPT_MAX: usize = 4096;
 /// How long a session lives without use.
 pub const PORTAL_SESSION_IDLE_MS: u64 = 12 * 60 * 60 * 1000;
+/// How long a session lives at most, however busy: then its person logs in again.
+pub const PORTAL_SESSION_LIFETIME_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// Who a request acts as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The land's operator (the operator token): sees everything, acts as
+    /// the operator's being.
+    Operator,
+    /// A person's account, acting as the being the account drives.
+    Person { account: String },
+}
+
+impl Principal {
+    /// The account name: `operator` or the person's.
+    pub fn account(&self) -> &str {
+        match self {
+            Principal::Operator => OPERATOR_ACCOUNT,
+            Principal::Person { account } => account,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Session {
     pub csrf: String,
-    account: String,
+    principal: Principal,
+    /// The land seq of the grant the session was opened under (0 for the operator).
+    granted_at_seq: u64,
+    opened: Instant,
     last_used: Instant,
 }
 
@@ -93,12 +123,19 @@ impl LoginThrottle {
     }
 }
 
+/// How a request proved who it is, and who that is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub via: Via,
+    pub principal: Principal,
+}
+
 /// How a request proved who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
+pub enum Via {
     /// A session cookie: writes must carry the session's CSRF token.
     Session { id: String, csrf: String },
-    /// `Authorization: Bearer <operator token>`: no cookie, so no CSRF.
+    /// `Authorization: Bearer <token>`: no cookie, so no CSRF.
     Bearer,
 }
 
@@ -114,7 +151,7 @@ pub struct Sessions {
     pub throttle: LoginThrottle,
 }
 
-fn random_hex() -> Result<String, PortalError> {
+pub fn random_hex() -> Result<String, PortalError> {
     let mut bytes = [0u8; 32];
     getrandom::getrandom(&mut bytes).map_err(|error| PortalError::internal(format!("no OS randomness: {error}")))?;
     Ok(hex::encode(bytes))
@@ -144,12 +181,12 @@ impl Sessions {
     /// A new session of `account`: (id, CSRF token). Past the account's
     /// cap its own least recently used session ends; past the land's cap
     /// the login is refused, so no one's login ends another's session.
-    pub fn open(&self, account: &str) -> Result<(String, String), PortalError> {
+    pub fn open(&self, principal: &Principal, granted_at_seq: u64) -> Result<(String, String), PortalError> {
         let (id, csrf) = (random_hex()?, random_hex()?);
+        let account = principal.account();
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let idle = Duration::from_millis(PORTAL_SESSION_IDLE_MS);
-        sessions.retain(|_, session| session.last_used.elapsed() < idle);
-        let of_account = || sessions.iter().filter(|(_, session)| session.account == account);
+        sessions.retain(|_, session| session.is_alive());
+        let of_account = || sessions.iter().filter(|(_, session)| session.principal.account() == account);
         if of_account().count() >= PORTAL_SESSIONS_PER_ACCOUNT_MAX {
             let oldest = of_account().min_by_key(|(_, session)| session.last_used).map(|(id, _)| id.clone());
             if let Some(oldest) = oldest {
@@ -159,14 +196,17 @@ impl Sessions {
         if sessions.len() >= PORTAL_SESSIONS_MAX {
             return Err(PortalError::too_many_sessions(PORTAL_SESSIONS_MAX));
         }
-        let session = Session { csrf: csrf.clone(), account: account.to_string(), last_used: Instant::now() };
+        let now = Instant::now();
+        let session =
+            Session { csrf: csrf.clone(), principal: principal.clone(), granted_at_seq, opened: now, last_used: now };
         sessions.insert(id.clone(), session);
         Ok((id, csrf))
     }
 
     /// Sessions `account` holds now.
     pub fn count_of(&self, account: &str) -> usize {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().filter(|s| s.account == account).count()
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.values().filter(|session| session.principal.account() == account).count()
     }
 
     pub fn close(&self, id: &str) {
@@ -175,10 +215,14 @@ impl Sessions {
 
     /// Who the request is, from its cookie or bearer token; 401 if neither
     /// holds, 429 once its budget for this minute is spent.
+    /// `principal_of_token` names whose token one is; `grant_of` says under
+    /// which grant an account holds now (`None` once it is revoked), so a
+    /// session from an earlier grant is ended.
     pub fn identify(
         &self,
         headers: &HeaderMap,
-        token_matches: impl Fn(&str) -> bool,
+        principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
+        grant_of: impl Fn(&Principal) -> Option<u64>,
     ) -> Result<Credential, PortalError> {
         let credential = if let Some(bearer) = headers
             .get(axum::http::header::AUTHORIZATION)
@@ -186,27 +230,28 @@ impl Sessions {
             .and_then(|value| value.strip_prefix("Bearer "))
         {
             // A bearer token is a login on every request: wrong ones count
-            // against the account as failed logins do.
-            self.throttle.check(None, OPERATOR_ACCOUNT)?;
-            if !token_matches(bearer.trim()) {
-                self.throttle.failed(None, OPERATOR_ACCOUNT);
+            // against token logins as failed logins do.
+            self.throttle.check(None, TOKEN_LOGINS)?;
+            let Some((principal, _)) = principal_of_token(bearer.trim()) else {
+                self.throttle.failed(None, TOKEN_LOGINS);
                 return Err(PortalError::unauthenticated());
-            }
-            Credential::Bearer
+            };
+            Credential { via: Via::Bearer, principal }
         } else {
             let id = cookie_value(headers, SESSION_COOKIE).ok_or_else(PortalError::unauthenticated)?;
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             let session = sessions.get_mut(id).ok_or_else(PortalError::unauthenticated)?;
-            if session.last_used.elapsed() >= Duration::from_millis(PORTAL_SESSION_IDLE_MS) {
+            if !session.is_alive() || grant_of(&session.principal) != Some(session.granted_at_seq) {
                 sessions.remove(id);
                 return Err(PortalError::unauthenticated());
             }
             session.last_used = Instant::now();
-            Credential::Session { id: id.to_string(), csrf: session.csrf.clone() }
+            let via = Via::Session { id: id.to_string(), csrf: session.csrf.clone() };
+            Credential { via, principal: session.principal.clone() }
         };
-        let key = match &credential {
-            Credential::Session { id, .. } => id.clone(),
-            Credential::Bearer => "bearer".to_string(),
+        let key = match &credential.via {
+            Via::Session { id, .. } => id.clone(),
+            Via::Bearer => format!("bearer {}", credential.principal.account()),
         };
         self.spend(&key)?;
         Ok(credential)
@@ -233,9 +278,9 @@ impl Credential {
     /// A write must echo the session's CSRF token (from the form's `csrf`
     /// field or the `x-csrf-token` header); a bearer needs none.
     pub fn check_csrf(&self, headers: &HeaderMap, from_form: Option<&str>) -> Result<(), PortalError> {
-        match self {
-            Credential::Bearer => Ok(()),
-            Credential::Session { csrf, .. } => {
+        match &self.via {
+            Via::Bearer => Ok(()),
+            Via::Session { csrf, .. } => {
                 let given = from_form.or_else(|| headers.get(CSRF_HEADER).and_then(|value| value.to_str().ok()));
                 match given {
                     Some(given) if same_secret(given, csrf) => Ok(()),
@@ -246,10 +291,18 @@ impl Credential {
     }
 
     pub fn csrf(&self) -> &str {
-        match self {
-            Credential::Session { csrf, .. } => csrf,
-            Credential::Bearer => "",
+        match &self.via {
+            Via::Session { csrf, .. } => csrf,
+            Via::Bearer => "",
         }
+    }
+}
+
+impl Session {
+    /// Neither idle too long nor past its lifetime.
+    fn is_alive(&self) -> bool {
+        self.last_used.elapsed() < Duration::from_millis(PORTAL_SESSION_IDLE_MS)
+            && self.opened.elapsed() < Duration::from_millis(PORTAL_SESSION_LIFETIME_MS)
     }
 }
 
@@ -305,16 +358,37 @@ mod tests {
     #[test]
     fn a_login_past_the_account_cap_ends_only_that_accounts_oldest_session() {
         let sessions = Sessions::new(100);
-        let (other, _) = sessions.open("someone-else").expect("open");
-        let (first, _) = sessions.open(OPERATOR_ACCOUNT).expect("open");
+        let someone = Principal::Person { account: "someone-else".into() };
+        let (other, _) = sessions.open(&someone, 3).expect("open");
+        let (first, _) = sessions.open(&Principal::Operator, 0).expect("open");
         for _ in 1..PORTAL_SESSIONS_PER_ACCOUNT_MAX {
-            sessions.open(OPERATOR_ACCOUNT).expect("open");
+            sessions.open(&Principal::Operator, 0).expect("open");
         }
-        sessions.open(OPERATOR_ACCOUNT).expect("one past the cap");
+        sessions.open(&Principal::Operator, 0).expect("one past the cap");
         assert_eq!(sessions.count_of(OPERATOR_ACCOUNT), PORTAL_SESSIONS_PER_ACCOUNT_MAX);
         let held = sessions.sessions.lock().expect("lock");
         assert!(!held.contains_key(&first), "the account's oldest session ended");
         assert!(held.contains_key(&other), "another account's session is untouched");
+    }
+
+    #[test]
+    fn a_session_ends_when_its_account_is_granted_again_or_revoked() {
+        let sessions = Sessions::new(100);
+        let ann = Principal::Person { account: "ann".into() };
+        let (id, _) = sessions.open(&ann, 5).expect("open");
+        let mut headers = HeaderMap::new();
+        headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
+        let identify = |grant: Option<u64>| sessions.identify(&headers, |_| None, |_| grant).map(|c| c.principal);
+        assert_eq!(identify(Some(5)).expect("the same grant"), ann);
+        for (what, grant) in [("granted again", Some(6)), ("revoked", None)] {
+            let sessions = Sessions::new(100);
+            let (id, _) = sessions.open(&ann, 5).expect("open");
+            let mut headers = HeaderMap::new();
+            headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
+            let refused = sessions.identify(&headers, |_| None, |_| grant).expect_err(what);
+            assert_eq!(refused.status, axum::http::StatusCode::UNAUTHORIZED, "{what}");
+            assert_eq!(sessions.count_of("ann"), 0, "{what}: the session is gone");
+        }
     }
 
     #[test]

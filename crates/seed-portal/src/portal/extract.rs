@@ -41,7 +41,11 @@ pub struct ApiWriteNoBody(pub Credential);
 pub struct FormWrite(pub Credential, pub BTreeMap<String, String>);
 
 fn identify(portal: &Portal, parts: &Parts) -> Result<Credential, PortalError> {
-    portal.sessions.identify(&parts.headers, |token| portal.live.token_matches(token))
+    portal.sessions.identify(
+        &parts.headers,
+        |token| portal.live.principal_of_token(token),
+        |principal| portal.live.grant_of(principal),
+    )
 }
 
 impl FromRequestParts<Arc<Portal>> for ApiCaller {

@@ -107,7 +107,7 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
             format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
             format!(
                 "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
-<a href=\"/moments\">Moments</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
+<a href=\"/moments\">Moments</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
 <input name=\"q\" id=\"search\" placeholder=\"search names\" aria-label=\"search\"></form> \
 <form class=\"inline\" method=\"post\" action=\"/logout\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",
@@ -297,8 +297,12 @@ pub fn login_page(error: Option<&str>) -> String {
     page(
         "Log in",
         &format!(
-            "{error}<form method=\"post\" action=\"/login\"><label>Operator token \
-<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" size=\"80\"></label>\
+            "{error}<form method=\"post\" action=\"/login\" class=\"login\">\
+<p><label>Token (the operator's, or the one your invitation gave you) \
+<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" size=\"70\"></label></p>\
+<p class=\"muted\">or, once you have set one, your account and password:</p>\
+<p><label>Account <input id=\"account\" name=\"account\" autocomplete=\"username\"></label> \
+<label>Password <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\"></label></p>\
 <button id=\"login\">Log in</button></form>"
         ),
         None,
@@ -561,6 +565,14 @@ pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) ->
             esc(key),
             esc(&text(field(being, key)))
         ));
+    }
+    if field(being, "private") == &Json::Bool(true) {
+        body.push_str(&format!(
+            "</table><p class=\"muted\" id=\"private\">@{} is not yours: its inbox, conversation, reel and \
+roleFlow are its person's, and only they may act for it or inhabit it.</p>",
+            esc(&name)
+        ));
+        return page(&format!("@{name}"), &body, Some(csrf));
     }
     body.push_str(&format!(
         "<tr><th>roleFlow</th><td><pre id=\"row-roleFlow\">{}</pre><a href=\"/beings/{}/flow\" id=\"edit-flow\">Edit roleFlow</a></td></tr></table>",
@@ -951,4 +963,115 @@ mod tests {
             assert_eq!(replay_pages(count), pages, "{count} moments");
         }
     }
+}
+
+/// What the accounts page shows besides the accounts: a token just issued
+/// (shown this once), a success line, the invite form's values and errors.
+#[derive(Debug, Default)]
+pub struct AccountsForm {
+    pub issued: Option<Json>,
+    pub done: Option<String>,
+    pub values: std::collections::BTreeMap<String, String>,
+    pub errors: std::collections::BTreeMap<String, String>,
+}
+
+/// The accounts page: who you are and your password; for the operator,
+/// every account (a new token, an end) and the invite form.
+pub fn accounts_page(accounts: &Json, csrf: &str, form: &AccountsForm) -> String {
+    let you = field(accounts, "you");
+    let operator = field(you, "operator") == &Json::Bool(true);
+    let mut out = String::new();
+    if let Some(done) = &form.done {
+        out.push_str(&format!("<p class=\"done\" id=\"done\">{}</p>", esc(done)));
+    }
+    if let Some(issued) = &form.issued {
+        out.push_str(&format!(
+            "<div class=\"issued\" id=\"issued\"><p>The account <b id=\"issued-account\">{}</b> drives {}. \
+Give its person this token; it is shown only now (a new one can be issued, which ends this one):</p>\
+<p><code id=\"issued-token\">{}</code></p></div>",
+            esc(&text(field(issued, "account"))),
+            being_link(text(field(issued, "being")).trim_start_matches('@')),
+            esc(&text(field(issued, "token")))
+        ));
+    }
+    let being = text(field(you, "being"));
+    out.push_str(&format!(
+        "<p id=\"you\">You are logged in as <b>{}</b>{}.</p>",
+        esc(&text(field(you, "account"))),
+        if being.is_empty() {
+            String::new()
+        } else {
+            format!(", acting as {}", being_link(being.trim_start_matches('@')))
+        }
+    ));
+    let error_of = |name: &str| {
+        form.errors
+            .get(name)
+            .map(|message| format!("<span class=\"error\" id=\"error-{}\">{}</span>", esc(name), esc(message)))
+            .unwrap_or_default()
+    };
+    let value_of = |name: &str| esc(form.values.get(name).map(String::as_str).unwrap_or_default());
+    if !operator {
+        out.push_str(&format!(
+            "<h2>Password</h2><p class=\"muted\">Set a password to log in with your account name instead of the token.</p>\
+<form method=\"post\" action=\"/password\">{}<label>New password <input id=\"new-password\" name=\"password\" \
+type=\"password\" autocomplete=\"new-password\"></label> {}<button id=\"set-password\">Set password</button></form>",
+            hidden_csrf(csrf),
+            error_of("password")
+        ));
+    }
+    out.push_str("<h2>Accounts</h2>");
+    let rows = list(field(accounts, "accounts"));
+    if rows.is_empty() {
+        out.push_str("<p class=\"muted\" id=\"no-accounts\">No one has been invited yet.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"scroll\"><table id=\"accounts\"><tr><th>account</th><th>being</th><th>password</th>",
+        );
+        if operator {
+            out.push_str("<th></th>");
+        }
+        out.push_str("</tr>");
+        for row in rows {
+            let account = text(field(row, "account"));
+            out.push_str(&format!(
+                "<tr id=\"account-{0}\"><td>{0}</td><td>{1}</td><td>{2}</td>",
+                esc(&account),
+                being_link(text(field(row, "being")).trim_start_matches('@')),
+                if field(row, "passwordSet") == &Json::Bool(true) { "set" } else { "not set" }
+            ));
+            if operator {
+                out.push_str(&format!(
+                    "<td><form class=\"inline\" method=\"post\" action=\"/accounts/{0}/token\">{1}\
+<button id=\"new-token-{0}\">New token</button></form> <form class=\"inline\" method=\"post\" \
+action=\"/accounts/{0}/revoke\">{1}<button id=\"revoke-{0}\">End account</button></form></td>",
+                    esc(&account),
+                    hidden_csrf(csrf)
+                ));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table></div>");
+    }
+    if operator {
+        out.push_str(&format!(
+            "<h2>Invite a person</h2><p class=\"muted\">They get a human being of their own (born now unless it \
+exists) and a token to log in with. They may drive that being, and birth and inhabit only its descendants.</p>\
+<form method=\"post\" action=\"/accounts\" id=\"invite\">{}{}\
+<p><label>Account name <input id=\"invite-account\" name=\"account\" value=\"{}\" required></label> {}</p>\
+<p><label>Their being <input id=\"invite-being\" name=\"being\" value=\"{}\" placeholder=\"the account name\"></label> {}</p>\
+<p><label>Born under <input id=\"invite-parent\" name=\"parent\" value=\"{}\" placeholder=\"your own being\"></label> {} \
+<span class=\"muted\">the operator's being or another account's</span></p>\
+<button id=\"invite-send\">Invite</button></form>",
+            hidden_csrf(csrf),
+            error_of(""),
+            value_of("account"),
+            error_of("account"),
+            value_of("being"),
+            error_of("being"),
+            value_of("parent"),
+            error_of("parent")
+        ));
+    }
+    page("Accounts", &out, Some(csrf))
 }

@@ -7,6 +7,7 @@
 //! (or inhabited) being, decided by the same beats and verb layer as any
 //! other, sealed and durable before it returns.
 
+use super::auth::Principal;
 use crate::engine::{Engine, EngineError, PersonResult};
 use crate::fact::body::{OperatorTokenBody, KIND_OPERATOR_TOKEN};
 use crate::fact::{blake3_of, BeingId, Hash32};
@@ -44,6 +45,8 @@ pub struct LiveLand {
     clock: Arc<crate::clock::LogicalClock>,
     /// The land's `fact_body_bytes_max`, for refusing oversized input early.
     fact_body_bytes_max: usize,
+    /// The land's folder (where people's password hashes are kept).
+    land_dir: std::path::PathBuf,
 }
 
 /// The tabs holding one being, and how many times one started to.
@@ -75,6 +78,7 @@ impl LiveLand {
             epoch: engine.epoch(),
             clock: engine.clock(),
             fact_body_bytes_max: engine.land.limits().fact_body_bytes_max,
+            land_dir: engine.land.dir().to_path_buf(),
             engine: Mutex::new(Some(engine)),
             store,
             operator,
@@ -113,6 +117,41 @@ impl LiveLand {
     /// Whether `token` is the operator's current login token.
     pub fn token_matches(&self, token: &str) -> bool {
         blake3_of(token.as_bytes()) == self.token_hash
+    }
+
+    pub fn land_dir(&self) -> &std::path::Path {
+        &self.land_dir
+    }
+
+    /// Whose token `token` is: the operator's, or a person's account (with
+    /// the land seq of its grant). Tokens are 256 random bits, so finding
+    /// one by its hash is safe.
+    pub fn principal_of_token(&self, token: &str) -> Option<(Principal, u64)> {
+        if self.token_matches(token) {
+            return Some((Principal::Operator, 0));
+        }
+        let hash = blake3_of(token.as_bytes()).to_hex();
+        let world = self.world();
+        let (account, granted) = world.accounts.iter().find(|(_, account)| account.token_hash == hash)?;
+        Some((Principal::Person { account: account.clone() }, granted.granted_at_seq))
+    }
+
+    /// The grant `principal` holds under now: 0 for the operator, the land
+    /// seq of a person's latest grant, `None` once the account is revoked.
+    pub fn grant_of(&self, principal: &Principal) -> Option<u64> {
+        match principal {
+            Principal::Operator => Some(0),
+            Principal::Person { account } => self.world().accounts.get(account).map(|granted| granted.granted_at_seq),
+        }
+    }
+
+    /// The being `principal` acts as: the operator's, or the one its
+    /// account drives (`None` once the account is revoked).
+    pub fn being_of(&self, principal: &Principal) -> Option<BeingId> {
+        match principal {
+            Principal::Operator => Some(self.operator),
+            Principal::Person { account } => self.world().accounts.get(account).map(|granted| granted.being),
+        }
     }
 
     fn with_engine<T>(&self, work: impl FnOnce(&mut Engine) -> T) -> Option<T> {

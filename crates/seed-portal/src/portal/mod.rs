@@ -7,6 +7,7 @@
 //! nothing is written half-way. `pages` answers the browser, `api` the JSON
 //! API. docs/portal.md describes the pages, the API and the security rules.
 
+mod accounts;
 mod api;
 pub mod auth;
 pub mod conversation;
@@ -16,6 +17,7 @@ pub mod headers;
 pub mod html;
 pub mod live;
 mod pages;
+pub mod passwords;
 pub mod place;
 pub mod request_log;
 pub mod role_form;
@@ -81,13 +83,17 @@ impl Default for PortalLimits {
 pub struct Portal {
     pub live: Arc<LiveLand>,
     sessions: Sessions,
+    /// People's password hashes, beside the land's store.
+    passwords: passwords::Passwords,
     limits: PortalLimits,
     /// Fires when the portal stops: event streams end on it.
     shutdown: serve::Shutdown,
 }
 
 pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Router {
-    let portal = Arc::new(Portal { live, sessions: Sessions::new(limits.requests_per_minute_max), limits, shutdown });
+    let passwords = passwords::Passwords::in_land(live.land_dir());
+    let sessions = Sessions::new(limits.requests_per_minute_max);
+    let portal = Arc::new(Portal { live, sessions, passwords, limits, shutdown });
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -117,6 +123,10 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/matter", get(matter_page))
         .route("/moments", get(moments_page))
         .route("/moments/live", get(moments_live))
+        .route("/accounts", get(accounts_page).post(invite_form))
+        .route("/accounts/{account}/token", post(new_token_form))
+        .route("/accounts/{account}/revoke", post(revoke_form))
+        .route("/password", post(password_form))
         .route("/api/v1/login", post(api_login))
         .route("/api/v1/world", get(api_world))
         .route("/api/v1/events", get(api_events))
@@ -136,6 +146,10 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/search", get(api_search))
         .route("/api/v1/spaces", get(api_space))
         .route("/api/v1/matter", get(api_matter))
+        .route("/api/v1/accounts", get(api_accounts).post(api_invite))
+        .route("/api/v1/accounts/{account}/token", post(api_new_token))
+        .route("/api/v1/accounts/{account}/revoke", post(api_revoke))
+        .route("/api/v1/password", post(api_password))
         .route(
             "/static/portal.js",
             get(|| async { headers::asset(headers::PORTAL_JS, "text/javascript; charset=utf-8") }),

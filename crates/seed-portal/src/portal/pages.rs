@@ -3,7 +3,8 @@
 //! is authenticated and CSRF-checked by `FormWrite`; each page by
 //! `PageVisitor`, which sends a visitor without a session to the login.
 
-use super::auth::{self, Credential, SESSION_COOKIE};
+use super::accounts::*;
+use super::auth::{Principal, Via, SESSION_COOKIE};
 use super::error::PortalError;
 use super::extract::{parse_form, read_body, FormWrite, PageVisitor};
 use super::work::*;
@@ -28,12 +29,20 @@ pub(super) async fn login_form() -> Response {
 pub(super) async fn login(State(portal): Shared, ConnectInfo(client): ConnectInfo<SocketAddr>, body: Body) -> Response {
     let result = async {
         let form = parse_form(&read_body(&portal, body).await?)?;
-        let token = form.get("token").map(String::as_str).unwrap_or_default().trim();
-        if !login_token_holds(&portal, client, token)? {
-            return Ok((StatusCode::UNAUTHORIZED, Html(html::login_page(Some("That is not the operator's token."))))
-                .into_response());
-        }
-        let (id, _) = portal.sessions.open(auth::OPERATOR_ACCOUNT)?;
+        let field = |name: &str| form.get(name).map(|value| value.trim()).filter(|value| !value.is_empty());
+        let found = match (field("token"), field("account")) {
+            (Some(token), _) => login_with_token(&portal, client, token)?,
+            (None, Some(account)) => {
+                let password = form.get("password").map(String::as_str).unwrap_or_default();
+                login_with_password(&portal, client, account, password).await?
+            }
+            (None, None) => None,
+        };
+        let Some((principal, granted_at_seq)) = found else {
+            let why = "That token, or that account and password, does not open this land.";
+            return Ok((StatusCode::UNAUTHORIZED, Html(html::login_page(Some(why)))).into_response());
+        };
+        let (id, _) = portal.sessions.open(&principal, granted_at_seq)?;
         Ok::<Response, PortalError>(
             ([(header::SET_COOKIE, session_cookie(&id))], Redirect::to("/world")).into_response(),
         )
@@ -44,7 +53,7 @@ pub(super) async fn login(State(portal): Shared, ConnectInfo(client): ConnectInf
 
 pub(super) async fn logout(State(portal): Shared, FormWrite(credential, _): FormWrite) -> Response {
     let result = async {
-        if let Credential::Session { id, .. } = &credential {
+        if let Via::Session { id, .. } = &credential.via {
             portal.sessions.close(id);
         }
         Ok::<Response, PortalError>(
@@ -74,10 +83,12 @@ pub(super) async fn being_page(
     uri: Uri,
 ) -> Response {
     let result = async {
-        let world = portal.live.world();
-        let row = views::being_row(&world, &name)?;
-        let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
-        let talk = conversation(&portal, &name).await?;
+        let being = being_view(&portal, &credential.principal, &name)?;
+        let talk = if being["private"] == json!(true) {
+            json!({"being": being["name"], "messages": [], "private": true})
+        } else {
+            conversation(&portal, &credential.principal, &name).await?
+        };
         Ok::<_, PortalError>((being, talk))
     };
     match result.await {
@@ -97,10 +108,11 @@ pub(super) async fn conversation_fragment(
     Path(name): Path<String>,
     uri: Uri,
 ) -> Response {
-    let (world, talk) = (portal.live.world(), conversation(&portal, &name).await);
+    let (world, talk) = (portal.live.world(), conversation(&portal, &credential.principal, &name).await);
     let result = talk.and_then(|talk| {
         let row = views::being_row(&world, &name)?;
-        let drive = views::may_drive(&world, portal.live.operator(), row).is_ok();
+        let person = acting_being(&portal, &credential.principal)?;
+        let drive = views::may_drive(&world, person, row).is_ok();
         let action = match query(&uri).get("answer").map(String::as_str) {
             Some("inhabit") => format!("/inhabit/{}/act", row.name),
             _ => format!("/beings/{}/act", row.name),
@@ -115,6 +127,7 @@ pub(super) async fn conversation_fragment(
 
 pub(super) async fn act_form(
     portal: Arc<Portal>,
+    principal: Principal,
     form: BTreeMap<String, String>,
     name: String,
     back: String,
@@ -122,8 +135,11 @@ pub(super) async fn act_form(
     let result = async {
         let request = form_request(&form)?;
         let choice = choice_from(&request)?;
+        let world = portal.live.world();
+        may_act_for(&world, &principal, views::being_row(&world, &name)?)?;
+        drop(world);
         let wake = wake_from(&portal, &name, &request)?;
-        let done = drive(&portal, &name, wake, choice).await?;
+        let done = drive(&portal, &principal, &name, wake, choice).await?;
         Ok::<Response, PortalError>(see_other(
             &back,
             &format!("@{name}: {}", done["outcome"].as_str().unwrap_or("done")),
@@ -136,31 +152,37 @@ pub(super) async fn act_form(
 pub(super) async fn being_act_form(
     State(portal): Shared,
     Path(name): Path<String>,
-    FormWrite(_, form): FormWrite,
+    FormWrite(credential, form): FormWrite,
 ) -> Response {
     let back = format!("/beings/{name}");
-    act_form(portal, form, name, back).await
+    act_form(portal, credential.principal, form, name, back).await
 }
 
 pub(super) async fn inhabit_act_form(
     State(portal): Shared,
     Path(name): Path<String>,
-    FormWrite(_, form): FormWrite,
+    FormWrite(credential, form): FormWrite,
 ) -> Response {
     let back = format!("/inhabit/{name}");
-    act_form(portal, form, name, back).await
+    act_form(portal, credential.principal, form, name, back).await
 }
 
 /// `POST /inhabit/NAME` (the being page's button, with the CSRF token):
 /// connects, then shows the inhabit tab. Connecting changes the land, so
 /// it is never a GET a cross-site page could trigger.
-pub(super) async fn inhabit_form(State(portal): Shared, Path(name): Path<String>, _form: FormWrite) -> Response {
+pub(super) async fn inhabit_form(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    FormWrite(credential, _): FormWrite,
+) -> Response {
     let result = async {
         let world = portal.live.world();
-        let (being, name) = views::being_row(&world, &name).map(|row| (row.id, row.name.clone()))?;
+        let row = views::being_row(&world, &name)?;
+        may_act_for(&world, &credential.principal, row)?;
+        let (being, name) = (row.id, row.name.clone());
         drop(world);
         if portal.live.presence_of(&being) == 0 {
-            connect(&portal, &name).await?;
+            connect(&portal, &credential.principal, &name).await?;
             // The tab's event stream must take hold of it in time.
             let wait = Duration::from_millis(portal.limits.release_grace_ms + INHABIT_FIRST_HOLD_MS);
             release_unless_held(portal.clone(), being, name.clone(), wait);
@@ -180,19 +202,20 @@ pub(super) async fn inhabit_page(
     uri: Uri,
 ) -> Response {
     let result = (|| {
+        let person = acting_being(&portal, &credential.principal)?;
         let world = portal.live.world();
         let row = views::being_row(&world, &name)?;
-        if row.inhabited_by != Some(portal.live.operator()) {
+        may_act_for(&world, &credential.principal, row)?;
+        if row.inhabited_by != Some(person) {
             return Err(PortalError::conflict(format!(
                 "you do not inhabit @{}: use the Inhabit button on its page",
                 row.name
             )));
         }
-        let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
-        Ok(being)
+        views::being_json(&portal.live, &world, row, person, true)
     })();
     let result = match result {
-        Ok(being) => conversation(&portal, &name).await.map(|talk| (being, talk)),
+        Ok(being) => conversation(&portal, &credential.principal, &name).await.map(|talk| (being, talk)),
         Err(error) => Err(error),
     };
     match result {
@@ -203,7 +226,7 @@ pub(super) async fn inhabit_page(
     }
 }
 
-pub(super) async fn birth_form(State(portal): Shared, FormWrite(_, form): FormWrite) -> Response {
+pub(super) async fn birth_form(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
     let result = async {
         let mut request = serde_json::Map::new();
         for key in ["name", "cognition", "defaultRole"] {
@@ -216,7 +239,7 @@ pub(super) async fn birth_form(State(portal): Shared, FormWrite(_, form): FormWr
                 .map_err(|error| PortalError::field("roleFlow", format!("`roleFlow` is not JSON: {error}")))?;
             request.insert("roleFlow".into(), flow);
         }
-        let done = birth(&portal, &Json::Object(request)).await?;
+        let done = birth(&portal, &credential.principal, &Json::Object(request)).await?;
         Ok::<Response, PortalError>(see_other(
             &format!("/beings/{}", done["name"].as_str().unwrap_or("birther")),
             "born",
@@ -257,7 +280,7 @@ pub(super) async fn role_form_post(State(portal): Shared, FormWrite(credential, 
                 action: "author-role".into(),
                 args: json!({"definition": definition}),
             };
-            match operator_acts(&portal, call).await {
+            match acts_as_self(&portal, &credential.principal, call).await {
                 Ok(_) => {
                     let name = definition["name"].as_str().unwrap_or_default();
                     return Ok(see_other(&format!("/roles?edit={}", urlencode(name)), &format!("role {name} saved")));
@@ -289,9 +312,9 @@ pub(super) async fn flow_page(
     Path(name): Path<String>,
     uri: Uri,
 ) -> Response {
-    let world = portal.live.world();
-    match views::being_row(&world, &name)
-        .and_then(|row| views::being_json(&portal.live, &world, row, portal.live.operator()))
+    match views::being_row(&portal.live.world(), &name)
+        .and_then(|row| may_act_for(&portal.live.world(), &credential.principal, row))
+        .and_then(|_| being_view(&portal, &credential.principal, &name))
     {
         Ok(being) => {
             html(html::flow_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str), None, None))
@@ -310,15 +333,13 @@ pub(super) async fn flow_form(
         let saved = async {
             let flow: Json = serde_json::from_str(text)
                 .map_err(|error| PortalError::field("flow", format!("`flow` is not JSON: {error}")))?;
-            edit_flow(&portal, &name, flow).await
+            edit_flow(&portal, &credential.principal, &name, flow).await
         }
         .await;
         match saved {
             Ok(_) => Ok(see_other(&format!("/beings/{name}/flow"), "roleFlow saved; it applies from the next moment")),
             Err(error) if error.status == StatusCode::BAD_REQUEST || error.status == StatusCode::FORBIDDEN => {
-                let world = portal.live.world();
-                let row = views::being_row(&world, &name)?;
-                let being = views::being_json(&portal.live, &world, row, portal.live.operator())?;
+                let being = being_view(&portal, &credential.principal, &name)?;
                 Ok::<Response, PortalError>(
                     (
                         error.status,
@@ -334,14 +355,14 @@ pub(super) async fn flow_form(
     result.unwrap_or_else(|error| error.as_html().into_response())
 }
 
-pub(super) async fn signal_form(State(portal): Shared, FormWrite(_, form): FormWrite) -> Response {
+pub(super) async fn signal_form(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
     let result = async {
         let value_text = form.get("value").map(String::as_str).unwrap_or_default();
         let value: Json = serde_json::from_str(value_text).map_err(|_| {
             PortalError::field("value", format!("`value` must be JSON (for text, quote it: \"{value_text}\")"))
         })?;
         let request = json!({"key": form.get("key").cloned().unwrap_or_default(), "value": value});
-        publish(&portal, &request).await?;
+        publish(&portal, &credential.principal, &request).await?;
         Ok::<Response, PortalError>(see_other("/world", "published"))
     }
     .await;
@@ -351,7 +372,7 @@ pub(super) async fn signal_form(State(portal): Shared, FormWrite(_, form): FormW
 pub(super) async fn moments_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
     match views::MomentFilter::from_query(uri.query()) {
         Ok(filter) => {
-            let moments = views::moments_json(&portal.live, &portal.live.world(), &filter);
+            let moments = moments_view(&portal, &credential.principal, &filter);
             html(html::moments_page(&moments, &filter.to_query(), credential.csrf()))
         }
         Err(error) => error.as_html().into_response(),
@@ -380,9 +401,9 @@ pub(super) async fn matter_page(State(portal): Shared, PageVisitor(credential): 
 }
 
 /// The live part of the moments page, fetched again on every world event.
-pub(super) async fn moments_live(State(portal): Shared, _visitor: PageVisitor, uri: Uri) -> Response {
+pub(super) async fn moments_live(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
     match views::MomentFilter::from_query(uri.query()) {
-        Ok(filter) => html(html::moments_fragment(&views::moments_json(&portal.live, &portal.live.world(), &filter))),
+        Ok(filter) => html(html::moments_fragment(&moments_view(&portal, &credential.principal, &filter))),
         Err(error) => error.as_html().into_response(),
     }
 }
@@ -395,7 +416,7 @@ pub(super) async fn replay_page(
 ) -> Response {
     let result = async {
         let params = super::extract::query_params(uri.query(), &["page"])?;
-        let replay = replay(&portal, &name).await?;
+        let replay = replay(&portal, &credential.principal, &name).await?;
         let pages = html::replay_pages(replay["moments"].as_array().map_or(0, Vec::len));
         let page = match params.get("page") {
             None => 1,
@@ -409,5 +430,79 @@ pub(super) async fn replay_page(
     match result.await {
         Ok(page) => html(page),
         Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn accounts_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    let accounts = accounts_json(&portal, &credential.principal);
+    let form = html::AccountsForm { done: query(&uri).get("done").cloned(), ..Default::default() };
+    html(html::accounts_page(&accounts, credential.csrf(), &form))
+}
+
+/// The accounts page again after a write: the token just issued, or the
+/// form as typed with its error beside the field at fault.
+fn accounts_answer(
+    portal: &Portal,
+    credential: &crate::portal::auth::Credential,
+    done: Result<Json, PortalError>,
+    form: &BTreeMap<String, String>,
+) -> Response {
+    let accounts = accounts_json(portal, &credential.principal);
+    match done {
+        Ok(issued) => {
+            let form =
+                html::AccountsForm { issued: issued.get("token").is_some().then_some(issued), ..Default::default() };
+            html(html::accounts_page(&accounts, credential.csrf(), &form))
+        }
+        Err(error) if error.status.is_client_error() && error.status != StatusCode::TOO_MANY_REQUESTS => {
+            let mut errors = BTreeMap::new();
+            errors.insert(error.field.clone().unwrap_or_default(), error.message.clone());
+            let values = form
+                .iter()
+                .filter(|(key, _)| *key != "csrf" && *key != "password")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let form = html::AccountsForm { values, errors, ..Default::default() };
+            (error.status, Html(html::accounts_page(&accounts, credential.csrf(), &form))).into_response()
+        }
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+fn form_json(form: &BTreeMap<String, String>) -> Json {
+    Json::Object(
+        form.iter().filter(|(key, _)| *key != "csrf").map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect(),
+    )
+}
+
+pub(super) async fn invite_form(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
+    let done = invite(&portal, &credential.principal, &form_json(&form)).await;
+    accounts_answer(&portal, &credential, done, &form)
+}
+
+pub(super) async fn new_token_form(
+    State(portal): Shared,
+    Path(account): Path<String>,
+    FormWrite(credential, form): FormWrite,
+) -> Response {
+    let done = new_token(&portal, &credential.principal, &account).await;
+    accounts_answer(&portal, &credential, done, &form)
+}
+
+pub(super) async fn revoke_form(
+    State(portal): Shared,
+    Path(account): Path<String>,
+    FormWrite(credential, form): FormWrite,
+) -> Response {
+    match revoke(&portal, &credential.principal, &account).await {
+        Ok(_) => see_other("/accounts", &format!("the account {account:?} has ended")),
+        Err(error) => accounts_answer(&portal, &credential, Err(error), &form),
+    }
+}
+
+pub(super) async fn password_form(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
+    match set_password(&portal, &credential.principal, &form_json(&form)).await {
+        Ok(_) => see_other("/accounts", "password set: log in with your account name and it from now on"),
+        Err(error) => accounts_answer(&portal, &credential, Err(error), &form),
     }
 }

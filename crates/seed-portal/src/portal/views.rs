@@ -200,7 +200,34 @@ pub fn now_json(live: &LiveLand, world: &World, row: &BeingRow, wake: Wake) -> J
     }
 }
 
-pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingId) -> Result<Json, PortalError> {
+/// A being as its page shows it. `inside` says whether the viewer may see
+/// inside it (its reel and inbox): a person sees only inside their own
+/// beings, and of another's only what the world page shows.
+pub fn being_json(
+    live: &LiveLand,
+    world: &World,
+    row: &BeingRow,
+    person: BeingId,
+    inside: bool,
+) -> Result<Json, PortalError> {
+    let mut being = json!({
+        "name": row.name,
+        "id": row.id.to_hex(),
+        "parent": row.parent.and_then(|parent| world.name_of(&parent).map(|n| format!("@{n}"))),
+        "cognition": row.cognition.as_str(),
+        "effectiveCognition": row.effective_cognition().as_str(),
+        "inhabitedBy": row.inhabited_by.and_then(|by| world.name_of(&by).map(|n| format!("@{n}"))),
+        "location": row.location,
+        "home": row.home_space,
+        "defaultRole": row.default_role,
+        "acts": row.acts,
+        "ended": row.ended,
+    });
+    if !inside {
+        being["private"] = json!(true);
+        being["youMayDrive"] = json!(false);
+        return Ok(being);
+    }
     let store = live.store();
     let head = store.head(&row.id)?.map_or(0, |head| head.seq);
     let mut reel = Vec::new();
@@ -240,20 +267,9 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
         .unwrap_or_default();
     let wake = preview_wake(row);
     let drive = may_drive(world, person, row);
-    Ok(json!({
-        "name": row.name,
-        "id": row.id.to_hex(),
-        "parent": row.parent.and_then(|parent| world.name_of(&parent).map(|n| format!("@{n}"))),
-        "cognition": row.cognition.as_str(),
-        "effectiveCognition": row.effective_cognition().as_str(),
-        "inhabitedBy": row.inhabited_by.and_then(|by| world.name_of(&by).map(|n| format!("@{n}"))),
-        "location": row.location,
-        "home": row.home_space,
-        "defaultRole": row.default_role,
+    let inside = json!({
         "roleFlow": row.role_flow,
         "qualities": row.qualities.iter().filter(|(key, _)| key.as_str() != "script").collect::<std::collections::BTreeMap<_, _>>(),
-        "acts": row.acts,
-        "ended": row.ended,
         "now": now_json(live, world, row, wake),
         "inbox": inbox,
         "reel": reel,
@@ -264,7 +280,11 @@ pub fn being_json(live: &LiveLand, world: &World, row: &BeingRow, person: BeingI
         "whyNot": drive.err().map(|why| why.to_string()),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
         "presence": live.presence_of(&row.id),
-    }))
+    });
+    if let (Some(being), Json::Object(inside)) = (being.as_object_mut(), inside) {
+        being.extend(inside);
+    }
+    Ok(being)
 }
 
 /// One line for an act: its verb call and the prose with it.
@@ -295,14 +315,19 @@ pub fn roles_json(live: &LiveLand, world: &World) -> Json {
     json!({"roles": roles})
 }
 
-pub fn moments_json(live: &LiveLand, world: &World, filter: &MomentFilter) -> Json {
+/// The moments now running and the latest traces `filter` admits, of the
+/// beings `visible` admits (by name).
+pub fn moments_json(live: &LiveLand, world: &World, filter: &MomentFilter, visible: impl Fn(&str) -> bool) -> Json {
     let running: Vec<Json> = live
         .running()
         .into_iter()
+        .filter(|(being, _, _)| visible(world.name_of(being).unwrap_or_default()))
         .map(|(being, beat, for_us)| json!({"being": world.name_of(&being), "beat": beat, "forUs": for_us}))
         .collect();
     let recent: Vec<Json> = live
-        .recent_traces(MOMENT_TRACES_SHOWN_MAX, |trace| filter.admits(trace))
+        .recent_traces(MOMENT_TRACES_SHOWN_MAX, |trace| {
+            filter.admits(trace) && visible(trace["name"].as_str().unwrap_or_default())
+        })
         .into_iter()
         .map(|mut trace| {
             let time = trace["storedTimeMs"].as_u64().map(crate::view::format_time_ms);

@@ -3,14 +3,15 @@
 //! being (`drive`) whose refusal becomes a status. Nothing here knows
 //! whether it answers a page or the API.
 
-use super::auth::{self, SESSION_COOKIE};
+use super::auth::{self, Principal, SESSION_COOKIE};
 use super::error::PortalError;
 use super::live::{LiveLand, Refused};
 use super::{views, Portal};
+use crate::fact::BeingId;
 use crate::fact::{FactError, FactId};
 use crate::moment::refusal::BeingFault;
 use crate::moment::{self, Beat, OpError, PersonChoice, Refusal};
-use crate::world::{VerbCall, Wake};
+use crate::world::{BeingRow, VerbCall, Wake, World};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde_json::{json, Value as Json};
@@ -56,12 +57,17 @@ enum RefusalClass {
     Conflict,
     /// Anything else the caller can fix by asking differently: 400.
     Invalid,
+    /// What it names is not there (an account): 404.
+    Missing,
 }
 
 fn class_of_operation(error: &OpError) -> RefusalClass {
     match error {
-        OpError::NotOwnOrDescendant { .. } => RefusalClass::Forbidden,
-        OpError::MatterExists { .. } | OpError::CellTaken { .. } => RefusalClass::Conflict,
+        OpError::NotOwnOrDescendant { .. } | OpError::AccountNotDescendant { .. } => RefusalClass::Forbidden,
+        OpError::MatterExists { .. } | OpError::CellTaken { .. } | OpError::AccountBeingTaken { .. } => {
+            RefusalClass::Conflict
+        }
+        OpError::NoAccount { .. } => RefusalClass::Missing,
         OpError::NotRegistered { .. }
         | OpError::Args(_)
         | OpError::Script(_)
@@ -81,7 +87,10 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::Grid(_)
         | OpError::NotADirection { .. }
         | OpError::NoGridPosition
-        | OpError::IntoAWall { .. } => RefusalClass::Invalid,
+        | OpError::IntoAWall { .. }
+        | OpError::AccountName { .. }
+        | OpError::TokenHash
+        | OpError::AccountBeingNotHuman { .. } => RefusalClass::Invalid,
     }
 }
 
@@ -142,6 +151,7 @@ pub(super) fn refusal(refused: &Refused) -> PortalError {
         (RefusalClass::TooLarge, _) => {
             PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
         }
+        (RefusalClass::Missing, _) => PortalError::not_found(reason),
         (RefusalClass::Conflict, _) | (RefusalClass::Invalid, Beat::Seal) => PortalError::conflict(reason),
         (RefusalClass::Invalid, Beat::Open | Beat::Assign | Beat::Face | Beat::Momentum | Beat::Decide) => {
             PortalError { code: "refused", ..PortalError::bad_request(reason) }
@@ -149,10 +159,71 @@ pub(super) fn refusal(refused: &Refused) -> PortalError {
     }
 }
 
-/// Runs one moment of `being` (by name) driven by the operator's session,
-/// after checking the session may drive it. Returns the outcome line.
+/// The being `principal` acts as; 401 once its account is revoked.
+pub(super) fn acting_being(portal: &Portal, principal: &Principal) -> Result<BeingId, PortalError> {
+    portal.live.being_of(principal).ok_or_else(PortalError::unauthenticated)
+}
+
+/// The account that owns `being`: the account of the being itself or of its
+/// nearest ancestor that has one. A person owns their own being and every
+/// descendant not owned by another person's being below it.
+pub(super) fn owning_account(world: &World, being: BeingId) -> Option<&str> {
+    let mut current = Some(being);
+    let mut steps = 0;
+    while let Some(id) = current {
+        if let Some((account, _)) = world.account_of(&id) {
+            return Some(account);
+        }
+        steps += 1;
+        if steps > world.beings.len() {
+            return None;
+        }
+        current = world.beings.get(&id).and_then(|row| row.parent);
+    }
+    None
+}
+
+/// Whether `principal` may act for, inhabit and see inside `row` (its
+/// inbox, conversation, reel, replay and flow): the operator may for every
+/// being; a person only for the beings they own (see [`owning_account`]).
+pub(super) fn may_act_for(world: &World, principal: &Principal, row: &BeingRow) -> Result<(), PortalError> {
+    match principal {
+        Principal::Operator => Ok(()),
+        Principal::Person { account } => match owning_account(world, row.id) {
+            Some(owner) if owner == account => Ok(()),
+            Some(owner) => Err(PortalError::forbidden(format!(
+                "@{} is the account {owner:?}'s: only they may act for it, inhabit it or read its inbox",
+                row.name
+            ))),
+            None => Err(PortalError::forbidden(format!(
+                "@{} is not yours: you may act for, inhabit and read only your own being and its descendants",
+                row.name
+            ))),
+        },
+    }
+}
+
+/// Runs one moment of `being` (by name) driven by `principal`, after
+/// checking the principal may drive it. Returns the outcome line.
 pub(super) async fn drive(
     portal: &Arc<Portal>,
+    principal: &Principal,
+    name: &str,
+    wake: Wake,
+    choice: PersonChoice,
+) -> Result<Json, PortalError> {
+    let person = acting_being(portal, principal)?;
+    let world = portal.live.world();
+    may_act_for(&world, principal, views::being_row(&world, name)?)?;
+    drop(world);
+    drive_as(portal, person, name, wake, choice).await
+}
+
+/// Runs one moment of `name` driven by the being `person` (checked by the
+/// cognition and lineage rules, not by any account).
+async fn drive_as(
+    portal: &Arc<Portal>,
+    person: BeingId,
     name: &str,
     wake: Wake,
     choice: PersonChoice,
@@ -160,7 +231,7 @@ pub(super) async fn drive(
     check_choice_fits_a_fact(portal.live.fact_body_bytes_max(), &choice)?;
     let world = portal.live.world();
     let row = views::being_row(&world, name)?;
-    views::may_drive(&world, portal.live.operator(), row).map_err(|why| PortalError::forbidden(why.to_string()))?;
+    views::may_drive(&world, person, row).map_err(|why| PortalError::forbidden(why.to_string()))?;
     let (live, being) = (portal.live.clone(), row.id);
     let result = tokio::task::spawn_blocking(move || live.act(being, wake, &choice))
         .await
@@ -205,12 +276,16 @@ pub(super) fn check_choice_fits_a_fact(body_bytes_max: usize, choice: &PersonCho
     Ok(())
 }
 
-/// The operator acting as itself.
-pub(super) async fn operator_acts(portal: &Arc<Portal>, call: VerbCall) -> Result<Json, PortalError> {
-    let world = portal.live.world();
-    let name = world.name_of(&portal.live.operator()).unwrap_or("operator").to_string();
-    drop(world);
-    drive(portal, &name, Wake::Person, PersonChoice { call, content: None }).await
+/// The principal's own being acting as itself (the operator's being, or
+/// the being a person's account drives).
+pub(super) async fn acts_as_self(
+    portal: &Arc<Portal>,
+    principal: &Principal,
+    call: VerbCall,
+) -> Result<Json, PortalError> {
+    let being = acting_being(portal, principal)?;
+    let name = portal.live.world().name_of(&being).unwrap_or_default().to_string();
+    drive_as(portal, being, &name, Wake::Person, PersonChoice { call, content: None }).await
 }
 
 /// Reads a verb call from a request: `verb` and the fields of that verb.
@@ -304,14 +379,47 @@ pub(super) fn session_cookie(id: &str) -> String {
 /// Checks a login's token against the throttle: `Ok(false)` for a wrong
 /// token (counted against the client and the account), 429 while either
 /// has failed too often (checked before the token is compared).
-pub(super) fn login_token_holds(portal: &Portal, client: SocketAddr, token: &str) -> Result<bool, PortalError> {
+pub(super) fn login_with_token(
+    portal: &Portal,
+    client: SocketAddr,
+    token: &str,
+) -> Result<Option<(Principal, u64)>, PortalError> {
     let client = client.ip().to_string();
-    portal.sessions.throttle.check(Some(&client), auth::OPERATOR_ACCOUNT)?;
-    if portal.live.token_matches(token) {
-        return Ok(true);
+    portal.sessions.throttle.check(Some(&client), auth::TOKEN_LOGINS)?;
+    let found = portal.live.principal_of_token(token);
+    if found.is_none() {
+        portal.sessions.throttle.failed(Some(&client), auth::TOKEN_LOGINS);
     }
-    portal.sessions.throttle.failed(Some(&client), auth::OPERATOR_ACCOUNT);
-    Ok(false)
+    Ok(found)
+}
+
+/// Checks a person's password, as [`login_with_token`] does a token: the
+/// throttle counts failures against the client and the account, and is
+/// checked before the (slow) hash is. `None` for a wrong account or password.
+pub(super) async fn login_with_password(
+    portal: &Arc<Portal>,
+    client: SocketAddr,
+    account: &str,
+    password: &str,
+) -> Result<Option<(Principal, u64)>, PortalError> {
+    let client = client.ip().to_string();
+    portal.sessions.throttle.check(Some(&client), account)?;
+    let principal = Principal::Person { account: account.to_string() };
+    let holds = match portal.live.grant_of(&principal).filter(|_| account != auth::OPERATOR_ACCOUNT) {
+        Some(granted_at_seq) => {
+            let (checking, account, password) = (portal.clone(), account.to_string(), password.to_string());
+            let holds =
+                tokio::task::spawn_blocking(move || checking.passwords.holds(&account, granted_at_seq, &password))
+                    .await
+                    .map_err(|error| PortalError::internal(format!("the password check stopped: {error}")))??;
+            holds.then_some((principal, granted_at_seq))
+        }
+        None => None,
+    };
+    if holds.is_none() {
+        portal.sessions.throttle.failed(Some(&client), account);
+    }
+    Ok(holds)
 }
 
 /// Validates a role definition; problems by the definition's field.
@@ -335,7 +443,7 @@ pub(super) fn role_problems(definition: &Json) -> BTreeMap<String, String> {
     problems
 }
 
-pub(super) async fn birth(portal: &Arc<Portal>, request: &Json) -> Result<Json, PortalError> {
+pub(super) async fn birth(portal: &Arc<Portal>, principal: &Principal, request: &Json) -> Result<Json, PortalError> {
     let name = required_text(request, "name")?.trim_start_matches('@').to_string();
     crate::land::validate_being_name(&name).map_err(|error| PortalError::field("name", error.to_string()))?;
     if portal.live.world().names.contains_key(&name) {
@@ -361,31 +469,47 @@ pub(super) async fn birth(portal: &Arc<Portal>, request: &Json) -> Result<Json, 
             .map_err(|error| PortalError::field("roleFlow", format!("roleFlow {error}")))?;
         payload["roleFlow"] = flow.clone();
     }
-    operator_acts(portal, VerbCall::Be { operation: "birth".into(), payload }).await?;
-    Ok(json!({"name": name, "parent": portal.live.world().name_of(&portal.live.operator())}))
+    acts_as_self(portal, principal, VerbCall::Be { operation: "birth".into(), payload }).await?;
+    let parent = acting_being(portal, principal)?;
+    Ok(json!({"name": name, "parent": portal.live.world().name_of(&parent)}))
 }
 
-pub(super) async fn connect(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+pub(super) async fn connect(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
     let name = name.trim_start_matches('@');
+    let person = acting_being(portal, principal)?;
     let world = portal.live.world();
     let row = views::being_row(&world, name)?;
-    if row.inhabited_by == Some(portal.live.operator()) {
+    may_act_for(&world, principal, row)?;
+    if row.inhabited_by == Some(person) {
         return Ok(json!({"outcome": "already inhabited by you"}));
     }
     let name = row.name.clone();
     drop(world);
-    operator_acts(portal, VerbCall::Be { operation: "connect".into(), payload: json!({"being": name}) }).await
+    acts_as_self(portal, principal, VerbCall::Be { operation: "connect".into(), payload: json!({"being": name}) }).await
 }
 
-pub(super) async fn release(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+pub(super) async fn release(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
     let world = portal.live.world();
     let row = views::being_row(&world, name)?;
+    may_act_for(&world, principal, row)?;
     if row.inhabited_by.is_none() {
         return Ok(json!({"outcome": "not inhabited"}));
     }
     let name = row.name.clone();
     drop(world);
-    operator_acts(portal, VerbCall::Be { operation: "release".into(), payload: json!({"being": name}) }).await
+    acts_as_self(portal, principal, VerbCall::Be { operation: "release".into(), payload: json!({"being": name}) }).await
+}
+
+/// Releases `name` as the being that inhabits it (when its last tab has
+/// gone: no request, so no principal, is behind it).
+async fn release_as_inhabitant(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    let Some(inhabitant) = row.inhabited_by else { return Ok(json!({"outcome": "not inhabited"})) };
+    let (name, inhabitant_name) = (row.name.clone(), world.name_of(&inhabitant).unwrap_or_default().to_string());
+    drop(world);
+    let call = VerbCall::Be { operation: "release".into(), payload: json!({"being": name}) };
+    drive_as(portal, inhabitant, &inhabitant_name, Wake::Person, PersonChoice { call, content: None }).await
 }
 
 /// Checks a flow parses and binds against the roles the world sees now.
@@ -400,7 +524,15 @@ pub(super) fn check_flow(portal: &Portal, name: &str, flow: &Json) -> Result<(),
         .map_err(|refusal| PortalError::field("flow", refusal.to_string()))
 }
 
-pub(super) async fn edit_flow(portal: &Arc<Portal>, name: &str, flow: Json) -> Result<Json, PortalError> {
+pub(super) async fn edit_flow(
+    portal: &Arc<Portal>,
+    principal: &Principal,
+    name: &str,
+    flow: Json,
+) -> Result<Json, PortalError> {
+    let world = portal.live.world();
+    may_act_for(&world, principal, views::being_row(&world, name)?)?;
+    drop(world);
     check_flow(portal, name, &flow)?;
     let name = name.trim_start_matches('@');
     let call = VerbCall::Do {
@@ -408,10 +540,10 @@ pub(super) async fn edit_flow(portal: &Arc<Portal>, name: &str, flow: Json) -> R
         action: "edit-role-flow".into(),
         args: json!({"being": name, "flow": flow}),
     };
-    operator_acts(portal, call).await
+    acts_as_self(portal, principal, call).await
 }
 
-pub(super) async fn publish(portal: &Arc<Portal>, request: &Json) -> Result<Json, PortalError> {
+pub(super) async fn publish(portal: &Arc<Portal>, principal: &Principal, request: &Json) -> Result<Json, PortalError> {
     let key = required_text(request, "key")?;
     if let Some(problem) = crate::world::signal_key_problem(key) {
         return Err(PortalError::field("key", problem));
@@ -425,12 +557,13 @@ pub(super) async fn publish(portal: &Arc<Portal>, request: &Json) -> Result<Json
     }
     let call =
         VerbCall::Do { target: "/".into(), action: "publish-signal".into(), args: json!({"key": key, "value": value}) };
-    operator_acts(portal, call).await
+    acts_as_self(portal, principal, call).await
 }
 
-pub(super) async fn replay(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+pub(super) async fn replay(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
     let world = portal.live.world();
     let row = views::being_row(&world, name)?.clone();
+    may_act_for(&world, principal, &row)?;
     let live = portal.live.clone();
     tokio::task::spawn_blocking(move || views::replay_json(&live, &row))
         .await
@@ -459,9 +592,10 @@ pub(super) enum Place {
 }
 
 /// The being's conversation, read off the reels on a blocking thread.
-pub(super) async fn conversation(portal: &Arc<Portal>, name: &str) -> Result<Json, PortalError> {
+pub(super) async fn conversation(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
     let world = portal.live.world();
     let row = views::being_row(&world, name)?.clone();
+    may_act_for(&world, principal, &row)?;
     let live = portal.live.clone();
     tokio::task::spawn_blocking(move || super::conversation::conversation_json(live.store(), &world, &row))
         .await
@@ -482,7 +616,7 @@ pub(super) fn release_unless_held(portal: Arc<Portal>, being: crate::fact::Being
             portal.live.presence_of(&being) > 0 || portal.live.presence_opened_count(&being) != opened_before;
         let inhabited = portal.live.world().beings.get(&being).is_some_and(|row| row.inhabited_by.is_some());
         if !still_held && inhabited {
-            if let Err(error) = release(&portal, &name).await {
+            if let Err(error) = release_as_inhabitant(&portal, &name).await {
                 tracing::warn!(being = %name, reason = %error.message, "releasing an inhabited being failed");
             }
         }
@@ -505,6 +639,23 @@ pub(super) fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<J
         "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
         "clauses": assigned.flow.explain(&assigned.walk),
     }))
+}
+
+/// A being as `principal` may see it (see `views::being_json`).
+pub(super) fn being_view(portal: &Portal, principal: &Principal, name: &str) -> Result<Json, PortalError> {
+    let person = acting_being(portal, principal)?;
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?;
+    let inside = may_act_for(&world, principal, row).is_ok();
+    views::being_json(&portal.live, &world, row, person, inside)
+}
+
+/// The moments page's contents: a person sees the moments of their own beings.
+pub(super) fn moments_view(portal: &Portal, principal: &Principal, filter: &views::MomentFilter) -> Json {
+    let world = portal.live.world();
+    views::moments_json(&portal.live, &world, filter, |name| {
+        world.being_named(name).is_some_and(|row| may_act_for(&world, principal, row).is_ok())
+    })
 }
 
 #[cfg(test)]
