@@ -168,3 +168,88 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
         assert!(screenshots.join(format!("{step}.png")).is_file());
     }
 }
+
+/// Two people in two browser profiles: the operator invites Ann, who logs
+/// in with her token, sets a password and logs in with it, births a child
+/// of her own, and talks with the operator: each sees the other's words
+/// arrive live. Another's being shows Ann only its public row.
+#[test]
+fn two_people_each_live_in_the_land_with_their_own_beings() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let up = Up::start(&["--round-ms", "300"]);
+    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
+    let operator = Browser::start(&screenshots);
+    operator.go(&format!("{}/login", up.url));
+    operator.clear_and_type("#token", &up.token);
+    operator.click("#login");
+    operator.wait_for_text("h1", "World");
+
+    // The operator invites Ann: the token is shown once.
+    operator.go(&format!("{}/accounts", up.url));
+    operator.clear_and_type("#invite-account", "ann");
+    operator.click("#invite-send");
+    let token = operator.wait_for_text("#issued-token", "");
+    assert_eq!(token.len(), 64, "{token}");
+    assert_eq!(operator.text("#issued-account"), "ann");
+    operator.screenshot("p01-invited");
+
+    // Ann, in her own browser profile, logs in with it and sets a password.
+    let ann = Browser::start(&screenshots);
+    ann.go(&format!("{}/login", up.url));
+    ann.clear_and_type("#token", &token);
+    ann.click("#login");
+    ann.wait_for_text("h1", "World");
+    ann.go(&format!("{}/accounts", up.url));
+    ann.wait_for_text("#you", "ann");
+    ann.clear_and_type("#new-password", "short");
+    ann.click("#set-password");
+    ann.wait_for_text("#error-password", "at least");
+    ann.clear_and_type("#new-password", "ann's long password");
+    ann.click("#set-password");
+    ann.wait_for_text("#done", "password set");
+    ann.screenshot("p02-password-set");
+    ann.click("#logout");
+    ann.wait_for_text("h1", "Log in");
+    ann.clear_and_type("#account", "ann");
+    ann.clear_and_type("#password", "ann's long password");
+    ann.click("#login");
+    ann.wait_for_text("h1", "World");
+
+    // Her own being: she births a child of her own there.
+    ann.go(&format!("{}/beings/ann", up.url));
+    ann.clear_and_type("#birth-name", "annkid");
+    ann.click("#birth");
+    ann.wait_for_text("h1", "@annkid");
+    assert_eq!(ann.text("#row-parent"), "@ann");
+    ann.screenshot("p03-child-born");
+
+    // Ann summons the operator from her being; the operator's page shows it live.
+    ann.go(&format!("{}/beings/ann", up.url));
+    ann.select("#summon-target", "@operator");
+    ann.clear_and_type("#summon-content", "Hello, operator. Ann here.");
+    ann.scroll_to("#do-summon");
+    ann.click("#do-summon");
+    ann.wait_for_text("#flash", "act: summon");
+    operator.go(&format!("{}/beings/operator", up.url));
+    operator.wait_for_text("#conversation", "Hello, operator. Ann here.");
+    let asked = up.get("/api/v1/beings/operator").1["inbox"][0]["summon"].as_str().expect("a summon").to_string();
+    operator.scroll_to(&format!("#answer-{asked}"));
+    operator.clear_and_type(&format!("#answer-text-{asked}"), "Welcome, Ann.");
+    operator.click(&format!("#answer-send-{asked}"));
+    operator.wait_for_text(&format!("#reply-{asked}"), "Welcome, Ann.");
+    operator.screenshot("p04-operator-answered");
+    ann.wait_for_text(&format!("#reply-{asked}"), "Welcome, Ann.");
+    ann.scroll_to(&format!("#reply-{asked}"));
+    ann.screenshot("p05-reply-arrived-live");
+
+    // Another's being: its public row only; its replay and act routes refuse.
+    ann.go(&format!("{}/beings/operator", up.url));
+    ann.wait_for_text("#private", "not yours");
+    assert!(!ann.page_source().contains("Welcome, Ann."), "no conversation of another's being");
+    ann.screenshot("p06-not-yours");
+    ann.go(&format!("{}/beings/operator/replay", up.url));
+    ann.wait_for_text("body", "is not yours");
+    ann.screenshot("p07-replay-refused");
+}

@@ -614,15 +614,18 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
             hidden_csrf(csrf)
         ));
     }
-    if name == "birther" {
+    if name == "birther" || field(being, "youAreThis") == &Json::Bool(true) {
         body.push_str(&format!(
             "<h2>Birth a child</h2><form method=\"post\" action=\"/birth\" id=\"birth-form\">{}\
 <label>name <input name=\"name\" id=\"birth-name\"></label>\
 <label>cognition <select name=\"cognition\" id=\"birth-cognition\"><option value=\"human\">human</option><option value=\"scripted\">scripted</option><option value=\"llm\">llm</option></select></label>\
 <label>default role <input name=\"defaultRole\" id=\"birth-default-role\" value=\"human-conversationalist\"></label>\
 <label>roleFlow (JSON, optional) <textarea name=\"roleFlow\" id=\"birth-flow\"></textarea></label>\
-<button id=\"birth\">Birth as @operator</button></form>",
-            hidden_csrf(csrf)
+<button id=\"birth\">Birth as @{}</button></form>",
+            hidden_csrf(csrf),
+            // The child's parent is the asker's own being: the operator's on
+            // @birther's page (only the operator sees inside it), else this one.
+            if name == "birther" { "operator".to_string() } else { esc(&name) }
         ));
     }
     let may_drive = field(being, "youMayDrive").as_bool() == Some(true);

@@ -279,6 +279,7 @@ pub fn being_json(
         "youMayDrive": drive.is_ok(),
         "whyNot": drive.err().map(|why| why.to_string()),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
+        "youAreThis": row.id == person,
         "presence": live.presence_of(&row.id),
     });
     if let (Some(being), Json::Object(inside)) = (being.as_object_mut(), inside) {
