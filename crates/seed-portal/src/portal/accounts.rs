@@ -137,6 +137,7 @@ pub(super) async fn set_password(
 /// own for a person; and who is asking.
 pub(super) fn accounts_json(portal: &Portal, principal: &Principal) -> Json {
     let world = portal.live.world();
+    let with_a_password = portal.passwords.grants_with_a_password();
     let accounts: Vec<Json> = world
         .accounts
         .iter()
@@ -146,7 +147,7 @@ pub(super) fn accounts_json(portal: &Portal, principal: &Principal) -> Json {
                 "account": name,
                 "being": world.name_of(&granted.being).map(|being| format!("@{being}")),
                 "grantedAtSeq": granted.granted_at_seq,
-                "passwordSet": portal.passwords.is_set(name, granted.granted_at_seq),
+                "passwordSet": with_a_password.get(name) == Some(&granted.granted_at_seq),
             })
         })
         .collect();

@@ -121,13 +121,12 @@ impl Passwords {
         Ok(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
     }
 
-    /// Whether `account` has a password for its grant at `granted_at_seq`.
-    pub fn is_set(&self, account: &str, granted_at_seq: u64) -> bool {
+    /// Each account with a password, and the grant it was set under: read
+    /// once for a whole list of accounts.
+    pub fn grants_with_a_password(&self) -> BTreeMap<String, u64> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.read()
-            .ok()
-            .and_then(|file| file.accounts.get(account).cloned())
-            .is_some_and(|s| s.granted_at_seq == granted_at_seq)
+        let file = self.read().unwrap_or_default();
+        file.accounts.into_iter().map(|(account, stored)| (account, stored.granted_at_seq)).collect()
     }
 }
 
