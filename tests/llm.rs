@@ -170,6 +170,7 @@ fn prose_beside_a_tool_call_is_the_acts_content_and_prose_alone_is_logged_not_se
     let clerk = run.moments_of("clerk");
     assert_eq!(clerk[1]["outcome"], "see");
     assert_eq!(clerk[1]["llm"]["prose"], "All quiet.");
+    assert_eq!(clerk[1]["seeReason"], "the model answered without calling a tool");
     let reel = common::seed(&run.land, &["reel", "@clerk", "--json"]);
     let reel: Json = serde_json::from_slice(&reel.stdout).unwrap();
     let acts: Vec<&Json> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();

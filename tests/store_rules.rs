@@ -180,6 +180,32 @@ fn the_land_log_numbers_every_fact_once_in_arrival_order() {
 }
 
 #[test]
+fn a_reel_seq_is_found_from_a_land_seq_as_a_scan_of_the_reel_finds_it() {
+    // Two reels interleaved unevenly, so a reel's land seqs have gaps of every size.
+    let test = plant();
+    let a = test.land.create_being(spec("a")).expect("a").being;
+    let b = test.land.create_being(spec("b")).expect("b").being;
+    for index in 0..23 {
+        note(&test.land, if index % 3 == 0 { &a } else { &b }, "tick");
+    }
+    let store = test.land.store();
+    let land_len = store.land_len().expect("len");
+    for being in [a, b] {
+        let reel = store.reel(&being, 0, u64::MAX).expect("reel");
+        for (seq, stored) in reel.iter().enumerate() {
+            assert_eq!(store.land_seq_of(&being, seq as u64).expect("read"), Some(stored.land_seq));
+        }
+        assert_eq!(store.land_seq_of(&being, reel.len() as u64).expect("read"), None, "past the head");
+        for land_seq in 0..=land_len + 1 {
+            let scanned = reel.iter().position(|stored| stored.land_seq >= land_seq).unwrap_or(reel.len()) as u64;
+            let searched =
+                seed::store::reel_seq_at_land_seq(store, &being, reel.len() as u64, land_seq).expect("search");
+            assert_eq!(searched, scanned, "land seq {land_seq}");
+        }
+    }
+}
+
+#[test]
 fn reindex_rebuilds_the_derived_indexes_identically() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;

@@ -198,16 +198,7 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
     }
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("fixtures/court.toml")).expect("fixture");
-    let options = EngineOptions {
-        ticks: None,
-        seed: 0,
-        threads: 1,
-        land_dir: dir.path().join("land"),
-        trace_file: None,
-        progress: false,
-        model: None,
-        mode: seed::engine::Mode::Simulation,
-    };
+    let options = crate::common::simulation_options(dir.path().join("land"));
     let simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
     let ada = simulation.world.names["ada"];
     let recorder = Recorder { beats: Mutex::new(Vec::new()), running: RunningMoments::default(), clock: Mutex::new(0) };
@@ -242,6 +233,35 @@ fn observers_see_every_beat_in_order_and_the_live_table_empties() {
         fixture.start_ms + 10_000,
     );
     assert_eq!(format!("{plain:?}"), format!("{outcome:?}"));
+    simulation.finish().expect("finish");
+}
+
+#[test]
+fn a_moment_that_only_looks_says_why() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(Path::new("fixtures/court.toml")).expect("fixture");
+    let options = crate::common::simulation_options(dir.path().join("land"));
+    let simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
+    let ada = simulation.world.names["ada"];
+    // (the being's own script, the reason its see gives); ada wears `idle`, a role with no script.
+    let cases = [
+        (None, "neither the being nor its role idle has a script: nothing chose an act"),
+        (Some("()"), "the script returned no act"),
+    ];
+    for (script, expected) in cases {
+        let mut world = simulation.world.clone();
+        let row = world.beings.get_mut(&ada).expect("ada");
+        row.role_flow = serde_json::json!([{ "role": "idle" }]);
+        row.role_flow_digest = seed::world::role_flow_digest(&row.role_flow);
+        match script {
+            Some(source) => row.qualities.insert("script".into(), serde_json::json!(source)),
+            None => row.qualities.remove("script"),
+        };
+        let wake = seed::world::Wake::Tick { tick: 1 };
+        let (outcome, trace) = seed::moment::run(simulation.substrate(), &world, ada, wake, fixture.start_ms + 10_000);
+        assert!(matches!(outcome, seed::moment::Outcome::See), "{script:?}: {}", trace.outcome);
+        assert_eq!(trace.see_reason.as_deref(), Some(expected), "{script:?}");
+    }
     simulation.finish().expect("finish");
 }
 

@@ -26,6 +26,20 @@ impl TestLand {
 static CORE_SCHEMAS: seed::world::CoreSchemas = seed::world::CoreSchemas::new();
 
 /// The rules `seed verify` holds a land with the default limits to.
+/// A simulation of one thread, no model and no trace, planting its land at `land_dir`.
+pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
+    seed::engine::EngineOptions {
+        ticks: None,
+        seed: 0,
+        threads: 1,
+        land_dir,
+        trace_file: None,
+        progress: false,
+        model: None,
+        mode: seed::engine::Mode::Simulation,
+    }
+}
+
 pub fn core_rules() -> seed::check::BodyRules<'static> {
     CORE_SCHEMAS.rules(&Limits::default())
 }

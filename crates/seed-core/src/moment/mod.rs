@@ -318,6 +318,8 @@ pub struct MomentTrace {
     pub timings_us: BTreeMap<&'static str, u64>,
     /// The model call of an LLM moment: connection, tokens, cost, attempts.
     pub llm: Option<LlmTrace>,
+    /// Why the moment only looked (a see), as the moments page says it.
+    pub see_reason: Option<String>,
 }
 
 /// Runs the five beats with no language model connected. Pure: same world,
@@ -407,6 +409,7 @@ fn run_beats(
         outcome: String::new(),
         timings_us: BTreeMap::new(),
         llm: None,
+        see_reason: None,
     };
     let mut mark = started;
     let mut lap = |trace: &mut MomentTrace, beat: Beat, next: Option<Beat>| {
@@ -429,6 +432,7 @@ fn run_beats(
         lap(&mut trace, Beat::Face, Some(Beat::Momentum));
         let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
+        trace.see_reason = decision.see.as_ref().map(ToString::to_string);
         let decided = decide(substrate, world, &opened, &assigned, &face, decision);
         lap(&mut trace, Beat::Decide, None);
         decided

@@ -21,6 +21,19 @@ pub struct Decision {
     pub output_digest: Option<Hash32>,
     /// The model call of an LLM moment, recorded in the act.
     pub llm: Option<LlmRecord>,
+    /// Why no verb was called (set exactly when `call` is `None`).
+    pub see: Option<SeeReason>,
+}
+
+/// Why a moment only looked: the reason the moments page gives for a see.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeeReason {
+    #[error("neither the being nor its role {role} has a script: nothing chose an act")]
+    NoScript { role: String },
+    #[error("the script returned no act")]
+    ScriptChoseNothing,
+    #[error("the model answered without calling a tool")]
+    ModelCalledNoTool,
 }
 
 /// Reads a verb call from a cognition's output (`null` = no call).
@@ -120,9 +133,16 @@ fn llm_momentum(
         if let Some(entry) = trace.as_mut() {
             entry.prose = interpreted.content;
         }
-        return Ok(Decision { call: None, content: None, output_digest: None, llm: None });
+        let see = Some(SeeReason::ModelCalledNoTool);
+        return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see });
     }
-    Ok(Decision { call: interpreted.call, content: interpreted.content, output_digest: None, llm: Some(record) })
+    Ok(Decision {
+        call: interpreted.call,
+        content: interpreted.content,
+        output_digest: None,
+        llm: Some(record),
+        see: None,
+    })
 }
 
 pub fn momentum(
@@ -146,7 +166,12 @@ pub fn momentum(
         Some(source) => substrate.scripts.compile(source),
         None => match assigned.walk.primary.as_ref().and_then(|role| role.script.as_ref()) {
             Some(source) => substrate.scripts.compile_shared(source),
-            None => return Ok(Decision { call: None, content: None, output_digest: None, llm: None }),
+            None => {
+                let role =
+                    assigned.walk.primary.as_ref().map_or_else(|| "(none)".to_string(), |role| role.name.to_string());
+                let see = Some(SeeReason::NoScript { role });
+                return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see });
+            }
         },
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
@@ -158,7 +183,8 @@ pub fn momentum(
     let output_bytes =
         canonical::encode_json(&output).map_err(|error| failure(Beat::Momentum, Refusal::Encoding(error)))?;
     let (call, content) = parse_call(&output).map_err(|error| failure(Beat::Momentum, Refusal::ScriptCall(error)))?;
-    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None })
+    let see = call.is_none().then_some(SeeReason::ScriptChoseNothing);
+    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None, see })
 }
 
 /// What a person chose at the portal: the verb call and the prose beside it.
@@ -179,5 +205,11 @@ pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) ->
             Refusal::NoPersonDrives { being: row.name.clone(), cognition: row.cognition.as_str() },
         ));
     }
-    Ok(Decision { call: Some(choice.call.clone()), content: choice.content.clone(), output_digest: None, llm: None })
+    Ok(Decision {
+        call: Some(choice.call.clone()),
+        content: choice.content.clone(),
+        output_digest: None,
+        llm: None,
+        see: None,
+    })
 }

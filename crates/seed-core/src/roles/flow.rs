@@ -288,6 +288,23 @@ impl BoundFlow {
             .collect()
     }
 
+    /// The context keys each clause of a walk read, in the walk's order
+    /// (beside [`BoundFlow::explain`], so a page can show the value each had).
+    /// A clause not reached, or without a condition, read none.
+    pub fn clause_keys(&self, walk: &Walk) -> Vec<Vec<String>> {
+        walk.trace
+            .iter()
+            .map(|entry| match (&self.flow.clauses[entry.clause].when, entry.outcome) {
+                (_, ClauseOutcome::NotReached) | (None, _) => Vec::new(),
+                (Some(condition), _) => {
+                    let mut keys = Vec::new();
+                    condition.keys(&mut keys);
+                    keys.iter().map(|key| self.flow.paths.path(*key).to_string()).collect()
+                }
+            })
+            .collect()
+    }
+
     pub fn describe_failure(&self, failure: Failure) -> String {
         match failure {
             Failure::Key(path) => format!("`{}`", self.flow.paths.path(path)),

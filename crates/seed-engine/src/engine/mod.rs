@@ -559,6 +559,8 @@ impl Engine {
             self.summary.llm_cost_micros += llm.cost_micros;
         }
         let (mut sealed_call, mut sealed_content) = (None, None);
+        // The reel seq the act sealed at: the live trace links to its moment.
+        let mut sealed_seq = None;
         let mut failed: Option<Failure> = None;
         match outcome {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
@@ -591,6 +593,7 @@ impl Engine {
                     };
                     let (prepared_act, prepared_birth) = prepared;
                     let unsigned = &prepared_act.unsigned;
+                    sealed_seq = Some(unsigned.header.seq);
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
                     sealing.push(prepared_act);
                     *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
@@ -656,7 +659,9 @@ impl Engine {
             if self.recent_traces.len() >= LIVE_MOMENT_TRACES_KEPT {
                 self.recent_traces.pop_front();
             }
-            self.recent_traces.push_back(trace_json(tick, &trace));
+            let mut line = trace_json(tick, &trace);
+            line["seq"] = json!(sealed_seq.filter(|_| failed.is_none()));
+            self.recent_traces.push_back(line);
         }
         Ok((trace.outcome, failed))
     }

@@ -72,6 +72,7 @@ pub(super) fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
         "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
         "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
         "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
+        "seeReason": trace.see_reason,
         "timingsUs": trace.timings_us,
         "llm": trace.llm.as_ref().map(|llm| json!({
             "connection": llm.connection, "model": llm.model, "promptTokens": llm.prompt_tokens,

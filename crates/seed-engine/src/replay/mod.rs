@@ -143,12 +143,17 @@ pub struct ReplayedMoment {
     pub act: ActBody,
     /// The clause trace of the recomputed walk (which clause held, on which keys).
     pub clauses: Vec<String>,
+    /// The context keys each clause read, beside `clauses` (their values are in `context`).
+    pub clause_keys: Vec<Vec<String>>,
     /// The recomputed composed role (primary, stack, capabilities, prompt).
     pub composed: Json,
     /// The recomputed face, as the cognition saw it.
     pub face: Json,
     /// The open context the recomputed moment read (dotted keys).
     pub context: Json,
+    /// The two messages an LLM act's request carried, rebuilt from the face
+    /// (`{system, user, offered, omitted}`); null for other cognitions.
+    pub llm_prompt: Json,
     /// Whether the recomputed body is byte-identical to the stored one.
     pub matches: bool,
 }
@@ -219,9 +224,11 @@ fn agrees_before_seal(recomputed: &ActBody, stored: &ActBody) -> bool {
 struct Recomputed {
     outcome: Outcome,
     clauses: Vec<String>,
+    clause_keys: Vec<Vec<String>>,
     composed: Json,
     face: Json,
     context: Json,
+    llm_prompt: Json,
     /// A second recomputation at the same cursor disagreed with the first.
     unstable: bool,
 }
@@ -535,13 +542,14 @@ fn recompute(
         Some(recorded) => recorded,
         None => &crate::llm::NoModel,
     };
-    let mut clauses = Vec::new();
-    let (mut composed, mut face, mut context) = (Json::Null, Json::Null, Json::Null);
+    let (mut clauses, mut clause_keys) = (Vec::new(), Vec::new());
+    let (mut composed, mut face, mut context, mut llm_prompt) = (Json::Null, Json::Null, Json::Null, Json::Null);
     let result = (|| {
         let assigned = moment::assign(substrate, world, &opened)?;
         if detail == Detail::Full {
             context = context_json(&assigned.context);
             clauses = assigned.flow.explain(&assigned.walk);
+            clause_keys = assigned.flow.clause_keys(&assigned.walk);
             composed = json!({
                 "primary": assigned.composed.primary.as_deref(),
                 "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
@@ -564,6 +572,9 @@ fn recompute(
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
         if detail == Detail::Full {
             face = folded.value();
+            if stored.llm.is_some() {
+                llm_prompt = llm_prompt_json(world, &folded);
+            }
         }
         decided
     })();
@@ -586,7 +597,20 @@ fn recompute(
     };
     let unstable = !agrees
         && moment::run_observed(substrate, world, being, wake, stored_time_ms, &moment::Unobserved, model).0 != outcome;
-    Recomputed { outcome, clauses, composed, face, context, unstable }
+    Recomputed { outcome, clauses, clause_keys, composed, face, context, llm_prompt, unstable }
+}
+
+/// The prompt an LLM moment sent, rebuilt from its face as the moment built
+/// it (the land's `llm_prompt_chars_max`), as text for people.
+fn llm_prompt_json(world: &World, face: &crate::face::Face<'_>) -> Json {
+    let budget = world.config_u64("llm_prompt_chars_max", crate::llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
+    match crate::llm::prompt(face, budget) {
+        Ok(prompt) => json!({
+            "system": prompt.system, "user": prompt.user,
+            "offered": prompt.offered, "omitted": prompt.omitted,
+        }),
+        Err(error) => json!({ "error": error.to_string() }),
+    }
 }
 
 fn context_json(context: &crate::roles::context::OpenContext) -> Json {
@@ -718,11 +742,11 @@ fn compare(
 ) -> bool {
     let StoredAct { seq, land_seq, fact, body } = act;
     let (seq, land_seq) = (*seq, *land_seq);
-    let (verdict, clauses, composed, face, context) = match recomputed {
-        Some(Recomputed { outcome, clauses, composed, face, context, unstable }) => {
-            (Some((outcome, unstable)), clauses, composed, face, context)
+    let (verdict, clauses, clause_keys, composed, face, context, llm_prompt) = match recomputed {
+        Some(Recomputed { outcome, clauses, clause_keys, composed, face, context, llm_prompt, unstable }) => {
+            (Some((outcome, unstable)), clauses, clause_keys, composed, face, context, llm_prompt)
         }
-        None => (None, Vec::new(), Json::Null, Json::Null, Json::Null),
+        None => (None, Vec::new(), Vec::new(), Json::Null, Json::Null, Json::Null, Json::Null),
     };
     let (differences, unstable) = act_differences(substrate, world, act, verdict);
     let matches = differences.is_empty();
@@ -738,9 +762,11 @@ fn compare(
         stored_time_ms,
         act,
         clauses,
+        clause_keys,
         composed,
         face,
         context,
+        llm_prompt,
         matches,
     });
     !matches && !keep_going

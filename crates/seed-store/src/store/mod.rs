@@ -151,6 +151,29 @@ impl AppendTicket {
     }
 }
 
+/// The first seq of `being`'s reel (of `reel_len` facts) whose land seq is
+/// at least `land_seq`, or `reel_len` if none is: a reel is sealed in land
+/// order, so a binary search reads about log2(reel_len) land seqs.
+pub fn reel_seq_at_land_seq(
+    store: &dyn Store,
+    being: &BeingId,
+    reel_len: u64,
+    land_seq: u64,
+) -> Result<u64, StoreError> {
+    let (mut low, mut high) = (0, reel_len);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        match store.land_seq_of(being, middle)? {
+            Some(found) if found < land_seq => low = middle + 1,
+            Some(_) => high = middle,
+            // A reel has no holes below its head: a missing fact is damage
+            // that verification names; searching on past it finds nothing.
+            None => high = middle,
+        }
+    }
+    Ok(low)
+}
+
 pub trait Store: Send + Sync {
     /// Queues a fact for the next group commit.
     fn submit(&self, fact: Fact) -> AppendTicket;
@@ -170,6 +193,12 @@ pub trait Store: Send + Sync {
 
     /// Decoded facts of one reel with `from_seq <= seq < to_seq`.
     fn reel(&self, being: &BeingId, from_seq: u64, to_seq: u64) -> Result<Vec<StoredFact>, StoreError>;
+
+    /// The land seq of the fact at `seq` on `being`'s reel (`None`: the reel
+    /// holds no fact there), read without decoding the fact where the store can.
+    fn land_seq_of(&self, being: &BeingId, seq: u64) -> Result<Option<u64>, StoreError> {
+        Ok(self.reel(being, seq, seq + 1)?.into_iter().next().map(|stored| stored.land_seq))
+    }
 
     /// Every stored record, grouped by being in id order and seq order within,
     /// read from the primary records only (no index): what `check` verifies.

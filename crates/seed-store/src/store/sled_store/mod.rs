@@ -289,6 +289,14 @@ impl Store for SledStore {
         Ok(facts)
     }
 
+    fn land_seq_of(&self, being: &BeingId, seq: u64) -> Result<Option<u64>, StoreError> {
+        let Some(value) = self.tree.get(fact_key(being, seq)).map_err(io_error)? else { return Ok(None) };
+        match value.get(0..8) {
+            Some(bytes) => Ok(Some(u64::from_be_bytes(bytes.try_into().expect("8 bytes")))),
+            None => Err(StoreError::Corrupt { being: *being, seq, reason: "record too short".into() }),
+        }
+    }
+
     fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError> {
         let prefix = match being {
             Some(being) => being_key(PREFIX_FACT, being),
