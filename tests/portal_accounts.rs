@@ -95,6 +95,7 @@ fn a_person_acts_for_inhabits_and_reads_only_their_own_beings() {
         ("Ann inhabits Bob's being", ann.post("/api/v1/beings/bob/inhabit", &json!({}))),
         ("Ann reads Bob's conversation", ann.get("/api/v1/beings/bob/conversation")),
         ("Ann replays Bob's being", ann.get("/api/v1/beings/bob/replay")),
+        ("Ann opens a moment of Bob's being", ann.get("/api/v1/beings/bob/moments/1")),
         ("Ann edits Bob's roleFlow", ann.post("/api/v1/beings/bob/flow", &json!({"flow": []}))),
         ("Bob acts for Ann's being", bob.post("/api/v1/beings/ann/act", &json!({"verb": "see", "address": "/"}))),
         ("Bob inhabits Ann's child", bob.post("/api/v1/beings/annkid/inhabit", &json!({}))),
@@ -120,6 +121,14 @@ fn a_person_acts_for_inhabits_and_reads_only_their_own_beings() {
     let names: Vec<&str> =
         moments["recent"].as_array().expect("recent").iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(!names.is_empty() && names.iter().all(|name| *name == "bob"), "{names:?}");
+    // So are the lanes of the timeline, and Ann's moment pages are hers.
+    let (_, timeline) = ann.get("/api/v1/timeline");
+    let lanes: Vec<&str> =
+        timeline["lanes"].as_array().expect("lanes").iter().filter_map(|l| l["name"].as_str()).collect();
+    assert_eq!(lanes, ["ann", "annkid"], "{timeline}");
+    let act = timeline["lanes"][0]["marks"].as_array().expect("marks").iter().find(|m| m["kind"] == "act").cloned();
+    let seq = act.expect("Ann's summon")["seq"].as_u64().expect("a seq");
+    assert_eq!(ann.get(&format!("/api/v1/beings/ann/moments/{seq}")).0, 200);
 
     // Grants and revocations are acts on the operator's reel; no token is in one.
     let bob_token = bob.token.clone();

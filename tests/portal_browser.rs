@@ -164,7 +164,19 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.go(&format!("{}/beings/wren/replay", up.url));
     browser.wait_for_text("#verdict", "every moment matches");
     browser.screenshot("13-replay");
-    for step in ["01-login", "04-born", "06-summoned-as-child", "12-ada-is-judge", "13-replay"] {
+
+    // The timeline: @ada's lane turns from watcher to judge; her latest
+    // mark opens that moment, with the value the judge clause read.
+    browser.go(&format!("{}/timeline?being=ada", up.url));
+    browser.wait_for_text("#timeline-legend", "judge");
+    browser.screenshot("14-timeline");
+    browser.click("#lane-ada a.mark-link:last-of-type");
+    browser.wait_for_text("#moment-act", "wearing judge");
+    browser.wait_for_text("#moment-clauses", "world.court.in-session = true");
+    browser.screenshot("15-moment");
+    for step in
+        ["01-login", "04-born", "06-summoned-as-child", "12-ada-is-judge", "13-replay", "14-timeline", "15-moment"]
+    {
         assert!(screenshots.join(format!("{step}.png")).is_file());
     }
 }

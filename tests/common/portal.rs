@@ -48,7 +48,12 @@ impl Up {
     /// `seed up` on a land already in `dir` (as `dir/land`), whose operator
     /// token the caller knows (from `seed token`).
     pub fn open(dir: tempfile::TempDir, token: String) -> Up {
-        let (child, url, token) = Up::spawn(&dir, &[], Some(token), &[]);
+        Up::open_with(dir, token, &[])
+    }
+
+    /// `open` with more arguments for `seed up` (`--fixture FILE`).
+    pub fn open_with(dir: tempfile::TempDir, token: String, extra: &[&str]) -> Up {
+        let (child, url, token) = Up::spawn(&dir, extra, Some(token), &[]);
         let http = test_client();
         Up { child, url, token, dir, http }
     }
@@ -70,17 +75,13 @@ impl Up {
         let land = dir.path().join("land");
         let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
         let lifetime = TEST_PORTAL_LIFETIME_S.to_string();
-        let mut arguments = vec![
-            "--land",
-            land.to_str().expect("utf-8 path"),
-            "up",
-            "--fixture",
-            fixture.to_str().expect("utf-8 path"),
-            "--addr",
-            "127.0.0.1:0",
-            "--lifetime-s",
-            &lifetime,
-        ];
+        let mut arguments = vec!["--land", land.to_str().expect("utf-8 path"), "up"];
+        // The court unless the caller names a fixture (or leaves it to the
+        // land's recorded one with `--fixture` of its own).
+        if !extra.contains(&"--fixture") {
+            arguments.extend(["--fixture", fixture.to_str().expect("utf-8 path")]);
+        }
+        arguments.extend(["--addr", "127.0.0.1:0", "--lifetime-s", &lifetime]);
         arguments.extend_from_slice(extra);
         // Its log lines, kept for the tests that read them (and printed if
         // the test fails); appended to across restarts.
@@ -129,6 +130,13 @@ impl Up {
             self.http.get(format!("{}{path}", self.url)).bearer_auth(&self.token).send().expect("GET answered");
         let status = response.status().as_u16();
         (status, response.json().unwrap_or(Value::Null))
+    }
+
+    /// GET a page with the operator's token as a bearer: (status, HTML).
+    pub fn page(&self, path: &str) -> (u16, String) {
+        let response =
+            self.http.get(format!("{}{path}", self.url)).bearer_auth(&self.token).send().expect("GET answered");
+        (response.status().as_u16(), response.text().unwrap_or_default())
     }
 
     /// POST JSON with the operator's token as a bearer.

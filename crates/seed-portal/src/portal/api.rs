@@ -210,6 +210,23 @@ pub(super) async fn api_replay(
     Ok(axum::Json(replay(&portal, &caller.principal, &name).await?).into_response())
 }
 
+pub(super) async fn api_moment(
+    State(portal): Shared,
+    ApiCaller(caller): ApiCaller,
+    Path((name, seq)): Path<(String, String)>,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(moment(&portal, &caller.principal, &name, &seq).await?).into_response())
+}
+
+pub(super) async fn api_timeline(
+    State(portal): Shared,
+    ApiCaller(caller): ApiCaller,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    let query = super::timeline::TimelineQuery::from_query(uri.query())?;
+    Ok(axum::Json(timeline(&portal, &caller.principal, query).await?).into_response())
+}
+
 pub(super) async fn api_conversation(
     State(portal): Shared,
     ApiCaller(caller): ApiCaller,

@@ -20,7 +20,7 @@ pub fn esc(text: &str) -> String {
 }
 
 /// A JSON value as readable text (strings without their quotes).
-fn text(value: &Json) -> String {
+pub(super) fn text(value: &Json) -> String {
     match value {
         Json::String(text) => text.clone(),
         Json::Null => "—".to_string(),
@@ -28,11 +28,11 @@ fn text(value: &Json) -> String {
     }
 }
 
-fn field<'a>(value: &'a Json, key: &str) -> &'a Json {
+pub(super) fn field<'a>(value: &'a Json, key: &str) -> &'a Json {
     value.get(key).unwrap_or(&Json::Null)
 }
 
-fn list(value: &Json) -> &[Json] {
+pub(super) fn list(value: &Json) -> &[Json] {
     value.as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
@@ -40,9 +40,11 @@ fn list(value: &Json) -> &[Json] {
 /// for values (a space's depth, a role's colour), since the Content-Security-
 /// Policy admits no inline style.
 const STYLE: &str = ":root{color-scheme:light dark;--fg:#222;--bg:#fff;--muted:#6a6a6a;--line:#ccc;--code:#f5f5f5;\
---error:#a00;--ok:#070;--link:#0645ad;--out:#58a;--in:#a85}\
+--error:#a00;--ok:#070;--link:#0645ad;--out:#58a;--in:#a85;--see:#8a8a8a;--do:#1d1d1d;--summon:#1f6fd1;--be:#8e44ad;\
+--born:#2e8b57;--ended:#c0392b;--other:#b8b8b8;--signal:#e67e22}\
 @media (prefers-color-scheme:dark){:root{--fg:#e4e4e4;--bg:#16181b;--muted:#9a9a9a;--line:#444;--code:#23262b;\
---error:#ff7a7a;--ok:#7ad67a;--link:#8ab4f8;--out:#6fa0d8;--in:#d0a070}}\
+--error:#ff7a7a;--ok:#7ad67a;--link:#8ab4f8;--out:#6fa0d8;--in:#d0a070;--do:#f2f2f2;--summon:#5aa2ff;--be:#c07ae0;\
+--other:#666}}\
 body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:var(--fg);background:var(--bg);line-height:1.4}\
 a{color:var(--link)}nav a{margin-right:1em}\
 table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}\
@@ -54,9 +56,21 @@ abbr.help{text-decoration:underline dotted;cursor:help}\
 pre{background:var(--code);padding:.5em;overflow:auto;max-height:20em}code{background:var(--code)}\
 .tl{display:flex;gap:2px;flex-wrap:wrap}.tl span{display:inline-block;min-width:1.2em;height:1.6em;\
 font-size:.7em;text-align:center;color:#fff;border-radius:2px}.diverged{outline:3px solid #d00}\
+.timeline{margin:.5em 0}.lane-row{display:grid;grid-template-columns:13em 1fr;gap:.5em;align-items:center;\
+border-bottom:1px solid var(--line)}.lane-label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-size:.9em}\
+svg.lane{width:100%;height:28px;display:block}.band{opacity:.6}.ticks{display:flex;justify-content:space-between;font-size:.75em}\
+.tick{text-align:center}.v-see{fill:var(--see);background:var(--see)}.v-do{fill:var(--do);background:var(--do)}\
+.v-summon{fill:var(--summon);background:var(--summon)}.v-be{fill:var(--be);background:var(--be)}\
+.born{fill:var(--born);background:var(--born)}.ended{fill:var(--ended);background:var(--ended)}\
+.other{fill:var(--other);background:var(--other)}.sig-set,.sig-wake{fill:var(--signal);background:var(--signal)}\
+a.mark-link:hover rect,a.mark-link:focus rect{stroke:var(--link);stroke-width:3}\
+.swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;margin-right:.25em}\
+.key{margin-right:.8em;white-space:nowrap}.filters label{display:inline-block;margin-right:.6em}.controls a{white-space:nowrap}\
+ul.keys{margin:.1em 0 .4em;font-size:.9em}\
 form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}\
 input,select,textarea,button{font:inherit;max-width:100%}\
-@media (max-width:40em){body{margin:.6em}nav a{display:inline-block;margin:.2em .6em .2em 0}}";
+@media (max-width:40em){body{margin:.6em}nav a{display:inline-block;margin:.2em .6em .2em 0}\
+.lane-row{grid-template-columns:6em 1fr}}";
 
 /// The words a newcomer meets on the pages and what each means: shown as a
 /// tooltip wherever the word labels something ([`help`]).
@@ -94,7 +108,7 @@ pub fn stylesheet() -> String {
         css.push_str(&format!(".depth-{depth}{{margin-left:{}.{}em}}", tenths / 10, tenths % 10));
     }
     for hue in (0..360).step_by(usize::from(ROLE_HUE_STEP_DEGREES)) {
-        css.push_str(&format!(".hue-{hue}{{background:hsl({hue},55%,45%)}}"));
+        css.push_str(&format!(".hue-{hue}{{background:hsl({hue},55%,45%);fill:hsl({hue},55%,45%)}}"));
     }
     css
 }
@@ -107,7 +121,7 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
             format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
             format!(
                 "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
-<a href=\"/moments\">Moments</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
+<a href=\"/moments\">Moments</a><a href=\"/timeline\">Timeline</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
 <input name=\"q\" id=\"search\" placeholder=\"search names\" aria-label=\"search\"></form> \
 <form class=\"inline\" method=\"post\" action=\"/logout\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",
@@ -139,7 +153,7 @@ fn matter_link(address: &str) -> String {
     linked("/matter", "address", address)
 }
 
-fn being_link(name: &str) -> String {
+pub(super) fn being_link(name: &str) -> String {
     format!("<a href=\"/beings/{0}\">@{0}</a>", esc(name))
 }
 
@@ -646,11 +660,23 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
     } else {
         body.push_str(&format!("<p class=\"muted\" id=\"why-not\">{}</p>", esc(&text(field(being, "whyNot")))));
     }
-    body.push_str(&format!("<h2>Reel</h2><p class=\"muted\">{} facts; the latest first</p><table id=\"reel\"><tr><th>seq</th><th>time</th><th>kind</th><th>role</th><th>what</th></tr>", text(field(being, "reelLength"))));
+    body.push_str(&format!(
+        "<h2>Reel</h2><p class=\"muted\">{} facts; the latest first · <a href=\"/timeline?being={}\">on the timeline</a></p>\
+<table id=\"reel\"><tr><th>seq</th><th>time</th><th>kind</th><th>role</th><th>what</th></tr>",
+        text(field(being, "reelLength")),
+        esc(&name)
+    ));
     for fact in list(field(being, "reel")) {
+        // An act is a moment: its seq opens the moment's page.
+        let seq = esc(&text(field(fact, "seq")));
+        let seq = if field(fact, "kind") == "act" {
+            format!("<a href=\"/beings/{}/moments/{seq}\">{seq}</a>", esc(&name))
+        } else {
+            seq
+        };
         body.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&text(field(fact, "seq"))),
+            seq,
             esc(&text(field(fact, "time"))),
             esc(&text(field(fact, "kind"))),
             esc(&text(field(fact, "primary"))),
@@ -819,15 +845,29 @@ pub fn moments_fragment(moments: &Json) -> String {
     for trace in recent {
         let outcome = text(field(trace, "outcome"));
         let class = if outcome.starts_with("failure") { " class=\"error\"" } else { "" };
+        let name = text(field(trace, "name"));
+        // A sealed act links to its moment; a see says why nothing was chosen.
+        let shown = match field(trace, "seq").as_u64() {
+            Some(seq) => format!("<a href=\"/beings/{}/moments/{seq}\">{} (#{seq})</a>", esc(&name), esc(&outcome)),
+            None => esc(&outcome),
+        };
+        let mut why = String::new();
+        if let Some(reason) = field(trace, "seeReason").as_str() {
+            why.push_str(&format!(": {}", esc(reason)));
+        }
+        if let Some(prose) = field(field(trace, "llm"), "prose").as_str() {
+            why.push_str(&format!(" <q>{}</q>", esc(prose)));
+        }
         body.push_str(&format!(
-            "<tr><td>{0}</td><td>{1}</td><td><a href=\"/beings/{2}\">@{2}</a></td><td>{3}</td><td>{4}</td><td{5}>{6}</td><td>{7}</td></tr>",
+            "<tr><td>{0}</td><td>{1}</td><td><a href=\"/beings/{2}\">@{2}</a></td><td>{3}</td><td>{4}</td><td{5}>{6}{7}</td><td>{8}</td></tr>",
             esc(&text(field(trace, "time"))),
             esc(&text(field(trace, "cursor"))),
-            esc(&text(field(trace, "name"))),
+            esc(&name),
             esc(&text(field(field(trace, "wake"), "kind"))),
             esc(&text(field(trace, "primary"))),
             class,
-            esc(&outcome),
+            shown,
+            why,
             esc(&text(field(field(trace, "timingsUs"), "total")))
         ));
     }
@@ -835,9 +875,8 @@ pub fn moments_fragment(moments: &Json) -> String {
     body
 }
 
-/// A stable colour per role name for the timeline picture.
 /// A role's colour class: the same role, the same hue on every page.
-fn colour(role: &str) -> String {
+pub(super) fn colour(role: &str) -> String {
     let hash = blake3::hash(role.as_bytes());
     let hues = 360 / ROLE_HUE_STEP_DEGREES;
     let hue = u16::from_be_bytes([hash.as_bytes()[0], hash.as_bytes()[1]]) % hues * ROLE_HUE_STEP_DEGREES;
@@ -914,7 +953,7 @@ pub fn replay_page(replay: &Json, page_number: usize, csrf: &str) -> String {
     for moment in moments.iter().rev().skip(skip).take(super::REPLAY_MOMENTS_PER_PAGE) {
         body.push_str(&format!(
             "<details id=\"m{0}\"{1}><summary>#{0} · {2} · wore {3} [{4}] · {5}</summary><h4>Clause trace</h4><ol>{6}</ol>\
-<h4>{8}</h4><pre>{7}</pre></details>",
+<h4>{8}</h4><pre>{7}</pre><p><a href=\"/beings/{9}/moments/{0}\">the whole moment: values, prompt, cost</a></p></details>",
             esc(&text(field(moment, "seq"))),
             if field(moment, "matches").as_bool() == Some(true) { "" } else { " open class=\"diverged\"" },
             esc(&text(field(moment, "time"))),
@@ -924,6 +963,7 @@ pub fn replay_page(replay: &Json, page_number: usize, csrf: &str) -> String {
             list(field(moment, "clauses")).iter().map(|c| format!("<li>{}</li>", esc(&text(c)))).collect::<String>(),
             esc(&serde_json::to_string_pretty(field(moment, "face")).unwrap_or_default()),
             help("face"),
+            esc(&name),
         ));
     }
     page(&format!("Replay of @{name}"), &body, Some(csrf))

@@ -22,6 +22,8 @@ pub mod place;
 pub mod request_log;
 pub mod role_form;
 pub mod serve;
+pub mod timeline;
+mod timeline_html;
 pub mod views;
 mod work;
 
@@ -113,6 +115,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/beings/{name}/conversation", get(conversation_fragment))
         .route("/beings/{name}/flow", get(flow_page).post(flow_form))
         .route("/beings/{name}/replay", get(replay_page))
+        .route("/beings/{name}/moments/{seq}", get(moment_page))
         .route("/inhabit/{name}", get(inhabit_page).post(inhabit_form))
         .route("/inhabit/{name}/act", post(inhabit_act_form))
         .route("/birth", post(birth_form))
@@ -123,6 +126,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/matter", get(matter_page))
         .route("/moments", get(moments_page))
         .route("/moments/live", get(moments_live))
+        .route("/timeline", get(timeline_page))
         .route("/accounts", get(accounts_page).post(invite_form))
         .route("/accounts/{account}/token", post(new_token_form))
         .route("/accounts/{account}/revoke", post(revoke_form))
@@ -139,10 +143,12 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/beings/{name}/flow/preview", post(api_flow_preview))
         .route("/api/v1/beings/{name}/replay", get(api_replay))
         .route("/api/v1/beings/{name}/conversation", get(api_conversation))
+        .route("/api/v1/beings/{name}/moments/{seq}", get(api_moment))
         .route("/api/v1/birth", post(api_birth))
         .route("/api/v1/roles", get(api_roles).post(api_author_role))
         .route("/api/v1/signals", post(api_signal))
         .route("/api/v1/moments", get(api_moments))
+        .route("/api/v1/timeline", get(api_timeline))
         .route("/api/v1/search", get(api_search))
         .route("/api/v1/spaces", get(api_space))
         .route("/api/v1/matter", get(api_matter))

@@ -433,6 +433,29 @@ pub(super) async fn replay_page(
     }
 }
 
+pub(super) async fn timeline_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
+    let result = async {
+        let query = super::timeline::TimelineQuery::from_query(uri.query())?;
+        let found = timeline(&portal, &credential.principal, query.clone()).await?;
+        Ok::<_, PortalError>(super::timeline_html::timeline_page(&found, &query, credential.csrf()))
+    };
+    match result.await {
+        Ok(page) => html(page),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
+pub(super) async fn moment_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path((name, seq)): Path<(String, String)>,
+) -> Response {
+    match moment(&portal, &credential.principal, &name, &seq).await {
+        Ok(found) => html(super::timeline_html::moment_page(&found, credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
+}
+
 pub(super) async fn accounts_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
     let accounts = accounts_json(&portal, &credential.principal);
     let form = html::AccountsForm { done: query(&uri).get("done").cloned(), ..Default::default() };

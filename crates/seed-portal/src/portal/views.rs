@@ -454,3 +454,100 @@ pub fn replay_json(live: &LiveLand, row: &BeingRow) -> Result<Json, PortalError>
         "problems": report.problems, "moments": moments, "divergences": divergences,
     }))
 }
+
+/// One moment of a being (its act at reel `seq`) as replay rebuilds it:
+/// the wake, the stack with each role's digest, the clause trace with the
+/// value each key it read had, the composed role's prompt, for an LLM act
+/// the two messages sent and the tokens and cost, the stored act, the face,
+/// and whether the recomputation matches.
+pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> Result<Json, PortalError> {
+    let store = live.store();
+    let Some(stored) = store.reel(&row.id, seq, seq + 1)?.into_iter().next() else {
+        return Err(PortalError::not_found(format!("@{} has no fact #{seq}", row.name)));
+    };
+    let fact = &stored.fact;
+    if fact.kind() != KIND_ACT_NAME {
+        return Err(PortalError::not_found(format!(
+            "#{seq} of @{} is a {} fact, not an act: only acts are moments",
+            row.name,
+            fact.kind()
+        )));
+    }
+    let options = crate::replay::ReplayOptions { from_seq: seq, to_seq: seq, keep_going: true };
+    let report = crate::replay::replay_being(store, live.substrate(), row.id, options)
+        .map_err(|error| PortalError::internal(error.to_string()))?;
+    let Some(moment) = report.moments.first() else {
+        let why = report.problems.first().cloned().unwrap_or_else(|| "the replay reached no act there".into());
+        return Err(PortalError::internal(format!("#{seq} of @{} could not be replayed: {why}", row.name)));
+    };
+    let act = &moment.act;
+    let clauses: Vec<Json> = moment
+        .clauses
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let keys: Vec<Json> = moment
+                .clause_keys
+                .get(index)
+                .into_iter()
+                .flatten()
+                .map(|key| json!({"key": key, "value": moment.context.get(key).cloned()}))
+                .collect();
+            json!({"text": text, "keys": keys})
+        })
+        .collect();
+    let llm = act.llm.as_ref().map(|record| {
+        json!({
+            "connection": record.connection, "model": record.params.model,
+            "promptTokens": record.prompt_tokens, "completionTokens": record.completion_tokens,
+            "costMicros": record.cost_micros, "request": record.request.to_hex(),
+            "prompt": moment.llm_prompt, "response": record.response,
+        })
+    });
+    let divergence = report.divergences.iter().find(|divergence| divergence.seq == seq).map(|divergence| {
+        json!({"cause": divergence.cause.to_json(),
+               "differences": divergence.differences.iter().map(|d| json!({"field": d.field, "expected": d.expected, "actual": d.actual})).collect::<Vec<_>>()})
+    });
+    let wake = match &act.wake {
+        Wake::Summon { fact, from } => {
+            json!({"kind": "summon", "summon": fact.to_hex(), "from": world.name_of(from).map(|n| format!("@{n}"))})
+        }
+        Wake::Signal { key } => json!({"kind": "signal", "key": key}),
+        Wake::Tick { tick } => json!({"kind": "tick", "tick": tick}),
+        other => json!({"kind": other.kind()}),
+    };
+    Ok(json!({
+        "name": row.name, "seq": seq, "landSeq": stored.land_seq, "id": fact.id().to_hex(),
+        "time": crate::view::format_time_ms(fact.header.stored_time_ms), "cursor": act.cursor,
+        "wake": wake,
+        "primary": act.primary,
+        "stack": act.stack.iter().map(|used| json!({"name": used.name, "digest": used.digest.to_hex()})).collect::<Vec<_>>(),
+        "clauses": clauses, "context": moment.context,
+        "rolePrompt": moment.composed.get("prompt").cloned(),
+        "verb": act.call.verb(), "summary": act_summary(world, act),
+        "act": crate::view::body_json(fact),
+        "llm": llm, "face": moment.face,
+        "matches": moment.matches && divergence.is_none(), "divergence": divergence,
+        "problems": report.problems, "evaluator": act.evaluator,
+        "reelLength": store.head(&row.id)?.map_or(0, |head| head.seq + 1),
+        "previousAct": nearest_act(store, row.id, seq.saturating_sub(MOMENT_NEIGHBOURS_READ_MAX), seq, true)?,
+        "nextAct": nearest_act(store, row.id, seq + 1, seq + 1 + MOMENT_NEIGHBOURS_READ_MAX, false)?,
+    }))
+}
+
+/// Facts a moment page reads on each side for its previous and next act.
+pub const MOMENT_NEIGHBOURS_READ_MAX: u64 = 16;
+
+/// The seq of the act nearest to the end (`last`) or start of `from..to` on
+/// a reel, if any fact there is an act.
+fn nearest_act(
+    store: &dyn crate::store::Store,
+    being: BeingId,
+    from: u64,
+    to: u64,
+    last: bool,
+) -> Result<Option<u64>, PortalError> {
+    let facts = store.reel(&being, from, to)?;
+    let mut acts = facts.iter().filter(|stored| stored.fact.kind() == KIND_ACT_NAME).map(|s| s.fact.header.seq);
+    Ok(if last { acts.next_back() } else { acts.next() })
+}

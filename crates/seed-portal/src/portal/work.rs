@@ -572,6 +572,44 @@ pub(super) async fn replay(portal: &Arc<Portal>, principal: &Principal, name: &s
         .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
 }
 
+/// The timeline `query` asks for: lanes of the beings the principal may
+/// see inside, read off the store on a blocking thread.
+pub(super) async fn timeline(
+    portal: &Arc<Portal>,
+    principal: &Principal,
+    query: super::timeline::TimelineQuery,
+) -> Result<Json, PortalError> {
+    let (live, principal) = (portal.live.clone(), principal.clone());
+    tokio::task::spawn_blocking(move || {
+        let world = live.world();
+        super::timeline::timeline_json(live.store(), &world, &query, |row| may_act_for(&world, &principal, row).is_ok())
+    })
+    .await
+    .map_err(|error| PortalError::internal(format!("the timeline task stopped: {error}")))?
+}
+
+/// One moment of a being the principal may see inside, replayed on a
+/// blocking thread. `seq` is the path's text, named in the error when it is
+/// not a reel seq.
+pub(super) async fn moment(
+    portal: &Arc<Portal>,
+    principal: &Principal,
+    name: &str,
+    seq: &str,
+) -> Result<Json, PortalError> {
+    let seq: u64 = seq.parse().map_err(|_| PortalError {
+        field: Some("seq".into()),
+        ..PortalError::bad_request(format!("{seq:?} is not a reel seq (a whole number from 0)"))
+    })?;
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?.clone();
+    may_act_for(&world, principal, &row)?;
+    let live = portal.live.clone();
+    tokio::task::spawn_blocking(move || views::moment_json(&live, &live.world(), &row, seq))
+        .await
+        .map_err(|error| PortalError::internal(format!("the moment task stopped: {error}")))?
+}
+
 /// A place the query names: `kind` is `search` (`q`), `space` (`path`) or
 /// `matter` (`address`).
 pub(super) fn place(portal: &Portal, kind: Place, query: Option<&str>) -> Result<Json, PortalError> {
