@@ -1,8 +1,9 @@
 //! The portal under load: `seed up` with 1,000 beings planted (fixtures/town.toml,
-//! a fifth of them acting every round), and `wrk` from a second process on
-//! loopback against the world page and a being page. The reference measured in
-//! the same run is the login page (static, no world read). Needs `wrk`
-//! (Debian: apt-get install wrk). Figures go in docs/performance.md.
+//! a fifth of them acting every round), then with 10,000 (fixtures/crowd.toml,
+//! every one acting every round), and `wrk` from a second process on loopback
+//! against the world page, a being page and the timeline. The reference
+//! measured in the same run is the login page (static, no world read). Needs
+//! `wrk` (Debian: apt-get install wrk). Figures go in docs/performance.md.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -59,20 +60,15 @@ fn wrk(url: &str, token: &str) -> Load {
     }
 }
 
-fn main() {
-    // What the `seed` binary does first (src/lib.rs).
-    seed::configure_allocator();
-    // `cargo bench` passes --bench; `cargo test --benches` runs us too: only load under --bench.
-    if !std::env::args().any(|arg| arg == "--bench") {
-        return;
-    }
+/// `seed up` on a fresh land of `fixture`, loaded page by page; prints a
+/// table row per page with its ratio to the first (the reference).
+fn load_world(fixture: &str, beings: &str, settle_s: u64, pages: &[(&str, &str)]) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let land = dir.path().join("land");
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/town.toml");
     let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
         .arg("--land")
         .arg(&land)
-        .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "600"])
+        .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "900"])
         .args(["--requests-per-minute-max", "1000000000"])
         .stdout(Stdio::piped())
         .spawn()
@@ -89,18 +85,12 @@ fn main() {
         }
     }
     std::thread::spawn(move || for _ in lines {});
-    // Let a few rounds seal so the pages show moving reels.
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let pages = [
-        ("login page (reference)", format!("{url}/login")),
-        ("world page", format!("{url}/world")),
-        ("being page", format!("{url}/beings/townsfolk-500")),
-        ("world API", format!("{url}/api/v1/world")),
-    ];
+    // Let rounds seal so the pages show moving reels.
+    std::thread::sleep(std::time::Duration::from_secs(settle_s));
     let mut reference = f64::NAN;
-    println!("portal under wrk: 1 thread, {CONNECTIONS} connections, {LOAD_SECONDS} s per page, 1,000 beings");
-    for (name, page) in pages {
-        let load = wrk(&page, &token);
+    println!("portal under wrk: 1 thread, {CONNECTIONS} connections, {LOAD_SECONDS} s per page, {beings} beings");
+    for (name, path) in pages {
+        let load = wrk(&format!("{url}{path}"), &token);
         if reference.is_nan() {
             reference = load.requests_per_second;
         }
@@ -115,4 +105,38 @@ fn main() {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+fn main() {
+    // What the `seed` binary does first (src/lib.rs).
+    seed::configure_allocator();
+    // `cargo bench` passes --bench; `cargo test --benches` runs us too: only load under --bench.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    load_world(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/town.toml"),
+        "1,000",
+        3,
+        &[
+            ("login page (reference)", "/login"),
+            ("world page", "/world"),
+            ("being page", "/beings/townsfolk-500"),
+            ("world API", "/api/v1/world"),
+            ("timeline", "/timeline"),
+        ],
+    );
+    // Every one of the 10,000 acts every round: the land seals all the while.
+    load_world(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/crowd.toml"),
+        "10,000",
+        10,
+        &[
+            ("login page (reference)", "/login"),
+            ("world page", "/world"),
+            ("being page", "/beings/walker-500"),
+            ("timeline", "/timeline"),
+            ("timeline, one being", "/timeline?being=walker-500"),
+        ],
+    );
 }

@@ -1234,6 +1234,48 @@ fn the_world_api_and_page_show_matter_with_who_made_it_and_when_paged() {
 }
 
 #[test]
+fn the_world_page_shows_the_first_beings_of_each_space_and_the_space_page_pages_through_all() {
+    let town = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/town.toml");
+    let up = Up::start(&["--fixture", town.to_str().expect("utf-8")]);
+    let (status, world) = up.get("/api/v1/world");
+    assert_eq!(status, 200);
+    let mut counted = 0;
+    for space in world["spaces"].as_array().expect("spaces") {
+        let shown: Vec<&str> =
+            space["beings"].as_array().expect("beings").iter().map(|b| b["name"].as_str().unwrap()).collect();
+        let count = space["beingCount"].as_u64().expect("a count") as usize;
+        assert_eq!(shown.len(), count.min(50), "{}", space["path"]);
+        assert!(shown.windows(2).all(|pair| pair[0] < pair[1]), "by name: {shown:?}");
+        counted += count;
+    }
+    assert_eq!(counted as u64, world["beings"].as_u64().unwrap(), "every being counted in its space once");
+    let (_, page) = up.page("/world");
+    assert!(page.contains("more beings: <a href=\"/spaces?path=%2Fnorth\">the space's page</a>"), "a link to the rest");
+    // The space page lists all of them, 200 at a time.
+    let (_, first) = up.get("/api/v1/spaces?path=/north");
+    let mut names: Vec<String> = Vec::new();
+    let mut next = Some(String::new());
+    while let Some(after) = next {
+        let path = if after.is_empty() {
+            "/api/v1/spaces?path=/north".to_string()
+        } else {
+            format!("/api/v1/spaces?path=/north&beingsAfter={after}")
+        };
+        let (status, space) = up.get(&path);
+        assert_eq!(status, 200, "{space}");
+        let beings = space["beings"].as_array().expect("beings");
+        assert!(beings.len() <= 200);
+        names.extend(beings.iter().map(|b| b["name"].as_str().unwrap().to_string()));
+        next = space["beingsNext"].as_str().map(str::to_string);
+    }
+    assert_eq!(names.len() as u64, first["beingCount"].as_u64().unwrap(), "each once");
+    assert!(names.windows(2).all(|pair| pair[0] < pair[1]));
+    let (_, page) = up.page("/spaces?path=/north");
+    assert!(page.contains("id=\"here-next\""), "a link to the next beings");
+    assert_eq!(up.get("/api/v1/spaces?path=/north&after=x").0, 400, "an unknown parameter is named");
+}
+
+#[test]
 fn a_conversation_shows_each_summon_with_its_answer_in_place_on_both_sides() {
     let up = Up::start(&[]);
     let steps = [

@@ -186,8 +186,19 @@ fn the_timeline_filters_pages_and_windows_its_lanes() {
 fn the_moments_page_says_why_a_moment_only_looked_and_links_each_act_to_its_moment() {
     let endpoint = FakeEndpoint::start().expect("the fake endpoint");
     let up = simulated_llm_court_with(&endpoint, true);
-    // The clerk's next live moment: the model answers in prose only.
-    endpoint.push([Reply::Prose("All quiet in court.".into())]);
+    // The clerk's next live moments: the model answers in prose only, then
+    // calls a tool once, then only talks (so nothing more seals).
+    let mut replies = vec![Reply::Prose("All quiet in court.".into()); 3];
+    replies.push(Reply::Tool {
+        name: "summon".into(),
+        arguments: json!({ "target": "@ada", "content": "Case 2 is ready." }).to_string(),
+        prose: None,
+    });
+    replies.extend(vec![Reply::Prose("Still quiet.".into()); 500]);
+    endpoint.push(replies);
+    let tokens = |up: &Up| up.get("/api/v1/beings/clerk").1["tokens"].clone();
+    let before = tokens(&up);
+    assert!(before["calls"].as_u64() >= Some(1), "the simulated run's sealed call: {before}");
     let started = std::time::Instant::now();
     let seen = loop {
         let (_, sees) = up.get("/api/v1/moments?being=clerk&outcome=see");
@@ -200,6 +211,15 @@ fn the_moments_page_says_why_a_moment_only_looked_and_links_each_act_to_its_mome
     assert_eq!(seen["seeReason"], "the model answered without calling a tool", "{seen}");
     assert_eq!(seen["llm"]["prose"], "All quiet in court.", "{seen}");
     assert!(seen["seq"].is_null(), "a see seals nothing: {seen}");
+    // The being page's totals, read incrementally, are the whole reel's.
+    let started = std::time::Instant::now();
+    while up.get("/api/v1/moments?being=clerk&verb=summon").1["recent"].as_array().is_none_or(Vec::is_empty) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the clerk never summoned live");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let after = tokens(&up);
+    assert!(after["calls"].as_u64() > before["calls"].as_u64(), "{before} then {after}");
+    assert_eq!(tokens(&up), after, "asking again adds nothing");
     // A person's act links to the moment it sealed.
     let (status, _) = up.post("/api/v1/beings/operator/act", &json!({"verb": "see", "address": "/court"}));
     assert_eq!(status, 200);
@@ -209,4 +229,9 @@ fn the_moments_page_says_why_a_moment_only_looked_and_links_each_act_to_its_mome
     let (_, page) = up.page("/moments");
     assert!(page.contains("the model answered without calling a tool <q>All quiet in court.</q>"), "{page}");
     assert!(page.contains(&format!("href=\"/beings/operator/moments/{seq}\"")), "{page}");
+    let mut up = up;
+    up.stop();
+    let reel = common::seed(&up.land(), &["reel", "@clerk", "--json"]);
+    let reel: Value = serde_json::from_slice(&reel.stdout).expect("the reel as JSON");
+    assert_eq!(reel["llm"], after, "the tally is the whole reel's count");
 }

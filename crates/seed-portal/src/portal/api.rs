@@ -53,7 +53,11 @@ pub(super) async fn api_world(
     uri: axum::http::Uri,
 ) -> Result<Response, PortalError> {
     let page = views::MatterPage::from_query(uri.query())?;
-    Ok(axum::Json(views::world_json(&portal.live.world(), &page)).into_response())
+    let world = portal.live.world();
+    if page == views::MatterPage::default() {
+        return Ok(axum::Json(&*portal.world_view.world_json(&world)).into_response());
+    }
+    Ok(axum::Json(views::world_json(&world, &page)).into_response())
 }
 
 pub(super) async fn api_being(

@@ -39,13 +39,24 @@ fn recent_acts(store: &dyn Store, being: &BeingId) -> Result<Vec<ReadAct>, Porta
     Ok(store
         .reel(being, from, head.seq + 1)?
         .into_iter()
-        .filter(|stored| stored.fact.kind() == KIND_ACT)
+        .filter(|stored| stored.fact.kind() == KIND_ACT && may_concern_a_summon(stored.fact.body()))
         .filter_map(|stored| {
             let act = stored.fact.body_as::<ActBody>().ok()?;
             Some(ReadAct { id: stored.fact.id(), land_seq: stored.land_seq, being: *being, act })
         })
         .collect())
 }
+
+/// Whether an act's canonical body could be a summon or an answer to one:
+/// both hold the text `summon` (the verb, or the wake's kind), and CBOR
+/// keeps text as its UTF-8 bytes. Most acts of a busy land are neither, and
+/// this skips decoding them; an act that only mentions the word is decoded
+/// and looked at like any other.
+fn may_concern_a_summon(body: &[u8]) -> bool {
+    body.windows(SUMMON.len()).any(|window| window == SUMMON)
+}
+
+const SUMMON: &[u8] = b"summon";
 
 /// The being a summon's target names, if it names one.
 fn target_of(world: &World, target: &str) -> Option<BeingId> {
@@ -125,5 +136,54 @@ fn answer_text(world: &World, act: &ActBody) -> String {
         (VerbCall::Summon { content, .. }, _) => content.clone(),
         (_, Some(content)) => content.clone(),
         _ => super::views::act_summary(world, act),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fact::Hash32;
+    use crate::world::body::{Digests, RoleUse};
+
+    fn body(wake: Wake, call: VerbCall) -> Vec<u8> {
+        let act = ActBody {
+            llm: None,
+            call,
+            wake,
+            stack: vec![RoleUse { name: "onlooker".into(), digest: Hash32([4; 32]) }],
+            cursor: 7,
+            content: None,
+            digests: Digests {
+                face: Hash32([1; 32]),
+                context: Hash32([2; 32]),
+                composed: Hash32([3; 32]),
+                script_output: None,
+            },
+            effects: Vec::new(),
+            primary: Some("onlooker".into()),
+            evaluator: "seed 0.1.0".into(),
+            orientation: "forward".into(),
+        };
+        crate::canonical::to_canonical_bytes(&act).expect("encodes")
+    }
+
+    #[test]
+    fn every_summon_and_every_answer_to_one_passes_the_byte_test_before_decoding() {
+        let summoned = Wake::Summon { fact: FactId([9; 32]), from: BeingId([8; 32]) };
+        let see = VerbCall::See { address: "/north".into() };
+        let summon = VerbCall::Summon { target: "@bo".into(), content: "hi".into(), in_reply_to: None };
+        let mention = VerbCall::Do { target: "/".into(), action: "note".into(), args: serde_json::json!("summon") };
+        // (wake, call, may concern a summon)
+        for (wake, call, expected) in [
+            (Wake::Tick { tick: 3 }, see.clone(), false),
+            (Wake::Signal { key: "bell".into() }, see.clone(), false),
+            (summoned.clone(), see, true),
+            (Wake::Tick { tick: 3 }, summon.clone(), true),
+            (summoned, summon, true),
+            // Only a mention: decoded, then found to be neither.
+            (Wake::Tick { tick: 3 }, mention, true),
+        ] {
+            assert_eq!(may_concern_a_summon(&body(wake.clone(), call.clone())), expected, "{wake:?} {call:?}");
+        }
     }
 }

@@ -242,8 +242,17 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
         }
         body.push_str("</ul>");
     }
-    body.push_str("<h2>Who is here</h2><ul id=\"here\">");
-    for being in list(field(space, "beings")) {
+    let beings = list(field(space, "beings"));
+    body.push_str(&format!(
+        "<h2>Who is here</h2><p class=\"muted\" id=\"here-count\">{} beings{}</p><ul id=\"here\">",
+        text(field(space, "beingCount")),
+        if field(space, "beingsAfter").is_string() || field(space, "beingsNext").is_string() {
+            format!(", from @{}", esc(&text(field(beings.first().unwrap_or(&Json::Null), "name"))))
+        } else {
+            String::new()
+        }
+    ));
+    for being in beings {
         let inhabited = field(being, "inhabitedBy");
         body.push_str(&format!(
             "<li>{} <span class=\"muted\">{}{}</span></li>",
@@ -252,7 +261,12 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
             if inhabited.is_null() { String::new() } else { format!(", inhabited by @{}", esc(&text(inhabited))) }
         ));
     }
-    body.push_str("</ul><h2>Matter</h2>");
+    body.push_str("</ul>");
+    if let Some(next) = field(space, "beingsNext").as_str() {
+        let query = serde_urlencoded::to_string([("path", path.as_str()), ("beingsAfter", next)]).unwrap_or_default();
+        body.push_str(&format!("<p><a id=\"here-next\" href=\"/spaces?{}\">the next beings</a></p>", esc(&query)));
+    }
+    body.push_str("<h2>Matter</h2>");
     let matter = list(field(space, "matter"));
     if matter.is_empty() {
         body.push_str("<p class=\"muted\" id=\"no-matter\">none</p>");
@@ -358,6 +372,14 @@ pub fn world_fragment(world: &Json) -> String {
                     Some(n) if n > 0 => format!(" <span class=\"muted\">inbox {n}</span>"),
                     _ => String::new(),
                 }
+            ));
+        }
+        let more =
+            field(space, "beingCount").as_u64().unwrap_or(0).saturating_sub(list(field(space, "beings")).len() as u64);
+        if more > 0 {
+            out.push_str(&format!(
+                "<li class=\"muted\">and {more} more beings: <a href=\"{}\">the space's page</a> lists them all</li>",
+                space_link(&text(field(space, "path")))
             ));
         }
         out.push_str("</ul>");

@@ -19,6 +19,25 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+/// The nice value the round thread runs at (`round_thread_nice`; 0 is a
+/// normal thread, 19 the lowest). The moments of a round and the signing of
+/// their facts run on threads the round thread starts, which inherit it: a
+/// land sealing all the while takes the CPU the pages leave, and a page
+/// waits for no round. The store's committer keeps the normal priority, so
+/// an acknowledged write is not delayed behind rounds.
+pub const ROUND_THREAD_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority (on Linux the nice value
+/// is per thread, and threads it starts inherit it). Best effort: a system
+/// that refuses leaves the thread as it was, which is only slower pages.
+fn lower_this_threads_priority(nice: i32) {
+    // SAFETY: setpriority reads no memory of ours; `who` 0 is the calling thread.
+    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if result != 0 {
+        tracing::warn!(nice, error = %std::io::Error::last_os_error(), "the round thread keeps its priority");
+    }
+}
+
 /// A live land shared by the portal's handlers.
 pub struct LiveLand {
     engine: Mutex<Option<Engine>>,
@@ -47,6 +66,9 @@ pub struct LiveLand {
     fact_body_bytes_max: usize,
     /// The land's folder (where people's password hashes are kept).
     land_dir: std::path::PathBuf,
+    /// What each being's sealed LLM acts used so far, and the reel seq read
+    /// up to: a being page reads only the facts sealed since it last asked.
+    llm_tallies: Mutex<std::collections::HashMap<BeingId, (u64, crate::llm::LlmTotals)>>,
 }
 
 /// The tabs holding one being, and how many times one started to.
@@ -86,6 +108,7 @@ impl LiveLand {
             events,
             presence: Mutex::new(BTreeMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            llm_tallies: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 
@@ -103,6 +126,36 @@ impl LiveLand {
 
     pub fn substrate(&self) -> &Substrate {
         &self.substrate
+    }
+
+    /// What `being`'s sealed LLM acts used, over its reel up to `head_seq`:
+    /// only the facts after the last tally are read (a reel only grows).
+    pub fn llm_totals(
+        &self,
+        being: &BeingId,
+        head_seq: u64,
+    ) -> Result<crate::llm::LlmTotals, crate::store::StoreError> {
+        let tallied = self.llm_tallies.lock().unwrap_or_else(|p| p.into_inner()).get(being).copied();
+        let (mut next_seq, mut totals) = tallied.unwrap_or_default();
+        if next_seq > head_seq {
+            return Ok(totals);
+        }
+        for stored in self.store.reel(being, next_seq, head_seq + 1)? {
+            let fact = &stored.fact;
+            if fact.kind() == crate::world::body::KIND_ACT {
+                if let Some(llm) = fact.body_as::<crate::world::ActBody>().ok().and_then(|act| act.llm) {
+                    totals.add(&llm);
+                }
+            }
+            next_seq = fact.header.seq + 1;
+        }
+        let mut tallies = self.llm_tallies.lock().unwrap_or_else(|p| p.into_inner());
+        // Two requests may tally at once: the one that read further wins.
+        let entry = tallies.entry(*being).or_default();
+        if next_seq > entry.0 {
+            *entry = (next_seq, totals);
+        }
+        Ok(totals)
     }
 
     /// The world as of the latest step.
@@ -256,6 +309,7 @@ impl LiveLand {
         std::thread::Builder::new()
             .name("seed-rounds".into())
             .spawn(move || {
+                lower_this_threads_priority(ROUND_THREAD_NICE);
                 while !land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(round_ms));
                     if land.stopping.load(std::sync::atomic::Ordering::SeqCst) {

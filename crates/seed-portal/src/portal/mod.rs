@@ -90,12 +90,15 @@ pub struct Portal {
     limits: PortalLimits,
     /// Fires when the portal stops: event streams end on it.
     shutdown: serve::Shutdown,
+    /// The world page's value, once per world snapshot.
+    world_view: views::WorldViewCache,
 }
 
 pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Router {
     let passwords = passwords::Passwords::in_land(live.land_dir());
     let sessions = Sessions::new(limits.requests_per_minute_max);
-    let portal = Arc::new(Portal { live, sessions, passwords, limits, shutdown });
+    let portal =
+        Arc::new(Portal { live, sessions, passwords, limits, shutdown, world_view: views::WorldViewCache::default() });
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();

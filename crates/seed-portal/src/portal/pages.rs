@@ -69,11 +69,11 @@ pub(super) async fn logout(State(portal): Shared, FormWrite(credential, _): Form
 }
 
 pub(super) async fn world_page(State(portal): Shared, PageVisitor(credential): PageVisitor) -> Response {
-    html(html::world_page(&views::world_json(&portal.live.world(), &views::MatterPage::default()), credential.csrf()))
+    html(html::world_page(&portal.world_view.world_json(&portal.live.world()), credential.csrf()))
 }
 
 pub(super) async fn world_live(State(portal): Shared, _visitor: PageVisitor) -> Response {
-    html(html::world_fragment(&views::world_json(&portal.live.world(), &views::MatterPage::default())))
+    html(html::world_fragment(&portal.world_view.world_json(&portal.live.world())))
 }
 
 pub(super) async fn being_page(

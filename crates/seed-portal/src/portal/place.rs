@@ -15,17 +15,29 @@ pub const SEARCH_QUERY_CHARS_MAX: usize = 100;
 pub const SEARCH_RESULTS_PER_KIND_MAX: usize = 50;
 /// Most pieces of matter a space page lists (the rest are counted).
 pub const SPACE_PAGE_MATTER_MAX: usize = 200;
+/// Beings a space's page lists at a time, by name (`beingsAfter` pages on).
+pub const SPACE_PAGE_BEINGS_MAX: usize = 200;
 
 /// One space: its kind and qualities, the space above it and those directly
 /// below, the beings there (and whether each is inhabited), its matter.
-pub fn space_json(world: &World, path: &str) -> Result<Json, PortalError> {
+pub fn space_json(world: &World, path: &str, beings_after: Option<&str>) -> Result<Json, PortalError> {
     let space = world.spaces.get(path).ok_or_else(|| PortalError::not_found(format!("there is no space {path:?}")))?;
     let parent = (path != "/").then(|| parent_of(path).to_string());
     let below: Vec<&String> = world.spaces.keys().filter(|other| *other != path && parent_of(other) == path).collect();
-    let beings: Vec<Json> = world
-        .beings
-        .values()
-        .filter(|row| row.location == path && !row.ended)
+    // Who is here, by name: one page after `beings_after`, every one counted.
+    let present =
+        || world.names.values().filter_map(|id| world.beings.get(id)).filter(|row| row.location == path && !row.ended);
+    let being_count = present().count();
+    let mut page: Vec<&crate::world::BeingRow> = present()
+        .filter(|row| beings_after.is_none_or(|after| row.name.as_str() > after))
+        .take(SPACE_PAGE_BEINGS_MAX + 1)
+        .collect();
+    let next = (page.len() > SPACE_PAGE_BEINGS_MAX).then(|| {
+        page.truncate(SPACE_PAGE_BEINGS_MAX);
+        page.last().map(|row| row.name.clone())
+    });
+    let beings: Vec<Json> = page
+        .iter()
         .map(|row| {
             json!({"name": row.name, "cognition": row.cognition.as_str(),
                    "inhabitedBy": row.inhabited_by.and_then(|by| world.name_of(&by))})
@@ -36,7 +48,8 @@ pub fn space_json(world: &World, path: &str) -> Result<Json, PortalError> {
     let matter: Vec<Json> =
         here.take(SPACE_PAGE_MATTER_MAX).map(|(address, matter)| matter_summary_json(world, address, matter)).collect();
     Ok(json!({"path": path, "kind": space.kind, "qualities": space.qualities, "parent": parent, "below": below,
-              "beings": beings, "matter": matter, "matterCount": matter_count}))
+              "beings": beings, "beingCount": being_count, "beingsAfter": beings_after, "beingsNext": next.flatten(),
+              "matter": matter, "matterCount": matter_count}))
 }
 
 /// The space directly above `path` (`/` for a top-level space).

@@ -32,7 +32,7 @@ pub const TIMELINE_AXIS_TICKS: u64 = 6;
 /// admits) over which window of land seqs (`from` inclusive, `to` exclusive).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimelineQuery {
-    /// Part of a being's name (any case).
+    /// Part of a being's name (any case, an `@` before it or not; kept in lower case).
     pub being: Option<String>,
     /// The role the being wore at its last act (or, before any act, its default role).
     pub role: Option<String>,
@@ -78,7 +78,9 @@ impl TimelineQuery {
                 return Err(bad("from", format!("the window from {from} to {to} is empty: from must be below to")));
             }
         }
-        Ok(TimelineQuery { being: text("being"), role: text("role"), space: text("space"), page, from, to })
+        // Names are lower case: the part asked for is too, once, here.
+        let being = text("being").map(|part| part.trim_start_matches('@').to_lowercase());
+        Ok(TimelineQuery { being, role: text("role"), space: text("space"), page, from, to })
     }
 
     /// The query string that asks for this (for links), with `page`, `from`
@@ -95,8 +97,19 @@ impl TimelineQuery {
         serde_urlencoded::to_string(pairs).unwrap_or_default()
     }
 
+    /// Whether no filter is set (every being is admitted).
+    fn admits_all(&self) -> bool {
+        self.being.is_none() && self.role.is_none() && self.space.is_none()
+    }
+
+    /// Whether the name filter admits a being named `name`.
+    fn admits_name(&self, name: &str) -> bool {
+        self.being.as_ref().is_none_or(|part| name.contains(part.as_str()))
+    }
+
+    /// Whether the role and space filters admit `row` (the name filter is
+    /// [`TimelineQuery::admits_name`]).
     fn admits(&self, row: &BeingRow) -> bool {
-        let named = self.being.as_ref().is_none_or(|part| row.name.to_lowercase().contains(&part.to_lowercase()));
         let wore = self
             .role
             .as_ref()
@@ -105,7 +118,7 @@ impl TimelineQuery {
             row.location == *space
                 || row.location.strip_prefix(space.as_str()).is_some_and(|rest| rest.starts_with('/'))
         });
-        named && wore && placed
+        wore && placed
     }
 }
 
@@ -148,26 +161,38 @@ pub fn neighbours(from: u64, to: u64, cursor: u64) -> [Option<Window>; 4] {
     [zoom_in, zoom_out, earlier, later]
 }
 
-/// The timeline `query` asks for, of the beings `visible` admits, read from
-/// `store` up to the world's cursor.
+/// The timeline `query` asks for, of the beings `visible` admits (every
+/// being when `sees_all`), read from `store` up to the world's cursor.
 pub fn timeline_json(
     store: &dyn Store,
     world: &World,
     query: &TimelineQuery,
+    sees_all: bool,
     visible: impl Fn(&BeingRow) -> bool,
 ) -> Result<Json, PortalError> {
     let cursor = world.cursor;
     let (from, to) = window_of(query, cursor);
-    let mut admitted: Vec<&BeingRow> = world.beings.values().filter(|row| visible(row) && query.admits(row)).collect();
-    admitted.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
-    let pages = admitted.len().div_ceil(TIMELINE_LANES_PER_PAGE).max(1);
+    // `names` is in name order, so a page of lanes is read lazily: the
+    // first page of a land of 10,000 looks up 20 rows. Counting them all
+    // is a scan, except when every being is admitted.
+    // The name is the key: a name filter looks up only the rows it keeps.
+    let admitted = || {
+        world
+            .names
+            .iter()
+            .filter(|(name, _)| query.admits_name(name))
+            .filter_map(|(_, id)| world.beings.get(id))
+            .filter(|row| visible(row) && query.admits(row))
+    };
+    let lanes_total = if sees_all && query.admits_all() { world.names.len() } else { admitted().count() };
+    let pages = lanes_total.div_ceil(TIMELINE_LANES_PER_PAGE).max(1);
     if query.page > pages {
         return Err(bad("page", format!("page {} is past the last page of lanes ({pages})", query.page)));
     }
     let read_failed = |error: StoreError| PortalError::internal(format!("reading the timeline: {error}"));
     let mut roles_seen = std::collections::BTreeSet::new();
     let mut lanes = Vec::new();
-    for row in admitted.iter().skip((query.page - 1) * TIMELINE_LANES_PER_PAGE).take(TIMELINE_LANES_PER_PAGE) {
+    for row in admitted().skip((query.page - 1) * TIMELINE_LANES_PER_PAGE).take(TIMELINE_LANES_PER_PAGE) {
         let lane = lane_json(store, world, row, from, to).map_err(read_failed)?;
         for mark in lane["marks"].as_array().into_iter().flatten() {
             if let Some(role) = mark["primary"].as_str() {
@@ -180,7 +205,7 @@ pub fn timeline_json(
     Ok(json!({
         "window": { "from": from, "to": to, "cursor": cursor },
         "filter": { "being": query.being, "role": query.role, "space": query.space },
-        "page": query.page, "pages": pages, "lanesTotal": admitted.len(),
+        "page": query.page, "pages": pages, "lanesTotal": lanes_total,
         "lanesPerPage": TIMELINE_LANES_PER_PAGE, "marksPerLaneMax": TIMELINE_MARKS_PER_LANE_MAX,
         "axis": axis, "legend": roles_seen.into_iter().collect::<Vec<_>>(), "lanes": lanes,
     }))
@@ -216,7 +241,12 @@ fn axis_json(store: &dyn Store, from: u64, to: u64) -> Result<Vec<Json>, StoreEr
 fn lane_json(store: &dyn Store, world: &World, row: &BeingRow, from: u64, to: u64) -> Result<Json, StoreError> {
     let reel_len = store.head(&row.id)?.map_or(0, |head| head.seq + 1);
     let first = reel_seq_at_land_seq(store, &row.id, reel_len, from)?;
-    let end = reel_seq_at_land_seq(store, &row.id, reel_len, to)?;
+    // A window reaching the land's end (the default) ends at the reel's
+    // end, unless the reel has sealed past the snapshot: then search.
+    let end = match store.land_seq_of(&row.id, reel_len.saturating_sub(1))? {
+        Some(last) if last < to => reel_len,
+        _ => reel_seq_at_land_seq(store, &row.id, reel_len, to)?,
+    };
     let drawn_from = first.max(end.saturating_sub(TIMELINE_MARKS_PER_LANE_MAX as u64));
     let marks: Vec<Json> =
         store.reel(&row.id, drawn_from, end)?.iter().map(|stored| mark_json(world, stored)).collect();

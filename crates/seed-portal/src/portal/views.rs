@@ -48,21 +48,28 @@ pub enum MayNotDrive {
     NotInhabited { being: String, cognition: &'static str },
 }
 
+/// Beings the world shows under each space, by name (the rest are counted;
+/// the space's page lists them all, a page at a time).
+pub const WORLD_BEINGS_SHOWN_PER_SPACE_MAX: usize = 50;
+
 pub fn world_json(world: &World, page: &MatterPage) -> Json {
+    // One pass over the beings in name order: the first few of each space
+    // are shown, every one is counted, so a land of 10,000 stays a page.
+    let mut here: std::collections::BTreeMap<&str, (Vec<Json>, usize)> = std::collections::BTreeMap::new();
+    for row in world.names.values().filter_map(|id| world.beings.get(id)).filter(|row| !row.ended) {
+        let (shown, count) = here.entry(row.location.as_str()).or_default();
+        *count += 1;
+        if shown.len() < WORLD_BEINGS_SHOWN_PER_SPACE_MAX {
+            shown.push(json!({"name": row.name, "cognition": row.cognition.as_str(),
+                   "effectiveCognition": row.effective_cognition().as_str(),
+                   "previousRole": row.previous_role, "inbox": world.inbox.get(&row.id).map_or(0, |i| i.len())}));
+        }
+    }
     let spaces: Vec<Json> = world
         .spaces
         .iter()
         .map(|(path, space)| {
-            let beings: Vec<Json> = world
-                .beings
-                .values()
-                .filter(|row| row.location == *path && !row.ended)
-                .map(|row| {
-                    json!({"name": row.name, "cognition": row.cognition.as_str(),
-                           "effectiveCognition": row.effective_cognition().as_str(),
-                           "previousRole": row.previous_role, "inbox": world.inbox.get(&row.id).map_or(0, |i| i.len())})
-                })
-                .collect();
+            let (beings, being_count) = here.remove(path.as_str()).unwrap_or_default();
             let depth = if path == "/" { 0 } else { path.matches('/').count() };
             let here = matter_in_space(world, path);
             let matter_count = here.clone().count();
@@ -71,7 +78,7 @@ pub fn world_json(world: &World, page: &MatterPage) -> Json {
                 .map(|(address, matter)| matter_json(world, address, matter))
                 .collect();
             json!({"path": path, "kind": space.kind, "depth": depth, "qualities": space.qualities, "beings": beings,
-                   "matter": matter, "matterCount": matter_count})
+                   "beingCount": being_count, "matter": matter, "matterCount": matter_count})
         })
         .collect();
     json!({
@@ -82,6 +89,33 @@ pub fn world_json(world: &World, page: &MatterPage) -> Json {
         "roles": world.roles.keys().collect::<Vec<_>>(),
         "matter": matter_page_json(world, page),
     })
+}
+
+/// The world page's value for one world snapshot, computed by the first
+/// request that asks for it and shared by every other: the world page, its
+/// live part (fetched by every open tab on every world event) and
+/// `/api/v1/world` without paging parameters ask for the same value until
+/// the land publishes its next snapshot.
+#[derive(Default)]
+pub struct WorldViewCache {
+    cached: std::sync::Mutex<Option<(std::sync::Arc<World>, std::sync::Arc<Json>)>>,
+}
+
+impl WorldViewCache {
+    /// `world_json(world, first page)`, computed once per snapshot.
+    pub fn world_json(&self, world: &std::sync::Arc<World>) -> std::sync::Arc<Json> {
+        // Held while computing: requests racing for a new snapshot wait for
+        // the one computation instead of each doing it.
+        let mut cached = self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((seen, value)) = cached.as_ref() {
+            if std::sync::Arc::ptr_eq(seen, world) {
+                return value.clone();
+            }
+        }
+        let value = std::sync::Arc::new(world_json(world, &MatterPage::default()));
+        *cached = Some((world.clone(), value.clone()));
+        value
+    }
 }
 
 /// Matter items `/api/v1/world` returns in one page unless asked for fewer
@@ -231,16 +265,10 @@ pub fn being_json(
     let store = live.store();
     let head = store.head(&row.id)?.map_or(0, |head| head.seq);
     let mut reel = Vec::new();
-    let mut tokens = crate::llm::LlmTotals::default();
-    for stored in store.reel(&row.id, 0, head + 1)? {
+    let tokens = live.llm_totals(&row.id, head)?;
+    for stored in store.reel(&row.id, (head + 1).saturating_sub(BEING_PAGE_FACTS_MAX), head + 1)? {
         let fact = &stored.fact;
         let act = (fact.kind() == KIND_ACT_NAME).then(|| fact.body_as::<ActBody>().ok()).flatten();
-        if let Some(llm) = act.as_ref().and_then(|act| act.llm.as_ref()) {
-            tokens.add(llm);
-        }
-        if fact.header.seq + BEING_PAGE_FACTS_MAX <= head {
-            continue;
-        }
         let summary = match &act {
             Some(act) => act_summary(world, act),
             None => fact.kind().to_string(),

@@ -582,7 +582,9 @@ pub(super) async fn timeline(
     let (live, principal) = (portal.live.clone(), principal.clone());
     tokio::task::spawn_blocking(move || {
         let world = live.world();
-        super::timeline::timeline_json(live.store(), &world, &query, |row| may_act_for(&world, &principal, row).is_ok())
+        let sees_all = principal == Principal::Operator;
+        let visible = |row: &crate::world::BeingRow| sees_all || may_act_for(&world, &principal, row).is_ok();
+        super::timeline::timeline_json(live.store(), &world, &query, sees_all, visible)
     })
     .await
     .map_err(|error| PortalError::internal(format!("the timeline task stopped: {error}")))?
@@ -618,7 +620,10 @@ pub(super) fn place(portal: &Portal, kind: Place, query: Option<&str>) -> Result
     let world = portal.live.world();
     match kind {
         Place::Search => search_json(&portal.live, &world, required(&query_params(query, &["q"])?, "q")?),
-        Place::Space => space_json(&world, required(&query_params(query, &["path"])?, "path")?),
+        Place::Space => {
+            let params = query_params(query, &["path", "beingsAfter"])?;
+            space_json(&world, required(&params, "path")?, params.get("beingsAfter").map(String::as_str))
+        }
         Place::Matter => matter_json(&world, required(&query_params(query, &["address"])?, "address")?),
     }
 }
