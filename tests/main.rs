@@ -27,6 +27,7 @@ mod local_llm;
 mod portal_accounts;
 mod portal_api;
 mod portal_browser;
+mod portal_editors;
 mod portal_timeline;
 mod reel_format_doc;
 mod replay;

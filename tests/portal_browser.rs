@@ -112,6 +112,12 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.wait_for_text("#error-name", "");
     browser.screenshot("08-role-field-error");
     browser.clear_and_type("#role-name", "night-owl");
+    // A picker adds a known entry; the change shows as a diff with its digest first.
+    browser.select("#pick-canSummon", "@ada");
+    browser.click("#preview-role");
+    browser.wait_for_text("#role-diff", "night-owl");
+    assert!(browser.page_source().contains("value=\"@operator, @ada\""), "the picked being is in the form");
+    browser.screenshot("08b-role-change");
     browser.click("#save-role");
     browser.wait_for_text("#flash", "role night-owl saved");
     browser.wait_for_text("#role-night-owl", "authored by @operator");
@@ -144,6 +150,11 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.wait_for_text("#preview", "it would wear: night-owl");
     browser.wait_for_text("#preview-clauses", "held (no condition)");
     browser.screenshot("10-flow-preview");
+    browser.clear_and_type("#flow", r#"[{"when": {"wrold.court.in-session": true}, "role": "night-owl"}]"#);
+    browser.wait_for_text("#preview-warnings", "did you mean `world.court.in-session`");
+    browser.screenshot("10b-flow-warning");
+    browser.clear_and_type("#flow", r#"[{"role": "night-owl"}]"#);
+    browser.wait_for_text("#preview", "it would wear: night-owl");
     browser.click("#save-flow");
     browser.wait_for_text("#flash", "roleFlow saved");
     up.wait_for_being("wren", Duration::from_secs(5), |wren| wren["now"]["primary"] == "night-owl");

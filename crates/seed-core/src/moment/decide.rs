@@ -133,8 +133,14 @@ pub fn decide(
             }
             let target_address: Address = target.parse().map_err(|error| refuse(Refusal::Address(error)))?;
             let seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
-            let op_call =
-                OpCall { world, actor: &row.name, target: &target_address, args: &args, scripts: &substrate.scripts };
+            let op_call = OpCall {
+                world,
+                actor: &row.name,
+                target: &target_address,
+                args: &args,
+                scripts: &substrate.scripts,
+                file_roles: &substrate.roles,
+            };
             effects = substrate
                 .ops
                 .run(&action, &op_call, &substrate.scripts, seed)
@@ -321,7 +327,14 @@ pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Res
         VerbCall::Do { target, action, args } => {
             let actor = act_actor_name(world, act).ok_or_else(|| refuse(Refusal::ActorNotInWorld))?;
             let target: Address = target.parse().map_err(|error| refuse(Refusal::Address(error)))?;
-            let call = OpCall { world, actor: &actor, target: &target, args, scripts: &substrate.scripts };
+            let call = OpCall {
+                world,
+                actor: &actor,
+                target: &target,
+                args,
+                scripts: &substrate.scripts,
+                file_roles: &substrate.roles,
+            };
             let effects = substrate
                 .ops
                 .run(action, &call, &substrate.scripts, act.op_seed)

@@ -96,6 +96,8 @@ pub struct OpCall<'a> {
     pub args: &'a Json,
     /// The land's Rhai engine: an operation that stores a script compiles it first.
     pub scripts: &'a ScriptEngine,
+    /// The roles the land's files define (before any authored role).
+    pub file_roles: &'a crate::roles::definition::RoleRegistry,
 }
 
 pub type BuiltinOp = fn(&OpCall<'_>) -> Result<Vec<Effect>, OpError>;
@@ -151,6 +153,7 @@ impl OpRegistry {
             op_create_matter,
         );
         add("author-role", ArgSchema::default().field("definition", ArgType::Any, true), op_author_role);
+        add("revert-role", ArgSchema::default().field("role", ArgType::Text, true), op_revert_role);
         add(
             "edit-role-flow",
             ArgSchema::default().field("being", ArgType::Text, true).field("flow", ArgType::Any, true),
@@ -255,6 +258,20 @@ fn op_author_role(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
         call.scripts.compile(source).map_err(OpError::DefinitionScript)?;
     }
     Ok(vec![Effect::PutRole { name: role.name.to_string(), definition }])
+}
+
+/// Drops an authored role so that its file definition applies again: the
+/// role must be authored, and a file must define it (a role with no file
+/// definition would leave the beings that wear it with nothing to wear).
+fn op_revert_role(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let role = text_arg(call.args, "role");
+    if !call.world.roles.contains_key(role) {
+        return Err(OpError::NotAuthored { role: role.to_string() });
+    }
+    if call.file_roles.get(role).is_none() {
+        return Err(OpError::NoFileDefinition { role: role.to_string() });
+    }
+    Ok(vec![Effect::DropRole { name: role.to_string() }])
 }
 
 /// Replaces a being's roleFlow. Only the being itself or an ancestor may.

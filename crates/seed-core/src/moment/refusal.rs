@@ -173,6 +173,10 @@ pub enum OpError {
     AccountNotDescendant { actor: String, being: String },
     #[error("args.account: there is no account {account:?}")]
     NoAccount { account: String },
+    #[error("args.role: {role:?} is not an authored role: there is nothing to revert")]
+    NotAuthored { role: String },
+    #[error("args.role: no role file defines {role:?}, so there is no definition to revert to")]
+    NoFileDefinition { role: String },
 }
 
 /// An argument that does not fit its operation's schema.

@@ -61,6 +61,11 @@ impl SeeResolvers {
         resolvers
     }
 
+    /// The registered resolvers' names, in name order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.resolvers.keys().map(String::as_str)
+    }
+
     pub fn register(&mut self, name: &str, resolver: SeeResolver) {
         self.resolvers.insert(name.to_string(), resolver);
     }

@@ -66,6 +66,11 @@ impl Resolvers {
         self.relations.insert(name.to_string(), resolver);
     }
 
+    /// The relations `{rel = NAME}` may name, in name order.
+    pub fn relation_names(&self) -> impl Iterator<Item = &str> {
+        self.relations.keys().map(String::as_str)
+    }
+
     pub fn knows(&self, name: &str) -> bool {
         self.relations.contains_key(name)
     }

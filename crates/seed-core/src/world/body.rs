@@ -67,6 +67,10 @@ pub enum Effect {
         name: String,
         definition: Json,
     },
+    /// An authored role dropped: the role's file definition applies again.
+    DropRole {
+        name: String,
+    },
     /// A person's account: it drives `being` (and may birth and inhabit
     /// its descendants) and logs in with the token whose BLAKE3 is
     /// `token_hash` (hex). A later grant of the same account replaces it

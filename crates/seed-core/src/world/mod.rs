@@ -476,6 +476,11 @@ impl World {
                 self.roles_digest =
                     crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
             }
+            Effect::DropRole { name } => {
+                self.roles.remove(name);
+                self.roles_digest =
+                    crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
+            }
             Effect::GrantAccount { account, being, token_hash } => {
                 if let Some(id) = self.names.get(being).copied() {
                     let granted = Account { being: id, token_hash: token_hash.clone(), granted_at_seq: land_seq };

@@ -293,6 +293,14 @@ pub(super) async fn api_author_role(
     Ok((StatusCode::CREATED, axum::Json(acts_as_self(&portal, &caller.principal, call).await?)).into_response())
 }
 
+pub(super) async fn api_revert_role(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    ApiWriteNoBody(caller): ApiWriteNoBody,
+) -> Result<Response, PortalError> {
+    Ok(axum::Json(revert_role(&portal, &caller.principal, &name).await?).into_response())
+}
+
 pub(super) async fn api_signal(
     State(portal): Shared,
     ApiWrite(caller, request): ApiWrite,

@@ -49,7 +49,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:var(--fg
 a{color:var(--link)}nav a{margin-right:1em}\
 table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}\
 td,th{border:1px solid var(--line);padding:.2em .5em;text-align:left;vertical-align:top}\
-.error{color:var(--error)}.ok{color:var(--ok)}.muted{color:var(--muted)}\
+.error{color:var(--error)}.warning{color:var(--signal)}.ok{color:var(--ok)}.muted{color:var(--muted)}\
 abbr.help{text-decoration:underline dotted;cursor:help}\
 .conversation{list-style:none;padding:0}.message{border-left:3px solid var(--line);margin:.4em 0;padding:.2em .6em}\
 .message.out{border-color:var(--out)}.message.in{border-color:var(--in)}.said{margin:.2em 0}.reply{margin:.2em 0 .2em 1em}\
@@ -67,6 +67,7 @@ a.mark-link:hover rect,a.mark-link:focus rect{stroke:var(--link);stroke-width:3}
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;margin-right:.25em}\
 .key{margin-right:.8em;white-space:nowrap}.filters label{display:inline-block;margin-right:.6em}.controls a{white-space:nowrap}\
 ul.keys{margin:.1em 0 .4em;font-size:.9em}\
+.diff .added{color:var(--ok)}.diff .removed{color:var(--error)}.diff .kept{color:var(--muted)}\
 form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}\
 input,select,textarea,button{font:inherit;max-width:100%}\
 @media (max-width:40em){body{margin:.6em}nav a{display:inline-block;margin:.2em .6em .2em 0}\
@@ -610,10 +611,15 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
         ));
         return page(&format!("@{name}"), &body, Some(csrf));
     }
+    // The editor is offered only where saving it could succeed.
+    let edit = if field(being, "youMayEditFlow") == &Json::Bool(true) {
+        format!("<a href=\"/beings/{}/flow\" id=\"edit-flow\">Edit roleFlow</a>", esc(&name))
+    } else {
+        String::new()
+    };
     body.push_str(&format!(
-        "<tr><th>roleFlow</th><td><pre id=\"row-roleFlow\">{}</pre><a href=\"/beings/{}/flow\" id=\"edit-flow\">Edit roleFlow</a></td></tr></table>",
+        "<tr><th>roleFlow</th><td><pre id=\"row-roleFlow\">{}</pre>{edit}</td></tr></table>",
         esc(&serde_json::to_string_pretty(field(being, "roleFlow")).unwrap_or_default()),
-        esc(&name)
     ));
     let now = field(being, "now");
     body.push_str("<h2>Now</h2>");
@@ -735,14 +741,26 @@ pub fn roles_page(roles: &Json, csrf: &str, form: &RoleForm) -> String {
     for role in list(field(roles, "roles")) {
         let definition = field(role, "definition");
         let entries = |key: &str| list(field(definition, key)).iter().map(text).collect::<Vec<_>>().join(", ");
+        let name = text(field(role, "name"));
+        let revert = if field(role, "revertible") == &Json::Bool(true) {
+            format!(
+                " <form class=\"inline\" method=\"post\" action=\"/roles/{0}/revert\">{1}\
+<button id=\"revert-{0}\">Revert to its file</button></form>",
+                esc(&name),
+                hidden_csrf(csrf)
+            )
+        } else {
+            String::new()
+        };
         body.push_str(&format!(
-            "<tr id=\"role-{0}\"><td><a href=\"/roles?edit={0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td></tr>",
-            esc(&text(field(role, "name"))),
+            "<tr id=\"role-{0}\"><td><a href=\"/roles?edit={0}\">{0}</a></td><td>{1}{6}</td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td></tr>",
+            esc(&name),
             esc(&text(field(role, "origin"))),
             esc(&entries("canSee")),
             esc(&entries("canDo")),
             esc(&entries("canSummon")),
-            esc(&entries("canBe"))
+            esc(&entries("canBe")),
+            revert
         ));
     }
     body.push_str("</table>");
@@ -755,6 +773,21 @@ pub struct RoleForm {
     pub values: std::collections::BTreeMap<String, String>,
     pub errors: std::collections::BTreeMap<String, String>,
     pub saved: Option<String>,
+    /// What each field's picker offers (`views::role_pickers`).
+    pub pickers: std::collections::BTreeMap<&'static str, Vec<String>>,
+    /// The change the form would make, shown before it is saved.
+    pub change: Option<RoleChange>,
+}
+
+/// A role's change as the form shows it before saving: the definition's
+/// lines, each kept (' '), removed ('-') or added ('+'), and the digest the
+/// role will have.
+#[derive(Debug, Clone, Default)]
+pub struct RoleChange {
+    pub lines: Vec<(char, String)>,
+    pub digest: String,
+    /// Whether the role exists already (else the whole definition is new).
+    pub replaces: bool,
 }
 
 fn role_form(form: &RoleForm, csrf: &str) -> String {
@@ -764,6 +797,31 @@ fn role_form(form: &RoleForm, csrf: &str) -> String {
     }
     if let Some(general) = form.errors.get("") {
         out.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(general)));
+    }
+    if let Some(change) = &form.change {
+        let changed = change.lines.iter().any(|(mark, _)| *mark != ' ');
+        out.push_str(&format!(
+            "<div id=\"role-change\"><h3>The change{}</h3><p>Saved, the role's digest will be <code id=\"role-digest\">{}</code>.</p>",
+            if change.replaces { "" } else { " (a new role)" },
+            esc(&change.digest)
+        ));
+        if changed {
+            out.push_str("<pre class=\"diff\" id=\"role-diff\">");
+            for (mark, line) in &change.lines {
+                let class = match mark {
+                    '+' => "added",
+                    '-' => "removed",
+                    _ => "kept",
+                };
+                out.push_str(&format!("<span class=\"{class}\">{mark} {}</span>\n", esc(line)));
+            }
+            out.push_str("</pre>");
+        } else {
+            out.push_str(
+                "<p class=\"muted\" id=\"role-unchanged\">Nothing changes: the definition is the one in force.</p>",
+            );
+        }
+        out.push_str("<p>Save it with the button below, or change the form and show the change again.</p></div>");
     }
     out.push_str(&format!("<form method=\"post\" action=\"/roles\" id=\"role-form\">{}", hidden_csrf(csrf)));
     for (name, label) in super::role_form::ROLE_FORM_FIELDS {
@@ -780,13 +838,45 @@ fn role_form(form: &RoleForm, csrf: &str) -> String {
             .get(*name)
             .map(|e| format!(" <span class=\"error\" id=\"error-{}\">{}</span>", esc(name), esc(e)))
             .unwrap_or_default();
-        out.push_str(&format!("<label>{} {input}{error}</label>", esc(label)));
+        // A picker adds a known entry to a comma-separated list.
+        let picker = match form.pickers.get(*name).filter(|options| !options.is_empty()) {
+            Some(options) => format!(
+                " <select class=\"picker\" id=\"pick-{0}\" data-pick-into=\"role-{0}\" aria-label=\"add to {0}\">\
+<option value=\"\">add…</option>{1}</select>",
+                esc(name),
+                options
+                    .iter()
+                    .map(|option| format!("<option value=\"{0}\">{0}</option>", esc(option)))
+                    .collect::<String>()
+            ),
+            None => String::new(),
+        };
+        out.push_str(&format!("<label>{} {input}{picker}{error}</label>", esc(label)));
     }
-    out.push_str("<button id=\"save-role\">Save as @operator</button></form>");
+    out.push_str(
+        "<button name=\"intent\" value=\"preview\" id=\"preview-role\">Show the change</button> \
+<button name=\"intent\" value=\"save\" id=\"save-role\">Save</button> \
+<span class=\"muted\">(saving is an act of your own being: <code>do author-role</code>)</span></form>",
+    );
     out
 }
 
-pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&str>, draft: Option<&str>) -> String {
+/// What the roleFlow editor offers besides the flow: the roles it may name
+/// and the context keys the substrate fills in.
+pub struct FlowHelp<'a> {
+    pub roles: Vec<String>,
+    pub keys: &'a [&'a str],
+    pub key_families: Vec<String>,
+}
+
+pub fn flow_page(
+    being: &Json,
+    csrf: &str,
+    flash: Option<&str>,
+    error: Option<&str>,
+    draft: Option<&str>,
+    known: &FlowHelp<'_>,
+) -> String {
     let name = text(field(being, "name"));
     let flow = draft
         .map(str::to_string)
@@ -795,8 +885,12 @@ pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&s
     let body = format!(
         "{}{}<form method=\"post\" action=\"/beings/{name_e}/flow\" id=\"flow-form\">{}\
 <label>roleFlow (JSON: an array of {{when, role}} and {{stack: true, when, role}} clauses)\
-<textarea name=\"flow\" id=\"flow\" rows=\"12\" data-flow-preview=\"{name_e}\">{}</textarea></label><button id=\"save-flow\">Save as @operator</button></form>\
+<textarea name=\"flow\" id=\"flow\" rows=\"12\" data-flow-preview=\"{name_e}\">{}</textarea></label><button id=\"save-flow\">Save</button> \
+<span class=\"muted\">(an act of your own being)</span></form>\
 <h2>Live preview</h2><p id=\"preview\">In this moment it wears <strong>{}</strong>, stack {}.</p><ol id=\"preview-clauses\"></ol>\
+<ul id=\"preview-warnings\" class=\"warning\"></ul>\
+<details id=\"flow-known\"><summary>The roles and keys this editor knows</summary><p>Roles: {roles}</p>\
+<p>Context keys: {keys}</p><p>Key families (any namespace and key below them): {families}</p></details>\
 ",
         flash.map(|f| format!("<p class=\"ok\" id=\"flash\">{}</p>", esc(f))).unwrap_or_default(),
         error.map(|e| format!("<p class=\"error\" id=\"error-flow\">{}</p>", esc(e))).unwrap_or_default(),
@@ -805,6 +899,9 @@ pub fn flow_page(being: &Json, csrf: &str, flash: Option<&str>, error: Option<&s
         esc(&text(field(now, "primary"))),
         esc(&list(field(now, "stack")).iter().map(text).collect::<Vec<_>>().join(", ")),
         name_e = esc(&name),
+        roles = known.roles.iter().map(|role| format!("<code>{}</code>", esc(role))).collect::<Vec<_>>().join(" "),
+        keys = known.keys.iter().map(|key| format!("<code>{}</code>", esc(key))).collect::<Vec<_>>().join(" "),
+        families = known.key_families.iter().map(|f| format!("<code>{}</code>", esc(f))).collect::<Vec<_>>().join(" "),
     );
     page(&format!("roleFlow of @{name}"), &body, Some(csrf))
 }

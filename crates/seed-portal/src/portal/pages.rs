@@ -262,19 +262,72 @@ pub(super) async fn roles_page(State(portal): Shared, PageVisitor(credential): P
         }
     }
     form.saved = query.get("done").cloned();
+    form.pickers = views::role_pickers(&portal.live, &world);
     html(html::roles_page(&roles, credential.csrf(), &form))
+}
+
+/// The change a role form would make: the definition in force (if the role
+/// exists) against the one typed, line by line, both as the role reads them
+/// (so the order of fields and their defaults do not show as changes).
+fn role_change(roles: &Json, definition: &Json) -> Option<html::RoleChange> {
+    let role = crate::moment::parse_authored_role(definition).ok()?;
+    let current = roles["roles"].as_array()?.iter().find(|r| r["name"] == json!(role.name.as_ref()));
+    let before =
+        current.map(|r| serde_json::to_string_pretty(&r["definition"]).unwrap_or_default()).unwrap_or_default();
+    let after = serde_json::to_string_pretty(&role.definition_json()).unwrap_or_default();
+    let lines = similar::TextDiff::from_lines(&before, &after)
+        .iter_all_changes()
+        .map(|change| {
+            let mark = match change.tag() {
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
+                similar::ChangeTag::Equal => ' ',
+            };
+            (mark, change.value().trim_end_matches('\n').to_string())
+        })
+        .collect();
+    Some(html::RoleChange { lines, digest: role.digest.to_hex(), replaces: current.is_some() })
+}
+
+pub(super) async fn role_revert_form(
+    State(portal): Shared,
+    Path(name): Path<String>,
+    FormWrite(credential, _): FormWrite,
+) -> Response {
+    match revert_role(&portal, &credential.principal, &name).await {
+        Ok(_) => see_other(
+            &format!("/roles?edit={}", urlencode(&name)),
+            &format!("role {name} reverted: its file definition applies from the next moment"),
+        ),
+        Err(error) => error.as_html().into_response(),
+    }
 }
 
 pub(super) async fn role_form_post(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
     let result = async {
+        let previewing = form.get("intent").map(String::as_str) == Some("preview");
         let (definition, mut problems) = match super::role_form::definition_of_values(&form) {
             Ok(definition) => {
                 let problems = role_problems(&definition);
                 (definition, problems)
             }
-            Err(problems) => (Json::Null, problems),
+            // Every problem at once: the fields that did read are checked
+            // as a role too (a problem found first keeps its place).
+            Err(mut problems) => {
+                let readable: BTreeMap<String, String> = form
+                    .iter()
+                    .filter(|(key, _)| !problems.contains_key(*key))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if let Ok(partial) = super::role_form::definition_of_values(&readable) {
+                    for (field, reason) in role_problems(&partial) {
+                        problems.entry(field).or_insert(reason);
+                    }
+                }
+                (Json::Null, problems)
+            }
         };
-        if problems.is_empty() {
+        if problems.is_empty() && !previewing {
             let call = VerbCall::Do {
                 target: "/".into(),
                 action: "author-role".into(),
@@ -290,17 +343,20 @@ pub(super) async fn role_form_post(State(portal): Shared, FormWrite(credential, 
                 }
             }
         }
-        // Shown again with each problem beside its field.
+        // Shown again as typed: the change it would make, or each problem
+        // beside its field (every one at once).
         let world = portal.live.world();
         let roles = views::roles_json(&portal.live, &world);
+        let change = if problems.is_empty() { role_change(&roles, &definition) } else { None };
+        let status = if problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
         let form = html::RoleForm {
-            values: form.into_iter().filter(|(k, _)| k != "csrf").collect(),
+            values: form.into_iter().filter(|(k, _)| k != "csrf" && k != "intent").collect(),
             errors: problems,
             saved: None,
+            pickers: views::role_pickers(&portal.live, &world),
+            change,
         };
-        Ok::<Response, PortalError>(
-            (StatusCode::BAD_REQUEST, Html(html::roles_page(&roles, credential.csrf(), &form))).into_response(),
-        )
+        Ok::<Response, PortalError>((status, Html(html::roles_page(&roles, credential.csrf(), &form))).into_response())
     }
     .await;
     result.unwrap_or_else(|error| error.as_html().into_response())
@@ -312,13 +368,24 @@ pub(super) async fn flow_page(
     Path(name): Path<String>,
     uri: Uri,
 ) -> Response {
-    match views::being_row(&portal.live.world(), &name)
+    let result = views::being_row(&portal.live.world(), &name)
         .and_then(|row| may_act_for(&portal.live.world(), &credential.principal, row))
         .and_then(|_| being_view(&portal, &credential.principal, &name))
-    {
-        Ok(being) => {
-            html(html::flow_page(&being, credential.csrf(), query(&uri).get("done").map(String::as_str), None, None))
-        }
+        .and_then(|being| match being["youMayEditFlow"] == json!(true) {
+            true => Ok(being),
+            false => Err(PortalError::forbidden(format!(
+                "only @{name} itself or one of its ancestors may edit its roleFlow, and you act as neither"
+            ))),
+        });
+    match result {
+        Ok(being) => html(html::flow_page(
+            &being,
+            credential.csrf(),
+            query(&uri).get("done").map(String::as_str),
+            None,
+            None,
+            &flow_help(&portal.live),
+        )),
         Err(error) => error.as_html().into_response(),
     }
 }
@@ -343,7 +410,14 @@ pub(super) async fn flow_form(
                 Ok::<Response, PortalError>(
                     (
                         error.status,
-                        Html(html::flow_page(&being, credential.csrf(), None, Some(&error.message), Some(text))),
+                        Html(html::flow_page(
+                            &being,
+                            credential.csrf(),
+                            None,
+                            Some(&error.message),
+                            Some(text),
+                            &flow_help(&portal.live),
+                        )),
                     )
                         .into_response(),
                 )

@@ -307,6 +307,8 @@ pub fn being_json(
         "youMayDrive": drive.is_ok(),
         "whyNot": drive.err().map(|why| why.to_string()),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
+        // `edit-role-flow` takes the acting being's own flow or a descendant's.
+        "youMayEditFlow": row.id == person || is_ancestor(world, person, row.id),
         "youAreThis": row.id == person,
         "presence": live.presence_of(&row.id),
     });
@@ -337,11 +339,39 @@ pub fn roles_json(live: &LiveLand, world: &World) -> Json {
     let roles: Vec<Json> = registry
         .iter()
         .map(|role| {
+            // An authored role a file also defines can go back to the file's definition.
+            let authored = world.roles.contains_key(role.name.as_ref());
+            let revertible = authored && live.substrate().roles.get(&role.name).is_some();
             json!({"name": role.name.as_ref(), "origin": role.origin, "digest": role.digest.to_hex(),
-                   "definition": role.definition_json()})
+                   "definition": role.definition_json(), "authored": authored, "revertible": revertible})
         })
         .collect();
     json!({"roles": roles})
+}
+
+/// Beings a role form's pickers offer (the first, by name): a land of
+/// 10,000 does not put 10,000 options in a page.
+pub const ROLE_PICKER_BEINGS_MAX: usize = 200;
+
+/// What the role form's pickers offer for each field: beings and
+/// relationship tokens for canSummon, spaces and tokens for canSee, the
+/// operations for canDo, the `be` operations for canBe, the see-resolvers.
+pub fn role_pickers(live: &LiveLand, world: &World) -> std::collections::BTreeMap<&'static str, Vec<String>> {
+    let substrate = live.substrate();
+    let tokens: Vec<String> = substrate
+        .resolvers
+        .relation_names()
+        .map(|name| json!({"rel": name}).to_string())
+        .chain([json!({"pattern": "@*"}).to_string()])
+        .collect();
+    let beings = world.names.keys().take(ROLE_PICKER_BEINGS_MAX).map(|name| format!("@{name}"));
+    let mut pickers = std::collections::BTreeMap::new();
+    pickers.insert("canSummon", beings.chain(tokens.iter().cloned()).collect());
+    pickers.insert("canSee", world.spaces.keys().cloned().chain(tokens.iter().cloned()).collect());
+    pickers.insert("canDo", substrate.ops.names().cloned().collect());
+    pickers.insert("canBe", ["birth", "connect", "release", "rotate-key"].map(String::from).to_vec());
+    pickers.insert("see", substrate.see.names().map(str::to_string).collect());
+    pickers
 }
 
 /// The moments now running and the latest traces `filter` admits, of the

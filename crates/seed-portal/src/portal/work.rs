@@ -67,7 +67,7 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         OpError::MatterExists { .. } | OpError::CellTaken { .. } | OpError::AccountBeingTaken { .. } => {
             RefusalClass::Conflict
         }
-        OpError::NoAccount { .. } => RefusalClass::Missing,
+        OpError::NoAccount { .. } | OpError::NotAuthored { .. } => RefusalClass::Missing,
         OpError::NotRegistered { .. }
         | OpError::Args(_)
         | OpError::Script(_)
@@ -90,7 +90,8 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::IntoAWall { .. }
         | OpError::AccountName { .. }
         | OpError::TokenHash
-        | OpError::AccountBeingNotHuman { .. } => RefusalClass::Invalid,
+        | OpError::AccountBeingNotHuman { .. }
+        | OpError::NoFileDefinition { .. } => RefusalClass::Invalid,
     }
 }
 
@@ -572,6 +573,13 @@ pub(super) async fn replay(portal: &Arc<Portal>, principal: &Principal, name: &s
         .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
 }
 
+/// Drops an authored role so its file definition applies again: an act of
+/// the principal's own being (`do revert-role`).
+pub(super) async fn revert_role(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
+    let call = VerbCall::Do { target: "/".into(), action: "revert-role".into(), args: json!({"role": name}) };
+    acts_as_self(portal, principal, call).await
+}
+
 /// The timeline `query` asks for: lanes of the beings the principal may
 /// see inside, read off the store on a blocking thread.
 pub(super) async fn timeline(
@@ -679,11 +687,35 @@ pub(super) fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<J
     let opened = moment::open(&world, row.id, wake, live.now_ms());
     let assigned = moment::assign_flow(live.substrate(), &world, &opened, bound)
         .map_err(|failure| PortalError::field("flow", failure.refusal.to_string()))?;
+    // The same warnings as `seed flow check`: keys the substrate never fills in.
+    let warnings: Vec<String> = assigned
+        .flow
+        .flow
+        .key_warnings()
+        .iter()
+        .map(|(clause, warning)| format!("clause [{clause}] ({}): {warning}", assigned.flow.flow.clauses[*clause].role))
+        .collect();
     Ok(json!({
         "primary": assigned.composed.primary.as_deref(),
         "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
         "clauses": assigned.flow.explain(&assigned.walk),
+        "warnings": warnings,
     }))
+}
+
+/// What the roleFlow editor offers: the roles of this land (files and
+/// authored) and the context keys the substrate fills in.
+pub(super) fn flow_help(live: &LiveLand) -> super::html::FlowHelp<'static> {
+    let world = live.world();
+    let roles = views::roles_json(live, &world)["roles"]
+        .as_array()
+        .map(|roles| roles.iter().filter_map(|role| role["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    super::html::FlowHelp {
+        roles,
+        keys: crate::roles::when::KNOWN_KEYS,
+        key_families: crate::roles::when::KNOWN_PREFIXES.iter().map(|(prefix, _)| format!("{prefix}…")).collect(),
+    }
 }
 
 /// A being as `principal` may see it (see `views::being_json`).

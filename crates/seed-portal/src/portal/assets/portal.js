@@ -78,6 +78,7 @@
     var name = text.getAttribute('data-flow-preview');
     var verdict = document.getElementById('preview');
     var clauses = document.getElementById('preview-clauses');
+    var warnings = document.getElementById('preview-warnings');
     var timer;
     function run() {
       fetch('/api/v1/beings/' + encodeURIComponent(name) + '/flow/preview', {
@@ -88,6 +89,7 @@
         .then(function (response) { return response.json(); })
         .then(function (answer) {
           clauses.innerHTML = '';
+          warnings.innerHTML = '';
           if (answer.error) {
             verdict.textContent = answer.error.message;
             verdict.className = 'error';
@@ -101,6 +103,11 @@
             item.textContent = line;
             clauses.appendChild(item);
           });
+          (answer.warnings || []).forEach(function (line) {
+            var item = document.createElement('li');
+            item.textContent = 'warning: ' + line;
+            warnings.appendChild(item);
+          });
         });
     }
     text.addEventListener('input', function () {
@@ -110,7 +117,23 @@
     run();
   }
 
+  // The role form's pickers: a chosen entry is added to its field's
+  // comma-separated list (once).
+  function pickInto(select) {
+    select.addEventListener('change', function () {
+      var field = document.getElementById(select.getAttribute('data-pick-into'));
+      var entry = select.value;
+      select.value = '';
+      if (!field || !entry) { return; }
+      var entries = field.value.split(',').map(function (e) { return e.trim(); }).filter(function (e) { return e; });
+      if (entries.indexOf(entry) < 0) { entries.push(entry); }
+      field.value = entries.join(', ');
+      field.focus();
+    });
+  }
+
   document.addEventListener('DOMContentLoaded', function () {
+    Array.prototype.forEach.call(document.querySelectorAll('[data-pick-into]'), pickInto);
     var live = document.querySelector('[data-live-world]');
     if (live) { refetchOnWorld(live, '/world/live'); }
     var state = document.querySelector('[data-presence]');
