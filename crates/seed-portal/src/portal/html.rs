@@ -66,12 +66,12 @@ svg.lane{width:100%;height:28px;display:block}.band{opacity:.6}.ticks{display:fl
 a.mark-link:hover rect,a.mark-link:focus rect{stroke:var(--link);stroke-width:3}\
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;margin-right:.25em}\
 .key{margin-right:.8em;white-space:nowrap}.filters label{display:inline-block;margin-right:.6em}.controls a{white-space:nowrap}\
-ul.keys{margin:.1em 0 .4em;font-size:.9em}\
+ul.keys{margin:.1em 0 .4em;font-size:.9em}pre.prose{white-space:pre-wrap}\
 .diff .added{color:var(--ok)}.diff .removed{color:var(--error)}.diff .kept{color:var(--muted)}\
 form.inline{display:inline}fieldset{margin:.5em 0}label{display:block;margin:.3em 0}textarea{width:100%}\
 input,select,textarea,button{font:inherit;max-width:100%}\
 @media (max-width:40em){body{margin:.6em}nav a{display:inline-block;margin:.2em .6em .2em 0}\
-.lane-row{grid-template-columns:6em 1fr}}";
+.lane-row{grid-template-columns:6em 1fr}.tick:nth-child(even){visibility:hidden}}";
 
 /// The words a newcomer meets on the pages and what each means: shown as a
 /// tooltip wherever the word labels something ([`help`]).

@@ -172,10 +172,14 @@ pub fn timeline_page(timeline: &Json, query: &TimelineQuery, csrf: &str) -> Stri
     body.push_str(&format!("<p class=\"muted\" id=\"timeline-paging\">{paging}</p>"));
     body.push_str("<div class=\"timeline\" id=\"timeline\"><div class=\"lane-row axis\"><div class=\"lane-label\"></div><div class=\"ticks\">");
     for tick in list(field(timeline, "axis")) {
+        // The time of day under the land seq; the whole time as its tooltip.
+        let time = text(field(tick, "time"));
+        let time_of_day = time.split('T').nth(1).and_then(|rest| rest.split('.').next()).unwrap_or(time.as_str());
         body.push_str(&format!(
-            "<span class=\"tick\">{}<br><span class=\"muted\">{}</span></span>",
+            "<span class=\"tick\" title=\"{}\">{}<br><span class=\"muted\">{}</span></span>",
+            esc(&time),
             number(field(tick, "landSeq")),
-            esc(&text(field(tick, "time")).replace('T', " "))
+            esc(time_of_day)
         ));
     }
     body.push_str("</div></div>");
@@ -217,9 +221,8 @@ pub fn timeline_page(timeline: &Json, query: &TimelineQuery, csrf: &str) -> Stri
 <span class=\"key\"><span class=\"swatch v-be\"></span>be</span> \
 <span class=\"key\"><span class=\"swatch born\"></span>born</span> \
 <span class=\"key\"><span class=\"swatch ended\"></span>ended</span> \
-<span class=\"key\"><span class=\"swatch other\"></span>another fact</span>; \
-a <span class=\"key\"><span class=\"swatch sig-set\"></span>top tick</span> set a signal, \
-a <span class=\"key\"><span class=\"swatch sig-wake\"></span>bottom tick</span> was woken by one. \
+<span class=\"key\"><span class=\"swatch other\"></span>another fact</span>. \
+<span class=\"swatch sig-set\"></span>A tick above a mark: the fact set a signal; below it: the act was woken by one. \
 Click a mark to open its moment.</p>",
     );
     page("Timeline", &body, Some(csrf))
@@ -323,7 +326,10 @@ pub fn moment_page(moment: &Json, csrf: &str) -> String {
     }
     body.push_str("</ol>");
     if let Some(prompt) = field(moment, "rolePrompt").as_str().filter(|prompt| !prompt.trim().is_empty()) {
-        body.push_str(&format!("<h2>The composed role's prompt</h2><pre id=\"role-prompt\">{}</pre>", esc(prompt)));
+        body.push_str(&format!(
+            "<h2>The composed role's prompt</h2><pre class=\"prose\" id=\"role-prompt\">{}</pre>",
+            esc(prompt)
+        ));
     }
     let llm = field(moment, "llm");
     if llm.is_object() {
@@ -339,7 +345,7 @@ pub fn moment_page(moment: &Json, csrf: &str) -> String {
         match field(prompt, "error").as_str() {
             Some(error) => body.push_str(&format!("<p class=\"error\">The prompt could not be rebuilt: {}</p>", esc(error))),
             None => body.push_str(&format!(
-                "<h3>System message</h3><pre id=\"llm-system\">{}</pre><h3>User message</h3><pre id=\"llm-user\">{}</pre>",
+                "<h3>System message</h3><pre class=\"prose\" id=\"llm-system\">{}</pre><h3>User message</h3><pre class=\"prose\" id=\"llm-user\">{}</pre>",
                 esc(&text(field(prompt, "system"))),
                 esc(&text(field(prompt, "user")))
             )),
