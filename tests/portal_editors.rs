@@ -137,6 +137,21 @@ fn an_authored_role_reverts_to_its_file_definition_as_an_act() {
     assert_eq!(status, 404, "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("is not an authored role"), "{answer}");
     assert_eq!(up.cursor(), cursor);
+    // Only a being whose role may call revert-role may: a person may not; nobody unauthenticated.
+    let (status, issued) = up.post("/api/v1/accounts", &json!({"account": "ann"}));
+    assert_eq!(status, 201, "{issued}");
+    let ann = issued["token"].as_str().expect("a token");
+    let as_ann = up
+        .http
+        .post(format!("{}/api/v1/roles/court-watcher/revert", up.url))
+        .bearer_auth(ann)
+        .body("{}")
+        .send()
+        .expect("answered");
+    assert_eq!(as_ann.status().as_u16(), 403);
+    let anonymous = up.http.post(format!("{}/api/v1/roles/court-watcher/revert", up.url)).body("{}").send();
+    assert_eq!(anonymous.expect("answered").status().as_u16(), 401);
+    let cursor = up.cursor();
     let mut new_role = file["definition"].clone();
     new_role["name"] = json!("brand-new");
     assert_eq!(up.post("/api/v1/roles", &json!({"definition": new_role})).0, 201);
@@ -186,4 +201,40 @@ fn the_flow_editor_warns_about_unknown_keys_and_is_offered_only_where_saving_cou
     assert!(page.contains(&format!("only @{beyond} itself or one of its ancestors may edit its roleFlow")), "{page}");
     let (_, own) = up.page("/beings/operator");
     assert!(own.contains("id=\"edit-flow\""));
+}
+
+#[test]
+fn a_refused_act_or_birth_shows_its_page_again_with_what_was_typed_and_why() {
+    let up = Up::start(&[]);
+    let (cookie, csrf) = up.login();
+    let post = |path: &str, form: &[(&str, &str)]| {
+        let mut form: Vec<(&str, &str)> = form.to_vec();
+        form.push(("csrf", &csrf));
+        let response = up
+            .http
+            .post(format!("{}{path}", up.url))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(&form).expect("a form"))
+            .send()
+            .expect("answered");
+        (response.status().as_u16(), response.text().unwrap_or_default())
+    };
+    let before = up.cursor();
+    let message = "A long message <b>I would hate</b> to type again.";
+    let (status, page) =
+        post("/beings/operator/act", &[("verb", "summon"), ("target", "@nobody-here"), ("content", message)]);
+    assert!((400..500).contains(&status), "{status}");
+    assert!(page.contains("id=\"error-summon\""), "the reason beside the form: {page}");
+    assert!(page.contains("A long message &lt;b&gt;I would hate&lt;/b&gt; to type again.</textarea>"), "kept, escaped");
+    assert!(page.contains("id=\"row\""), "the being's own page, not a bare error page");
+    let (status, page) = post(
+        "/birth",
+        &[("from", "birther"), ("name", "kit"), ("cognition", "scripted"), ("roleFlow", "[{\"role\": \"idle\"")],
+    );
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("id=\"error-birth\"") && page.contains("`roleFlow` is not JSON"), "{page}");
+    assert!(page.contains("id=\"birth-name\" value=\"kit\"") && page.contains("<option value=\"scripted\" selected>"));
+    assert!(page.contains("[{&quot;role&quot;: &quot;idle&quot;</textarea>"), "the flow as typed");
+    assert_eq!(up.cursor(), before, "nothing was written");
 }

@@ -451,7 +451,32 @@ fn pick(name: &str, id: &str, options: &[Json], empty: &str) -> String {
 }
 
 /// The four verbs as forms, each offering exactly the resolved can* entries.
-pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
+/// A form as it was posted when it was refused: shown again with what was
+/// typed and the reason, beside the form it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Typed {
+    /// Which form: `see`, `do`, `summon`, `be` or `birth`.
+    pub form: String,
+    pub values: std::collections::BTreeMap<String, String>,
+    pub error: String,
+}
+
+impl Typed {
+    /// What was typed in `key` of `form`, else `default`.
+    fn value<'a>(typed: Option<&'a Typed>, form: &str, key: &str, default: &'a str) -> &'a str {
+        typed.filter(|typed| typed.form == form).and_then(|typed| typed.values.get(key)).map_or(default, String::as_str)
+    }
+
+    /// The refusal shown in `form`, if it was the one posted.
+    fn error_in(typed: Option<&Typed>, form: &str) -> String {
+        match typed.filter(|typed| typed.form == form) {
+            Some(typed) => format!("<p class=\"error\" id=\"error-{}\">{}</p>", esc(form), esc(&typed.error)),
+            None => String::new(),
+        }
+    }
+}
+
+pub fn act_forms(being: &Json, csrf: &str, action: &str, typed: Option<&Typed>) -> String {
     let can = field(field(being, "now"), "can");
     let inbox = list(field(being, "inbox"));
     let mut wake = String::from("<option value=\"\">(no summon: act on my own)</option>");
@@ -466,14 +491,16 @@ pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
     let wake_help = help("wake");
     let form = |verb: &str, inner: String, disabled: bool| {
         format!(
-            "<fieldset><legend>{verb}</legend><form method=\"post\" action=\"{}\" id=\"form-{verb}\">{}\
+            "<fieldset><legend>{verb}</legend>{}<form method=\"post\" action=\"{}\" id=\"form-{verb}\">{}\
 <input type=\"hidden\" name=\"verb\" value=\"{verb}\"><label>{wake_help} <select name=\"wake\">{wake}</select></label>{inner}\
 <button id=\"do-{verb}\"{}>{verb}</button></form></fieldset>",
+            Typed::error_in(typed, verb),
             esc(action),
             hidden_csrf(csrf),
             if disabled { " disabled" } else { "" }
         )
     };
+    let kept = |verb: &str, key: &str, default: &'static str| esc(Typed::value(typed, verb, key, default));
     let see = list(field(can, "see"));
     let do_ = list(field(can, "do"));
     let summon = list(field(can, "summon"));
@@ -482,33 +509,39 @@ pub fn act_forms(being: &Json, csrf: &str, action: &str) -> String {
     out.push_str(&form(
         "see",
         format!(
-            "<label>address {}</label><label>or type one <input name=\"address_text\" id=\"see-address-text\"></label>",
-            pick("address", "see-address", see, "canSee is empty")
+            "<label>address {}</label><label>or type one <input name=\"address_text\" id=\"see-address-text\" value=\"{}\"></label>",
+            pick("address", "see-address", see, "canSee is empty"),
+            kept("see", "address_text", "")
         ),
         see.is_empty(),
     ));
     out.push_str(&form(
         "do",
         format!(
-            "<label>action {}</label><label>target <input name=\"target\" value=\"/\" id=\"do-target\"></label>\
-<label>args (JSON) <input name=\"args\" value=\"{{}}\" id=\"do-args\"></label><label>content <input name=\"content\"></label>",
-            pick("action", "do-action", do_, "canDo is empty")
+            "<label>action {}</label><label>target <input name=\"target\" value=\"{}\" id=\"do-target\"></label>\
+<label>args (JSON) <input name=\"args\" value=\"{}\" id=\"do-args\"></label><label>content <input name=\"content\" value=\"{}\"></label>",
+            pick("action", "do-action", do_, "canDo is empty"),
+            kept("do", "target", "/"),
+            kept("do", "args", "{}"),
+            kept("do", "content", "")
         ),
         do_.is_empty(),
     ));
     out.push_str(&form(
         "summon",
         format!(
-            "<label>target {}</label><label>message <textarea name=\"content\" id=\"summon-content\"></textarea></label>",
-            pick("target", "summon-target", summon, "canSummon is empty")
+            "<label>target {}</label><label>message <textarea name=\"content\" id=\"summon-content\">\n{}</textarea></label>",
+            pick("target", "summon-target", summon, "canSummon is empty"),
+            kept("summon", "content", "")
         ),
         summon.is_empty(),
     ));
     out.push_str(&form(
         "be",
         format!(
-            "<label>operation {}</label><label>payload (JSON) <input name=\"payload\" value=\"{{}}\" id=\"be-payload\"></label>",
-            pick("operation", "be-operation", be, "canBe is empty")
+            "<label>operation {}</label><label>payload (JSON) <input name=\"payload\" value=\"{}\" id=\"be-payload\"></label>",
+            pick("operation", "be-operation", be, "canBe is empty"),
+            kept("be", "payload", "{}")
         ),
         be.is_empty(),
     ));
@@ -578,7 +611,7 @@ fn conversation_section(name: &str, talk: &Json, answer_action: Option<&str>, in
     )
 }
 
-pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) -> String {
+pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>, typed: Option<&Typed>) -> String {
     let name = text(field(being, "name"));
     let mut body = String::new();
     if let Some(flash) = flash {
@@ -658,13 +691,29 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
     }
     if name == "birther" || field(being, "youAreThis") == &Json::Bool(true) {
         body.push_str(&format!(
-            "<h2>Birth a child</h2><form method=\"post\" action=\"/birth\" id=\"birth-form\">{}\
-<label>name <input name=\"name\" id=\"birth-name\"></label>\
-<label>cognition <select name=\"cognition\" id=\"birth-cognition\"><option value=\"human\">human</option><option value=\"scripted\">scripted</option><option value=\"llm\">llm</option></select></label>\
-<label>default role <input name=\"defaultRole\" id=\"birth-default-role\" value=\"human-conversationalist\"></label>\
-<label>roleFlow (JSON, optional) <textarea name=\"roleFlow\" id=\"birth-flow\"></textarea></label>\
+            "<h2>Birth a child</h2>{}<form method=\"post\" action=\"/birth\" id=\"birth-form\">{}\
+<input type=\"hidden\" name=\"from\" value=\"{}\">\
+<label>name <input name=\"name\" id=\"birth-name\" value=\"{}\"></label>\
+<label>cognition <select name=\"cognition\" id=\"birth-cognition\">{}</select></label>\
+<label>default role <input name=\"defaultRole\" id=\"birth-default-role\" value=\"{}\"></label>\
+<label>roleFlow (JSON, optional) <textarea name=\"roleFlow\" id=\"birth-flow\">\n{}</textarea></label>\
 <button id=\"birth\">Birth as @{}</button></form>",
+            Typed::error_in(typed, "birth"),
             hidden_csrf(csrf),
+            esc(&name),
+            esc(Typed::value(typed, "birth", "name", "")),
+            ["human", "scripted", "llm"]
+                .iter()
+                .map(|cognition| {
+                    let chosen = Typed::value(typed, "birth", "cognition", "human") == *cognition;
+                    format!(
+                        "<option value=\"{cognition}\"{}>{cognition}</option>",
+                        if chosen { " selected" } else { "" }
+                    )
+                })
+                .collect::<String>(),
+            esc(Typed::value(typed, "birth", "defaultRole", "human-conversationalist")),
+            esc(Typed::value(typed, "birth", "roleFlow", "")),
             // The child's parent is the asker's own being: the operator's on
             // @birther's page (only the operator sees inside it), else this one.
             if name == "birther" { "operator".to_string() } else { esc(&name) }
@@ -684,7 +733,7 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
     }
     body.push_str("</ul>");
     if field(being, "youMayDrive").as_bool() == Some(true) {
-        body.push_str(&act_forms(being, csrf, &format!("/beings/{name}/act")));
+        body.push_str(&act_forms(being, csrf, &format!("/beings/{name}/act"), typed));
     } else {
         body.push_str(&format!("<p class=\"muted\" id=\"why-not\">{}</p>", esc(&text(field(being, "whyNot")))));
     }
@@ -715,7 +764,7 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
     page(&format!("@{name}"), &body, Some(csrf))
 }
 
-pub fn inhabit_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) -> String {
+pub fn inhabit_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>, typed: Option<&Typed>) -> String {
     let name = text(field(being, "name"));
     let mut body = format!(
         "<p id=\"presence-state\" data-presence=\"{1}\">connecting…</p>{0}<p>Close this tab to release @{1}.</p>",
@@ -729,7 +778,7 @@ pub fn inhabit_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>) 
         "<p>wears <strong id=\"now-primary\">{}</strong></p>",
         esc(&text(field(field(being, "now"), "primary")))
     ));
-    body.push_str(&act_forms(being, csrf, &format!("/inhabit/{name}/act")));
+    body.push_str(&act_forms(being, csrf, &format!("/inhabit/{name}/act"), typed));
     page(&format!("Inhabiting @{name}"), &body, Some(csrf))
 }
 

@@ -4,7 +4,7 @@
 //! `PageVisitor`, which sends a visitor without a session to the login.
 
 use super::accounts::*;
-use super::auth::{Principal, Via, SESSION_COOKIE};
+use super::auth::{Via, SESSION_COOKIE};
 use super::error::PortalError;
 use super::extract::{parse_form, read_body, FormWrite, PageVisitor};
 use super::work::*;
@@ -93,7 +93,7 @@ pub(super) async fn being_page(
     };
     match result.await {
         Ok((being, talk)) => {
-            html(html::being_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str)))
+            html(html::being_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str), None))
         }
         Err(error) => error.as_html().into_response(),
     }
@@ -125,13 +125,55 @@ pub(super) async fn conversation_fragment(
     }
 }
 
+/// The page a refused form came from, shown again with what was typed and
+/// why (a field's problem or the verb layer's refusal); any other error is
+/// its own page. `inhabit` says whether it was the inhabit tab.
+async fn again(
+    portal: &Arc<Portal>,
+    credential: &crate::portal::auth::Credential,
+    name: &str,
+    inhabit: bool,
+    typed: html::Typed,
+    error: PortalError,
+) -> Response {
+    let shown_again = matches!(
+        error.status,
+        StatusCode::BAD_REQUEST
+            | StatusCode::FORBIDDEN
+            | StatusCode::CONFLICT
+            | StatusCode::PAYLOAD_TOO_LARGE
+            | StatusCode::NOT_FOUND
+    );
+    if !shown_again {
+        return error.as_html().into_response();
+    }
+    let page = async {
+        // Never inside a being the asker may not see (its row alone is not the page the form was on).
+        let being = being_view(portal, &credential.principal, name)?;
+        if being["private"] == json!(true) {
+            return Err(error.clone());
+        }
+        let talk = conversation(portal, &credential.principal, name).await?;
+        Ok::<_, PortalError>(if inhabit {
+            html::inhabit_page(&being, &talk, credential.csrf(), None, Some(&typed))
+        } else {
+            html::being_page(&being, &talk, credential.csrf(), None, Some(&typed))
+        })
+    };
+    match page.await {
+        Ok(page) => (error.status, Html(page)).into_response(),
+        Err(_) => error.as_html().into_response(),
+    }
+}
+
 pub(super) async fn act_form(
     portal: Arc<Portal>,
-    principal: Principal,
+    credential: crate::portal::auth::Credential,
     form: BTreeMap<String, String>,
     name: String,
     back: String,
 ) -> Response {
+    let principal = credential.principal.clone();
     let result = async {
         let request = form_request(&form)?;
         let choice = choice_from(&request)?;
@@ -146,7 +188,15 @@ pub(super) async fn act_form(
         ))
     }
     .await;
-    result.unwrap_or_else(|error| error.as_html().into_response())
+    match result {
+        Ok(response) => response,
+        Err(error) => {
+            let verb = form.get("verb").cloned().unwrap_or_default();
+            let values = form.into_iter().filter(|(key, _)| key != "csrf").collect();
+            let typed = html::Typed { form: verb, values, error: error.message.clone() };
+            again(&portal, &credential, &name, back.starts_with("/inhabit/"), typed, error).await
+        }
+    }
 }
 
 pub(super) async fn being_act_form(
@@ -155,7 +205,7 @@ pub(super) async fn being_act_form(
     FormWrite(credential, form): FormWrite,
 ) -> Response {
     let back = format!("/beings/{name}");
-    act_form(portal, credential.principal, form, name, back).await
+    act_form(portal, credential, form, name, back).await
 }
 
 pub(super) async fn inhabit_act_form(
@@ -164,7 +214,7 @@ pub(super) async fn inhabit_act_form(
     FormWrite(credential, form): FormWrite,
 ) -> Response {
     let back = format!("/inhabit/{name}");
-    act_form(portal, credential.principal, form, name, back).await
+    act_form(portal, credential, form, name, back).await
 }
 
 /// `POST /inhabit/NAME` (the being page's button, with the CSRF token):
@@ -219,9 +269,13 @@ pub(super) async fn inhabit_page(
         Err(error) => Err(error),
     };
     match result {
-        Ok((being, talk)) => {
-            html(html::inhabit_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str)))
-        }
+        Ok((being, talk)) => html(html::inhabit_page(
+            &being,
+            &talk,
+            credential.csrf(),
+            query(&uri).get("done").map(String::as_str),
+            None,
+        )),
         Err(error) => error.as_html().into_response(),
     }
 }
@@ -246,7 +300,16 @@ pub(super) async fn birth_form(State(portal): Shared, FormWrite(credential, form
         ))
     }
     .await;
-    result.unwrap_or_else(|error| error.as_html().into_response())
+    match (result, form.get("from").cloned()) {
+        (Ok(response), _) => response,
+        // Shown again on the page the form is on, as typed.
+        (Err(error), Some(from)) => {
+            let values = form.into_iter().filter(|(key, _)| key != "csrf").collect();
+            let typed = html::Typed { form: "birth".into(), values, error: error.message.clone() };
+            again(&portal, &credential, &from, false, typed, error).await
+        }
+        (Err(error), None) => error.as_html().into_response(),
+    }
 }
 
 pub(super) async fn roles_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
