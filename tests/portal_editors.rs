@@ -151,7 +151,6 @@ fn an_authored_role_reverts_to_its_file_definition_as_an_act() {
     assert_eq!(as_ann.status().as_u16(), 403);
     let anonymous = up.http.post(format!("{}/api/v1/roles/court-watcher/revert", up.url)).body("{}").send();
     assert_eq!(anonymous.expect("answered").status().as_u16(), 401);
-    let cursor = up.cursor();
     let mut new_role = file["definition"].clone();
     new_role["name"] = json!("brand-new");
     assert_eq!(up.post("/api/v1/roles", &json!({"definition": new_role})).0, 201);
