@@ -171,6 +171,19 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.scroll_to("#role-ada");
     browser.screenshot("12-ada-is-judge");
 
+    // In session the judge rules: the ruling appears on the court's page,
+    // with who made it.
+    browser.go(&format!("{}/spaces?path=%2Fcourt", up.url));
+    let started = std::time::Instant::now();
+    while !browser.page_source().contains("id=\"space-matter\"") {
+        assert!(started.elapsed() < Duration::from_secs(20), "no ruling appeared on the court's page");
+        std::thread::sleep(Duration::from_millis(300));
+        browser.go(&format!("{}/spaces?path=%2Fcourt", up.url));
+    }
+    browser.wait_for_text("#space-matter", "ruling");
+    browser.wait_for_text("#space-matter", "@ada");
+    browser.screenshot("12b-ruling-on-the-court");
+
     // The replay view of the child: its moments, all matching.
     browser.go(&format!("{}/beings/wren/replay", up.url));
     browser.wait_for_text("#verdict", "every moment matches");

@@ -245,8 +245,11 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
     }
     let beings = list(field(space, "beings"));
     body.push_str(&format!(
-        "<h2>Who is here</h2><p class=\"muted\" id=\"here-count\">{} beings{}</p><ul id=\"here\">",
-        text(field(space, "beingCount")),
+        "<h2>Who is here</h2><p class=\"muted\" id=\"here-count\">{}{}</p><ul id=\"here\">",
+        match field(space, "beingCount").as_u64().unwrap_or(0) {
+            1 => "1 being".to_string(),
+            count => format!("{count} beings"),
+        },
         if field(space, "beingsAfter").is_string() || field(space, "beingsNext").is_string() {
             format!(", from @{}", esc(&text(field(beings.first().unwrap_or(&Json::Null), "name"))))
         } else {
