@@ -94,3 +94,40 @@ fn two_runs_started_together_on_one_empty_folder_never_plant_into_one_land() {
         assert!(verify.status.success(), "trial {trial}: {}", String::from_utf8_lossy(&verify.stdout));
     }
 }
+
+#[test]
+fn the_summary_names_each_failure_kind_with_an_example_and_failing_runs_exit_3() {
+    // The dance has dancers bump into each other: a few moments fail.
+    let output = seed(&["sim", "fixtures/dance.toml"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "some failures are not a failed run: {text}");
+    assert!(text.contains("× operation") && text.contains("e.g. @dancer-"), "{text}");
+    assert!(text.contains("illegal move"), "the example's whole reason: {text}");
+    let json = seed(&["sim", "fixtures/dance.toml", "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let example = &summary["failureExamples"]["operation"];
+    assert!(example["being"].as_str().is_some_and(|b| b.starts_with("@dancer-")), "{summary}");
+    assert!(example["tick"].as_u64().is_some() && example["reason"].as_str().is_some(), "{summary}");
+    let strict = seed(&["sim", "fixtures/dance.toml", "--fail-on-failure"]);
+    assert_eq!(strict.status.code(), Some(3), "--fail-on-failure");
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("moments failed (--fail-on-failure)"));
+    // A world whose every moment fails is a failed run.
+    let dir = tempfile::tempdir().expect("folder");
+    std::fs::write(dir.path().join("boom.rhai"), "throw \"broken on purpose\";\n").unwrap();
+    let roles = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/roles");
+    let fixture = dir.path().join("boom.toml");
+    std::fs::write(
+        &fixture,
+        format!(
+            "name = \"boom\"\nticks = 2\nroles = [{:?}]\n[[being]]\nname = \"a\"\nhome = \"/\"\ndefault_role = \"idle\"\n\
+             wake_every = 1\nscript = \"boom.rhai\"\n",
+            roles.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let output = seed(&["sim", fixture.to_str().unwrap()]);
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{error}{}", String::from_utf8_lossy(&output.stdout));
+    assert!(error.contains("every one of the 2 moments failed"), "{error}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("broken on purpose"), "the example's reason");
+}

@@ -150,6 +150,10 @@ enum Command {
         /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
         #[arg(long)]
         llm: Option<PathBuf>,
+        /// Exit with status 3 if any moment failed (for CI); without it, only a run whose every moment failed does.
+        #[arg(long)]
+        fail_on_failure: bool,
+        /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -303,8 +307,15 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             CorpusCommand::Check { dir, name } => corpus::check(dir, name.as_deref()),
         };
     }
-    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, json } = &arguments.command {
-        let run = SimRun { ticks: *ticks, seed: *seed, threads: *threads, trace: trace.clone(), llm: llm.clone() };
+    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, json } = &arguments.command {
+        let run = SimRun {
+            ticks: *ticks,
+            seed: *seed,
+            threads: *threads,
+            trace: trace.clone(),
+            llm: llm.clone(),
+            fail_on_failure: *fail_on_failure,
+        };
         return sim(arguments.land.as_deref(), fixture, run, *json);
     }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
@@ -666,11 +677,17 @@ struct SimRun {
     threads: usize,
     trace: Option<PathBuf>,
     llm: Option<PathBuf>,
+    /// Any failed moment makes the exit status [`EXIT_SIM_FAILED`].
+    fail_on_failure: bool,
 }
+
+/// `seed sim`'s exit status when every moment failed (or, with
+/// `--fail-on-failure`, when any did); the summary is printed either way.
+const EXIT_SIM_FAILED: u8 = 3;
 
 fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimRun, json: bool) -> Result<ExitCode> {
     use seed::engine::{self, fixture::Fixture, EngineOptions};
-    let SimRun { ticks, seed, threads, trace, llm } = run;
+    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure } = run;
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -720,6 +737,9 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         println!("  failures  {}", summary.failures);
         for (reason, count) in &summary.failure_reasons {
             println!("            {count} × {reason}");
+            if let Some(example) = summary.failure_examples.get(reason) {
+                println!("              e.g. @{} at tick {}: {}", example.being, example.tick, example.reason);
+            }
         }
         println!("  facts     {} sealed", summary.facts_sealed);
         if summary.llm_calls > 0 {
@@ -737,6 +757,14 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
             Some(dir) => println!("  land      {} (try `seed --land {} verify`)", dir.display(), dir.display()),
             None => println!("  land      temporary (pass --land DIR to keep it)"),
         }
+    }
+    if summary.every_moment_failed() {
+        eprintln!("error: every one of the {} moments failed (see the reasons above)", summary.moments);
+        return Ok(ExitCode::from(EXIT_SIM_FAILED));
+    }
+    if fail_on_failure && summary.failures > 0 {
+        eprintln!("error: {} of {} moments failed (--fail-on-failure)", summary.failures, summary.moments);
+        return Ok(ExitCode::from(EXIT_SIM_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -21,7 +21,7 @@ mod scheduler;
 mod sealing;
 
 use report::{log_moment, trace_json};
-pub use report::{MomentRecord, PersonResult, RunSummary};
+pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
 use scheduler::Scheduler;
 use sealing::Sealing;
 
@@ -635,6 +635,9 @@ impl Engine {
             self.summary.failures += 1;
             *self.summary.failure_reasons.entry(failure.refusal.kind().to_string()).or_default() += 1;
             trace.outcome = failure.to_string();
+            self.summary.failure_examples.entry(failure.refusal.kind().to_string()).or_insert_with(|| {
+                report::FailureExample { being: trace.name.clone(), tick, reason: trace.outcome.clone() }
+            });
         }
         self.scheduler.saw(&self.world, being);
         log_moment(&trace, self.mode);

@@ -33,6 +33,9 @@ pub struct RunSummary {
     pub sees: u64,
     pub failures: u64,
     pub failure_reasons: BTreeMap<String, u64>,
+    /// The first failure of each kind, as an example: rounds seal in being
+    /// order, so the same run names the same example.
+    pub failure_examples: BTreeMap<String, FailureExample>,
     pub facts_sealed: u64,
     pub elapsed_ms: u64,
     pub world_hash: Hash32,
@@ -47,14 +50,32 @@ pub struct RunSummary {
     pub llm_cost_micros: u64,
 }
 
+/// One failure standing for its kind in a run's summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureExample {
+    pub being: String,
+    pub tick: u64,
+    /// The whole reason, as the moment trace gives it.
+    pub reason: String,
+}
+
 impl RunSummary {
+    /// Whether the run had moments and every one of them failed.
+    pub fn every_moment_failed(&self) -> bool {
+        self.moments > 0 && self.failures == self.moments
+    }
+
     pub fn to_json(&self) -> Json {
         let moments_per_second =
             if self.elapsed_ms == 0 { 0.0 } else { self.moments as f64 * 1000.0 / self.elapsed_ms as f64 };
         json!({
             "fixture": self.fixture, "ticks": self.ticks, "seed": self.seed, "threads": self.threads,
             "beings": self.beings, "moments": self.moments, "acts": self.acts, "sees": self.sees,
-            "failures": self.failures, "failureReasons": self.failure_reasons, "factsSealed": self.facts_sealed,
+            "failures": self.failures, "failureReasons": self.failure_reasons,
+            "failureExamples": self.failure_examples.iter().map(|(kind, example)| (kind.clone(), json!({
+                "being": format!("@{}", example.being), "tick": example.tick, "reason": example.reason,
+            }))).collect::<serde_json::Map<_, _>>(),
+            "factsSealed": self.facts_sealed,
             "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
             "worldHash": self.world_hash.to_hex(),
             "llm": { "calls": self.llm_calls, "promptTokens": self.llm_prompt_tokens,
