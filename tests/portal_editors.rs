@@ -33,14 +33,7 @@ fn the_role_form_shows_the_change_and_its_digest_before_saving_and_every_problem
     let up = Up::start(&[]);
     let (cookie, csrf) = up.login();
     let post = |form: &[(String, String)]| {
-        let response = up
-            .http
-            .post(format!("{}/roles", up.url))
-            .header("cookie", &cookie)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(serde_urlencoded::to_string(form).expect("a form"))
-            .send()
-            .expect("answered");
+        let response = up.post_form(&cookie, "/roles", &form);
         (response.status().as_u16(), response.text().unwrap_or_default())
     };
     // The pickers offer beings, tokens, spaces, operations.
@@ -96,14 +89,7 @@ fn the_role_form_shows_the_change_and_its_digest_before_saving_and_every_problem
     };
     form.pop();
     form.push(("intent".into(), "save".into()));
-    let response = up
-        .http
-        .post(format!("{}/roles", up.url))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(serde_urlencoded::to_string(&form).expect("a form"))
-        .send()
-        .expect("answered");
+    let response = up.post_form(&cookie, "/roles", &form);
     assert_eq!(response.status().as_u16(), 303);
     let location = response.headers()["location"].to_str().expect("a location").to_string();
     let (_, page) = up.page(&location);
@@ -209,14 +195,7 @@ fn a_refused_act_or_birth_shows_its_page_again_with_what_was_typed_and_why() {
     let post = |path: &str, form: &[(&str, &str)]| {
         let mut form: Vec<(&str, &str)> = form.to_vec();
         form.push(("csrf", &csrf));
-        let response = up
-            .http
-            .post(format!("{}{path}", up.url))
-            .header("cookie", &cookie)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(serde_urlencoded::to_string(&form).expect("a form"))
-            .send()
-            .expect("answered");
+        let response = up.post_form(&cookie, path, &form);
         (response.status().as_u16(), response.text().unwrap_or_default())
     };
     let before = up.cursor();

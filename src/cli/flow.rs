@@ -171,9 +171,9 @@ pub fn check(flow: &Path, role_dirs: &[PathBuf]) -> Result<ExitCode> {
         Ok(bound) => bound,
         Err(message) => return bad_input(message),
     };
-    let warnings = bound.flow.key_warnings();
-    for (clause, warning) in &warnings {
-        println!("warning: clause [{clause}] ({}): {warning}", bound.flow.clauses[*clause].role);
+    let warnings = bound.flow.key_warning_lines();
+    for warning in &warnings {
+        println!("warning: {warning}");
     }
     let subscriptions = bound.flow.world_subscriptions();
     println!(

@@ -139,6 +139,18 @@ impl Up {
         (response.status().as_u16(), response.text().unwrap_or_default())
     }
 
+    /// POST a url-encoded form (as a browser would) with a session cookie
+    /// from [`Up::login`]; the form carries its own `csrf` field.
+    pub fn post_form(&self, cookie: &str, path: &str, form: &impl serde::Serialize) -> reqwest::blocking::Response {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(form).expect("a form"))
+            .send()
+            .expect("POST answered")
+    }
+
     /// POST JSON with the operator's token as a bearer.
     pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         let response = self

@@ -132,6 +132,16 @@ impl RoleFlow {
         warnings
     }
 
+    /// [`RoleFlow::key_warnings`] as people read them, one line each:
+    /// `clause [INDEX] (ROLE): WARNING` (`seed flow check` and the portal's
+    /// flow preview say the same).
+    pub fn key_warning_lines(&self) -> Vec<String> {
+        self.key_warnings()
+            .iter()
+            .map(|(clause, warning)| format!("clause [{clause}] ({}): {warning}", self.clauses[*clause].role))
+            .collect()
+    }
+
     /// The `world.*` keys this flow reads: the signals that wake the being.
     pub fn world_subscriptions(&self) -> Vec<String> {
         self.paths.paths().iter().filter(|path| path.starts_with("world.")).cloned().collect()

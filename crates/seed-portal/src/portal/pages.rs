@@ -82,16 +82,7 @@ pub(super) async fn being_page(
     Path(name): Path<String>,
     uri: Uri,
 ) -> Response {
-    let result = async {
-        let being = being_view(&portal, &credential.principal, &name)?;
-        let talk = if being["private"] == json!(true) {
-            json!({"being": being["name"], "messages": [], "private": true})
-        } else {
-            conversation(&portal, &credential.principal, &name).await?
-        };
-        Ok::<_, PortalError>((being, talk))
-    };
-    match result.await {
+    match being_with_conversation(&portal, &credential.principal, &name).await {
         Ok((being, talk)) => {
             html(html::being_page(&being, &talk, credential.csrf(), query(&uri).get("done").map(String::as_str), None))
         }
@@ -125,6 +116,22 @@ pub(super) async fn conversation_fragment(
     }
 }
 
+/// A being as the principal may see it, with its conversation (none for a
+/// being that is not theirs): what a being page shows.
+async fn being_with_conversation(
+    portal: &Arc<Portal>,
+    principal: &super::auth::Principal,
+    name: &str,
+) -> Result<(Json, Json), PortalError> {
+    let being = being_view(portal, principal, name)?;
+    let talk = if being["private"] == json!(true) {
+        json!({"being": being["name"], "messages": [], "private": true})
+    } else {
+        conversation(portal, principal, name).await?
+    };
+    Ok((being, talk))
+}
+
 /// The page a refused form came from, shown again with what was typed and
 /// why (a field's problem or the verb layer's refusal); any other error is
 /// its own page. `inhabit` says whether it was the inhabit tab.
@@ -149,11 +156,10 @@ async fn again(
     }
     let page = async {
         // Never inside a being the asker may not see (its row alone is not the page the form was on).
-        let being = being_view(portal, &credential.principal, name)?;
+        let (being, talk) = being_with_conversation(portal, &credential.principal, name).await?;
         if being["private"] == json!(true) {
             return Err(error.clone());
         }
-        let talk = conversation(portal, &credential.principal, name).await?;
         Ok::<_, PortalError>(if inhabit {
             html::inhabit_page(&being, &talk, credential.csrf(), None, Some(&typed))
         } else {

@@ -499,18 +499,22 @@ pub fn replay_json(live: &LiveLand, row: &BeingRow) -> Result<Json, PortalError>
             })
         })
         .collect();
-    let divergences: Vec<Json> = report
-        .divergences
-        .iter()
-        .map(|divergence| {
-            json!({"seq": divergence.seq, "landSeq": divergence.land_seq, "cause": divergence.cause.to_json(),
-                   "differences": divergence.differences.iter().map(|d| json!({"field": d.field, "expected": d.expected, "actual": d.actual})).collect::<Vec<_>>()})
-        })
-        .collect();
+    let divergences: Vec<Json> = report.divergences.iter().map(divergence_json).collect();
     Ok(json!({
         "name": row.name, "factsVerified": report.facts_verified, "clean": report.clean(),
         "problems": report.problems, "moments": moments, "divergences": divergences,
     }))
+}
+
+/// A divergence as the replay view and a moment's page show it.
+fn divergence_json(divergence: &crate::replay::Divergence) -> Json {
+    let differences: Vec<Json> = divergence
+        .differences
+        .iter()
+        .map(|difference| json!({"field": difference.field, "expected": difference.expected, "actual": difference.actual}))
+        .collect();
+    json!({"seq": divergence.seq, "landSeq": divergence.land_seq, "cause": divergence.cause.to_json(),
+           "differences": differences})
 }
 
 /// One moment of a being (its act at reel `seq`) as replay rebuilds it:
@@ -562,10 +566,7 @@ pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> 
             "prompt": moment.llm_prompt, "response": record.response,
         })
     });
-    let divergence = report.divergences.iter().find(|divergence| divergence.seq == seq).map(|divergence| {
-        json!({"cause": divergence.cause.to_json(),
-               "differences": divergence.differences.iter().map(|d| json!({"field": d.field, "expected": d.expected, "actual": d.actual})).collect::<Vec<_>>()})
-    });
+    let divergence = report.divergences.iter().find(|divergence| divergence.seq == seq).map(divergence_json);
     let wake = match &act.wake {
         Wake::Summon { fact, from } => {
             json!({"kind": "summon", "summon": fact.to_hex(), "from": world.name_of(from).map(|n| format!("@{n}"))})

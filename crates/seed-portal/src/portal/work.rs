@@ -688,13 +688,7 @@ pub(super) fn preview_flow(live: &LiveLand, name: &str, flow: &Json) -> Result<J
     let assigned = moment::assign_flow(live.substrate(), &world, &opened, bound)
         .map_err(|failure| PortalError::field("flow", failure.refusal.to_string()))?;
     // The same warnings as `seed flow check`: keys the substrate never fills in.
-    let warnings: Vec<String> = assigned
-        .flow
-        .flow
-        .key_warnings()
-        .iter()
-        .map(|(clause, warning)| format!("clause [{clause}] ({}): {warning}", assigned.flow.flow.clauses[*clause].role))
-        .collect();
+    let warnings = assigned.flow.flow.key_warning_lines();
     Ok(json!({
         "primary": assigned.composed.primary.as_deref(),
         "stack": assigned.composed.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
