@@ -9,7 +9,7 @@
 
 mod allocator;
 
-pub use seed_core::{extensions, face, llm, moment, roles, script, world};
+pub use seed_core::{authoring, extensions, face, llm, moment, roles, script, world};
 pub use seed_engine::{engine, replay};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_portal::{llm_http, portal};

@@ -106,3 +106,43 @@ fn without_roles_the_core_and_extension_roles_are_used() {
     assert_eq!(output.status.code(), Some(2), "judge is a demo-world role, not a core one");
     assert!(String::from_utf8_lossy(&output.stderr).contains("no role named \"judge\""));
 }
+
+#[test]
+fn a_fixture_names_the_roles_of_its_world_and_every_verdict_names_the_folders_searched() {
+    let with_fixture = seed(&[
+        "flow",
+        "eval",
+        "--flow",
+        "tests/fixtures/flows/court.json",
+        "--context",
+        "tests/fixtures/flows/in-session.json",
+        "--fixture",
+        "fixtures/court.toml",
+    ]);
+    let text = String::from_utf8_lossy(&with_fixture.stdout);
+    assert!(with_fixture.status.success(), "{text}{}", String::from_utf8_lossy(&with_fixture.stderr));
+    assert!(text.contains("primary: judge"), "{text}");
+    assert!(text.contains("fixtures/../roles, fixtures/roles"), "the folders searched, in order: {text}");
+    let check =
+        seed(&["flow", "check", "tests/fixtures/flows/court.json", "--fixture", "fixtures/court.toml", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).expect("JSON");
+    assert_eq!(report["clauses"], 5, "{report}");
+    let folders: Vec<&str> =
+        report["roleFolders"].as_array().unwrap().iter().map(|dir| dir.as_str().unwrap()).collect();
+    assert!(folders.iter().any(|dir| dir.ends_with("fixtures/roles")), "{folders:?}");
+    // Without a fixture or folders, the error says where it looked and how to say more.
+    let missing = seed(&["flow", "check", "tests/fixtures/flows/court.json"]);
+    let error = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(error.contains("roles searched in roles"), "{error}");
+    assert!(error.contains("--fixture FILE"), "{error}");
+    let broken = seed(&[
+        "flow",
+        "check",
+        "tests/fixtures/flows/court.json",
+        "--fixture",
+        "tests/fixtures/authoring/broken-toml/world.toml",
+    ]);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&broken.stderr).contains("world.toml:5:13: not valid TOML"));
+}

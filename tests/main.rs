@@ -16,6 +16,7 @@
 
 mod common;
 
+mod authoring;
 mod bundle;
 mod cli;
 mod crash;
@@ -32,6 +33,7 @@ mod portal_timeline;
 mod reel_format_doc;
 mod replay;
 mod role_flow;
+mod script_cli;
 mod sim_cli;
 mod store_rules;
 mod tamper;

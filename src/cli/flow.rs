@@ -38,34 +38,85 @@ fn read_json(path: &Path, what: &str) -> std::result::Result<Value, String> {
     serde_json::from_str(&text).map_err(|error| format!("{what} {}: not valid JSON: {error}", path.display()))
 }
 
-fn load_roles(dirs: &[PathBuf]) -> (RoleRegistry, Vec<String>) {
-    let dirs = if dirs.is_empty() { default_role_dirs() } else { dirs.to_vec() };
-    let (registry, report) = RoleRegistry::load_dirs(&dirs);
+/// Where a flow's roles are looked for: a fixture's world (its extensions'
+/// role folders, then its own), then `--roles` folders; without either,
+/// roles/ and extensions/*/roles/ under the current folder.
+pub struct RoleSources {
+    pub fixture: Option<PathBuf>,
+    pub roles: Vec<PathBuf>,
+}
+
+impl RoleSources {
+    fn folders(&self) -> std::result::Result<Vec<PathBuf>, String> {
+        let mut dirs = Vec::new();
+        if let Some(path) = &self.fixture {
+            let fixture = seed::engine::fixture::Fixture::load(path).map_err(|error| error.to_string())?;
+            dirs.extend(fixture.load_extensions().role_dirs());
+            dirs.extend(fixture.role_dirs());
+        }
+        dirs.extend(self.roles.iter().cloned());
+        if self.fixture.is_none() && self.roles.is_empty() {
+            dirs = default_role_dirs();
+        }
+        Ok(dirs)
+    }
+}
+
+/// The roles found, the folders searched, and what loading them found wrong.
+struct LoadedRoles {
+    registry: RoleRegistry,
+    folders: Vec<PathBuf>,
+    problems: Vec<String>,
+}
+
+impl LoadedRoles {
+    fn folder_list(&self) -> String {
+        let list: Vec<String> = self.folders.iter().map(|dir| dir.display().to_string()).collect();
+        if list.is_empty() {
+            "no folder".to_string()
+        } else {
+            list.join(", ")
+        }
+    }
+}
+
+fn load_roles(sources: &RoleSources) -> std::result::Result<LoadedRoles, String> {
+    let folders = sources.folders()?;
+    let (registry, report) = RoleRegistry::load_dirs(&folders);
     let mut problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
     for (name, earlier, later) in &report.overridden {
         problems.push(format!("note: role {name:?} from {earlier} is overridden by {later}"));
     }
-    (registry, problems)
+    Ok(LoadedRoles { registry, folders, problems })
 }
 
-fn read_flow(path: &Path, registry: &RoleRegistry) -> std::result::Result<BoundFlow, String> {
+fn read_flow(path: &Path, roles: &LoadedRoles) -> std::result::Result<BoundFlow, String> {
     let value = read_json(path, "flow")?;
     let flow = RoleFlow::from_json(&value).map_err(|error| format!("flow {}: {error}", path.display()))?;
-    flow.bind(registry, None).map_err(|error| format!("flow {}: {error}", path.display()))
+    flow.bind(&roles.registry, None).map_err(|error| {
+        format!(
+            "flow {}: {error} (roles searched in {}; name a world's roles with --fixture FILE or folders with --roles DIR)",
+            path.display(),
+            roles.folder_list()
+        )
+    })
 }
 
 pub fn eval(
     flow: &Path,
     context: &Path,
-    role_dirs: &[PathBuf],
+    sources: &RoleSources,
     cognition: Option<Cognition>,
     as_json: bool,
 ) -> Result<ExitCode> {
-    let (registry, load_problems) = load_roles(role_dirs);
-    for problem in &load_problems {
+    let roles = match load_roles(sources) {
+        Ok(roles) => roles,
+        Err(message) => return bad_input(message),
+    };
+    for problem in &roles.problems {
         eprintln!("warning: {problem}");
     }
-    let bound = match read_flow(flow, &registry) {
+    let bound = match read_flow(flow, &roles) {
         Ok(bound) => bound,
         Err(message) => return bad_input(message),
     };
@@ -103,6 +154,7 @@ pub fn eval(
             "prompt": prompt,
             "trace": trace_json(&bound, &walk),
             "digest": composed.digest().to_hex(),
+            "roleFolders": roles.folders.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&output)?);
     } else {
@@ -120,6 +172,7 @@ pub fn eval(
         for line in bound.explain(&walk) {
             println!("  {line}");
         }
+        println!("roles:   {} role(s) from {}", roles.registry.len(), roles.folder_list());
         println!("prompt:\n{prompt}");
     }
     Ok(ExitCode::SUCCESS)
@@ -158,31 +211,48 @@ fn trace_json(bound: &BoundFlow, walk: &Walk) -> Vec<Value> {
         .collect()
 }
 
-pub fn check(flow: &Path, role_dirs: &[PathBuf]) -> Result<ExitCode> {
-    let (registry, load_problems) = load_roles(role_dirs);
-    let errors: Vec<&String> = load_problems.iter().filter(|problem| !problem.starts_with("note:")).collect();
-    for problem in &load_problems {
+pub fn check(flow: &Path, sources: &RoleSources, as_json: bool) -> Result<ExitCode> {
+    let roles = match load_roles(sources) {
+        Ok(roles) => roles,
+        Err(message) => return bad_input(message),
+    };
+    let errors: Vec<&String> = roles.problems.iter().filter(|problem| !problem.starts_with("note:")).collect();
+    for problem in &roles.problems {
         eprintln!(
             "{}",
             if problem.starts_with("note:") { problem.clone() } else { format!("error: role file {problem}") }
         );
     }
-    let bound = match read_flow(flow, &registry) {
+    let bound = match read_flow(flow, &roles) {
         Ok(bound) => bound,
         Err(message) => return bad_input(message),
     };
     let warnings = bound.flow.key_warning_lines();
-    for warning in &warnings {
-        println!("warning: {warning}");
-    }
     let subscriptions = bound.flow.world_subscriptions();
-    println!(
-        "{}: {} clause(s), {} warning(s){}",
-        flow.display(),
-        bound.flow.clauses.len(),
-        warnings.len(),
-        if subscriptions.is_empty() { String::new() } else { format!("; wakes on {}", subscriptions.join(", ")) }
-    );
+    if as_json {
+        let output = json!({
+            "flow": flow.display().to_string(),
+            "clauses": bound.flow.clauses.len(),
+            "warnings": warnings,
+            "wakesOn": subscriptions,
+            "roleFolders": roles.folders.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
+            "roles": roles.registry.len(),
+            "roleFileErrors": errors,
+        });
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        for warning in &warnings {
+            println!("warning: {warning}");
+        }
+        println!(
+            "{}: {} clause(s), {} warning(s){}",
+            flow.display(),
+            bound.flow.clauses.len(),
+            warnings.len(),
+            if subscriptions.is_empty() { String::new() } else { format!("; wakes on {}", subscriptions.join(", ")) }
+        );
+        println!("roles: {} role(s) from {}", roles.registry.len(), roles.folder_list());
+    }
     if errors.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {

@@ -5,6 +5,7 @@ mod flow;
 mod logging;
 mod recover;
 mod replay;
+mod script;
 mod step;
 mod up;
 
@@ -221,6 +222,11 @@ enum Command {
         #[command(subcommand)]
         command: FlowCommand,
     },
+    /// Check or run one Rhai script on its own, without a world (for script authors).
+    Script {
+        #[command(subcommand)]
+        command: ScriptCommand,
+    },
     /// Diagnostics: seal note facts as fast as possible, printing each acknowledgement.
     #[command(hide = true)]
     Stress {
@@ -232,6 +238,60 @@ enum Command {
         #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
         window: usize,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ScriptCommand {
+    /// Compile a script strictly: syntax, variables used but never defined, and (for a role
+    /// script) keys of the face that do not exist. Exits 1 naming file, line and column.
+    Check {
+        /// The Rhai files (all of the same kind).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// What the script is, which decides the variables it is given.
+        #[arg(long, value_enum, default_value_t = ScriptKindArgument::Role)]
+        kind: ScriptKindArgument,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a role script once on a face and print the verb call it returns.
+    Run {
+        /// The Rhai file.
+        file: PathBuf,
+        /// A JSON face (or a moment from GET /api/v1/beings/NAME/moments/SEQ, which holds one).
+        #[arg(long)]
+        face: PathBuf,
+        /// The seed of the script's rand() (a moment uses its act's id).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ScriptKindArgument {
+    /// A role's or a being's script, given `face`.
+    Role,
+    /// A DO operation, given `actor`, `target`, `args`, `world`.
+    Op,
+    /// A see-resolver, given `me`, `space`, `beings`, `matter`, `signals`.
+    See,
+    /// A before:/after: hook, given `actor`, `request`, `world`.
+    Hook,
+}
+
+impl From<ScriptKindArgument> for seed::script::ScriptKind {
+    fn from(kind: ScriptKindArgument) -> Self {
+        match kind {
+            ScriptKindArgument::Role => seed::script::ScriptKind::Role,
+            ScriptKindArgument::Op => seed::script::ScriptKind::Op,
+            ScriptKindArgument::See => seed::script::ScriptKind::See,
+            ScriptKindArgument::Hook => seed::script::ScriptKind::Hook,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -270,20 +330,34 @@ enum FlowCommand {
         /// A JSON object of dotted keys or nested objects.
         #[arg(long)]
         context: PathBuf,
-        /// Role folders (repeatable; later ones override). Default: roles/ and extensions/*/roles/.
+        /// A fixture whose world's roles to use (its extensions' role folders, then its own).
+        #[arg(long)]
+        fixture: Option<PathBuf>,
+        /// Role folders (repeatable; later ones override; after the fixture's). Default without
+        /// --fixture: roles/ and extensions/*/roles/.
         #[arg(long = "roles")]
         roles: Vec<PathBuf>,
         /// The being's effective cognition (default: the context's me.cognition, else scripted).
         #[arg(long, value_parser = parse_cognition)]
         cognition: Option<seed::fact::body::Cognition>,
+        /// Print the result as one JSON object.
         #[arg(long)]
         json: bool,
     },
     /// Validate a flow: errors exit 2, unknown keys and likely typos are warnings.
     Check {
+        /// The flow: a JSON array of clauses, or {"defaultRole": ..., "flow": [...]}.
         flow: PathBuf,
+        /// A fixture whose world's roles to use (its extensions' role folders, then its own).
+        #[arg(long)]
+        fixture: Option<PathBuf>,
+        /// Role folders (repeatable; later ones override; after the fixture's). Default without
+        /// --fixture: roles/ and extensions/*/roles/.
         #[arg(long = "roles")]
         roles: Vec<PathBuf>,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -305,6 +379,12 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 corpus::capture(fixture, name, *ticks, *seed, dir)
             }
             CorpusCommand::Check { dir, name } => corpus::check(dir, name.as_deref()),
+        };
+    }
+    if let Command::Script { command } = &arguments.command {
+        return match command {
+            ScriptCommand::Check { files, kind, json } => script::check(files, (*kind).into(), *json),
+            ScriptCommand::Run { file, face, seed, json } => script::run(file, face, *seed, *json),
         };
     }
     if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, json } = &arguments.command {
@@ -397,11 +477,13 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             println!("rotated the key of {being}: rotate-key fact seq {} ({})", sealed.seq, sealed.id.short());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Flow { command: FlowCommand::Eval { flow, context, roles, cognition, json } } => {
-            flow::eval(&flow, &context, &roles, cognition, json)
+        Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json } } => {
+            flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)
         }
-        Command::Flow { command: FlowCommand::Check { flow, roles } } => flow::check(&flow, &roles),
-        Command::Sim { .. } | Command::Corpus { .. } => unreachable!("handled above"),
+        Command::Flow { command: FlowCommand::Check { flow, fixture, roles, json } } => {
+            flow::check(&flow, &flow::RoleSources { fixture, roles }, json)
+        }
+        Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } => unreachable!("handled above"),
         Command::Replay {
             being,
             all,
@@ -750,6 +832,9 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         }
         for (name, reason) in &summary.skipped_extensions {
             println!("  skipped extension {name}: {reason}");
+        }
+        for warning in &summary.warnings {
+            println!("  {warning}");
         }
         println!("  speed     {} moments/s", value["momentsPerSecond"]);
         println!("  world_hash {}", summary.world_hash.to_hex());

@@ -8,6 +8,7 @@
 //! cycle. Disabling an extension deletes nothing: facts its operations
 //! produced stay on their reels, and enabling it again finds them.
 
+use crate::authoring::{deserialize_toml_pruning, Problem, Severity, TomlSource};
 use crate::moment::hooks::{HookPoint, HookSpec};
 use crate::moment::ops::{ArgSchema, ArgType, OpHandler, OpRegistry, OpSpec};
 use serde::Deserialize;
@@ -102,6 +103,10 @@ pub struct LoadedExtensions {
     pub enabled: Vec<Extension>,
     /// (name or folder, reason), in name order.
     pub skipped: Vec<(String, String)>,
+    /// What is wrong with each skipped extension (its manifest, its
+    /// scripts, its needs): the world check refuses to load a world while
+    /// an error remains; needing a disabled extension is a warning.
+    pub problems: Vec<Problem>,
 }
 
 impl LoadedExtensions {
@@ -131,124 +136,148 @@ impl LoadedExtensions {
     }
 }
 
-/// Why a manifest was refused (the extension is skipped with it).
-#[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
-    #[error("{0}")]
-    Read(std::io::Error),
-    #[error("manifest is {size} bytes, over {MANIFEST_BYTES_MAX}")]
-    TooLarge { size: u64 },
-    /// A field of the manifest (or a file it names) that is wrong.
-    #[error("{field}: {reason}")]
-    Field { field: String, reason: String },
+/// What reading one manifest found wrong, each placed in its file.
+struct ManifestReading {
+    file: String,
+    source: Option<TomlSource>,
+    problems: Vec<Problem>,
 }
 
-fn field_error(field: impl Into<String>, reason: impl ToString) -> ManifestError {
-    ManifestError::Field { field: field.into(), reason: reason.to_string() }
-}
-
-/// Reads a Rhai file a manifest names (relative to the extension's folder),
-/// refusing one over the script size limit at load rather than at first use.
-fn read_script(dir: &Path, at: &str, file: &str) -> Result<Arc<str>, ManifestError> {
-    let field = || format!("{at}.script {file}");
-    let source = std::fs::read_to_string(dir.join(file)).map_err(|error| field_error(field(), error))?;
-    if source.len() > crate::script::SCRIPT_SOURCE_BYTES_MAX {
-        return Err(field_error(
-            field(),
-            format!("{} bytes, over the limit of {}", source.len(), crate::script::SCRIPT_SOURCE_BYTES_MAX),
-        ));
+impl ManifestReading {
+    fn fail(&mut self, at: &str, reason: impl ToString) {
+        let position = self.source.as_ref().and_then(|source| source.position_of(at));
+        self.problems.push(Problem::error(self.file.clone(), at, reason.to_string()).at_position(position));
     }
-    Ok(Arc::from(source.as_str()))
+
+    /// Reads a Rhai file the manifest names (relative to the extension's
+    /// folder) and compiles it, so a script too large or not compiling is
+    /// refused at load rather than at first use.
+    fn script(&mut self, dir: &Path, at: &str, file: &str) -> Option<Arc<str>> {
+        let path = dir.join(file);
+        let source = match std::fs::read_to_string(&path) {
+            Ok(source) => source,
+            Err(error) => {
+                self.fail(&format!("{at}.script"), format!("{file}: {error}"));
+                return None;
+            }
+        };
+        if let Err(error) = crate::script::check_syntax(&source) {
+            self.problems.push(crate::authoring::script_problem(&path.display().to_string(), &error));
+            return None;
+        }
+        Some(Arc::from(source.as_str()))
+    }
 }
 
-fn parse_manifest(dir: &Path) -> Result<Extension, ManifestError> {
+fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
     let path = dir.join(MANIFEST_FILE);
-    let size = std::fs::metadata(&path).map_err(ManifestError::Read)?.len();
+    let file = path.display().to_string();
+    let whole = |reason: String| vec![Problem::error(file.clone(), "", reason)];
+    let size = std::fs::metadata(&path).map_err(|error| whole(error.to_string()))?.len();
     if size > MANIFEST_BYTES_MAX {
-        return Err(ManifestError::TooLarge { size });
+        return Err(whole(format!("the manifest is {size} bytes, over {MANIFEST_BYTES_MAX}")));
     }
-    let text = std::fs::read_to_string(&path).map_err(ManifestError::Read)?;
-    let manifest: Manifest = serde_path_to_error::deserialize(toml::Deserializer::new(&text))
-        .map_err(|error| field_error(error.path().to_string(), error.inner().message()))?;
+    let text = std::fs::read_to_string(&path).map_err(|error| whole(error.to_string()))?;
+    let source = TomlSource::parse(&file, &text).map_err(|syntax| vec![*syntax])?;
+    // Every problem of the TOML is listed, and the rest is still checked.
+    let (parsed, found) = deserialize_toml_pruning::<Manifest>(&source);
+    let problems: Vec<Problem> = found.into_iter().map(|found| found.in_file(&file, &source)).collect();
+    let Some(manifest) = parsed else { return Err(problems) };
+    let mut reading = ManifestReading { file, source: Some(source), problems };
     if let Some(reason) = crate::names::kebab_name_problem(&manifest.name) {
-        return Err(field_error(format!("name {:?}", manifest.name), reason));
+        reading.fail("name", format!("{:?}: {reason}", manifest.name));
     }
     let version = semver::Version::parse(&manifest.version)
-        .map_err(|error| field_error(format!("version {:?}", manifest.version), error))?;
+        .map_err(|error| reading.fail("version", format!("{:?}: {error}", manifest.version)))
+        .ok();
     if manifest.license.trim().is_empty() {
-        return Err(field_error("license", "must name a license"));
+        reading.fail("license", "must name a license");
     }
     let mut needs = BTreeMap::new();
     for (name, range) in &manifest.needs {
-        let requirement =
-            semver::VersionReq::parse(range).map_err(|error| field_error(format!("needs.{name} {range:?}"), error))?;
-        needs.insert(name.clone(), requirement);
+        match semver::VersionReq::parse(range) {
+            Ok(requirement) => {
+                needs.insert(name.clone(), requirement);
+            }
+            Err(error) => reading.fail(&format!("needs.{name}"), format!("{range:?}: {error}")),
+        }
     }
     let mut ops = Vec::new();
     for (index, op) in manifest.provides.ops.iter().enumerate() {
         let at = format!("provides.op[{index}]");
         if let Some(reason) = crate::names::kebab_name_problem(&op.name) {
-            return Err(field_error(format!("{at}.name {:?}", op.name), reason));
+            reading.fail(&format!("{at}.name"), format!("{:?}: {reason}", op.name));
         }
-        let source = read_script(dir, &at, &op.script)?;
+        let source = reading.script(dir, &at, &op.script);
         let mut schema = ArgSchema::default();
         for (arg, kind) in &op.args {
             let (kind, required) = match kind.strip_suffix('?') {
                 Some(kind) => (kind, false),
                 None => (kind.as_str(), true),
             };
-            let kind = ArgType::parse(kind).ok_or_else(|| {
-                field_error(format!("{at}.args.{arg}"), format!("unknown type {kind:?} (string, int, bool, any)"))
-            })?;
-            schema = schema.field(arg, kind, required);
+            match ArgType::parse(kind) {
+                Some(kind) => schema = schema.field(arg, kind, required),
+                None => {
+                    reading.fail(&format!("{at}.args.{arg}"), format!("unknown type {kind:?} (string, int, bool, any)"))
+                }
+            }
         }
-        ops.push(OpSpec {
-            name: op.name.clone(),
-            schema,
-            handler: OpHandler::Script(source),
-            origin: manifest.name.clone(),
-        });
+        if let Some(source) = source {
+            ops.push(OpSpec {
+                name: op.name.clone(),
+                schema,
+                handler: OpHandler::Script(source),
+                origin: manifest.name.clone(),
+            });
+        }
     }
     let mut hooks = Vec::new();
     for (index, hook) in manifest.provides.hooks.iter().enumerate() {
         let at = format!("provides.hook[{index}]");
-        let point = HookPoint::parse(&hook.on).map_err(|error| field_error(format!("{at}.on"), error))?;
-        let source = read_script(dir, &at, &hook.script)?;
-        hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source });
+        let point = HookPoint::parse(&hook.on).map_err(|error| reading.fail(&format!("{at}.on"), error)).ok();
+        let source = reading.script(dir, &at, &hook.script);
+        if let (Some(point), Some(source)) = (point, source) {
+            hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source });
+        }
     }
     let mut see_resolvers = Vec::new();
     for (index, see) in manifest.provides.see_resolvers.iter().enumerate() {
         let at = format!("provides.see[{index}]");
         if let Some(reason) = crate::names::kebab_name_problem(&see.name) {
-            return Err(field_error(format!("{at}.name {:?}", see.name), reason));
+            reading.fail(&format!("{at}.name"), format!("{:?}: {reason}", see.name));
         }
-        see_resolvers.push((see.name.clone(), read_script(dir, &at, &see.script)?));
+        if let Some(source) = reading.script(dir, &at, &see.script) {
+            see_resolvers.push((see.name.clone(), source));
+        }
     }
     let roles_dir = match &manifest.provides.roles {
         Some(folder) => {
             let path = dir.join(folder);
             if !path.is_dir() {
-                return Err(field_error("provides.roles", format!("{} is not a folder", path.display())));
+                reading.fail("provides.roles", format!("{} is not a folder", path.display()));
             }
             Some(path)
         }
         None => None,
     };
-    Ok(Extension {
-        name: manifest.name,
-        version,
-        license: manifest.license,
-        description: manifest.description,
-        dir: dir.to_path_buf(),
-        needs,
-        roles_dir,
-        ops,
-        hooks,
-        see_resolvers,
-        space_types: manifest.provides.space_types,
-        matter_types: manifest.provides.matter_types,
-        signals: manifest.provides.signals,
-    })
+    match version {
+        Some(version) if reading.problems.is_empty() => Ok(Extension {
+            name: manifest.name,
+            version,
+            license: manifest.license,
+            description: manifest.description,
+            dir: dir.to_path_buf(),
+            needs,
+            roles_dir,
+            ops,
+            hooks,
+            see_resolvers,
+            space_types: manifest.provides.space_types,
+            matter_types: manifest.provides.matter_types,
+            signals: manifest.provides.signals,
+        }),
+        _ => Err(reading.problems),
+    }
 }
 
 /// Discovers, validates, resolves and orders the extensions under `root`.
@@ -262,7 +291,9 @@ pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
             .filter(|path| path.join(MANIFEST_FILE).is_file())
             .collect(),
         Err(error) => {
-            loaded.skipped.push((root.display().to_string(), format!("cannot read the extensions folder: {error}")));
+            let reason = format!("cannot read the extensions folder: {error}");
+            loaded.problems.push(Problem::error(root.display().to_string(), "", reason.clone()));
+            loaded.skipped.push((root.display().to_string(), reason));
             return loaded;
         }
     };
@@ -270,7 +301,12 @@ pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
     for folder in folders {
         match parse_manifest(&folder) {
             Ok(extension) => {
-                if found.contains_key(&extension.name) {
+                if let Some(first) = found.get(&extension.name) {
+                    loaded.problems.push(Problem::error(
+                        folder.join(MANIFEST_FILE).display().to_string(),
+                        "name",
+                        format!("the extension {} is already in {}", extension.name, first.dir.display()),
+                    ));
                     loaded.skipped.push((
                         extension.name.clone(),
                         format!("a second extension with this name in {}", folder.display()),
@@ -279,7 +315,15 @@ pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
                     found.insert(extension.name.clone(), extension);
                 }
             }
-            Err(reason) => loaded.skipped.push((folder.display().to_string(), format!("invalid manifest: {reason}"))),
+            Err(problems) => {
+                let first = problems.first().map(ToString::to_string).unwrap_or_default();
+                let more = match problems.len() {
+                    0 | 1 => String::new(),
+                    count => format!(" (and {} more)", count - 1),
+                };
+                loaded.skipped.push((folder.display().to_string(), format!("invalid manifest: {first}{more}")));
+                loaded.problems.extend(problems);
+            }
         }
     }
     // Drop the disabled, then (repeatedly) whatever needs something absent.
@@ -293,17 +337,24 @@ pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
         let mut dropped = None;
         for (name, extension) in &found {
             for (need, requirement) in &extension.needs {
+                // Needing what the author chose to leave out is a warning;
+                // needing what is not there (or not that version) an error.
                 let problem = match found.get(need) {
-                    None if skipped.contains_key(need) => {
-                        Some(format!("needs {need} {requirement}, which is skipped ({})", skipped[need]))
-                    }
-                    None => Some(format!("needs {need} {requirement}, which is not installed")),
+                    None if skipped.contains_key(need) => Some((
+                        Severity::Warning,
+                        format!("needs {need} {requirement}, which is skipped ({})", skipped[need]),
+                    )),
+                    None => Some((Severity::Error, format!("needs {need} {requirement}, which is not installed"))),
                     Some(other) if !requirement.matches(&other.version) => {
-                        Some(format!("needs {need} {requirement}, but {need} is {}", other.version))
+                        Some((Severity::Error, format!("needs {need} {requirement}, but {need} is {}", other.version)))
                     }
                     Some(_) => None,
                 };
-                if let Some(reason) = problem {
+                if let Some((severity, reason)) = problem {
+                    let manifest = extension.dir.join(MANIFEST_FILE).display().to_string();
+                    let mut found = Problem::error(manifest, format!("needs.{need}"), reason.clone());
+                    found.severity = severity;
+                    loaded.problems.push(found);
                     dropped = Some((name.clone(), reason));
                     break;
                 }
@@ -339,7 +390,9 @@ pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
             None => break,
         }
     }
-    for name in found.keys().filter(|name| !placed.contains(*name)) {
+    for (name, extension) in found.iter().filter(|(name, _)| !placed.contains(*name)) {
+        let manifest = extension.dir.join(MANIFEST_FILE).display().to_string();
+        loaded.problems.push(Problem::error(manifest, "needs", "its needs form a cycle"));
         skipped.insert(name.clone(), "its needs form a cycle".into());
     }
     loaded.skipped.extend(skipped);

@@ -40,12 +40,15 @@ pub const SCRIPT_SOURCE_BYTES_MAX: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScriptError {
+    /// `reason` is the compiler's whole text; `line` and `column` (1-based)
+    /// where it points, and `what` the reason without the position.
     #[error("script does not compile: {reason}")]
-    Compile { reason: String },
+    Compile { reason: String, what: String, line: Option<usize>, column: Option<usize> },
     #[error("script source is {len} bytes, over the limit of {SCRIPT_SOURCE_BYTES_MAX}")]
     TooLarge { len: usize },
     #[error("script failed: {reason}")]
-    Runtime { reason: String },
+    /// `line` and `column` (1-based): where the failing expression is.
+    Runtime { reason: String, line: Option<usize>, column: Option<usize> },
     #[error("script exceeded its budget: {reason}")]
     Budget { reason: String },
     #[error("script returned something unusable: {reason}")]
@@ -229,6 +232,93 @@ impl Default for ScriptEngine {
     }
 }
 
+fn compile_error(error: rhai::ParseError) -> ScriptError {
+    let position = error.position();
+    ScriptError::Compile {
+        reason: error.to_string(),
+        what: error.err_type().to_string(),
+        line: position.line(),
+        column: position.position(),
+    }
+}
+
+/// What kind of script a file is, and so which variables it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptKind {
+    /// A role's (or a being's) script: cognition, given `face`, returns a verb call.
+    Role,
+    /// A DO operation: given `actor`, `target`, `args`, `world`, returns effects.
+    Op,
+    /// A see-resolver: given `me`, `space`, `beings`, `matter`, `signals`.
+    See,
+    /// A `before:` / `after:` hook: given `actor`, `request`, `world`.
+    Hook,
+}
+
+impl ScriptKind {
+    /// The variables a script of this kind finds defined when it runs.
+    pub fn inputs(self) -> &'static [&'static str] {
+        match self {
+            ScriptKind::Role => &["face"],
+            ScriptKind::Op => &["actor", "target", "args", "world"],
+            ScriptKind::See => &["me", "space", "beings", "matter", "signals"],
+            ScriptKind::Hook => &["actor", "request", "world"],
+        }
+    }
+}
+
+/// What [`check_script`] found short of a compile error: keys of the face
+/// a role script reads that no face has (the script would read `()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptWarning {
+    pub key: String,
+    pub suggestion: Option<String>,
+}
+
+impl std::fmt::Display for ScriptWarning {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "face.{} is not a key of the face ({})", self.key, crate::face::FACE_KEYS.join(", "))?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(formatter, "; did you mean `face.{suggestion}`?")?;
+        }
+        Ok(())
+    }
+}
+
+/// Compiles `source` as a script of `kind` strictly: besides syntax, a
+/// variable used without being defined (by `let`, a loop, a parameter, or
+/// as one of the kind's inputs) is an error at its line and column, and a
+/// role script reading a key the face does not have is a warning. What
+/// `seed script check` runs; moments compile leniently, as they always did.
+pub fn check_script(source: &str, kind: ScriptKind) -> Result<Vec<ScriptWarning>, ScriptError> {
+    if source.len() > SCRIPT_SOURCE_BYTES_MAX {
+        return Err(ScriptError::TooLarge { len: source.len() });
+    }
+    let mut checker = ScriptEngine::new();
+    checker.engine.set_strict_variables(true);
+    let mut scope = Scope::new();
+    for input in kind.inputs() {
+        scope.push_dynamic(*input, Dynamic::UNIT);
+    }
+    let ast = checker.engine.compile_with_scope(&scope, source).map_err(compile_error)?;
+    let mut warnings = Vec::new();
+    if kind == ScriptKind::Role {
+        if let InputRead::Keys(keys) = InputReads::of(&ast).of_input("face") {
+            for key in keys.keys().filter(|key| !crate::face::FACE_KEYS.contains(&key.as_str())) {
+                let suggestion = crate::authoring::closest(key, crate::face::FACE_KEYS);
+                warnings.push(ScriptWarning { key: key.clone(), suggestion });
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// [`ScriptEngine::check_syntax`] on an engine kept for the purpose.
+pub fn check_syntax(source: &str) -> Result<(), ScriptError> {
+    static CHECKER: std::sync::OnceLock<ScriptEngine> = std::sync::OnceLock::new();
+    CHECKER.get_or_init(ScriptEngine::new).check_syntax(source)
+}
+
 impl ScriptEngine {
     pub fn new() -> ScriptEngine {
         ScriptEngine::with_operations_max(SCRIPT_OPERATIONS_MAX)
@@ -267,6 +357,15 @@ impl ScriptEngine {
         }
     }
 
+    /// Compiles `source` only to find a syntax error in it, caching nothing:
+    /// what the world check runs on every script when a world loads.
+    pub fn check_syntax(&self, source: &str) -> Result<(), ScriptError> {
+        if source.len() > SCRIPT_SOURCE_BYTES_MAX {
+            return Err(ScriptError::TooLarge { len: source.len() });
+        }
+        self.engine.compile(source).map(|_| ()).map_err(compile_error)
+    }
+
     /// Compiles (once) and returns the script with what it reads.
     pub fn compile(&self, source: &str) -> Result<Arc<Compiled>, ScriptError> {
         if source.len() > SCRIPT_SOURCE_BYTES_MAX {
@@ -276,7 +375,7 @@ impl ScriptEngine {
         if let Some(ast) = self.cache.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(ast.clone());
         }
-        let ast = self.engine.compile(source).map_err(|error| ScriptError::Compile { reason: error.to_string() })?;
+        let ast = self.engine.compile(source).map_err(compile_error)?;
         let compiled = Arc::new(Compiled { reads: InputReads::of(&ast), ast });
         self.cache.write().unwrap_or_else(|p| p.into_inner()).insert(key, compiled.clone());
         Ok(compiled)
@@ -518,7 +617,10 @@ fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
         E::ErrorStackOverflow(..) => ScriptError::Budget { reason: "call stack overflow".into() },
         E::ErrorDataTooLarge(what, ..) => ScriptError::Budget { reason: format!("{what} too large") },
         E::ErrorTooManyModules(..) => ScriptError::Budget { reason: "too many modules".into() },
-        other => ScriptError::Runtime { reason: other.to_string() },
+        other => {
+            let position = other.position();
+            ScriptError::Runtime { reason: other.to_string(), line: position.line(), column: position.position() }
+        }
     }
 }
 

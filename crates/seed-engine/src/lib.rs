@@ -9,6 +9,6 @@
 pub mod engine;
 pub mod replay;
 
-pub use seed_core::{extensions, face, llm, moment, roles, script, world};
+pub use seed_core::{authoring, extensions, face, llm, moment, roles, script, world};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, store, view};

@@ -4,6 +4,7 @@
 //! docs/roles.md. Loading reports every problem with its file, field and
 //! reason, and a bad file never takes the others down.
 
+use crate::authoring::{deserialize_toml_pruning, Position, Problem, TomlSource};
 use crate::canonical;
 use crate::fact::body::Cognition;
 use crate::fact::Hash32;
@@ -176,13 +177,36 @@ pub struct Role {
     pub digest: Hash32,
 }
 
-/// A problem with one role file, and where.
+/// A problem with one role file, and where: the field, and the line and
+/// column when the file is TOML or the problem is JSON syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {field}: {reason}")]
+#[error("{}", self.to_problem())]
 pub struct RoleLoadError {
     pub file: String,
     pub field: String,
     pub reason: String,
+    pub position: Option<Position>,
+    pub suggestion: Option<String>,
+}
+
+impl RoleLoadError {
+    pub fn new(file: impl Into<String>, field: impl Into<String>, reason: impl Into<String>) -> RoleLoadError {
+        RoleLoadError {
+            file: file.into(),
+            field: field.into(),
+            reason: reason.into(),
+            position: None,
+            suggestion: None,
+        }
+    }
+
+    /// The same finding in the world check's terms.
+    pub fn to_problem(&self) -> Problem {
+        let at = if self.field == "(file)" { String::new() } else { self.field.clone() };
+        Problem::error(self.file.clone(), at, self.reason.clone())
+            .at_position(self.position)
+            .suggesting(self.suggestion.clone())
+    }
 }
 
 fn list_cbor(entries: &[CanEntry]) -> Cbor {
@@ -244,27 +268,49 @@ impl Role {
         origin: &str,
         script_field: ScriptField<'_>,
     ) -> Result<Role, Vec<RoleLoadError>> {
-        let problem =
-            |field: &str, reason: String| RoleLoadError { file: origin.to_string(), field: field.to_string(), reason };
-        let parsed: Result<RoleFile, (String, String)> = match format {
-            RoleFormat::Toml => {
-                let deserializer = toml::Deserializer::new(text);
-                serde_path_to_error::deserialize(deserializer)
-                    .map_err(|error| (error.path().to_string(), error.inner().message().to_string()))
+        let toml_source = match format {
+            RoleFormat::Toml => match TomlSource::parse(origin, text) {
+                Ok(source) => Some(source),
+                Err(syntax) => {
+                    return Err(vec![RoleLoadError {
+                        position: syntax.position,
+                        ..RoleLoadError::new(origin, "(file)", syntax.reason)
+                    }])
+                }
+            },
+            RoleFormat::Json => None,
+        };
+        let position_of = |field: &str| toml_source.as_ref().and_then(|source| source.position_of(field));
+        let problem = |field: &str, reason: String| RoleLoadError {
+            position: position_of(field),
+            ..RoleLoadError::new(origin, field, reason)
+        };
+        // TOML problems are all listed, and the rest of the file is still
+        // checked with them left out; JSON stops at its first.
+        let mut problems = Vec::new();
+        let file: RoleFile = match &toml_source {
+            Some(source) => {
+                let (parsed, found) = deserialize_toml_pruning(source);
+                for found in found {
+                    let field = if found.at.is_empty() { "(file)".to_string() } else { found.at };
+                    problems.push(RoleLoadError { suggestion: found.suggestion, ..problem(&field, found.reason) });
+                }
+                match parsed {
+                    Some(file) => file,
+                    None => return Err(problems),
+                }
             }
-            RoleFormat::Json => {
+            None => {
                 let mut deserializer = serde_json::Deserializer::from_str(text);
                 serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
                     let inner = error.inner();
-                    (error.path().to_string(), format!("{inner}"))
-                })
+                    let field = error.path().to_string();
+                    let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
+                    let position = (inner.line() > 0).then(|| Position { line: inner.line(), column: inner.column() });
+                    vec![RoleLoadError { position, ..RoleLoadError::new(origin, field, format!("{inner}")) }]
+                })?
             }
         };
-        let file = parsed.map_err(|(field, reason)| {
-            let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
-            vec![problem(&field, reason)]
-        })?;
-        let mut problems = Vec::new();
         if let Some(reason) = crate::names::kebab_name_problem(&file.name) {
             problems.push(problem("name", format!("{:?}: {reason}", file.name)));
         }
@@ -331,6 +377,16 @@ impl Role {
             }
             (Some(path), ScriptField::RelativeTo(base)) => match std::fs::read_to_string(base.join(path)) {
                 Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => {
+                    // A file role's script is compiled now, so a syntax error
+                    // stops the world loading instead of failing moment by moment.
+                    if let Err(error) = crate::script::check_syntax(&source) {
+                        let script_file = base.join(path).display().to_string();
+                        let found = crate::authoring::script_problem(&script_file, &error);
+                        problems.push(RoleLoadError {
+                            position: found.position,
+                            ..RoleLoadError::new(script_file, "(file)", found.reason)
+                        });
+                    }
                     Some(Arc::from(source.as_str()))
                 }
                 Ok(source) => {
@@ -375,7 +431,7 @@ impl Role {
     /// Reads one role file.
     pub fn load_file(path: &Path) -> Result<Role, Vec<RoleLoadError>> {
         let origin = path.display().to_string();
-        let fail = |reason: String| vec![RoleLoadError { file: origin.clone(), field: "(file)".into(), reason }];
+        let fail = |reason: String| vec![RoleLoadError::new(origin.clone(), "(file)", reason)];
         let format = match path.extension().and_then(|e| e.to_str()) {
             Some("toml") => RoleFormat::Toml,
             Some("json") => RoleFormat::Json,
@@ -420,6 +476,9 @@ pub struct LoadReport {
     pub errors: Vec<RoleLoadError>,
     /// Roles defined again by a later folder (the later definition wins).
     pub overridden: Vec<(String, String, String)>,
+    /// The names of roles whose files have errors (as far as a name could
+    /// be read), so that what wears them is not reported a second time.
+    pub broken_roles: std::collections::BTreeSet<String>,
 }
 
 impl RoleRegistry {
@@ -457,11 +516,11 @@ impl RoleRegistry {
         for dir in dirs {
             let mut files = Vec::new();
             if let Err(error) = collect_role_files(dir, &mut files) {
-                report.errors.push(RoleLoadError {
-                    file: dir.display().to_string(),
-                    field: "(folder)".into(),
-                    reason: format!("cannot read the folder: {error}"),
-                });
+                report.errors.push(RoleLoadError::new(
+                    dir.display().to_string(),
+                    "(folder)",
+                    format!("cannot read the folder: {error}"),
+                ));
                 continue;
             }
             files.sort();
@@ -471,11 +530,11 @@ impl RoleRegistry {
                     Ok(role) => {
                         let name = role.name.to_string();
                         if let Some(first) = seen_here.get(&name) {
-                            report.errors.push(RoleLoadError {
-                                file: file.display().to_string(),
-                                field: "name".into(),
-                                reason: format!("role {name:?} is already defined in {first}"),
-                            });
+                            report.errors.push(RoleLoadError::new(
+                                file.display().to_string(),
+                                "name",
+                                format!("role {name:?} is already defined in {first}"),
+                            ));
                             continue;
                         }
                         seen_here.insert(name.clone(), role.origin.clone());
@@ -484,12 +543,31 @@ impl RoleRegistry {
                             report.overridden.push((name, previous.origin.clone(), origin));
                         }
                     }
-                    Err(errors) => report.errors.extend(errors),
+                    Err(errors) => {
+                        report.errors.extend(errors);
+                        if let Some(name) = role_name_written_in(&file) {
+                            report.broken_roles.insert(name);
+                        }
+                    }
                 }
             }
         }
         (registry, report)
     }
+}
+
+/// The `name` a role file gives, read as plainly as possible (the file
+/// may be wrong in every other way); its file name when even that fails.
+fn role_name_written_in(path: &Path) -> Option<String> {
+    let written = || -> Option<String> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let value: serde_json::Value = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => serde_json::from_str(&text).ok()?,
+            _ => serde_json::to_value(toml::from_str::<toml::Table>(&text).ok()?).ok()?,
+        };
+        value.get("name")?.as_str().map(str::to_string)
+    };
+    written().or_else(|| path.file_stem()?.to_str().map(str::to_string))
 }
 
 fn collect_role_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {

@@ -152,22 +152,28 @@ impl RoleFlow {
     pub fn bind(self, registry: &RoleRegistry, fallback_default: Option<&str>) -> Result<BoundFlow, FlowError> {
         let mut roles = Vec::with_capacity(self.clauses.len());
         for (index, clause) in self.clauses.iter().enumerate() {
-            let role = registry.get(&clause.role).ok_or_else(|| {
-                flow_error(format!("[{index}].role"), format!("no role named {:?} is defined", clause.role))
-            })?;
+            let role = registry
+                .get(&clause.role)
+                .ok_or_else(|| flow_error(format!("[{index}].role"), unknown_role(registry, &clause.role)))?;
             roles.push(role.clone());
         }
         let default_name = self.default_role.clone().or_else(|| fallback_default.map(str::to_string));
         let default = match default_name {
             Some(name) => Some(
-                registry
-                    .get(&name)
-                    .ok_or_else(|| flow_error("defaultRole", format!("no role named {name:?} is defined")))?
-                    .clone(),
+                registry.get(&name).ok_or_else(|| flow_error("defaultRole", unknown_role(registry, &name)))?.clone(),
             ),
             None => None,
         };
         Ok(BoundFlow { flow: self, roles, default })
+    }
+}
+
+/// Why a role name does not resolve, with the closest defined name.
+fn unknown_role(registry: &RoleRegistry, name: &str) -> String {
+    let closest = crate::authoring::closest(name, registry.iter().map(|role| &*role.name));
+    match closest {
+        Some(close) => format!("no role named {name:?} is defined; did you mean `{close}`?"),
+        None => format!("no role named {name:?} is defined"),
     }
 }
 

@@ -213,7 +213,7 @@ fn compile_tests(item: &Value, here: &str) -> Result<Vec<Test>, WhenError> {
                         _ => return Err(error(&at, "`present` needs true or false")),
                     },
                     unknown => {
-                        let hint = strsim_closest(unknown, OPERATORS)
+                        let hint = crate::authoring::closest(unknown, OPERATORS.iter().copied())
                             .map(|close| format!("; did you mean `{close}`?"))
                             .unwrap_or_default();
                         return Err(error(
@@ -228,15 +228,6 @@ fn compile_tests(item: &Value, here: &str) -> Result<Vec<Test>, WhenError> {
         Value::Null => Err(error(here, "null never matches; use `{\"present\": false}` to match a missing key")),
         bare => Ok(vec![Test::Eq(bare.clone())]),
     }
-}
-
-fn strsim_closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(word, candidate), *candidate))
-        .filter(|(distance, _)| *distance <= 2)
-        .min()
-        .map(|(_, candidate)| candidate)
 }
 
 /// Numeric comparison across integers and decimals.
@@ -346,7 +337,7 @@ pub fn check_key(key: &str) -> Option<KeyWarning> {
             return Some(KeyWarning { key: key.to_string(), suggestion: Some(format!("{prefix}<namespace>.<key>")) });
         }
     }
-    if let Some(close) = strsim_closest(key, KNOWN_KEYS) {
+    if let Some(close) = crate::authoring::closest(key, KNOWN_KEYS.iter().copied()) {
         return Some(KeyWarning { key: key.to_string(), suggestion: Some(close.to_string()) });
     }
     // A misspelt family prefix: `wrold.court.x` → `world.court.x`.

@@ -127,6 +127,24 @@ pub enum VerbCall {
 }
 
 impl VerbCall {
+    /// As the CLI and the API write a call: camelCase keys, ids in hex,
+    /// `null` where a summon answers nothing.
+    pub fn to_json(&self) -> Json {
+        match self {
+            VerbCall::See { address } => serde_json::json!({"verb": "see", "address": address}),
+            VerbCall::Do { target, action, args } => {
+                serde_json::json!({"verb": "do", "target": target, "action": action, "args": args})
+            }
+            VerbCall::Summon { target, content, in_reply_to } => serde_json::json!({
+                "verb": "summon", "target": target, "content": content,
+                "inReplyTo": in_reply_to.map(|fact| fact.to_hex()),
+            }),
+            VerbCall::Be { operation, payload } => {
+                serde_json::json!({"verb": "be", "operation": operation, "payload": payload})
+            }
+        }
+    }
+
     pub fn verb(&self) -> &'static str {
         match self {
             VerbCall::See { .. } => "see",

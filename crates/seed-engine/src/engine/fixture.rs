@@ -2,6 +2,7 @@
 //! their flows, scripts and qualities) and schedules world events by tick.
 //! Documented in docs/moments.md; the shipped worlds are in fixtures/.
 
+use crate::authoring::{closest, deserialize_toml_pruning, Problem, TomlSource};
 use crate::fact::body::Cognition;
 use crate::roles::definition::RoleRegistry;
 use crate::roles::RoleFlow;
@@ -103,6 +104,20 @@ pub struct EventMove {
     pub to: String,
 }
 
+/// Kinds and signals the fixture itself uses, declared as an extension
+/// declares what it provides: the world check warns about a space kind or a
+/// signal that neither the fixture nor an enabled extension declares.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureDeclares {
+    #[serde(default)]
+    pub space_types: Vec<String>,
+    #[serde(default)]
+    pub matter_types: Vec<String>,
+    #[serde(default)]
+    pub signals: Vec<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fixture {
@@ -138,17 +153,35 @@ pub struct Fixture {
     pub generate: Vec<FixtureGenerate>,
     #[serde(default, rename = "event")]
     pub events: Vec<FixtureEvent>,
+    #[serde(default)]
+    pub declares: FixtureDeclares,
     /// Where the file was read from (for relative paths).
     #[serde(skip)]
     pub dir: PathBuf,
+    /// The file as it was named, for problems found in it.
+    #[serde(skip)]
+    pub file: String,
+    /// The file's text, to place problems found after reading it.
+    #[serde(skip)]
+    pub text: String,
+    /// What was wrong in the file's TOML and left out of this value (the
+    /// world check reports these first; nothing runs while any remain).
+    #[serde(skip)]
+    pub load_problems: Vec<Problem>,
 }
 
+/// Everything wrong with a fixture, each problem placed in its file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("fixture {file}: {at}: {reason}")]
+#[error("{}", problem_lines(.problems))]
 pub struct FixtureError {
-    pub file: String,
-    pub at: String,
-    pub reason: String,
+    pub problems: Vec<Problem>,
+}
+
+/// Problems one per line, errors first, then warnings, each in file order.
+pub fn problem_lines(problems: &[Problem]) -> String {
+    let mut sorted: Vec<&Problem> = problems.iter().collect();
+    sorted.sort_by(|a, b| (a.severity, &a.file, a.position).cmp(&(b.severity, &b.file, b.position)));
+    sorted.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
 }
 
 /// A being ready to plant: its flow checked, its script read.
@@ -165,23 +198,34 @@ pub struct PlannedBeing {
 }
 
 impl Fixture {
+    /// Reads a fixture, listing every problem of its TOML (syntax, unknown
+    /// fields with the name probably meant, wrong types) at once. A file
+    /// whose problems could be left out loads without them, the problems
+    /// kept in `load_problems` for the world check to report beside the
+    /// rest; `Err` when nothing usable remains.
     pub fn load(path: &Path) -> Result<Fixture, FixtureError> {
         let file = path.display().to_string();
-        let fail = |at: &str, reason: String| FixtureError { file: file.clone(), at: at.to_string(), reason };
-        let size = std::fs::metadata(path).map_err(|error| fail("(file)", error.to_string()))?.len();
+        let fail = |reason: String| FixtureError { problems: vec![Problem::error(file.clone(), "", reason)] };
+        let size = std::fs::metadata(path).map_err(|error| fail(error.to_string()))?.len();
         if size > FIXTURE_BYTES_MAX {
-            return Err(fail("(file)", format!("{size} bytes, over the limit of {FIXTURE_BYTES_MAX}")));
+            return Err(fail(format!("{size} bytes, over the limit of {FIXTURE_BYTES_MAX}")));
         }
-        let text = std::fs::read_to_string(path).map_err(|error| fail("(file)", error.to_string()))?;
-        let deserializer = toml::Deserializer::new(&text);
-        let mut fixture: Fixture = serde_path_to_error::deserialize(deserializer)
-            .map_err(|error| fail(&error.path().to_string(), error.inner().message().to_string()))?;
+        let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
+        let source = TomlSource::parse(&file, &text).map_err(|syntax| FixtureError { problems: vec![*syntax] })?;
+        let (parsed, found) = deserialize_toml_pruning::<Fixture>(&source);
+        let problems: Vec<Problem> = found.into_iter().map(|found| found.in_file(&file, &source)).collect();
+        let Some(mut fixture) = parsed else { return Err(FixtureError { problems }) };
+        fixture.load_problems = problems;
         fixture.dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        fixture.file = file;
+        fixture.text = text;
         Ok(fixture)
     }
 
-    pub fn error(&self, at: &str, reason: impl Into<String>) -> FixtureError {
-        FixtureError { file: self.name.clone(), at: at.to_string(), reason: reason.into() }
+    /// A problem at `at` (`being[2].home`), placed at its line.
+    pub fn problem(&self, at: &str, reason: impl Into<String>) -> Problem {
+        let position = TomlSource::parse(&self.file, &self.text).ok().and_then(|source| source.position_of(at));
+        Problem::error(self.file.clone(), at, reason).at_position(position)
     }
 
     pub fn role_dirs(&self) -> Vec<PathBuf> {
@@ -196,114 +240,216 @@ impl Fixture {
         }
     }
 
-    /// Checks spaces, beings, flows and events against the registry, and
-    /// returns the beings to plant (generated ones included), in order.
-    pub fn plan(&self, registry: &RoleRegistry) -> Result<Vec<PlannedBeing>, FixtureError> {
+    /// Checks spaces, beings, flows, scripts and events against the
+    /// registry, and returns the beings to plant (generated ones included),
+    /// in order; or every problem found.
+    /// `broken_roles` names roles whose files failed to load: a being
+    /// wearing one is left out without a second report.
+    pub fn plan(
+        &self,
+        registry: &RoleRegistry,
+        broken_roles: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<PlannedBeing>, FixtureError> {
+        let source = TomlSource::parse(&self.file, &self.text).ok();
+        let mut problems: Vec<Problem> = Vec::new();
+        let mut fail = |at: &str, reason: String, suggestion: Option<String>| {
+            let position = source.as_ref().and_then(|source| source.position_of(at));
+            problems.push(Problem::error(self.file.clone(), at, reason).at_position(position).suggesting(suggestion));
+        };
         let mut spaces: Vec<String> = vec!["/".into()];
         for (index, space) in self.spaces.iter().enumerate() {
-            let at = format!("space[{index}]");
-            let path = parse_space(&space.path).map_err(|error| self.error(&at, error.to_string()))?;
-            let parent = parent_space(&path).unwrap_or_default();
-            if path != "/" && !spaces.contains(&parent) {
-                return Err(self.error(&at, format!("the parent space {parent} of {path} is not declared before it")));
+            let at = format!("space[{index}].path");
+            match parse_space(&space.path) {
+                Ok(path) => {
+                    let parent = parent_space(&path).unwrap_or_default();
+                    if path != "/" && !spaces.contains(&parent) {
+                        fail(&at, format!("the parent space {parent} of {path} is not declared before it"), None);
+                    }
+                    spaces.push(path);
+                }
+                Err(error) => fail(&at, error.to_string(), None),
             }
-            spaces.push(path);
         }
+        let space_named = |path: &str| closest(path, spaces.iter().map(String::as_str));
         for (index, signal) in self.signals.iter().enumerate() {
             if let Some(reason) = crate::world::signal_key_problem(&signal.key) {
-                return Err(self.error(&format!("signal[{index}]"), reason));
+                fail(&format!("signal[{index}].key"), reason, None);
             }
         }
-        let mut templates: Vec<(String, FixtureBeing)> =
-            self.beings.iter().enumerate().map(|(index, being)| (format!("being[{index}]"), being.clone())).collect();
+        let mut templates: Vec<(String, String, FixtureBeing)> = self
+            .beings
+            .iter()
+            .enumerate()
+            .map(|(index, being)| (format!("being[{index}]"), format!("being[{index}].home"), being.clone()))
+            .collect();
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
-                return Err(
-                    self.error(&format!("generate[{group}].count"), format!("over {FIXTURE_GENERATED_BEINGS_MAX}"))
-                );
+                fail(&format!("generate[{group}].count"), format!("over {FIXTURE_GENERATED_BEINGS_MAX}"), None);
+                continue;
             }
             for index in 0..generate.count {
                 let mut being = generate.template.clone();
                 being.name = being.name.replace("{i}", &index.to_string());
-                if !generate.homes.is_empty() {
-                    being.home = generate.homes[index as usize % generate.homes.len()].clone();
-                }
-                templates.push((format!("generate[{group}][{index}]"), being));
+                // Problems of a template are told once, at the template.
+                let written = format!("generate[{group}].template");
+                let home_at = if generate.homes.is_empty() {
+                    format!("{written}.home")
+                } else {
+                    let home = index as usize % generate.homes.len();
+                    being.home = generate.homes[home].clone();
+                    format!("generate[{group}].homes[{home}]")
+                };
+                templates.push((written, home_at, being));
             }
         }
         let mut planned = Vec::with_capacity(templates.len());
         let mut names = std::collections::BTreeSet::new();
-        let mut scripts: BTreeMap<String, String> = BTreeMap::new();
-        for (at, being) in templates {
-            crate::land::validate_being_name(&being.name).map_err(|error| self.error(&at, error.to_string()))?;
+        let mut told: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut scripts: BTreeMap<String, Option<String>> = BTreeMap::new();
+        let mut script_problems: Vec<Problem> = Vec::new();
+        for (at, home_at, being) in templates {
+            let mut fail_once = |at: String, reason: String, suggestion: Option<String>| {
+                if told.insert(at.clone()) {
+                    fail(&at, reason, suggestion);
+                }
+            };
+            let mut ok = true;
+            if let Err(error) = crate::land::validate_being_name(&being.name) {
+                fail_once(format!("{at}.name"), error.to_string(), None);
+                ok = false;
+            }
             if !names.insert(being.name.clone())
                 || ["reality", "operator", "birther", "role-manager"].contains(&being.name.as_str())
             {
-                return Err(self.error(&at, format!("the name @{} is used twice", being.name)));
+                fail_once(format!("{at}.name"), format!("the name @{} is used twice", being.name), None);
+                ok = false;
             }
             let cognition = match being.cognition.as_str() {
                 "scripted" => Cognition::Scripted,
                 "llm" => Cognition::Llm,
                 "human" => Cognition::Human,
                 other => {
-                    return Err(
-                        self.error(&format!("{at}.cognition"), format!("{other:?} is not scripted, llm or human"))
-                    )
+                    let suggestion = closest(other, ["scripted", "llm", "human"]);
+                    fail_once(
+                        format!("{at}.cognition"),
+                        format!("{other:?} is not scripted, llm or human"),
+                        suggestion,
+                    );
+                    ok = false;
+                    Cognition::Scripted
                 }
             };
-            let home =
-                parse_space(&being.home).map_err(|error| self.error(&format!("{at}.home"), error.to_string()))?;
-            if !spaces.contains(&home) {
-                return Err(self.error(&format!("{at}.home"), format!("no space {home} is declared")));
-            }
+            let home = match parse_space(&being.home) {
+                Ok(home) if spaces.contains(&home) => home,
+                Ok(home) => {
+                    fail_once(home_at.clone(), format!("no space {home} is declared"), space_named(&home));
+                    ok = false;
+                    home
+                }
+                Err(error) => {
+                    fail_once(home_at.clone(), error.to_string(), None);
+                    ok = false;
+                    being.home.clone()
+                }
+            };
             let flow = Json::Array(being.flow.clone());
-            RoleFlow::from_json(&flow)
-                .and_then(|flow| flow.bind(registry, Some(&being.default_role)))
-                .map_err(|error| self.error(&format!("{at}.flow"), error.to_string()))?;
+            let parsed_flow = RoleFlow::from_json(&flow);
+            // A role whose file is broken is reported there, not again here.
+            let names_a_broken_role = parsed_flow.as_ref().is_ok_and(|flow| {
+                std::iter::once(&being.default_role)
+                    .chain(flow.default_role.iter())
+                    .chain(flow.clauses.iter().map(|clause| &clause.role))
+                    .any(|role| broken_roles.contains(role))
+            });
+            if names_a_broken_role {
+                ok = false;
+            } else if let Err(error) = parsed_flow.and_then(|flow| flow.bind(registry, Some(&being.default_role))) {
+                if error.path == "defaultRole" && being.flow.is_empty() {
+                    fail_once(format!("{at}.default_role"), error.reason, None);
+                } else {
+                    fail_once(format!("{at}.flow"), error.to_string(), None);
+                }
+                ok = false;
+            }
             let script = match &being.script {
                 None => None,
-                Some(file) => Some(match scripts.get(file) {
-                    Some(source) => source.clone(),
-                    None => {
-                        let source = std::fs::read_to_string(self.dir.join(file))
-                            .map_err(|error| self.error(&format!("{at}.script"), format!("{file}: {error}")))?;
-                        scripts.insert(file.clone(), source.clone());
-                        source
+                Some(file) => {
+                    let source = scripts.entry(file.clone()).or_insert_with(|| {
+                        let path = self.dir.join(file);
+                        match std::fs::read_to_string(&path) {
+                            Ok(source) => match crate::script::check_syntax(&source) {
+                                Ok(()) => Some(source),
+                                Err(error) => {
+                                    script_problems
+                                        .push(crate::authoring::script_problem(&path.display().to_string(), &error));
+                                    None
+                                }
+                            },
+                            Err(error) => {
+                                let position =
+                                    source.as_ref().and_then(|source| source.position_of(&format!("{at}.script")));
+                                script_problems.push(
+                                    Problem::error(
+                                        self.file.clone(),
+                                        format!("{at}.script"),
+                                        format!("{file}: {error}"),
+                                    )
+                                    .at_position(position),
+                                );
+                                None
+                            }
+                        }
+                    });
+                    if source.is_none() {
+                        ok = false;
                     }
-                }),
+                    source.clone()
+                }
             };
-            planned.push(PlannedBeing {
-                name: being.name,
-                cognition,
-                home,
-                default_role: being.default_role,
-                flow,
-                script,
-                qualities: being.qualities,
-                wake_every: being.wake_every,
-            });
+            if ok {
+                planned.push(PlannedBeing {
+                    name: being.name,
+                    cognition,
+                    home,
+                    default_role: being.default_role,
+                    flow,
+                    script,
+                    qualities: being.qualities,
+                    wake_every: being.wake_every,
+                });
+            }
         }
         for (index, event) in self.events.iter().enumerate() {
             let at = format!("event[{index}]");
             if let Some(signal) = &event.signal {
                 if let Some(reason) = crate::world::signal_key_problem(&signal.key) {
-                    return Err(self.error(&at, reason));
+                    fail(&format!("{at}.signal.key"), reason, None);
                 }
             }
             if let Some(quality) = &event.quality {
                 if !spaces.contains(&quality.space) {
-                    return Err(self.error(&at, format!("no space {}", quality.space)));
+                    fail(
+                        &format!("{at}.quality.space"),
+                        format!("no space {}", quality.space),
+                        space_named(&quality.space),
+                    );
                 }
             }
             if let Some(movement) = &event.move_being {
                 if !names.contains(&movement.being) {
-                    return Err(self.error(&at, format!("no being @{}", movement.being)));
+                    let suggestion = closest(&movement.being, names.iter().map(String::as_str));
+                    fail(&format!("{at}.move.being"), format!("no being @{}", movement.being), suggestion);
                 }
                 if !spaces.contains(&movement.to) {
-                    return Err(self.error(&at, format!("no space {}", movement.to)));
+                    fail(&format!("{at}.move.to"), format!("no space {}", movement.to), space_named(&movement.to));
                 }
             }
         }
-        Ok(planned)
+        problems.extend(script_problems);
+        if problems.is_empty() {
+            Ok(planned)
+        } else {
+            Err(FixtureError { problems })
+        }
     }
 }

@@ -19,11 +19,13 @@ pub mod fixture;
 mod report;
 mod scheduler;
 mod sealing;
+pub mod world_check;
 
 use report::{log_moment, trace_json};
 pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
 use scheduler::Scheduler;
 use sealing::Sealing;
+pub use world_check::{check_world, CheckedWorld};
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
@@ -34,7 +36,6 @@ use crate::limits::Limits;
 use crate::llm::LanguageModel;
 use crate::moment::refusal::BeingFault;
 use crate::moment::{self, Beat, Failure, MomentTrace, Outcome, Refusal, Substrate};
-use crate::roles::definition::RoleRegistry;
 use crate::store::Store;
 use crate::world::body::{KIND_ACT, KIND_WORLD};
 use crate::world::{json_to_cbor, Effect, Wake, World, WorldBody};
@@ -49,8 +50,9 @@ use std::sync::Arc;
 pub enum EngineError {
     #[error(transparent)]
     Fixture(#[from] FixtureError),
-    #[error("role files of the fixture have errors:\n  {0}")]
-    Roles(String),
+    /// The world check found errors: every one, with warnings after them.
+    #[error("the world does not load:\n{problems}")]
+    World { problems: FixtureError },
     #[error(transparent)]
     Land(#[from] LandError),
     #[error(transparent)]
@@ -96,25 +98,15 @@ pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
 
 /// What moments of `fixture`'s world consult: its roles (the extensions',
 /// then the fixture's, then `extra_role_dirs`, later ones overriding), DO
-/// operations, see-resolvers and hooks. Also the extensions skipped, with why.
+/// operations, see-resolvers and hooks. Also the extensions skipped, with
+/// why. The whole world is checked first ([`check_world`]): a world with an
+/// error in any of its files does not load.
 pub fn substrate_for(
     fixture: &Fixture,
     extra_role_dirs: &[PathBuf],
 ) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
-    let extensions = fixture.load_extensions();
-    let mut role_dirs = extensions.role_dirs();
-    role_dirs.extend(fixture.role_dirs());
-    role_dirs.extend(extra_role_dirs.iter().cloned());
-    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
-    if !report.errors.is_empty() {
-        let list: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        return Err(EngineError::Roles(list.join("\n  ")));
-    }
-    let mut substrate = Substrate::new(registry);
-    extensions.register_ops(&mut substrate.ops);
-    extensions.register_see_resolvers(&mut substrate.see);
-    substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
-    Ok((substrate, extensions.skipped.clone()))
+    let checked = check_world(fixture, extra_role_dirs)?;
+    Ok((checked.substrate, checked.skipped_extensions))
 }
 
 /// Folds the land log from `world.cursor` to the end into `world`.
@@ -243,8 +235,7 @@ pub struct Engine {
 impl Engine {
     /// Plants the fixture in `options.land_dir`.
     pub fn plant(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
-        let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
-        let planned = fixture.plan(&substrate.roles)?;
+        let checked = check_world(fixture, &[])?;
         let mut seed_input = fixture.name.as_bytes().to_vec();
         seed_input.extend_from_slice(&options.seed.to_be_bytes());
         let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
@@ -253,9 +244,9 @@ impl Engine {
             Mode::Simulation => (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed)),
         };
         let (land, report) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), key_source)?;
-        plant(fixture, &planned, &land)?;
+        plant(fixture, &checked.planned, &land)?;
         let operator_token = report.operator_token;
-        let mut simulation = Engine::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)?;
+        let mut simulation = Engine::start(fixture, options, land, clock, checked)?;
         simulation.operator_token = Some(operator_token);
         Ok(simulation)
     }
@@ -264,11 +255,10 @@ impl Engine {
     /// from its log, every being subscribed to the signals its flow reads.
     /// Summons still waiting in inboxes are delivered again.
     pub fn reopen(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
-        let (substrate, skipped_extensions) = substrate_for(fixture, &[])?;
-        let planned = fixture.plan(&substrate.roles)?;
+        let checked = check_world(fixture, &[])?;
         let clock = Arc::new(LogicalClock::starting_at(wall_now_ms()));
         let land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
-        Engine::start(fixture, options, land, clock, substrate, skipped_extensions, &planned)
+        Engine::start(fixture, options, land, clock, checked)
     }
 
     fn start(
@@ -276,10 +266,10 @@ impl Engine {
         options: &EngineOptions,
         land: Land,
         clock: Arc<LogicalClock>,
-        substrate: Substrate,
-        skipped_extensions: Vec<(String, String)>,
-        planned: &[PlannedBeing],
+        checked: CheckedWorld,
     ) -> Result<Engine, EngineError> {
+        let CheckedWorld { substrate, skipped_extensions, planned, warnings } = checked;
+        let planned = &planned;
         let mut world = World::new();
         fold_to_end(land.store(), &mut world)?;
         let mut scheduler = Scheduler::default();
@@ -307,6 +297,7 @@ impl Engine {
             threads: options.threads,
             beings: world.beings.len() as u64,
             skipped_extensions,
+            warnings,
             ..RunSummary::default()
         };
         let facts_before = land.store().land_len()?;

@@ -41,6 +41,8 @@ pub struct RunSummary {
     pub world_hash: Hash32,
     /// Extensions skipped at load, with the reason.
     pub skipped_extensions: Vec<(String, String)>,
+    /// What the world check warned about when the world loaded.
+    pub warnings: Vec<crate::authoring::Problem>,
     /// Hook handlers that failed, and breakers that opened.
     pub hook_incidents: Vec<crate::moment::hooks::HookIncident>,
     /// Model calls answered, and what they used (sees and refusals included).
@@ -82,6 +84,7 @@ impl RunSummary {
                      "completionTokens": self.llm_completion_tokens, "costMicros": self.llm_cost_micros },
             "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
             "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
+            "warnings": self.warnings.iter().map(crate::authoring::Problem::to_json).collect::<Vec<_>>(),
         })
     }
 }

@@ -1,0 +1,186 @@
+//! The world check: everything a world is made of, read and checked before
+//! anything runs, every problem reported at once with its file and line.
+//!
+//! It loads the fixture's extensions (manifests and their Rhai scripts
+//! compiled), its role folders (role files and their scripts compiled), and
+//! plans its beings (spaces, names, flows bound, being scripts compiled,
+//! events). Errors stop `seed sim`, `seed up` and `seed replay` before a
+//! single moment; warnings are told and the world runs:
+//!
+//! - a being that can never wake: no `wake_every`, its flow reads no world
+//!   signal, and no role a being of the fixture wears may summon it;
+//! - a space kind or signal that neither an enabled extension nor the
+//!   fixture's `[declares]` table declares (with the closest declared one);
+//! - an extension skipped because it needs one the fixture disabled.
+
+use super::fixture::{problem_lines, Fixture, FixtureError, PlannedBeing};
+use super::EngineError;
+use crate::authoring::{closest, Problem, Severity};
+use crate::extensions::LoadedExtensions;
+use crate::fact::body::Cognition;
+use crate::moment::Substrate;
+use crate::roles::definition::RoleRegistry;
+use crate::roles::resolve::{Resolvers, StaticWorld};
+use crate::roles::RoleFlow;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+/// A world that loaded: what its moments consult, the beings to plant, and
+/// what it was warned about.
+pub struct CheckedWorld {
+    pub substrate: Substrate,
+    /// (name or folder, reason) of each extension not loaded.
+    pub skipped_extensions: Vec<(String, String)>,
+    pub planned: Vec<PlannedBeing>,
+    pub warnings: Vec<Problem>,
+}
+
+/// Checks `fixture`'s whole world (its roles: the extensions', then the
+/// fixture's, then `extra_role_dirs`, later ones overriding).
+pub fn check_world(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Result<CheckedWorld, EngineError> {
+    let extensions = fixture.load_extensions();
+    let mut problems: Vec<Problem> = fixture.load_problems.clone();
+    problems.extend(extensions.problems.iter().cloned());
+    let mut role_dirs = extensions.role_dirs();
+    role_dirs.extend(fixture.role_dirs());
+    role_dirs.extend(extra_role_dirs.iter().cloned());
+    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
+    problems.extend(report.errors.iter().map(|error| error.to_problem()));
+    let planned = match fixture.plan(&registry, &report.broken_roles) {
+        Ok(planned) => planned,
+        Err(FixtureError { problems: found }) => {
+            problems.extend(found);
+            Vec::new()
+        }
+    };
+    if problems.iter().any(Problem::is_error) {
+        return Err(EngineError::World { problems: FixtureError { problems } });
+    }
+    problems.extend(never_waking(fixture, &planned, &registry));
+    problems.extend(undeclared(fixture, &extensions, &planned));
+    problems.sort_by(|a, b| (&a.file, a.position).cmp(&(&b.file, b.position)));
+    let mut substrate = Substrate::new(registry);
+    extensions.register_ops(&mut substrate.ops);
+    extensions.register_see_resolvers(&mut substrate.see);
+    substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
+    Ok(CheckedWorld { substrate, skipped_extensions: extensions.skipped.clone(), planned, warnings: problems })
+}
+
+/// The warnings one per line, as `seed sim` and `seed up` print them.
+pub fn warning_lines(warnings: &[Problem]) -> String {
+    problem_lines(warnings)
+}
+
+fn warning(fixture: &Fixture, at: &str, reason: String, suggestion: Option<String>) -> Problem {
+    let mut found = fixture.problem(at, reason).suggesting(suggestion);
+    found.severity = Severity::Warning;
+    found
+}
+
+/// Where a planned being is written: its own `[[being]]` or its template.
+fn written_at(fixture: &Fixture, name: &str) -> String {
+    if let Some(index) = fixture.beings.iter().position(|being| being.name == name) {
+        return format!("being[{index}]");
+    }
+    let group = fixture.generate.iter().position(|generate| {
+        let (prefix, suffix) = generate.template.name.split_once("{i}").unwrap_or((&generate.template.name, ""));
+        name.starts_with(prefix) && name.ends_with(suffix)
+    });
+    group.map(|group| format!("generate[{group}].template")).unwrap_or_default()
+}
+
+/// Beings nothing in the world can wake (people are woken by themselves).
+fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegistry) -> Vec<Problem> {
+    let mut world = StaticWorld::default();
+    for being in planned {
+        world.add(&being.name, Some("operator"), &being.home);
+    }
+    // Who the fixture's beings may summon does not depend on who asks, at
+    // planting: their only relations are the operator (their parent) and
+    // children not yet born, so each role's list is expanded once.
+    let mut worn: BTreeSet<String> = BTreeSet::new();
+    for being in planned {
+        worn.insert(being.default_role.clone());
+        if let Ok(flow) = RoleFlow::from_json(&being.flow) {
+            worn.extend(flow.default_role.clone());
+            worn.extend(flow.clauses.iter().map(|clause| clause.role.clone()));
+        }
+    }
+    let resolvers = Resolvers::standard();
+    let mut summonable: BTreeSet<String> = BTreeSet::new();
+    for role in worn.iter().filter_map(|name| registry.get(name)) {
+        summonable.extend(resolvers.expand(&role.can_summon, "", &world));
+    }
+    let mut told: BTreeSet<String> = BTreeSet::new();
+    let mut warnings = Vec::new();
+    for being in planned {
+        if being.cognition == Cognition::Human || being.wake_every > 0 {
+            continue;
+        }
+        let reads_a_signal = RoleFlow::from_json(&being.flow).is_ok_and(|flow| !flow.world_subscriptions().is_empty());
+        if reads_a_signal || summonable.contains(&format!("@{}", being.name)) {
+            continue;
+        }
+        let at = written_at(fixture, &being.name);
+        if !told.insert(at.clone()) {
+            continue;
+        }
+        let reason = format!(
+            "@{} can never wake: wake_every is 0, its flow reads no world signal, and no role a being of this \
+world wears may summon it (set wake_every, or give a role canSummon = [\"@{}\"])",
+            being.name, being.name
+        );
+        warnings.push(warning(fixture, &at, reason, None));
+    }
+    warnings
+}
+
+/// Space kinds and signals neither an enabled extension nor the fixture declares.
+fn undeclared(fixture: &Fixture, extensions: &LoadedExtensions, planned: &[PlannedBeing]) -> Vec<Problem> {
+    let mut space_types: BTreeSet<&str> = fixture.declares.space_types.iter().map(String::as_str).collect();
+    let mut signals: BTreeSet<&str> = fixture.declares.signals.iter().map(String::as_str).collect();
+    for extension in &extensions.enabled {
+        space_types.extend(extension.space_types.iter().map(String::as_str));
+        signals.extend(extension.signals.iter().map(String::as_str));
+    }
+    let mut warnings = Vec::new();
+    let mut told: BTreeSet<String> = BTreeSet::new();
+    for (index, space) in fixture.spaces.iter().enumerate() {
+        if !space_types.contains(space.kind.as_str()) && told.insert(format!("kind {}", space.kind)) {
+            let reason = format!(
+                "the space kind {:?} is declared by no enabled extension (provides.space_types) nor by this \
+fixture's [declares] space_types",
+                space.kind
+            );
+            let suggestion = closest(&space.kind, space_types.iter().copied());
+            warnings.push(warning(fixture, &format!("space[{index}].kind"), reason, suggestion));
+        }
+    }
+    let mut check_signal = |key: &str, at: String| {
+        if !signals.contains(key) && told.insert(format!("signal {key}")) {
+            let reason = format!(
+                "the signal {key:?} is declared by no enabled extension (provides.signals) nor by this fixture's \
+[declares] signals"
+            );
+            let suggestion = closest(key, signals.iter().copied());
+            warnings.push(warning(fixture, &at, reason, suggestion));
+        }
+    };
+    for (index, signal) in fixture.signals.iter().enumerate() {
+        check_signal(&signal.key, format!("signal[{index}].key"));
+    }
+    for (index, event) in fixture.events.iter().enumerate() {
+        if let Some(signal) = &event.signal {
+            check_signal(&signal.key, format!("event[{index}].signal.key"));
+        }
+    }
+    for being in planned {
+        if let Ok(flow) = RoleFlow::from_json(&being.flow) {
+            for key in flow.world_subscriptions() {
+                let key = key.trim_start_matches("world.");
+                check_signal(key, format!("{}.flow", written_at(fixture, &being.name)));
+            }
+        }
+    }
+    warnings
+}
