@@ -19,6 +19,7 @@ mod common;
 mod authoring;
 mod bundle;
 mod cli;
+mod cli_help;
 mod crash;
 mod fact_props;
 mod flow_cli;

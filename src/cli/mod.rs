@@ -81,6 +81,7 @@ enum Command {
     Plant,
     /// List the beings of the land.
     Beings {
+        /// Print the beings as a JSON array.
         #[arg(long)]
         json: bool,
     },
@@ -88,6 +89,7 @@ enum Command {
     Reel {
         /// @name or being id.
         being: String,
+        /// Print the reel as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -109,12 +111,17 @@ enum Command {
     },
     /// Write a being's reel to a self-verifying bundle.
     Export {
+        /// @name or being id.
         being: String,
+        /// The bundle file to write.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
     /// Verify a bundle and add its reel to this land.
-    Import { file: PathBuf },
+    Import {
+        /// The bundle file (written by `seed export`).
+        file: PathBuf,
+    },
     /// Drop every derived index and rebuild it from the reels.
     Reindex,
     /// Give @operator back the roleFlow and roles it was planted with (run
@@ -125,7 +132,10 @@ enum Command {
         fixture: Option<PathBuf>,
     },
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
-    RotateKey { being: String },
+    RotateKey {
+        /// @name or being id.
+        being: String,
+    },
     /// Issue a new operator token (shown once; the old one stops working).
     /// Works on any land, planted or simulated; stop `seed up` first.
     Token {
@@ -140,6 +150,7 @@ enum Command {
         /// Rounds to run (default: the fixture's `ticks`).
         #[arg(long)]
         ticks: Option<u64>,
+        /// The run's seed: beings' keys and scripts' rand() derive from it (same seed, same land).
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Threads running moments (results do not depend on it).
@@ -161,7 +172,6 @@ enum Command {
     /// Rebuild a being's moments from its reel and compare each with what was sealed.
     Replay {
         /// @name or being id (or --all for every being of the land).
-        #[arg(required_unless_present = "all")]
         being: Option<String>,
         /// Replay every being of the land (verification, then every moment recomputed).
         #[arg(long, conflicts_with_all = ["being", "from", "to", "step", "fork"])]
@@ -209,6 +219,7 @@ enum Command {
         /// Keep the fork's land in this (new or empty) folder, to replay it.
         #[arg(long, requires = "fork")]
         keep: Option<PathBuf>,
+        /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -230,11 +241,13 @@ enum Command {
     /// Diagnostics: seal note facts as fast as possible, printing each acknowledgement.
     #[command(hide = true)]
     Stress {
+        /// Beings sealing at once (stress-0, stress-1, …; born on first use).
         #[arg(long, default_value_t = 4)]
         beings: usize,
         /// Stop after this many facts per being (default: run until killed).
         #[arg(long)]
         facts: Option<u64>,
+        /// Facts each being keeps in flight before it waits for an acknowledgement.
         #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
         window: usize,
     },
@@ -245,6 +258,9 @@ enum ScriptCommand {
     /// Compile a script strictly: syntax, variables used but never defined, and (for a role
     /// script) keys of the face that do not exist. Exits 1 naming file, line and column.
     Check {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
         /// The Rhai files (all of the same kind).
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -257,6 +273,9 @@ enum ScriptCommand {
     },
     /// Run a role script once on a face and print the verb call it returns.
     Run {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
         /// The Rhai file.
         file: PathBuf,
         /// A JSON face (or a moment from GET /api/v1/beings/NAME/moments/SEQ, which holds one).
@@ -298,12 +317,18 @@ impl From<ScriptKindArgument> for seed::script::ScriptKind {
 enum CorpusCommand {
     /// Simulate a fixture and store its land in land order, with its expected digests.
     Capture {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
+        /// The fixture file to simulate.
         fixture: PathBuf,
         /// The entry's name (files NAME.land and NAME.toml).
         #[arg(long)]
         name: String,
+        /// Rounds to run (default: the fixture's `ticks`).
         #[arg(long)]
         ticks: Option<u64>,
+        /// The run's seed: beings' keys and scripts' rand() derive from it (same seed, same land).
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// The corpus folder.
@@ -312,6 +337,10 @@ enum CorpusCommand {
     },
     /// Replay every captured land (or one) and compare it with its expected digests.
     Check {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
+        /// The corpus folder.
         #[arg(long, default_value = "replay")]
         dir: PathBuf,
         /// Only this entry.
@@ -324,6 +353,9 @@ enum CorpusCommand {
 enum FlowCommand {
     /// Which roles a being with this flow wears in this context, and why.
     Eval {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
         /// A JSON array of clauses, or {"defaultRole": ..., "flow": [...]}.
         #[arg(long)]
         flow: PathBuf,
@@ -346,6 +378,9 @@ enum FlowCommand {
     },
     /// Validate a flow: errors exit 2, unknown keys and likely typos are warnings.
     Check {
+        /// (Not taken here: this command reads files, not a land.)
+        #[arg(long, hide = true, value_parser = no_land_here)]
+        land: Option<PathBuf>,
         /// The flow: a JSON array of clauses, or {"defaultRole": ..., "flow": [...]}.
         flow: PathBuf,
         /// A fixture whose world's roles to use (its extensions' role folders, then its own).
@@ -359,6 +394,13 @@ enum FlowCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--land` is global, but `seed flow`, `seed script` and `seed corpus` read
+/// files, not a land: they take it only to refuse it (and hide it from
+/// their help), rather than ignore it silently.
+fn no_land_here(_: &str) -> Result<PathBuf, String> {
+    Err("this command reads files, not a land: leave out --land".into())
 }
 
 fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
@@ -375,16 +417,16 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
     logging::init(arguments.log_format);
     if let Command::Corpus { command } = &arguments.command {
         return match command {
-            CorpusCommand::Capture { fixture, name, ticks, seed, dir } => {
+            CorpusCommand::Capture { fixture, name, ticks, seed, dir, .. } => {
                 corpus::capture(fixture, name, *ticks, *seed, dir)
             }
-            CorpusCommand::Check { dir, name } => corpus::check(dir, name.as_deref()),
+            CorpusCommand::Check { dir, name, .. } => corpus::check(dir, name.as_deref()),
         };
     }
     if let Command::Script { command } = &arguments.command {
         return match command {
-            ScriptCommand::Check { files, kind, json } => script::check(files, (*kind).into(), *json),
-            ScriptCommand::Run { file, face, seed, json } => script::run(file, face, *seed, *json),
+            ScriptCommand::Check { files, kind, json, .. } => script::check(files, (*kind).into(), *json),
+            ScriptCommand::Run { file, face, seed, json, .. } => script::run(file, face, *seed, *json),
         };
     }
     if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, json } = &arguments.command {
@@ -477,10 +519,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             println!("rotated the key of {being}: rotate-key fact seq {} ({})", sealed.seq, sealed.id.short());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json } } => {
+        Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {
             flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)
         }
-        Command::Flow { command: FlowCommand::Check { flow, fixture, roles, json } } => {
+        Command::Flow { command: FlowCommand::Check { flow, fixture, roles, json, .. } } => {
             flow::check(&flow, &flow::RoleSources { fixture, roles }, json)
         }
         Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } => unreachable!("handled above"),
@@ -502,9 +544,13 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             keep,
             json,
         } => match (being, fork) {
+            (None, _) if all => replay::replay_all(&dir, fixture.as_deref(), threads, !no_checkpoint, json),
             (None, _) => {
-                debug_assert!(all, "clap requires a being unless --all");
-                replay::replay_all(&dir, fixture.as_deref(), threads, !no_checkpoint, json)
+                eprintln!(
+                    "error: seed replay needs a being to replay (@name or id), or --all to replay every being of \
+the land\n\nUsage: seed replay <BEING> [OPTIONS]\n       seed replay --all [OPTIONS]"
+                );
+                Ok(ExitCode::from(2))
             }
             (Some(being), Some(at_seq)) => replay::fork(
                 &dir,

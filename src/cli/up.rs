@@ -32,12 +32,24 @@ async fn terminate() {
 /// The fixture this demo world comes from when none is named.
 pub const DEFAULT_FIXTURE: &str = "fixtures/court.toml";
 
+/// Where to listen: an IP and port, or a host name the system resolves
+/// (`localhost:7777`), its IPv4 address first when it has one.
+fn listen_address(text: &str) -> Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let fail = || format!("--addr {text:?} is not HOST:PORT (e.g. 127.0.0.1:7777 or localhost:7777)");
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let mut found: Vec<std::net::SocketAddr> = text.to_socket_addrs().with_context(fail)?.collect();
+    found.sort_by_key(|address| !address.is_ipv4());
+    found.first().copied().with_context(fail)
+}
+
 pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     if arguments.round_ms == 0 {
         bail!("--round-ms must be at least 1");
     }
-    let addr: std::net::SocketAddr =
-        arguments.addr.parse().with_context(|| format!("--addr {:?} is not HOST:PORT", arguments.addr))?;
+    let addr = listen_address(&arguments.addr)?;
     let model: Option<Arc<dyn seed::llm::LanguageModel>> = match &arguments.llm {
         Some(path) => {
             let connections = seed::llm_http::connections::Connections::load(path)?;
