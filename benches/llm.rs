@@ -56,7 +56,7 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
         threads: THREADS,
         land_dir: dir.join("land"),
         trace_file: trace.then(|| dir.join("trace.jsonl")),
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model,
         mode: seed::engine::Mode::Simulation,
     };

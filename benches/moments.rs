@@ -44,7 +44,7 @@ fn bench(c: &mut Criterion) {
         threads: THREADS,
         land_dir: dir.path().join("land"),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };

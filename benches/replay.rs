@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
         threads: THREADS,
         land_dir: land_dir.clone(),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };
@@ -69,13 +69,14 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("crowd_land_full_recomputation", |b| {
         b.iter(|| {
-            let report = replay_land(store, &substrate, THREADS, None).expect("replay");
+            let report = replay_land(store, &substrate, THREADS, None, &seed::progress::NoProgress).expect("replay");
             assert!(report.clean() && report.moments == moments, "{report:?}");
         })
     });
     group.bench_function("crowd_land_full_recomputation_checkpointed", |b| {
         b.iter(|| {
-            let report = replay_land(store, &substrate, THREADS, Some(trusted)).expect("replay");
+            let report =
+                replay_land(store, &substrate, THREADS, Some(trusted), &seed::progress::NoProgress).expect("replay");
             assert!(report.clean() && report.moments == moments && report.signatures_covered == facts, "{report:?}");
         })
     });

@@ -18,10 +18,15 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let arguments = cli::Arguments::parse();
+    let json = arguments.wants_json();
     match cli::run(arguments) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
+            if json {
+                // A machine asked: it reads the failure on stdout too.
+                cli::print_json_error(&error);
+            }
             ExitCode::FAILURE
         }
     }

@@ -170,3 +170,53 @@ fn copy_folder(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Off a terminal, long commands say how far they got in plain lines on
+/// stderr (every few seconds; here at every step), and stdout keeps only
+/// the report.
+#[test]
+fn long_commands_report_progress_in_plain_lines_off_a_terminal() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land = dir.path().join("land");
+    let every_step = |arguments: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+            .arg("--land")
+            .arg(&land)
+            .args(arguments)
+            .env_remove("SEED_LAND")
+            .env("SEED_PROGRESS_LINE_INTERVAL_MS", "0")
+            .output()
+            .expect("run seed")
+    };
+    let sim = every_step(&["sim", "fixtures/court.toml", "--ticks", "3"]);
+    assert!(sim.status.success(), "{}", stderr(&sim));
+    assert!(stderr(&sim).contains("seed sim: running rounds, 3 of 3 rounds (100%)"), "{}", stderr(&sim));
+    let verify = every_step(&["verify", "--json"]);
+    assert!(verify.status.success(), "{}", stderr(&verify));
+    let facts = serde_json::from_str::<serde_json::Value>(&stdout(&verify)).expect("stdout is the JSON report")
+        ["facts"]
+        .as_u64()
+        .expect("facts");
+    let progress = stderr(&verify);
+    assert!(progress.contains(&format!("seed verify: checking reels, {facts} of {facts} facts (100%)")), "{progress}");
+    let replay = every_step(&["replay", "--all"]);
+    assert!(replay.status.success(), "{}", stderr(&replay));
+    assert!(stderr(&replay).contains("seed replay --all: reading the store"), "{}", stderr(&replay));
+    let bundle = dir.path().join("ada.bundle");
+    let export = every_step(&["export", "@ada", "-o", bundle.to_str().expect("utf-8")]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let other = dir.path().join("other");
+    assert!(seed(&other, &["plant"]).status.success());
+    let import = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(&other)
+        .args(["import", bundle.to_str().expect("utf-8")])
+        .env("SEED_PROGRESS_LINE_INTERVAL_MS", "0")
+        .output()
+        .expect("run seed");
+    assert!(import.status.success(), "{}", stderr(&import));
+    assert!(stderr(&import).contains("seed import: storing facts"), "{}", stderr(&import));
+    // Without the override, a short command prints no progress at all.
+    let quiet = seed(&land, &["verify"]);
+    assert_eq!(stderr(&quiet), "", "no progress line within the first interval");
+}

@@ -18,7 +18,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
         threads: 2,
         land_dir: dir.path().join("land"),
         trace_file: Some(trace.clone()),
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };
@@ -134,7 +134,7 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
         threads: 1,
         land_dir: dir.path().join("land"),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };

@@ -68,7 +68,7 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
         threads: 1,
         land_dir: dir.path().join("land"),
         trace_file: Some(dir.path().join("trace.jsonl")),
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: Some(model),
         mode: seed::engine::Mode::Simulation,
     };

@@ -24,6 +24,7 @@ mod crash;
 mod fact_props;
 mod flow_cli;
 mod hostile;
+mod json_schemas;
 mod llm;
 mod local_llm;
 mod portal_accounts;

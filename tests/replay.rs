@@ -812,7 +812,7 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
         threads: 2,
         land_dir: land.clone(),
         trace_file: Some(trace.clone()),
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };

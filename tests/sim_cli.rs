@@ -129,5 +129,13 @@ fn the_summary_names_each_failure_kind_with_an_example_and_failing_runs_exit_3()
     let error = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{error}{}", String::from_utf8_lossy(&output.stdout));
     assert!(error.contains("every one of the 2 moments failed"), "{error}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("broken on purpose"), "the example's reason");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("broken on purpose"), "the example's reason: {text}");
+    // The example names the script's file, line and column.
+    let script_at = format!("{}:1:1", dir.path().join("boom.rhai").display());
+    assert!(text.contains(&format!("at tick 1 in {script_at}: ")), "{text}");
+    let json = seed(&["sim", fixture.to_str().unwrap(), "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(summary["failureExamples"]["script"]["script"], script_at.as_str(), "{summary}");
+    assert_eq!(example["script"], serde_json::Value::Null, "an operation's failure names no script: {example}");
 }

@@ -27,7 +27,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
         threads,
         land_dir: land.clone(),
         trace_file: Some(trace.clone()),
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };
@@ -275,7 +275,7 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
         threads: 2,
         land_dir: dir.path().join("land"),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };

@@ -52,7 +52,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
         threads: CORPUS_THREADS,
         land_dir: land_dir.clone(),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };
@@ -107,7 +107,7 @@ fn relative_to(from: &Path, target: &Path) -> Result<PathBuf> {
     Ok(relative)
 }
 
-pub fn check(dir: &Path, only: Option<&str>) -> Result<ExitCode> {
+pub fn check(dir: &Path, only: Option<&str>, json: bool) -> Result<ExitCode> {
     let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("{}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -119,27 +119,35 @@ pub fn check(dir: &Path, only: Option<&str>) -> Result<ExitCode> {
         bail!("no corpus entries (NAME.toml) in {}", dir.display());
     }
     let mut failed = 0;
+    let mut entries = Vec::new();
     for manifest_path in &manifests {
-        match check_one(manifest_path) {
-            Ok(report) if report.is_empty() => println!("ok      {}", manifest_path.display()),
-            Ok(report) => {
-                failed += 1;
-                println!("FAILED  {}", manifest_path.display());
-                for line in report {
-                    println!("        {line}");
-                }
-            }
-            Err(error) => {
-                failed += 1;
-                println!("FAILED  {}: {error:#}", manifest_path.display());
+        let problems = match check_one(manifest_path) {
+            Ok(problems) => problems,
+            Err(error) => vec![format!("{error:#}")],
+        };
+        failed += usize::from(!problems.is_empty());
+        if json {
+            entries
+                .push(serde_json::json!({"manifest": manifest_path, "ok": problems.is_empty(), "problems": problems}));
+        } else if problems.is_empty() {
+            println!("ok      {}", manifest_path.display());
+        } else {
+            println!("FAILED  {}", manifest_path.display());
+            for line in problems {
+                println!("        {line}");
             }
         }
     }
-    println!(
-        "{} corpus entr{} checked, {failed} failed",
-        manifests.len(),
-        if manifests.len() == 1 { "y" } else { "ies" }
-    );
+    if json {
+        let value = serde_json::json!({"checked": manifests.len(), "failed": failed, "entries": entries});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "{} corpus entr{} checked, {failed} failed",
+            manifests.len(),
+            if manifests.len() == 1 { "y" } else { "ies" }
+        );
+    }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
@@ -169,7 +177,8 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     if facts != manifest.expected.facts {
         problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
     }
-    let report = seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS, None)?;
+    let report =
+        seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS, None, &seed::progress::NoProgress)?;
     problems.extend(report.problems.iter().map(|problem| format!("verify: {problem}")));
     for (being, divergence) in &report.divergences {
         let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();

@@ -13,8 +13,11 @@ use std::process::ExitCode;
 /// Exit code for bad input files (clap uses the same for bad arguments).
 const EXIT_BAD_INPUT: u8 = 2;
 
-fn bad_input(message: String) -> Result<ExitCode> {
+fn bad_input(message: String, as_json: bool) -> Result<ExitCode> {
     eprintln!("error: {message}");
+    if as_json {
+        super::print_json_error(&anyhow::anyhow!(message.clone()));
+    }
     Ok(ExitCode::from(EXIT_BAD_INPUT))
 }
 
@@ -111,22 +114,22 @@ pub fn eval(
 ) -> Result<ExitCode> {
     let roles = match load_roles(sources) {
         Ok(roles) => roles,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     for problem in &roles.problems {
         eprintln!("warning: {problem}");
     }
     let bound = match read_flow(flow, &roles) {
         Ok(bound) => bound,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let context_value = match read_json(context, "context") {
         Ok(value) => value,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let context = match OpenContext::from_json(&context_value) {
         Ok(context) => context,
-        Err(error) => return bad_input(format!("context {}: {error}", context.display())),
+        Err(error) => return bad_input(format!("context {}: {error}", context.display()), as_json),
     };
     let cognition = cognition
         .or_else(|| match context.get("me.cognition") {
@@ -214,7 +217,7 @@ fn trace_json(bound: &BoundFlow, walk: &Walk) -> Vec<Value> {
 pub fn check(flow: &Path, sources: &RoleSources, as_json: bool) -> Result<ExitCode> {
     let roles = match load_roles(sources) {
         Ok(roles) => roles,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let errors: Vec<&String> = roles.problems.iter().filter(|problem| !problem.starts_with("note:")).collect();
     for problem in &roles.problems {
@@ -225,7 +228,7 @@ pub fn check(flow: &Path, sources: &RoleSources, as_json: bool) -> Result<ExitCo
     }
     let bound = match read_flow(flow, &roles) {
         Ok(bound) => bound,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let warnings = bound.flow.key_warning_lines();
     let subscriptions = bound.flow.world_subscriptions();

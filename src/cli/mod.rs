@@ -2,26 +2,22 @@
 
 mod corpus;
 mod flow;
+mod land;
 mod logging;
+mod progress;
 mod recover;
 mod replay;
 mod script;
 mod step;
 mod up;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
-use seed::bundle;
-use seed::check::{verify_being, verify_land, SignatureMode};
-use seed::clock::WallClock;
-use seed::fact::body::{GenesisBody, NoteBody, KIND_NOTE};
+use seed::fact::body::{NoteBody, KIND_NOTE};
 use seed::land::{BeingSpec, Land};
-use seed::limits::Limits;
-use seed::view;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Most facts `seed stress` keeps in flight per being before it waits.
 const STRESS_WINDOW_FACTS_DEFAULT: usize = 64;
@@ -76,9 +72,16 @@ enum Command {
         /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
         #[arg(long)]
         llm: Option<PathBuf>,
+        /// Print the start (URL, land, world, operator token) and the stop as one JSON line each.
+        #[arg(long)]
+        json: bool,
     },
     /// Create a land: the reality root, the operator, @birther and @role-manager.
-    Plant,
+    Plant {
+        /// Print the land, its first beings and the operator token as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the beings of the land.
     Beings {
         /// Print the beings as a JSON array.
@@ -108,6 +111,9 @@ enum Command {
         /// verification (see docs/replay.md).
         #[arg(long)]
         no_checkpoint: bool,
+        /// Print the report (and every problem) as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Write a being's reel to a self-verifying bundle.
     Export {
@@ -116,14 +122,24 @@ enum Command {
         /// The bundle file to write.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+        /// Print what was written as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Verify a bundle and add its reel to this land.
     Import {
         /// The bundle file (written by `seed export`).
         file: PathBuf,
+        /// Print what was imported as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Drop every derived index and rebuild it from the reels.
-    Reindex,
+    Reindex {
+        /// Print what was rebuilt as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Give @operator back the roleFlow and roles it was planted with (run
     /// with the land stopped): a world fact on the reality root's reel.
     RecoverOperator {
@@ -135,6 +151,9 @@ enum Command {
     RotateKey {
         /// @name or being id.
         being: String,
+        /// Print the sealed rotate-key fact as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Issue a new operator token (shown once; the old one stops working).
     /// Works on any land, planted or simulated; stop `seed up` first.
@@ -346,6 +365,9 @@ enum CorpusCommand {
         /// Only this entry.
         #[arg(long)]
         name: Option<String>,
+        /// Print every entry's result as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -413,6 +435,49 @@ fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
     }
 }
 
+impl Arguments {
+    /// Whether the verb was asked for `--json` (its errors are then JSON too).
+    pub fn wants_json(&self) -> bool {
+        match &self.command {
+            Command::Up { json, .. }
+            | Command::Plant { json }
+            | Command::Beings { json }
+            | Command::Reel { json, .. }
+            | Command::Verify { json, .. }
+            | Command::Export { json, .. }
+            | Command::Import { json, .. }
+            | Command::Reindex { json }
+            | Command::RotateKey { json, .. }
+            | Command::Token { json }
+            | Command::Sim { json, .. }
+            | Command::Replay { json, .. } => *json,
+            Command::Corpus { command: CorpusCommand::Check { json, .. } } => *json,
+            Command::Corpus { command: CorpusCommand::Capture { .. } } => false,
+            Command::Flow { command: FlowCommand::Eval { json, .. } | FlowCommand::Check { json, .. } } => *json,
+            Command::Script { command: ScriptCommand::Check { json, .. } | ScriptCommand::Run { json, .. } } => *json,
+            Command::RecoverOperator { .. } | Command::Stress { .. } => false,
+        }
+    }
+}
+
+/// A failure as a verb's `--json` reports it: `{"ok": false, "error": "…"}` on
+/// stdout, with `problems` (each at its file, line and column) when the
+/// world or a fixture did not load.
+pub fn print_json_error(error: &anyhow::Error) {
+    use seed::engine::{fixture::FixtureError, EngineError};
+    let problems = error.chain().find_map(|cause| {
+        if let Some(EngineError::World { problems }) = cause.downcast_ref::<EngineError>() {
+            return Some(&problems.problems);
+        }
+        cause.downcast_ref::<FixtureError>().map(|fixture| &fixture.problems)
+    });
+    let mut report = serde_json::json!({ "ok": false, "error": format!("{error:#}") });
+    if let Some(problems) = problems {
+        report["problems"] = problems.iter().map(seed::authoring::Problem::to_json).collect();
+    }
+    println!("{report}");
+}
+
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
     logging::init(arguments.log_format);
     if let Command::Corpus { command } = &arguments.command {
@@ -420,7 +485,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             CorpusCommand::Capture { fixture, name, ticks, seed, dir, .. } => {
                 corpus::capture(fixture, name, *ticks, *seed, dir)
             }
-            CorpusCommand::Check { dir, name, .. } => corpus::check(dir, name.as_deref()),
+            CorpusCommand::Check { dir, name, json, .. } => corpus::check(dir, name.as_deref(), *json),
         };
     }
     if let Command::Script { command } = &arguments.command {
@@ -454,6 +519,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             body_read_timeout_ms,
             lifetime_s,
             llm,
+            json,
         } => up::up(
             &dir,
             up::UpArguments {
@@ -470,55 +536,22 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 },
                 lifetime_s,
                 llm,
+                json,
             },
         ),
-        Command::Plant => plant(&dir),
-        Command::Beings { json } => beings(&open(&dir)?, json),
-        Command::Reel { being, json } => reel(&open(&dir)?, &being, json),
-        Command::Verify { being, strict, threads, no_checkpoint } => {
-            verify(&open(&dir)?, being.as_deref(), strict, threads, !no_checkpoint)
-        }
-        Command::Export { being, output } => {
-            let land = open(&dir)?;
-            let id = land.resolve(&being)?;
-            let facts = bundle::export(&land, &id, &output, &seed::world::CoreSchemas::new())?;
-            println!("exported {being} ({facts} facts) to {}", output.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Import { file } => {
-            let land = open(&dir)?;
-            let report = bundle::import(&land, &file, &seed::world::CoreSchemas::new())
-                .with_context(|| format!("importing {}", file.display()))?;
-            println!(
-                "imported @{} ({}): {} new fact(s), {} already present",
-                report.name,
-                report.being.short(),
-                report.imported,
-                report.already_present
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Plant { json } => land::plant(&dir, json),
+        Command::Beings { json } => land::beings(&land::open(&dir)?, json),
+        Command::Reel { being, json } => land::reel(&land::open(&dir)?, &being, json),
+        Command::Verify { being, strict, threads, no_checkpoint, json } => land::verify(
+            &land::open(&dir)?,
+            land::VerifyArguments { being: being.as_deref(), strict, threads, write_checkpoint: !no_checkpoint, json },
+        ),
+        Command::Export { being, output, json } => land::export(&land::open(&dir)?, &being, &output, json),
+        Command::Import { file, json } => land::import(&land::open(&dir)?, &file, json),
         Command::RecoverOperator { fixture } => recover::recover_operator(&dir, fixture.as_deref()),
-        Command::Reindex => {
-            let land = open(&dir)?;
-            let report = land.store().reindex()?;
-            println!(
-                "reindexed {} facts of {} beings ({} fork proofs)",
-                report.facts, report.beings, report.fork_proofs
-            );
-            for (being, seq) in &report.unreadable_records {
-                println!("  left out unreadable record: being {} seq {seq} (run `seed verify`)", being.short());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Token { json } => token(&dir, json),
-        Command::RotateKey { being } => {
-            let land = open(&dir)?;
-            let id = land.resolve(&being)?;
-            let sealed = land.rotate_key(&id)?;
-            println!("rotated the key of {being}: rotate-key fact seq {} ({})", sealed.seq, sealed.id.short());
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Reindex { json } => land::reindex(&land::open(&dir)?, json),
+        Command::Token { json } => land::token(&dir, json),
+        Command::RotateKey { being, json } => land::rotate_key(&land::open(&dir)?, &being, json),
         Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {
             flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)
         }
@@ -579,158 +612,8 @@ the land\n\nUsage: seed replay <BEING> [OPTIONS]\n       seed replay --all [OPTI
                 },
             ),
         },
-        Command::Stress { beings, facts, window } => stress(&open(&dir)?, beings, facts, window),
+        Command::Stress { beings, facts, window } => stress(&land::open(&dir)?, beings, facts, window),
     }
-}
-
-fn open(dir: &std::path::Path) -> Result<Land> {
-    Ok(Land::open(dir)?)
-}
-
-fn plant(dir: &std::path::Path) -> Result<ExitCode> {
-    let (land, report) = Land::plant(dir, Arc::new(WallClock::default()), Limits::default())?;
-    println!("Planted a land at {}", report.dir.display());
-    for being in &report.beings {
-        let parent = being.parent.as_ref().map(|parent| format!("  child of @{parent}")).unwrap_or_default();
-        println!("  @{:<14} {}  {:<9}{parent}", being.name, being.id.short(), being.cognition.as_str());
-    }
-    println!("Operator token (shown once; only its hash is stored):");
-    println!("  {}", report.operator_token);
-    land.close()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn token(dir: &std::path::Path, json: bool) -> Result<ExitCode> {
-    let land = open(dir)?;
-    let token = land.issue_operator_token()?;
-    land.close()?;
-    if json {
-        println!("{}", serde_json::json!({ "token": token }));
-    } else {
-        println!("New operator token (shown once; only its hash is stored; every earlier token stops working):");
-        println!("  {token}");
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn beings(land: &Land, json: bool) -> Result<ExitCode> {
-    let store = land.store();
-    let mut rows = Vec::new();
-    for being in store.beings()? {
-        let genesis: GenesisBody = land.genesis(&being)?;
-        let head = store.head(&being)?.context("a listed being has no head")?;
-        let parent = match genesis.parent {
-            Some(parent) => land.genesis(&parent).map(|g| format!("@{}", g.name)).unwrap_or_else(|_| parent.short()),
-            None => "—".to_string(),
-        };
-        rows.push((genesis, being, head, parent));
-    }
-    rows.sort_by(|left, right| left.0.name.cmp(&right.0.name));
-    if json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(genesis, being, head, parent)| {
-                serde_json::json!({
-                    "name": genesis.name, "id": being.to_hex(), "cognition": genesis.cognition.as_str(),
-                    "parent": parent, "facts": head.seq + 1, "home_space": genesis.home_space,
-                    "default_role": genesis.default_role, "ended": head.ended,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
-    } else {
-        println!("{:<16} {:<13} {:<10} {:<15} {:>6}", "NAME", "ID", "COGNITION", "PARENT", "FACTS");
-        for (genesis, being, head, parent) in &rows {
-            println!(
-                "@{:<15} {:<13} {:<10} {:<15} {:>6}",
-                genesis.name,
-                being.short(),
-                genesis.cognition.as_str(),
-                parent,
-                head.seq + 1
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
-    let being = land.resolve(reference)?;
-    let head = land.store().head(&being)?.context("the being has no head")?;
-    let facts = land.store().reel(&being, 0, head.seq + 1)?;
-    // Token and cost accounting over the sealed LLM acts of the reel.
-    let mut totals = seed::llm::LlmTotals::default();
-    for stored in facts.iter().filter(|stored| stored.fact.kind() == seed::world::body::KIND_ACT) {
-        if let Ok(seed::world::ActBody { llm: Some(record), .. }) = stored.fact.body_as::<seed::world::ActBody>() {
-            totals.add(&record);
-        }
-    }
-    let seed::llm::LlmTotals { calls, prompt_tokens, completion_tokens, cost_micros } = totals;
-    if json {
-        let list: Vec<_> = facts.iter().map(view::stored_fact_json).collect();
-        let llm = serde_json::json!({ "calls": calls, "promptTokens": prompt_tokens,
-            "completionTokens": completion_tokens, "costMicros": cost_micros });
-        let value = serde_json::json!({ "being": being.to_hex(), "facts": list, "llm": llm });
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        let genesis: GenesisBody = land.genesis(&being)?;
-        println!("@{} {} ({}, {} facts)", genesis.name, being.to_hex(), genesis.cognition.as_str(), facts.len());
-        for stored in &facts {
-            println!("{}", view::stored_fact_line(stored));
-        }
-        if calls > 0 {
-            println!(
-                "llm: {calls} sealed call(s), {prompt_tokens} prompt + {completion_tokens} completion tokens, cost {cost_micros} micros"
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Verifies every signature, always (a checkpoint is never used here); after
-/// a clean land-wide verification, records a new checkpoint unless told not to.
-fn verify(
-    land: &Land,
-    being: Option<&str>,
-    strict: bool,
-    threads: Option<usize>,
-    write_checkpoint: bool,
-) -> Result<ExitCode> {
-    let mode = if strict {
-        SignatureMode::Strict
-    } else {
-        SignatureMode::Batch { batch_facts: land.limits().verify_batch_facts }
-    };
-    let threads = threads.or_else(|| std::thread::available_parallelism().ok().map(|count| count.get())).unwrap_or(1);
-    // Every body is held to the schema this build writes it by.
-    let schemas = seed::world::CoreSchemas::new();
-    let (problems, summary) = match being {
-        Some(reference) => {
-            let id = land.resolve(reference)?;
-            let report = verify_being(land.store(), &id, mode, schemas.rules(land.limits()))?;
-            (report.problems, format!("1 being, {} facts", report.facts))
-        }
-        None => {
-            let report = verify_land(land.store(), mode, threads, schemas.rules(land.limits()))?;
-            if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
-                // A land without the root's key (an imported copy) still verifies.
-                match land.write_verified_checkpoint(facts, digest) {
-                    Ok(_) => println!("checkpoint: the signatures of {facts} facts are recorded as verified"),
-                    Err(error) => println!("checkpoint not written: {error}"),
-                }
-            }
-            (report.problems, format!("{} beings, {} facts", report.beings, report.facts))
-        }
-    };
-    if problems.is_empty() {
-        println!("verified {summary}: no problems");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for problem in &problems {
-        println!("{problem}");
-    }
-    println!("verified {summary}: {} problem(s)", problems.len());
-    Ok(ExitCode::FAILURE)
 }
 
 /// Seals note facts on `count` beings (`stress-0`, …) from one thread each,
@@ -842,11 +725,13 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         threads,
         land_dir: land_dir.clone(),
         trace_file: trace,
-        progress: !json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        progress: progress::for_command("seed sim"),
         model,
         mode: seed::engine::Mode::Simulation,
     };
-    let summary = engine::simulate(&fixture, &options)?;
+    let summary = engine::simulate(&fixture, &options);
+    options.progress.finish();
+    let summary = summary?;
     if land.is_some() {
         replay::record_definitions(&land_dir, fixture_path, seed, &[])?;
     }
@@ -866,7 +751,8 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         for (reason, count) in &summary.failure_reasons {
             println!("            {count} × {reason}");
             if let Some(example) = summary.failure_examples.get(reason) {
-                println!("              e.g. @{} at tick {}: {}", example.being, example.tick, example.reason);
+                let script = example.script.as_ref().map(|at| format!(" in {at}")).unwrap_or_default();
+                println!("              e.g. @{} at tick {}{script}: {}", example.being, example.tick, example.reason);
             }
         }
         println!("  facts     {} sealed", summary.facts_sealed);

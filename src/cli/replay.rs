@@ -158,10 +158,11 @@ fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
     for moment in &report.moments {
         let line = json!({
             "seq": moment.seq, "landSeq": moment.land_seq, "storedTimeMs": moment.stored_time_ms,
-            "wake": moment.act.wake, "cursor": moment.act.cursor,
+            "storedTime": seed::view::format_time_ms(moment.stored_time_ms),
+            "wake": moment.act.wake.to_json(), "cursor": moment.act.cursor,
             "primary": moment.act.primary, "stack": moment.act.stack.iter().map(|used| &used.name).collect::<Vec<_>>(),
             "clauses": moment.clauses, "composed": moment.composed, "face": moment.face,
-            "act": {"call": moment.act.call, "content": moment.act.content},
+            "act": {"call": moment.act.call.to_json(), "content": moment.act.content},
             "effects": moment.act.effects, "matches": moment.matches,
         });
         writeln!(out, "{line}")?;
@@ -195,7 +196,7 @@ pub fn write_moment(
     with_trace: bool,
 ) -> std::io::Result<()> {
     let act = &moment.act;
-    let wake = serde_json::to_string(&act.wake).unwrap_or_default();
+    let wake = act.wake.to_json().to_string();
     let verdict = if moment.matches { "ok" } else { "DIVERGES" };
     writeln!(
         out,
@@ -209,7 +210,8 @@ pub fn write_moment(
             writeln!(out, "      {clause}")?;
         }
     }
-    writeln!(out, "    act      {}", serde_json::to_string(&act.call).unwrap_or_default())?;
+    let call = act.call.to_json();
+    writeln!(out, "    act      {call}")?;
     if with_trace {
         if let Some(content) = &act.content {
             writeln!(out, "    prose    {content}")?;
@@ -478,7 +480,10 @@ pub fn replay_all(
         .map(|checkpoint| seed::check::checkpoint::TrustedCheckpoint { checkpoint, root: land.root() });
     // The wall clock measures the run for the summary only.
     let started = std::time::Instant::now();
-    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted)?;
+    let watcher = super::progress::for_command("seed replay --all");
+    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted, &*watcher);
+    watcher.finish();
+    let report = report?;
     if let Some(reason) = &report.checkpoint_refused {
         checkpoint_note = Some(format!("checkpoint not used: {reason}"));
     } else if report.signatures_covered > 0 {

@@ -3,7 +3,7 @@
 //! naming its file, line and column; unreadable input exits 2.
 
 use anyhow::Result;
-use seed::authoring::script_problem;
+use seed::authoring::{script_problem, Problem};
 use seed::script::{check_script, ScriptEngine, ScriptError, ScriptKind};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -16,8 +16,11 @@ fn read(path: &Path, what: &str) -> std::result::Result<String, String> {
     std::fs::read_to_string(path).map_err(|error| format!("{what} {}: {error}", path.display()))
 }
 
-fn bad_input(message: String) -> Result<ExitCode> {
+fn bad_input(message: String, as_json: bool) -> Result<ExitCode> {
     eprintln!("error: {message}");
+    if as_json {
+        super::print_json_error(&anyhow::anyhow!(message.clone()));
+    }
     Ok(ExitCode::from(EXIT_BAD_INPUT))
 }
 
@@ -34,13 +37,15 @@ pub fn check(files: &[std::path::PathBuf], kind: ScriptKind, as_json: bool) -> R
     for file in files {
         let source = match read(file, "script") {
             Ok(source) => source,
-            Err(message) => return bad_input(message),
+            Err(message) => return bad_input(message, as_json),
         };
         let checked = check_script(&source, kind);
         failed |= checked.is_err();
         if as_json {
             let (error, warnings) = match &checked {
-                Ok(warnings) => (Value::Null, warnings.iter().map(ToString::to_string).collect::<Vec<_>>()),
+                Ok(warnings) => {
+                    (Value::Null, warnings.iter().map(|warning| warning_json(file, warning)).collect::<Vec<_>>())
+                }
                 Err(error) => (script_problem(&file.display().to_string(), error).to_json(), Vec::new()),
             };
             reports.push(json!({
@@ -71,6 +76,14 @@ pub fn check(files: &[std::path::PathBuf], kind: ScriptKind, as_json: bool) -> R
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+/// A face-key warning as the other authoring problems are written in JSON.
+fn warning_json(file: &Path, warning: &seed::script::ScriptWarning) -> Value {
+    let file = file.display().to_string();
+    let reason = format!("face.{} is not a key of the face ({})", warning.key, seed::face::FACE_KEYS.join(", "));
+    let suggestion = warning.suggestion.as_ref().map(|key| format!("face.{key}"));
+    Problem::warning(file, format!("face.{}", warning.key), reason).suggesting(suggestion).to_json()
+}
+
 fn kind_name(kind: ScriptKind) -> &'static str {
     match kind {
         ScriptKind::Role => "role",
@@ -86,20 +99,20 @@ fn kind_name(kind: ScriptKind) -> &'static str {
 pub fn run(file: &Path, face: &Path, seed: u64, as_json: bool) -> Result<ExitCode> {
     let source = match read(file, "script") {
         Ok(source) => source,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let face_value: Value = match read(face, "face").and_then(|text| {
         serde_json::from_str(&text).map_err(|error| format!("face {}: not valid JSON: {error}", face.display()))
     }) {
         Ok(value) => value,
-        Err(message) => return bad_input(message),
+        Err(message) => return bad_input(message, as_json),
     };
     let face_value = match face_value {
         Value::Object(mut fields) if !fields.contains_key("me") && fields.get("face").is_some_and(Value::is_object) => {
             fields.remove("face").unwrap_or_default()
         }
         Value::Object(fields) => Value::Object(fields),
-        _ => return bad_input(format!("face {}: a face is a JSON object (me, can, see, …)", face.display())),
+        _ => return bad_input(format!("face {}: a face is a JSON object (me, can, see, …)", face.display()), as_json),
     };
     let engine = ScriptEngine::new();
     let output = match engine.run(&source, &[("face", &face_value)], seed) {
@@ -121,7 +134,10 @@ pub fn run(file: &Path, face: &Path, seed: u64, as_json: bool) -> Result<ExitCod
             Ok((call, content)) => {
                 (call.as_ref().map_or(Value::Null, |call| call.to_json()), json!(content), Value::Null)
             }
-            Err(error) => (Value::Null, Value::Null, json!(error.to_string())),
+            Err(error) => {
+                let reason = format!("the returned value is not a verb call: {error}");
+                (Value::Null, Value::Null, Problem::error(file.display().to_string(), "", reason).to_json())
+            }
         };
         let report = json!({"file": file.display().to_string(), "ok": parsed.is_ok(), "returned": output,
             "call": call, "content": content, "error": error});

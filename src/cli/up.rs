@@ -17,6 +17,8 @@ pub struct UpArguments {
     pub limits: PortalLimits,
     pub lifetime_s: Option<u64>,
     pub llm: Option<PathBuf>,
+    /// The start and stop lines as JSON.
+    pub json: bool,
 }
 
 /// Resolves on SIGTERM (never where there is no such signal handler).
@@ -71,7 +73,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         threads: arguments.threads.max(1),
         land_dir: land_dir.to_path_buf(),
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model,
         mode: seed::engine::Mode::Live,
     };
@@ -91,12 +93,19 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
-        println!("seed is up: http://{bound}/");
-        println!("land      {}", land_dir.display());
-        println!("world     {} ({} beings)", fixture.name, live.world().beings.len());
-        match &token {
-            Some(token) => println!("operator token (shown once, keep it): {token}"),
-            None => println!("operator token: the one printed when this land was planted"),
+        let beings = live.world().beings.len();
+        if arguments.json {
+            let start = serde_json::json!({"event": "up", "url": format!("http://{bound}/"), "address": bound.to_string(),
+                "land": land_dir, "world": fixture.name, "beings": beings, "operatorToken": token});
+            println!("{start}");
+        } else {
+            println!("seed is up: http://{bound}/");
+            println!("land      {}", land_dir.display());
+            println!("world     {} ({beings} beings)", fixture.name);
+            match &token {
+                Some(token) => println!("operator token (shown once, keep it): {token}"),
+                None => println!("operator token: the one printed when this land was planted"),
+            }
         }
         use std::io::Write;
         std::io::stdout().flush()?;
@@ -133,6 +142,10 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     live.stop()?;
     let _ = rounds.join();
     served?;
-    println!("seed is down: the land is closed");
+    if arguments.json {
+        println!("{}", serde_json::json!({"event": "down"}));
+    } else {
+        println!("seed is down: the land is closed");
+    }
     Ok(ExitCode::SUCCESS)
 }

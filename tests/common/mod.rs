@@ -34,7 +34,7 @@ pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
         threads: 1,
         land_dir,
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     }

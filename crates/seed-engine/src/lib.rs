@@ -11,4 +11,4 @@ pub mod replay;
 
 pub use seed_core::{authoring, extensions, face, llm, moment, roles, script, world};
 pub use seed_format::{canonical, fact, limits, names, schemas};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};

@@ -14,6 +14,7 @@ use crate::check::{check_reel, BodyRules, Problem, SignatureMode};
 use crate::fact::body::GenesisBody;
 use crate::fact::{BeingId, Fact, FactId, Hash32};
 use crate::land::{Land, LandError};
+use crate::progress::{NoProgress, Progress};
 use crate::schemas::HigherSchemas;
 use crate::store::{RawRecord, StoreError};
 use ciborium::value::Value;
@@ -259,6 +260,16 @@ pub fn export(land: &Land, being: &BeingId, path: &Path, schemas: &dyn HigherSch
 /// Bodies are held to `schemas` (the world layer's `CoreSchemas` for this
 /// build) and to this land's body limit.
 pub fn import(land: &Land, path: &Path, schemas: &dyn HigherSchemas) -> Result<ImportReport, BundleError> {
+    import_watched(land, path, schemas, &NoProgress)
+}
+
+/// [`import`], telling `progress` how many facts were verified and stored.
+pub fn import_watched(
+    land: &Land,
+    path: &Path,
+    schemas: &dyn HigherSchemas,
+    progress: &dyn Progress,
+) -> Result<ImportReport, BundleError> {
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };
     let max = land.limits().bundle_bytes_max;
     let len = std::fs::metadata(path).map_err(io)?.len();
@@ -271,7 +282,9 @@ pub fn import(land: &Land, path: &Path, schemas: &dyn HigherSchemas) -> Result<I
     // Held to every schema this build writes by and to this land's body
     // limit: a reel the land could not have written is not imported.
     let rules = BodyRules { body_bytes_max: land.limits().fact_body_bytes_max, schemas };
+    progress.stage("verifying the bundle", bundle.envelopes.len() as u64, "facts");
     let facts = bundle.verify(rules)?;
+    progress.advance(facts.len() as u64);
     let genesis: GenesisBody = facts[0].body_as().map_err(|error| malformed(&error.to_string()))?;
     let store = land.store();
     let local = store.head(&bundle.being)?;
@@ -294,8 +307,10 @@ pub fn import(land: &Land, path: &Path, schemas: &dyn HigherSchemas) -> Result<I
     };
     let tickets: Vec<_> = facts.into_iter().skip(already_present as usize).map(|fact| store.submit(fact)).collect();
     let imported = tickets.len() as u64;
+    progress.stage("storing facts", imported, "facts");
     for ticket in tickets {
         ticket.wait()?;
+        progress.advance(1);
     }
     Ok(ImportReport { being: bundle.being, name: genesis.name, imported, already_present })
 }

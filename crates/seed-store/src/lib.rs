@@ -13,6 +13,7 @@ pub mod clock;
 pub mod keys;
 pub mod land;
 pub mod parallel;
+pub mod progress;
 pub mod store;
 pub mod view;
 

@@ -19,15 +19,17 @@ pub fn format_time_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
+/// One stored fact as JSON: camelCase keys, ids as hex, the time both as
+/// milliseconds and RFC 3339. The body keeps its own (signed) field names.
 pub fn stored_fact_json(stored: &StoredFact) -> Json {
     let fact = &stored.fact;
     json!({
         "seq": fact.header.seq,
-        "land_seq": stored.land_seq,
+        "landSeq": stored.land_seq,
         "id": fact.id().to_hex(),
         "prev": fact.header.prev.to_hex(),
-        "stored_time_ms": fact.header.stored_time_ms,
-        "stored_time": format_time_ms(fact.header.stored_time_ms),
+        "storedTimeMs": fact.header.stored_time_ms,
+        "storedTime": format_time_ms(fact.header.stored_time_ms),
         "kind": fact.kind(),
         "body": body_json(fact),
         "signature": hex::encode(fact.signature()),

@@ -173,6 +173,8 @@ pub struct Role {
     pub llm: Option<Arc<str>>,
     /// Where it came from (a file path, later a fact).
     pub origin: String,
+    /// The file its script was read from, for messages (not in the digest).
+    pub script_origin: Option<String>,
     /// BLAKE3 of the canonical CBOR of the definition (origin excluded).
     pub digest: Hash32,
 }
@@ -365,6 +367,10 @@ impl Role {
         if let Err(error) = super::compose::placeholders(&file.prompt) {
             problems.push(problem("prompt", error.to_string()));
         }
+        let script_origin = match (&file.script, script_field) {
+            (Some(path), ScriptField::RelativeTo(base)) => Some(base.join(path).display().to_string()),
+            _ => None,
+        };
         let script = match (&file.script, script_field) {
             (None, _) => None,
             (Some(source), ScriptField::Source) => {
@@ -421,6 +427,7 @@ impl Role {
             script,
             llm: file.llm.as_deref().map(Arc::from),
             origin: origin.to_string(),
+            script_origin,
             digest: Hash32::ZERO,
         };
         let bytes = canonical::encode_value(&role.definition_cbor()).expect("a role holds only texts, lists and flags");

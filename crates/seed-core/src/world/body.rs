@@ -114,6 +114,19 @@ impl Wake {
             Wake::Person => "person",
         }
     }
+
+    /// As the CLI and the API show it: ids as hex (the serde form, which
+    /// the act body is signed in, writes them as byte arrays).
+    pub fn to_json(&self) -> Json {
+        match self {
+            Wake::Summon { fact, from } => {
+                serde_json::json!({"kind": "summon", "fact": fact.to_hex(), "from": from.to_hex()})
+            }
+            Wake::Signal { key } => serde_json::json!({"kind": "signal", "key": key}),
+            Wake::Tick { tick } => serde_json::json!({"kind": "tick", "tick": tick}),
+            Wake::SelfContinue | Wake::Person => serde_json::json!({"kind": self.kind()}),
+        }
+    }
 }
 
 /// The verb call a moment sealed.

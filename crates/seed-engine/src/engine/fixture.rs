@@ -193,6 +193,8 @@ pub struct PlannedBeing {
     pub default_role: String,
     pub flow: Json,
     pub script: Option<String>,
+    /// The file `script` was read from, as the author names it (for messages).
+    pub script_file: Option<String>,
     pub qualities: BTreeMap<String, Json>,
     pub wake_every: u64,
 }
@@ -414,6 +416,7 @@ impl Fixture {
                     default_role: being.default_role,
                     flow,
                     script,
+                    script_file: being.script.as_ref().map(|file| self.dir.join(file).display().to_string()),
                     qualities: being.qualities,
                     wake_every: being.wake_every,
                 });

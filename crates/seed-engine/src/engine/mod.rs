@@ -36,6 +36,7 @@ use crate::limits::Limits;
 use crate::llm::LanguageModel;
 use crate::moment::refusal::BeingFault;
 use crate::moment::{self, Beat, Failure, MomentTrace, Outcome, Refusal, Substrate};
+use crate::progress::Progress;
 use crate::store::Store;
 use crate::world::body::{KIND_ACT, KIND_WORLD};
 use crate::world::{json_to_cbor, Effect, Wake, World, WorldBody};
@@ -70,7 +71,8 @@ pub struct EngineOptions {
     pub land_dir: PathBuf,
     /// Where to write the moment trace (one JSON object per moment).
     pub trace_file: Option<PathBuf>,
-    pub progress: bool,
+    /// Who hears how many rounds are done (the binary's bar or line).
+    pub progress: Arc<dyn Progress>,
     /// The language model LLM beings call (`None`: their moments fail saying
     /// no connection is configured).
     pub model: Option<Arc<dyn LanguageModel>>,
@@ -230,6 +232,9 @@ pub struct Engine {
     pub operator_token: Option<String>,
     /// The latest moment traces (live lands only), oldest first.
     pub recent_traces: std::collections::VecDeque<Json>,
+    /// The file each script of the world was read from, by the BLAKE3 of
+    /// its source: a failure example names where a script failed.
+    script_files: BTreeMap<Hash32, String>,
 }
 
 impl Engine {
@@ -270,6 +275,15 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let CheckedWorld { substrate, skipped_extensions, planned, warnings } = checked;
         let planned = &planned;
+        let being_scripts =
+            planned.iter().filter_map(|being| Some((being.script.as_ref()?, being.script_file.clone()?)));
+        let role_scripts =
+            substrate.roles.iter().filter_map(|role| Some((&**role.script.as_ref()?, role.script_origin.clone()?)));
+        let script_files: BTreeMap<Hash32, String> = being_scripts
+            .map(|(source, file)| (source.as_str(), file))
+            .chain(role_scripts)
+            .map(|(source, file)| (crate::fact::blake3_of(source.as_bytes()), file))
+            .collect();
         let mut world = World::new();
         fold_to_end(land.store(), &mut world)?;
         let mut scheduler = Scheduler::default();
@@ -332,6 +346,7 @@ impl Engine {
             moment_log: None,
             mode: options.mode,
             recent_traces: std::collections::VecDeque::new(),
+            script_files,
             operator_token: None,
         })
     }
@@ -557,7 +572,7 @@ impl Engine {
             Outcome::Act(mut act) => match moment::recheck(&self.substrate, &self.world, &mut act) {
                 Ok(()) => 'sealing: {
                     if self.moment_log.is_some() {
-                        sealed_call = serde_json::to_value(&act.body.call).ok();
+                        sealed_call = Some(act.body.call.to_json());
                         sealed_content = act.body.content.clone();
                     }
                     let body = match act.encoded.take() {
@@ -626,8 +641,9 @@ impl Engine {
             self.summary.failures += 1;
             *self.summary.failure_reasons.entry(failure.refusal.kind().to_string()).or_default() += 1;
             trace.outcome = failure.to_string();
+            let script = self.script_where(being, trace.primary.as_deref(), &failure.refusal);
             self.summary.failure_examples.entry(failure.refusal.kind().to_string()).or_insert_with(|| {
-                report::FailureExample { being: trace.name.clone(), tick, reason: trace.outcome.clone() }
+                report::FailureExample { being: trace.name.clone(), tick, reason: trace.outcome.clone(), script }
             });
         }
         self.scheduler.saw(&self.world, being);
@@ -637,7 +653,7 @@ impl Engine {
                 tick,
                 being,
                 name: trace.name.clone(),
-                wake: serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
+                wake: trace.wake.to_json(),
                 primary: trace.primary.clone(),
                 stack: trace.stack.clone(),
                 outcome: trace.outcome.clone(),
@@ -697,18 +713,43 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// `FILE:LINE:COLUMN` of the script that failed with `refusal`, when the
+    /// script is one read from a file: the being's own, else its primary role's.
+    fn script_where(&self, being: BeingId, primary: Option<&str>, refusal: &moment::Refusal) -> Option<String> {
+        let moment::Refusal::Script(error) = refusal else { return None };
+        let own = self.world.beings.get(&being).and_then(|row| row.qualities.get("script")).and_then(Json::as_str);
+        let role_script = || self.substrate.roles.get(primary?)?.script.clone();
+        let source: Arc<str> = match own {
+            Some(source) => Arc::from(source),
+            None => role_script()?,
+        };
+        let file = self.script_files.get(&crate::fact::blake3_of(source.as_bytes()))?;
+        let (line, column) = match error {
+            crate::script::ScriptError::Compile { line, column, .. }
+            | crate::script::ScriptError::Runtime { line, column, .. } => (*line, *column),
+            _ => (None, None),
+        };
+        Some(match (line, column) {
+            (Some(line), Some(column)) => format!("{file}:{line}:{column}"),
+            (Some(line), None) => format!("{file}:{line}"),
+            _ => file.clone(),
+        })
+    }
+}
+
 /// Plants the fixture in `options.land_dir` and runs it as a simulation.
 pub fn simulate(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
     let mut simulation = Engine::plant(fixture, options)?;
     let ticks = options.ticks.unwrap_or(fixture.ticks);
-    let progress = if options.progress { indicatif::ProgressBar::new(ticks) } else { indicatif::ProgressBar::hidden() };
+    let progress = &options.progress;
+    progress.stage("running rounds", ticks, "rounds");
     // The wall clock measures the run for the summary only; no fact sees it.
     let started = std::time::Instant::now();
     for _ in 0..ticks {
         simulation.round()?;
-        progress.inc(1);
+        progress.advance(1);
     }
-    progress.finish_and_clear();
     simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     simulation.finish()
 }

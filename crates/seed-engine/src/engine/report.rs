@@ -59,6 +59,8 @@ pub struct FailureExample {
     pub tick: u64,
     /// The whole reason, as the moment trace gives it.
     pub reason: String,
+    /// `FILE:LINE:COLUMN` when a script read from a file failed.
+    pub script: Option<String>,
 }
 
 impl RunSummary {
@@ -76,6 +78,7 @@ impl RunSummary {
             "failures": self.failures, "failureReasons": self.failure_reasons,
             "failureExamples": self.failure_examples.iter().map(|(kind, example)| (kind.clone(), json!({
                 "being": format!("@{}", example.being), "tick": example.tick, "reason": example.reason,
+                "script": example.script,
             }))).collect::<serde_json::Map<_, _>>(),
             "factsSealed": self.facts_sealed,
             "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
@@ -92,8 +95,9 @@ impl RunSummary {
 pub(super) fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
     json!({
         "tick": tick, "being": trace.being.to_hex(), "name": trace.name,
-        "wake": serde_json::to_value(&trace.wake).unwrap_or(Json::Null),
-        "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms, "space": trace.space,
+        "wake": trace.wake.to_json(),
+        "cursor": trace.cursor, "storedTimeMs": trace.stored_time_ms,
+        "storedTime": crate::view::format_time_ms(trace.stored_time_ms), "space": trace.space,
         "primary": trace.primary, "stack": trace.stack, "clauses": trace.clauses,
         "face": trace.face_digest.map(|digest| digest.to_hex()), "outcome": trace.outcome,
         "seeReason": trace.see_reason,

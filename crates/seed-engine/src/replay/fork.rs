@@ -199,7 +199,7 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
         threads: request.threads.max(1),
         land_dir,
         trace_file: None,
-        progress: false,
+        progress: std::sync::Arc::new(crate::progress::NoProgress),
         model: None,
         mode: crate::engine::Mode::Simulation,
     };

@@ -30,11 +30,12 @@ use super::{
     DivergenceCause, FieldDifference, Recomputed, StoredAct,
 };
 use crate::check::checkpoint::TrustedCheckpoint;
-use crate::check::{verify_land, verify_land_decoded, LandReport, SignatureMode};
+use crate::check::{verify_land, verify_land_decoded, HowToVerify, LandReport, SignatureMode};
 use crate::fact::{BeingId, Fact, FactError};
 use crate::limits::Limits;
 use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
+use crate::progress::{NoProgress, Progress};
 use crate::store::{Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, CoreSchemas, FoldBody, GenesisFlows, World};
@@ -47,6 +48,9 @@ use std::collections::BTreeMap;
 pub const LAND_REPLAY_DIVERGENCES_KEPT: usize = 100;
 /// Signatures are checked in batches of this many facts.
 const LAND_SIGNATURE_BATCH_FACTS: usize = 256;
+
+/// Facts the fold passes between two reports to its progress watcher.
+const LAND_REPLAY_PROGRESS_FACTS: usize = 4096;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LandReplayReport {
@@ -101,13 +105,14 @@ pub fn replay_land(
     substrate: &Substrate,
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
+    progress: &dyn Progress,
 ) -> Result<LandReplayReport, StoreError> {
-    match replay_land_deferring(store, substrate, threads, checkpoint, true)? {
+    match replay_land_deferring(store, substrate, threads, checkpoint, true, progress)? {
         Some(report) => Ok(report),
         // An act's body is not canonical CBOR: the land is replayed again
         // with every body checked as it is decoded, so that verification
         // and the fold see exactly the facts `decode_envelope` gives.
-        None => Ok(replay_land_deferring(store, substrate, threads, checkpoint, false)?
+        None => Ok(replay_land_deferring(store, substrate, threads, checkpoint, false, progress)?
             .expect("nothing is deferred, so nothing is found late")),
     }
 }
@@ -123,12 +128,15 @@ fn replay_land_deferring(
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
     defer_act_form: bool,
+    progress: &dyn Progress,
 ) -> Result<Option<LandReplayReport>, StoreError> {
     let threads = threads.max(1);
+    progress.stage("reading the store", 0, "facts");
     // One read of the store and one decoding serve verification and the
     // fold; envelopes and act bodies are decoded in parallel. An unreadable
     // fact (verification names it) is left out of the fold.
     let records = store.raw_records_in_parts(threads)?;
+    progress.advance(records.len() as u64);
     let facts: Vec<Result<Fact, FactError>> = map_in_order(&records, threads, |record| {
         Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
     });
@@ -196,9 +204,11 @@ fn replay_land_deferring(
     // side by side, each fills the other's single-threaded stretches.
     let (verified, replayed) = std::thread::scope(|scope| {
         let verification = scope.spawn(|| {
-            verify_land_decoded(store, &records, &facts, mode, threads, checkpoint, schemas.rules(&Limits::default()))
+            // The fold is the longer of the two: it alone reports progress.
+            let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
+            verify_land_decoded(store, &records, &facts, checkpoint, how)
         });
-        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads);
+        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads, progress);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
@@ -248,6 +258,7 @@ fn fold_and_recompute(
     mut facts: Vec<Option<Decoded<'_>>>,
     act_form_deferred: bool,
     threads: usize,
+    progress: &dyn Progress,
 ) -> Option<Replayed> {
     let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
@@ -260,7 +271,11 @@ fn fold_and_recompute(
     // Acts already compared and folded, freed after the fold. Boxes, so the
     // fold moves pointers, not act bodies.
     let mut spent: Vec<(SpentBody, Box<ActOpening>)> = Vec::with_capacity(facts.len());
+    progress.stage("replaying the land log", facts.len() as u64, "facts");
     for land_seq in 0..facts.len() {
+        if land_seq % LAND_REPLAY_PROGRESS_FACTS == 0 && land_seq > 0 {
+            progress.advance(LAND_REPLAY_PROGRESS_FACTS as u64);
+        }
         let land_seq = land_seq as u64;
         if let Some(opening) = by_cursor.remove(&world.cursor) {
             let opening: Vec<(BeingId, &LandAct<'_>)> = opening

@@ -368,7 +368,7 @@ mod tests {
             threads: 1,
             land_dir: dir.path().join("land"),
             trace_file: None,
-            progress: false,
+            progress: std::sync::Arc::new(crate::progress::NoProgress),
             model: None,
             mode: crate::engine::Mode::Live,
         };

@@ -225,13 +225,12 @@ fn axis_json(store: &dyn Store, from: u64, to: u64) -> Result<Vec<Json>, StoreEr
             continue;
         }
         last = Some(land_seq);
-        let time = match store.land_log(land_seq, land_seq + 1)?.first() {
-            Some(entry) => {
-                store.fact_at(entry)?.map(|stored| crate::view::format_time_ms(stored.fact.header.stored_time_ms))
-            }
+        let time_ms = match store.land_log(land_seq, land_seq + 1)?.first() {
+            Some(entry) => store.fact_at(entry)?.map(|stored| stored.fact.header.stored_time_ms),
             None => None,
         };
-        ticks.push(json!({ "landSeq": land_seq, "time": time }));
+        let time = time_ms.map(crate::view::format_time_ms);
+        ticks.push(json!({ "landSeq": land_seq, "time": time, "timeMs": time_ms }));
     }
     Ok(ticks)
 }
@@ -276,7 +275,7 @@ fn mark_json(world: &World, stored: &crate::store::StoredFact) -> Json {
     let fact = &stored.fact;
     let mut mark = json!({
         "landSeq": stored.land_seq, "seq": fact.header.seq, "kind": fact.kind(),
-        "time": crate::view::format_time_ms(fact.header.stored_time_ms),
+        "time": crate::view::format_time_ms(fact.header.stored_time_ms), "timeMs": fact.header.stored_time_ms,
     });
     match fact.kind() {
         KIND_ACT => match fact.body_as::<ActBody>() {

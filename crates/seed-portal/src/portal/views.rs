@@ -275,6 +275,7 @@ pub fn being_json(
         };
         reel.push(json!({
             "seq": fact.header.seq, "landSeq": stored.land_seq, "time": crate::view::format_time_ms(fact.header.stored_time_ms),
+            "timeMs": fact.header.stored_time_ms,
             "kind": fact.kind(), "id": fact.id().to_hex(), "summary": summary,
             "primary": act.as_ref().and_then(|act| act.primary.clone()),
         }));
@@ -489,7 +490,7 @@ pub fn replay_json(live: &LiveLand, row: &BeingRow) -> Result<Json, PortalError>
         .map(|moment| {
             json!({
                 "seq": moment.seq, "landSeq": moment.land_seq,
-                "time": crate::view::format_time_ms(moment.stored_time_ms),
+                "time": crate::view::format_time_ms(moment.stored_time_ms), "timeMs": moment.stored_time_ms,
                 "primary": moment.act.primary,
                 "stack": moment.act.stack.iter().map(|used| used.name.clone()).collect::<Vec<_>>(),
                 "clauses": moment.clauses, "face": moment.face, "composed": moment.composed,
@@ -577,7 +578,8 @@ pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> 
     };
     Ok(json!({
         "name": row.name, "seq": seq, "landSeq": stored.land_seq, "id": fact.id().to_hex(),
-        "time": crate::view::format_time_ms(fact.header.stored_time_ms), "cursor": act.cursor,
+        "time": crate::view::format_time_ms(fact.header.stored_time_ms), "timeMs": fact.header.stored_time_ms,
+        "cursor": act.cursor,
         "wake": wake,
         "primary": act.primary,
         "stack": act.stack.iter().map(|used| json!({"name": used.name, "digest": used.digest.to_hex()})).collect::<Vec<_>>(),

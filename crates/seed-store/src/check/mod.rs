@@ -35,6 +35,7 @@ use crate::fact::body::{
 };
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::names::being_name_problem;
+use crate::progress::{NoProgress, Progress};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
 use checkpoint::{covered_digest, TrustedCheckpoint};
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -106,6 +107,38 @@ impl fmt::Display for Problem {
             write!(formatter, " seq {seq}")?;
         }
         write!(formatter, ": {}", self.kind)
+    }
+}
+
+impl Problem {
+    /// As the CLI's `--json` prints it: ids as hex, absent values as null.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "being": self.being.map(|being| being.to_hex()), "name": self.name, "seq": self.seq,
+            "kind": self.kind.name(), "reason": self.kind.to_string(), "text": self.to_string(),
+        })
+    }
+}
+
+impl ProblemKind {
+    /// A stable name for the kind of problem (camelCase, as JSON keys are).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProblemKind::Undecodable { .. } => "undecodable",
+            ProblemKind::MisfiledRecord { .. } => "misfiledRecord",
+            ProblemKind::SeqGap { .. } => "seqGap",
+            ProblemKind::Genesis { .. } => "genesis",
+            ProblemKind::PrevLink { .. } => "prevLink",
+            ProblemKind::TimeWentBackwards { .. } => "timeWentBackwards",
+            ProblemKind::AfterEnd => "afterEnd",
+            ProblemKind::Body { .. } => "body",
+            ProblemKind::BodyTooLarge { .. } => "bodyTooLarge",
+            ProblemKind::Signature => "signature",
+            ProblemKind::NoKey { .. } => "noKey",
+            ProblemKind::Fork { .. } => "fork",
+            ProblemKind::LandLog { .. } => "landLog",
+            ProblemKind::Index { .. } => "index",
+        }
     }
 }
 
@@ -539,6 +572,7 @@ fn check_reels(
     groups: &[(BeingId, Range<usize>)],
     checking: Checking<'_>,
     threads: usize,
+    progress: &dyn Progress,
 ) -> Vec<ReelReport> {
     let next = AtomicUsize::new(0);
     let results = Mutex::new(BTreeMap::new());
@@ -552,6 +586,7 @@ fn check_reels(
                     checker.record(record, fact);
                 }
                 let report = checker.finish();
+                progress.advance(range.len() as u64);
                 results.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(index, report);
             });
         }
@@ -597,15 +632,39 @@ pub fn verify_land(
     threads: usize,
     rules: BodyRules<'_>,
 ) -> Result<LandReport, StoreError> {
+    verify_land_watched(store, mode, threads, rules, &NoProgress)
+}
+
+/// [`verify_land`], telling `progress` how many facts were read and checked.
+pub fn verify_land_watched(
+    store: &dyn Store,
+    mode: SignatureMode,
+    threads: usize,
+    rules: BodyRules<'_>,
+    progress: &dyn Progress,
+) -> Result<LandReport, StoreError> {
+    progress.stage("reading the store", 0, "facts");
     let records = store.raw_records(None)?;
+    progress.advance(records.len() as u64);
     let facts = decode_records(&records, threads);
-    let mut report = verify_land_decoded(store, &records, &facts, mode, threads, None, rules)?;
+    let how = HowToVerify { mode, threads, rules, progress };
+    let mut report = verify_land_decoded(store, &records, &facts, None, how)?;
     if report.problems.is_empty() {
         let in_land_order = land_order(&records, &facts);
         let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
         report.verified_digest = Some((in_land_order.len() as u64, digest));
     }
     Ok(report)
+}
+
+/// How [`verify_land_decoded`] checks: signatures one by one or in
+/// batches, on how many threads, by which body rules, told to whom.
+#[derive(Clone, Copy)]
+pub struct HowToVerify<'a> {
+    pub mode: SignatureMode,
+    pub threads: usize,
+    pub rules: BodyRules<'a>,
+    pub progress: &'a dyn Progress,
 }
 
 /// [`verify_land`] over every record of the store, already read and decoded
@@ -616,28 +675,27 @@ pub fn verify_land_decoded(
     store: &dyn Store,
     records: &[RawRecord],
     facts: &[Result<Fact, FactError>],
-    mode: SignatureMode,
-    threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
-    rules: BodyRules<'_>,
+    how: HowToVerify<'_>,
 ) -> Result<LandReport, StoreError> {
+    let HowToVerify { mode, threads, rules, progress } = how;
     debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
     let in_land_order = land_order(records, facts);
     let every = Checking { mode, rules, covered_below: 0 };
     let every_signature = |reason: CheckpointRefused| -> Result<LandReport, StoreError> {
-        let (mut report, _) = verify_records(store, records, facts, every, threads, None)?;
+        let (mut report, _) = verify_records(store, records, facts, every, threads, None, progress)?;
         report.checkpoint_refused = Some(reason);
         Ok(report)
     };
     let Some(trusted) = checkpoint else {
-        return Ok(verify_records(store, records, facts, every, threads, None)?.0);
+        return Ok(verify_records(store, records, facts, every, threads, None, progress)?.0);
     };
     let covered_below = match checkpoint_covers(trusted, &in_land_order, facts) {
         Ok(covered_below) => covered_below,
         Err(reason) => return every_signature(reason),
     };
     let checking = Checking { covered_below, ..every };
-    let (report, root_key) = verify_records(store, records, facts, checking, threads, Some(trusted.root))?;
+    let (report, root_key) = verify_records(store, records, facts, checking, threads, Some(trusted.root), progress)?;
     // The signer's key must be the root's key as its verified reel has it now.
     if root_key != Some(trusted.checkpoint.public_key) {
         return every_signature(CheckpointRefused::NotTheRootsCurrentKey);
@@ -717,13 +775,15 @@ fn verify_records(
     checking: Checking<'_>,
     threads: usize,
     root: Option<BeingId>,
+    progress: &dyn Progress,
 ) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
     let mut land_seqs: Vec<(u64, BeingId, u64)> = records
         .iter()
         .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
         .collect();
     let groups = group_by_being(records);
-    let reports = check_reels(records, facts, &groups, checking, threads);
+    progress.stage("checking reels", records.len() as u64, "facts");
+    let reports = check_reels(records, facts, &groups, checking, threads, progress);
     let root_key = root.and_then(|root| {
         reports.iter().find(|report| report.being == Some(root)).and_then(|report| report.current_key)
     });

@@ -1,0 +1,283 @@
+//! The verbs on one land's facts and keys: plant, token, beings, reel,
+//! verify, export, import, reindex, rotate-key. Each prints text, or with
+//! `--json` one JSON value on stdout in the API's style (camelCase keys, ids
+//! and digests as hex, times as milliseconds beside RFC 3339, `null` for
+//! what is absent); docs/json/ holds the schema of each.
+
+use super::progress;
+use anyhow::{Context, Result};
+use seed::bundle;
+use seed::check::{verify_being, verify_land_watched, SignatureMode};
+use seed::clock::WallClock;
+use seed::fact::body::GenesisBody;
+use seed::land::Land;
+use seed::limits::Limits;
+use seed::view::{self, format_time_ms};
+use serde_json::{json, Value as Json};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+pub fn open(dir: &Path) -> Result<Land> {
+    Ok(Land::open(dir)?)
+}
+
+fn print_json(value: &Json) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+pub fn plant(dir: &Path, json: bool) -> Result<ExitCode> {
+    let (land, report) = Land::plant(dir, Arc::new(WallClock::default()), Limits::default())?;
+    land.close()?;
+    if json {
+        let beings: Vec<Json> = report
+            .beings
+            .iter()
+            .map(|being| {
+                json!({"name": being.name, "id": being.id.to_hex(), "cognition": being.cognition.as_str(),
+                    "parent": being.parent.as_ref().map(|parent| format!("@{parent}"))})
+            })
+            .collect();
+        print_json(&json!({"land": report.dir, "beings": beings, "operatorToken": report.operator_token}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Planted a land at {}", report.dir.display());
+    for being in &report.beings {
+        let parent = being.parent.as_ref().map(|parent| format!("  child of @{parent}")).unwrap_or_default();
+        println!("  @{:<14} {}  {:<9}{parent}", being.name, being.id.short(), being.cognition.as_str());
+    }
+    println!("Operator token (shown once; only its hash is stored):");
+    println!("  {}", report.operator_token);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn token(dir: &Path, json: bool) -> Result<ExitCode> {
+    let land = open(dir)?;
+    let token = land.issue_operator_token()?;
+    land.close()?;
+    if json {
+        print_json(&json!({ "token": token }))?;
+    } else {
+        println!("New operator token (shown once; only its hash is stored; every earlier token stops working):");
+        println!("  {token}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn beings(land: &Land, json: bool) -> Result<ExitCode> {
+    let store = land.store();
+    let mut rows = Vec::new();
+    for being in store.beings()? {
+        let genesis: GenesisBody = land.genesis(&being)?;
+        let head = store.head(&being)?.context("a listed being has no head")?;
+        let parent_name = genesis.parent.and_then(|parent| land.genesis(&parent).ok()).map(|parent| parent.name);
+        rows.push((genesis, being, head, parent_name));
+    }
+    rows.sort_by(|left, right| left.0.name.cmp(&right.0.name));
+    if json {
+        let list: Vec<Json> = rows
+            .iter()
+            .map(|(genesis, being, head, parent_name)| {
+                json!({
+                    "name": genesis.name, "id": being.to_hex(), "cognition": genesis.cognition.as_str(),
+                    "parent": parent_name.as_ref().map(|name| format!("@{name}")),
+                    "parentId": genesis.parent.map(|parent| parent.to_hex()),
+                    "home": genesis.home_space, "defaultRole": genesis.default_role,
+                    "facts": head.seq + 1, "ended": head.ended,
+                    "lastTimeMs": head.stored_time_ms, "lastTime": format_time_ms(head.stored_time_ms),
+                })
+            })
+            .collect();
+        print_json(&Json::Array(list))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:<16} {:<13} {:<10} {:<15} {:>6}", "NAME", "ID", "COGNITION", "PARENT", "FACTS");
+    for (genesis, being, head, parent_name) in &rows {
+        let parent = match (parent_name, genesis.parent) {
+            (Some(name), _) => format!("@{name}"),
+            (None, Some(parent)) => parent.short(),
+            (None, None) => "—".to_string(),
+        };
+        println!(
+            "@{:<15} {:<13} {:<10} {:<15} {:>6}",
+            genesis.name,
+            being.short(),
+            genesis.cognition.as_str(),
+            parent,
+            head.seq + 1
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
+    let being = land.resolve(reference)?;
+    let head = land.store().head(&being)?.context("the being has no head")?;
+    let facts = land.store().reel(&being, 0, head.seq + 1)?;
+    let genesis: GenesisBody = land.genesis(&being)?;
+    // Token and cost accounting over the sealed LLM acts of the reel.
+    let mut totals = seed::llm::LlmTotals::default();
+    for stored in facts.iter().filter(|stored| stored.fact.kind() == seed::world::body::KIND_ACT) {
+        if let Ok(seed::world::ActBody { llm: Some(record), .. }) = stored.fact.body_as::<seed::world::ActBody>() {
+            totals.add(&record);
+        }
+    }
+    let seed::llm::LlmTotals { calls, prompt_tokens, completion_tokens, cost_micros } = totals;
+    if json {
+        let list: Vec<_> = facts.iter().map(view::stored_fact_json).collect();
+        let llm = json!({ "calls": calls, "promptTokens": prompt_tokens,
+            "completionTokens": completion_tokens, "costMicros": cost_micros });
+        print_json(&json!({ "being": being.to_hex(), "name": genesis.name, "facts": list, "llm": llm }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("@{} {} ({}, {} facts)", genesis.name, being.to_hex(), genesis.cognition.as_str(), facts.len());
+    for stored in &facts {
+        println!("{}", view::stored_fact_line(stored));
+    }
+    if calls > 0 {
+        println!(
+            "llm: {calls} sealed call(s), {prompt_tokens} prompt + {completion_tokens} completion tokens, cost {cost_micros} micros"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The options of `seed verify` besides the land.
+pub struct VerifyArguments<'a> {
+    pub being: Option<&'a str>,
+    pub strict: bool,
+    pub threads: Option<usize>,
+    pub write_checkpoint: bool,
+    pub json: bool,
+}
+
+/// Verifies every signature, always (a checkpoint is never used here); after
+/// a clean land-wide verification, records a new checkpoint unless told not to.
+pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
+    let VerifyArguments { being, strict, threads, write_checkpoint, json } = arguments;
+    let mode = if strict {
+        SignatureMode::Strict
+    } else {
+        SignatureMode::Batch { batch_facts: land.limits().verify_batch_facts }
+    };
+    let threads = threads.or_else(|| std::thread::available_parallelism().ok().map(|count| count.get())).unwrap_or(1);
+    // Every body is held to the schema this build writes it by.
+    let schemas = seed::world::CoreSchemas::new();
+    let mut checkpoint = Json::Null;
+    let mut checkpoint_line = None;
+    let (problems, beings, facts, only) = match being {
+        Some(reference) => {
+            let id = land.resolve(reference)?;
+            let report = verify_being(land.store(), &id, mode, schemas.rules(land.limits()))?;
+            (report.problems, 1, report.facts, Some((id, report.name)))
+        }
+        None => {
+            let watcher = progress::for_command("seed verify");
+            let report = verify_land_watched(land.store(), mode, threads, schemas.rules(land.limits()), &*watcher)?;
+            watcher.finish();
+            if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
+                // A land without the root's key (an imported copy) still verifies.
+                let written = land.write_verified_checkpoint(facts, digest);
+                checkpoint = json!({"written": written.is_ok(), "facts": facts, "digest": digest.to_hex(),
+                    "reason": written.as_ref().err().map(ToString::to_string)});
+                checkpoint_line = Some(match written {
+                    Ok(_) => format!("checkpoint: the signatures of {facts} facts are recorded as verified"),
+                    Err(error) => format!("checkpoint not written: {error}"),
+                });
+            }
+            (report.problems, report.beings, report.facts, None)
+        }
+    };
+    let exit = if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    if json {
+        let (being_id, name) = match &only {
+            Some((id, name)) => (Some(id.to_hex()), name.clone()),
+            None => (None, None),
+        };
+        print_json(&json!({
+            "being": being_id, "name": name, "beings": beings, "facts": facts, "ok": problems.is_empty(),
+            "problems": problems.iter().map(seed::check::Problem::to_json).collect::<Vec<_>>(),
+            "checkpoint": checkpoint,
+        }))?;
+        return Ok(exit);
+    }
+    if let Some(line) = checkpoint_line {
+        println!("{line}");
+    }
+    let summary = format!("{beings} being{}, {facts} facts", if beings == 1 { "" } else { "s" });
+    if problems.is_empty() {
+        println!("verified {summary}: no problems");
+        return Ok(exit);
+    }
+    for problem in &problems {
+        println!("{problem}");
+    }
+    println!("verified {summary}: {} problem(s)", problems.len());
+    Ok(exit)
+}
+
+pub fn export(land: &Land, reference: &str, output: &Path, json: bool) -> Result<ExitCode> {
+    let id = land.resolve(reference)?;
+    let genesis: GenesisBody = land.genesis(&id)?;
+    let facts = bundle::export(land, &id, output, &seed::world::CoreSchemas::new())?;
+    if json {
+        let bytes = std::fs::metadata(output).map(|metadata| metadata.len()).ok();
+        print_json(
+            &json!({"being": id.to_hex(), "name": genesis.name, "facts": facts, "file": output, "bytes": bytes}),
+        )?;
+    } else {
+        println!("exported @{} ({facts} facts) to {}", genesis.name, output.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(land: &Land, file: &Path, json: bool) -> Result<ExitCode> {
+    let watcher = progress::for_command("seed import");
+    let imported = bundle::import_watched(land, file, &seed::world::CoreSchemas::new(), &*watcher);
+    watcher.finish();
+    let report = imported.with_context(|| format!("importing {}", file.display()))?;
+    if json {
+        print_json(&json!({"being": report.being.to_hex(), "name": report.name, "file": file,
+            "imported": report.imported, "alreadyPresent": report.already_present}))?;
+    } else {
+        println!(
+            "imported @{} ({}): {} new fact(s), {} already present",
+            report.name,
+            report.being.short(),
+            report.imported,
+            report.already_present
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reindex(land: &Land, json: bool) -> Result<ExitCode> {
+    let report = land.store().reindex()?;
+    if json {
+        let unreadable: Vec<Json> =
+            report.unreadable_records.iter().map(|(being, seq)| json!({"being": being.to_hex(), "seq": seq})).collect();
+        print_json(&json!({"facts": report.facts, "beings": report.beings, "forkProofs": report.fork_proofs,
+            "unreadableRecords": unreadable}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("reindexed {} facts of {} beings ({} fork proofs)", report.facts, report.beings, report.fork_proofs);
+    for (being, seq) in &report.unreadable_records {
+        println!("  left out unreadable record: being {} seq {seq} (run `seed verify`)", being.short());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn rotate_key(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
+    let id = land.resolve(reference)?;
+    let genesis: GenesisBody = land.genesis(&id)?;
+    let sealed = land.rotate_key(&id)?;
+    if json {
+        print_json(&json!({"being": id.to_hex(), "name": genesis.name, "seq": sealed.seq,
+            "factId": sealed.id.to_hex(), "landSeq": sealed.land_seq,
+            "storedTimeMs": sealed.stored_time_ms, "storedTime": format_time_ms(sealed.stored_time_ms)}))?;
+    } else {
+        println!("rotated the key of @{}: rotate-key fact seq {} ({})", genesis.name, sealed.seq, sealed.id.short());
+    }
+    Ok(ExitCode::SUCCESS)
+}
