@@ -22,6 +22,7 @@ mod cli;
 mod cli_help;
 mod crash;
 mod fact_props;
+mod first_world;
 mod flow_cli;
 mod hostile;
 mod json_schemas;
