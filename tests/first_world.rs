@@ -48,7 +48,8 @@ fn steps(markdown: &str) -> Vec<Step> {
 
 fn run(folder: &Path, command: &str) -> (i32, String) {
     let binary = Path::new(env!("CARGO_BIN_EXE_seed"));
-    let path = format!("{}:{}", binary.parent().expect("a folder").display(), std::env::var("PATH").unwrap_or_default());
+    let path =
+        format!("{}:{}", binary.parent().expect("a folder").display(), std::env::var("PATH").unwrap_or_default());
     let output = Command::new("bash")
         .arg("-c")
         .arg(command)
@@ -100,8 +101,12 @@ fn the_tutorial_reader_reads_files_commands_and_their_output() {
     let steps = steps(markdown);
     assert_eq!(steps.len(), 3, "{steps:?}");
     assert!(matches!(&steps[0], Step::WriteFile { path, text } if path == "a/b.toml" && text == "x = 1\n"));
-    assert!(matches!(&steps[1], Step::Run { command, exit: 1, expected } if command == "seed one" && expected == &["first", "second"]));
-    assert!(matches!(&steps[2], Step::Run { command, exit: 1, expected } if command == "seed two" && expected.is_empty()));
+    assert!(
+        matches!(&steps[1], Step::Run { command, exit: 1, expected } if command == "seed one" && expected == &["first", "second"])
+    );
+    assert!(
+        matches!(&steps[2], Step::Run { command, exit: 1, expected } if command == "seed two" && expected.is_empty())
+    );
     let expected = ["a".to_string(), "c".to_string()];
     assert_eq!(missing_line("a\nb\nc\n", &expected), None);
     assert_eq!(missing_line("c\nb\na\n", &expected), Some("c"), "the order counts");
