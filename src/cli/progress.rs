@@ -33,9 +33,13 @@ struct Bar {
 
 impl Bar {
     fn new(command: &'static str) -> Bar {
+        // Styled before it may draw, so no default bar flashes before the first stage.
         let bar = indicatif::ProgressBar::hidden();
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix}") {
+            bar.set_style(style);
+        }
         bar.set_prefix(command);
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         Bar { bar }
     }
 }
@@ -45,13 +49,14 @@ impl Progress for Bar {
         let template = if total == 0 {
             format!("{{prefix}}: {{spinner}} {name} ({{pos}} {unit}, {{elapsed}})")
         } else {
-            format!("{{prefix}}: {name} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{eta}} left)")
+            format!("{{prefix}}: {name} [{{bar:24}}] {{pos}}/{{len}} {unit} ({{eta}} left)")
         };
         if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
             self.bar.set_style(style.progress_chars("=> "));
         }
-        self.bar.set_length(total);
+        // The count restarts before the new total shows, so no stage opens full.
         self.bar.set_position(0);
+        self.bar.set_length(total);
         if total == 0 {
             self.bar.enable_steady_tick(Duration::from_millis(120));
         } else {
