@@ -140,7 +140,7 @@ pub fn check(dir: &Path, only: Option<&str>, json: bool) -> Result<ExitCode> {
     }
     if json {
         let value = serde_json::json!({"checked": manifests.len(), "failed": failed, "entries": entries});
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        super::print_json(&value)?;
     } else {
         println!(
             "{} corpus entr{} checked, {failed} failed",

@@ -1,6 +1,7 @@
 //! `seed flow eval` and `seed flow check`: the roleFlow evaluator for role
 //! authors, on files. Bad input exits 2 with the path of the offending element.
 
+use super::{bad_input, EXIT_BAD_INPUT};
 use anyhow::Result;
 use seed::fact::body::Cognition;
 use seed::roles::definition::RoleRegistry;
@@ -9,17 +10,6 @@ use seed::roles::{compose, OpenContext, RoleFlow};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Exit code for bad input files (clap uses the same for bad arguments).
-const EXIT_BAD_INPUT: u8 = 2;
-
-fn bad_input(message: String, as_json: bool) -> Result<ExitCode> {
-    eprintln!("error: {message}");
-    if as_json {
-        super::print_json_error(&anyhow::anyhow!(message.clone()));
-    }
-    Ok(ExitCode::from(EXIT_BAD_INPUT))
-}
 
 /// `roles/` and every `extensions/*/roles/` under the current folder.
 fn default_role_dirs() -> Vec<PathBuf> {
@@ -159,7 +149,7 @@ pub fn eval(
             "digest": composed.digest().to_hex(),
             "roleFolders": roles.folders.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&output)?);
+        super::print_json(&output)?;
     } else {
         println!("primary: {} ({})", composed.primary.as_deref().unwrap_or("none"), primary_source(&walk));
         let stack: Vec<&str> = composed.stack.iter().map(|name| name.as_ref()).collect();
@@ -242,7 +232,7 @@ pub fn check(flow: &Path, sources: &RoleSources, as_json: bool) -> Result<ExitCo
             "roles": roles.registry.len(),
             "roleFileErrors": errors,
         });
-        println!("{}", serde_json::to_string_pretty(&output)?);
+        super::print_json(&output)?;
     } else {
         for warning in &warnings {
             println!("warning: {warning}");

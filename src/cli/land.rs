@@ -4,7 +4,7 @@
 //! and digests as hex, times as milliseconds beside RFC 3339, `null` for
 //! what is absent); docs/json/ holds the schema of each.
 
-use super::progress;
+use super::{print_json, progress};
 use anyhow::{Context, Result};
 use seed::bundle;
 use seed::check::{verify_being, verify_land_watched, SignatureMode};
@@ -20,11 +20,6 @@ use std::sync::Arc;
 
 pub fn open(dir: &Path) -> Result<Land> {
     Ok(Land::open(dir)?)
-}
-
-fn print_json(value: &Json) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
 }
 
 pub fn plant(dir: &Path, json: bool) -> Result<ExitCode> {

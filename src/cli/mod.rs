@@ -471,11 +471,34 @@ pub fn print_json_error(error: &anyhow::Error) {
         }
         cause.downcast_ref::<FixtureError>().map(|fixture| &fixture.problems)
     });
-    let mut report = serde_json::json!({ "ok": false, "error": format!("{error:#}") });
+    print_json_failure(&format!("{error:#}"), problems.map(Vec::as_slice));
+}
+
+fn print_json_failure(message: &str, problems: Option<&[seed::authoring::Problem]>) {
+    let mut report = serde_json::json!({ "ok": false, "error": message });
     if let Some(problems) = problems {
         report["problems"] = problems.iter().map(seed::authoring::Problem::to_json).collect();
     }
     println!("{report}");
+}
+
+/// Exit code for input files a verb cannot use as asked (clap uses the same for bad arguments).
+const EXIT_BAD_INPUT: u8 = 2;
+
+/// Input `seed flow` or `seed script` cannot use: the message on stderr (and
+/// as JSON on stdout under `--json`), exit [`EXIT_BAD_INPUT`].
+fn bad_input(message: String, as_json: bool) -> Result<ExitCode> {
+    eprintln!("error: {message}");
+    if as_json {
+        print_json_failure(&message, None);
+    }
+    Ok(ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// One JSON value on stdout, pretty-printed (what `--json` prints).
+fn print_json(value: &serde_json::Value) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
 }
 
 pub fn run(arguments: Arguments) -> Result<ExitCode> {
@@ -736,7 +759,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         replay::record_definitions(&land_dir, fixture_path, seed, &[])?;
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+        print_json(&summary.to_json())?;
     } else {
         let value = summary.to_json();
         println!(

@@ -363,7 +363,7 @@ fn print_fork_json(report: &seed::replay::fork::ForkReport, kept: Option<&Path>)
         "branchWorldHash": report.branch_world_hash.to_hex(),
         "kept": kept.map(|path| path.display().to_string()),
     });
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    super::print_json(&value)?;
     Ok(())
 }
 
@@ -513,7 +513,7 @@ pub fn replay_all(
             "elapsedMs": elapsed_ms, "momentsPerSecond": per_second,
             "signaturesCovered": report.signatures_covered, "checkpoint": checkpoint_note,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        super::print_json(&value)?;
     } else {
         for problem in &report.problems {
             println!("PROBLEM {problem}");

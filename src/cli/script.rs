@@ -2,6 +2,7 @@
 //! without a world, for script authors. A problem in the script exits 1
 //! naming its file, line and column; unreadable input exits 2.
 
+use super::bad_input;
 use anyhow::Result;
 use seed::authoring::{script_problem, Problem};
 use seed::script::{check_script, ScriptEngine, ScriptError, ScriptKind};
@@ -9,19 +10,8 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Exit code for files that cannot be read as asked (clap uses the same for bad arguments).
-const EXIT_BAD_INPUT: u8 = 2;
-
 fn read(path: &Path, what: &str) -> std::result::Result<String, String> {
     std::fs::read_to_string(path).map_err(|error| format!("{what} {}: {error}", path.display()))
-}
-
-fn bad_input(message: String, as_json: bool) -> Result<ExitCode> {
-    eprintln!("error: {message}");
-    if as_json {
-        super::print_json_error(&anyhow::anyhow!(message.clone()));
-    }
-    Ok(ExitCode::from(EXIT_BAD_INPUT))
 }
 
 /// The script's failure as the author reads it: `FILE:LINE:COLUMN: reason`.
@@ -71,7 +61,7 @@ pub fn check(files: &[std::path::PathBuf], kind: ScriptKind, as_json: bool) -> R
     }
     if as_json {
         let report = json!({"kind": kind_name(kind), "inputs": inputs, "ok": !failed, "scripts": reports});
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::print_json(&report)?;
     }
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -121,7 +111,7 @@ pub fn run(file: &Path, face: &Path, seed: u64, as_json: bool) -> Result<ExitCod
             if as_json {
                 let report = json!({"file": file.display().to_string(), "ok": false,
                     "error": script_problem(&file.display().to_string(), &error).to_json()});
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                super::print_json(&report)?;
             } else {
                 eprintln!("error: {}", failure_line(file, &error));
             }
@@ -141,7 +131,7 @@ pub fn run(file: &Path, face: &Path, seed: u64, as_json: bool) -> Result<ExitCod
         };
         let report = json!({"file": file.display().to_string(), "ok": parsed.is_ok(), "returned": output,
             "call": call, "content": content, "error": error});
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::print_json(&report)?;
     } else {
         println!("returned: {}", serde_json::to_string(&output)?);
         match &parsed {

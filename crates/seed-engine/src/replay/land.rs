@@ -364,6 +364,9 @@ fn fold_and_recompute(
         world.apply_act(land_seq, header, fact.id(), &stored.body);
         spent.push((SpentBody::Stored(Box::new(stored.body)), act.opening));
     }
+    // The facts after the last whole step, so the stage ends full.
+    let reported = facts.len().saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
+    progress.advance((facts.len() - reported) as u64);
     drop_in_background((spent, world));
     Some(replayed)
 }
