@@ -62,13 +62,22 @@ pub fn token(dir: &Path, json: bool) -> Result<ExitCode> {
 
 pub fn beings(land: &Land, json: bool) -> Result<ExitCode> {
     let store = land.store();
-    let mut rows = Vec::new();
+    let mut listed = Vec::new();
     for being in store.beings()? {
         let genesis: GenesisBody = land.genesis(&being)?;
         let head = store.head(&being)?.context("a listed being has no head")?;
-        let parent_name = genesis.parent.and_then(|parent| land.genesis(&parent).ok()).map(|parent| parent.name);
-        rows.push((genesis, being, head, parent_name));
+        listed.push((genesis, being, head));
     }
+    // A parent's name is its genesis's, read once above (none for a parent this land does not hold).
+    let names: std::collections::BTreeMap<_, _> =
+        listed.iter().map(|(genesis, being, _)| (*being, genesis.name.clone())).collect();
+    let mut rows: Vec<_> = listed
+        .into_iter()
+        .map(|(genesis, being, head)| {
+            let parent_name = genesis.parent.and_then(|parent| names.get(&parent).cloned());
+            (genesis, being, head, parent_name)
+        })
+        .collect();
     rows.sort_by(|left, right| left.0.name.cmp(&right.0.name));
     if json {
         let list: Vec<Json> = rows
