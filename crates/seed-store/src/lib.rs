@@ -14,6 +14,8 @@ pub mod keys;
 pub mod land;
 pub mod parallel;
 pub mod progress;
+mod signed;
+pub mod snapshot;
 pub mod store;
 pub mod view;
 

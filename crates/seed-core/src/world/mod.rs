@@ -12,6 +12,7 @@
 //! one replay share each distinct roleFlow, converted and digested once.
 
 mod act_bytes;
+pub mod snapshot;
 pub(crate) use act_bytes::write_wake;
 pub mod address;
 pub mod body;
@@ -55,13 +56,13 @@ pub fn holds_fraction(value: &Json) -> bool {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Space {
     pub kind: String,
     pub qualities: BTreeMap<String, Json>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Matter {
     pub kind: String,
     pub fields: BTreeMap<String, Json>,
@@ -74,7 +75,7 @@ pub struct Matter {
     pub made_at_seq: u64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BeingRow {
     pub id: BeingId,
     pub name: String,
@@ -83,7 +84,8 @@ pub struct BeingRow {
     pub role_flow: Json,
     /// [`role_flow_digest`] of `role_flow`, kept beside it so that a moment
     /// finds its compiled flow without encoding the flow again. Derived: not
-    /// part of the world's canonical state.
+    /// part of the world's canonical state (nor of a snapshot: recomputed).
+    #[serde(skip)]
     pub role_flow_digest: Option<Hash32>,
     pub default_role: String,
     pub home_space: String,
@@ -226,7 +228,7 @@ impl BeingRow {
 }
 
 /// A summon waiting in an inbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PendingSummon {
     pub fact: FactId,
     pub land_seq: u64,
@@ -238,7 +240,7 @@ pub struct PendingSummon {
     pub correlation: FactId,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct World {
     /// How many land-log facts are folded in.
     pub cursor: u64,
@@ -256,14 +258,16 @@ pub struct World {
     /// Roles authored live, by name: their definitions as JSON and who wrote them.
     pub roles: BTreeMap<String, AuthoredRole>,
     /// BLAKE3 of the authored definitions (zero while there are none): the
-    /// key under which compiled flows and registries are cached.
+    /// key under which compiled flows and registries are cached. Derived:
+    /// a snapshot recomputes it.
+    #[serde(skip)]
     pub roles_digest: Hash32,
     /// People's accounts, by account name (`grant-account` effects).
     pub accounts: BTreeMap<String, Account>,
 }
 
 /// A person's account: the being it drives and its token's hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Account {
     pub being: BeingId,
     /// BLAKE3 of the login token, as 64 hex digits.
@@ -274,7 +278,7 @@ pub struct Account {
 }
 
 /// A role authored through the role-manager (a `put-role` effect).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AuthoredRole {
     pub definition: Json,
     /// The being whose act or world fact authored it.
@@ -473,13 +477,11 @@ impl World {
             }
             Effect::PutRole { name, definition } => {
                 self.roles.insert(name.clone(), AuthoredRole { definition: definition.clone(), author: actor });
-                self.roles_digest =
-                    crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
+                self.roles_digest = self.authored_roles_digest();
             }
             Effect::DropRole { name } => {
                 self.roles.remove(name);
-                self.roles_digest =
-                    crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default());
+                self.roles_digest = self.authored_roles_digest();
             }
             Effect::GrantAccount { account, being, token_hash } => {
                 if let Some(id) = self.names.get(being).copied() {
@@ -491,6 +493,15 @@ impl World {
                 self.accounts.remove(account);
             }
         }
+    }
+
+    /// What `roles_digest` holds: BLAKE3 of the authored definitions, zero
+    /// while there are none (as before the first was authored).
+    fn authored_roles_digest(&self) -> Hash32 {
+        if self.roles.is_empty() {
+            return Hash32::ZERO;
+        }
+        crate::fact::blake3_of(&canonical::encode_value(&self.roles_cbor()).unwrap_or_default())
     }
 
     /// The authored roles' definitions by name, as CBOR.

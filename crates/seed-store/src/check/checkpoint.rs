@@ -18,7 +18,7 @@
 
 use crate::canonical::{self, CanonicalReader};
 use crate::fact::{BeingId, Fact, Hash32, PublicKeyBytes};
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey};
 
 /// The checkpoint's file in the land folder.
 pub const CHECKPOINT_FILE: &str = "verified-checkpoint";
@@ -71,18 +71,8 @@ impl VerifiedCheckpoint {
 
     pub fn decode(bytes: &[u8]) -> Result<VerifiedCheckpoint, CheckpointError> {
         let malformed = |reason| CheckpointError::Malformed { reason };
-        let mut outer = CanonicalReader::new(bytes);
-        if outer.array_head() != Some(2) {
-            return Err(malformed("not an array of two items"));
-        }
-        let signed = outer.bytes().ok_or(malformed("the signed part is not a byte string"))?;
-        let signature: [u8; 64] = outer
-            .bytes()
-            .and_then(|signature| signature.try_into().ok())
-            .ok_or(malformed("the signature is not 64 bytes"))?;
-        if !outer.is_at_end() {
-            return Err(malformed("trailing bytes"));
-        }
+        let crate::signed::SignedRecord { signed, signature, .. } =
+            crate::signed::split_signed(bytes, 0).map_err(malformed)?;
         let mut reader = CanonicalReader::new(signed);
         if reader.array_head() != Some(CHECKPOINT_SIGNED_FIELDS) {
             return Err(malformed("the signed part is not an array of six items"));
@@ -108,9 +98,8 @@ impl VerifiedCheckpoint {
 
     /// Strict Ed25519 verification of the checkpoint's own signature.
     pub fn signature_holds(&self) -> bool {
-        let Ok(key) = VerifyingKey::from_bytes(self.public_key.as_bytes()) else { return false };
         let signed = signed_bytes(self.facts, &self.digest, &self.signer, &self.public_key);
-        !key.is_weak() && key.verify_strict(&signed, &Signature::from_bytes(&self.signature)).is_ok()
+        crate::signed::signature_holds(&self.public_key, &signed, &self.signature)
     }
 }
 

@@ -10,6 +10,8 @@
 //!   keys/       the key ring (0700; one 0600 file per hosted being)
 //!   witness     how many facts are durable, as last recorded: catches a truncated store
 //!   verified-checkpoint   the root's signed record of the last clean `seed verify` (optional)
+//!   snapshots/  world snapshots every `snapshot_every_facts` facts, and the
+//!               root's record of those a clean `seed verify` vouched for
 //! ```
 
 mod plant;
@@ -23,6 +25,7 @@ use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIN
 use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, PublicKeyBytes, UnsignedFact};
 use crate::keys::{random_bytes, KeyError, KeyRing};
 use crate::limits::Limits;
+use crate::snapshot::{SignedSnapshot, SnapshotShelf, VouchedSnapshots};
 use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
@@ -36,6 +39,9 @@ const STORE_DIR: &str = "store";
 const KEYS_DIR: &str = "keys";
 /// How many facts the store had made durable, as last recorded (see `SledStore::open`).
 const WITNESS_FILE: &str = "witness";
+/// How many facts apart a land writes world snapshots unless its
+/// `land.toml` says otherwise (`snapshot_every_facts`; 0 writes none).
+pub const SNAPSHOT_EVERY_FACTS_DEFAULT: u64 = 100_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LandError {
@@ -79,6 +85,8 @@ pub enum LandError {
     Fact(#[from] FactError),
     #[error("{path}: {source}")]
     Checkpoint { path: PathBuf, source: crate::check::checkpoint::CheckpointError },
+    #[error(transparent)]
+    Snapshot(#[from] crate::snapshot::SnapshotError),
 }
 
 /// The contents of `land.toml`.
@@ -87,6 +95,10 @@ pub struct LandMeta {
     pub format: u64,
     pub root: String,
     pub operator: String,
+    /// Facts between two world snapshots (absent: [`SNAPSHOT_EVERY_FACTS_DEFAULT`];
+    /// 0: none). The one setting of `land.toml` an operator may change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_every_facts: Option<u64>,
 }
 
 /// What a caller gets back once a fact is durable.
@@ -589,8 +601,7 @@ impl Land {
         // The root's key as its reel names it now: a key file holding any
         // other valid key (another being's, a digit changed) is refused
         // here, not found out when a replay refuses the checkpoint.
-        let head = self.store.head(&self.root)?.ok_or(LandError::UnknownBeing { being: self.root })?;
-        let key = self.current_key(&self.root, &head.public_key)?;
+        let key = self.root_key()?;
         let checkpoint = VerifiedCheckpoint::seal(facts, digest, self.root, &key);
         let path = self.dir.join(CHECKPOINT_FILE);
         let temporary = self.dir.join(format!("{CHECKPOINT_FILE}.tmp"));
@@ -600,6 +611,44 @@ impl Land {
         file.sync_all().map_err(io)?;
         std::fs::rename(&temporary, &path).map_err(io)?;
         Ok(checkpoint)
+    }
+
+    /// Facts between two world snapshots (0: the land writes none).
+    pub fn snapshot_every_facts(&self) -> u64 {
+        self.meta.snapshot_every_facts.unwrap_or(SNAPSHOT_EVERY_FACTS_DEFAULT)
+    }
+
+    /// The land's world snapshots.
+    pub fn snapshots(&self) -> SnapshotShelf {
+        SnapshotShelf::of_land(&self.dir)
+    }
+
+    /// The root's key as its reel names it now (see `write_verified_checkpoint`).
+    fn root_key(&self) -> Result<SigningKey, LandError> {
+        let head = self.store.head(&self.root)?.ok_or(LandError::UnknownBeing { being: self.root })?;
+        self.current_key(&self.root, &head.public_key)
+    }
+
+    /// Signs, with the root's key, a snapshot of the world whose canonical
+    /// bytes are `world` and writes it; returns the file's BLAKE3.
+    pub fn write_snapshot(
+        &self,
+        cursor: u64,
+        last_fact: FactId,
+        state_digest: Hash32,
+        world: Vec<u8>,
+    ) -> Result<Hash32, LandError> {
+        let key = self.root_key()?;
+        let snapshot = SignedSnapshot::seal(cursor, last_fact, state_digest, world, self.root, &key);
+        Ok(self.snapshots().write(&snapshot)?)
+    }
+
+    /// Signs, with the root's key, the record that a clean verification
+    /// vouched for these snapshot files (cursor, BLAKE3 of the file), and
+    /// writes it in place of the previous one.
+    pub fn write_vouched_snapshots(&self, files: std::collections::BTreeMap<u64, Hash32>) -> Result<(), LandError> {
+        let key = self.root_key()?;
+        Ok(self.snapshots().write_vouched(&VouchedSnapshots::seal(files, self.root, &key))?)
     }
 
     /// Writes everything queued, flushes, and releases the land (its lock is

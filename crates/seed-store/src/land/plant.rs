@@ -43,6 +43,10 @@ fn refuse_a_planted_land(dir: &Path) -> Result<(), LandError> {
     Err(LandError::AlreadyPlanted { dir: dir.to_path_buf(), root })
 }
 
+/// The comment heading `land.toml`.
+const LAND_META_HEADER: &str = "# A seed land, written by `seed plant`. Do not edit, except\n\
+# snapshot_every_facts: facts between two world snapshots (0: none).\n";
+
 fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
     let temporary = dir.join(format!("{LAND_META_FILE}.tmp"));
@@ -50,7 +54,7 @@ fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let text =
         toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
     let mut file = std::fs::File::create(&temporary).map_err(io)?;
-    file.write_all(b"# A seed land. Written once by `seed plant`; do not edit.\n").map_err(io)?;
+    file.write_all(LAND_META_HEADER.as_bytes()).map_err(io)?;
     file.write_all(text.as_bytes()).map_err(io)?;
     file.sync_all().map_err(io)?;
     std::fs::rename(&temporary, &path).map_err(io)?;
@@ -95,7 +99,12 @@ impl Land {
         // The land is usable before its meta file exists; the meta is written last.
         let mut land = Land {
             dir: dir.to_path_buf(),
-            meta: LandMeta { format: LAND_FORMAT_VERSION, root: String::new(), operator: String::new() },
+            meta: LandMeta {
+                format: LAND_FORMAT_VERSION,
+                root: String::new(),
+                operator: String::new(),
+                snapshot_every_facts: Some(super::SNAPSHOT_EVERY_FACTS_DEFAULT),
+            },
             root: BeingId::ZERO,
             operator: BeingId::ZERO,
             store: Arc::new(store),

@@ -1,0 +1,159 @@
+//! A world written out whole, to be read back instead of folded again: the
+//! content of a land's world snapshots (the signed file around it is
+//! `seed_store::snapshot`'s). Everything the fold keeps is written, the
+//! derived fields (`BeingRow::role_flow_digest`, `World::roles_digest`)
+//! excepted: reading recomputes them, so a world read back equals, field
+//! for field, the world the fold built.
+//!
+//! The bytes are canonical CBOR of a versioned record, so one world always
+//! writes the same bytes (the file's digest covers them).
+
+use super::World;
+use crate::canonical;
+use serde::{Deserialize, Serialize};
+
+/// The version of the written form; a build reads only its own.
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorldSnapshotError {
+    #[error("the world cannot be written: {reason}")]
+    Unwritable { reason: String },
+    #[error("the snapshot's world does not read: {reason}")]
+    Unreadable { reason: String },
+    #[error("the snapshot's world is format {version}; this build reads {WORLD_SNAPSHOT_FORMAT_VERSION}")]
+    Version { version: u64 },
+}
+
+#[derive(Serialize)]
+struct Written<'a> {
+    version: u64,
+    world: &'a World,
+}
+
+/// The record read back (its version was read and checked first).
+#[derive(Deserialize)]
+struct Read {
+    world: World,
+}
+
+/// Just the version, read first so that another version is named as such.
+#[derive(Deserialize)]
+struct VersionOnly {
+    version: u64,
+}
+
+impl World {
+    /// The whole world as canonical bytes (see the module documentation).
+    pub fn snapshot_bytes(&self) -> Result<Vec<u8>, WorldSnapshotError> {
+        canonical::to_canonical_bytes(&Written { version: WORLD_SNAPSHOT_FORMAT_VERSION, world: self })
+            .map_err(|error| WorldSnapshotError::Unwritable { reason: error.to_string() })
+    }
+
+    /// The world [`World::snapshot_bytes`] wrote, derived fields recomputed.
+    pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<World, WorldSnapshotError> {
+        let unreadable =
+            |error: canonical::CanonicalError| WorldSnapshotError::Unreadable { reason: error.to_string() };
+        let version = canonical::from_canonical_bytes::<VersionOnly>(bytes).map_err(unreadable)?.version;
+        if version != WORLD_SNAPSHOT_FORMAT_VERSION {
+            return Err(WorldSnapshotError::Version { version });
+        }
+        let mut world = canonical::from_canonical_bytes::<Read>(bytes).map_err(unreadable)?.world;
+        for row in world.beings.values_mut() {
+            row.role_flow_digest = super::role_flow_digest(&row.role_flow);
+        }
+        world.roles_digest = world.authored_roles_digest();
+        Ok(world)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fact::{BeingId, FactId};
+    use crate::world::{Account, AuthoredRole, BeingRow, Matter, PendingSummon, Space};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn sample() -> World {
+        let mut world = World::new();
+        let ada = BeingId([7; 32]);
+        world.cursor = 42;
+        world.spaces.insert(
+            "/north".into(),
+            Space { kind: "square".into(), qualities: BTreeMap::from([("lamps".into(), json!(-3))]) },
+        );
+        world.matter.insert(
+            "/north/bell".into(),
+            Matter {
+                kind: "bell".into(),
+                fields: BTreeMap::from([("rung".into(), json!({"times": [1, 2, u64::MAX]}))]),
+                creator: Some(ada),
+                made_at_seq: 9,
+            },
+        );
+        world.beings.insert(
+            ada,
+            BeingRow {
+                id: ada,
+                name: "ada".into(),
+                parent: None,
+                cognition: crate::fact::body::Cognition::Scripted,
+                role_flow: json!([{"role": "walker", "when": {"me.acts": {"gt": 2}}}]),
+                role_flow_digest: super::super::role_flow_digest(
+                    &json!([{"role": "walker", "when": {"me.acts": {"gt": 2}}}]),
+                ),
+                default_role: "idle".into(),
+                home_space: "/north".into(),
+                location: "/north".into(),
+                qualities: BTreeMap::from([("mood".into(), json!("calm")), ("none".into(), json!(null))]),
+                ended: false,
+                inhabited_by: Some(BeingId([8; 32])),
+                last_act_ms: Some(1_000),
+                previous_role: Some("walker".into()),
+                acts: 3,
+            },
+        );
+        world.names.insert("ada".into(), ada);
+        world.signals.insert("weather.rain".into(), json!(true));
+        world.config.insert("llm_prompt_chars_max".into(), json!(4000));
+        world.inbox.entry(ada).or_default().insert(
+            40,
+            PendingSummon {
+                fact: FactId([1; 32]),
+                land_seq: 40,
+                from: ada,
+                content: "hello".into(),
+                caller_role: None,
+                correlation: FactId([1; 32]),
+            },
+        );
+        world.recent_summons.insert(ada, vec![5, 6]);
+        world.roles.insert("guide".into(), AuthoredRole { definition: json!({"name": "guide"}), author: Some(ada) });
+        world.roles_digest = world.authored_roles_digest();
+        world.accounts.insert("ada".into(), Account { being: ada, token_hash: "ab".repeat(32), granted_at_seq: 12 });
+        world
+    }
+
+    #[test]
+    fn a_world_read_back_equals_the_world_written_with_its_derived_fields() {
+        let world = sample();
+        let bytes = world.snapshot_bytes().expect("writes");
+        assert_eq!(World::from_snapshot_bytes(&bytes).expect("reads"), world);
+        assert_eq!(world.snapshot_bytes().expect("writes"), bytes, "one world, one form");
+        assert_eq!(World::from_snapshot_bytes(&World::new().snapshot_bytes().expect("writes")), Ok(World::new()));
+    }
+
+    #[test]
+    fn another_version_and_damaged_bytes_are_named() {
+        let bytes = canonical::encode_json(&json!({"version": 2, "world": {}})).expect("encodes");
+        assert_eq!(World::from_snapshot_bytes(&bytes), Err(WorldSnapshotError::Version { version: 2 }));
+        let written = sample().snapshot_bytes().expect("writes");
+        for cut in [0, 1, written.len() / 2, written.len() - 1] {
+            assert!(
+                matches!(World::from_snapshot_bytes(&written[..cut]), Err(WorldSnapshotError::Unreadable { .. })),
+                "cut at {cut}"
+            );
+        }
+    }
+}
