@@ -51,6 +51,7 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
         Arc::new(LlmClient::new(connections).expect("client")) as Arc<dyn seed::llm::LanguageModel>
     });
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 0,
         threads: THREADS,

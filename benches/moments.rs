@@ -39,6 +39,7 @@ fn bench(c: &mut Criterion) {
     fixture.generate[0].count = beings;
     let dir = tempfile::tempdir().expect("folder");
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 0,
         threads: THREADS,

@@ -38,6 +38,7 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("folder");
     let land_dir = dir.path().join("land");
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: Some(ROUNDS),
         seed: 0,
         threads: THREADS,
@@ -69,14 +70,23 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("crowd_land_full_recomputation", |b| {
         b.iter(|| {
-            let report = replay_land(store, &substrate, THREADS, None, &seed::progress::NoProgress).expect("replay");
+            let report =
+                replay_land(store, &substrate, THREADS, None, &Default::default(), &seed::progress::NoProgress)
+                    .expect("replay");
             assert!(report.clean() && report.moments == moments, "{report:?}");
         })
     });
     group.bench_function("crowd_land_full_recomputation_checkpointed", |b| {
         b.iter(|| {
-            let report =
-                replay_land(store, &substrate, THREADS, Some(trusted), &seed::progress::NoProgress).expect("replay");
+            let report = replay_land(
+                store,
+                &substrate,
+                THREADS,
+                Some(trusted),
+                &Default::default(),
+                &seed::progress::NoProgress,
+            )
+            .expect("replay");
             assert!(report.clean() && report.moments == moments && report.signatures_covered == facts, "{report:?}");
         })
     });

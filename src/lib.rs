@@ -10,9 +10,9 @@
 mod allocator;
 
 pub use seed_core::{authoring, extensions, face, llm, moment, roles, script, world};
-pub use seed_engine::{engine, replay};
+pub use seed_engine::{engine, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_portal::{llm_http, portal};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};
 
 pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

@@ -13,6 +13,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
     let trace = dir.path().join("moments.jsonl");
     let fixture = Fixture::load(Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 1,
         threads: 2,
@@ -129,6 +130,7 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("fixtures/factory.toml")).expect("fixture");
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: Some(6),
         seed: 0,
         threads: 1,

@@ -38,6 +38,7 @@ mod replay;
 mod role_flow;
 mod script_cli;
 mod sim_cli;
+mod snapshots;
 mod store_rules;
 mod tamper;
 mod when_language;

@@ -807,6 +807,7 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
     let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
     let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
     let options = seed::engine::EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 0,
         threads: 2,

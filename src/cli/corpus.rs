@@ -47,6 +47,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
     let scratch = tempfile::tempdir()?;
     let land_dir = scratch.path().join("land");
     let options = seed::engine::EngineOptions {
+        snapshot_every_facts: None,
         ticks: Some(ticks),
         seed,
         threads: CORPUS_THREADS,
@@ -177,8 +178,14 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     if facts != manifest.expected.facts {
         problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
     }
-    let report =
-        seed::replay::land::replay_land(&store, &substrate, CORPUS_THREADS, None, &seed::progress::NoProgress)?;
+    let report = seed::replay::land::replay_land(
+        &store,
+        &substrate,
+        CORPUS_THREADS,
+        None,
+        &Default::default(),
+        &seed::progress::NoProgress,
+    )?;
     problems.extend(report.problems.iter().map(|problem| format!("verify: {problem}")));
     for (being, divergence) in &report.divergences {
         let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();

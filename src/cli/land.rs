@@ -170,6 +170,7 @@ pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
     let schemas = seed::world::CoreSchemas::new();
     let mut checkpoint = Json::Null;
     let mut checkpoint_line = None;
+    let (mut snapshots, mut snapshot_lines) = (Json::Null, Vec::new());
     let (problems, beings, facts, only) = match being {
         Some(reference) => {
             let id = land.resolve(reference)?;
@@ -189,6 +190,13 @@ pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
                     Ok(_) => format!("checkpoint: the signatures of {facts} facts are recorded as verified"),
                     Err(error) => format!("checkpoint not written: {error}"),
                 });
+                (snapshots, snapshot_lines) = vouch_for_snapshots(land, facts);
+            } else if !report.problems.is_empty() {
+                // Nothing on the shelf is trusted until a clean verification vouches again.
+                if let Ok(true) = land.snapshots().withdraw_vouches() {
+                    snapshot_lines.push("snapshots: no longer vouched for (the land has problems)".to_string());
+                    snapshots = json!({"vouched": [], "refused": [], "withdrawn": true});
+                }
             }
             (report.problems, report.beings, report.facts, None)
         }
@@ -203,10 +211,14 @@ pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
             "being": being_id, "name": name, "beings": beings, "facts": facts, "ok": problems.is_empty(),
             "problems": problems.iter().map(seed::check::Problem::to_json).collect::<Vec<_>>(),
             "checkpoint": checkpoint,
+            "snapshots": snapshots,
         }))?;
         return Ok(exit);
     }
     if let Some(line) = checkpoint_line {
+        println!("{line}");
+    }
+    for line in snapshot_lines {
         println!("{line}");
     }
     let summary = format!("{beings} being{}, {facts} facts", if beings == 1 { "" } else { "s" });
@@ -219,6 +231,30 @@ pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
     }
     println!("verified {summary}: {} problem(s)", problems.len());
     Ok(exit)
+}
+
+/// After a clean verification of `facts` facts: has the root vouch for the
+/// world snapshots that hold (replay and opening then start from them).
+/// Returns the JSON report and the lines to print.
+fn vouch_for_snapshots(land: &Land, facts: u64) -> (Json, Vec<String>) {
+    match seed::snapshots::vouch(land, facts) {
+        Ok(report) => {
+            let mut lines = Vec::new();
+            if !report.vouched.is_empty() {
+                lines.push(format!("snapshots: {} vouched for", report.vouched.len()));
+            }
+            for (cursor, reason) in &report.refused {
+                lines.push(format!("snapshot at cursor {cursor} not vouched for: {reason}"));
+            }
+            let refused: Vec<Json> =
+                report.refused.iter().map(|(cursor, reason)| json!({"cursor": cursor, "reason": reason})).collect();
+            (json!({"vouched": report.vouched, "refused": refused, "withdrawn": false}), lines)
+        }
+        Err(error) => (
+            json!({"vouched": [], "refused": [], "withdrawn": false, "error": error.to_string()}),
+            vec![format!("snapshots not vouched for: {error}")],
+        ),
+    }
 }
 
 pub fn export(land: &Land, reference: &str, output: &Path, json: bool) -> Result<ExitCode> {

@@ -184,6 +184,10 @@ enum Command {
         /// Exit with status 3 if any moment failed (for CI); without it, only a run whose every moment failed does.
         #[arg(long)]
         fail_on_failure: bool,
+        /// Facts between two world snapshots for this run (default: the
+        /// land's `snapshot_every_facts`, 100000 on a new land; 0: none).
+        #[arg(long)]
+        snapshot_every_facts: Option<u64>,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -215,6 +219,13 @@ enum Command {
         /// Go on after the first divergence.
         #[arg(long)]
         keep_going: bool,
+        /// Re-derive each world snapshot the replay starts from by folding
+        /// the facts since the snapshot before it, instead of trusting it.
+        #[arg(long, conflicts_with_all = ["all", "fork", "no_snapshots"])]
+        paranoid: bool,
+        /// Fold the land log from genesis: use no world snapshot.
+        #[arg(long, conflicts_with_all = ["all", "fork"])]
+        no_snapshots: bool,
         /// Step through the moments interactively (commands on stdin: next,
         /// back, continue, break, print, help).
         #[arg(long, conflicts_with_all = ["json", "fork"])]
@@ -517,8 +528,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             ScriptCommand::Run { file, face, seed, json, .. } => script::run(file, face, *seed, *json),
         };
     }
-    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, json } = &arguments.command {
+    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts, json } =
+        &arguments.command
+    {
         let run = SimRun {
+            snapshot_every_facts: *snapshot_every_facts,
             ticks: *ticks,
             seed: *seed,
             threads: *threads,
@@ -591,6 +605,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             from,
             to,
             keep_going,
+            paranoid,
+            no_snapshots,
             step,
             fork,
             flow,
@@ -630,6 +646,11 @@ the land\n\nUsage: seed replay <BEING> [OPTIONS]\n       seed replay --all [OPTI
                     from,
                     to,
                     keep_going,
+                    snapshots: match (no_snapshots, paranoid) {
+                        (true, _) => replay::SnapshotTrust::None,
+                        (false, true) => replay::SnapshotTrust::Paranoid,
+                        (false, false) => replay::SnapshotTrust::Vouched,
+                    },
                     step,
                     json,
                 },
@@ -713,6 +734,7 @@ struct SimRun {
     llm: Option<PathBuf>,
     /// Any failed moment makes the exit status [`EXIT_SIM_FAILED`].
     fail_on_failure: bool,
+    snapshot_every_facts: Option<u64>,
 }
 
 /// `seed sim`'s exit status when every moment failed (or, with
@@ -721,7 +743,7 @@ const EXIT_SIM_FAILED: u8 = 3;
 
 fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimRun, json: bool) -> Result<ExitCode> {
     use seed::engine::{self, fixture::Fixture, EngineOptions};
-    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure } = run;
+    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts } = run;
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -743,6 +765,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
         (None, None) => unreachable!("a temporary folder exists when no land is given"),
     };
     let options = EngineOptions {
+        snapshot_every_facts,
         ticks,
         seed,
         threads,

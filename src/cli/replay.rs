@@ -3,7 +3,8 @@
 use anyhow::{bail, Context, Result};
 use seed::engine::fixture::Fixture;
 use seed::land::Land;
-use seed::replay::{replay_being, ReplayOptions, ReplayReport};
+use seed::replay::{ReplayOptions, ReplayReport};
+use seed::snapshots::{SnapshotUse, VouchedWorlds};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -99,12 +100,24 @@ pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<
     }
 }
 
+/// Which world snapshots a replay of one being may start from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotTrust {
+    /// None: the land log is folded from genesis.
+    None,
+    /// Those a clean `seed verify` vouched for.
+    Vouched,
+    /// Those, each re-derived from the one before it.
+    Paranoid,
+}
+
 pub struct ReplayArguments<'a> {
     pub being: &'a str,
     pub fixture: Option<&'a Path>,
     pub from: Option<u64>,
     pub to: Option<u64>,
     pub keep_going: bool,
+    pub snapshots: SnapshotTrust,
     pub step: bool,
     pub json: bool,
 }
@@ -125,17 +138,22 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
         to_seq: arguments.to.unwrap_or(u64::MAX),
         keep_going: arguments.keep_going,
     };
+    let worlds = match arguments.snapshots {
+        SnapshotTrust::None => VouchedWorlds::none(land_dir, land.store()),
+        trust => VouchedWorlds::open(land_dir, land.store(), land.root(), trust == SnapshotTrust::Paranoid)?,
+    };
+    let replayer = seed::replay::Replayer::new(land.store(), &substrate, being, options)?.with_snapshots(&worlds);
     if arguments.step {
-        let replayer = seed::replay::Replayer::new(land.store(), &substrate, being, options)?;
         let clean = super::step::run(replayer, std::io::stdin().lock(), &mut std::io::stdout().lock())?;
         return Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    let report = replay_being(land.store(), &substrate, being, options)?;
+    let report = replayer.run()?;
     let role_diff = |change: &seed::replay::RoleChange| role_change_differences(land_dir, &substrate, change);
+    let usage = worlds.usage();
     if arguments.json {
-        print_json(&report, &role_diff)?;
+        print_json(&report, &role_diff, &usage)?;
     } else {
-        print_text(&report, &role_diff)?;
+        print_text(&report, &role_diff, &usage)?;
     }
     Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -152,7 +170,16 @@ fn differences_json(differences: &[seed::replay::FieldDifference]) -> serde_json
         .collect::<Vec<_>>())
 }
 
-fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
+/// Which snapshots a replay started from, and which it set aside with why.
+fn snapshot_use_json(usage: &SnapshotUse) -> serde_json::Value {
+    json!({
+        "used": usage.used,
+        "setAside": usage.set_aside.iter().map(|(cursor, reason)| json!({"cursor": cursor, "reason": reason}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>, usage: &SnapshotUse) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for moment in &report.moments {
@@ -182,6 +209,7 @@ fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
             },
             "context": divergence.context,
         })).collect::<Vec<_>>(),
+        "snapshots": snapshot_use_json(usage),
     });
     writeln!(out, "{}", json!({ "summary": summary }))?;
     Ok(())
@@ -223,7 +251,7 @@ pub fn write_moment(
     Ok(())
 }
 
-fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
+fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>, usage: &SnapshotUse) -> Result<()> {
     println!("replay of @{} ({})", report.name, report.being.short());
     for problem in &report.problems {
         println!("  PROBLEM {problem}");
@@ -259,6 +287,16 @@ fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>) -> Result<()> {
         for difference in &divergence.differences {
             println!("    {}: expected {} got {}", difference.field, difference.expected, difference.actual);
         }
+    }
+    for (cursor, reason) in &usage.set_aside {
+        println!("snapshot at cursor {cursor} not used: {reason}");
+    }
+    if let Some(first) = usage.used.first() {
+        let more = match usage.used.len() {
+            1 => String::new(),
+            count => format!(" and {} more", count - 1),
+        };
+        println!("world taken from the snapshot at cursor {first}{more} (--no-snapshots folds from genesis)");
     }
     let verdict = if report.clean() { "every moment matches" } else { "DIVERGED" };
     let stopped = if report.stopped_early { " (stopped at the first; --keep-going to go on)" } else { "" };
@@ -481,7 +519,8 @@ pub fn replay_all(
     // The wall clock measures the run for the summary only.
     let started = std::time::Instant::now();
     let watcher = super::progress::for_command("seed replay --all");
-    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted, &*watcher);
+    let claims = seed::snapshots::shelf_claims(land_dir);
+    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted, &claims, &*watcher);
     watcher.finish();
     let report = report?;
     if let Some(reason) = &report.checkpoint_refused {

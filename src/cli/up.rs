@@ -68,6 +68,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     };
     let fixture = Fixture::load(&fixture_path)?;
     let options = EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 0,
         threads: arguments.threads.max(1),

@@ -29,6 +29,7 @@ static CORE_SCHEMAS: seed::world::CoreSchemas = seed::world::CoreSchemas::new();
 /// A simulation of one thread, no model and no trace, planting its land at `land_dir`.
 pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
     seed::engine::EngineOptions {
+        snapshot_every_facts: None,
         ticks: None,
         seed: 0,
         threads: 1,

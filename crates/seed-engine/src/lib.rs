@@ -8,7 +8,8 @@
 
 pub mod engine;
 pub mod replay;
+pub mod snapshots;
 
 pub use seed_core::{authoring, extensions, face, llm, moment, roles, script, world};
 pub use seed_format::{canonical, fact, limits, names, schemas};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};

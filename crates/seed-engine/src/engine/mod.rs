@@ -78,6 +78,9 @@ pub struct EngineOptions {
     pub model: Option<Arc<dyn LanguageModel>>,
     /// A simulation or a live land.
     pub mode: Mode,
+    /// Facts between two world snapshots for this run, in place of the
+    /// land's `snapshot_every_facts` (0: none).
+    pub snapshot_every_facts: Option<u64>,
 }
 
 /// What an engine runs: the two differ only in where keys, time and
@@ -121,6 +124,19 @@ pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), EngineErr
         world.apply(entry.land_seq, &stored.fact);
     }
     Ok(())
+}
+
+/// The world folded from the whole land log, starting from the latest
+/// snapshot a clean verification vouched for (if any).
+pub fn world_at_end(land: &Land) -> Result<World, EngineError> {
+    use crate::snapshots::WorldSnapshots;
+    let store = land.store();
+    let end = store.land_len()?;
+    let snapshots = crate::snapshots::VouchedWorlds::open(land.dir(), store, land.root(), false)
+        .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(land.dir(), store));
+    let mut world = snapshots.at_or_before(end).and_then(|cursor| snapshots.world(cursor)).unwrap_or_else(World::new);
+    fold_to_end(store, &mut world)?;
+    Ok(world)
 }
 
 /// BLAKE3 over the canonical world state and every reel head.
@@ -235,6 +251,15 @@ pub struct Engine {
     /// The file each script of the world was read from, by the BLAKE3 of
     /// its source: a failure example names where a script failed.
     script_files: BTreeMap<Hash32, String>,
+    /// Facts between two world snapshots (0: none).
+    snapshot_every_facts: u64,
+    /// The cursor at or past which the next snapshot is written.
+    next_snapshot_at: u64,
+}
+
+/// The next multiple of `every` after `cursor`: snapshots fall near round numbers.
+fn next_snapshot_at(cursor: u64, every: u64) -> u64 {
+    (cursor / every + 1).saturating_mul(every)
 }
 
 impl Engine {
@@ -284,8 +309,7 @@ impl Engine {
             .chain(role_scripts)
             .map(|(source, file)| (crate::fact::blake3_of(source.as_bytes()), file))
             .collect();
-        let mut world = World::new();
-        fold_to_end(land.store(), &mut world)?;
+        let world = world_at_end(&land)?;
         let mut scheduler = Scheduler::default();
         let wake_every: BTreeMap<&str, u64> =
             planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
@@ -315,6 +339,12 @@ impl Engine {
             ..RunSummary::default()
         };
         let facts_before = land.store().land_len()?;
+        let snapshot_every_facts = options.snapshot_every_facts.unwrap_or_else(|| land.snapshot_every_facts());
+        let latest_snapshot = land.snapshots().cursors().ok().and_then(|cursors| cursors.last().copied()).unwrap_or(0);
+        let next_snapshot_at = match snapshot_every_facts {
+            0 => u64::MAX,
+            every => next_snapshot_at(latest_snapshot.max(facts_before.saturating_sub(1)), every),
+        };
         // Moments are CPU-bound, one per `--threads`; LLM moments mostly wait
         // on a model, so with a model there are as many as it takes calls at once.
         let workers = options.threads.max(1).max(options.model.as_ref().map_or(1, |model| model.concurrency()));
@@ -348,6 +378,8 @@ impl Engine {
             recent_traces: std::collections::VecDeque::new(),
             script_files,
             operator_token: None,
+            snapshot_every_facts,
+            next_snapshot_at,
         })
     }
 
@@ -414,11 +446,26 @@ impl Engine {
         if result.is_err() {
             self.sealed_calls.clear();
             self.land.reload_writers();
-            let mut world = World::new();
-            fold_to_end(self.land.store(), &mut world)?;
-            self.world = world;
+            self.world = world_at_end(&self.land)?;
+            return result;
         }
+        self.write_snapshot_if_due();
         result
+    }
+
+    /// Writes a world snapshot when the land has grown by
+    /// `snapshot_every_facts` since the last one. A snapshot that cannot be
+    /// written (a full disk, an imported land without the root's key) is
+    /// logged and skipped: the land goes on without it.
+    fn write_snapshot_if_due(&mut self) {
+        if self.snapshot_every_facts == 0 || self.world.cursor < self.next_snapshot_at {
+            return;
+        }
+        match crate::snapshots::write_snapshot(&self.land, &self.world) {
+            Ok(cursor) => tracing::debug!(cursor, "world snapshot written"),
+            Err(error) => tracing::warn!(cursor = self.world.cursor, %error, "no world snapshot written"),
+        }
+        self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
     }
 
     fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
@@ -781,7 +828,8 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::Io { .. }
         | LandError::Store(_)
         | LandError::Fact(_)
-        | LandError::Checkpoint { .. } => None,
+        | LandError::Checkpoint { .. }
+        | LandError::Snapshot(_) => None,
     }
 }
 

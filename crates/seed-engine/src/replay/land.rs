@@ -31,7 +31,7 @@ use super::{
 };
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_decoded, HowToVerify, LandReport, SignatureMode};
-use crate::fact::{BeingId, Fact, FactError};
+use crate::fact::{BeingId, Fact, FactError, Hash32};
 use crate::limits::Limits;
 use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
@@ -100,21 +100,34 @@ pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport
 /// With a verification checkpoint, the signatures it covers are not
 /// recomputed if it holds ([`crate::check::checkpoint`]); every other check
 /// and every moment still are.
+///
+/// `snapshot_claims`: the state digest each world snapshot of the land
+/// claims, by cursor; the fold names every one its world does not give.
 pub fn replay_land(
     store: &dyn Store,
     substrate: &Substrate,
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
+    snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
 ) -> Result<LandReplayReport, StoreError> {
-    match replay_land_deferring(store, substrate, threads, checkpoint, true, progress)? {
+    let how = LandReplay { threads, checkpoint, snapshot_claims, progress };
+    match replay_land_deferring(store, substrate, &how, true)? {
         Some(report) => Ok(report),
         // An act's body is not canonical CBOR: the land is replayed again
         // with every body checked as it is decoded, so that verification
         // and the fold see exactly the facts `decode_envelope` gives.
-        None => Ok(replay_land_deferring(store, substrate, threads, checkpoint, false, progress)?
+        None => Ok(replay_land_deferring(store, substrate, &how, false)?
             .expect("nothing is deferred, so nothing is found late")),
     }
+}
+
+/// How a land-wide replay runs, besides what it replays.
+struct LandReplay<'a> {
+    threads: usize,
+    checkpoint: Option<TrustedCheckpoint<'a>>,
+    snapshot_claims: &'a BTreeMap<u64, Hash32>,
+    progress: &'a dyn Progress,
 }
 
 /// [`replay_land`], with the canonical form of act bodies checked late when
@@ -125,11 +138,10 @@ pub fn replay_land(
 fn replay_land_deferring(
     store: &dyn Store,
     substrate: &Substrate,
-    threads: usize,
-    checkpoint: Option<TrustedCheckpoint<'_>>,
+    how: &LandReplay<'_>,
     defer_act_form: bool,
-    progress: &dyn Progress,
 ) -> Result<Option<LandReplayReport>, StoreError> {
+    let LandReplay { threads, checkpoint, snapshot_claims, progress } = *how;
     let threads = threads.max(1);
     progress.stage("reading the store", 0, "facts");
     // One read of the store and one decoding serve verification and the
@@ -208,7 +220,7 @@ fn replay_land_deferring(
             let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
             verify_land_decoded(store, &records, &facts, checkpoint, how)
         });
-        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads, progress);
+        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads, snapshot_claims, progress);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
@@ -217,6 +229,11 @@ fn replay_land_deferring(
     report.moments = replayed.moments;
     report.divergences_total = replayed.divergences_total;
     report.divergences = replayed.divergences;
+    for cursor in replayed.snapshot_mismatches {
+        report
+            .problems
+            .push(format!("the world snapshot at cursor {cursor} does not hold the world the land log folds to there"));
+    }
     if !report.problems.is_empty() {
         // Classification puts tampered or corrupt input first (see `classify`),
         // which verification only knew once it had finished.
@@ -235,6 +252,8 @@ struct Replayed {
     moments: u64,
     divergences_total: u64,
     divergences: Vec<(BeingId, Divergence)>,
+    /// Cursors of the world snapshots whose state the fold does not give.
+    snapshot_mismatches: Vec<u64>,
 }
 
 impl Replayed {
@@ -258,9 +277,18 @@ fn fold_and_recompute(
     mut facts: Vec<Option<Decoded<'_>>>,
     act_form_deferred: bool,
     threads: usize,
+    snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
 ) -> Option<Replayed> {
-    let mut replayed = Replayed { moments: 0, divergences_total: 0, divergences: Vec::new() };
+    let mut replayed =
+        Replayed { moments: 0, divergences_total: 0, divergences: Vec::new(), snapshot_mismatches: Vec::new() };
+    // The world the fold has built after the first `cursor` facts, against
+    // the snapshot taken there.
+    let check_snapshot = |cursor: u64, world: &World, mismatches: &mut Vec<u64>| {
+        if snapshot_claims.get(&cursor).is_some_and(|claimed| world.state_digest() != *claimed) {
+            mismatches.push(cursor);
+        }
+    };
     let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for decoded in &facts {
         if let Some(Decoded::Act { act, .. }) = decoded {
@@ -277,6 +305,7 @@ fn fold_and_recompute(
             progress.advance(LAND_REPLAY_PROGRESS_FACTS as u64);
         }
         let land_seq = land_seq as u64;
+        check_snapshot(land_seq, &world, &mut replayed.snapshot_mismatches);
         if let Some(opening) = by_cursor.remove(&world.cursor) {
             let opening: Vec<(BeingId, &LandAct<'_>)> = opening
                 .iter()
@@ -364,6 +393,7 @@ fn fold_and_recompute(
         world.apply_act(land_seq, header, fact.id(), &stored.body);
         spent.push((SpentBody::Stored(Box::new(stored.body)), act.opening));
     }
+    check_snapshot(facts.len() as u64, &world, &mut replayed.snapshot_mismatches);
     // The facts after the last whole step, so the stage ends full.
     let reported = facts.len().saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
     progress.advance((facts.len() - reported) as u64);

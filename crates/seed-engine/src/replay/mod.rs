@@ -26,6 +26,7 @@ use crate::check::{verify_being, SignatureMode};
 use crate::fact::{BeingId, Fact, Hash32};
 use crate::limits::Limits;
 use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
+use crate::snapshots::WorldSnapshots;
 use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
 use crate::world::{ActBody, CoreSchemas, World};
@@ -240,9 +241,7 @@ pub fn replay_being(
     being: BeingId,
     options: ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
-    let mut replayer = Replayer::new(store, substrate, being, options)?;
-    while replayer.next_moment()?.is_some() {}
-    Ok(replayer.into_report())
+    Replayer::new(store, substrate, being, options)?.run()
 }
 
 /// What one step of a replay reached.
@@ -259,13 +258,16 @@ pub enum Step {
 /// Moments between two in-memory world snapshots while stepping.
 pub const STEP_SNAPSHOT_EVERY_MOMENTS: usize = 16;
 
-/// Where a replay stood: the world and the next land-log entry to fold.
+/// Where a replay stood: the world and the land seq of the next fact to fold.
 struct Snapshot {
     moments: usize,
     divergences: usize,
-    position: usize,
+    position: u64,
     world: World,
 }
+
+/// Land-log entries a replay reads at once.
+pub const REPLAY_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
 
 /// A replay that advances one moment at a time and can go back (a world
 /// snapshot every [`STEP_SNAPSHOT_EVERY_MOMENTS`] plus a deterministic
@@ -275,10 +277,15 @@ pub struct Replayer<'a> {
     substrate: &'a Substrate,
     being: BeingId,
     keep_going: bool,
-    /// The land log up to the last act in range.
-    entries: Vec<crate::store::LandEntry>,
-    /// Index into `entries` of the next fact to fold.
-    position: usize,
+    /// Land-log entries read ahead, from `chunk_start` on.
+    chunk: Vec<crate::store::LandEntry>,
+    chunk_start: u64,
+    /// The land seq of the next fact to fold.
+    position: u64,
+    /// One past the land seq of the last act in range: where the fold stops.
+    end: u64,
+    /// Worlds to start from instead of folding (vouched snapshots).
+    worlds: Option<&'a dyn WorldSnapshots>,
     world: World,
     /// Land seqs of the stored acts in range, by the cursor each opened at.
     by_cursor: BTreeMap<u64, Vec<u64>>,
@@ -329,8 +336,11 @@ impl<'a> Replayer<'a> {
             substrate,
             being,
             keep_going: options.keep_going,
-            entries: Vec::new(),
+            chunk: Vec::new(),
+            chunk_start: 0,
             position: 0,
+            end: 0,
+            worlds: None,
             world: World::new(),
             by_cursor: BTreeMap::new(),
             acts: BTreeMap::new(),
@@ -378,11 +388,61 @@ impl<'a> Replayer<'a> {
             return Ok(replayer);
         }
         match replayer.acts.keys().next_back() {
-            Some(&last_land_seq) => replayer.entries = store.land_log(0, last_land_seq + 1)?,
+            Some(&last_land_seq) => replayer.end = last_land_seq + 1,
             None => replayer.finished = true,
         }
         replayer.take_snapshot();
         Ok(replayer)
+    }
+
+    /// Starts from `worlds`' snapshots where they let the fold skip ahead:
+    /// before the first moment, and between two moments farther apart than
+    /// two snapshots. What the replay reports does not change.
+    pub fn with_snapshots(mut self, worlds: &'a dyn WorldSnapshots) -> Replayer<'a> {
+        self.worlds = Some(worlds);
+        self
+    }
+
+    /// The land-log entry at `land_seq` (below `end`), read a chunk at a time.
+    fn entry_at(&mut self, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
+        let in_chunk = land_seq.checked_sub(self.chunk_start).filter(|offset| *offset < self.chunk.len() as u64);
+        if let Some(offset) = in_chunk {
+            return Ok(self.chunk[offset as usize]);
+        }
+        let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
+        self.chunk = self.store.land_log(land_seq, to)?;
+        self.chunk_start = land_seq;
+        match self.chunk.first() {
+            Some(entry) if entry.land_seq == land_seq => Ok(*entry),
+            _ => Err(ReplayError::DanglingLandEntry { land_seq }),
+        }
+    }
+
+    /// Takes the world from the latest snapshot at or before the next place
+    /// something happens (a stored act opens or is compared), if that skips
+    /// facts: nothing in between is compared, so nothing reported changes.
+    fn skip_ahead(&mut self) {
+        let Some(worlds) = self.worlds else { return };
+        if !self.recomputed.is_empty() {
+            return;
+        }
+        let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
+        let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
+        let Some(next) = next_opening.into_iter().chain(next_comparison).min() else { return };
+        let Some(cursor) = worlds.at_or_before(next.min(self.end)) else { return };
+        if cursor <= self.position || cursor <= self.world.cursor {
+            return;
+        }
+        if let Some(world) = worlds.world(cursor) {
+            self.world = world;
+            self.position = cursor;
+        }
+    }
+
+    /// Replays every moment in range and returns the report.
+    pub fn run(mut self) -> Result<ReplayReport, ReplayError> {
+        while self.next_moment()?.is_some() {}
+        Ok(self.report)
     }
 
     /// The report so far.
@@ -420,8 +480,9 @@ impl<'a> Replayer<'a> {
     /// Folds on until the next stored act is compared, or until a fact of
     /// one of `watched_kinds` (any being's) has been folded.
     pub fn step(&mut self, watched_kinds: &BTreeSet<String>) -> Result<Step, ReplayError> {
-        while !self.finished && self.position < self.entries.len() {
-            let entry = self.entries[self.position];
+        while !self.finished && self.position < self.end {
+            self.skip_ahead();
+            let entry = self.entry_at(self.position)?;
             if let Some(land_seqs) = self.by_cursor.get(&self.world.cursor) {
                 for land_seq in land_seqs {
                     if let Some(act) = self.acts.get(land_seq) {

@@ -363,6 +363,7 @@ mod tests {
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/court.toml");
         let fixture = crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
         let options = crate::engine::EngineOptions {
+            snapshot_every_facts: None,
             ticks: None,
             seed: 0,
             threads: 1,

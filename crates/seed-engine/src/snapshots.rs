@@ -1,0 +1,289 @@
+//! World snapshots in use: the engine writes one every
+//! `snapshot_every_facts` facts; `seed verify` vouches for them; replay and
+//! an engine's opening start from the nearest vouched one instead of folding
+//! the land log from genesis. The signed file and the vouched record are
+//! `seed_store::snapshot`'s; the world's bytes are `World::snapshot_bytes`.
+//!
+//! A snapshot never changes what a replay reports: it is the world the fold
+//! would have built at its cursor (checked when vouched, by `--paranoid`
+//! against a fold from the snapshot before, and by `seed replay --all`
+//! against the whole fold).
+
+use crate::fact::{FactId, Hash32};
+use crate::land::Land;
+use crate::snapshot::{SnapshotError, SnapshotShelf};
+use crate::store::{Store, StoreError};
+use crate::world::World;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The id of the fact at land seq `cursor - 1` (what a snapshot at `cursor`
+/// binds to), or `None` if the store holds none there.
+pub fn last_fact_before(store: &dyn Store, cursor: u64) -> Result<Option<FactId>, StoreError> {
+    if cursor == 0 {
+        return Ok(Some(FactId::ZERO));
+    }
+    let Some(entry) = store.land_log(cursor - 1, cursor)?.into_iter().next() else { return Ok(None) };
+    Ok(store.fact_at(&entry)?.map(|stored| stored.fact.id()))
+}
+
+/// Writes a snapshot of `world` (the fold of the whole land log: the caller
+/// holds the land's writer and has waited for every seal) and returns its cursor.
+pub fn write_snapshot(land: &Land, world: &World) -> Result<u64, SnapshotWriteError> {
+    let cursor = world.cursor;
+    let land_len = land.store().land_len()?;
+    if cursor != land_len {
+        return Err(SnapshotWriteError::NotAtTheEnd { cursor, land_len });
+    }
+    let last_fact =
+        last_fact_before(land.store(), cursor)?.ok_or(SnapshotWriteError::NotAtTheEnd { cursor, land_len })?;
+    let bytes = world.snapshot_bytes().map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
+    land.write_snapshot(cursor, last_fact, world.state_digest(), bytes)?;
+    Ok(cursor)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotWriteError {
+    #[error("the world folds {cursor} facts but the land holds {land_len}: a snapshot is written only at the end")]
+    NotAtTheEnd { cursor: u64, land_len: u64 },
+    #[error("the world cannot be written: {reason}")]
+    World { reason: String },
+    #[error(transparent)]
+    Land(#[from] crate::land::LandError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a clean verification made of the snapshots on the shelf.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VouchReport {
+    pub vouched: Vec<u64>,
+    /// Snapshots not vouched for, with why.
+    pub refused: Vec<(u64, String)>,
+}
+
+/// Why the snapshot at `cursor` (its file's bytes read as `read`) cannot be
+/// vouched for against `store`'s log, or its world and file digest if it can.
+fn check_snapshot(
+    land: &Land,
+    shelf: &SnapshotShelf,
+    cursor: u64,
+    verified_facts: u64,
+) -> Result<(World, Hash32), String> {
+    if cursor > verified_facts {
+        return Err(format!("beyond the {verified_facts} verified facts"));
+    }
+    let (snapshot, digest) = shelf.read(cursor).map_err(|error| error.to_string())?;
+    if snapshot.claim.signer != land.root() {
+        return Err("not signed by this land's reality root".into());
+    }
+    if !snapshot.holds() {
+        return Err("its signature or its world's digest does not hold".into());
+    }
+    let world = World::from_snapshot_bytes(&snapshot.world).map_err(|error| error.to_string())?;
+    if world.cursor != cursor {
+        return Err(format!("its world folds {} facts, not {cursor}", world.cursor));
+    }
+    if world.state_digest() != snapshot.claim.state_digest {
+        return Err("its world does not give the state digest it was signed with".into());
+    }
+    match last_fact_before(land.store(), cursor) {
+        Ok(Some(id)) if id == snapshot.claim.last_fact => Ok((world, digest)),
+        Ok(_) => Err(format!("the fact at land seq {} is not the one it was taken after", cursor.saturating_sub(1))),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// After a verification without problems over the first `verified_facts`
+/// facts: checks every snapshot on the shelf and has the root vouch for
+/// those that hold (replacing the previous record).
+pub fn vouch(land: &Land, verified_facts: u64) -> Result<VouchReport, crate::land::LandError> {
+    let shelf = land.snapshots();
+    let mut report = VouchReport::default();
+    let mut files = BTreeMap::new();
+    for cursor in shelf.cursors()? {
+        match check_snapshot(land, &shelf, cursor, verified_facts) {
+            Ok((_, digest)) => {
+                files.insert(cursor, digest);
+                report.vouched.push(cursor);
+            }
+            Err(reason) => report.refused.push((cursor, reason)),
+        }
+    }
+    land.write_vouched_snapshots(files)?;
+    Ok(report)
+}
+
+/// Where a replay (or an opening) may take the world from instead of folding.
+pub trait WorldSnapshots: Sync {
+    /// The cursor of the latest usable snapshot at or before `cursor`.
+    fn at_or_before(&self, cursor: u64) -> Option<u64>;
+    /// The world at `cursor` (one of the cursors `at_or_before` gives), or
+    /// `None` if it cannot be used after all (the fold goes on instead).
+    fn world(&self, cursor: u64) -> Option<World>;
+}
+
+/// The snapshots a clean verification vouched for and that still are the
+/// files it vouched for, bound to this store's log.
+pub struct VouchedWorlds<'a> {
+    store: &'a dyn Store,
+    shelf: SnapshotShelf,
+    files: BTreeMap<u64, Hash32>,
+    /// Re-derive each snapshot by folding from the one before (or genesis).
+    paranoid: bool,
+    /// What was used and what was not, for the report's reader.
+    log: Mutex<SnapshotUse>,
+}
+
+/// Which snapshots a run took its world from, and which it set aside.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotUse {
+    pub used: Vec<u64>,
+    pub set_aside: Vec<(u64, String)>,
+}
+
+impl<'a> VouchedWorlds<'a> {
+    /// The vouched snapshots of `land_dir` (none when the record is missing,
+    /// does not read, or is not signed by `root` with its current key).
+    pub fn open(
+        land_dir: &std::path::Path,
+        store: &'a dyn Store,
+        root: crate::fact::BeingId,
+        paranoid: bool,
+    ) -> Result<VouchedWorlds<'a>, SnapshotError> {
+        let shelf = SnapshotShelf::of_land(land_dir);
+        let mut log = SnapshotUse::default();
+        let files = match shelf.vouched() {
+            Ok(Some(vouched)) => {
+                let root_key = store.head(&root).ok().flatten().map(|head| head.public_key);
+                if vouched.signer == root && Some(vouched.public_key) == root_key && vouched.signature_holds() {
+                    let land_len = store.land_len().unwrap_or(0);
+                    vouched.files.into_iter().filter(|(cursor, _)| *cursor <= land_len && *cursor > 0).collect()
+                } else {
+                    log.set_aside.push((0, "the vouched record is not signed by the root's current key".into()));
+                    BTreeMap::new()
+                }
+            }
+            Ok(None) => BTreeMap::new(),
+            Err(error) => {
+                log.set_aside.push((0, error.to_string()));
+                BTreeMap::new()
+            }
+        };
+        Ok(VouchedWorlds { store, shelf, files, paranoid, log: Mutex::new(log) })
+    }
+
+    /// No snapshots at all: every world is folded from genesis.
+    pub fn none(land_dir: &std::path::Path, store: &'a dyn Store) -> VouchedWorlds<'a> {
+        VouchedWorlds {
+            store,
+            shelf: SnapshotShelf::of_land(land_dir),
+            files: BTreeMap::new(),
+            paranoid: false,
+            log: Mutex::new(SnapshotUse::default()),
+        }
+    }
+
+    pub fn usage(&self) -> SnapshotUse {
+        self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn set_aside(&self, cursor: u64, reason: String) {
+        tracing::warn!(cursor, %reason, "a world snapshot was set aside");
+        self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).set_aside.push((cursor, reason));
+    }
+
+    /// The vouched snapshot's world, read and checked against its vouch and its log.
+    fn read_vouched(&self, cursor: u64) -> Result<World, String> {
+        let expected = self.files.get(&cursor).ok_or("not vouched for")?;
+        let (bytes, digest) = self.shelf.read_bytes(cursor).map_err(|error| error.to_string())?;
+        if digest != *expected {
+            return Err("the file is not the one a verification vouched for".into());
+        }
+        let snapshot = crate::snapshot::SignedSnapshot::decode(&bytes, &self.shelf.path_of(cursor))
+            .map_err(|error| error.to_string())?;
+        match last_fact_before(self.store, cursor) {
+            Ok(Some(id)) if id == snapshot.claim.last_fact => {}
+            Ok(_) => return Err(format!("the land's fact at land seq {} is not the one it followed", cursor - 1)),
+            Err(error) => return Err(error.to_string()),
+        }
+        World::from_snapshot_bytes(&snapshot.world).map_err(|error| error.to_string())
+    }
+
+    /// The world at `cursor` folded from the vouched snapshot before it (or genesis).
+    fn refold(&self, cursor: u64) -> Result<World, String> {
+        let mut world = match self.files.range(..cursor).next_back() {
+            Some((&before, _)) => self.read_vouched(before)?,
+            None => World::new(),
+        };
+        fold_until(self.store, &mut world, cursor).map_err(|error| error.to_string())?;
+        Ok(world)
+    }
+}
+
+/// Folds the land log from `world.cursor` up to (not including) `end`.
+pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), StoreError> {
+    let mut next = world.cursor;
+    while next < end {
+        let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
+        for entry in store.land_log(next, to)? {
+            // A missing or unreadable fact is folded as nothing, as replay does.
+            if let Ok(Some(stored)) = store.fact_at(&entry) {
+                world.apply(entry.land_seq, &stored.fact);
+            }
+        }
+        next = to;
+    }
+    world.cursor = world.cursor.max(end);
+    Ok(())
+}
+
+/// Land-log entries read at once while folding.
+pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
+
+impl WorldSnapshots for VouchedWorlds<'_> {
+    fn at_or_before(&self, cursor: u64) -> Option<u64> {
+        self.files.range(..=cursor).next_back().map(|(cursor, _)| *cursor)
+    }
+
+    fn world(&self, cursor: u64) -> Option<World> {
+        let read = match self.read_vouched(cursor) {
+            Ok(world) => world,
+            Err(reason) => {
+                self.set_aside(cursor, reason);
+                return None;
+            }
+        };
+        if self.paranoid {
+            match self.refold(cursor) {
+                Ok(folded) if folded == read => {}
+                Ok(folded) => {
+                    self.set_aside(cursor, "it differs from the fold of the facts before it; the fold is used".into());
+                    self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).used.push(cursor);
+                    return Some(folded);
+                }
+                Err(reason) => {
+                    self.set_aside(cursor, format!("it could not be re-derived: {reason}"));
+                    return None;
+                }
+            }
+        }
+        self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).used.push(cursor);
+        Some(read)
+    }
+}
+
+/// The state digest each snapshot file on `land_dir`'s shelf claims (files
+/// that do not read or whose signature does not hold claim nothing: no
+/// reader uses them), by cursor: what `seed replay --all` holds the fold to.
+pub fn shelf_claims(land_dir: &std::path::Path) -> BTreeMap<u64, Hash32> {
+    let shelf = SnapshotShelf::of_land(land_dir);
+    let cursors = shelf.cursors().unwrap_or_default();
+    cursors
+        .into_iter()
+        .filter_map(|cursor| {
+            let (snapshot, _) = shelf.read(cursor).ok()?;
+            snapshot.holds().then_some((cursor, snapshot.claim.state_digest))
+        })
+        .collect()
+}

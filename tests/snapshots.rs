@@ -1,0 +1,239 @@
+//! World snapshots: a replay that starts from them reports exactly what a
+//! replay folding from genesis reports, on every demo world and on a
+//! tampered land; only snapshots a clean verification vouched for are used;
+//! `--paranoid` and `replay --all` catch a snapshot whose world is wrong.
+
+use crate::common;
+
+use common::{seed, stderr, stdout};
+use seed::engine::fixture::Fixture;
+use seed::fact::BeingId;
+use seed::land::Land;
+use seed::moment::Substrate;
+use seed::replay::{ReplayOptions, ReplayReport, Replayer};
+use seed::snapshots::{SnapshotUse, VouchedWorlds};
+use std::path::{Path, PathBuf};
+
+/// Facts between two snapshots in these tests: several per demo world.
+const TEST_SNAPSHOT_EVERY_FACTS: u64 = 5;
+
+fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// Simulates `fixture` with frequent snapshots, then verifies the land (so
+/// its snapshots are vouched for); returns the folder and the substrate.
+fn simulated(fixture: &str, ticks: u64) -> (tempfile::TempDir, PathBuf, Substrate) {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let loaded = Fixture::load(&fixture_path(fixture)).expect("fixture");
+    let every = TEST_SNAPSHOT_EVERY_FACTS.to_string();
+    let path = fixture_path(fixture);
+    let arguments =
+        ["sim", path.to_str().expect("utf-8"), "--ticks", &ticks.to_string(), "--snapshot-every-facts", &every];
+    let sim = seed(&land, &arguments);
+    assert!(sim.status.success(), "{}", stderr(&sim));
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    assert!(stdout(&verify).contains("vouched for"), "{fixture}: {}", stdout(&verify));
+    let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
+    (dir, land, substrate)
+}
+
+/// The beings of `land` (at most `most`, spread over the id order).
+fn beings(land: &Path, most: usize) -> Vec<BeingId> {
+    let opened = Land::open(land).expect("open");
+    let beings = opened.store().beings().expect("beings");
+    opened.close().expect("close");
+    let step = beings.len().div_ceil(most).max(1);
+    beings.into_iter().step_by(step).collect()
+}
+
+/// Beings replayed per world: all of a demo world's but the town's.
+const TEST_BEINGS_MAX: usize = 40;
+
+/// The report of one replay with the land's vouched snapshots (`paranoid`:
+/// each re-derived) and which snapshots it used, beside the report folding
+/// from genesis.
+fn both_ways(
+    land: &Path,
+    substrate: &Substrate,
+    being: BeingId,
+    options: ReplayOptions,
+    paranoid: bool,
+) -> (ReplayReport, ReplayReport, SnapshotUse) {
+    let opened = Land::open(land).expect("open");
+    let store = opened.store();
+    let folded = Replayer::new(store, substrate, being, options).expect("replayer").run().expect("replays");
+    let worlds = VouchedWorlds::open(land, store, opened.root(), paranoid).expect("snapshots");
+    let started = Replayer::new(store, substrate, being, options)
+        .expect("replayer")
+        .with_snapshots(&worlds)
+        .run()
+        .expect("replays");
+    let usage = worlds.usage();
+    drop(worlds);
+    opened.close().expect("close");
+    (folded, started, usage)
+}
+
+/// Every being of `land`, replayed whole and from the middle of its reel,
+/// with and without snapshots: the same reports. Returns how many replays
+/// took a world from a snapshot.
+fn check_every_being(land: &Path, substrate: &Substrate, keep_going: bool, paranoid: bool) -> usize {
+    let mut started_from_snapshots = 0;
+    for being in beings(land, TEST_BEINGS_MAX) {
+        for from_seq in [0, 3] {
+            let options = ReplayOptions { from_seq, keep_going, ..ReplayOptions::default() };
+            let (folded, started, usage) = both_ways(land, substrate, being, options, paranoid);
+            assert_eq!(started, folded, "{} from seq {from_seq}: snapshots changed the report", folded.name);
+            assert!(usage.set_aside.is_empty(), "{}: {:?}", folded.name, usage.set_aside);
+            started_from_snapshots += usize::from(!usage.used.is_empty());
+        }
+    }
+    started_from_snapshots
+}
+
+#[test]
+fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() {
+    for (fixture, ticks) in
+        [("court.toml", 12), ("factory.toml", 16), ("library.toml", 6), ("dance.toml", 8), ("town.toml", 11)]
+    {
+        let (_dir, land, substrate) = simulated(fixture, ticks);
+        let used = check_every_being(&land, &substrate, false, false);
+        assert!(used > 0, "{fixture}: no replay started from a snapshot");
+    }
+    // Paranoid: each snapshot re-derived from the one before it, the same reports.
+    let (_dir, land, substrate) = simulated("factory.toml", 16);
+    assert!(check_every_being(&land, &substrate, false, true) > 0);
+}
+
+/// Flips one bit of the stored record of `being`'s fact at `seq`, inside its body.
+fn tamper(land: &Path, being: &str, seq: u64) {
+    let opened = Land::open(land).expect("open");
+    let id = opened.resolve(being).expect("being");
+    let mut key = vec![b'f'];
+    key.extend_from_slice(id.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    let tree = opened.sled_store().raw_tree();
+    let mut record = tree.get(&key).expect("read").expect("stored").to_vec();
+    let at = record.len() - 70;
+    record[at] ^= 0x01;
+    tree.insert(key, record).expect("write");
+    opened.close().expect("close");
+}
+
+#[test]
+fn on_a_tampered_land_the_reports_are_the_same_and_a_failed_verification_withdraws_the_vouches() {
+    let (_dir, land, substrate) = simulated("factory.toml", 16);
+    tamper(&land, "@worker-a", 2);
+    // Vouched before the tamper: still used, and still the same reports.
+    for keep_going in [false, true] {
+        check_every_being(&land, &substrate, keep_going, false);
+    }
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stdout(&verify));
+    assert!(stdout(&verify).contains("no longer vouched for"), "{}", stdout(&verify));
+    assert!(!land.join("snapshots/vouched").exists());
+    let used = check_every_being(&land, &substrate, true, false);
+    assert_eq!(used, 0, "nothing is vouched for any more");
+}
+
+/// The cursors of the snapshots on the land's shelf.
+fn shelf(land: &Path) -> Vec<u64> {
+    seed::snapshot::SnapshotShelf::of_land(land).cursors().expect("cursors")
+}
+
+#[test]
+fn an_altered_snapshot_file_is_set_aside_and_the_report_does_not_change() {
+    let (_dir, land, substrate) = simulated("court.toml", 12);
+    let cursors = shelf(&land);
+    assert!(cursors.len() >= 2, "{cursors:?}");
+    let path = seed::snapshot::SnapshotShelf::of_land(&land).path_of(cursors[0]);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, bytes).expect("write");
+    let mut set_aside = 0;
+    for being in beings(&land, TEST_BEINGS_MAX) {
+        let (folded, started, usage) = both_ways(&land, &substrate, being, ReplayOptions::default(), false);
+        assert_eq!(started, folded);
+        set_aside += usage.set_aside.iter().filter(|(cursor, _)| *cursor == cursors[0]).count();
+        for (_, reason) in &usage.set_aside {
+            assert!(reason.contains("not the one a verification vouched for"), "{reason}");
+        }
+    }
+    assert!(set_aside > 0, "the altered snapshot was never considered");
+    // The next verification refuses to vouch for it, and says why.
+    let verify = seed(&land, &["verify"]);
+    assert!(
+        stdout(&verify).contains(&format!("snapshot at cursor {} not vouched for", cursors[0])),
+        "{}",
+        stdout(&verify)
+    );
+}
+
+#[test]
+fn a_snapshot_whose_world_is_wrong_is_caught_by_paranoid_replay_and_by_replay_all() {
+    let (_dir, land, substrate) = simulated("factory.toml", 16);
+    let cursor = *shelf(&land).last().expect("a snapshot");
+    // A land that wrote a wrong world (a bug), signed and vouched for like a good one.
+    {
+        let opened = Land::open(&land).expect("open");
+        let (snapshot, _) = opened.snapshots().read(cursor).expect("reads");
+        let mut world = seed::world::World::from_snapshot_bytes(&snapshot.world).expect("world");
+        world.signals.insert("test.forged".into(), serde_json::json!(1));
+        let bytes = world.snapshot_bytes().expect("bytes");
+        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.state_digest(), bytes).expect("writes");
+        let mut vouched = opened.snapshots().vouched().expect("reads").expect("vouched").files;
+        let (_, digest) = opened.snapshots().read(cursor).expect("reads");
+        vouched.insert(cursor, digest);
+        opened.write_vouched_snapshots(vouched).expect("vouches");
+        opened.close().expect("close");
+    }
+    let mut caught = 0;
+    for being in beings(&land, TEST_BEINGS_MAX) {
+        let (folded, started, usage) = both_ways(&land, &substrate, being, ReplayOptions::default(), true);
+        assert_eq!(started, folded, "paranoid replay uses the fold, not the wrong world");
+        caught += usage.set_aside.iter().filter(|(at, reason)| *at == cursor && reason.contains("differs")).count();
+    }
+    assert!(caught > 0, "paranoid replay never re-derived the wrong snapshot");
+    let all = seed(&land, &["replay", "--all"]);
+    assert_eq!(all.status.code(), Some(1), "{}", stdout(&all));
+    assert!(
+        stdout(&all).contains(&format!("the world snapshot at cursor {cursor} does not hold")),
+        "{}{}",
+        stdout(&all),
+        stderr(&all)
+    );
+}
+
+#[test]
+fn an_engine_opens_at_the_world_the_whole_fold_gives() {
+    let (_dir, land, _) = simulated("library.toml", 6);
+    let opened = Land::open(&land).expect("open");
+    let mut folded = seed::world::World::new();
+    seed::engine::fold_to_end(opened.store(), &mut folded).expect("folds");
+    let worlds = VouchedWorlds::open(&land, opened.store(), opened.root(), false).expect("snapshots");
+    use seed::snapshots::WorldSnapshots;
+    let latest = worlds.at_or_before(folded.cursor).expect("a vouched snapshot");
+    assert!(latest > 0);
+    assert_eq!(seed::engine::world_at_end(&opened).expect("opens"), folded);
+    drop(worlds);
+    opened.close().expect("close");
+}
+
+#[test]
+fn replay_says_which_snapshot_it_started_from_and_bad_snapshot_flags_are_refused() {
+    let (_dir, land, _) = simulated("court.toml", 12);
+    let output = seed(&land, &["replay", "@ada", "--from", "6"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("world taken from the snapshot at cursor"), "{}", stdout(&output));
+    let output = seed(&land, &["replay", "@ada", "--from", "6", "--no-snapshots"]);
+    assert!(!stdout(&output).contains("world taken from the snapshot"), "{}", stdout(&output));
+    let output = seed(&land, &["replay", "@ada", "--paranoid", "--no-snapshots"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot be used with"), "{}", stderr(&output));
+    let output = seed(&land, &["replay", "--all", "--paranoid"]);
+    assert_eq!(output.status.code(), Some(2));
+}
