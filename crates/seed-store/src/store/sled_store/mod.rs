@@ -216,8 +216,12 @@ fn remove_unfinished_snapshots(path: &Path) -> usize {
     removed
 }
 
+/// The page cache sled keeps in memory (sled's own default is 1 GiB, which
+/// every command that opens a land then grows into as it reads).
+pub const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
 fn open_db_once(path: &Path) -> Result<sled::Db, SledOpenError> {
-    sled::Config::new().path(path).open().map_err(|error| match error {
+    sled::Config::new().path(path).cache_capacity(SLED_CACHE_BYTES).open().map_err(|error| match error {
         sled::Error::Io(ref io) if io.to_string().contains("could not acquire lock") => SledOpenError::Locked,
         sled::Error::Io(ref io) if io.kind() == std::io::ErrorKind::WouldBlock => SledOpenError::Locked,
         sled::Error::Corruption { at, .. } => {
