@@ -49,6 +49,8 @@ pub struct LiveLand {
     substrate: Arc<Substrate>,
     store: Arc<dyn Store>,
     operator: BeingId,
+    /// The reality root, whose key signs the world snapshots replays start from.
+    root: BeingId,
     /// BLAKE3 of the operator's login token (from its latest `operator-token` fact).
     token_hash: Hash32,
     /// Tells `/api/v1/events` listeners the world's new cursor.
@@ -89,6 +91,7 @@ pub struct Refused {
 impl LiveLand {
     pub fn new(engine: Engine) -> Result<Arc<LiveLand>, EngineError> {
         let operator = engine.land.operator();
+        let root = engine.land.root();
         let store = engine.land.shared_store();
         let token_hash = latest_token_hash(&*store, &operator)?;
         let (events, _) = tokio::sync::broadcast::channel(64);
@@ -104,6 +107,7 @@ impl LiveLand {
             engine: Mutex::new(Some(engine)),
             store,
             operator,
+            root,
             token_hash,
             events,
             presence: Mutex::new(BTreeMap::new()),
@@ -118,6 +122,20 @@ impl LiveLand {
 
     pub fn operator(&self) -> BeingId {
         self.operator
+    }
+
+    /// Replays `being`'s moments in `options`' range, starting from the
+    /// land's vouched world snapshots (the report is the one a replay from
+    /// genesis gives; see `seed_engine::snapshots`).
+    pub fn replay_being(
+        &self,
+        being: BeingId,
+        options: crate::replay::ReplayOptions,
+    ) -> Result<crate::replay::ReplayReport, crate::replay::ReplayError> {
+        let store = self.store();
+        let worlds = crate::snapshots::VouchedWorlds::open(&self.land_dir, store, self.root, false)
+            .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(&self.land_dir, store));
+        crate::replay::Replayer::new(store, self.substrate(), being, options)?.with_snapshots(&worlds).run()
     }
 
     pub fn store(&self) -> &dyn Store {

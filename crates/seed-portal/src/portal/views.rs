@@ -473,16 +473,12 @@ impl MomentFilter {
     }
 }
 
-/// The being's reel replayed from genesis: per moment the stack, the clause
-/// trace, the face and the act, and any divergence.
+/// The being's reel replayed: per moment the stack, the clause trace, the
+/// face and the act, and any divergence.
 pub fn replay_json(live: &LiveLand, row: &BeingRow) -> Result<Json, PortalError> {
-    let report = crate::replay::replay_being(
-        live.store(),
-        live.substrate(),
-        row.id,
-        crate::replay::ReplayOptions { keep_going: true, ..Default::default() },
-    )
-    .map_err(|error| PortalError::internal(error.to_string()))?;
+    let report = live
+        .replay_being(row.id, crate::replay::ReplayOptions { keep_going: true, ..Default::default() })
+        .map_err(|error| PortalError::internal(error.to_string()))?;
     let divergent: std::collections::BTreeSet<u64> = report.divergences.iter().map(|d| d.seq).collect();
     let moments: Vec<Json> = report
         .moments
@@ -537,8 +533,7 @@ pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> 
         )));
     }
     let options = crate::replay::ReplayOptions { from_seq: seq, to_seq: seq, keep_going: true };
-    let report = crate::replay::replay_being(store, live.substrate(), row.id, options)
-        .map_err(|error| PortalError::internal(error.to_string()))?;
+    let report = live.replay_being(row.id, options).map_err(|error| PortalError::internal(error.to_string()))?;
     let Some(moment) = report.moments.first() else {
         let why = report.problems.first().cloned().unwrap_or_else(|| "the replay reached no act there".into());
         return Err(PortalError::internal(format!("#{seq} of @{} could not be replayed: {why}", row.name)));
