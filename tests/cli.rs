@@ -135,15 +135,17 @@ fn missing_or_exposed_keys_and_wrong_names_are_refused() {
         .as_str()
         .expect("id")
         .to_string();
-    let key = land.join("keys").join(format!("{birther}.key"));
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let ring = land.join("keys").join(seed::keys::KEY_RING_FILE);
+    std::fs::set_permissions(&ring, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     check_refused(&land, &["rotate-key", "@birther"], "readable by others");
-    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let moved = land.join("birther.key.away");
-    std::fs::rename(&key, &moved).expect("hide key");
+    std::fs::set_permissions(&ring, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let birther = seed::fact::BeingId::from_hex(&birther).expect("id");
+    let keys = seed::keys::KeyRing::open(&land.join("keys")).expect("ring");
+    let key = keys.load(&birther).expect("birther's key");
+    keys.forget(&birther).expect("forget the key");
     check_refused(&land, &["rotate-key", "@birther"], "no signing key");
     assert!(seed(&land, &["verify"]).status.success(), "verification needs no private key");
-    std::fs::rename(&moved, &key).expect("restore key");
+    keys.store(&birther, &key).expect("restore the key");
     let rotated = seed(&land, &["rotate-key", "@birther"]);
     assert!(rotated.status.success(), "{}", stderr(&rotated));
     assert!(stdout(&seed(&land, &["verify"])).contains("no problems"));
@@ -219,4 +221,48 @@ fn long_commands_report_progress_in_plain_lines_off_a_terminal() {
     // Without the override, a short command prints no progress at all.
     let quiet = seed(&land, &["verify"]);
     assert_eq!(stderr(&quiet), "", "no progress line within the first interval");
+}
+
+/// A land whose key folder holds one file per being (as lands did before the
+/// ring) is read as it is by commands that only read, and moved into the
+/// ring the first time a command needs a key.
+#[test]
+fn a_key_folder_of_one_file_per_being_is_moved_into_the_ring_once() {
+    let (_dir, land) = planted();
+    let keys_dir = land.join("keys");
+    // Turn the ring back into the old layout.
+    let opened = seed::land::Land::open(&land).expect("open");
+    let beings = opened.store().beings().expect("beings");
+    let keys: Vec<_> = beings.iter().filter_map(|being| Some((*being, opened.keys().load(being).ok()?))).collect();
+    opened.close().expect("close");
+    assert!(keys.len() >= 4, "{} keys", keys.len());
+    std::fs::remove_file(keys_dir.join(seed::keys::KEY_RING_FILE)).expect("remove the ring");
+    for (being, key) in &keys {
+        let path = keys_dir.join(format!("{}.key", being.to_hex()));
+        std::fs::write(&path, format!("{}\n", hex::encode(key.to_bytes()))).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let before = common::folder_snapshot(&keys_dir);
+    assert!(seed(&land, &["beings"]).status.success());
+    assert!(seed(&land, &["reel", "@birther"]).status.success());
+    assert!(common::folder_snapshot(&keys_dir) == before, "reading the land left the key folder as it was");
+    let rotated = seed(&land, &["rotate-key", "@birther"]);
+    assert!(rotated.status.success(), "{}", stderr(&rotated));
+    let names: Vec<String> = std::fs::read_dir(&keys_dir)
+        .expect("keys")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec![seed::keys::KEY_RING_FILE.to_string()], "one file");
+    let ring = seed::keys::KeyRing::open(&keys_dir).expect("ring");
+    let opened = seed::land::Land::open(&land).expect("open");
+    let birther = opened.resolve("@birther").expect("birther");
+    opened.close().expect("close");
+    for (being, key) in &keys {
+        let now = ring.load(being).expect("every key moved").to_bytes();
+        // The rotated being holds its new key; every other its old one.
+        assert_eq!(now == key.to_bytes(), *being != birther, "{being}");
+    }
+    assert!(stdout(&seed(&land, &["verify"])).contains("no problems"));
+    let again = seed(&land, &["rotate-key", "@birther"]);
+    assert!(again.status.success(), "{}", stderr(&again));
 }

@@ -820,16 +820,14 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
     let mut simulation = seed::engine::Engine::plant(&fixture, &options).expect("plant");
     rounds(&mut simulation, 2);
     let ada = simulation.land.resolve("@ada").expect("ada");
-    let key_file = land.join("keys").join(format!("{}.key", ada.to_hex()));
-    let key = std::fs::read(&key_file).expect("ada's key");
-    std::fs::remove_file(&key_file).expect("remove the key");
+    let key = simulation.land.keys().load(&ada).expect("ada's key");
+    simulation.land.keys().forget(&ada).expect("forget the key");
     // As after a restart or a failed step: every writer reads its key again.
     simulation.land.reload_writers();
     let before = simulation.land.store().land_len().expect("len");
     rounds(&mut simulation, 4);
     assert!(simulation.land.store().land_len().expect("len") > before, "the other beings went on");
-    std::fs::write(&key_file, &key).expect("restore the key");
-    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
+    simulation.land.keys().store(&ada, &key).expect("restore the key");
     rounds(&mut simulation, 4);
     simulation.finish().expect("finish");
 
@@ -865,10 +863,9 @@ fn a_checkpoint_is_never_signed_with_a_key_the_root_reel_does_not_name() {
     let opened = seed::land::Land::open(&land).expect("open");
     let (root, ada) = (opened.root(), opened.resolve("@ada").expect("ada"));
     opened.close().expect("close");
-    let keys = land.join("keys");
-    let root_file = keys.join(format!("{}.key", root.to_hex()));
-    // Another valid key in the root's file: ada's.
-    std::fs::copy(keys.join(format!("{}.key", ada.to_hex())), &root_file).expect("swap the key");
+    // Another valid key as the root's: ada's.
+    let keys = seed::keys::KeyRing::open(&land.join("keys")).expect("ring");
+    keys.store(&root, &keys.load(&ada).expect("ada's key")).expect("swap the key");
     let checkpoint = land.join(seed::check::checkpoint::CHECKPOINT_FILE);
     let _ = std::fs::remove_file(&checkpoint);
     // The facts verify; the checkpoint is refused, naming the key file.

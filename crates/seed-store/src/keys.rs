@@ -1,20 +1,38 @@
-//! The key ring: the Ed25519 signing keys of the beings this land hosts.
+//! The key ring: the Ed25519 signing keys of the beings this land hosts, in
+//! one file, `keys/ring` (the folder 0700, the file 0600; a ring others can
+//! read is refused, naming the `chmod` that fixes it).
 //!
-//! One file per being, `keys/<being id hex>.key`, holding the 32-byte secret
-//! seed as hex; the folder is 0700 and every file 0600, and a key file that
-//! others can read is refused. Files are written to a temporary name, synced
-//! and renamed, so a crash never leaves half a key.
+//! The ring is a log of text lines, appended and synced one at a time:
+//! `<record> <being id hex> <secret seed hex> <check>`, where the record is
+//! `key` (the being's current key), `next` (a key a rotation staged before
+//! its `rotate-key` fact was sealed), `promote` (the staged key became
+//! current), `discard` (a staged key whose rotation never sealed) or
+//! `forget` (the land no longer holds the being's key), and the check is the
+//! first 16 hex digits of the line's BLAKE3. Reading replays the lines in
+//! order. A last line cut short by a crash is ignored (nothing was
+//! acknowledged on it); a damaged line elsewhere makes that being's key
+//! unreadable, naming the line, and leaves the others' alone.
 //!
-//! A key rotation stages the new key as `<id>.next` before the `rotate-key`
-//! fact is sealed and promotes it after; `Land` finishes an interrupted
-//! rotation on open by comparing the staged key with the reel's current key.
+//! Nothing is read or written before a key is first asked for, so commands
+//! that only read a land never open the ring. Lands written before the ring
+//! kept one file per being (`<id>.key`, `<id>.next`): the first time such a
+//! ring is read its files are written into `ring` (synced, then renamed into
+//! place) and removed; where the folder cannot be written (a read-only copy)
+//! they are read as they are.
 
 use crate::fact::BeingId;
 use ed25519_dalek::SigningKey;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// The ring's file in the key folder.
+pub const KEY_RING_FILE: &str = "ring";
+/// Hex digits of a line's BLAKE3 kept as its check.
+const LINE_CHECK_HEX_DIGITS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -30,21 +48,61 @@ pub enum KeyError {
     Random { reason: String },
 }
 
+/// One being's keys as the ring's lines leave them.
+#[derive(Clone, Default)]
+struct BeingKeys {
+    current: Option<SigningKey>,
+    staged: Option<SigningKey>,
+    /// The line that damaged this being's record, if the last word on it is damage.
+    damaged: Option<String>,
+}
+
+/// What has been read of the ring.
+#[derive(Default)]
+struct Loaded {
+    beings: BTreeMap<BeingId, BeingKeys>,
+    /// The ring file is open for appending (created on the first write).
+    file: Option<fs::File>,
+    /// The ring file as this ring last read or wrote it: another ring on
+    /// the same folder (a repair tool, a test) that appended since makes it
+    /// read again.
+    seen: Option<FileStamp>,
+    /// Bytes of the ring up to its last whole line: a line cut short by a
+    /// crash is cut off before the next one is appended.
+    whole_lines_len: u64,
+}
+
+/// A file's identity and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    len: u64,
+}
+
+fn stamp_of(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|metadata| FileStamp { inode: metadata.ino(), len: metadata.len() })
+}
+
 pub struct KeyRing {
     dir: PathBuf,
+    /// `None` until a key is first asked for or written.
+    loaded: Mutex<Option<Loaded>>,
 }
 
 impl KeyRing {
-    /// Opens (creating if needed) the key folder.
+    /// The ring in `dir`; nothing is read or created yet.
     pub fn open(dir: &Path) -> Result<KeyRing, KeyError> {
-        let io = |source| KeyError::Io { path: dir.to_path_buf(), source };
-        fs::create_dir_all(dir).map_err(io)?;
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io)?;
-        Ok(KeyRing { dir: dir.to_path_buf() })
+        Ok(KeyRing { dir: dir.to_path_buf(), loaded: Mutex::new(None) })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The ring's file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(KEY_RING_FILE)
     }
 
     /// A fresh key from the operating system's random source.
@@ -54,80 +112,287 @@ impl KeyRing {
         Ok(SigningKey::from_bytes(&seed))
     }
 
-    fn path(&self, being: &BeingId, extension: &str) -> PathBuf {
-        self.dir.join(format!("{}.{extension}", being.to_hex()))
+    /// Runs `work` on the ring as read so far (reading it first if need be).
+    fn with_loaded<T>(&self, work: impl FnOnce(&mut Loaded) -> Result<T, KeyError>) -> Result<T, KeyError> {
+        // Nothing panics while the lock is held, so it is never poisoned.
+        let mut guard = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let stale = guard.as_ref().is_none_or(|loaded| loaded.seen != stamp_of(&self.path()));
+        if stale {
+            *guard = Some(self.read()?);
+        }
+        work(guard.as_mut().expect("just read"))
     }
 
     pub fn store(&self, being: &BeingId, key: &SigningKey) -> Result<(), KeyError> {
-        self.write_key(&self.path(being, "key"), key)
+        self.append(Record::Key, being, Some(key))
     }
 
     pub fn load(&self, being: &BeingId) -> Result<SigningKey, KeyError> {
-        let path = self.path(being, "key");
-        if !path.exists() {
-            return Err(KeyError::Missing { being: *being, dir: self.dir.clone() });
-        }
-        read_key(&path)
+        let path = self.path();
+        self.with_loaded(|loaded| {
+            let keys = loaded.beings.get(being);
+            if let Some(reason) = keys.and_then(|keys| keys.damaged.clone()) {
+                return Err(KeyError::Corrupt { path, reason });
+            }
+            keys.and_then(|keys| keys.current.clone())
+                .ok_or_else(|| KeyError::Missing { being: *being, dir: self.dir.clone() })
+        })
     }
 
     pub fn has(&self, being: &BeingId) -> bool {
-        self.path(being, "key").exists()
+        self.load(being).is_ok()
     }
 
     /// Writes the key a rotation will switch to, before its fact is sealed.
     pub fn stage_next(&self, being: &BeingId, key: &SigningKey) -> Result<(), KeyError> {
-        self.write_key(&self.path(being, "next"), key)
+        self.append(Record::Next, being, Some(key))
     }
 
     pub fn staged_next(&self, being: &BeingId) -> Result<Option<SigningKey>, KeyError> {
-        let path = self.path(being, "next");
-        if !path.exists() {
-            return Ok(None);
-        }
-        read_key(&path).map(Some)
+        self.with_loaded(|loaded| Ok(loaded.beings.get(being).and_then(|keys| keys.staged.clone())))
     }
 
     /// Makes the staged key current (after the rotate-key fact is durable).
     pub fn promote_next(&self, being: &BeingId) -> Result<(), KeyError> {
-        let from = self.path(being, "next");
-        let to = self.path(being, "key");
-        fs::rename(&from, &to).map_err(|source| KeyError::Io { path: from.clone(), source })?;
-        sync_dir(&self.dir)
+        self.append(Record::Promote, being, None)
     }
 
     /// Drops a staged key whose rotation never sealed.
     pub fn discard_next(&self, being: &BeingId) -> Result<(), KeyError> {
-        let path = self.path(being, "next");
-        fs::remove_file(&path).map_err(|source| KeyError::Io { path, source })
+        self.append(Record::Discard, being, None)
     }
 
-    fn write_key(&self, path: &Path, key: &SigningKey) -> Result<(), KeyError> {
-        let temporary = path.with_extension("tmp");
-        let io = |source| KeyError::Io { path: path.to_path_buf(), source };
-        {
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&temporary)
-                .map_err(io)?;
-            file.write_all(hex::encode(key.to_bytes()).as_bytes()).map_err(io)?;
-            file.write_all(b"\n").map_err(io)?;
-            file.sync_all().map_err(io)?;
+    /// Drops every key of `being`: the land can no longer act for it.
+    pub fn forget(&self, being: &BeingId) -> Result<(), KeyError> {
+        self.append(Record::Forget, being, None)
+    }
+
+    /// Appends one line and syncs it, then applies it to what was read.
+    fn append(&self, record: Record, being: &BeingId, key: Option<&SigningKey>) -> Result<(), KeyError> {
+        let path = self.path();
+        let line = record_line(record, being, key);
+        self.with_loaded(|loaded| {
+            let io = |source| KeyError::Io { path: path.clone(), source };
+            if loaded.file.is_none() {
+                loaded.file = Some(open_for_appending(&self.dir, &path, loaded.whole_lines_len).map_err(io)?);
+            }
+            let file = loaded.file.as_mut().expect("just opened");
+            file.write_all(line.as_bytes()).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            apply(loaded.beings.entry(*being).or_default(), record, key.cloned());
+            loaded.seen = stamp_of(&path);
+            loaded.whole_lines_len += line.len() as u64;
+            Ok(())
+        })
+    }
+
+    /// Reads the ring (migrating a folder of per-being files first, where it can).
+    fn read(&self) -> Result<Loaded, KeyError> {
+        let path = self.path();
+        let io = |source| KeyError::Io { path: path.clone(), source };
+        let seen = stamp_of(&path);
+        let text = match fs::read(&path) {
+            Ok(bytes) => {
+                refuse_if_exposed(&path)?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return self.read_per_being_files();
+            }
+            Err(source) => return Err(io(source)),
+        };
+        let whole_lines_len = text.rfind('\n').map_or(0, |last| last as u64 + 1);
+        let mut loaded = Loaded { seen, whole_lines_len, ..Loaded::default() };
+        let complete = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let last = index + 1 == lines.len();
+            match parse_line(line) {
+                Ok((record, being, key)) => apply(loaded.beings.entry(being).or_default(), record, key),
+                // A crash while appending leaves at most the last line short.
+                Err(_) if last && !complete => {}
+                Err(reason) => {
+                    let damage = format!("line {} is damaged ({reason})", index + 1);
+                    match line.split(' ').nth(1).and_then(BeingId::from_hex) {
+                        Some(being) => loaded.beings.entry(being).or_default().damaged = Some(damage),
+                        None => return Err(KeyError::Corrupt { path: path.clone(), reason: damage }),
+                    }
+                }
+            }
         }
-        fs::rename(&temporary, path).map_err(io)?;
-        sync_dir(&self.dir)
+        Ok(loaded)
+    }
+
+    /// A key folder of one file per being (lands written before the ring):
+    /// read, and written into the ring if the folder can be written.
+    fn read_per_being_files(&self) -> Result<Loaded, KeyError> {
+        let mut loaded = Loaded::default();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(loaded),
+            Err(source) => return Err(KeyError::Io { path: self.dir.clone(), source }),
+        };
+        let mut files = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| KeyError::Io { path: self.dir.clone(), source })?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some((stem, extension)) = name.split_once('.') else { continue };
+            let record = match extension {
+                "key" => Record::Key,
+                "next" => Record::Next,
+                _ => continue,
+            };
+            let Some(being) = BeingId::from_hex(stem) else { continue };
+            files.push((record, being, entry.path()));
+        }
+        if files.is_empty() {
+            return Ok(loaded);
+        }
+        files.sort_by_key(|(record, being, _)| (*being, *record == Record::Next));
+        let mut lines = String::new();
+        for (record, being, path) in &files {
+            let keys = loaded.beings.entry(*being).or_default();
+            match read_key_file(path) {
+                Ok(key) => {
+                    lines.push_str(&record_line(*record, being, Some(&key)));
+                    apply(keys, *record, Some(key));
+                }
+                // Refused as it was before the ring: this being's key alone.
+                Err(error) => keys.damaged = Some(error.to_string()),
+            }
+        }
+        if loaded.beings.values().all(|keys| keys.damaged.is_none()) && self.write_ring_whole(&lines).is_ok() {
+            for (_, _, path) in &files {
+                let _ = fs::remove_file(path);
+            }
+            let _ = sync_dir(&self.dir);
+            loaded.seen = stamp_of(&self.path());
+            loaded.whole_lines_len = lines.len() as u64;
+        }
+        Ok(loaded)
+    }
+
+    /// Writes `lines` as the whole ring (a temporary file, synced, renamed).
+    fn write_ring_whole(&self, lines: &str) -> std::io::Result<()> {
+        let temporary = self.dir.join(format!("{KEY_RING_FILE}.tmp"));
+        let mut file = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
+        file.write_all(lines.as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&temporary, self.path())?;
+        fs::File::open(&self.dir)?.sync_all()
     }
 }
 
-fn read_key(path: &Path) -> Result<SigningKey, KeyError> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    Key,
+    Next,
+    Promote,
+    Discard,
+    Forget,
+}
+
+impl Record {
+    fn word(self) -> &'static str {
+        match self {
+            Record::Key => "key",
+            Record::Next => "next",
+            Record::Promote => "promote",
+            Record::Discard => "discard",
+            Record::Forget => "forget",
+        }
+    }
+
+    fn of_word(word: &str) -> Option<Record> {
+        [Record::Key, Record::Next, Record::Promote, Record::Discard, Record::Forget]
+            .into_iter()
+            .find(|record| record.word() == word)
+    }
+
+    fn carries_key(self) -> bool {
+        matches!(self, Record::Key | Record::Next)
+    }
+}
+
+fn apply(keys: &mut BeingKeys, record: Record, key: Option<SigningKey>) {
+    keys.damaged = None;
+    match record {
+        Record::Key => keys.current = key,
+        Record::Next => keys.staged = key,
+        Record::Promote => {
+            if let Some(staged) = keys.staged.take() {
+                keys.current = Some(staged);
+            }
+        }
+        Record::Discard => keys.staged = None,
+        Record::Forget => *keys = BeingKeys::default(),
+    }
+}
+
+fn line_check(content: &str) -> String {
+    crate::fact::blake3_of(content.as_bytes()).to_hex()[..LINE_CHECK_HEX_DIGITS].to_string()
+}
+
+fn record_line(record: Record, being: &BeingId, key: Option<&SigningKey>) -> String {
+    let seed = key.map_or_else(|| "-".to_string(), |key| hex::encode(key.to_bytes()));
+    let content = format!("{} {} {seed}", record.word(), being.to_hex());
+    format!("{content} {}\n", line_check(&content))
+}
+
+fn parse_line(line: &str) -> Result<(Record, BeingId, Option<SigningKey>), &'static str> {
+    let (content, check) = line.rsplit_once(' ').ok_or("no check")?;
+    if line_check(content) != check {
+        return Err("its check does not match");
+    }
+    let mut words = content.split(' ');
+    let record = words.next().and_then(Record::of_word).ok_or("unknown record")?;
+    let being = words.next().and_then(BeingId::from_hex).ok_or("not a being id")?;
+    let seed = words.next().ok_or("no key field")?;
+    if words.next().is_some() {
+        return Err("trailing words");
+    }
+    let key = match (record.carries_key(), seed) {
+        (false, "-") => None,
+        (true, seed) => {
+            let bytes = hex::decode(seed).map_err(|_| "the key is not hex")?;
+            let seed: [u8; 32] = bytes.as_slice().try_into().map_err(|_| "the key is not 32 bytes")?;
+            Some(SigningKey::from_bytes(&seed))
+        }
+        (false, _) => return Err("a key where none belongs"),
+    };
+    Ok((record, being, key))
+}
+
+/// Creates the folder (0700) and opens the ring for appending (0600), cut
+/// to its first `whole_lines_len` bytes (a line a crash cut short goes).
+fn open_for_appending(dir: &Path, path: &Path, whole_lines_len: u64) -> std::io::Result<fs::File> {
+    fs::create_dir_all(dir)?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    let created = !path.exists();
+    let file = fs::OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
+    if file.metadata()?.len() > whole_lines_len {
+        file.set_len(whole_lines_len)?;
+        file.sync_all()?;
+    }
+    if created {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(file)
+}
+
+fn refuse_if_exposed(path: &Path) -> Result<(), KeyError> {
     let io = |source| KeyError::Io { path: path.to_path_buf(), source };
     let mode = fs::metadata(path).map_err(io)?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(KeyError::Permissions { path: path.to_path_buf(), mode });
     }
-    let text = fs::read_to_string(path).map_err(io)?;
+    Ok(())
+}
+
+/// A key file of the one-file-per-being layout.
+fn read_key_file(path: &Path) -> Result<SigningKey, KeyError> {
+    refuse_if_exposed(path)?;
+    let text = fs::read_to_string(path).map_err(|source| KeyError::Io { path: path.to_path_buf(), source })?;
     let corrupt = |reason: &str| KeyError::Corrupt { path: path.to_path_buf(), reason: reason.to_string() };
     let bytes = hex::decode(text.trim()).map_err(|_| corrupt("not hex"))?;
     let seed: [u8; 32] = bytes.as_slice().try_into().map_err(|_| corrupt("not 32 bytes"))?;
@@ -144,4 +409,110 @@ fn sync_dir(dir: &Path) -> Result<(), KeyError> {
 /// tokens: the only unseeded randomness in the system, none of it in a moment).
 pub fn random_bytes(out: &mut [u8]) -> Result<(), KeyError> {
     getrandom::getrandom(out).map_err(|error| KeyError::Random { reason: error.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(byte: u8) -> SigningKey {
+        SigningKey::from_bytes(&[byte; 32])
+    }
+
+    fn ring_in(dir: &Path) -> KeyRing {
+        KeyRing::open(&dir.join("keys")).expect("ring")
+    }
+
+    #[test]
+    fn keys_rotations_and_forgetting_read_back_from_one_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (ada, bo) = (BeingId([1; 32]), BeingId([2; 32]));
+        {
+            let ring = ring_in(dir.path());
+            assert!(!dir.path().join("keys").exists(), "opening writes nothing");
+            ring.store(&ada, &key(1)).expect("store");
+            ring.store(&bo, &key(2)).expect("store");
+            ring.stage_next(&ada, &key(3)).expect("stage");
+            ring.promote_next(&ada).expect("promote");
+            ring.stage_next(&bo, &key(4)).expect("stage");
+            ring.discard_next(&bo).expect("discard");
+        }
+        let ring = ring_in(dir.path());
+        assert_eq!(ring.load(&ada).expect("ada").to_bytes(), [3; 32]);
+        assert_eq!(ring.load(&bo).expect("bo").to_bytes(), [2; 32]);
+        assert!(ring.staged_next(&bo).expect("reads").is_none());
+        ring.forget(&bo).expect("forget");
+        assert!(matches!(ring_in(dir.path()).load(&bo), Err(KeyError::Missing { .. })));
+        let entries: Vec<_> = fs::read_dir(dir.path().join("keys")).expect("dir").collect();
+        assert_eq!(entries.len(), 1, "one file");
+        let mode = fs::metadata(ring.path()).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_short_last_line_is_ignored_and_a_damaged_line_names_only_its_being() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (ada, bo) = (BeingId([1; 32]), BeingId([2; 32]));
+        let ring = ring_in(dir.path());
+        ring.store(&ada, &key(1)).expect("store");
+        ring.store(&bo, &key(9)).expect("store");
+        let path = ring.path();
+        let mut text = fs::read_to_string(&path).expect("read");
+        // A crash while appending a third line: ignored, and cut off before
+        // the next line is appended.
+        let whole = text.clone();
+        text.push_str("next 0101");
+        fs::write(&path, &text).expect("write");
+        {
+            let ring = ring_in(dir.path());
+            assert_eq!(ring.load(&ada).expect("ada").to_bytes(), [1; 32]);
+            ring.stage_next(&ada, &key(4)).expect("stage");
+            assert!(fs::read_to_string(&path).expect("read").starts_with(&whole));
+            assert_eq!(ring_in(dir.path()).staged_next(&ada).expect("reads").map(|key| key.to_bytes()), Some([4; 32]));
+            ring.discard_next(&ada).expect("discard");
+            text = fs::read_to_string(&path).expect("read");
+        }
+        // A flipped digit in bo's key.
+        let damaged = text.replacen(&hex::encode([9u8; 32]), &format!("3{}", &hex::encode([9u8; 32])[1..]), 1);
+        fs::write(&path, damaged).expect("write");
+        let ring = ring_in(dir.path());
+        assert_eq!(ring.load(&ada).expect("ada").to_bytes(), [1; 32]);
+        match ring.load(&bo) {
+            Err(KeyError::Corrupt { reason, .. }) => assert!(reason.contains("line 2"), "{reason}"),
+            other => panic!("{:?}", other.map(|key| key.to_bytes())),
+        }
+    }
+
+    #[test]
+    fn a_ring_others_can_read_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ring = ring_in(dir.path());
+        ring.store(&BeingId([1; 32]), &key(1)).expect("store");
+        fs::set_permissions(ring.path(), fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(matches!(ring_in(dir.path()).load(&BeingId([1; 32])), Err(KeyError::Permissions { .. })));
+    }
+
+    #[test]
+    fn a_folder_of_key_files_is_migrated_into_the_ring_once() {
+        let dir = tempfile::tempdir().expect("dir");
+        let keys = dir.path().join("keys");
+        fs::create_dir_all(&keys).expect("dir");
+        let (ada, bo) = (BeingId([1; 32]), BeingId([2; 32]));
+        for (being, extension, byte) in [(ada, "key", 1u8), (bo, "key", 2), (bo, "next", 5)] {
+            let path = keys.join(format!("{}.{extension}", being.to_hex()));
+            fs::write(&path, format!("{}\n", hex::encode([byte; 32]))).expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let ring = ring_in(dir.path());
+        assert_eq!(ring.load(&ada).expect("ada").to_bytes(), [1; 32]);
+        assert_eq!(ring.staged_next(&bo).expect("reads").map(|key| key.to_bytes()), Some([5; 32]));
+        let names: Vec<String> = fs::read_dir(&keys)
+            .expect("dir")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into())
+            .collect();
+        assert_eq!(names, vec![KEY_RING_FILE.to_string()]);
+        let again = ring_in(dir.path());
+        assert_eq!(again.load(&bo).expect("bo").to_bytes(), [2; 32]);
+        assert_eq!(again.staged_next(&bo).expect("reads").map(|key| key.to_bytes()), Some([5; 32]));
+    }
 }

@@ -7,7 +7,7 @@
 //! land/
 //!   land.toml   what this folder is (format, root and operator ids); written last at plant
 //!   store/      the sled store (reels, land log, indexes)
-//!   keys/       the key ring (0700; one 0600 file per hosted being)
+//!   keys/ring   the key ring: every hosted being's key in one 0600 file (keys/ is 0700)
 //!   witness     how many facts are durable, as last recorded: catches a truncated store
 //!   verified-checkpoint   the root's signed record of the last clean `seed verify` (optional)
 //!   snapshots/  world snapshots every `snapshot_every_facts` facts, and the
@@ -501,8 +501,8 @@ impl Land {
         let key = self.keys.load(being)?;
         if PublicKeyBytes::of(&key) != *expected {
             return Err(KeyError::Corrupt {
-                path: self.keys.dir().join(format!("{}.key", being.to_hex())),
-                reason: "it does not match the key the reel expects".into(),
+                path: self.keys.path(),
+                reason: format!("the key it holds for {being} does not match the key the reel expects"),
             }
             .into());
         }
