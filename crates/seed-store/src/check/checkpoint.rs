@@ -118,25 +118,37 @@ fn signed_bytes(facts: u64, digest: &Hash32, signer: &BeingId, public_key: &Publ
 /// The digest a checkpoint signs: every fact's id (which hashes its header,
 /// and through the body hash its body) and signature, in land order.
 pub fn covered_digest<'a>(facts_in_land_order: impl IntoIterator<Item = &'a Fact>) -> Hash32 {
+    covered_digest_of_parts(facts_in_land_order.into_iter().map(|fact| {
+        let mut part = [0u8; COVERED_BYTES_PER_FACT];
+        part[..32].copy_from_slice(&fact.id().0);
+        part[32..].copy_from_slice(fact.signature());
+        part
+    }))
+}
+
+/// [`covered_digest`] from each fact's id and signature, already laid side by
+/// side (a verification that reads the land in slices keeps only these).
+pub fn covered_digest_of_parts<P: std::borrow::Borrow<[u8; COVERED_BYTES_PER_FACT]>>(
+    parts_in_land_order: impl IntoIterator<Item = P>,
+) -> Hash32 {
     let mut hasher = blake3::Hasher::new_derive_key(CHECKPOINT_DIGEST_CONTEXT);
     // The same bytes, handed to BLAKE3 many chunks at a time: it hashes
     // whole chunks side by side (SIMD), where 96-byte updates go one block
     // at a time.
     let mut pending = Vec::with_capacity(COVERED_DIGEST_BUFFER_BYTES);
-    for fact in facts_in_land_order {
+    for part in parts_in_land_order {
         if pending.len() + COVERED_BYTES_PER_FACT > COVERED_DIGEST_BUFFER_BYTES {
             hasher.update(&pending);
             pending.clear();
         }
-        pending.extend_from_slice(&fact.id().0);
-        pending.extend_from_slice(fact.signature());
+        pending.extend_from_slice(part.borrow());
     }
     hasher.update(&pending);
     Hash32(*hasher.finalize().as_bytes())
 }
 
 /// What [`covered_digest`] hashes of each fact: its id and its signature.
-const COVERED_BYTES_PER_FACT: usize = 32 + 64;
+pub const COVERED_BYTES_PER_FACT: usize = 32 + 64;
 /// [`covered_digest`] hashes the facts' bytes in pieces of at most this many.
 const COVERED_DIGEST_BUFFER_BYTES: usize = 64 * 1024;
 

@@ -37,7 +37,7 @@ use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKey
 use crate::names::being_name_problem;
 use crate::progress::{NoProgress, Progress};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
-use checkpoint::{covered_digest, TrustedCheckpoint};
+use checkpoint::{covered_digest, covered_digest_of_parts, TrustedCheckpoint, COVERED_BYTES_PER_FACT};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -635,7 +635,14 @@ pub fn verify_land(
     verify_land_watched(store, mode, threads, rules, &NoProgress)
 }
 
-/// [`verify_land`], telling `progress` how many facts were read and checked.
+/// Records a land-wide verification reads and checks at once: whole beings,
+/// about this many facts (memory holds one slice, not the land).
+pub const VERIFY_SLICE_FACTS: usize = 16_384;
+
+/// [`verify_land`], telling `progress` how many facts were checked. The land
+/// is read a slice of whole beings at a time ([`VERIFY_SLICE_FACTS`]); what
+/// stays in memory across slices is a report per being and, per fact, its
+/// place in the land log and (for the checkpoint's digest) its id and signature.
 pub fn verify_land_watched(
     store: &dyn Store,
     mode: SignatureMode,
@@ -643,16 +650,51 @@ pub fn verify_land_watched(
     rules: BodyRules<'_>,
     progress: &dyn Progress,
 ) -> Result<LandReport, StoreError> {
-    progress.stage("reading the store", 0, "facts");
-    let records = store.raw_records(None)?;
-    progress.advance(records.len() as u64);
-    let facts = decode_records(&records, threads);
     let how = HowToVerify { mode, threads, rules, progress };
-    let mut report = verify_land_decoded(store, &records, &facts, None, how)?;
+    verify_land_in_slices(store, how, VERIFY_SLICE_FACTS)
+}
+
+/// [`verify_land_watched`], reading slices of about `slice_facts` facts:
+/// the report does not depend on the size (a test holds it to that).
+pub fn verify_land_in_slices(
+    store: &dyn Store,
+    how: HowToVerify<'_>,
+    slice_facts: usize,
+) -> Result<LandReport, StoreError> {
+    let HowToVerify { mode, threads, rules, progress } = how;
+    let land_len = store.land_len()?;
+    progress.stage("checking reels", land_len, "facts");
+    let checking = Checking { mode, rules, covered_below: 0 };
+    let mut reports = Vec::new();
+    let mut land_seqs: Vec<(u64, BeingId, u64)> = Vec::new();
+    // What a checkpoint would sign of each readable fact (id, signature), by land seq.
+    let mut signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])> = Vec::new();
+    let mut after: Option<BeingId> = None;
+    loop {
+        let records = store.raw_records_after(after.as_ref(), slice_facts.max(1))?;
+        let Some(last) = records.last() else { break };
+        after = Some(last.being);
+        let facts = decode_records(&records, threads);
+        for (record, fact) in records.iter().zip(&facts) {
+            let Some(land_seq) = record.land_seq else { continue };
+            land_seqs.push((land_seq, record.being, record.seq));
+            if let Ok(fact) = fact {
+                let mut part = [0; COVERED_BYTES_PER_FACT];
+                part[..32].copy_from_slice(fact.id().as_bytes());
+                part[32..].copy_from_slice(fact.signature());
+                signed.push((land_seq, part));
+            }
+        }
+        let groups = group_by_being(&records);
+        reports.extend(check_reels(&records, &facts, &groups, checking, threads, progress));
+    }
+    let (mut report, _) = finish_land(store, reports, land_seqs, None)?;
+    // Without problems, the land seqs are 0 to the log's length, each one
+    // readable fact's.
     if report.problems.is_empty() {
-        let in_land_order = land_order(&records, &facts);
-        let digest = covered_digest(in_land_order.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
-        report.verified_digest = Some((in_land_order.len() as u64, digest));
+        signed.sort_unstable_by_key(|(land_seq, _)| *land_seq);
+        let facts = signed.len() as u64;
+        report.verified_digest = Some((facts, covered_digest_of_parts(signed.iter().map(|(_, part)| part))));
     }
     Ok(report)
 }
@@ -777,13 +819,26 @@ fn verify_records(
     root: Option<BeingId>,
     progress: &dyn Progress,
 ) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
-    let mut land_seqs: Vec<(u64, BeingId, u64)> = records
+    let land_seqs: Vec<(u64, BeingId, u64)> = records
         .iter()
         .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
         .collect();
     let groups = group_by_being(records);
     progress.stage("checking reels", records.len() as u64, "facts");
     let reports = check_reels(records, facts, &groups, checking, threads, progress);
+    finish_land(store, reports, land_seqs, root)
+}
+
+/// What a land-wide verification concludes from the reports of every reel
+/// (one per being, in being order) and every fact's place in the land log:
+/// fork proofs, the land log, the derived indexes. Also returns the current
+/// key of `root`, as its verified reel has it.
+fn finish_land(
+    store: &dyn Store,
+    reports: Vec<ReelReport>,
+    mut land_seqs: Vec<(u64, BeingId, u64)>,
+    root: Option<BeingId>,
+) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
     let root_key = root.and_then(|root| {
         reports.iter().find(|report| report.being == Some(root)).and_then(|report| report.current_key)
     });
@@ -794,7 +849,7 @@ fn verify_records(
     // stays, as inserting them in turn would leave it.
     let land_log = land_seqs.iter().map(|&(land_seq, being, seq)| (land_seq, (being, seq))).collect();
     let mut expected = DerivedIndexes { land_log, ..DerivedIndexes::default() };
-    let mut report = LandReport { beings: groups.len() as u64, ..LandReport::default() };
+    let mut report = LandReport { beings: reports.len() as u64, ..LandReport::default() };
     for reel in reports {
         let Some(being) = reel.being else { continue };
         match (&reel.head, &reel.name, reel.problems.is_empty()) {

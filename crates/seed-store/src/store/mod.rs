@@ -212,6 +212,24 @@ pub trait Store: Send + Sync {
         self.raw_records(None)
     }
 
+    /// The records of whole beings, in id order, starting after `after`
+    /// (from the first being when `None`): as many beings as it takes to
+    /// pass `facts_max` records, and always one whole being. Empty past the
+    /// last being. A verification reads the land this way, a slice at a time.
+    fn raw_records_after(&self, after: Option<&BeingId>, facts_max: usize) -> Result<Vec<RawRecord>, StoreError> {
+        let mut records = Vec::new();
+        for record in self.raw_records(None)? {
+            if after.is_some_and(|after| record.being <= *after) {
+                continue;
+            }
+            if records.len() >= facts_max && records.last().is_some_and(|last: &RawRecord| last.being != record.being) {
+                break;
+            }
+            records.push(record);
+        }
+        Ok(records)
+    }
+
     /// Number of facts in the land log.
     fn land_len(&self) -> Result<u64, StoreError>;
 

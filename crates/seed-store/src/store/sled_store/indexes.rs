@@ -66,31 +66,44 @@ pub(super) fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, Reind
 }
 
 /// The sled entries that represent `derived`, leaving out skipped beings, in
-/// key order. Gathered and sorted once rather than inserted into a map:
-/// verification builds this for every fact of the land.
+/// key order (see [`derived_entries_in_key_order`]).
 pub(super) fn encode_derived(derived: &DerivedIndexes) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut entries =
-        Vec::with_capacity(derived.heads.len() + derived.land_log.len() + derived.names.len() + derived.forked.len());
+    derived_entries_in_key_order(derived).collect()
+}
+
+/// The sled entries that represent `derived`, leaving out skipped beings, in
+/// key order. The land log's entries (one per fact) are made one at a time
+/// as they are taken, so a comparison with the stored indexes holds no copy
+/// of them; the entries of the other indexes (a few per being) are gathered
+/// and sorted.
+pub(super) fn derived_entries_in_key_order(derived: &DerivedIndexes) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
     let kept = |being: &BeingId| !derived.skip.contains(being);
+    let mut per_being = Vec::with_capacity(derived.heads.len() + derived.names.len() + derived.forked.len());
     for (being, head) in derived.heads.iter().filter(|(being, _)| kept(being)) {
-        entries.push((being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec()));
-    }
-    for (land_seq, (being, seq)) in derived.land_log.iter().filter(|(_, (being, _))| kept(being)) {
-        let mut value = being.as_bytes().to_vec();
-        value.extend_from_slice(&seq.to_be_bytes());
-        entries.push((land_key(*land_seq), value));
+        per_being.push((being_key(PREFIX_KEY, being), head.public_key.as_bytes().to_vec()));
     }
     for (name, being) in derived.names.iter().filter(|(_, being)| kept(being)) {
-        entries.push((name_key(name, being), Vec::new()));
+        per_being.push((name_key(name, being), Vec::new()));
     }
     for being in &derived.forked {
-        entries.push((being_key(PREFIX_FORKED, being), Vec::new()));
+        per_being.push((being_key(PREFIX_FORKED, being), Vec::new()));
     }
     // Each kind of entry has its own prefix and comes from a map or a set
     // keyed by what its key encodes, so no key repeats.
-    entries.sort_unstable_by(|left, right| left.0.cmp(&right.0));
-    debug_assert!(entries.windows(2).all(|pair| pair[0].0 != pair[1].0), "index keys repeat");
-    entries
+    per_being.sort_unstable_by(|left, right| left.0.cmp(&right.0));
+    debug_assert!(per_being.windows(2).all(|pair| pair[0].0 != pair[1].0), "index keys repeat");
+    // Land log keys are the land prefix and a big-endian land seq: in the
+    // map's order, and all between the per-being entries before and after
+    // that prefix.
+    let after_land_log = per_being.partition_point(|(key, _)| key.first() < Some(&PREFIX_LAND));
+    let later = per_being.split_off(after_land_log);
+    let land_log =
+        derived.land_log.iter().filter(move |(_, (being, _))| kept(being)).map(|(land_seq, (being, seq))| {
+            let mut value = being.as_bytes().to_vec();
+            value.extend_from_slice(&seq.to_be_bytes());
+            (land_key(*land_seq), value)
+        });
+    per_being.into_iter().chain(land_log).chain(later)
 }
 
 /// The being an index entry speaks of, if any.

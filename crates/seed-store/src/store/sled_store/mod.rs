@@ -38,7 +38,9 @@ mod indexes;
 mod layout;
 
 use committer::{read_witness, Committer, Request};
-use indexes::{derived_entries, describe_index_key, encode_derived, index_entry_being, INDEX_PROBLEMS_LISTED_MAX};
+use indexes::{
+    derived_entries, derived_entries_in_key_order, describe_index_key, index_entry_being, INDEX_PROBLEMS_LISTED_MAX,
+};
 use layout::{
     being_key, fact_key, land_key, name_prefix, raw_record, read_head, records_of, split_fact_key, DERIVED_PREFIXES,
     PREFIX_FACT, PREFIX_FORK, PREFIX_KEY, PREFIX_LAND, PREFIX_LEGACY_HEAD, REINDEXING_MARKER,
@@ -309,6 +311,29 @@ impl Store for SledStore {
         records_of(self.tree.scan_prefix(prefix))
     }
 
+    fn raw_records_after(&self, after: Option<&BeingId>, facts_max: usize) -> Result<Vec<RawRecord>, StoreError> {
+        let start = match after {
+            // Past every key of `after`'s records (`f`, its id, an 8-byte seq).
+            Some(being) => {
+                let mut key = being_key(PREFIX_FACT, being);
+                key.extend_from_slice(&[0xff; 9]);
+                key
+            }
+            None => vec![PREFIX_FACT],
+        };
+        let mut records: Vec<RawRecord> = Vec::new();
+        for entry in self.tree.range(start..vec![PREFIX_FACT + 1]) {
+            let (key, value) = entry.map_err(io_error)?;
+            let record = raw_record(&key, &value)
+                .ok_or_else(|| StoreError::Io { reason: format!("malformed fact key {}", hex::encode(&key)) })?;
+            if records.len() >= facts_max && records.last().is_some_and(|last| last.being != record.being) {
+                break;
+            }
+            records.push(record);
+        }
+        Ok(records)
+    }
+
     fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
         let parts = parts.clamp(1, RECORD_READ_PARTS_MAX);
         if parts == 1 {
@@ -419,8 +444,7 @@ impl Store for SledStore {
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
         // A merge of two sorted runs: the entries the verified facts imply and
         // the stored ones, read in key order without copying them out.
-        let wanted = encode_derived(expected);
-        let mut wanted_entries = wanted.iter().peekable();
+        let mut wanted_entries = derived_entries_in_key_order(expected).peekable();
         let (mut missing_or_wrong, mut unexpected) = (Vec::new(), Vec::new());
         let mut prefixes = DERIVED_PREFIXES;
         prefixes.sort_unstable();
@@ -430,7 +454,7 @@ impl Store for SledStore {
                 while let Some((wanted_key, _)) =
                     wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() < &*key)
                 {
-                    missing_or_wrong.push(format!("{} is missing", describe_index_key(wanted_key)));
+                    missing_or_wrong.push(format!("{} is missing", describe_index_key(&wanted_key)));
                 }
                 match wanted_entries.next_if(|(wanted_key, _)| wanted_key.as_slice() == &*key) {
                     Some((_, wanted_value)) if wanted_value.as_slice() != &*value => {
@@ -450,7 +474,9 @@ impl Store for SledStore {
                 }
             }
         }
-        missing_or_wrong.extend(wanted_entries.map(|(key, _)| format!("{} is missing", describe_index_key(key))));
+        let room = INDEX_PROBLEMS_LISTED_MAX.saturating_sub(missing_or_wrong.len());
+        missing_or_wrong
+            .extend(wanted_entries.take(room).map(|(key, _)| format!("{} is missing", describe_index_key(&key))));
         // Missing and wrong entries first (in key order), then those that should not exist.
         let mut problems = missing_or_wrong;
         problems.truncate(INDEX_PROBLEMS_LISTED_MAX);
