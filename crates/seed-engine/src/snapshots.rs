@@ -121,6 +121,11 @@ pub trait WorldSnapshots: Sync {
     /// The world at `cursor` (one of the cursors `at_or_before` gives), or
     /// `None` if it cannot be used after all (the fold goes on instead).
     fn world(&self, cursor: u64) -> Option<World>;
+    /// Facts per being of the world a replay must be able to skip before it
+    /// reads a snapshot rather than folding on.
+    fn skip_facts_per_being(&self) -> u64 {
+        crate::replay::REPLAY_SNAPSHOT_SKIP_FACTS_PER_BEING
+    }
 }
 
 /// The snapshots a clean verification vouched for and that still are the
@@ -133,6 +138,7 @@ pub struct VouchedWorlds<'a> {
     paranoid: bool,
     /// What was used and what was not, for the report's reader.
     log: Mutex<SnapshotUse>,
+    skip_facts_per_being: u64,
 }
 
 /// Which snapshots a run took its world from, and which it set aside.
@@ -170,7 +176,8 @@ impl<'a> VouchedWorlds<'a> {
                 BTreeMap::new()
             }
         };
-        Ok(VouchedWorlds { store, shelf, files, paranoid, log: Mutex::new(log) })
+        let skip_facts_per_being = crate::replay::REPLAY_SNAPSHOT_SKIP_FACTS_PER_BEING;
+        Ok(VouchedWorlds { store, shelf, files, paranoid, log: Mutex::new(log), skip_facts_per_being })
     }
 
     /// No snapshots at all: every world is folded from genesis.
@@ -181,7 +188,15 @@ impl<'a> VouchedWorlds<'a> {
             files: BTreeMap::new(),
             paranoid: false,
             log: Mutex::new(SnapshotUse::default()),
+            skip_facts_per_being: crate::replay::REPLAY_SNAPSHOT_SKIP_FACTS_PER_BEING,
         }
+    }
+
+    /// Takes a snapshot's world to skip even `facts_per_being` facts per
+    /// being (0: any skip at all; tests use it on small worlds).
+    pub fn skipping_at_least(mut self, facts_per_being: u64) -> VouchedWorlds<'a> {
+        self.skip_facts_per_being = facts_per_being;
+        self
     }
 
     pub fn usage(&self) -> SnapshotUse {
@@ -242,6 +257,10 @@ pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), 
 pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
 
 impl WorldSnapshots for VouchedWorlds<'_> {
+    fn skip_facts_per_being(&self) -> u64 {
+        self.skip_facts_per_being
+    }
+
     fn at_or_before(&self, cursor: u64) -> Option<u64> {
         self.files.range(..=cursor).next_back().map(|(cursor, _)| *cursor)
     }

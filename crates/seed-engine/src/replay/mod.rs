@@ -29,7 +29,7 @@ use crate::moment::{self, Outcome, Substrate, EVALUATOR_VERSION};
 use crate::snapshots::WorldSnapshots;
 use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
-use crate::world::{ActBody, CoreSchemas, World};
+use crate::world::{ActBody, CoreSchemas, FoldBody, World};
 use opening::ActOpening;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -268,6 +268,19 @@ struct Snapshot {
 
 /// Land-log entries a replay reads at once.
 pub const REPLAY_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
+/// A replay takes its world from a snapshot only to skip at least this many
+/// facts per being of its world: reading a snapshot costs about that much
+/// folding (on the crowd land, a 4 MB snapshot of 10,000 beings read about
+/// as fast as 15,000 facts folded; docs/performance.md).
+pub const REPLAY_SNAPSHOT_SKIP_FACTS_PER_BEING: u64 = 2;
+/// Threads reading a replay's facts ahead and decoding their bodies.
+pub const REPLAY_READ_THREADS: usize = 2;
+
+/// A land-log entry read ahead, and its fact (`None` once folded).
+struct ReadAhead {
+    entry: crate::store::LandEntry,
+    fact: Option<Result<Option<(Fact, FoldBody)>, StoreError>>,
+}
 
 /// A replay that advances one moment at a time and can go back (a world
 /// snapshot every [`STEP_SNAPSHOT_EVERY_MOMENTS`] plus a deterministic
@@ -277,9 +290,12 @@ pub struct Replayer<'a> {
     substrate: &'a Substrate,
     being: BeingId,
     keep_going: bool,
-    /// Land-log entries read ahead, from `chunk_start` on.
-    chunk: Vec<crate::store::LandEntry>,
+    /// Land-log entries read ahead, from `chunk_start` on, each with its
+    /// fact read and its body decoded for the fold (taken once folded).
+    chunk: Vec<ReadAhead>,
     chunk_start: u64,
+    /// The roleFlows of the geneses read ahead, converted once.
+    flows: crate::world::GenesisFlows,
     /// The land seq of the next fact to fold.
     position: u64,
     /// One past the land seq of the last act in range: where the fold stops.
@@ -338,6 +354,7 @@ impl<'a> Replayer<'a> {
             keep_going: options.keep_going,
             chunk: Vec::new(),
             chunk_start: 0,
+            flows: crate::world::GenesisFlows::default(),
             position: 0,
             end: 0,
             worlds: None,
@@ -403,19 +420,40 @@ impl<'a> Replayer<'a> {
         self
     }
 
-    /// The land-log entry at `land_seq` (below `end`), read a chunk at a time.
+    /// The land-log entry at `land_seq` (below `end`), read a chunk at a
+    /// time: the chunk's facts are read and their bodies decoded for the fold
+    /// on [`REPLAY_READ_THREADS`] threads.
     fn entry_at(&mut self, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
-        let in_chunk = land_seq.checked_sub(self.chunk_start).filter(|offset| *offset < self.chunk.len() as u64);
-        if let Some(offset) = in_chunk {
-            return Ok(self.chunk[offset as usize]);
+        let in_chunk = land_seq.checked_sub(self.chunk_start).and_then(|offset| self.chunk.get(offset as usize));
+        if let Some(ahead) = in_chunk.filter(|ahead| ahead.fact.is_some()) {
+            return Ok(ahead.entry);
         }
         let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
-        self.chunk = self.store.land_log(land_seq, to)?;
+        let entries = self.store.land_log(land_seq, to)?;
+        let (store, flows) = (self.store, &self.flows);
+        let facts = crate::parallel::map_in_order(&entries, REPLAY_READ_THREADS, |entry| {
+            store.fact_at(entry).map(|stored| {
+                stored.map(|stored| {
+                    let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+                    (stored.fact, body)
+                })
+            })
+        });
+        self.chunk =
+            entries.into_iter().zip(facts).map(|(entry, fact)| ReadAhead { entry, fact: Some(fact) }).collect();
         self.chunk_start = land_seq;
         match self.chunk.first() {
-            Some(entry) if entry.land_seq == land_seq => Ok(*entry),
+            Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),
             _ => Err(ReplayError::DanglingLandEntry { land_seq }),
         }
+    }
+
+    /// The fact at `land_seq` read ahead by [`Replayer::entry_at`] (called
+    /// just before), with its body decoded for the fold.
+    fn take_fact(&mut self, land_seq: u64) -> Result<Option<(Fact, FoldBody)>, StoreError> {
+        let offset = land_seq.checked_sub(self.chunk_start).map(|offset| offset as usize);
+        let taken = offset.and_then(|offset| self.chunk.get_mut(offset)).and_then(|ahead| ahead.fact.take());
+        taken.expect("entry_at read this fact ahead")
     }
 
     /// Takes the world from the latest snapshot at or before the next place
@@ -431,6 +469,12 @@ impl<'a> Replayer<'a> {
         let Some(next) = next_opening.into_iter().chain(next_comparison).min() else { return };
         let Some(cursor) = worlds.at_or_before(next.min(self.end)) else { return };
         if cursor <= self.position || cursor <= self.world.cursor {
+            return;
+        }
+        // Reading a snapshot costs about as much as folding a couple of facts
+        // per being of the world: a short skip is cheaper folded.
+        let worth_skipping = worlds.skip_facts_per_being().saturating_mul(self.world.beings.len() as u64);
+        if cursor - self.position < worth_skipping {
             return;
         }
         if let Some(world) = worlds.world(cursor) {
@@ -496,8 +540,8 @@ impl<'a> Replayer<'a> {
                     }
                 }
             }
-            let fact = match self.store.fact_at(&entry) {
-                Ok(Some(stored)) => Some(stored.fact),
+            let fact = match self.take_fact(entry.land_seq) {
+                Ok(Some(read)) => Some(read),
                 Ok(None) => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
                 // An unreadable fact (verification names it) cannot be folded;
                 // with --keep-going the replay goes on without it.
@@ -515,10 +559,12 @@ impl<'a> Replayer<'a> {
                     return Ok(Step::Moment(self.report.moments.len() - 1));
                 }
             }
-            let watched =
-                fact.as_ref().filter(|fact| watched_kinds.contains(fact.kind())).map(|fact| fact.kind().to_string());
-            if let Some(fact) = fact {
-                self.world.apply(entry.land_seq, &fact);
+            let watched = fact
+                .as_ref()
+                .filter(|(fact, _)| watched_kinds.contains(fact.kind()))
+                .map(|(fact, _)| fact.kind().to_string());
+            if let Some((fact, body)) = fact {
+                self.world.apply_folded(entry.land_seq, &fact.header, fact.id(), body);
             }
             self.position += 1;
             if let Some(index) = compared {
