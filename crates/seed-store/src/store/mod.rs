@@ -7,6 +7,7 @@
 //! It does not check signatures: facts are signed by the land that seals them
 //! and `check` verifies them; imports verify before they append.
 
+pub mod segments;
 mod sled_store;
 
 pub use sled_store::{SledOpenError, SledStore};
