@@ -85,19 +85,8 @@ fn every_being_of_every_demo_world_replays_byte_for_byte_and_the_land_is_untouch
 #[test]
 fn a_tampered_historic_fact_is_named_by_verify_and_by_replay() {
     let (_dir, land) = simulated("factory.toml", 8);
-    {
-        let opened = seed::land::Land::open(&land).expect("open");
-        let worker = opened.resolve("@worker-a").expect("worker");
-        let mut key = vec![b'f'];
-        key.extend_from_slice(worker.as_bytes());
-        key.extend_from_slice(&2u64.to_be_bytes());
-        let tree = opened.sled_store().raw_tree();
-        let mut record = tree.get(&key).expect("read").expect("seq 2 is stored").to_vec();
-        let last = record.len() - 70; // inside the body, before the signature
-        record[last] ^= 0x01;
-        tree.insert(key, record).expect("write");
-        opened.close().expect("close");
-    }
+    // Inside the body, before the signature.
+    common::flip_stored_byte(&land, "@worker-a", 2, 70);
     let verify = seed(&land, &["verify"]);
     assert_eq!(verify.status.code(), Some(1));
     assert!(stdout(&verify).contains("worker-a") && stdout(&verify).contains("seq 2"), "{}", stdout(&verify));
@@ -109,22 +98,6 @@ fn a_tampered_historic_fact_is_named_by_verify_and_by_replay() {
     let all = seed(&land, &["replay", "--all"]);
     assert_eq!(all.status.code(), Some(1));
     assert!(stdout(&all).contains("PROBLEM") && stdout(&all).contains("seq 2"), "{}", stdout(&all));
-}
-
-/// Flips one bit of the record stored for `being`'s fact at `seq`, `from_end`
-/// bytes before the record's end (the last 64 bytes are the signature).
-fn flip_stored_byte(land: &Path, being: &str, seq: u64, from_end: usize) {
-    let opened = seed::land::Land::open(land).expect("open");
-    let id = opened.resolve(being).expect("being");
-    let mut key = vec![b'f'];
-    key.extend_from_slice(id.as_bytes());
-    key.extend_from_slice(&seq.to_be_bytes());
-    let tree = opened.sled_store().raw_tree();
-    let mut record = tree.get(&key).expect("read").expect("the fact is stored").to_vec();
-    let at = record.len() - from_end;
-    record[at] ^= 0x01;
-    tree.insert(key, record).expect("write");
-    opened.close().expect("close");
 }
 
 fn replay_all_json(land: &Path, arguments: &[&str]) -> (i32, Value) {
@@ -193,7 +166,7 @@ fn a_verification_checkpoint_vouches_only_for_the_facts_it_covers_and_a_tampered
     // of a historic fact: both commands name it, and no new checkpoint is written.
     assert_eq!(seed(&land, &["verify"]).status.code(), Some(0));
     let before = std::fs::read(&checkpoint_file).expect("read");
-    flip_stored_byte(&land, "@worker-a", 2, 10);
+    common::flip_stored_byte(&land, "@worker-a", 2, 10);
     let (code, report) = replay_all_json(&land, &[]);
     assert_eq!(code, 1, "{report}");
     let problems = report["problems"].to_string();

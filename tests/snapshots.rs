@@ -109,25 +109,11 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
     assert!(check_every_being(&land, &substrate, false, true) > 0);
 }
 
-/// Flips one bit of the stored record of `being`'s fact at `seq`, inside its body.
-fn tamper(land: &Path, being: &str, seq: u64) {
-    let opened = Land::open(land).expect("open");
-    let id = opened.resolve(being).expect("being");
-    let mut key = vec![b'f'];
-    key.extend_from_slice(id.as_bytes());
-    key.extend_from_slice(&seq.to_be_bytes());
-    let tree = opened.sled_store().raw_tree();
-    let mut record = tree.get(&key).expect("read").expect("stored").to_vec();
-    let at = record.len() - 70;
-    record[at] ^= 0x01;
-    tree.insert(key, record).expect("write");
-    opened.close().expect("close");
-}
-
 #[test]
 fn on_a_tampered_land_the_reports_are_the_same_and_a_failed_verification_withdraws_the_vouches() {
     let (_dir, land, substrate) = simulated("factory.toml", 16);
-    tamper(&land, "@worker-a", 2);
+    // Inside the body, before the signature.
+    common::flip_stored_byte(&land, "@worker-a", 2, 70);
     // Vouched before the tamper: still used, and still the same reports.
     for keep_going in [false, true] {
         check_every_being(&land, &substrate, keep_going, false);

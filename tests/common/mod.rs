@@ -132,3 +132,19 @@ pub fn folder_snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 pub mod portal;
 pub mod webdriver;
+
+/// Flips one bit of the record stored for `being`'s fact at `seq`, `from_end`
+/// bytes before the record's end (the last 64 bytes are the signature).
+pub fn flip_stored_byte(land: &Path, being: &str, seq: u64, from_end: usize) {
+    let opened = Land::open(land).expect("open");
+    let id = opened.resolve(being).expect("being");
+    let mut key = vec![b'f'];
+    key.extend_from_slice(id.as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    let tree = opened.sled_store().raw_tree();
+    let mut record = tree.get(&key).expect("read").expect("the fact is stored").to_vec();
+    let at = record.len() - from_end;
+    record[at] ^= 0x01;
+    tree.insert(key, record).expect("write");
+    opened.close().expect("close");
+}

@@ -231,30 +231,10 @@ impl<'a> VouchedWorlds<'a> {
             Some((&before, _)) => self.read_vouched(before)?,
             None => World::new(),
         };
-        fold_until(self.store, &mut world, cursor).map_err(|error| error.to_string())?;
+        crate::engine::fold_until(self.store, &mut world, cursor).map_err(|error| error.to_string())?;
         Ok(world)
     }
 }
-
-/// Folds the land log from `world.cursor` up to (not including) `end`.
-pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), StoreError> {
-    let mut next = world.cursor;
-    while next < end {
-        let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
-        for entry in store.land_log(next, to)? {
-            // A missing or unreadable fact is folded as nothing, as replay does.
-            if let Ok(Some(stored)) = store.fact_at(&entry) {
-                world.apply(entry.land_seq, &stored.fact);
-            }
-        }
-        next = to;
-    }
-    world.cursor = world.cursor.max(end);
-    Ok(())
-}
-
-/// Land-log entries read at once while folding.
-pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
 
 impl WorldSnapshots for VouchedWorlds<'_> {
     fn skip_facts_per_being(&self) -> u64 {

@@ -274,12 +274,7 @@ impl KeyRing {
 
     /// Writes `lines` as the whole ring (a temporary file, synced, renamed).
     fn write_ring_whole(&self, lines: &str) -> std::io::Result<()> {
-        let temporary = self.dir.join(format!("{KEY_RING_FILE}.tmp"));
-        let mut file = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
-        file.write_all(lines.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&temporary, self.path())?;
-        fs::File::open(&self.dir)?.sync_all()
+        crate::atomic_file::write_atomically(&self.path(), lines.as_bytes(), 0o600)
     }
 }
 

@@ -7,6 +7,7 @@
 //! compile error. The format layer's modules are re-exported at their
 //! familiar paths (`crate::fact`, `crate::canonical`, …).
 
+mod atomic_file;
 pub mod bundle;
 pub mod check;
 pub mod clock;

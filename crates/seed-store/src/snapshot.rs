@@ -28,7 +28,6 @@ use crate::fact::{BeingId, FactId, Hash32, PublicKeyBytes};
 use crate::signed::{signature_holds, split_signed, SignedRecord};
 use ed25519_dalek::{Signer, SigningKey};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The land folder's directory of snapshots.
@@ -352,14 +351,7 @@ impl SnapshotShelf {
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
         let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let temporary = path.with_extension("tmp");
-        let mut file = std::fs::File::create(&temporary).map_err(io)?;
-        file.write_all(bytes).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&temporary, path).map_err(io)?;
-        // The rename is durable once the directory is.
-        std::fs::File::open(&self.dir).and_then(|dir| dir.sync_all()).map_err(io)?;
-        Ok(())
+        crate::atomic_file::write_atomically(path, bytes, crate::atomic_file::READABLE_FILE_MODE).map_err(io)
     }
 }
 

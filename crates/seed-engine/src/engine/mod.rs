@@ -116,12 +116,26 @@ pub fn substrate_for(
 
 /// Folds the land log from `world.cursor` to the end into `world`.
 pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), EngineError> {
-    let end = store.land_len()?;
-    for entry in store.land_log(world.cursor, end)? {
-        let stored = store
-            .fact_at(&entry)?
-            .ok_or_else(|| EngineError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
-        world.apply(entry.land_seq, &stored.fact);
+    fold_until(store, world, store.land_len()?)
+}
+
+/// Land-log entries a fold reads at once.
+pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
+
+/// Folds the land log from `world.cursor` up to (not including) `end`, a
+/// chunk of entries at a time. A fact the log points at but the store does
+/// not give back is an error: a world is never folded past a hole.
+pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), EngineError> {
+    let mut next = world.cursor;
+    while next < end {
+        let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
+        for entry in store.land_log(next, to)? {
+            let stored = store
+                .fact_at(&entry)?
+                .ok_or_else(|| EngineError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
+            world.apply(entry.land_seq, &stored.fact);
+        }
+        next = to;
     }
     Ok(())
 }

@@ -604,12 +604,8 @@ impl Land {
         let key = self.root_key()?;
         let checkpoint = VerifiedCheckpoint::seal(facts, digest, self.root, &key);
         let path = self.dir.join(CHECKPOINT_FILE);
-        let temporary = self.dir.join(format!("{CHECKPOINT_FILE}.tmp"));
-        let io = |source| LandError::Io { path: path.clone(), source };
-        let mut file = std::fs::File::create(&temporary).map_err(io)?;
-        std::io::Write::write_all(&mut file, &checkpoint.encode()).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&temporary, &path).map_err(io)?;
+        crate::atomic_file::write_atomically(&path, &checkpoint.encode(), crate::atomic_file::READABLE_FILE_MODE)
+            .map_err(|source| LandError::Io { path, source })?;
         Ok(checkpoint)
     }
 

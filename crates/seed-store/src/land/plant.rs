@@ -8,7 +8,6 @@ use crate::fact::{blake3_of, BeingId};
 use crate::keys::{random_bytes, KeyRing};
 use crate::limits::Limits;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -49,16 +48,11 @@ const LAND_META_HEADER: &str = "# A seed land, written by `seed plant`. Do not e
 
 fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
-    let temporary = dir.join(format!("{LAND_META_FILE}.tmp"));
-    let io = |source| LandError::Io { path: path.clone(), source };
     let text =
         toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
-    let mut file = std::fs::File::create(&temporary).map_err(io)?;
-    file.write_all(LAND_META_HEADER.as_bytes()).map_err(io)?;
-    file.write_all(text.as_bytes()).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    std::fs::rename(&temporary, &path).map_err(io)?;
-    std::fs::File::open(dir).and_then(|handle| handle.sync_all()).map_err(io)
+    let bytes = format!("{LAND_META_HEADER}{text}");
+    crate::atomic_file::write_atomically(&path, bytes.as_bytes(), crate::atomic_file::READABLE_FILE_MODE)
+        .map_err(|source| LandError::Io { path, source })
 }
 
 impl Land {

@@ -1,0 +1,24 @@
+//! Writing a whole small file so that a crash leaves the old one or the new
+//! one, never a part: a temporary beside it, synced, renamed over it, and the
+//! folder synced so the rename is durable too. `land.toml`, the verification
+//! checkpoint, world snapshots, their vouched record and the key ring's
+//! rewrite all go this way.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Replaces `path` with `bytes`; a new file gets `mode` (less the umask).
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)?;
+    let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(folder)?.sync_all()
+}
+
+/// The mode of files anyone may read (as `File::create` gives, less the umask).
+pub(crate) const READABLE_FILE_MODE: u32 = 0o666;
