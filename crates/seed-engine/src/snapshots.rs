@@ -87,9 +87,19 @@ fn check_snapshot(
     if world.state_digest() != snapshot.claim.state_digest {
         return Err("its world does not give the state digest it was signed with".into());
     }
-    match last_fact_before(land.store(), cursor) {
-        Ok(Some(id)) if id == snapshot.claim.last_fact => Ok((world, digest)),
-        Ok(_) => Err(format!("the fact at land seq {} is not the one it was taken after", cursor.saturating_sub(1))),
+    follows_the_land_log(land.store(), &snapshot.claim)?;
+    Ok((world, digest))
+}
+
+/// Why the snapshot `claim` speaks of does not belong to `store`'s log: the
+/// fact it was taken after is not the log's fact at that place.
+fn follows_the_land_log(store: &dyn Store, claim: &crate::snapshot::SnapshotClaim) -> Result<(), String> {
+    match last_fact_before(store, claim.cursor) {
+        Ok(Some(id)) if id == claim.last_fact => Ok(()),
+        Ok(_) => Err(format!(
+            "the land's fact at land seq {} is not the one it was taken after",
+            claim.cursor.saturating_sub(1)
+        )),
         Err(error) => Err(error.to_string()),
     }
 }
@@ -217,11 +227,7 @@ impl<'a> VouchedWorlds<'a> {
         }
         let snapshot = crate::snapshot::SignedSnapshot::decode(&bytes, &self.shelf.path_of(cursor))
             .map_err(|error| error.to_string())?;
-        match last_fact_before(self.store, cursor) {
-            Ok(Some(id)) if id == snapshot.claim.last_fact => {}
-            Ok(_) => return Err(format!("the land's fact at land seq {} is not the one it followed", cursor - 1)),
-            Err(error) => return Err(error.to_string()),
-        }
+        follows_the_land_log(self.store, &snapshot.claim)?;
         World::from_snapshot_bytes(&snapshot.world).map_err(|error| error.to_string())
     }
 
