@@ -92,12 +92,15 @@ fn bad_land_folders_get_one_clear_error() {
 }
 
 #[test]
-fn a_locked_land_is_refused_while_another_process_holds_it() {
+fn a_land_held_by_a_writer_refuses_another_writer_but_not_a_reader() {
     let (_dir, land) = planted();
     let holder = seed::land::Land::open(&land).expect("hold the land");
-    check_refused(&land, &["verify"], "in use by another process");
+    check_refused(&land, &["token"], "in use by another process");
+    // Readers take no lock: they read what is durable beside the writer.
+    let verify = seed(&land, &["verify", "--no-checkpoint"]);
+    assert!(verify.status.success(), "{}{}", stdout(&verify), stderr(&verify));
     holder.close().expect("close");
-    assert!(seed(&land, &["verify"]).status.success());
+    assert!(seed(&land, &["token"]).status.success());
 }
 
 #[test]
@@ -109,7 +112,8 @@ fn a_truncated_or_missing_store_is_refused() {
     for (name, length) in [("short", 4096u64), ("half", 120_000u64)] {
         let damaged = copy.path().join(name);
         copy_folder(&land, &damaged);
-        let file = std::fs::OpenOptions::new().write(true).open(damaged.join("store/db")).expect("db file");
+        let segment = damaged.join("log/segments/00000000000000000000.log");
+        let file = std::fs::OpenOptions::new().write(true).open(segment).expect("segment file");
         file.set_len(length).expect("truncate");
         let output = seed(&damaged, &["verify"]);
         let error = stderr(&output);
@@ -119,7 +123,7 @@ fn a_truncated_or_missing_store_is_refused() {
     }
     let emptied = copy.path().join("emptied");
     copy_folder(&land, &emptied);
-    std::fs::remove_dir_all(emptied.join("store")).expect("remove store");
+    std::fs::remove_dir_all(emptied.join("log")).expect("remove the store");
     check_refused(&emptied, &["verify"], "missing the reality root's reel");
     assert!(seed(&land, &["verify"]).status.success(), "the original is untouched");
 }

@@ -221,16 +221,29 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
     assert!(report.unreadable_records.is_empty());
     assert_eq!(store.derived_index_digest().expect("digest"), before);
 
-    // Damage the derived indexes: verify notices, reindex repairs them exactly.
-    let tree = test.land.sled_store().raw_tree();
-    let heads: Vec<_> = tree.scan_prefix([b'k']).map(|entry| entry.expect("read").0).collect();
-    tree.remove(&heads[0]).expect("remove");
-    tree.insert([b'l', 0, 0, 0, 0, 0, 0, 3, 0], vec![1u8; 40]).expect("junk");
-    let damaged = verify_land(store, MODE, 1, common::core_rules()).expect("verify");
-    assert!(damaged.problems.iter().any(|p| matches!(p.kind, ProblemKind::Index { .. })), "{:?}", damaged.problems);
+    // Damage the land index under an open store: the read that meets the
+    // damaged record names the file, and reindex rebuilds it exactly.
+    let index = test.path().join("log").join("land.index");
+    let original = std::fs::read(&index).expect("index");
+    let mut damaged = original.clone();
+    damaged[3 * 28 + 9] ^= 0x10;
+    std::fs::write(&index, &damaged).expect("damage");
+    let error = store.land_log(0, 10).expect_err("a damaged record is refused");
+    assert!(error.to_string().contains("land.index") && error.to_string().contains("seed reindex"), "{error}");
     store.reindex().expect("reindex");
     assert_eq!(store.derived_index_digest().expect("digest"), before);
+    assert_eq!(std::fs::read(&index).expect("index"), original, "the rebuilt index is the one written as facts came");
     assert!(verify_land(store, MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+
+    // Damaged while the land is closed: the next open reads the log from the
+    // damaged record on and answers as before.
+    let path = test.path();
+    test.land.close().expect("close");
+    std::fs::write(&index, &damaged).expect("damage");
+    let land = Land::open(&path).expect("reopen");
+    assert_eq!(land.store().derived_index_digest().expect("digest"), before);
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+    let _ = ProblemKind::Signature;
 }
 
 #[test]
@@ -262,59 +275,87 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
 }
 
 #[test]
-fn heads_follow_the_last_record_and_the_key_index_changes_only_at_genesis_and_rotation() {
+fn heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let keys = |land: &Land| land.sled_store().raw_tree().scan_prefix([b'k']).count();
-    let keys_after_genesis = keys(&test.land);
     let last = note(&test.land, &worker, "one");
     note(&test.land, &worker, "two");
-    // Ordinary appends write no key-index entry.
-    assert_eq!(keys(&test.land), keys_after_genesis);
     let head = test.land.store().head(&worker).expect("head").expect("a reel");
     assert_eq!(head.seq, last.seq + 1);
     assert!(!head.ended);
     test.land.rotate_key(&worker).expect("rotate");
     let rotated = test.land.store().head(&worker).expect("head").expect("a reel");
     assert_ne!(rotated.public_key, head.public_key);
-    assert_eq!(keys(&test.land), keys_after_genesis, "a rotation rewrites the being's entry, adds none");
     note(&test.land, &worker, "signed with the new key");
-    assert!(verify_land(test.land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
-}
-
-#[test]
-fn a_land_with_the_old_per_fact_head_index_is_rebuilt_on_open() {
-    let test = plant();
-    let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    note(&test.land, &worker, "before");
-    let digest = test.land.store().derived_index_digest().expect("digest");
-    let mut legacy_key = vec![b'h'];
-    legacy_key.extend_from_slice(worker.as_bytes());
-    test.land.sled_store().raw_tree().insert(legacy_key, vec![0u8; 81]).expect("legacy entry");
-    test.land.sled_store().raw_tree().remove([&[b'k'][..], worker.as_bytes()].concat()).expect("drop key entry");
+    let before = test.land.store().head(&worker).expect("head").expect("a reel");
+    assert_eq!(before.public_key, rotated.public_key);
     let path = test.path();
     test.land.close().expect("close");
     let land = Land::open(&path).expect("reopen");
-    assert_eq!(land.sled_store().raw_tree().scan_prefix([b'h']).count(), 0);
-    assert_eq!(land.store().derived_index_digest().expect("digest"), digest);
-    note(&land, &worker, "after");
+    assert_eq!(land.store().head(&worker).expect("head"), Some(before), "a head is read back from the log");
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
 #[test]
-fn a_snapshot_left_half_written_by_a_kill_does_not_keep_the_land_shut() {
+fn a_land_of_an_earlier_build_in_a_sled_store_is_migrated_once_byte_for_byte() {
+    let test = plant();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    for index in 0..5 {
+        note(&test.land, &worker, &format!("note {index}"));
+    }
+    test.land.rotate_key(&worker).expect("rotate");
+    note(&test.land, &worker, "after the rotation");
+    let path = test.path();
+    let store = test.land.store();
+    let len = store.land_len().expect("length");
+    let facts: Vec<_> = store
+        .land_log(0, len)
+        .expect("log")
+        .iter()
+        .map(|entry| store.fact_at(entry).expect("read").expect("stored").fact.encode_envelope())
+        .collect();
+    let digest = store.derived_index_digest().expect("digest");
+    test.land.close().expect("close");
+    common::rewrite_as_sled_land(&path);
+    // An index of the old layout, which the sled store rebuilds on open.
+    {
+        let sled = seed::store::SledStore::open(&path.join("store"), None, &Default::default()).expect("sled");
+        let mut legacy_key = vec![b'h'];
+        legacy_key.extend_from_slice(worker.as_bytes());
+        sled.raw_tree().insert(legacy_key, vec![0u8; 81]).expect("legacy entry");
+        sled.close().expect("close");
+    }
+
+    let land = Land::open(&path).expect("the old land opens");
+    assert!(!path.join("store").exists() && path.join("log").is_dir(), "migrated once into log/");
+    let store = land.store();
+    assert_eq!(store.land_len().expect("length"), len);
+    let migrated: Vec<_> = store
+        .land_log(0, len)
+        .expect("log")
+        .iter()
+        .map(|entry| store.fact_at(entry).expect("read").expect("stored").fact.encode_envelope())
+        .collect();
+    assert_eq!(migrated, facts, "every fact at its land seq, byte for byte");
+    assert_eq!(store.derived_index_digest().expect("digest"), digest);
+    note(&land, &worker, "after the migration");
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn a_sled_snapshot_left_half_written_by_a_kill_does_not_keep_an_old_land_from_migrating() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "before the kill");
     let path = test.path();
     let facts_before = test.land.store().land_len().expect("land length");
     test.land.close().expect("close");
+    common::rewrite_as_sled_land(&path);
     // What a SIGKILL during sled's snapshot write leaves: a torn file whose
     // name sorts after every finished snapshot.
     let unfinished = path.join("store").join("snap.FFFFFFFFFFFFFFFF.generating");
     std::fs::write(&unfinished, b"torn snapshot bytes").expect("write the torn snapshot");
     let land = Land::open(&path).expect("the land opens despite the torn snapshot");
-    assert!(!unfinished.exists(), "the torn snapshot is removed");
     assert_eq!(land.store().land_len().expect("land length"), facts_before);
     note(&land, &worker, "after the kill");
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
@@ -348,18 +389,14 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
     let clean = check("clean");
     assert!(clean.problems.is_empty() && clean.verified_digest.is_some(), "{clean:?}");
     assert_eq!(verify_land(store, MODE, 1, common::core_rules()).expect("verify"), clean);
-    let tree = test.land.sled_store().raw_tree();
-    // A flipped body byte of worker-2's second fact.
-    let mut key = vec![b'f'];
-    key.extend_from_slice(workers[2].as_bytes());
-    key.extend_from_slice(&1u64.to_be_bytes());
-    let mut record = tree.get(&key).expect("read").expect("stored").to_vec();
-    let at = record.len() - 70;
-    record[at] ^= 0x01;
-    tree.insert(key, record).expect("write");
-    // A land log entry gone.
-    let entry: Vec<u8> = tree.scan_prefix([b'l']).nth(3).expect("an entry").expect("read").0.to_vec();
-    tree.remove(entry).expect("remove");
+    let log = test.land.log_store();
+    // A flipped body byte of worker-2's second fact and of worker-4's third.
+    for (worker, seq) in [(&workers[2], 1), (&workers[4], 2)] {
+        let mut envelope = log.stored_envelope(worker, seq).expect("read").expect("stored");
+        let at = envelope.len() - 70;
+        envelope[at] ^= 0x01;
+        log.overwrite_envelope_unchecked(worker, seq, &envelope).expect("write");
+    }
     let damaged = check("damaged");
     assert!(damaged.problems.len() >= 2 && damaged.verified_digest.is_none(), "{damaged:?}");
 }

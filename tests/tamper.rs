@@ -7,24 +7,10 @@ use common::{note, plant, seed, spec, stdout};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::BeingId;
 
-/// The sled key of one stored fact: prefix `f`, being (32), seq (8, big-endian).
-fn fact_record_key(being: &BeingId, seq: u64) -> Vec<u8> {
-    let mut key = vec![b'f'];
-    key.extend_from_slice(being.as_bytes());
-    key.extend_from_slice(&seq.to_be_bytes());
-    key
-}
-
-/// Record keys of stored facts: prefix `f`, being (32), seq (8, big-endian).
-fn fact_keys(tree: &sled::Tree) -> Vec<(Vec<u8>, BeingId, u64)> {
-    tree.scan_prefix([b'f'])
-        .map(|entry| {
-            let (key, _) = entry.expect("read");
-            let being = BeingId::from_slice(&key[1..33]).expect("being");
-            let seq = u64::from_be_bytes(key[33..41].try_into().expect("seq"));
-            (key.to_vec(), being, seq)
-        })
-        .collect()
+/// Every stored fact's being and seq, in land order.
+fn stored_facts(store: &dyn seed::store::Store) -> Vec<(BeingId, u64)> {
+    let len = store.land_len().expect("length");
+    store.land_log(0, len).expect("land log").into_iter().map(|entry| (entry.being, entry.seq)).collect()
 }
 
 #[test]
@@ -35,7 +21,7 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     test.land.rotate_key(&worker).expect("rotate");
     note(&test.land, &worker, "after rotation");
     let store = test.land.store();
-    let tree = test.land.sled_store().raw_tree();
+    let log = test.land.log_store();
     let mode = SignatureMode::Batch { batch_facts: 64 };
     assert!(
         verify_land(store, mode, 1, common::core_rules()).expect("verify").problems.is_empty(),
@@ -43,13 +29,13 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     );
 
     let mut flips = 0;
-    for (key, being, seq) in fact_keys(tree) {
-        let original = tree.get(&key).expect("read").expect("present").to_vec();
+    for (being, seq) in stored_facts(store) {
+        let original = log.stored_envelope(&being, seq).expect("read").expect("present");
         for index in 0..original.len() {
             for flip in [0x01u8, 0x80] {
                 let mut tampered = original.clone();
                 tampered[index] ^= flip;
-                tree.insert(&key, tampered).expect("tamper");
+                log.overwrite_envelope_unchecked(&being, seq, &tampered).expect("tamper");
                 let report = verify_land(store, mode, 1, common::core_rules()).expect("verify");
                 let named =
                     report.problems.iter().any(|problem| problem.being == Some(being) && problem.seq == Some(seq));
@@ -62,7 +48,7 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
                 flips += 1;
             }
         }
-        tree.insert(&key, original).expect("restore");
+        log.overwrite_envelope_unchecked(&being, seq, &original).expect("restore");
     }
     assert!(flips > 2_000, "the sweep covered {flips} flips");
     assert!(
@@ -76,12 +62,11 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "the original words");
-    let tree = test.land.sled_store().raw_tree();
-    let key = fact_record_key(&worker, 1);
-    let mut value = tree.get(&key).expect("read").expect("present").to_vec();
+    let log = test.land.log_store();
+    let mut value = log.stored_envelope(&worker, 1).expect("read").expect("present");
     let at = value.windows(8).position(|window| window == b"original").expect("body text is stored");
     value[at] = b'O';
-    tree.insert(&key, value).expect("tamper");
+    log.overwrite_envelope_unchecked(&worker, 1, &value).expect("tamper");
     test.land.close().expect("close");
 
     let output = seed(&test.dir.path().join("land"), &["verify"]);
@@ -106,13 +91,12 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
     for index in 0..40 {
         note(&test.land, &worker, &format!("note {index}"));
     }
-    let tree = test.land.sled_store().raw_tree();
-    let key = fact_record_key(&worker, 17);
-    let mut value = tree.get(&key).expect("read").expect("present").to_vec();
-    // The signature is the last 64 bytes of the record; flip a bit of s.
+    let log = test.land.log_store();
+    let mut value = log.stored_envelope(&worker, 17).expect("read").expect("present");
+    // The signature is the last 64 bytes of the envelope; flip a bit of s.
     let last = value.len() - 1;
     value[last - 10] ^= 0x04;
-    tree.insert(&key, value).expect("tamper");
+    log.overwrite_envelope_unchecked(&worker, 17, &value).expect("tamper");
     let report = verify_land(test.land.store(), SignatureMode::Batch { batch_facts: 256 }, 2, common::core_rules())
         .expect("verify");
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);

@@ -163,7 +163,7 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     let bytes = std::fs::read(&capture_path).with_context(|| format!("{}", capture_path.display()))?;
     let envelopes = read_capture(&bytes).with_context(|| format!("{}", capture_path.display()))?;
     let scratch = tempfile::tempdir()?;
-    let store = seed::store::SledStore::open(&scratch.path().join("store"), None, &seed::limits::Limits::default())
+    let store = seed::store::LogStore::open(&scratch.path().join("store"), None, &seed::limits::Limits::default())
         .map_err(|error| anyhow::anyhow!("a scratch store: {error}"))?;
     let mut problems = Vec::new();
     let land_digest = load_capture(&envelopes, &store)?;

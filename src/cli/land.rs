@@ -22,6 +22,12 @@ pub fn open(dir: &Path) -> Result<Land> {
     Ok(Land::open(dir)?)
 }
 
+/// Opens a land for a verb that only reads it: nothing of the land is
+/// written by opening it (see `Land::open_read_only`).
+pub fn open_read_only(dir: &Path) -> Result<Land> {
+    Ok(Land::open_read_only(dir)?)
+}
+
 pub fn plant(dir: &Path, json: bool) -> Result<ExitCode> {
     let (land, report) = Land::plant(dir, Arc::new(WallClock::default()), Limits::default())?;
     land.close()?;

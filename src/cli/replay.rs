@@ -131,7 +131,7 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
     let definitions = land_definitions(land_dir, arguments.fixture)?;
     let fixture = Fixture::load(&definitions.fixture)?;
     let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
-    let land = Land::open(land_dir)?;
+    let land = Land::open_read_only(land_dir)?;
     let being = land.resolve(arguments.being)?;
     let options = ReplayOptions {
         from_seq: arguments.from.unwrap_or(0),
@@ -351,7 +351,7 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
         Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("--script {}", path.display()))?),
         None => None,
     };
-    let land = Land::open(land_dir)?;
+    let land = Land::open_read_only(land_dir)?;
     let being = land.resolve(arguments.being)?;
     let temporary = tempfile::tempdir()?;
     let branch_dir = match arguments.keep {
@@ -506,7 +506,7 @@ pub fn replay_all(
     let definitions = land_definitions(land_dir, fixture)?;
     let fixture = Fixture::load(&definitions.fixture)?;
     let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
-    let land = Land::open(land_dir)?;
+    let land = Land::open_read_only(land_dir)?;
     // An unreadable checkpoint is not fatal: every signature is checked instead.
     let (checkpoint, mut checkpoint_note) = match use_checkpoint.then(|| land.verified_checkpoint()) {
         None | Some(Ok(None)) => (None, None),

@@ -133,18 +133,34 @@ pub fn folder_snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 pub mod portal;
 pub mod webdriver;
 
-/// Flips one bit of the record stored for `being`'s fact at `seq`, `from_end`
-/// bytes before the record's end (the last 64 bytes are the signature).
+/// Flips one bit of the envelope stored for `being`'s fact at `seq`,
+/// `from_end` bytes before its end (the last 64 bytes are the signature),
+/// its frame's check made to match (an attacker who knows the format).
 pub fn flip_stored_byte(land: &Path, being: &str, seq: u64, from_end: usize) {
     let opened = Land::open(land).expect("open");
     let id = opened.resolve(being).expect("being");
-    let mut key = vec![b'f'];
-    key.extend_from_slice(id.as_bytes());
-    key.extend_from_slice(&seq.to_be_bytes());
-    let tree = opened.sled_store().raw_tree();
-    let mut record = tree.get(&key).expect("read").expect("the fact is stored").to_vec();
-    let at = record.len() - from_end;
-    record[at] ^= 0x01;
-    tree.insert(key, record).expect("write");
+    let store = opened.log_store();
+    let mut envelope = store.stored_envelope(&id, seq).expect("read").expect("the fact is stored");
+    let at = envelope.len() - from_end;
+    envelope[at] ^= 0x01;
+    store.overwrite_envelope_unchecked(&id, seq, &envelope).expect("write");
     opened.close().expect("close");
+}
+
+/// Rewrites a closed land in the layout of earlier builds: its facts in a
+/// sled store (`store/`), appended in land order through the sled backend
+/// those builds used, and no `log/`.
+pub fn rewrite_as_sled_land(path: &Path) {
+    use seed::store::Store;
+    let log = seed::store::LogStore::open_read_only(&path.join("log"), None).expect("log store");
+    let sled = seed::store::SledStore::open(&path.join("store"), None, &Limits::default()).expect("sled store");
+    let len = log.land_len().expect("length");
+    for entry in log.land_log(0, len).expect("land log") {
+        let stored = log.fact_at(&entry).expect("read").expect("stored");
+        sled.append(stored.fact).expect("append to sled");
+    }
+    sled.close().expect("close");
+    drop(sled);
+    drop(log);
+    std::fs::remove_dir_all(path.join("log")).expect("remove log/");
 }

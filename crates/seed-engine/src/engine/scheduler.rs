@@ -72,7 +72,7 @@ impl Scheduler {
                 }
             }
             if let Some(every) = self.wake_every.get(id).filter(|every| **every > 0) {
-                if tick % every == 0 {
+                if tick.is_multiple_of(*every) {
                     wakes.push((*id, Wake::Tick { tick }));
                 }
             }

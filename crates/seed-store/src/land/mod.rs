@@ -6,7 +6,9 @@
 //! ```text
 //! land/
 //!   land.toml   what this folder is (format, root and operator ids); written last at plant
-//!   store/      the sled store (reels, land log, indexes)
+//!   log/        the store: every fact in land order in segment files, their
+//!               indexes, fork proofs (`store::LogStore`); `store/`, the sled
+//!               store of earlier builds, is migrated into it once
 //!   keys/ring   the key ring: every hosted being's key in one 0600 file (keys/ is 0700)
 //!   witness     how many facts are durable, as last recorded: catches a truncated store
 //!   verified-checkpoint   the root's signed record of the last clean `seed verify` (optional)
@@ -14,6 +16,7 @@
 //!               root's record of those a clean `seed verify` vouched for
 //! ```
 
+mod migrate;
 mod plant;
 
 pub use plant::{PlantReport, PlantedBeing};
@@ -26,7 +29,7 @@ use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, Publi
 use crate::keys::{random_bytes, KeyError, KeyRing};
 use crate::limits::Limits;
 use crate::snapshot::{SignedSnapshot, SnapshotShelf, VouchedSnapshots};
-use crate::store::{AppendTicket, SledOpenError, SledStore, Store, StoreError};
+use crate::store::{AppendTicket, LogOpenError, LogStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -35,9 +38,13 @@ use std::sync::{Arc, Mutex};
 
 pub const LAND_META_FILE: &str = "land.toml";
 pub const LAND_FORMAT_VERSION: u64 = 1;
-const STORE_DIR: &str = "store";
+/// The store: the facts as segment files and their indexes (`LogStore`).
+const LOG_DIR: &str = "log";
+/// Where lands of earlier builds kept their facts (a sled store), migrated
+/// into `log/` the first time such a land is opened (`migrate.rs`).
+const SLED_STORE_DIR: &str = "store";
 const KEYS_DIR: &str = "keys";
-/// How many facts the store had made durable, as last recorded (see `SledStore::open`).
+/// How many facts the store had made durable, as last recorded (see `LogStore::open`).
 const WITNESS_FILE: &str = "witness";
 /// How many facts apart a land writes world snapshots unless its
 /// `land.toml` says otherwise (`snapshot_every_facts`; 0 writes none).
@@ -165,12 +172,19 @@ struct Writer {
     stale: bool,
 }
 
+/// Whether a land is opened to write or only to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Write,
+    Read,
+}
+
 pub struct Land {
     dir: PathBuf,
     meta: LandMeta,
     root: BeingId,
     operator: BeingId,
-    store: Arc<SledStore>,
+    store: Arc<LogStore>,
     keys: KeyRing,
     clock: Arc<dyn Clock>,
     limits: Limits,
@@ -275,6 +289,20 @@ impl Land {
     }
 
     pub fn open_with(dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> Result<Land, LandError> {
+        Land::open_for(dir, clock, limits, Access::Write)
+    }
+
+    /// Opens a land to read it only (`verify`, `replay`, `reel`, `beings`,
+    /// `export`): its store is opened without writing a byte or taking the
+    /// writer's lock, so this works on a read-only mount, in a folder of
+    /// another user, and beside a running `seed up`. Appends are refused
+    /// (`StoreError::ReadOnly`). A land of an earlier build is migrated first,
+    /// which needs write access once.
+    pub fn open_read_only(dir: &Path) -> Result<Land, LandError> {
+        Land::open_for(dir, Arc::new(WallClock::default()), Limits::default(), Access::Read)
+    }
+
+    fn open_for(dir: &Path, clock: Arc<dyn Clock>, limits: Limits, access: Access) -> Result<Land, LandError> {
         if !dir.is_dir() {
             return Err(LandError::NoLand { dir: dir.to_path_buf() });
         }
@@ -284,11 +312,17 @@ impl Land {
         let meta = read_meta(dir)?;
         let root = parse_meta_id(dir, &meta.root, "root")?;
         let operator = parse_meta_id(dir, &meta.operator, "operator")?;
-        let store_dir = dir.join(STORE_DIR);
-        if !store_dir.is_dir() {
-            return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
+        if !dir.join(LOG_DIR).is_dir() {
+            if !dir.join(SLED_STORE_DIR).is_dir() {
+                return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
+            }
+            migrate::migrate_sled_store(dir, &limits)?;
         }
-        let store = open_store(dir, &limits)?;
+        let store = match access {
+            Access::Write => open_store(dir, &limits)?,
+            Access::Read => LogStore::open_read_only(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)))
+                .map_err(|error| LandError::StoreOpen { dir: dir.to_path_buf(), reason: error.to_string() })?,
+        };
         if store.head(&root)?.is_none() {
             return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
         }
@@ -335,9 +369,9 @@ impl Land {
         self.store.as_ref()
     }
 
-    /// The sled backend itself, for repair tools and tests that need its raw
-    /// tree. Ordinary callers use `store()`.
-    pub fn sled_store(&self) -> &SledStore {
+    /// The log store itself, for repair tools and tests that alter stored
+    /// facts on purpose. Ordinary callers use `store()`.
+    pub fn log_store(&self) -> &LogStore {
         &self.store
     }
     pub fn keys(&self) -> &KeyRing {
@@ -654,9 +688,9 @@ impl Land {
     }
 }
 
-fn open_store(dir: &Path, limits: &Limits) -> Result<SledStore, LandError> {
-    SledStore::open(&dir.join(STORE_DIR), Some(&dir.join(WITNESS_FILE)), limits).map_err(|error| match error {
-        SledOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
+fn open_store(dir: &Path, limits: &Limits) -> Result<LogStore, LandError> {
+    LogStore::open(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)), limits).map_err(|error| match error {
+        LogOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
         other => LandError::StoreOpen { dir: dir.to_path_buf(), reason: other.to_string() },
     })
 }

@@ -1,7 +1,7 @@
 //! Planting: creating a land with its first beings.
 
 use super::{open_store, BeingSpec, KeySource, Land, LandError, LandMeta, Writer, LAND_FORMAT_VERSION, LAND_META_FILE};
-use super::{KEYS_DIR, STORE_DIR};
+use super::{KEYS_DIR, LOG_DIR};
 use crate::clock::Clock;
 use crate::fact::body::{Cognition, OperatorTokenBody, KIND_OPERATOR_TOKEN};
 use crate::fact::{blake3_of, BeingId};
@@ -89,7 +89,7 @@ impl Land {
             return Err(LandError::NotEmpty { dir: dir.to_path_buf() });
         }
         let keys = KeyRing::open(&dir.join(KEYS_DIR))?;
-        debug_assert!(dir.join(STORE_DIR).is_dir());
+        debug_assert!(dir.join(LOG_DIR).is_dir());
         // The land is usable before its meta file exists; the meta is written last.
         let mut land = Land {
             dir: dir.to_path_buf(),

@@ -7,9 +7,14 @@
 //! It does not check signatures: facts are signed by the land that seals them
 //! and `check` verifies them; imports verify before they append.
 
+mod chain;
+mod log_store;
+mod queue;
 pub mod segments;
 mod sled_store;
+mod witness;
 
+pub use log_store::{LogOpenError, LogStore, LOG_STORE_FORKS_DIR, LOG_STORE_SEGMENTS_DIR};
 pub use sled_store::{SledOpenError, SledStore};
 
 use crate::fact::{BeingId, Fact, FactId, Hash32, PublicKeyBytes};
@@ -103,6 +108,8 @@ pub enum StoreError {
     Io { reason: String },
     #[error("the store is closed")]
     Closed,
+    #[error("the land was opened to read only; nothing can be written to it")]
+    ReadOnly,
     #[error("being {being}: expected seq {expected}, got {got} (a gap)")]
     Gap { being: BeingId, expected: u64, got: u64 },
     #[error("being {being} seq {seq}: prev does not match the head (someone else extended this reel)")]

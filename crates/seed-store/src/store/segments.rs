@@ -68,6 +68,8 @@ pub struct SegmentLog {
     torn_tail_bytes: u64,
     segment_bytes_max: u64,
     writer: Option<fs::File>,
+    /// A failed write could not be cut back: appending stops until reopened.
+    cut_back_failed: bool,
 }
 
 fn frame_check(len: u32, land_seq: u64, envelope: &[u8]) -> [u8; FRAME_CHECK_BYTES] {
@@ -175,15 +177,33 @@ impl SegmentLog {
     /// Opens the log in `dir` to read it: nothing is created or written,
     /// so a land on a read-only mount or owned by someone else opens.
     pub fn open_read_only(dir: &Path) -> Result<SegmentLog, SegmentError> {
-        SegmentLog::open(dir, SEGMENT_BYTES_MAX_DEFAULT)
+        SegmentLog::open(dir, SEGMENT_BYTES_MAX_DEFAULT, None)
+    }
+
+    /// As [`SegmentLog::open_read_only`], trusting that a whole frame of
+    /// `known.0` starts at byte `known.1` of its segment (an index said so):
+    /// it is read and checked, and only what follows it is scanned. A hint
+    /// that does not hold is ignored.
+    pub fn open_read_only_after(dir: &Path, known: Option<(u64, u64)>) -> Result<SegmentLog, SegmentError> {
+        SegmentLog::open(dir, SEGMENT_BYTES_MAX_DEFAULT, known)
     }
 
     /// Opens the log in `dir` (created if need be) to append to it, cutting
     /// off a frame a crash left short. Segments roll over at `segment_bytes_max`.
     pub fn open_for_appending(dir: &Path, segment_bytes_max: u64) -> Result<SegmentLog, SegmentError> {
+        SegmentLog::open_for_appending_after(dir, segment_bytes_max, None)
+    }
+
+    /// As [`SegmentLog::open_for_appending`], with the hint of
+    /// [`SegmentLog::open_read_only_after`].
+    pub fn open_for_appending_after(
+        dir: &Path,
+        segment_bytes_max: u64,
+        known: Option<(u64, u64)>,
+    ) -> Result<SegmentLog, SegmentError> {
         let io = |source| SegmentError::Io { path: dir.to_path_buf(), source };
         fs::create_dir_all(dir).map_err(io)?;
-        let mut log = SegmentLog::open(dir, segment_bytes_max)?;
+        let mut log = SegmentLog::open(dir, segment_bytes_max, known)?;
         if let Some(last) = log.segments.last() {
             let io = |source| SegmentError::Io { path: last.path.clone(), source };
             let file = fs::OpenOptions::new().append(true).open(&last.path).map_err(io)?;
@@ -199,7 +219,7 @@ impl SegmentLog {
 
     /// Lists the segments and reads the last one through to find where the
     /// log ends (every other segment's frames are read when asked for).
-    fn open(dir: &Path, segment_bytes_max: u64) -> Result<SegmentLog, SegmentError> {
+    fn open(dir: &Path, segment_bytes_max: u64, known: Option<(u64, u64)>) -> Result<SegmentLog, SegmentError> {
         let listed = list_segments(dir)?;
         let mut segments = Vec::with_capacity(listed.len());
         for (index, (first_land_seq, path)) in listed.iter().enumerate() {
@@ -217,9 +237,20 @@ impl SegmentLog {
             torn_tail_bytes: 0,
             segment_bytes_max,
             writer: None,
+            cut_back_failed: false,
         };
         if let Some(last) = log.segments.last().cloned() {
-            let (next_land_seq, whole_bytes) = log.scan_segment(&last, |_, _| Ok(()))?;
+            let start =
+                known.filter(|(land_seq, _)| *land_seq >= last.first_land_seq).and_then(|(land_seq, offset)| {
+                    let file = fs::File::open(&last.path).ok()?;
+                    match read_frame(&mut PositionedReader { file: &file, position: offset }, &last.path, offset) {
+                        Ok(FrameRead::Whole { land_seq: found, bytes, .. }) if found == land_seq => {
+                            Some((offset + bytes, land_seq + 1))
+                        }
+                        _ => None,
+                    }
+                });
+            let (next_land_seq, whole_bytes) = log.scan_segment_from(&last, start, |_, _, _| Ok(()))?;
             log.next_land_seq = next_land_seq;
             log.torn_tail_bytes = last.len - whole_bytes;
             if let Some(last) = log.segments.last_mut() {
@@ -232,15 +263,20 @@ impl SegmentLog {
     /// Reads every whole frame of `segment` in order, checking the land seqs
     /// run on from its first; returns the land seq after its last frame and
     /// the bytes of its whole frames.
-    fn scan_segment(
+    /// Scans `segment` from `start` (a byte offset and the land seq of the
+    /// frame there; its beginning when `None`), giving each frame's land seq,
+    /// offset and envelope to `each`.
+    fn scan_segment_from(
         &self,
         segment: &Segment,
-        mut each: impl FnMut(u64, Vec<u8>) -> Result<(), SegmentError>,
+        start: Option<(u64, u64)>,
+        mut each: impl FnMut(u64, u64, Vec<u8>) -> Result<(), SegmentError>,
     ) -> Result<(u64, u64), SegmentError> {
         let path = &segment.path;
-        let file = fs::File::open(path).map_err(|source| SegmentError::Io { path: path.clone(), source })?;
+        let mut file = fs::File::open(path).map_err(|source| SegmentError::Io { path: path.clone(), source })?;
+        let (mut offset, mut expected) = start.unwrap_or((0, segment.first_land_seq));
+        file.seek(SeekFrom::Start(offset)).map_err(|source| SegmentError::Io { path: path.clone(), source })?;
         let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let (mut offset, mut expected) = (0u64, segment.first_land_seq);
         loop {
             match read_frame(&mut reader, path, offset)? {
                 FrameRead::Whole { land_seq, envelope, bytes } => {
@@ -248,7 +284,7 @@ impl SegmentLog {
                         let reason = format!("land seq {land_seq} where {expected} belongs");
                         return Err(SegmentError::Damaged { path: path.clone(), offset, reason });
                     }
-                    each(land_seq, envelope)?;
+                    each(land_seq, offset, envelope)?;
                     offset += bytes;
                     expected += 1;
                 }
@@ -273,28 +309,58 @@ impl SegmentLog {
 
     /// Appends a group of envelopes at land seqs `len()`, `len() + 1`, … and
     /// syncs it: once this returns, every one of them is durable.
-    pub fn append_group<'e>(&mut self, envelopes: impl IntoIterator<Item = &'e [u8]>) -> Result<(), SegmentError> {
+    /// Returns the byte offset of each frame in its segment (the group is
+    /// never split: every frame is in the last segment).
+    pub fn append_group<'e>(
+        &mut self,
+        envelopes: impl IntoIterator<Item = &'e [u8]>,
+    ) -> Result<Vec<u64>, SegmentError> {
         let mut frames = Vec::new();
+        let mut starts = Vec::new();
         let mut next = self.next_land_seq;
         for envelope in envelopes {
+            starts.push(frames.len() as u64);
             write_frame(next, envelope, &mut frames)?;
             next += 1;
         }
         if frames.is_empty() {
-            return Ok(());
+            return Ok(starts);
         }
         let rolls = self.segments.last().is_none_or(|last| last.len >= self.segment_bytes_max);
         if rolls {
             self.start_segment()?;
         }
         let last = self.segments.last_mut().expect("a segment was just started");
+        for start in &mut starts {
+            *start += last.len;
+        }
         let io = |source| SegmentError::Io { path: last.path.clone(), source };
+        if self.cut_back_failed {
+            let reason = "an earlier write failed and could not be cut back; reopen the land".to_string();
+            return Err(SegmentError::Damaged { path: last.path.clone(), offset: last.len, reason });
+        }
         let writer = self.writer.as_mut().expect("the last segment is open for appending");
-        writer.write_all(&frames).map_err(io)?;
-        writer.sync_data().map_err(io)?;
+        if let Err(error) = writer.write_all(&frames).and_then(|_| writer.sync_data()) {
+            // A full disk or a failed sync may leave part of the group in the
+            // file: cut it back so the next group follows the last whole one.
+            if writer.set_len(last.len).and_then(|_| writer.sync_data()).is_err() {
+                self.cut_back_failed = true;
+            }
+            return Err(io(error));
+        }
         last.len += frames.len() as u64;
         self.next_land_seq = next;
-        Ok(())
+        Ok(starts)
+    }
+
+    /// Each segment's first land seq and file, in order.
+    pub fn segment_files(&self) -> Vec<(u64, PathBuf)> {
+        self.segments.iter().map(|segment| (segment.first_land_seq, segment.path.clone())).collect()
+    }
+
+    /// The folder of the segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Starts a segment at the next land seq (its name durable before any frame).
@@ -315,11 +381,20 @@ impl SegmentLog {
         from: u64,
         mut each: impl FnMut(u64, Vec<u8>) -> Result<(), SegmentError>,
     ) -> Result<(), SegmentError> {
+        self.read_positioned_from(from, |land_seq, _, envelope| each(land_seq, envelope))
+    }
+
+    /// As [`SegmentLog::read_from`], with each frame's offset in its segment.
+    pub fn read_positioned_from(
+        &self,
+        from: u64,
+        mut each: impl FnMut(u64, u64, Vec<u8>) -> Result<(), SegmentError>,
+    ) -> Result<(), SegmentError> {
         let start = self.segments.partition_point(|segment| segment.first_land_seq <= from).saturating_sub(1);
         for segment in &self.segments[start..] {
-            let (end, whole_bytes) = self.scan_segment(segment, |land_seq, envelope| {
+            let (end, whole_bytes) = self.scan_segment_from(segment, None, |land_seq, offset, envelope| {
                 if land_seq >= from && land_seq < self.next_land_seq {
-                    each(land_seq, envelope)?;
+                    each(land_seq, offset, envelope)?;
                 }
                 Ok(())
             })?;
@@ -348,12 +423,52 @@ impl SegmentLog {
 /// Reads one frame at `offset` of `path` (for a reader that kept where each
 /// fact's frame begins).
 pub fn read_frame_at(path: &Path, offset: u64) -> Result<Option<(u64, Vec<u8>)>, SegmentError> {
-    let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
-    let mut file = fs::File::open(path).map_err(io)?;
-    file.seek(SeekFrom::Start(offset)).map_err(io)?;
-    match read_frame(&mut file, path, offset)? {
+    let file = fs::File::open(path).map_err(|source| SegmentError::Io { path: path.to_path_buf(), source })?;
+    read_frame_in(&file, path, offset)
+}
+
+/// Reads one frame at `offset` of an open segment `file` (named `path` in
+/// errors) with positioned reads, so that many threads may share the file.
+pub fn read_frame_in(file: &fs::File, path: &Path, offset: u64) -> Result<Option<(u64, Vec<u8>)>, SegmentError> {
+    match read_frame(&mut PositionedReader { file, position: offset }, path, offset)? {
         FrameRead::Whole { land_seq, envelope, .. } => Ok(Some((land_seq, envelope))),
         FrameRead::CutShort | FrameRead::End => Ok(None),
+    }
+}
+
+/// Rewrites the frame of `land_seq` at `offset` of `path` in place with
+/// `envelope` (of the same length), its check made to match: for tests and
+/// repair tools that alter a stored fact on purpose, past every chain rule.
+pub fn rewrite_frame_unchecked(path: &Path, offset: u64, land_seq: u64, envelope: &[u8]) -> Result<(), SegmentError> {
+    use std::os::unix::fs::FileExt;
+    let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
+    let file = fs::OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+    match read_frame_in(&file, path, offset)? {
+        Some((found, old)) if found == land_seq && old.len() == envelope.len() => {}
+        _ => {
+            let reason = format!("no frame of land seq {land_seq} with an envelope of {} bytes", envelope.len());
+            return Err(SegmentError::Damaged { path: path.to_path_buf(), offset, reason });
+        }
+    }
+    let mut frame = Vec::with_capacity(envelope.len() + FRAME_HEAD_BYTES + FRAME_CHECK_BYTES);
+    write_frame(land_seq, envelope, &mut frame)?;
+    file.write_all_at(&frame, offset).map_err(io)?;
+    file.sync_data().map_err(io)
+}
+
+/// Reads a shared file from a position of its own (`pread`), leaving the
+/// file's cursor alone.
+struct PositionedReader<'f> {
+    file: &'f fs::File,
+    position: u64,
+}
+
+impl Read for PositionedReader<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let read = self.file.read_at(buffer, self.position)?;
+        self.position += read as u64;
+        Ok(read)
     }
 }
 

@@ -2,7 +2,6 @@
 //! records (`f`, `x`), encoded as entries, and read back out so that
 //! verification can compare what is stored with a rebuild.
 
-use super::committer::next_head;
 use super::io_error;
 use super::layout::{
     being_key, land_key, name_key, raw_record, DERIVED_PREFIXES, PREFIX_FACT, PREFIX_FORK, PREFIX_FORKED, PREFIX_KEY,
@@ -10,6 +9,7 @@ use super::layout::{
 };
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact};
+use crate::store::chain::next_head;
 use crate::store::{DerivedIndexes, Head, ReindexReport, StoreError};
 use std::collections::BTreeMap;
 

@@ -37,7 +37,9 @@ mod committer;
 mod indexes;
 mod layout;
 
-use committer::{read_witness, Committer, Request};
+use crate::store::queue::Committing;
+use crate::store::witness::read_witness;
+use committer::Committer;
 use indexes::{
     derived_entries, derived_entries_in_key_order, describe_index_key, index_entry_being, INDEX_PROBLEMS_LISTED_MAX,
 };
@@ -53,9 +55,6 @@ use crate::store::{
 };
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::Mutex;
-use std::thread::JoinHandle;
 
 /// Most ranges `raw_records_in_parts` reads at once.
 pub const RECORD_READ_PARTS_MAX: usize = 16;
@@ -70,8 +69,7 @@ const STORE_LOCK_RETRY_MS: u64 = 20;
 pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
-    sender: Mutex<Option<SyncSender<Request>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
+    committing: Committing,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +119,7 @@ impl SledStore {
             // A reindex was interrupted (the derived indexes may be half-built),
             // or the land predates the `k` index: rebuild them.
             let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
-            committer.reindex().map_err(store_error)?;
+            committer.reindex_now().map_err(store_error)?;
         }
         let mut committer = Committer::new(db.clone(), tree.clone()).map_err(store_error)?;
         if let Some(witness) = witness {
@@ -142,13 +140,15 @@ impl SledStore {
                 .map_err(|error| SledOpenError::Other { reason: format!("{}: {error}", witness.display()) })?;
             committer.witness = Some(file);
         }
-        let (sender, receiver) = sync_channel(limits.append_queue_facts_max);
-        let group_max = limits.group_commit_facts_max.max(1);
-        let handle = std::thread::Builder::new()
-            .name("seed-committer".into())
-            .spawn(move || committer.run(receiver, group_max))
+        let committing = Committing::start(committer, limits.append_queue_facts_max, limits.group_commit_facts_max)
             .map_err(|error| SledOpenError::Other { reason: error.to_string() })?;
-        Ok(SledStore { db, tree, sender: Mutex::new(Some(sender)), committer: Mutex::new(Some(handle)) })
+        Ok(SledStore { db, tree, committing })
+    }
+
+    /// The record stored for `being`'s fact at `seq`, exactly as kept.
+    pub fn raw_record_at(&self, being: &BeingId, seq: u64) -> Result<Option<RawRecord>, StoreError> {
+        let key = fact_key(being, seq);
+        Ok(self.tree.get(&key).map_err(io_error)?.and_then(|value| raw_record(&key, &value)))
     }
 
     /// The raw sled tree, for repair tools and the tamper tests. Writing to it
@@ -157,24 +157,9 @@ impl SledStore {
         &self.tree
     }
 
-    fn send(&self, request: Request) -> Result<(), StoreError> {
-        let guard = self.sender.lock().map_err(|_| StoreError::Closed)?;
-        match guard.as_ref() {
-            Some(sender) => sender.send(request).map_err(|_| StoreError::Closed),
-            None => Err(StoreError::Closed),
-        }
-    }
-
     /// Stops the committer after it has written everything queued, and flushes.
     pub fn close(&self) -> Result<(), StoreError> {
-        if let Ok(mut sender) = self.sender.lock() {
-            sender.take();
-        }
-        if let Ok(mut handle) = self.committer.lock() {
-            if let Some(handle) = handle.take() {
-                let _ = handle.join();
-            }
-        }
+        self.committing.stop();
         self.db.flush().map(|_| ()).map_err(io_error)
     }
 }
@@ -245,11 +230,7 @@ impl Drop for SledStore {
 
 impl Store for SledStore {
     fn submit(&self, fact: Fact) -> AppendTicket {
-        let (reply, receiver) = sync_channel(1);
-        match self.send(Request::Append { fact: Box::new(fact), reply }) {
-            Ok(()) => AppendTicket::waiting(receiver),
-            Err(error) => AppendTicket::failed(error),
-        }
+        self.committing.submit(fact, StoreError::Closed)
     }
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
@@ -436,9 +417,7 @@ impl Store for SledStore {
     }
 
     fn reindex(&self) -> Result<ReindexReport, StoreError> {
-        let (reply, receiver) = sync_channel(1);
-        self.send(Request::Reindex { reply })?;
-        receiver.recv().unwrap_or(Err(StoreError::Closed))
+        self.committing.reindex(StoreError::Closed)
     }
 
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {

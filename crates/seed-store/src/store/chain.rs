@@ -1,0 +1,124 @@
+//! The chain rules every backend applies to an append, in one place: what a
+//! fact may do to its reel given the reel's head, what the store holds at a
+//! seq already and who holds a name. Backends look those up and apply the
+//! verdict; none of them decides anything here.
+
+use crate::fact::body::{GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32};
+use crate::store::{Head, StoreError};
+
+/// Why a fact cannot extend its reel's head.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HeadError {
+    #[error("{0}")]
+    Body(FactError),
+    #[error("the first fact is not a genesis")]
+    NoGenesis,
+}
+
+/// Folds one fact into its reel's head: the only place the head rules live,
+/// shared by committers (incrementally) and reindexing (from scratch).
+pub(crate) fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, HeadError> {
+    let public_key = match fact.kind() {
+        KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(HeadError::Body)?.public_key,
+        KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(HeadError::Body)?.new_public_key,
+        _ => match previous {
+            Some(head) => head.public_key,
+            None => return Err(HeadError::NoGenesis),
+        },
+    };
+    Ok(Head {
+        seq: fact.header.seq,
+        id: fact.id(),
+        stored_time_ms: fact.header.stored_time_ms,
+        public_key,
+        ended: fact.kind() == KIND_END,
+    })
+}
+
+/// What an append does, once the rules have been applied.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// The fact extends its reel: store it with this new head (and claim
+    /// `name` when it is a genesis).
+    Extends { head: Head, name: Option<String> },
+    /// The very same fact is stored already, at this land seq.
+    Duplicate { id: FactId, land_seq: u64 },
+    /// A different fact holds its seq: keep it as a fork proof and mark the
+    /// being forked; the append itself fails with `StoreError::Fork`.
+    Forks { kept: FactId },
+}
+
+/// What a backend tells the rules about the store as it stands (with the
+/// group being staged counted in).
+pub(crate) trait ChainState {
+    fn is_forked(&self, being: &BeingId) -> bool;
+    fn head(&mut self, being: &BeingId) -> Result<Option<Head>, StoreError>;
+    /// The id and land seq of the fact stored at `seq` of `being`'s reel.
+    fn stored_at(&mut self, being: &BeingId, seq: u64) -> Result<Option<(FactId, u64)>, StoreError>;
+    fn name_holder(&mut self, name: &str) -> Result<Option<BeingId>, StoreError>;
+}
+
+/// Applies the chain rules to one append: gap-free seq, prev link,
+/// non-decreasing stored time, one genesis per being whose id is its body's
+/// hash, unique names, nothing after `end`, no appends to a forked reel.
+pub(crate) fn judge(fact: &Fact, state: &mut dyn ChainState) -> Result<Verdict, StoreError> {
+    let header = &fact.header;
+    let being = header.being;
+    if state.is_forked(&being) {
+        return Err(StoreError::BeingForked { being });
+    }
+    let head = state.head(&being)?;
+    match head {
+        None => {
+            if header.seq != 0 || fact.kind() != KIND_GENESIS || header.prev != FactId::ZERO {
+                return Err(StoreError::NotGenesis { being });
+            }
+            if blake3_of(fact.body()) != Hash32(being.0) {
+                return Err(StoreError::GenesisIdMismatch { being });
+            }
+        }
+        Some(head) => {
+            if header.seq <= head.seq {
+                let (kept, land_seq) = state.stored_at(&being, header.seq)?.ok_or_else(|| StoreError::Corrupt {
+                    being,
+                    seq: header.seq,
+                    reason: "missing below the head".into(),
+                })?;
+                if kept == fact.id() {
+                    return Ok(Verdict::Duplicate { id: kept, land_seq });
+                }
+                return Ok(Verdict::Forks { kept });
+            }
+            if head.ended {
+                return Err(StoreError::Ended { being });
+            }
+            if header.seq != head.seq + 1 {
+                return Err(StoreError::Gap { being, expected: head.seq + 1, got: header.seq });
+            }
+            if header.prev != head.id {
+                return Err(StoreError::PrevMismatch { being, seq: header.seq });
+            }
+            if header.stored_time_ms < head.stored_time_ms {
+                return Err(StoreError::TimeWentBackwards {
+                    being,
+                    seq: header.seq,
+                    previous_ms: head.stored_time_ms,
+                    stored_ms: header.stored_time_ms,
+                });
+            }
+        }
+    }
+    let new_head =
+        next_head(head.as_ref(), fact).map_err(|error| StoreError::GenesisBody { being, reason: error.to_string() })?;
+    let mut name = None;
+    if fact.kind() == KIND_GENESIS {
+        let genesis: GenesisBody =
+            fact.body_as().map_err(|error| StoreError::GenesisBody { being, reason: error.to_string() })?;
+        if let Some(holder) = state.name_holder(&genesis.name)? {
+            return Err(StoreError::NameTaken { name: genesis.name, holder });
+        }
+        name = Some(genesis.name);
+    }
+    Ok(Verdict::Extends { head: new_head, name })
+}

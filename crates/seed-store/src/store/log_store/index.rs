@@ -1,0 +1,233 @@
+//! The log store's derived indexes: two files beside the segments, and the
+//! in-memory form a store reads them into.
+//!
+//! - `beings.index`: one record per being, in the order their geneses were
+//!   stored (a being's place in it is its ordinal): the name's length (u16,
+//!   little-endian), the being id (32), the name, a check (4).
+//! - `land.index`: one fixed record per fact, at `land_seq * LAND_RECORD_BYTES`:
+//!   the frame's offset in its segment (u64), the seq on its reel (u64), the
+//!   being's ordinal (u32), flags (u32: genesis, key change, end), a check (4).
+//!
+//! Each check is a keyed BLAKE3 prefix over the record (and, for the land
+//! index, its land seq), so a damaged or half-written record is found on
+//! reading and everything from it on is rebuilt from the log. Both files are
+//! written after the facts they describe are synced and are never synced
+//! themselves: they are derived, and an open reads the log past their end.
+
+use crate::fact::body::{GenesisBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::{BeingId, Fact};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const LAND_RECORD_BYTES: usize = 28;
+const CHECK_BYTES: usize = 4;
+const LAND_CHECK_CONTEXT: &str = "seed land index record v1";
+const BEING_CHECK_CONTEXT: &str = "seed being index record v1";
+/// The longest name a being record may hold (names are far shorter).
+const BEING_NAME_BYTES_MAX: usize = 1024;
+
+/// The ordinal of a frame that could not be placed on a reel (it takes its
+/// land seq's slot all the same, so that slots stay in land-seq order).
+pub(super) const UNPLACED: u32 = u32::MAX;
+
+pub(super) const FLAG_GENESIS: u32 = 1;
+pub(super) const FLAG_KEY_CHANGE: u32 = 2;
+pub(super) const FLAG_END: u32 = 4;
+
+/// Where one fact is and whose it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LandSlot {
+    pub offset: u64,
+    pub seq: u64,
+    pub ordinal: u32,
+    pub flags: u32,
+}
+
+/// One being known to the indexes.
+#[derive(Debug, Clone)]
+pub(super) struct BeingEntry {
+    pub id: BeingId,
+    pub name: String,
+    /// The land seq of each fact of its reel, by seq.
+    pub reel: Vec<u64>,
+    /// The land seq of its last genesis or key rotation (whose key signs next).
+    pub key_land_seq: u64,
+}
+
+/// Flags for a fact's slot.
+pub(super) fn flags_of(fact: &Fact) -> u32 {
+    match fact.kind() {
+        KIND_GENESIS => FLAG_GENESIS | FLAG_KEY_CHANGE,
+        KIND_ROTATE_KEY => FLAG_KEY_CHANGE,
+        KIND_END => FLAG_END,
+        _ => 0,
+    }
+}
+
+fn check(context: &str, parts: &[&[u8]]) -> [u8; CHECK_BYTES] {
+    let mut hasher = blake3::Hasher::new_derive_key(context);
+    for part in parts {
+        hasher.update(part);
+    }
+    let mut out = [0; CHECK_BYTES];
+    out.copy_from_slice(&hasher.finalize().as_bytes()[..CHECK_BYTES]);
+    out
+}
+
+pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&slot.offset.to_le_bytes());
+    out.extend_from_slice(&slot.seq.to_le_bytes());
+    out.extend_from_slice(&slot.ordinal.to_le_bytes());
+    out.extend_from_slice(&slot.flags.to_le_bytes());
+    let sum = check(LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), &out[start..]]);
+    out.extend_from_slice(&sum);
+}
+
+/// The slot a land index record holds, or `None` if its check fails.
+pub(super) fn decode_land_slot(land_seq: u64, record: &[u8]) -> Option<LandSlot> {
+    let record: &[u8; LAND_RECORD_BYTES] = record.try_into().ok()?;
+    let (fields, sum) = record.split_at(LAND_RECORD_BYTES - CHECK_BYTES);
+    if check(LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), fields]) != sum {
+        return None;
+    }
+    Some(LandSlot {
+        offset: u64::from_le_bytes(fields[0..8].try_into().ok()?),
+        seq: u64::from_le_bytes(fields[8..16].try_into().ok()?),
+        ordinal: u32::from_le_bytes(fields[16..20].try_into().ok()?),
+        flags: u32::from_le_bytes(fields[20..24].try_into().ok()?),
+    })
+}
+
+pub(super) fn encode_being(being: &BeingId, name: &str, out: &mut Vec<u8>) {
+    let start = out.len();
+    // Names are validated far below this when planted; an imported one
+    // longer than the record allows is kept cut (the index is derived).
+    let name = &name.as_bytes()[..name.len().min(BEING_NAME_BYTES_MAX)];
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(being.as_bytes());
+    out.extend_from_slice(name);
+    let sum = check(BEING_CHECK_CONTEXT, &[&out[start..]]);
+    out.extend_from_slice(&sum);
+}
+
+/// The beings in `bytes` up to the first record that does not hold, and
+/// the bytes they take.
+pub(super) fn decode_beings(bytes: &[u8]) -> (Vec<(BeingId, String)>, usize) {
+    let mut beings = Vec::new();
+    let mut at = 0;
+    while let Some(len) = bytes.get(at..at + 2) {
+        let len = u16::from_le_bytes([len[0], len[1]]) as usize;
+        if len > BEING_NAME_BYTES_MAX {
+            break;
+        }
+        let end = at + 2 + 32 + len;
+        let (Some(fields), Some(sum)) = (bytes.get(at..end), bytes.get(end..end + CHECK_BYTES)) else { break };
+        if check(BEING_CHECK_CONTEXT, &[fields]) != sum {
+            break;
+        }
+        let Some(being) = BeingId::from_slice(&fields[2..34]) else { break };
+        let Ok(name) = String::from_utf8(fields[34..].to_vec()) else { break };
+        beings.push((being, name));
+        at = end + CHECK_BYTES;
+    }
+    (beings, at)
+}
+
+/// What the indexes say, in memory: every being (by ordinal, with its reel's
+/// land seqs), the names, the fork proofs, and the slots of the facts the
+/// land index file does not hold (yet).
+#[derive(Debug, Default)]
+pub(super) struct Indexes {
+    pub beings: Vec<BeingEntry>,
+    pub ordinals: BTreeMap<BeingId, u32>,
+    pub names: BTreeSet<(String, BeingId)>,
+    /// Beings recorded in `beings.index` (the rest are still to be written).
+    pub beings_on_file: u32,
+    /// Facts whose slot `land.index` holds (its first whole, checked records).
+    pub slots_on_file: u64,
+    /// Slots of land seqs `slots_on_file..`.
+    pub slots_after_file: Vec<LandSlot>,
+    /// Fork proofs: being, seq, rival id, the proof's place in `forks/`.
+    pub forks: Vec<ForkEntry>,
+    pub forked: BTreeSet<BeingId>,
+    /// Frames of the log that could not be indexed (undecodable, or out of
+    /// their reel's order), by land seq.
+    pub unindexed: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ForkEntry {
+    pub being: BeingId,
+    pub seq: u64,
+    pub rival: crate::fact::FactId,
+    pub proof: u64,
+}
+
+impl Indexes {
+    pub fn land_len(&self) -> u64 {
+        self.slots_on_file + self.slots_after_file.len() as u64
+    }
+
+    /// Adds a being with no facts yet; returns its ordinal.
+    pub fn add_being(&mut self, being: BeingId, name: String) -> u32 {
+        let ordinal = self.beings.len() as u32;
+        self.names.insert((name.clone(), being));
+        self.ordinals.insert(being, ordinal);
+        self.beings.push(BeingEntry { id: being, name, reel: Vec::new(), key_land_seq: 0 });
+        ordinal
+    }
+
+    /// Records a slot the land index file holds.
+    pub fn add_slot_on_file(&mut self, land_seq: u64, slot: &LandSlot) {
+        self.place(land_seq, slot);
+        self.slots_on_file += 1;
+    }
+
+    /// Records the slot of a fact appended (or found) past the file's end.
+    pub fn add_slot_after_file(&mut self, land_seq: u64, slot: LandSlot) {
+        self.place(land_seq, &slot);
+        self.slots_after_file.push(slot);
+    }
+
+    fn place(&mut self, land_seq: u64, slot: &LandSlot) {
+        if slot.ordinal == UNPLACED {
+            self.unindexed.push(land_seq);
+            return;
+        }
+        let entry = &mut self.beings[slot.ordinal as usize];
+        debug_assert_eq!(entry.reel.len() as u64, slot.seq, "slots come in reel order");
+        entry.reel.push(land_seq);
+        if slot.flags & FLAG_KEY_CHANGE != 0 {
+            entry.key_land_seq = land_seq;
+        }
+    }
+
+    /// Whether a slot read from the land index file fits what is known: its
+    /// being is known and it is the next fact of that being's reel.
+    pub fn fits(&self, slot: &LandSlot) -> bool {
+        slot.ordinal == UNPLACED
+            || self.beings.get(slot.ordinal as usize).is_some_and(|entry| entry.reel.len() as u64 == slot.seq)
+    }
+
+    /// Indexes a frame read from the log (past the index files' end, or in a
+    /// rebuild): its being's ordinal (added at its genesis) and its slot.
+    /// A frame that cannot be placed takes an `UNPLACED` slot.
+    pub fn index_frame(&mut self, land_seq: u64, offset: u64, envelope: &[u8]) -> LandSlot {
+        let placed = Fact::decode_envelope_for_index(envelope).ok().and_then(|fact| {
+            let being = fact.header.being;
+            let ordinal = match self.ordinals.get(&being) {
+                Some(ordinal) => *ordinal,
+                None if fact.kind() == KIND_GENESIS && fact.header.seq == 0 => {
+                    let name = fact.body_as::<GenesisBody>().ok()?.name;
+                    self.add_being(being, name)
+                }
+                None => return None,
+            };
+            let slot = LandSlot { offset, seq: fact.header.seq, ordinal, flags: flags_of(&fact) };
+            self.fits(&slot).then_some(slot)
+        });
+        let slot = placed.unwrap_or(LandSlot { offset, seq: 0, ordinal: UNPLACED, flags: 0 });
+        self.add_slot_after_file(land_seq, slot);
+        slot
+    }
+}

@@ -1,0 +1,109 @@
+//! The append queue every backend's committer drains: requests, the loop
+//! that gathers them into groups (a reindex waits for what was queued
+//! before it), and the handle the store keeps to send and to stop.
+
+use crate::fact::Fact;
+use crate::store::{AppendTicket, Appended, ReindexReport, StoreError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+pub(crate) type Reply = SyncSender<Result<Appended, StoreError>>;
+
+pub(crate) enum Request {
+    Append { fact: Box<Fact>, reply: Reply },
+    Reindex { reply: SyncSender<Result<ReindexReport, StoreError>> },
+}
+
+/// What a committer does with what the queue gathers.
+pub(crate) trait GroupWriter: Send + 'static {
+    /// Writes a group (possibly empty) and answers every request of it.
+    fn commit_group(&mut self, group: Vec<(Box<Fact>, Reply)>);
+    fn reindex(&mut self) -> Result<ReindexReport, StoreError>;
+    /// Called once the queue is closed and drained.
+    fn finish(&mut self) {}
+}
+
+/// Drains the queue into groups of at most `group_max` appends until every
+/// sender is gone.
+fn run(mut writer: impl GroupWriter, receiver: Receiver<Request>, group_max: usize) {
+    while let Ok(first) = receiver.recv() {
+        let mut group = Vec::new();
+        let mut pending = Some(first);
+        while let Some(request) = pending.take() {
+            match request {
+                Request::Append { fact, reply } => group.push((fact, reply)),
+                Request::Reindex { reply } => {
+                    // Everything queued before the reindex is written first.
+                    writer.commit_group(std::mem::take(&mut group));
+                    let _ = reply.send(writer.reindex());
+                }
+            }
+            if group.len() < group_max {
+                pending = receiver.try_recv().ok();
+            }
+        }
+        writer.commit_group(group);
+    }
+    writer.finish();
+}
+
+/// A running committer: the sending end of its queue and its thread.
+pub(crate) struct Committing {
+    sender: Mutex<Option<SyncSender<Request>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Committing {
+    /// Starts `writer` on its own thread behind a queue of `queue_max` requests.
+    pub fn start(writer: impl GroupWriter, queue_max: usize, group_max: usize) -> std::io::Result<Committing> {
+        let (sender, receiver) = sync_channel(queue_max);
+        let group_max = group_max.max(1);
+        let thread = std::thread::Builder::new()
+            .name("seed-committer".into())
+            .spawn(move || run(writer, receiver, group_max))?;
+        Ok(Committing { sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)) })
+    }
+
+    /// A store with no committer (opened to read only).
+    pub fn none() -> Committing {
+        Committing { sender: Mutex::new(None), thread: Mutex::new(None) }
+    }
+
+    /// Queues `request`; `when_none` is the error when there is no committer.
+    pub fn send(&self, request: Request, when_none: StoreError) -> Result<(), StoreError> {
+        let guard = self.sender.lock().map_err(|_| StoreError::Closed)?;
+        match guard.as_ref() {
+            Some(sender) => sender.send(request).map_err(|_| StoreError::Closed),
+            None => Err(when_none),
+        }
+    }
+
+    /// Queues an append.
+    pub fn submit(&self, fact: Fact, when_none: StoreError) -> AppendTicket {
+        let (reply, receiver) = sync_channel(1);
+        match self.send(Request::Append { fact: Box::new(fact), reply }, when_none) {
+            Ok(()) => AppendTicket::waiting(receiver),
+            Err(error) => AppendTicket::failed(error),
+        }
+    }
+
+    /// Asks for a reindex after everything queued before it.
+    pub fn reindex(&self, when_none: StoreError) -> Result<ReindexReport, StoreError> {
+        let (reply, receiver) = sync_channel(1);
+        self.send(Request::Reindex { reply }, when_none)?;
+        receiver.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Closes the queue and waits until the committer has written all of it.
+    pub fn stop(&self) {
+        if let Ok(mut sender) = self.sender.lock() {
+            sender.take();
+        }
+        if let Ok(mut thread) = self.thread.lock() {
+            if let Some(thread) = thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
