@@ -40,6 +40,7 @@ mod role_flow;
 mod script_cli;
 mod sim_cli;
 mod snapshots;
+mod store_damage;
 mod store_rules;
 mod tamper;
 mod when_language;

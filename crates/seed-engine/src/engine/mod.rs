@@ -129,10 +129,12 @@ pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), 
     let mut next = world.cursor;
     while next < end {
         let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
-        for entry in store.land_log(next, to)? {
-            let stored = store
-                .fact_at(&entry)?
-                .ok_or_else(|| EngineError::Internal(format!("land seq {} points at nothing", entry.land_seq)))?;
+        let read = store.land_log_with_envelopes(next, to)?;
+        if read.len() as u64 != to - next {
+            return Err(EngineError::Internal(format!("the land log from {next} to {to} has holes")));
+        }
+        for (entry, envelope) in read {
+            let stored = crate::store::decode_entry_envelope(&entry, &envelope)?;
             world.apply(entry.land_seq, &stored.fact);
         }
         next = to;

@@ -429,18 +429,16 @@ impl<'a> Replayer<'a> {
             return Ok(ahead.entry);
         }
         let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
-        let entries = self.store.land_log(land_seq, to)?;
-        let (store, flows) = (self.store, &self.flows);
-        let facts = crate::parallel::map_in_order(&entries, REPLAY_READ_THREADS, |entry| {
-            store.fact_at(entry).map(|stored| {
-                stored.map(|stored| {
-                    let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
-                    (stored.fact, body)
-                })
+        let read = self.store.land_log_with_envelopes(land_seq, to)?;
+        let flows = &self.flows;
+        let facts = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+            crate::store::decode_entry_envelope(entry, envelope).map(|stored| {
+                let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+                Some((stored.fact, body))
             })
         });
         self.chunk =
-            entries.into_iter().zip(facts).map(|(entry, fact)| ReadAhead { entry, fact: Some(fact) }).collect();
+            read.into_iter().zip(facts).map(|((entry, _), fact)| ReadAhead { entry, fact: Some(fact) }).collect();
         self.chunk_start = land_seq;
         match self.chunk.first() {
             Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),

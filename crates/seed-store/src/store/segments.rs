@@ -456,6 +456,33 @@ pub fn rewrite_frame_unchecked(path: &Path, offset: u64, land_seq: u64, envelope
     file.sync_data().map_err(io)
 }
 
+/// Reads `count` frames one after another from `offset` of an open segment
+/// `file` (named `path` in errors), buffered: each frame's land seq, offset
+/// and envelope. Fewer come back if the file ends first.
+pub fn read_frames_in(
+    file: &fs::File,
+    path: &Path,
+    offset: u64,
+    count: usize,
+) -> Result<Vec<(u64, u64, Vec<u8>)>, SegmentError> {
+    let mut reader = std::io::BufReader::with_capacity(FRAMES_READ_BUFFER_BYTES, PositionedReader { file, position: offset });
+    let mut frames = Vec::with_capacity(count);
+    let mut at = offset;
+    while frames.len() < count {
+        match read_frame(&mut reader, path, at)? {
+            FrameRead::Whole { land_seq, envelope, bytes } => {
+                frames.push((land_seq, at, envelope));
+                at += bytes;
+            }
+            FrameRead::CutShort | FrameRead::End => break,
+        }
+    }
+    Ok(frames)
+}
+
+/// The buffer of [`read_frames_in`]: a few hundred frames a read.
+const FRAMES_READ_BUFFER_BYTES: usize = 256 * 1024;
+
 /// Reads a shared file from a position of its own (`pread`), leaving the
 /// file's cursor alone.
 struct PositionedReader<'f> {

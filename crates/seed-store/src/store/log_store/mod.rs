@@ -39,7 +39,7 @@ use crate::store::queue::Committing;
 use crate::store::segments::{read_frame_in, SegmentError, SegmentLog, SEGMENT_BYTES_MAX_DEFAULT};
 use crate::store::witness::read_witness;
 use crate::store::{
-    AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
+    decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
 };
 use committer::Committer;
 use index::{decode_beings, decode_land_slot, ForkEntry, Indexes, LandSlot, LAND_RECORD_BYTES, UNPLACED};
@@ -404,9 +404,9 @@ impl Shared {
         }
     }
 
-    /// The envelope of the fact at `land_seq`, read where `slot` says and
-    /// checked to be that land seq's frame.
-    fn envelope_at(&self, land_seq: u64, slot: &LandSlot) -> Result<Vec<u8>, StoreError> {
+    /// The segment holding `land_seq`: its first land seq, its path and the
+    /// file, opened once and shared.
+    fn segment_of(&self, land_seq: u64) -> Result<(u64, PathBuf, Arc<File>), StoreError> {
         let (first, path) = {
             let segments = self.segments.read().map_err(|_| StoreError::Closed)?;
             let at = segments.partition_point(|(first, _)| *first <= land_seq);
@@ -415,20 +415,30 @@ impl Shared {
                 None => return Err(StoreError::Io { reason: format!("no segment holds land seq {land_seq}") }),
             }
         };
-        let file = {
-            let mut open = self.open_segments.lock().map_err(|_| StoreError::Closed)?;
-            match open.get(&first) {
-                Some(file) => file.clone(),
-                None => {
-                    let file = Arc::new(
-                        File::open(&path)
-                            .map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?,
-                    );
-                    open.insert(first, file.clone());
-                    file
-                }
+        let mut open = self.open_segments.lock().map_err(|_| StoreError::Closed)?;
+        let file = match open.get(&first) {
+            Some(file) => file.clone(),
+            None => {
+                let file = Arc::new(
+                    File::open(&path).map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?,
+                );
+                open.insert(first, file.clone());
+                file
             }
         };
+        Ok((first, path, file))
+    }
+
+    /// The first land seq of the segment after the one starting at `first`.
+    fn segment_after(&self, first: u64) -> Result<Option<u64>, StoreError> {
+        let segments = self.segments.read().map_err(|_| StoreError::Closed)?;
+        Ok(segments.iter().map(|(start, _)| *start).find(|start| *start > first))
+    }
+
+    /// The envelope of the fact at `land_seq`, read where `slot` says and
+    /// checked to be that land seq's frame.
+    fn envelope_at(&self, land_seq: u64, slot: &LandSlot) -> Result<Vec<u8>, StoreError> {
+        let (_, path, file) = self.segment_of(land_seq)?;
         match read_frame_in(&file, &path, slot.offset).map_err(segment_error)? {
             Some((found, envelope)) if found == land_seq => Ok(envelope),
             _ => Err(StoreError::Io {
@@ -607,12 +617,43 @@ impl Store for LogStore {
             return Ok(None);
         }
         let envelope = self.shared.envelope_at(entry.land_seq, &self.shared.slot(entry.land_seq)?)?;
-        let corrupt = |reason: String| StoreError::Corrupt { being: entry.being, seq: entry.seq, reason };
-        let fact = Fact::decode_envelope(&envelope).map_err(|error| corrupt(error.to_string()))?;
-        if fact.header.being != entry.being || fact.header.seq != entry.seq {
-            return Err(corrupt(format!("the fact at land seq {} is not this one", entry.land_seq)));
+        decode_entry_envelope(entry, &envelope).map(Some)
+    }
+
+    fn land_log_with_envelopes(&self, from: u64, to: u64) -> Result<Vec<(LandEntry, Vec<u8>)>, StoreError> {
+        let slots = self.shared.slots(from, to)?;
+        let mut read = Vec::with_capacity(slots.len());
+        let mut at = 0;
+        while at < slots.len() {
+            // One read for the run of frames in one segment.
+            let (first_land_seq, first_slot) = slots[at];
+            let (segment_first, path, file) = self.shared.segment_of(first_land_seq)?;
+            let next_segment = self.shared.segment_after(segment_first)?;
+            let run_end = slots[at..]
+                .iter()
+                .position(|(land_seq, _)| next_segment.is_some_and(|next| *land_seq >= next))
+                .map_or(slots.len(), |run| at + run);
+            let frames =
+                crate::store::segments::read_frames_in(&file, &path, first_slot.offset, run_end - at)
+                    .map_err(segment_error)?;
+            let indexes = self.shared.indexes()?;
+            for ((land_seq, slot), (found_land_seq, found_offset, envelope)) in slots[at..run_end].iter().zip(frames) {
+                if found_land_seq != *land_seq || found_offset != slot.offset {
+                    return Err(StoreError::Io {
+                        reason: format!(
+                            "{} at byte {}: the index points at no frame of land seq {land_seq} (run `seed reindex`)",
+                            path.display(),
+                            slot.offset
+                        ),
+                    });
+                }
+                if let Some(entry) = indexes.beings.get(slot.ordinal as usize) {
+                    read.push((LandEntry { land_seq: *land_seq, being: entry.id, seq: slot.seq }, envelope));
+                }
+            }
+            at = run_end;
         }
-        Ok(Some(StoredFact { land_seq: entry.land_seq, fact }))
+        Ok(read)
     }
 
     fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError> {

@@ -1,0 +1,140 @@
+//! A damaged or full store: every byte of the log store's files flipped in
+//! turn gives `seed verify` one clear answer (problems named, or one error
+//! line naming the damaged file) within a bounded time, never a panic; a
+//! full disk is one error on the write that hit it, and the land goes on
+//! once space returns with every acknowledged fact intact.
+
+use crate::common;
+
+use common::{stderr, stdout};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// How long one `seed verify` of the small damaged land may take.
+const VERIFY_DAMAGED_TIMEOUT_MS: u64 = 20_000;
+/// Every how many bytes of a store file the sweep flips one.
+const FLIP_EVERY_BYTES: usize = 97;
+
+/// Runs `seed --land LAND ARGUMENTS` under a timeout; `None` if it ran over.
+fn seed_within(land: &Path, arguments: &[&str], timeout: Duration) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(land)
+        .args(arguments)
+        .env_remove("SEED_LAND")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run seed");
+    let started = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return Some(child.wait_with_output().expect("output"));
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn every_flipped_byte_of_the_store_files_gives_one_clear_answer_and_no_panic() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    assert!(common::seed(&land, &["plant"]).status.success());
+    let stress = common::seed(&land, &["stress", "--beings", "3", "--facts", "60"]);
+    assert!(stress.status.success(), "{}", stderr(&stress));
+    let files = ["log/segments/00000000000000000000.log", "log/land.index", "log/beings.index"];
+    let mut swept = 0;
+    for file in files {
+        let path = land.join(file);
+        let original = std::fs::read(&path).expect("read");
+        for at in (0..original.len()).step_by(FLIP_EVERY_BYTES) {
+            let mut damaged = original.clone();
+            damaged[at] ^= 0x10;
+            std::fs::write(&path, &damaged).expect("damage");
+            let output = seed_within(&land, &["verify", "--no-checkpoint"], Duration::from_millis(VERIFY_DAMAGED_TIMEOUT_MS))
+                .unwrap_or_else(|| panic!("{file} byte {at}: verify ran past {VERIFY_DAMAGED_TIMEOUT_MS} ms"));
+            let (out, error) = (stdout(&output), stderr(&output));
+            assert!(!error.contains("panicked"), "{file} byte {at}: {error}");
+            match output.status.code() {
+                // Derived files are read past: the answer is the clean one.
+                Some(0) => assert!(file.ends_with(".index") && out.contains("no problems"), "{file} byte {at}: {out}"),
+                Some(1) if error.is_empty() => assert!(out.contains("problem"), "{file} byte {at}: {out}"),
+                Some(1) => {
+                    assert_eq!(error.lines().count(), 1, "{file} byte {at}: {error}");
+                    assert!(error.contains("segments") || error.contains("index"), "{file} byte {at}: {error}");
+                    assert!(!error.contains("restore") && !error.contains("re-import"), "{file} byte {at}: {error}");
+                }
+                other => panic!("{file} byte {at}: exit {other:?}: {out}{error}"),
+            }
+            swept += 1;
+        }
+        std::fs::write(&path, &original).expect("restore");
+    }
+    assert!(swept > 100, "the sweep flipped {swept} bytes");
+    let clean = common::seed(&land, &["verify", "--no-checkpoint"]);
+    assert!(clean.status.success(), "{}", stdout(&clean));
+}
+
+/// Mounts a tmpfs of `megabytes` at `at`; false where this process may not
+/// mount (the test then says so and passes: it needs root, as CI has).
+fn mount_small_tmpfs(at: &Path, megabytes: u64) -> bool {
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
+        .arg(at)
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0).output();
+    }
+}
+
+#[test]
+fn a_full_disk_is_one_error_and_the_land_goes_on_when_space_returns() {
+    let dir = tempfile::tempdir().expect("folder");
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).expect("mount point");
+    if !mount_small_tmpfs(&mount, 16) {
+        eprintln!("skipped: mounting a 16 MB tmpfs needs root (CI runs as root)");
+        return;
+    }
+    let _unmount = Unmount(&mount);
+    let land = mount.join("land");
+    assert!(common::seed(&land, &["plant"]).status.success());
+    // Leave about 300 KB free.
+    let filler = mount.join("filler");
+    let statistics = Command::new("df").args(["-k", "--output=avail"]).arg(&mount).output().expect("df");
+    let available_kb: u64 =
+        stdout(&statistics).lines().nth(1).and_then(|line| line.trim().parse().ok()).expect("available space");
+    let filler_bytes = (available_kb.saturating_sub(300) * 1024) as usize;
+    std::fs::write(&filler, vec![0u8; filler_bytes]).expect("fill the disk");
+
+    let full = common::seed(&land, &["stress", "--beings", "2", "--facts", "3000"]);
+    let error = stderr(&full);
+    assert_eq!(full.status.code(), Some(1), "{error}");
+    assert_eq!(error.lines().count(), 1, "one error line: {error}");
+    assert!(error.contains("No space left on device"), "{error}");
+    assert!(!error.contains("restore") && !error.contains("re-import"), "{error}");
+    let acknowledged = stdout(&full).lines().filter(|line| line.starts_with("ack ")).count();
+    assert!(acknowledged > 0, "some facts were acknowledged before the disk filled");
+
+    // Space returns: every acknowledged fact is there and the land goes on.
+    std::fs::remove_file(&filler).expect("free the space");
+    let verify = common::seed(&land, &["verify", "--no-checkpoint", "--json"]);
+    assert!(verify.status.success(), "{}", stdout(&verify));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&verify)).expect("json");
+    assert!(report["facts"].as_u64().expect("facts") as usize >= acknowledged + 5, "{report}");
+    let more = common::seed(&land, &["stress", "--beings", "2", "--facts", "100"]);
+    assert!(more.status.success(), "{}", stderr(&more));
+    assert!(common::seed(&land, &["verify", "--no-checkpoint"]).status.success());
+}
