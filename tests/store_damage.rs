@@ -57,8 +57,9 @@ fn every_flipped_byte_of_the_store_files_gives_one_clear_answer_and_no_panic() {
             let mut damaged = original.clone();
             damaged[at] ^= 0x10;
             std::fs::write(&path, &damaged).expect("damage");
-            let output = seed_within(&land, &["verify", "--no-checkpoint"], Duration::from_millis(VERIFY_DAMAGED_TIMEOUT_MS))
-                .unwrap_or_else(|| panic!("{file} byte {at}: verify ran past {VERIFY_DAMAGED_TIMEOUT_MS} ms"));
+            let output =
+                seed_within(&land, &["verify", "--no-checkpoint"], Duration::from_millis(VERIFY_DAMAGED_TIMEOUT_MS))
+                    .unwrap_or_else(|| panic!("{file} byte {at}: verify ran past {VERIFY_DAMAGED_TIMEOUT_MS} ms"));
             let (out, error) = (stdout(&output), stderr(&output));
             assert!(!error.contains("panicked"), "{file} byte {at}: {error}");
             match output.status.code() {

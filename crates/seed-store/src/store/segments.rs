@@ -465,7 +465,8 @@ pub fn read_frames_in(
     offset: u64,
     count: usize,
 ) -> Result<Vec<(u64, u64, Vec<u8>)>, SegmentError> {
-    let mut reader = std::io::BufReader::with_capacity(FRAMES_READ_BUFFER_BYTES, PositionedReader { file, position: offset });
+    let mut reader =
+        std::io::BufReader::with_capacity(FRAMES_READ_BUFFER_BYTES, PositionedReader { file, position: offset });
     let mut frames = Vec::with_capacity(count);
     let mut at = offset;
     while frames.len() < count {

@@ -39,7 +39,8 @@ use crate::store::queue::Committing;
 use crate::store::segments::{read_frame_in, SegmentError, SegmentLog, SEGMENT_BYTES_MAX_DEFAULT};
 use crate::store::witness::read_witness;
 use crate::store::{
-    decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
+    decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store,
+    StoreError, StoredFact,
 };
 use committer::Committer;
 use index::{decode_beings, decode_land_slot, ForkEntry, Indexes, LandSlot, LAND_RECORD_BYTES, UNPLACED};
@@ -420,7 +421,8 @@ impl Shared {
             Some(file) => file.clone(),
             None => {
                 let file = Arc::new(
-                    File::open(&path).map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?,
+                    File::open(&path)
+                        .map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?,
                 );
                 open.insert(first, file.clone());
                 file
@@ -633,9 +635,8 @@ impl Store for LogStore {
                 .iter()
                 .position(|(land_seq, _)| next_segment.is_some_and(|next| *land_seq >= next))
                 .map_or(slots.len(), |run| at + run);
-            let frames =
-                crate::store::segments::read_frames_in(&file, &path, first_slot.offset, run_end - at)
-                    .map_err(segment_error)?;
+            let frames = crate::store::segments::read_frames_in(&file, &path, first_slot.offset, run_end - at)
+                .map_err(segment_error)?;
             let indexes = self.shared.indexes()?;
             for ((land_seq, slot), (found_land_seq, found_offset, envelope)) in slots[at..run_end].iter().zip(frames) {
                 if found_land_seq != *land_seq || found_offset != slot.offset {
