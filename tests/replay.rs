@@ -189,16 +189,22 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn a_changed_role_diverges_at_the_first_moment_that_wore_it_and_is_classified_as_a_definition_change() {
-    let (dir, land) = simulated("factory.toml", 16);
-    let copy = dir.path().join("definitions");
+/// A copy of the definitions in `dir` whose `emotions:bored` prompt says
+/// something else; returns the copy's factory fixture.
+fn factory_with_bored_changed(dir: &Path) -> PathBuf {
+    let copy = dir.join("definitions");
     copy_definitions(&copy);
     let bored = copy.join("extensions/emotions/roles/bored.toml");
     let text = std::fs::read_to_string(&bored).expect("read");
     std::fs::write(&bored, text.replace("You would welcome something to do.", "You would rather be elsewhere."))
         .expect("edit");
-    let fixture = copy.join("fixtures/factory.toml");
+    copy.join("fixtures/factory.toml")
+}
+
+#[test]
+fn a_changed_role_diverges_at_the_first_moment_that_wore_it_and_is_classified_as_a_definition_change() {
+    let (dir, land) = simulated("factory.toml", 16);
+    let fixture = factory_with_bored_changed(dir.path());
     // The unchanged definitions replay cleanly first.
     assert_eq!(replay_summary(&land, &["@worker-a"]).0, 0);
     let (code, summary) = replay_summary(&land, &["@worker-a", "--fixture", fixture.to_str().expect("utf-8")]);
@@ -734,19 +740,6 @@ fn check_an_act_body_without(missing: &str) {
     assert_eq!(summary["stoppedEarly"], true, "{summary}");
 }
 
-#[test]
-fn records_read_in_parts_are_the_records_read_whole() {
-    // Land replay reads the store in ranges of being ids at once.
-    let (_dir, land_path) = simulated("court.toml", 2);
-    let land = seed::land::Land::open(&land_path).expect("open");
-    let whole = land.store().raw_records(None).expect("records");
-    let beings: std::collections::BTreeSet<_> = whole.iter().map(|record| record.being).collect();
-    assert!(beings.len() > 4, "{} beings", beings.len());
-    for parts in [1, 2, 3, 7, 16, 1000] {
-        assert_eq!(land.store().raw_records_in_parts(parts).expect("records"), whole, "{parts} parts");
-    }
-}
-
 /// Runs `rounds` rounds of `simulation`, each of which must succeed.
 fn rounds(simulation: &mut seed::engine::Engine, rounds: usize) {
     for _ in 0..rounds {
@@ -828,4 +821,46 @@ fn a_checkpoint_is_never_signed_with_a_key_the_root_reel_does_not_name() {
     let said = format!("{}{}", stdout(&verify), stderr(&verify));
     assert!(said.contains("does not match the key the reel expects") && said.contains(&root.to_hex()), "{said}");
     assert!(!checkpoint.exists(), "no checkpoint was signed");
+}
+
+/// A land-wide replay reads the land log a window at a time and reads ahead
+/// to the acts that opened at a cursor. Whatever the window and however
+/// little it may read ahead (acts beyond it are read one by one), the report
+/// is the one the default reading gives: on a land with an act that is not
+/// canonical, and on a land replayed against a changed role (a divergence at
+/// every moment that wore it).
+#[test]
+fn replaying_the_land_in_windows_of_any_size_reports_what_the_default_reading_reports() {
+    let (_dance_dir, dance) = simulated("dance.toml", 8);
+    append_act_with_keys_out_of_order(&dance);
+    let dance_fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dance.toml");
+    let report = check_replay_in_windows(&dance, &dance_fixture);
+    assert!(report.problems.iter().any(|problem| problem.contains("canonical")), "{report:?}");
+    assert_eq!(report.divergences_total, 0, "{report:?}");
+    let (factory_dir, factory) = simulated("factory.toml", 16);
+    let report = check_replay_in_windows(&factory, &factory_with_bored_changed(factory_dir.path()));
+    assert!(report.problems.is_empty() && report.divergences_total > 0, "{report:?}");
+}
+
+/// Replays `land` against `fixture` reading the land log in windows of
+/// several sizes, on one thread and two, and holds each report to the
+/// default reading's; returns that.
+fn check_replay_in_windows(land: &Path, fixture: &Path) -> seed::replay::land::LandReplayReport {
+    use seed::replay::land::{replay_land, replay_land_in_windows, LandWindows};
+    let land = seed::land::Land::open_read_only(land).expect("open");
+    let loaded = seed::engine::fixture::Fixture::load(fixture).expect("fixture");
+    let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
+    let claims = Default::default();
+    let progress = seed::progress::NoProgress;
+    let default = replay_land(land.store(), &substrate, 2, None, &claims, &progress).expect("replay");
+    assert!(default.moments >= 20, "{default:?}");
+    for (window_facts, read_ahead_facts_max) in [(1, 0), (1, 1), (2, 3), (5, 0), (7, 40), (1_000, 1_000)] {
+        let windows = LandWindows { window_facts, read_ahead_facts_max };
+        for threads in [1, 2] {
+            let report = replay_land_in_windows(land.store(), &substrate, threads, None, &claims, &progress, windows)
+                .expect("replay");
+            assert_eq!(report, default, "{windows:?} on {threads} threads");
+        }
+    }
+    default
 }

@@ -367,7 +367,10 @@ fn a_sled_snapshot_left_half_written_by_a_kill_does_not_keep_an_old_land_from_mi
 /// land seq claimed twice.
 #[test]
 fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
-    use seed::check::{verify_land_in_slices, HowToVerify};
+    use seed::check::{
+        verify_land_in_slices, verify_land_in_slices_trusting, CheckpointRefused, HowToVerify, LandReport,
+    };
+    use seed::progress::NoProgress;
     let test = plant();
     let workers: Vec<_> =
         (0..6).map(|index| test.land.create_being(spec(&format!("worker-{index}"))).expect("worker").being).collect();
@@ -389,6 +392,22 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
     let clean = check("clean");
     assert!(clean.problems.is_empty() && clean.verified_digest.is_some(), "{clean:?}");
     assert_eq!(verify_land(store, MODE, 1, common::core_rules()).expect("verify"), clean);
+    // With a checkpoint over the clean land, any slice vouches for every
+    // signature it covers; the report is otherwise the one without it.
+    let (facts, digest) = clean.verified_digest.expect("a clean land's digest");
+    let checkpoint = test.land.write_verified_checkpoint(facts, digest).expect("checkpoint");
+    let trusted = seed::check::checkpoint::TrustedCheckpoint { checkpoint: &checkpoint, root: test.land.root() };
+    let trusting = |trusted: Option<_>, slice| {
+        let how = HowToVerify { mode: MODE, threads: 2, rules: common::core_rules(), progress: &NoProgress };
+        verify_land_in_slices_trusting(store, trusted, how, slice).expect("verify")
+    };
+    for slice in [1, 2, 5, 17, usize::MAX] {
+        let vouched = trusting(Some(trusted), slice);
+        assert_eq!(vouched.signatures_covered, facts, "slices of {slice}: {vouched:?}");
+        assert_eq!(vouched.checkpoint_refused, None, "slices of {slice}");
+        let without = LandReport { signatures_covered: 0, verified_digest: clean.verified_digest, ..vouched };
+        assert_eq!(without, clean, "slices of {slice}");
+    }
     let log = test.land.log_store();
     // A flipped body byte of worker-2's second fact and of worker-4's third.
     for (worker, seq) in [(&workers[2], 1), (&workers[4], 2)] {
@@ -399,4 +418,15 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
     }
     let damaged = check("damaged");
     assert!(damaged.problems.len() >= 2 && damaged.verified_digest.is_none(), "{damaged:?}");
+    // The checkpoint no longer holds: every signature is checked, and the
+    // report says why, whatever the slice.
+    for slice in [1, 2, 5, 17, usize::MAX] {
+        let refused = trusting(Some(trusted), slice);
+        // Two facts no longer decode, so fewer are readable than it covers.
+        let fewer = Some(CheckpointRefused::CoversMore { covered: facts, readable: facts as usize - 2 });
+        assert_eq!(refused.checkpoint_refused, fewer, "slices of {slice}");
+        let without = LandReport { checkpoint_refused: None, ..refused };
+        assert_eq!(without, trusting(None, slice), "slices of {slice}");
+        assert_eq!(LandReport { verified_digest: None, ..without }, damaged, "slices of {slice}");
+    }
 }

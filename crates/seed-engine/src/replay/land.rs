@@ -2,47 +2,49 @@
 //! every stored act of every being recomputed at its cursor and compared
 //! byte for byte at its land seq.
 //!
-//! Moments that opened at the same cursor read the same world, so they are
-//! recomputed in parallel (the beats are pure); the seal-time rules and the
+//! Memory holds the world, the acts in flight and one window of the land log,
+//! not the land. Verification reads the store a slice of beings at a time
+//! (`check::verify_land_trusting`) on its own thread, while the fold reads the
+//! land log a window at a time (`LandWindow`). Before the fold, one pass reads
+//! each act's opening cursor (nothing else): the fold reaches a cursor knowing
+//! which acts opened there, reads ahead to them (or, beyond
+//! `LandWindows::read_ahead_facts_max`, reads each on its own) and recomputes
+//! them in parallel (the beats are pure); the seal-time rules and the
 //! comparison then run in land order, each against the world as the earlier
 //! facts left it, exactly as the simulation sealed them.
 //!
-//! The store is read once and every fact decoded once, for verification and the
-//! fold alike: the fold borrows the facts verification reads, and the two run
-//! side by side. Bodies are read for the fold in parallel and in land order. Of
-//! an act, only what its moment reads (its opening, `opening.rs`) is read, the
-//! rest skipped by its heads; the whole body is read only to explain a
-//! divergence, and an act whose opening does not read is a divergence of its own.
-//!
-//! An act body's canonical form is checked only if its recomputation does not
-//! encode to its stored bytes (matching bytes are canonical by construction) or
-//! the fold never reaches it. A body that fails the check sends the whole replay
-//! round again with every body checked as it is decoded, so the report is the
-//! one `Fact::decode_envelope` would give.
+//! Of an act, only what its moment reads (its opening, `opening.rs`) is read,
+//! the rest skipped by its heads; the whole body is read only to explain a
+//! divergence, and an act whose opening does not read is a divergence of its
+//! own. An act body's canonical form is checked only if its recomputation
+//! does not encode to its stored bytes (matching bytes are canonical by
+//! construction); a body that fails the check is left out of the fold, as
+//! `Fact::decode_envelope` leaves it out (verification, which decodes every
+//! fact in full, names it).
 //!
 //! A recomputed act's bytes are compared with the stored ones once, on the
 //! recomputing thread, and a recomputed act whose bytes match is what the fold
-//! applies. Spent acts are kept as boxes until the fold ends, so the fold's
-//! single thread moves pointers and frees nothing.
+//! applies. Spent facts and acts are freed in batches on a background thread,
+//! so the fold's single thread moves pointers and frees nothing.
 
 use super::{
     act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
     DivergenceCause, FieldDifference, Recomputed, StoredAct,
 };
 use crate::check::checkpoint::TrustedCheckpoint;
-use crate::check::{verify_land, verify_land_decoded, HowToVerify, LandReport, SignatureMode};
-use crate::fact::{BeingId, Fact, FactError, Hash32};
+use crate::check::{verify_land, verify_land_trusting, HowToVerify, LandReport, SignatureMode};
+use crate::fact::{BeingId, Fact, Hash32};
 use crate::limits::Limits;
 use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
 use crate::progress::{NoProgress, Progress};
-use crate::store::{Store, StoreError};
+use crate::store::{LandEntry, Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::{ActBody, CoreSchemas, FoldBody, GenesisFlows, World};
 use serde_json::json;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Divergences a land-wide replay keeps in full (all are counted).
 pub const LAND_REPLAY_DIVERGENCES_KEPT: usize = 100;
@@ -50,7 +52,7 @@ pub const LAND_REPLAY_DIVERGENCES_KEPT: usize = 100;
 const LAND_SIGNATURE_BATCH_FACTS: usize = 256;
 
 /// Facts the fold passes between two reports to its progress watcher.
-const LAND_REPLAY_PROGRESS_FACTS: usize = 4096;
+const LAND_REPLAY_PROGRESS_FACTS: u64 = 4096;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LandReplayReport {
@@ -111,120 +113,59 @@ pub fn replay_land(
     snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
 ) -> Result<LandReplayReport, StoreError> {
-    let how = LandReplay { threads, checkpoint, snapshot_claims, progress };
-    match replay_land_deferring(store, substrate, &how, true)? {
-        Some(report) => Ok(report),
-        // An act's body is not canonical CBOR: the land is replayed again
-        // with every body checked as it is decoded, so that verification
-        // and the fold see exactly the facts `decode_envelope` gives.
-        None => Ok(replay_land_deferring(store, substrate, &how, false)?
-            .expect("nothing is deferred, so nothing is found late")),
+    let windows = LandWindows::default();
+    replay_land_in_windows(store, substrate, threads, checkpoint, snapshot_claims, progress, windows)
+}
+
+/// How a land-wide replay reads the land log: [`LandWindows::default`] is
+/// what [`replay_land`] reads with; the report does not depend on it (a
+/// test holds it to that).
+#[derive(Debug, Clone, Copy)]
+pub struct LandWindows {
+    /// Land seqs read from the store and decoded at a time.
+    pub window_facts: u64,
+    /// How far ahead of the fold the windows are read to reach the acts
+    /// that opened at a cursor; an act sealed farther from the fold is read
+    /// on its own and held until the fold reaches it.
+    pub read_ahead_facts_max: u64,
+}
+
+impl Default for LandWindows {
+    fn default() -> LandWindows {
+        LandWindows { window_facts: LAND_REPLAY_WINDOW_FACTS, read_ahead_facts_max: LAND_REPLAY_READ_AHEAD_FACTS_MAX }
     }
 }
 
-/// How a land-wide replay runs, besides what it replays.
-struct LandReplay<'a> {
-    threads: usize,
-    checkpoint: Option<TrustedCheckpoint<'a>>,
-    snapshot_claims: &'a BTreeMap<u64, Hash32>,
-    progress: &'a dyn Progress,
-}
-
-/// [`replay_land`], with the canonical form of act bodies checked late when
-/// `defer_act_form`: an act whose recomputation encodes to its stored bytes
-/// is canonical by construction, so only the others are checked: after the
-/// fold reached them, or before the fold for acts it never reaches (another
-/// record's land seq, or none). `None` when one of them fails the check.
-fn replay_land_deferring(
+/// [`replay_land`], reading the land log as `windows` says.
+pub fn replay_land_in_windows(
     store: &dyn Store,
     substrate: &Substrate,
-    how: &LandReplay<'_>,
-    defer_act_form: bool,
-) -> Result<Option<LandReplayReport>, StoreError> {
-    let LandReplay { threads, checkpoint, snapshot_claims, progress } = *how;
+    threads: usize,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
+    snapshot_claims: &BTreeMap<u64, Hash32>,
+    progress: &dyn Progress,
+    windows: LandWindows,
+) -> Result<LandReplayReport, StoreError> {
     let threads = threads.max(1);
-    progress.stage("reading the store", 0, "facts");
-    // One read of the store and one decoding serve verification and the
-    // fold; envelopes and act bodies are decoded in parallel. An unreadable
-    // fact (verification names it) is left out of the fold.
-    let records = store.raw_records_in_parts(threads)?;
-    progress.advance(records.len() as u64);
-    let facts: Vec<Result<Fact, FactError>> = map_in_order(&records, threads, |record| {
-        Fact::decode_envelope_deferring_form_of(&record.envelope, |kind| defer_act_form && kind == KIND_ACT)
-    });
-    // The record at each land seq (the last in store order, if several claim
-    // one). A consistent log numbers every record once, so it is never
-    // longer than the records (a corrupt one may claim anything).
-    let land_len = usize::try_from(store.land_len()?).unwrap_or(usize::MAX).min(records.len());
-    let mut at_land_seq: Vec<Option<usize>> = vec![None; land_len];
-    let mut unplaced = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        match record.land_seq.and_then(|land_seq| at_land_seq.get_mut(usize::try_from(land_seq).ok()?)) {
-            Some(slot) => unplaced.extend(slot.replace(index)),
-            None => unplaced.push(index),
-        }
-    }
-    // Facts the fold does not reach are not compared with a recomputation,
-    // so an act among them whose form check was deferred is checked here.
-    let unplaced_not_canonical = |index: &usize| {
-        facts[*index].as_ref().is_ok_and(|fact| fact.kind() == KIND_ACT && fact.body_form_error().is_some())
-    };
-    if defer_act_form && unplaced.iter().any(unplaced_not_canonical) {
-        return Ok(None);
-    }
-    // The fold borrows the decoded facts that verification reads; they are
-    // decoded in land order, so the fold takes them as they come.
-    let flows = GenesisFlows::default();
-    let folded: Vec<Option<Decoded<'_>>> = map_in_order(&at_land_seq, threads, |at| {
-        let index = (*at)?;
-        let (record, fact) = (&records[index], &facts[index]);
-        match (fact, record.land_seq) {
-            // Only the fields a recomputation reads are decoded: an act whose
-            // recomputation encodes to the stored bytes is the stored act.
-            // The rest is skipped by its heads alone: either `decode_envelope`
-            // checked the body, or the check was deferred and an act that is
-            // not canonical cannot match its recomputation, whatever was read.
-            (Ok(fact), Some(land_seq)) if fact.kind() == KIND_ACT => Some(match ActOpening::read(fact.body()) {
-                Ok(opening) => Decoded::Act {
-                    being: record.being,
-                    act: LandAct { seq: record.seq, land_seq, fact, opening: Box::new(opening), recomputed: None },
-                },
-                Err(_) if defer_act_form && fact.body_form_error().is_some() => Decoded::NotCanonical,
-                // Not an act a moment could have sealed: a divergence of its own,
-                // named as reading the whole body names it.
-                Err(opening_error) => {
-                    let reason = match fact.body_as::<ActBody>() {
-                        Err(error) => error.to_string(),
-                        Ok(_) => opening_error.to_string(),
-                    };
-                    Decoded::UnreadableAct { being: record.being, seq: record.seq, fact, reason }
-                }
-            }),
-            (Ok(fact), Some(_)) => Some(Decoded::other(fact, &flows)),
-            _ => None,
-        }
-    });
-    if folded.iter().any(|decoded| matches!(decoded, Some(Decoded::NotCanonical))) {
-        return Ok(None);
-    }
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
-    // Every stored act is recomputed and compared byte for byte below, and
-    // one that is not an act body is a divergence there: verification
+    // Every stored act is recomputed and compared byte for byte by the fold,
+    // and one that is not an act body is a divergence there: verification
     // leaves act bodies to the fold rather than read each of them twice.
     let schemas = CoreSchemas::leaving_acts_to_replay();
-    // Verification and the fold are independent given the decoded facts: run
-    // side by side, each fills the other's single-threaded stretches.
+    // Verification (a slice of beings at a time) and the fold (a window of
+    // the land log at a time) read the store each on their own and run side
+    // by side, each filling the other's single-threaded stretches.
     let (verified, replayed) = std::thread::scope(|scope| {
         let verification = scope.spawn(|| {
             // The fold is the longer of the two: it alone reports progress.
             let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
-            verify_land_decoded(store, &records, &facts, checkpoint, how)
+            verify_land_trusting(store, checkpoint, how)
         });
-        let replayed = fold_and_recompute(substrate, folded, defer_act_form, threads, snapshot_claims, progress);
+        let replayed = fold_and_recompute(store, substrate, threads, windows, snapshot_claims, progress);
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
-    let Some(replayed) = replayed else { return Ok(None) };
+    let replayed = replayed?;
     let mut report = LandReplayReport::verified(&verified?);
     report.moments = replayed.moments;
     report.divergences_total = replayed.divergences_total;
@@ -242,9 +183,7 @@ fn replay_land_deferring(
             divergence.cause = cause.clone();
         }
     }
-    // Freeing the decoded land takes tens of milliseconds; nobody waits for it.
-    drop_in_background((records, facts));
-    Ok(Some(report))
+    Ok(report)
 }
 
 /// What the fold and the recomputation found.
@@ -267,19 +206,25 @@ impl Replayed {
     }
 }
 
-/// Folds the land log in order (`facts`: each land seq's decoded fact, if
-/// any), recomputing the moments that opened at each
-/// cursor (in parallel) and comparing each with its stored act at its land
-/// seq. `None` when an act whose form was left unchecked (every act's, when
-/// `act_form_deferred`) is not canonical.
+/// Folds the land log in order, recomputing the moments that opened at
+/// each cursor (in parallel) and comparing each with its stored act at its
+/// land seq. The land log is read a window at a time ([`LandWindow`]), so
+/// memory holds the world, the acts in flight and the cursors where acts
+/// opened, not the land.
+///
+/// A fact that does not decode is a hole the cursor moves past (verification
+/// names it). So is an act whose body is not canonical: its form is checked
+/// only when its recomputation does not encode to its stored bytes (matching
+/// bytes are canonical by construction), and it is then left out exactly as
+/// `Fact::decode_envelope` would have left it out.
 fn fold_and_recompute(
+    store: &dyn Store,
     substrate: &Substrate,
-    mut facts: Vec<Option<Decoded<'_>>>,
-    act_form_deferred: bool,
     threads: usize,
+    windows: LandWindows,
     snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
-) -> Option<Replayed> {
+) -> Result<Replayed, StoreError> {
     let mut replayed =
         Replayed { moments: 0, divergences_total: 0, divergences: Vec::new(), snapshot_mismatches: Vec::new() };
     // The world the fold has built after the first `cursor` facts, against
@@ -289,46 +234,36 @@ fn fold_and_recompute(
             mismatches.push(cursor);
         }
     };
-    let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for decoded in &facts {
-        if let Some(Decoded::Act { act, .. }) = decoded {
-            by_cursor.entry(act.opening.cursor).or_default().push(act.land_seq);
-        }
-    }
+    let land_len = store.land_len()?;
+    let mut by_cursor = openings_by_cursor(store, land_len, threads, windows.window_facts, progress)?;
+    let flows = GenesisFlows::default();
+    let mut window = LandWindow::new(store, land_len, threads, windows, &flows);
     let mut world = World::new();
-    // Acts already compared and folded, freed after the fold. Boxes, so the
-    // fold moves pointers, not act bodies.
-    let mut spent: Vec<(SpentBody, Box<ActOpening>)> = Vec::with_capacity(facts.len());
-    progress.stage("replaying the land log", facts.len() as u64, "facts");
-    for land_seq in 0..facts.len() {
+    let mut spent = Spent::default();
+    progress.stage("replaying the land log", land_len, "facts");
+    for land_seq in 0..land_len {
         if land_seq % LAND_REPLAY_PROGRESS_FACTS == 0 && land_seq > 0 {
-            progress.advance(LAND_REPLAY_PROGRESS_FACTS as u64);
+            progress.advance(LAND_REPLAY_PROGRESS_FACTS);
         }
-        let land_seq = land_seq as u64;
+        spent.free_if_full();
         check_snapshot(land_seq, &world, &mut replayed.snapshot_mismatches);
         if let Some(opening) = by_cursor.remove(&world.cursor) {
-            let opening: Vec<(BeingId, &LandAct<'_>)> = opening
-                .iter()
-                .filter_map(|seq| match facts.get(*seq as usize) {
-                    Some(Some(Decoded::Act { being, act })) => Some((*being, act)),
-                    _ => None,
-                })
-                .collect();
-            let outcomes = recompute_all(substrate, &world, &opening, threads);
+            window.read_acts(&opening)?;
+            let acts: Vec<(BeingId, &LandAct)> = opening.iter().filter_map(|seq| window.act(*seq)).collect();
+            let outcomes = recompute_all(substrate, &world, &acts, threads);
             // Each outcome waits in its act's slot until the fold reaches it.
             for (land_seq, recomputed) in outcomes {
-                if let Some(Some(Decoded::Act { act, .. })) = facts.get_mut(land_seq as usize) {
+                if let Some(act) = window.act_mut(land_seq) {
                     act.recomputed = Some(recomputed);
                 }
             }
         }
-        // Taken, as nothing reads a fact again once the fold has passed it
-        // (an act was recomputed at its cursor, which lies before its land seq).
-        let (being, mut act) = match facts[land_seq as usize].take() {
+        let (being, mut act) = match window.take(land_seq)? {
             Some(Decoded::Act { being, act }) => (being, act),
             Some(Decoded::Other { fact, body }) => {
                 // Read in parallel before the fold.
                 world.apply_folded(land_seq, &fact.header, fact.id(), body);
+                spent.facts.push(fact);
                 continue;
             }
             Some(Decoded::UnreadableAct { being, seq, fact, reason }) => {
@@ -336,12 +271,8 @@ fn fold_and_recompute(
                 replayed.diverged(being, || unreadable_act(seq, land_seq, &reason));
                 // Nothing to apply: the body does not read as an act.
                 world.apply_folded(land_seq, &fact.header, fact.id(), FoldBody::Nothing);
+                spent.facts.push(fact);
                 continue;
-            }
-            // Turned back before the fold began; kept total.
-            Some(Decoded::NotCanonical) => {
-                drop_in_background((spent, world));
-                return None;
             }
             None => {
                 // Keep the cursor moving past a fact the fold could not read.
@@ -349,17 +280,15 @@ fn fold_and_recompute(
                 continue;
             }
         };
-        replayed.moments += 1;
-        let (fact, header) = (act.fact, &act.fact.header);
-        let verdict = act.recomputed.take();
         // The common case: the recomputed act, sealed against this world, is
         // byte for byte the stored one, so it is what the fold applies.
-        let verdict = match verdict {
+        let verdict = match act.recomputed.take() {
             Some(LandRecomputed { outcome, unstable, encoded_as_stored }) => {
-                match sealed_as_stored(substrate, &world, fact.body(), outcome, encoded_as_stored) {
+                match sealed_as_stored(substrate, &world, act.fact.body(), outcome, encoded_as_stored) {
                     Ok(sealed) => {
-                        world.apply_act(land_seq, header, fact.id(), &sealed.body);
-                        spent.push((SpentBody::Recomputed(sealed), act.opening));
+                        replayed.moments += 1;
+                        world.apply_act(land_seq, &act.fact.header, act.fact.id(), &sealed.body);
+                        spent.acts.push((SpentBody::Recomputed(sealed), act));
                         continue;
                     }
                     Err(outcome) => Some((outcome, unstable)),
@@ -367,18 +296,21 @@ fn fold_and_recompute(
             }
             None => None,
         };
-        // Not the stored bytes, so their form is not known to be canonical.
-        if act_form_deferred && fact.body_form_error().is_some() {
-            drop_in_background((spent, world));
-            return None;
+        // Not the stored bytes, so their form is not known to be canonical:
+        // a body that is not is a fact `decode_envelope` refuses, a hole.
+        if act.fact.body_form_error().is_some() {
+            world.cursor = world.cursor.max(land_seq + 1);
+            continue;
         }
+        replayed.moments += 1;
+        let fact = &act.fact;
         // A divergence: the whole stored body is read to explain it.
         let body = match fact.body_as::<ActBody>() {
             Ok(body) => body,
             Err(error) => {
                 replayed.diverged(being, || unreadable_act(act.seq, land_seq, &error.to_string()));
                 // Nothing to apply: the body was just found not to be an act.
-                world.apply_folded(land_seq, header, fact.id(), FoldBody::Nothing);
+                world.apply_folded(land_seq, &fact.header, fact.id(), FoldBody::Nothing);
                 continue;
             }
         };
@@ -390,37 +322,249 @@ fn fold_and_recompute(
                 Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null }
             });
         }
-        world.apply_act(land_seq, header, fact.id(), &stored.body);
-        spent.push((SpentBody::Stored(Box::new(stored.body)), act.opening));
+        world.apply_act(land_seq, &fact.header, fact.id(), &stored.body);
+        let body = stored.body;
+        spent.acts.push((SpentBody::Stored(Box::new(body)), act));
     }
-    check_snapshot(facts.len() as u64, &world, &mut replayed.snapshot_mismatches);
+    check_snapshot(land_len, &world, &mut replayed.snapshot_mismatches);
     // The facts after the last whole step, so the stage ends full.
-    let reported = facts.len().saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
-    progress.advance((facts.len() - reported) as u64);
+    let reported = land_len.saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
+    progress.advance(land_len - reported);
     drop_in_background((spent, world));
-    Some(replayed)
+    Ok(replayed)
+}
+
+/// Land seqs a land-wide replay reads from the store and decodes at a time.
+pub const LAND_REPLAY_WINDOW_FACTS: u64 = 8_192;
+/// How far ahead of the fold the windows are read to reach the acts that
+/// opened at a cursor ([`LandWindows::read_ahead_facts_max`]).
+pub const LAND_REPLAY_READ_AHEAD_FACTS_MAX: u64 = 65_536;
+/// Folded facts whose memory is handed to a background thread at once, so
+/// that the fold's single thread moves pointers and frees nothing.
+const LAND_REPLAY_FREED_FACTS_AT_ONCE: usize = 4_096;
+
+/// The land seqs of the stored acts by the cursor their moment opened at,
+/// read off the acts' bodies (nothing is checked: a fact that does not
+/// decode in full is a hole when the fold reaches it).
+fn openings_by_cursor(
+    store: &dyn Store,
+    land_len: u64,
+    threads: usize,
+    window_facts: u64,
+    progress: &dyn Progress,
+) -> Result<BTreeMap<u64, Vec<u64>>, StoreError> {
+    progress.stage("reading the land log", land_len, "facts");
+    let mut by_cursor: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut from = 0;
+    while from < land_len {
+        let to = land_len.min(from + window_facts.max(1));
+        let read = store.land_log_with_envelopes(from, to)?;
+        let cursors =
+            map_in_order(&read, threads, |(entry, envelope)| Some((opening_cursor(envelope)?, entry.land_seq)));
+        for (cursor, land_seq) in cursors.into_iter().flatten() {
+            by_cursor.entry(cursor).or_default().push(land_seq);
+        }
+        progress.advance(to - from);
+        from = to;
+    }
+    Ok(by_cursor)
+}
+
+/// The cursor an act's moment opened at, or `None` for any other fact (or
+/// an act whose opening does not read).
+fn opening_cursor(envelope: &[u8]) -> Option<u64> {
+    match Fact::peek_kind_and_body(envelope) {
+        Some((kind, body)) => (kind == KIND_ACT).then(|| ActOpening::read(body).ok().map(|opening| opening.cursor))?,
+        // Whatever does not read in place is left to the full decoding.
+        None => {
+            let fact = Fact::decode_envelope_deferring_form_of(envelope, |kind| kind == KIND_ACT).ok()?;
+            (fact.kind() == KIND_ACT).then(|| ActOpening::read(fact.body()).ok().map(|opening| opening.cursor))?
+        }
+    }
+}
+
+/// The land log as the fold reads it: the decoded facts from the fold's
+/// land seq up to as far as has been read, and acts read one by one beyond
+/// that.
+struct LandWindow<'a> {
+    store: &'a dyn Store,
+    land_len: u64,
+    threads: usize,
+    windows: LandWindows,
+    flows: &'a GenesisFlows,
+    /// The land seq of `decoded`'s first slot: the fold's next fact.
+    first: u64,
+    /// Each land seq's fact from `first` on, decoded (`None`: a hole, or an act in `far`).
+    decoded: VecDeque<Option<Decoded>>,
+    /// Acts beyond what the windows have reached, read on their own.
+    far: BTreeMap<u64, Decoded>,
+}
+
+impl<'a> LandWindow<'a> {
+    fn new(
+        store: &'a dyn Store,
+        land_len: u64,
+        threads: usize,
+        windows: LandWindows,
+        flows: &'a GenesisFlows,
+    ) -> LandWindow<'a> {
+        let decoded = VecDeque::new();
+        LandWindow { store, land_len, threads, windows, flows, first: 0, decoded, far: BTreeMap::new() }
+    }
+
+    /// The land seq the windows have read up to.
+    fn horizon(&self) -> u64 {
+        self.first + self.decoded.len() as u64
+    }
+
+    /// Reads and decodes windows of the land log until `end` is reached.
+    fn read_to(&mut self, end: u64) -> Result<(), StoreError> {
+        while self.horizon() < end.min(self.land_len) {
+            let from = self.horizon();
+            let to = self.land_len.min(from + self.windows.window_facts.max(1));
+            let read = self.store.land_log_with_envelopes(from, to)?;
+            let flows = self.flows;
+            let decoded = map_in_order(&read, self.threads, |(entry, envelope)| {
+                (entry.land_seq, decode_for_fold(entry, envelope, flows))
+            });
+            let mut slots: Vec<Option<Decoded>> = (from..to).map(|_| None).collect();
+            for (land_seq, decoded) in decoded {
+                // An act already read on its own stays where it is.
+                if self.far.contains_key(&land_seq) {
+                    continue;
+                }
+                if let Some(slot) = land_seq.checked_sub(from).and_then(|at| slots.get_mut(usize::try_from(at).ok()?)) {
+                    *slot = decoded;
+                }
+            }
+            self.decoded.extend(slots);
+        }
+        Ok(())
+    }
+
+    /// Makes sure the acts at `land_seqs` are read: with the windows as far
+    /// as the read-ahead allows, the rest on their own.
+    fn read_acts(&mut self, land_seqs: &[u64]) -> Result<(), StoreError> {
+        let reach = self.first.saturating_add(self.windows.read_ahead_facts_max);
+        if let Some(farthest_in_reach) = land_seqs.iter().copied().filter(|land_seq| *land_seq < reach).max() {
+            self.read_to(farthest_in_reach + 1)?;
+        }
+        for &land_seq in land_seqs {
+            if land_seq < self.horizon() || land_seq >= self.land_len || self.far.contains_key(&land_seq) {
+                continue;
+            }
+            for (entry, envelope) in self.store.land_log_with_envelopes(land_seq, land_seq + 1)? {
+                if let Some(decoded) = decode_for_fold(&entry, &envelope, self.flows) {
+                    self.far.insert(land_seq, decoded);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The act at `land_seq`, if it is read and is one.
+    fn act(&self, land_seq: u64) -> Option<(BeingId, &LandAct)> {
+        let decoded = match self.far.get(&land_seq) {
+            Some(decoded) => decoded,
+            None => self.decoded.get(usize::try_from(land_seq.checked_sub(self.first)?).ok()?)?.as_ref()?,
+        };
+        match decoded {
+            Decoded::Act { being, act } => Some((*being, act)),
+            _ => None,
+        }
+    }
+
+    fn act_mut(&mut self, land_seq: u64) -> Option<&mut LandAct> {
+        let decoded = match self.far.get_mut(&land_seq) {
+            Some(decoded) => decoded,
+            None => self.decoded.get_mut(usize::try_from(land_seq.checked_sub(self.first)?).ok()?)?.as_mut()?,
+        };
+        match decoded {
+            Decoded::Act { act, .. } => Some(act),
+            _ => None,
+        }
+    }
+
+    /// The fold's next fact, `land_seq`, taken out of the window.
+    fn take(&mut self, land_seq: u64) -> Result<Option<Decoded>, StoreError> {
+        assert_eq!(land_seq, self.first, "the fold takes the land log in order");
+        self.read_to(land_seq + 1)?;
+        let in_window = self.decoded.pop_front().flatten();
+        self.first += 1;
+        Ok(self.far.remove(&land_seq).or(in_window))
+    }
+}
+
+/// One stored fact, decoded for the fold, or `None` where it does not
+/// decode as `Fact::decode_envelope` has it (the act body's canonical form
+/// excepted, which the fold checks only where it must).
+fn decode_for_fold(entry: &LandEntry, envelope: &[u8], flows: &GenesisFlows) -> Option<Decoded> {
+    let fact = Fact::decode_envelope_deferring_form_of(envelope, |kind| kind == KIND_ACT).ok()?;
+    if fact.kind() != KIND_ACT {
+        return Some(Decoded::other(fact, flows));
+    }
+    // Only the fields a recomputation reads are decoded: an act whose
+    // recomputation encodes to the stored bytes is the stored act. The rest
+    // is skipped by its heads alone: an act that is not canonical cannot
+    // match its recomputation, whatever was read.
+    Some(match ActOpening::read(fact.body()) {
+        Ok(opening) => Decoded::Act {
+            being: entry.being,
+            act: LandAct {
+                seq: entry.seq,
+                land_seq: entry.land_seq,
+                fact,
+                opening: Box::new(opening),
+                recomputed: None,
+            },
+        },
+        // Not canonical: `decode_envelope` refuses it.
+        Err(_) if fact.body_form_error().is_some() => return None,
+        // Not an act a moment could have sealed: a divergence of its own,
+        // named as reading the whole body names it.
+        Err(opening_error) => {
+            let reason = match fact.body_as::<ActBody>() {
+                Err(error) => error.to_string(),
+                Ok(_) => opening_error.to_string(),
+            };
+            Decoded::UnreadableAct { being: entry.being, seq: entry.seq, fact, reason }
+        }
+    })
+}
+
+/// Folded facts and act bodies, freed away from the fold's thread.
+#[derive(Default)]
+struct Spent {
+    facts: Vec<Fact>,
+    acts: Vec<(SpentBody, LandAct)>,
+}
+
+impl Spent {
+    /// Hands what was kept to a background thread once there is enough of it.
+    fn free_if_full(&mut self) {
+        if self.facts.len() + self.acts.len() >= LAND_REPLAY_FREED_FACTS_AT_ONCE {
+            drop_in_background(std::mem::take(self));
+        }
+    }
 }
 
 /// One stored fact, decoded: an act with what its recomputation reads, any
-/// other fact with its body read for the fold, or an act that cannot be
-/// recomputed (not canonical, so the replay goes round again; or not
-/// holding what a moment reads, a divergence).
-enum Decoded<'f> {
+/// other fact with its body read for the fold, or an act that does not hold
+/// what a moment reads (a divergence).
+enum Decoded {
     Act {
         being: BeingId,
-        act: LandAct<'f>,
+        act: LandAct,
     },
     Other {
-        fact: &'f Fact,
+        fact: Fact,
         body: FoldBody,
     },
-    /// An act whose deferred form check failed: the land is replayed again.
-    NotCanonical,
     /// An act whose body does not hold what a moment reads (why, in `reason`).
     UnreadableAct {
         being: BeingId,
         seq: u64,
-        fact: &'f Fact,
+        fact: Fact,
         reason: String,
     },
 }
@@ -434,10 +578,10 @@ fn unreadable_act(seq: u64, land_seq: u64, error: &str) -> Divergence {
 }
 
 /// A stored act as a land-wide replay holds it until its land seq.
-struct LandAct<'f> {
+struct LandAct {
     seq: u64,
     land_seq: u64,
-    fact: &'f Fact,
+    fact: Fact,
     opening: Box<ActOpening>,
     /// What the recomputation at its cursor gave.
     recomputed: Option<LandRecomputed>,
@@ -454,16 +598,15 @@ struct LandRecomputed {
     encoded_as_stored: bool,
 }
 
-/// A folded act's body, kept until the fold ends so that freeing it is not
-/// on the fold's single thread.
+/// A folded act's body, kept until freed away from the fold's single thread.
 #[allow(dead_code, reason = "the bodies are held only to be freed later")]
 enum SpentBody {
     Recomputed(Box<crate::moment::Act>),
     Stored(Box<ActBody>),
 }
 
-impl<'f> Decoded<'f> {
-    fn other(fact: &'f Fact, flows: &GenesisFlows) -> Decoded<'f> {
+impl Decoded {
+    fn other(fact: Fact, flows: &GenesisFlows) -> Decoded {
         Decoded::Other { body: FoldBody::read_keeping_flows(&fact.header, fact.body(), flows), fact }
     }
 }
@@ -472,7 +615,7 @@ impl<'f> Decoded<'f> {
 fn recompute_all(
     substrate: &Substrate,
     world: &World,
-    opening: &[(BeingId, &LandAct<'_>)],
+    opening: &[(BeingId, &LandAct)],
     threads: usize,
 ) -> Vec<(u64, LandRecomputed)> {
     map_in_order(opening, threads, |(being, act)| {
@@ -486,7 +629,7 @@ fn recompute_all(
             same_bytes
                 || act.fact.body_as::<ActBody>().is_ok_and(|stored| agrees_before_seal(&recomputed.body, &stored))
         };
-        let inputs = act.opening.inputs(act.fact);
+        let inputs = act.opening.inputs(&act.fact);
         let Recomputed { outcome, unstable, .. } =
             recompute(substrate, world, *being, inputs, &agrees, Detail::OutcomeOnly);
         (act.land_seq, LandRecomputed { outcome, unstable, encoded_as_stored: encoded_as_stored.get() })

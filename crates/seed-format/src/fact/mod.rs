@@ -375,6 +375,15 @@ impl Fact {
         check_body_form(&self.body).err()
     }
 
+    /// The kind and body of a canonical envelope, read in place with nothing
+    /// checked (no body hash, no form, no signature): for a reader that only
+    /// plans which facts to decode. What it plans counts only once the fact
+    /// is decoded in full. `None` where the envelope does not read in place.
+    pub fn peek_kind_and_body(bytes: &[u8]) -> Option<(String, &[u8])> {
+        let (header, body, _) = Fact::read_envelope(bytes)?;
+        Some((FactHeader::decode(header).ok()?.kind, body))
+    }
+
     /// The three byte strings of a canonical envelope, read in place.
     fn read_envelope(bytes: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
         let mut reader = canonical::CanonicalReader::new(bytes);

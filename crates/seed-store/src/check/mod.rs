@@ -37,7 +37,7 @@ use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKey
 use crate::names::being_name_problem;
 use crate::progress::{NoProgress, Progress};
 use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
-use checkpoint::{covered_digest, covered_digest_of_parts, TrustedCheckpoint, COVERED_BYTES_PER_FACT};
+use checkpoint::{covered_digest_of_parts, TrustedCheckpoint, VerifiedCheckpoint, COVERED_BYTES_PER_FACT};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -661,14 +661,100 @@ pub fn verify_land_in_slices(
     how: HowToVerify<'_>,
     slice_facts: usize,
 ) -> Result<LandReport, StoreError> {
+    let mut sliced = verify_slices(store, how, 0, None, slice_facts)?;
+    // Without problems, the land seqs are 0 to the log's length, each one
+    // readable fact's.
+    if sliced.report.problems.is_empty() {
+        let facts = sliced.signed.len() as u64;
+        sliced.report.verified_digest =
+            Some((facts, covered_digest_of_parts(sliced.signed.iter().map(|(_, part)| part))));
+    }
+    Ok(sliced.report)
+}
+
+/// [`verify_land_watched`] with a verification checkpoint: the signatures
+/// it covers are not recomputed if it holds (see [`checkpoint`]); when it
+/// does not, or when anything is wrong, every signature is checked and the
+/// report says why. The land is read a slice at a time, as
+/// [`verify_land_in_slices`] reads it.
+pub fn verify_land_trusting(
+    store: &dyn Store,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
+    how: HowToVerify<'_>,
+) -> Result<LandReport, StoreError> {
+    verify_land_in_slices_trusting(store, checkpoint, how, VERIFY_SLICE_FACTS)
+}
+
+/// [`verify_land_trusting`], reading slices of about `slice_facts` facts.
+///
+/// Whether the checkpoint holds depends on the facts it covers, which a
+/// sliced reading meets in being order: the land is checked as if it held,
+/// and what it covers is compared once every fact was read. If it does not
+/// hold, the land is checked again with every signature, so the report is
+/// the one a verification without the checkpoint gives.
+pub fn verify_land_in_slices_trusting(
+    store: &dyn Store,
+    checkpoint: Option<TrustedCheckpoint<'_>>,
+    how: HowToVerify<'_>,
+    slice_facts: usize,
+) -> Result<LandReport, StoreError> {
+    let every_signature = |refused: Option<CheckpointRefused>| -> Result<LandReport, StoreError> {
+        let mut report = verify_slices(store, how, 0, None, slice_facts)?.report;
+        report.checkpoint_refused = refused;
+        Ok(report)
+    };
+    let Some(trusted) = checkpoint else { return every_signature(None) };
+    let checkpoint = trusted.checkpoint;
+    if checkpoint.signer != trusted.root {
+        return every_signature(Some(CheckpointRefused::NotTheRoot { signer: checkpoint.signer.short() }));
+    }
+    if !checkpoint.signature_holds() {
+        return every_signature(Some(CheckpointRefused::BadSignature));
+    }
+    let sliced = verify_slices(store, how, checkpoint.facts, Some(trusted.root), slice_facts)?;
+    let refused = checkpoint_covers_parts(checkpoint, &sliced.signed)
+        .err()
+        // The signer's key must be the root's key as its verified reel has it now.
+        .or_else(|| {
+            (sliced.root_key != Some(checkpoint.public_key)).then_some(CheckpointRefused::NotTheRootsCurrentKey)
+        })
+        // Something is wrong: check everything, so every bad signature is named too.
+        .or_else(|| (!sliced.report.problems.is_empty()).then_some(CheckpointRefused::LandHasProblems));
+    match refused {
+        Some(reason) => every_signature(Some(reason)),
+        None => Ok(sliced.report),
+    }
+}
+
+/// What one sliced reading of the land found.
+struct Sliced {
+    report: LandReport,
+    /// The current key of the root asked about, as its verified reel has it.
+    root_key: Option<PublicKeyBytes>,
+    /// Each readable fact's land seq, id and signature, in land order.
+    signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])>,
+}
+
+/// Reads and checks the land a slice of whole beings at a time; signature
+/// arithmetic is skipped below `covered_below` only. What stays in memory
+/// across slices is a report per being and, per fact, its place in the land
+/// log and its id and signature.
+fn verify_slices(
+    store: &dyn Store,
+    how: HowToVerify<'_>,
+    covered_below: u64,
+    root: Option<BeingId>,
+    slice_facts: usize,
+) -> Result<Sliced, StoreError> {
     let HowToVerify { mode, threads, rules, progress } = how;
     let land_len = store.land_len()?;
     progress.stage("checking reels", land_len, "facts");
-    let checking = Checking { mode, rules, covered_below: 0 };
+    let checking = Checking { mode, rules, covered_below };
     let mut reports = Vec::new();
-    let mut land_seqs: Vec<(u64, BeingId, u64)> = Vec::new();
-    // What a checkpoint would sign of each readable fact (id, signature), by land seq.
-    let mut signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])> = Vec::new();
+    // Sized once: grown by doubling, they would briefly take half as much again.
+    let facts_expected = usize::try_from(land_len).unwrap_or(0);
+    let mut land_seqs: Vec<(u64, BeingId, u64)> = Vec::with_capacity(facts_expected);
+    let mut signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])> = Vec::with_capacity(facts_expected);
     let mut after: Option<BeingId> = None;
     loop {
         let records = store.raw_records_after(after.as_ref(), slice_facts.max(1))?;
@@ -688,18 +774,34 @@ pub fn verify_land_in_slices(
         let groups = group_by_being(&records);
         reports.extend(check_reels(&records, &facts, &groups, checking, threads, progress));
     }
-    let (mut report, _) = finish_land(store, reports, land_seqs, None)?;
-    // Without problems, the land seqs are 0 to the log's length, each one
-    // readable fact's.
-    if report.problems.is_empty() {
-        signed.sort_unstable_by_key(|(land_seq, _)| *land_seq);
-        let facts = signed.len() as u64;
-        report.verified_digest = Some((facts, covered_digest_of_parts(signed.iter().map(|(_, part)| part))));
-    }
-    Ok(report)
+    let (report, root_key) = finish_land(store, reports, land_seqs, root)?;
+    // In place. Where facts claim one land seq, the land has problems and
+    // no digest of these is trusted or offered.
+    signed.sort_unstable_by_key(|(land_seq, _)| *land_seq);
+    Ok(Sliced { report, root_key, signed })
 }
 
-/// How [`verify_land_decoded`] checks: signatures one by one or in
+/// Whether the checkpoint's facts are the first of the land log as read
+/// (`signed`: each readable fact's land seq, id and signature, in land
+/// order), unchanged since it was signed.
+fn checkpoint_covers_parts(
+    checkpoint: &VerifiedCheckpoint,
+    signed: &[(u64, [u8; COVERED_BYTES_PER_FACT])],
+) -> Result<(), CheckpointRefused> {
+    let covered = usize::try_from(checkpoint.facts).unwrap_or(usize::MAX);
+    let Some(prefix) = signed.get(..covered) else {
+        return Err(CheckpointRefused::CoversMore { covered: checkpoint.facts, readable: signed.len() });
+    };
+    if prefix.iter().enumerate().any(|(position, (land_seq, _))| *land_seq != position as u64) {
+        return Err(CheckpointRefused::NotTheFirstFacts);
+    }
+    if covered_digest_of_parts(prefix.iter().map(|(_, part)| part)) != checkpoint.digest {
+        return Err(CheckpointRefused::Changed);
+    }
+    Ok(())
+}
+
+/// How a land-wide verification checks: signatures one by one or in
 /// batches, on how many threads, by which body rules, told to whom.
 #[derive(Clone, Copy)]
 pub struct HowToVerify<'a> {
@@ -707,58 +809,6 @@ pub struct HowToVerify<'a> {
     pub threads: usize,
     pub rules: BodyRules<'a>,
     pub progress: &'a dyn Progress,
-}
-
-/// [`verify_land`] over every record of the store, already read and decoded
-/// ([`decode_records`]). With a checkpoint, the signatures it covers are not
-/// recomputed when it holds (see [`checkpoint`]); when it does not, or when
-/// anything is wrong, every signature is checked and the report says why.
-pub fn verify_land_decoded(
-    store: &dyn Store,
-    records: &[RawRecord],
-    facts: &[Result<Fact, FactError>],
-    checkpoint: Option<TrustedCheckpoint<'_>>,
-    how: HowToVerify<'_>,
-) -> Result<LandReport, StoreError> {
-    let HowToVerify { mode, threads, rules, progress } = how;
-    debug_assert_eq!(records.len(), facts.len(), "one decoded fact per record");
-    let in_land_order = land_order(records, facts);
-    let every = Checking { mode, rules, covered_below: 0 };
-    let every_signature = |reason: CheckpointRefused| -> Result<LandReport, StoreError> {
-        let (mut report, _) = verify_records(store, records, facts, every, threads, None, progress)?;
-        report.checkpoint_refused = Some(reason);
-        Ok(report)
-    };
-    let Some(trusted) = checkpoint else {
-        return Ok(verify_records(store, records, facts, every, threads, None, progress)?.0);
-    };
-    let covered_below = match checkpoint_covers(trusted, &in_land_order, facts) {
-        Ok(covered_below) => covered_below,
-        Err(reason) => return every_signature(reason),
-    };
-    let checking = Checking { covered_below, ..every };
-    let (report, root_key) = verify_records(store, records, facts, checking, threads, Some(trusted.root), progress)?;
-    // The signer's key must be the root's key as its verified reel has it now.
-    if root_key != Some(trusted.checkpoint.public_key) {
-        return every_signature(CheckpointRefused::NotTheRootsCurrentKey);
-    }
-    if !report.problems.is_empty() {
-        // Something is wrong: check everything, so every bad signature is named too.
-        return every_signature(CheckpointRefused::LandHasProblems);
-    }
-    Ok(report)
-}
-
-/// Indexes of the decoded facts, sorted by land seq.
-fn land_order(records: &[RawRecord], facts: &[Result<Fact, FactError>]) -> Vec<(u64, usize)> {
-    let mut order: Vec<(u64, usize)> = records
-        .iter()
-        .zip(facts)
-        .enumerate()
-        .filter_map(|(index, (record, fact))| Some((record.land_seq?, index)).filter(|_| fact.is_ok()))
-        .collect();
-    order.sort_unstable();
-    order
 }
 
 /// Why a verification checkpoint was not trusted (every signature is then checked).
@@ -778,55 +828,6 @@ pub enum CheckpointRefused {
     NotTheRootsCurrentKey,
     #[error("the land has problems, so every signature was checked")]
     LandHasProblems,
-}
-
-/// The land seq below which the checkpoint vouches for signatures, or why it cannot.
-fn checkpoint_covers(
-    trusted: TrustedCheckpoint<'_>,
-    in_land_order: &[(u64, usize)],
-    facts: &[Result<Fact, FactError>],
-) -> Result<u64, CheckpointRefused> {
-    let checkpoint = trusted.checkpoint;
-    if checkpoint.signer != trusted.root {
-        return Err(CheckpointRefused::NotTheRoot { signer: checkpoint.signer.short() });
-    }
-    if !checkpoint.signature_holds() {
-        return Err(CheckpointRefused::BadSignature);
-    }
-    let covered = usize::try_from(checkpoint.facts).unwrap_or(usize::MAX);
-    let Some(prefix) = in_land_order.get(..covered) else {
-        return Err(CheckpointRefused::CoversMore { covered: checkpoint.facts, readable: in_land_order.len() });
-    };
-    if prefix.iter().enumerate().any(|(position, &(land_seq, _))| land_seq != position as u64) {
-        return Err(CheckpointRefused::NotTheFirstFacts);
-    }
-    let digest = covered_digest(prefix.iter().filter_map(|&(_, index)| facts[index].as_ref().ok()));
-    if digest != checkpoint.digest {
-        return Err(CheckpointRefused::Changed);
-    }
-    Ok(checkpoint.facts)
-}
-
-/// Verifies every reel, the land log, fork proofs and indexes; signature
-/// arithmetic is skipped below `checking.covered_below` only. Also returns
-/// the current key of `root`, as its verified reel has it.
-fn verify_records(
-    store: &dyn Store,
-    records: &[RawRecord],
-    facts: &[Result<Fact, FactError>],
-    checking: Checking<'_>,
-    threads: usize,
-    root: Option<BeingId>,
-    progress: &dyn Progress,
-) -> Result<(LandReport, Option<PublicKeyBytes>), StoreError> {
-    let land_seqs: Vec<(u64, BeingId, u64)> = records
-        .iter()
-        .filter_map(|record| record.land_seq.map(|land_seq| (land_seq, record.being, record.seq)))
-        .collect();
-    let groups = group_by_being(records);
-    progress.stage("checking reels", records.len() as u64, "facts");
-    let reports = check_reels(records, facts, &groups, checking, threads, progress);
-    finish_land(store, reports, land_seqs, root)
 }
 
 /// What a land-wide verification concludes from the reports of every reel

@@ -222,14 +222,6 @@ pub trait Store: Send + Sync {
     /// read from the primary records only (no index): what `check` verifies.
     fn raw_records(&self, being: Option<&BeingId>) -> Result<Vec<RawRecord>, StoreError>;
 
-    /// Every stored record, as `raw_records(None)` gives them, read in up to
-    /// `parts` ranges at once where the store can (a land-wide replay's only
-    /// serial read).
-    fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
-        let _ = parts;
-        self.raw_records(None)
-    }
-
     /// The records of whole beings, in id order, starting after `after`
     /// (from the first being when `None`): as many beings as it takes to
     /// pass `facts_max` records, and always one whole being. Empty past the

@@ -25,9 +25,7 @@
 //! Beside the committer: reindexing (the derived indexes rebuilt from `f` and
 //! `x`), the derived indexes read out for verification to compare with a
 //! rebuild, the witness (a file outside the store recording the durable count,
-//! so a truncated store is refused on open), and `raw_records_in_parts`, which
-//! reads ranges of being ids on several threads, `RECORD_READ_RANGES_PER_PART`
-//! ranges a reader, taken in turn.
+//! so a truncated store is refused on open).
 //!
 //! This file opens the store and answers reads; `layout.rs` builds and splits
 //! keys, `committer.rs` is the writing thread and the witness, `indexes.rs`
@@ -54,13 +52,7 @@ use crate::store::{
     AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store, StoreError, StoredFact,
 };
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Most ranges `raw_records_in_parts` reads at once.
-pub const RECORD_READ_PARTS_MAX: usize = 16;
-/// `raw_records_in_parts` splits the records into this many ranges per
-/// reader, handed out in turn.
-const RECORD_READ_RANGES_PER_PART: usize = 4;
 /// How long opening waits for a lock held by a store that is closing: sled
 /// releases its file lock from a background thread shortly after the last
 /// handle is dropped, so a land closed and reopened at once can find it held.
@@ -89,14 +81,6 @@ fn io_error(error: sled::Error) -> StoreError {
 }
 
 impl SledStore {
-    /// The records of beings whose id's first byte lies in `from..to` (`to`
-    /// at most 256), in key order.
-    fn raw_records_between(&self, from: u16, to: u16) -> Result<Vec<RawRecord>, StoreError> {
-        let start = vec![PREFIX_FACT, from as u8];
-        let end = if to >= 256 { vec![PREFIX_FACT + 1] } else { vec![PREFIX_FACT, to as u8] };
-        records_of(self.tree.range(start..end))
-    }
-
     /// Opens the store at `path`. `witness` is a file outside the store where
     /// the committer records how many facts are durable after each group; a
     /// store found holding fewer is refused as truncated.
@@ -311,46 +295,6 @@ impl Store for SledStore {
                 break;
             }
             records.push(record);
-        }
-        Ok(records)
-    }
-
-    fn raw_records_in_parts(&self, parts: usize) -> Result<Vec<RawRecord>, StoreError> {
-        let parts = parts.clamp(1, RECORD_READ_PARTS_MAX);
-        if parts == 1 {
-            return self.raw_records(None);
-        }
-        // Records are keyed by being id, a BLAKE3 output, so ranges of its
-        // first byte hold about as many records each. There are several
-        // ranges per reader, taken in turn, so that a reader slowed by other
-        // work on its core reads fewer of them instead of holding up the rest.
-        let ranges = parts * RECORD_READ_RANGES_PER_PART;
-        let bounds: Vec<u16> = (0..=ranges).map(|range| (range * 256 / ranges) as u16).collect();
-        let next_range = AtomicUsize::new(0);
-        // Per reader: (range index, that range's records or its error).
-        type RangesRead = Vec<(usize, Result<Vec<RawRecord>, StoreError>)>;
-        let read: Vec<RangesRead> = std::thread::scope(|scope| {
-            let readers: Vec<_> = (0..parts)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut read = Vec::new();
-                        loop {
-                            let range = next_range.fetch_add(1, Ordering::Relaxed);
-                            let Some(pair) = bounds.get(range..range + 2) else { break };
-                            read.push((range, self.raw_records_between(pair[0], pair[1])));
-                        }
-                        read
-                    })
-                })
-                .collect();
-            // A reader that panicked is a bug in this build, not in the land.
-            readers.into_iter().map(|reader| reader.join().expect("a record reader panicked")).collect()
-        });
-        let mut in_key_order: Vec<(usize, Result<Vec<RawRecord>, StoreError>)> = read.into_iter().flatten().collect();
-        in_key_order.sort_unstable_by_key(|(range, _)| *range);
-        let mut records = Vec::new();
-        for (_, range) in in_key_order {
-            records.extend(range?);
         }
         Ok(records)
     }
