@@ -8,6 +8,7 @@
 //! and `check` verifies them; imports verify before they append.
 
 mod chain;
+pub mod crash_points;
 mod log_store;
 mod queue;
 pub mod segments;

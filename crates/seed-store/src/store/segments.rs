@@ -17,6 +17,7 @@
 //! whole frame before it stays (a group is acknowledged only once synced, so
 //! every acknowledged fact is a whole frame).
 
+use crate::store::crash_points::{self, CrashPoint};
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -340,7 +341,11 @@ impl SegmentLog {
             return Err(SegmentError::Damaged { path: last.path.clone(), offset: last.len, reason });
         }
         let writer = self.writer.as_mut().expect("the last segment is open for appending");
-        if let Err(error) = writer.write_all(&frames).and_then(|_| writer.sync_data()) {
+        let written = writer.write_all(&frames).and_then(|_| {
+            crash_points::reach(CrashPoint::SegmentWritten);
+            writer.sync_data()
+        });
+        if let Err(error) = written {
             // A full disk or a failed sync may leave part of the group in the
             // file: cut it back so the next group follows the last whole one.
             if writer.set_len(last.len).and_then(|_| writer.sync_data()).is_err() {

@@ -9,6 +9,7 @@ use super::index::{encode_being, encode_land_slot, flags_of, ForkEntry, Indexes,
 use super::{segment_error, Shared, BEINGS_INDEX_FILE, LAND_INDEX_FILE};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::store::chain::{judge, ChainState, Verdict};
+use crate::store::crash_points::{self, CrashPoint};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::segments::SegmentLog;
 use crate::store::witness::write_witness;
@@ -95,6 +96,7 @@ impl Committer {
                 .append_group(staged.appends.iter().map(|staged| staged.envelope.as_slice()))
                 .map_err(segment_error)?
         };
+        crash_points::reach(CrashPoint::SegmentSynced);
         {
             let mut indexes = self.shared.indexes.write().map_err(|_| StoreError::Closed)?;
             for (index, (being, seq, rival)) in
@@ -125,6 +127,7 @@ impl Committer {
         if let (Some(witness), false) = (&self.witness, staged.appends.is_empty()) {
             write_witness(witness, self.log.len());
         }
+        crash_points::reach(CrashPoint::WitnessWritten);
         // The facts are durable; their index records are derived and may
         // lag (a failure here is retried with the next group).
         let _ = self.write_index_records();
@@ -137,7 +140,7 @@ impl Committer {
         let io = |path: &std::path::Path, error: std::io::Error| StoreError::Io {
             reason: format!("{}: {error}", path.display()),
         };
-        let (beings_bytes, new_beings, land_bytes, new_slots, beings_on_file, slots_on_file) = {
+        let (beings_bytes, new_beings, land_bytes, new_slots, beings_file_bytes, slots_on_file) = {
             let indexes = self.shared.indexes.read().map_err(|_| StoreError::Closed)?;
             let mut beings_bytes = Vec::new();
             for entry in &indexes.beings[indexes.beings_on_file as usize..] {
@@ -153,7 +156,7 @@ impl Committer {
                 new_beings,
                 land_bytes,
                 indexes.slots_after_file.len(),
-                indexes.beings_on_file,
+                indexes.beings_file_bytes,
                 indexes.slots_on_file,
             )
         };
@@ -163,7 +166,7 @@ impl Committer {
         let beings_path = self.shared.dir.join(BEINGS_INDEX_FILE);
         let land_path = self.shared.dir.join(LAND_INDEX_FILE);
         if self.beings_index.is_none() {
-            self.beings_index = Some(open_cut_back(&beings_path, beings_file_len(&beings_path, beings_on_file)?)?);
+            self.beings_index = Some(open_cut_back(&beings_path, beings_file_bytes)?);
         }
         if self.land_index.is_none() {
             self.land_index = Some(open_cut_back(&land_path, slots_on_file * LAND_RECORD_BYTES as u64)?);
@@ -177,12 +180,22 @@ impl Committer {
             return Err(io(&beings_path, error));
         }
         let land_file = self.land_index.as_mut().expect("opened above");
-        if let Err(error) = land_file.write_all(&land_bytes) {
+        // The crash tests cut this write inside its last record.
+        let torn_at = match crash_points::armed_at(CrashPoint::LandIndexTorn) {
+            true => land_bytes.len().saturating_sub(LAND_RECORD_BYTES / 2),
+            false => land_bytes.len(),
+        };
+        let written = land_file.write_all(&land_bytes[..torn_at]).and_then(|_| {
+            crash_points::reach(CrashPoint::LandIndexTorn);
+            land_file.write_all(&land_bytes[torn_at..])
+        });
+        if let Err(error) = written {
             self.land_index = None;
             return Err(io(&land_path, error));
         }
         let mut indexes = self.shared.indexes.write().map_err(|_| StoreError::Closed)?;
         indexes.beings_on_file += new_beings;
+        indexes.beings_file_bytes += beings_bytes.len() as u64;
         indexes.slots_on_file += new_slots as u64;
         indexes.slots_after_file.drain(..new_slots);
         Ok(())
@@ -255,6 +268,7 @@ impl Committer {
         rebuilt.forks = std::mem::take(&mut indexes.forks);
         rebuilt.forked = std::mem::take(&mut indexes.forked);
         rebuilt.beings_on_file = rebuilt.beings.len() as u32;
+        rebuilt.beings_file_bytes = beings_bytes.len() as u64;
         rebuilt.slots_on_file = rebuilt.slots_after_file.len() as u64;
         rebuilt.slots_after_file.clear();
         *indexes = rebuilt;
@@ -263,21 +277,6 @@ impl Committer {
         self.shared.heads.lock().map_err(|_| StoreError::Closed)?.clear();
         Ok(report)
     }
-}
-
-/// The byte length of the first `beings` records of the beings index.
-fn beings_file_len(path: &std::path::Path, beings: u32) -> Result<u64, StoreError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => return Err(StoreError::Io { reason: format!("{}: {error}", path.display()) }),
-    };
-    let (decoded, _) = super::index::decode_beings(&bytes);
-    let mut out = Vec::new();
-    for (being, name) in decoded.iter().take(beings as usize) {
-        encode_being(being, name, &mut out);
-    }
-    Ok(out.len() as u64)
 }
 
 /// Opens an index file to append, cut back to `len` bytes (its whole,

@@ -143,6 +143,9 @@ pub(super) struct Indexes {
     pub names: BTreeSet<(String, BeingId)>,
     /// Beings recorded in `beings.index` (the rest are still to be written).
     pub beings_on_file: u32,
+    /// The bytes of `beings.index` those records take (past them, the file
+    /// is cut back before more are written).
+    pub beings_file_bytes: u64,
     /// Facts whose slot `land.index` holds (its first whole, checked records).
     pub slots_on_file: u64,
     /// Slots of land seqs `slots_on_file..`.

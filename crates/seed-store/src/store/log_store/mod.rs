@@ -193,7 +193,7 @@ impl LogStore {
             reason: "not stored".into(),
         })?;
         let slot = self.shared.slot(land_seq)?;
-        let path = self.shared.segment_path(land_seq)?;
+        let (_, path, _) = self.shared.segment_of(land_seq)?;
         crate::store::segments::rewrite_frame_unchecked(&path, slot.offset, land_seq, envelope)
             .map_err(segment_error)?;
         self.shared.heads.lock().map_err(|_| StoreError::Closed)?.remove(being);
@@ -243,11 +243,12 @@ fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpe
     let mut indexes = Indexes::default();
     let beings_path = dir.join(BEINGS_INDEX_FILE);
     let beings_bytes = read_if_present(&beings_path)?;
-    let (beings, _) = decode_beings(&beings_bytes);
+    let (beings, beings_file_bytes) = decode_beings(&beings_bytes);
     for (being, name) in beings {
         indexes.add_being(being, name);
     }
     indexes.beings_on_file = indexes.beings.len() as u32;
+    indexes.beings_file_bytes = beings_file_bytes as u64;
     let land_path = dir.join(LAND_INDEX_FILE);
     let mut last_on_file = None;
     match File::open(&land_path) {
@@ -301,6 +302,17 @@ fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpe
     Ok((indexes, log))
 }
 
+/// The error of a `land.index` record whose check does not hold.
+fn damaged_land_record(path: &Path, land_seq: u64) -> StoreError {
+    StoreError::Io {
+        reason: format!(
+            "{} at byte {}: the index record of land seq {land_seq} does not hold (run `seed reindex`)",
+            path.display(),
+            land_seq * LAND_RECORD_BYTES as u64
+        ),
+    }
+}
+
 fn read_if_present(path: &Path) -> Result<Vec<u8>, LogOpenError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(bytes),
@@ -346,13 +358,7 @@ impl Shared {
         use std::os::unix::fs::FileExt;
         let file = self.land_index.read().map_err(|_| StoreError::Closed)?.clone();
         let path = self.dir.join(LAND_INDEX_FILE);
-        let damaged = || StoreError::Io {
-            reason: format!(
-                "{} at byte {}: the index record of land seq {land_seq} does not hold (run `seed reindex`)",
-                path.display(),
-                land_seq * LAND_RECORD_BYTES as u64
-            ),
-        };
+        let damaged = || damaged_land_record(&path, land_seq);
         let file = file.ok_or_else(damaged)?;
         let mut record = [0u8; LAND_RECORD_BYTES];
         file.read_exact_at(&mut record, land_seq * LAND_RECORD_BYTES as u64)
@@ -380,13 +386,7 @@ impl Shared {
                 .map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?;
             for (index, record) in bytes.chunks_exact(LAND_RECORD_BYTES).enumerate() {
                 let land_seq = from + index as u64;
-                let slot = decode_land_slot(land_seq, record).ok_or_else(|| StoreError::Io {
-                    reason: format!(
-                        "{} at byte {}: the index record of land seq {land_seq} does not hold (run `seed reindex`)",
-                        path.display(),
-                        land_seq * LAND_RECORD_BYTES as u64
-                    ),
-                })?;
+                let slot = decode_land_slot(land_seq, record).ok_or_else(|| damaged_land_record(&path, land_seq))?;
                 slots.push((land_seq, slot));
             }
         }
@@ -394,15 +394,6 @@ impl Shared {
             slots.push((land_seq, indexes.slots_after_file[(land_seq - indexes.slots_on_file) as usize]));
         }
         Ok(slots)
-    }
-
-    fn segment_path(&self, land_seq: u64) -> Result<PathBuf, StoreError> {
-        let segments = self.segments.read().map_err(|_| StoreError::Closed)?;
-        let at = segments.partition_point(|(first, _)| *first <= land_seq);
-        match at.checked_sub(1).and_then(|at| segments.get(at)) {
-            Some((_, path)) => Ok(path.clone()),
-            None => Err(StoreError::Io { reason: format!("no segment holds land seq {land_seq}") }),
-        }
     }
 
     /// The segment holding `land_seq`: its first land seq, its path and the
@@ -761,16 +752,16 @@ impl Store for LogStore {
     fn derived_index_digest(&self) -> Result<Hash32, StoreError> {
         let mut hasher = blake3::Hasher::new();
         let len = self.land_len()?;
-        for (land_seq, slot) in self.shared.slots(0, len)? {
+        let slots = self.shared.slots(0, len)?;
+        let indexes = self.shared.indexes()?;
+        for (land_seq, slot) in slots {
             hasher.update(&land_seq.to_be_bytes());
             hasher.update(&slot.offset.to_be_bytes());
             hasher.update(&slot.seq.to_be_bytes());
             hasher.update(&slot.flags.to_be_bytes());
-            let indexes = self.shared.indexes()?;
             let being = indexes.beings.get(slot.ordinal as usize).map(|entry| entry.id).unwrap_or(BeingId::ZERO);
             hasher.update(being.as_bytes());
         }
-        let indexes = self.shared.indexes()?;
         for (name, being) in &indexes.names {
             hasher.update(&(name.len() as u64).to_be_bytes());
             hasher.update(name.as_bytes());
