@@ -139,3 +139,77 @@ fn a_full_disk_is_one_error_and_the_land_goes_on_when_space_returns() {
     assert!(more.status.success(), "{}", stderr(&more));
     assert!(common::seed(&land, &["verify", "--no-checkpoint"]).status.success());
 }
+
+/// How long `seed up` may take to meet the full disk, to go on once space
+/// returns, and to stop once interrupted.
+const UP_FULL_DISK_WAIT_MS: u64 = 30_000;
+
+/// `seed up` on a disk that fills: the failing write is logged once (not at
+/// every round), no message suggests discarding the land, rounds go on by
+/// themselves when space returns, ctrl-c stops it at once, and the land
+/// verifies clean.
+#[test]
+fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_ctrl_c() {
+    let dir = tempfile::tempdir().expect("folder");
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).expect("mount point");
+    if !mount_small_tmpfs(&mount, 16) {
+        eprintln!("skipped: mounting a 16 MB tmpfs needs root (CI runs as root)");
+        return;
+    }
+    let _unmount = Unmount(&mount);
+    let land = mount.join("land");
+    let log = dir.path().join("up.log");
+    let out = dir.path().join("up.out");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let addr = listener.local_addr().expect("address").to_string();
+    drop(listener);
+    let mut up = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("--land")
+        .arg(&land)
+        .args(["up", "--addr", &addr, "--round-ms", "50"])
+        .env_remove("SEED_LAND")
+        .env("RUST_LOG", "info")
+        .stdout(std::fs::File::create(&out).expect("output file"))
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start seed up");
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+    let printed = || std::fs::read_to_string(&out).unwrap_or_default();
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "{what}: {}", logged());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    wait_for("the land is up", &|| printed().contains("seed is up"));
+    // Fill the disk to the last byte.
+    let filler = mount.join("filler");
+    let mut file = std::fs::File::create(&filler).expect("filler");
+    while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
+    let _ = std::io::Write::write_all(&mut file, &[0u8; 1]);
+    drop(file);
+    wait_for("a round fails", &|| logged().contains("No space left on device"));
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    let failures = logged().lines().filter(|line| line.contains("a round failed")).count();
+    assert_eq!(failures, 1, "one line for a lasting failure: {}", logged());
+    assert!(!logged().contains("restore") && !logged().contains("re-import"), "{}", logged());
+    std::fs::remove_file(&filler).expect("free the space");
+    wait_for("rounds go on", &|| logged().contains("rounds go on again"));
+    let interrupted = std::time::Instant::now();
+    // SAFETY: kill only sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(up.id() as libc::pid_t, libc::SIGINT) }, 0);
+    let status = loop {
+        if let Some(status) = up.try_wait().expect("wait for seed up") {
+            break status;
+        }
+        assert!(interrupted.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "ctrl-c: {}", logged());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}: {}", logged());
+    assert!(printed().contains("seed is down: the land is closed"), "{}", printed());
+    let verify = common::seed(&land, &["verify", "--no-checkpoint"]);
+    assert!(verify.status.success(), "{}", stdout(&verify));
+}

@@ -26,6 +26,58 @@ use std::time::Duration;
 /// waits for no round. The store's committer keeps the normal priority, so
 /// an acknowledged write is not delayed behind rounds.
 pub const ROUND_THREAD_NICE: i32 = 10;
+/// While rounds keep failing the same way (a full disk), the failure is
+/// logged when it starts and again after this long, not at every round.
+pub const ROUND_FAILURE_REPEAT_LOG_MS: u64 = 60_000;
+/// Rounds that must go on in a row after failures before the log says the
+/// failure is over (a round with nothing to write succeeds on a full disk too).
+pub const ROUNDS_GOING_ON_BEFORE_ALL_CLEAR: u64 = 10;
+
+/// Failing rounds, so that a lasting failure is one log line (and a
+/// reminder now and then) and its end is one more.
+#[derive(Default)]
+struct RoundFailures {
+    /// Rounds failed since the log last said all was well.
+    failed: u64,
+    /// Rounds gone on since the last failure.
+    went_on_in_a_row: u64,
+    last_reason: Option<String>,
+    /// When a failure was last logged (the log's clock only: nothing here
+    /// reaches a fact).
+    logged_at: Option<std::time::Instant>,
+}
+
+impl RoundFailures {
+    fn round_failed(&mut self, error: &EngineError) {
+        self.failed += 1;
+        self.went_on_in_a_row = 0;
+        let reason = error.to_string();
+        let repeat_due = self
+            .logged_at
+            .is_none_or(|logged_at| logged_at.elapsed() >= Duration::from_millis(ROUND_FAILURE_REPEAT_LOG_MS));
+        if self.last_reason.as_deref() != Some(reason.as_str()) || repeat_due {
+            tracing::error!(
+                error = %reason,
+                failed_rounds = self.failed,
+                "a round failed (rounds are retried; while this lasts it is logged again every {} s)",
+                ROUND_FAILURE_REPEAT_LOG_MS / 1000
+            );
+            self.logged_at = Some(std::time::Instant::now());
+            self.last_reason = Some(reason);
+        }
+    }
+
+    fn round_went_on(&mut self) {
+        if self.failed == 0 {
+            return;
+        }
+        self.went_on_in_a_row += 1;
+        if self.went_on_in_a_row >= ROUNDS_GOING_ON_BEFORE_ALL_CLEAR {
+            tracing::info!(failed_rounds = self.failed, "rounds go on again");
+            *self = RoundFailures::default();
+        }
+    }
+}
 
 /// Lowers the calling thread's scheduling priority (on Linux the nice value
 /// is per thread, and threads it starts inherit it). Best effort: a system
@@ -328,13 +380,15 @@ impl LiveLand {
             .name("seed-rounds".into())
             .spawn(move || {
                 lower_this_threads_priority(ROUND_THREAD_NICE);
+                let mut failures = RoundFailures::default();
                 while !land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(round_ms));
                     if land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
                         break;
                     }
-                    if let Err(error) = land.round() {
-                        tracing::error!(%error, "a round failed");
+                    match land.round() {
+                        Ok(()) => failures.round_went_on(),
+                        Err(error) => failures.round_failed(&error),
                     }
                 }
             })

@@ -68,7 +68,7 @@ pub struct SledStore {
 pub enum SledOpenError {
     #[error("the store is locked by another process (is another `seed` running on this land?)")]
     Locked,
-    #[error("the store is corrupt ({reason}); restore the land from a copy or re-import its reels")]
+    #[error("the land's old (sled) store cannot be read ({reason}); nothing was changed or removed, so the land folder still holds every byte it held for a repair")]
     Corrupt { reason: String },
     #[error("the store holds {found} facts but {witness} recorded {recorded} acknowledged facts: it was truncated or replaced by an older copy (if you restored a copy on purpose, delete {witness})")]
     Truncated { found: u64, recorded: u64, witness: String },
