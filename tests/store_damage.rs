@@ -82,39 +82,49 @@ fn every_flipped_byte_of_the_store_files_gives_one_clear_answer_and_no_panic() {
     assert!(clean.status.success(), "{}", stdout(&clean));
 }
 
-/// Mounts a tmpfs of `megabytes` at `at`; false where this process may not
-/// mount (the test then says so and passes: it needs root, as CI has).
-fn mount_small_tmpfs(at: &Path, megabytes: u64) -> bool {
-    Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
-        .arg(at)
+/// A 16 MB tmpfs mounted in a fresh folder, unmounted when dropped; `None`
+/// where this process may not mount (the test then says so and passes: it
+/// needs root, as CI has).
+fn small_tmpfs() -> Option<SmallDisk> {
+    let dir = tempfile::tempdir().expect("folder");
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).expect("mount point");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={SMALL_DISK_MEGABYTES}m"), "tmpfs"])
+        .arg(&mount)
         .output()
-        .is_ok_and(|output| output.status.success())
+        .is_ok_and(|output| output.status.success());
+    if !mounted {
+        eprintln!("skipped: mounting a {SMALL_DISK_MEGABYTES} MB tmpfs needs root (CI runs as root)");
+        return None;
+    }
+    Some(SmallDisk { mount, dir })
 }
 
-struct Unmount<'a>(&'a Path);
+/// The size of the disks the full-disk tests fill.
+const SMALL_DISK_MEGABYTES: u64 = 16;
 
-impl Drop for Unmount<'_> {
+struct SmallDisk {
+    mount: std::path::PathBuf,
+    /// The folder holding the mount point (and anything else a test keeps off the small disk).
+    dir: tempfile::TempDir,
+}
+
+impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0).output();
+        let _ = Command::new("umount").arg(&self.mount).output();
     }
 }
 
 #[test]
 fn a_full_disk_is_one_error_and_the_land_goes_on_when_space_returns() {
-    let dir = tempfile::tempdir().expect("folder");
-    let mount = dir.path().join("small");
-    std::fs::create_dir(&mount).expect("mount point");
-    if !mount_small_tmpfs(&mount, 16) {
-        eprintln!("skipped: mounting a 16 MB tmpfs needs root (CI runs as root)");
-        return;
-    }
-    let _unmount = Unmount(&mount);
+    let Some(disk) = small_tmpfs() else { return };
+    let mount = &disk.mount;
     let land = mount.join("land");
     assert!(common::seed(&land, &["plant"]).status.success());
     // Leave about 300 KB free.
     let filler = mount.join("filler");
-    let statistics = Command::new("df").args(["-k", "--output=avail"]).arg(&mount).output().expect("df");
+    let statistics = Command::new("df").args(["-k", "--output=avail"]).arg(mount).output().expect("df");
     let available_kb: u64 =
         stdout(&statistics).lines().nth(1).and_then(|line| line.trim().parse().ok()).expect("available space");
     let filler_bytes = (available_kb.saturating_sub(300) * 1024) as usize;
@@ -150,17 +160,11 @@ const UP_FULL_DISK_WAIT_MS: u64 = 30_000;
 /// verifies clean.
 #[test]
 fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_ctrl_c() {
-    let dir = tempfile::tempdir().expect("folder");
-    let mount = dir.path().join("small");
-    std::fs::create_dir(&mount).expect("mount point");
-    if !mount_small_tmpfs(&mount, 16) {
-        eprintln!("skipped: mounting a 16 MB tmpfs needs root (CI runs as root)");
-        return;
-    }
-    let _unmount = Unmount(&mount);
+    let Some(disk) = small_tmpfs() else { return };
+    let (mount, dir) = (&disk.mount, disk.dir.path());
     let land = mount.join("land");
-    let log = dir.path().join("up.log");
-    let out = dir.path().join("up.out");
+    let log = dir.join("up.log");
+    let out = dir.join("up.out");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let addr = listener.local_addr().expect("address").to_string();
     drop(listener);
