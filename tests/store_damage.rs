@@ -101,6 +101,17 @@ fn small_tmpfs() -> Option<SmallDisk> {
     Some(SmallDisk { mount, dir })
 }
 
+/// A child process killed if a test fails while it runs, so that the small
+/// disk it holds open can be unmounted.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The size of the disks the full-disk tests fill.
 const SMALL_DISK_MEGABYTES: u64 = 16;
 
@@ -168,17 +179,19 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let addr = listener.local_addr().expect("address").to_string();
     drop(listener);
-    let mut up = Command::new(env!("CARGO_BIN_EXE_seed"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("--land")
-        .arg(&land)
-        .args(["up", "--addr", &addr, "--round-ms", "50"])
-        .env_remove("SEED_LAND")
-        .env("RUST_LOG", "info")
-        .stdout(std::fs::File::create(&out).expect("output file"))
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("start seed up");
+    let mut up = KilledOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_seed"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("--land")
+            .arg(&land)
+            .args(["up", "--addr", &addr, "--round-ms", "50"])
+            .env_remove("SEED_LAND")
+            .env("RUST_LOG", "info")
+            .stdout(std::fs::File::create(&out).expect("output file"))
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start seed up"),
+    );
     let logged = || std::fs::read_to_string(&log).unwrap_or_default();
     let printed = || std::fs::read_to_string(&out).unwrap_or_default();
     let wait_for = |what: &str, done: &dyn Fn() -> bool| {
@@ -204,9 +217,9 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
     wait_for("rounds go on", &|| logged().contains("rounds go on again"));
     let interrupted = std::time::Instant::now();
     // SAFETY: kill only sends a signal to the child this test started.
-    assert_eq!(unsafe { libc::kill(up.id() as libc::pid_t, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(up.0.id() as libc::pid_t, libc::SIGINT) }, 0);
     let status = loop {
-        if let Some(status) = up.try_wait().expect("wait for seed up") {
+        if let Some(status) = up.0.try_wait().expect("wait for seed up") {
             break status;
         }
         assert!(interrupted.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "ctrl-c: {}", logged());
