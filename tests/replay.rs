@@ -262,6 +262,13 @@ fn replay_refuses_bad_input_with_a_clear_error() {
     let missing = seed(&planted, &["replay", "@operator"]);
     assert!(!missing.status.success());
     assert!(stderr(&missing).contains("--fixture"), "{}", stderr(&missing));
+    // No land at all is said so, for one being and for all.
+    let nowhere = no_definitions.path().join("nowhere");
+    for arguments in [&["replay", "@operator"][..], &["replay", "--all"]] {
+        let output = seed(&nowhere, arguments);
+        assert_eq!(output.status.code(), Some(1), "{arguments:?}");
+        assert!(stderr(&output).starts_with("error: no land at"), "{arguments:?}: {}", stderr(&output));
+    }
 }
 
 /// `seed replay --fork ... --json`: the exit code and the report.

@@ -93,6 +93,11 @@ pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<
             role_dirs: Vec::new(),
         }),
         (None, Some(recorded)) => Ok(recorded),
+        // No land at all is the clearer thing to say.
+        (None, None) if !land_dir.is_dir() => Err(seed::land::LandError::NoLand { dir: land_dir.to_path_buf() }.into()),
+        (None, None) if !land_dir.join(seed::land::LAND_META_FILE).is_file() => {
+            Err(seed::land::LandError::NotALand { dir: land_dir.to_path_buf() }.into())
+        }
         (None, None) => bail!(
             "{} is missing: pass --fixture FILE (the world whose roles and extensions the moments used)",
             path.display()
