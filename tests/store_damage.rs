@@ -230,3 +230,30 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
     let verify = common::seed(&land, &["verify", "--no-checkpoint"]);
     assert!(verify.status.success(), "{}", stdout(&verify));
 }
+
+/// A frame at the end of the log that no reel can claim (its envelope is not
+/// a fact) is named by `seed verify` by its land seq, its file and its byte,
+/// as a problem of the land log (no index rebuild mends it).
+#[test]
+fn a_frame_no_reel_can_claim_is_named_by_verify() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    assert!(common::seed(&land, &["plant"]).status.success());
+    assert!(common::seed(&land, &["stress", "--beings", "2", "--facts", "5"]).status.success());
+    let facts = {
+        let opened = seed::land::Land::open(&land).expect("open");
+        let facts = opened.store().land_len().expect("length");
+        opened.close().expect("close");
+        facts
+    };
+    let segments = land.join("log").join(seed::store::LOG_STORE_SEGMENTS_DIR);
+    let mut log = seed::store::segments::SegmentLog::open_for_appending(&segments, 1 << 20).expect("the segment log");
+    log.append_group([&b"not a fact"[..]]).expect("appended");
+    drop(log);
+    let verify = common::seed(&land, &["verify", "--no-checkpoint"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stdout(&verify));
+    let named = format!("land log: land seq {facts}: {}", segments.display());
+    assert!(stdout(&verify).contains(&named), "{}", stdout(&verify));
+    assert!(stdout(&verify).contains("holds no fact a reel can claim"), "{}", stdout(&verify));
+    assert!(!stdout(&verify).contains("reindex"), "{}", stdout(&verify));
+}

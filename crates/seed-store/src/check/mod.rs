@@ -934,8 +934,17 @@ fn land_log_problems(
         expected = land_seq + 1;
         index = end;
     }
+    let unclaimed = store.unclaimed_records()?;
+    for (land_seq, reason) in &unclaimed {
+        problems.push(Problem {
+            being: None,
+            name: None,
+            seq: None,
+            kind: ProblemKind::LandLog { reason: format!("land seq {land_seq}: {reason}") },
+        });
+    }
     let logged = store.land_len()?;
-    if logged != count && problems.is_empty() {
+    if logged != count + unclaimed.len() as u64 && problems.is_empty() {
         problems.push(Problem {
             being: None,
             name: None,

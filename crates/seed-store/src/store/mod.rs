@@ -270,6 +270,15 @@ pub trait Store: Send + Sync {
     /// Drops every derived index and rebuilds it from the primary records.
     fn reindex(&self) -> Result<ReindexReport, StoreError>;
 
+    /// Records of the primary data that hold no fact a reel can claim (a
+    /// frame of the log that does not decode as a fact, or is out of its
+    /// reel's order), each named by its land seq and place: verification
+    /// names them beside what the reels tell it. Empty where the store keeps
+    /// every record under its reel.
+    fn unclaimed_records(&self) -> Result<Vec<(u64, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Differences between the derived indexes and `expected` (what the
     /// verifier derived from the facts it checked); entries of beings in
     /// `expected.skip` are not compared. Empty when they agree.

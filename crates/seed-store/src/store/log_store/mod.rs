@@ -685,6 +685,25 @@ impl Store for LogStore {
         self.committing.reindex(self.no_committer())
     }
 
+    fn unclaimed_records(&self) -> Result<Vec<(u64, String)>, StoreError> {
+        let unindexed = self.shared.indexes()?.unindexed.clone();
+        let mut unclaimed = Vec::with_capacity(unindexed.len());
+        for land_seq in unindexed {
+            let slot = self.shared.slot(land_seq)?;
+            let (_, path, _) = self.shared.segment_of(land_seq)?;
+            unclaimed.push((
+                land_seq,
+                format!(
+                    "{} at byte {}: the frame holds no fact a reel can claim (it does not decode as a fact, or it \
+                     is out of its reel's order)",
+                    path.display(),
+                    slot.offset
+                ),
+            ));
+        }
+        Ok(unclaimed)
+    }
+
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
         let mut problems = Vec::new();
         let mut push = |problem: String| {
