@@ -5,13 +5,14 @@
 //! Memory holds the world, the acts in flight and one window of the land log,
 //! not the land. Verification reads the store a slice of beings at a time
 //! (`check::verify_land_trusting`) on its own thread, while the fold reads the
-//! land log a window at a time (`LandWindow`). Before the fold, one pass reads
-//! each act's opening cursor (nothing else): the fold reaches a cursor knowing
-//! which acts opened there, reads ahead to them (or, beyond
-//! `LandWindows::read_ahead_facts_max`, reads each on its own) and recomputes
-//! them in parallel (the beats are pure); the seal-time rules and the
-//! comparison then run in land order, each against the world as the earlier
-//! facts left it, exactly as the simulation sealed them.
+//! land log a window at a time (`LandWindow`), reading ahead
+//! (`LandWindows::read_ahead_facts_max`) so that it knows which acts opened at
+//! a cursor when it gets there. Those are recomputed in parallel (the beats
+//! are pure); the seal-time rules and the comparison then run in land order,
+//! each against the world as the earlier facts left it, exactly as the
+//! simulation sealed them. An act sealed farther from its opening than the
+//! read-ahead is found late, and the fold runs again after a pass that reads
+//! every act's opening cursor (nothing else) first: the same report, later.
 //!
 //! Of an act, only what its moment reads (its opening, `opening.rs`) is read,
 //! the rest skipped by its heads; the whole body is read only to explain a
@@ -124,9 +125,11 @@ pub fn replay_land(
 pub struct LandWindows {
     /// Land seqs read from the store and decoded at a time.
     pub window_facts: u64,
-    /// How far ahead of the fold the windows are read to reach the acts
-    /// that opened at a cursor; an act sealed farther from the fold is read
-    /// on its own and held until the fold reaches it.
+    /// How far ahead of the fold the windows are read, so that the acts
+    /// that opened at its cursor are known when it gets there. An act
+    /// sealed farther from where it opened is found late, and the fold runs
+    /// again after reading every act's opening first; that fold reads such
+    /// an act on its own and holds it until it gets there.
     pub read_ahead_facts_max: u64,
 }
 
@@ -161,7 +164,16 @@ pub fn replay_land_in_windows(
             let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
             verify_land_trusting(store, checkpoint, how)
         });
-        let replayed = fold_and_recompute(store, substrate, threads, windows, snapshot_claims, progress);
+        let how = FoldPlan { threads, windows, snapshot_claims, progress };
+        // Acts open near where they are sealed, so the fold first learns
+        // where each opened from the windows it reads ahead; an act sealed
+        // farther from its opening than that is found late, and the fold
+        // runs again after a pass that reads every opening first.
+        let replayed = fold_and_recompute(store, substrate, &how, false).and_then(|replayed| match replayed {
+            Some(replayed) => Ok(replayed),
+            None => Ok(fold_and_recompute(store, substrate, &how, true)?
+                .expect("with every opening read first, no act is found late")),
+        });
         // A verifier that panicked is a bug in this build, not in the land.
         (verification.join().expect("the verification thread panicked"), replayed)
     });
@@ -220,11 +232,10 @@ impl Replayed {
 fn fold_and_recompute(
     store: &dyn Store,
     substrate: &Substrate,
-    threads: usize,
-    windows: LandWindows,
-    snapshot_claims: &BTreeMap<u64, Hash32>,
-    progress: &dyn Progress,
-) -> Result<Replayed, StoreError> {
+    plan: &FoldPlan<'_>,
+    openings_first: bool,
+) -> Result<Option<Replayed>, StoreError> {
+    let FoldPlan { threads, windows, snapshot_claims, progress } = *plan;
     let mut replayed =
         Replayed { moments: 0, divergences_total: 0, divergences: Vec::new(), snapshot_mismatches: Vec::new() };
     // The world the fold has built after the first `cursor` facts, against
@@ -235,9 +246,12 @@ fn fold_and_recompute(
         }
     };
     let land_len = store.land_len()?;
-    let mut by_cursor = openings_by_cursor(store, land_len, threads, windows.window_facts, progress)?;
     let flows = GenesisFlows::default();
     let mut window = LandWindow::new(store, land_len, threads, windows, &flows);
+    if openings_first {
+        window.by_cursor = openings_by_cursor(store, land_len, threads, windows.window_facts, progress)?;
+        window.openings_read = true;
+    }
     let mut world = World::new();
     let mut spent = Spent::default();
     progress.stage("replaying the land log", land_len, "facts");
@@ -247,7 +261,14 @@ fn fold_and_recompute(
         }
         spent.free_if_full();
         check_snapshot(land_seq, &world, &mut replayed.snapshot_mismatches);
-        if let Some(opening) = by_cursor.remove(&world.cursor) {
+        if !window.openings_read {
+            window.read_to(land_seq.saturating_add(windows.read_ahead_facts_max).saturating_add(1))?;
+            if window.found_late {
+                drop_in_background((spent, world, window.into_parts()));
+                return Ok(None);
+            }
+        }
+        if let Some(opening) = window.take_openings(world.cursor) {
             window.read_acts(&opening)?;
             let acts: Vec<(BeingId, &LandAct)> = opening.iter().filter_map(|seq| window.act(*seq)).collect();
             let outcomes = recompute_all(substrate, &world, &acts, threads);
@@ -331,14 +352,23 @@ fn fold_and_recompute(
     let reported = land_len.saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
     progress.advance(land_len - reported);
     drop_in_background((spent, world));
-    Ok(replayed)
+    Ok(Some(replayed))
+}
+
+/// How a fold of the land log runs, besides what it folds.
+struct FoldPlan<'a> {
+    threads: usize,
+    windows: LandWindows,
+    snapshot_claims: &'a BTreeMap<u64, Hash32>,
+    progress: &'a dyn Progress,
 }
 
 /// Land seqs a land-wide replay reads from the store and decodes at a time.
 pub const LAND_REPLAY_WINDOW_FACTS: u64 = 8_192;
 /// How far ahead of the fold the windows are read to reach the acts that
-/// opened at a cursor ([`LandWindows::read_ahead_facts_max`]).
-pub const LAND_REPLAY_READ_AHEAD_FACTS_MAX: u64 = 65_536;
+/// opened at a cursor ([`LandWindows::read_ahead_facts_max`]): rounds of
+/// the engine seal their acts within as many facts as beings acted.
+pub const LAND_REPLAY_READ_AHEAD_FACTS_MAX: u64 = 16_384;
 /// Folded facts whose memory is handed to a background thread at once, so
 /// that the fold's single thread moves pointers and frees nothing.
 const LAND_REPLAY_FREED_FACTS_AT_ONCE: usize = 4_096;
@@ -398,6 +428,18 @@ struct LandWindow<'a> {
     decoded: VecDeque<Option<Decoded>>,
     /// Acts beyond what the windows have reached, read on their own.
     far: BTreeMap<u64, Decoded>,
+    /// The land seqs of the acts read so far (or of every act, once
+    /// `openings_read`), by the cursor each opened at; taken as the fold
+    /// reaches each cursor.
+    by_cursor: BTreeMap<u64, Vec<u64>>,
+    /// Every act's opening was read before the fold began.
+    openings_read: bool,
+    /// The last cursor whose acts the fold took.
+    openings_taken_through: Option<u64>,
+    /// An act was read whose cursor the fold had already passed: its moment
+    /// was not recomputed there, so the fold must run again with every
+    /// opening read first.
+    found_late: bool,
 }
 
 impl<'a> LandWindow<'a> {
@@ -408,8 +450,45 @@ impl<'a> LandWindow<'a> {
         windows: LandWindows,
         flows: &'a GenesisFlows,
     ) -> LandWindow<'a> {
-        let decoded = VecDeque::new();
-        LandWindow { store, land_len, threads, windows, flows, first: 0, decoded, far: BTreeMap::new() }
+        LandWindow {
+            store,
+            land_len,
+            threads,
+            windows,
+            flows,
+            first: 0,
+            decoded: VecDeque::new(),
+            far: BTreeMap::new(),
+            by_cursor: BTreeMap::new(),
+            openings_read: false,
+            openings_taken_through: None,
+            found_late: false,
+        }
+    }
+
+    /// What the window holds, to be freed away from the fold's thread.
+    fn into_parts(self) -> (VecDeque<Option<Decoded>>, BTreeMap<u64, Decoded>) {
+        (self.decoded, self.far)
+    }
+
+    /// Notes where the act at `land_seq` opened, when the openings were not
+    /// read first.
+    fn note_opening(&mut self, cursor: u64, land_seq: u64) {
+        if self.openings_read {
+            return;
+        }
+        if self.openings_taken_through.is_some_and(|taken| cursor <= taken) {
+            self.found_late = true;
+        }
+        self.by_cursor.entry(cursor).or_default().push(land_seq);
+    }
+
+    /// The land seqs of the acts that opened at `cursor`, as far as they
+    /// are known (every one, when the openings were read first); the fold
+    /// takes each cursor's once, in order.
+    fn take_openings(&mut self, cursor: u64) -> Option<Vec<u64>> {
+        self.openings_taken_through = Some(cursor);
+        self.by_cursor.remove(&cursor)
     }
 
     /// The land seq the windows have read up to.
@@ -432,6 +511,9 @@ impl<'a> LandWindow<'a> {
                 // An act already read on its own stays where it is.
                 if self.far.contains_key(&land_seq) {
                     continue;
+                }
+                if let Some(Decoded::Act { act, .. }) = &decoded {
+                    self.note_opening(act.opening.cursor, land_seq);
                 }
                 if let Some(slot) = land_seq.checked_sub(from).and_then(|at| slots.get_mut(usize::try_from(at).ok()?)) {
                     *slot = decoded;
