@@ -256,4 +256,9 @@ fn a_frame_no_reel_can_claim_is_named_by_verify() {
     assert!(stdout(&verify).contains(&named), "{}", stdout(&verify));
     assert!(stdout(&verify).contains("holds no fact a reel can claim"), "{}", stdout(&verify));
     assert!(!stdout(&verify).contains("reindex"), "{}", stdout(&verify));
+    // A land that cannot fold its world says where and what to run, and starts nothing.
+    let up = common::seed(&land, &["up", "--addr", "127.0.0.1:0"]);
+    assert_eq!(up.status.code(), Some(1), "{}", stderr(&up));
+    let hole = format!("the land log has no fact a reel claims at land seq {facts}");
+    assert!(stderr(&up).contains(&hole) && stderr(&up).contains("seed verify"), "{}", stderr(&up));
 }

@@ -60,6 +60,12 @@ pub enum EngineError {
     Store(#[from] crate::store::StoreError),
     #[error("moment trace {path}: {source}")]
     Trace { path: PathBuf, source: std::io::Error },
+    /// The land log holds no readable fact at a land seq the fold needs.
+    #[error(
+        "the land log has no fact a reel claims at land seq {land_seq}, so the world cannot be folded past it; \
+         run `seed verify` to see what is wrong there"
+    )]
+    LandLogHole { land_seq: u64 },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -131,7 +137,10 @@ pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), 
         let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
         let read = store.land_log_with_envelopes(next, to)?;
         if read.len() as u64 != to - next {
-            return Err(EngineError::Internal(format!("the land log from {next} to {to} has holes")));
+            // The first land seq the entries skip.
+            let land_seq = (next..to).zip(&read).find(|(expected, (entry, _))| entry.land_seq != *expected);
+            let land_seq = land_seq.map_or(next + read.len() as u64, |(expected, _)| expected);
+            return Err(EngineError::LandLogHole { land_seq });
         }
         for (entry, envelope) in read {
             let stored = crate::store::decode_entry_envelope(&entry, &envelope)?;
