@@ -296,6 +296,12 @@ fn heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening(
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
+/// The envelope of each of the first `len` facts of the land log, in order.
+fn envelopes_in_land_order(store: &dyn seed::store::Store, len: u64) -> Vec<Vec<u8>> {
+    let entries = store.land_log(0, len).expect("log");
+    entries.iter().map(|entry| store.fact_at(entry).expect("read").expect("stored").fact.encode_envelope()).collect()
+}
+
 #[test]
 fn a_land_of_an_earlier_build_in_a_sled_store_is_migrated_once_byte_for_byte() {
     let test = plant();
@@ -308,12 +314,7 @@ fn a_land_of_an_earlier_build_in_a_sled_store_is_migrated_once_byte_for_byte() {
     let path = test.path();
     let store = test.land.store();
     let len = store.land_len().expect("length");
-    let facts: Vec<_> = store
-        .land_log(0, len)
-        .expect("log")
-        .iter()
-        .map(|entry| store.fact_at(entry).expect("read").expect("stored").fact.encode_envelope())
-        .collect();
+    let facts = envelopes_in_land_order(store, len);
     let digest = store.derived_index_digest().expect("digest");
     test.land.close().expect("close");
     common::rewrite_as_sled_land(&path);
@@ -330,12 +331,7 @@ fn a_land_of_an_earlier_build_in_a_sled_store_is_migrated_once_byte_for_byte() {
     assert!(!path.join("store").exists() && path.join("log").is_dir(), "migrated once into log/");
     let store = land.store();
     assert_eq!(store.land_len().expect("length"), len);
-    let migrated: Vec<_> = store
-        .land_log(0, len)
-        .expect("log")
-        .iter()
-        .map(|entry| store.fact_at(entry).expect("read").expect("stored").fact.encode_envelope())
-        .collect();
+    let migrated = envelopes_in_land_order(store, len);
     assert_eq!(migrated, facts, "every fact at its land seq, byte for byte");
     assert_eq!(store.derived_index_digest().expect("digest"), digest);
     note(&land, &worker, "after the migration");

@@ -699,7 +699,7 @@ pub fn verify_land_in_slices_trusting(
     slice_facts: usize,
 ) -> Result<LandReport, StoreError> {
     let every_signature = |refused: Option<CheckpointRefused>| -> Result<LandReport, StoreError> {
-        let mut report = verify_slices(store, how, 0, None, slice_facts)?.report;
+        let mut report = verify_land_in_slices(store, how, slice_facts)?;
         report.checkpoint_refused = refused;
         Ok(report)
     };
@@ -944,7 +944,7 @@ fn land_log_problems(
         });
     }
     let logged = store.land_len()?;
-    if logged != count + unclaimed.len() as u64 && problems.is_empty() {
+    if logged != count && problems.is_empty() {
         problems.push(Problem {
             being: None,
             name: None,

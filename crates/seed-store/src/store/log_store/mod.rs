@@ -345,25 +345,10 @@ impl Shared {
 
     /// Where the fact at `land_seq` is.
     fn slot(&self, land_seq: u64) -> Result<LandSlot, StoreError> {
-        let indexes = self.indexes()?;
-        self.slot_in(&indexes, land_seq)
-    }
-
-    fn slot_in(&self, indexes: &Indexes, land_seq: u64) -> Result<LandSlot, StoreError> {
-        if land_seq >= indexes.slots_on_file {
-            return indexes.slots_after_file.get((land_seq - indexes.slots_on_file) as usize).copied().ok_or_else(
-                || StoreError::Io { reason: format!("land seq {land_seq} is past the end of the land log") },
-            );
+        match self.slots(land_seq, land_seq.saturating_add(1))?.first() {
+            Some((_, slot)) => Ok(*slot),
+            None => Err(StoreError::Io { reason: format!("land seq {land_seq} is past the end of the land log") }),
         }
-        use std::os::unix::fs::FileExt;
-        let file = self.land_index.read().map_err(|_| StoreError::Closed)?.clone();
-        let path = self.dir.join(LAND_INDEX_FILE);
-        let damaged = || damaged_land_record(&path, land_seq);
-        let file = file.ok_or_else(damaged)?;
-        let mut record = [0u8; LAND_RECORD_BYTES];
-        file.read_exact_at(&mut record, land_seq * LAND_RECORD_BYTES as u64)
-            .map_err(|error| StoreError::Io { reason: format!("{}: {error}", path.display()) })?;
-        decode_land_slot(land_seq, &record).ok_or_else(damaged)
     }
 
     /// Slots of land seqs `from..to` (clamped to the log), read in one go
