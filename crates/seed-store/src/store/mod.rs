@@ -9,6 +9,7 @@
 
 mod chain;
 pub mod crash_points;
+pub(crate) mod derived_key;
 mod log_store;
 mod queue;
 pub mod segments;
@@ -78,6 +79,46 @@ pub struct LandEntry {
     pub land_seq: u64,
     pub being: BeingId,
     pub seq: u64,
+}
+
+/// Land log entries with their envelopes side by side in one buffer (what
+/// [`Store::land_log_with_envelopes_unverified`] reads: no allocation a fact).
+#[derive(Debug, Default)]
+pub struct LandLogRead {
+    bytes: Vec<u8>,
+    entries: Vec<(LandEntry, std::ops::Range<usize>)>,
+}
+
+impl LandLogRead {
+    /// Empties it, keeping its memory for the next read.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+
+    /// The buffer a store reads envelopes into, and the entries it places.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<u8>, &mut Vec<(LandEntry, std::ops::Range<usize>)>) {
+        (&mut self.bytes, &mut self.entries)
+    }
+
+    pub fn push(&mut self, entry: LandEntry, envelope: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(envelope);
+        self.entries.push((entry, start..self.bytes.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Each entry with its envelope, in land order.
+    pub fn iter(&self) -> impl Iterator<Item = (&LandEntry, &[u8])> {
+        self.entries.iter().map(|(entry, range)| (entry, &self.bytes[range.clone()]))
+    }
 }
 
 /// What the derived indexes say, independent of how a backend stores them:
@@ -263,6 +304,20 @@ pub trait Store: Send + Sync {
             }
         }
         Ok(read)
+    }
+
+    /// [`Store::land_log_with_envelopes`] for a reader that only plans
+    /// which facts to read in full: each envelope as stored, where the store
+    /// may leave its own check of the record unverified (the log store does
+    /// not compute its frames' checks). What the reader then folds it reads
+    /// again with [`Store::fact_at`] or [`Store::land_log_with_envelopes`].
+    /// `read` is emptied and filled (its memory kept from read to read).
+    fn land_log_with_envelopes_unverified(&self, from: u64, to: u64, read: &mut LandLogRead) -> Result<(), StoreError> {
+        read.clear();
+        for (entry, envelope) in self.land_log_with_envelopes(from, to)? {
+            read.push(entry, &envelope);
+        }
+        Ok(())
     }
 
     fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError>;

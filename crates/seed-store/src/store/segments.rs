@@ -18,6 +18,7 @@
 //! every acknowledged fact is a whole frame).
 
 use crate::store::crash_points::{self, CrashPoint};
+use crate::store::derived_key::DerivedKeyContext;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ const FRAME_HEAD_BYTES: usize = 4 + 4 + 8;
 /// The keyed BLAKE3 prefix closing a frame.
 const FRAME_CHECK_BYTES: usize = 8;
 /// BLAKE3 key-derivation context of a frame's check.
-const FRAME_CHECK_CONTEXT: &str = "seed segment frame v1";
+static FRAME_CHECK_CONTEXT: DerivedKeyContext = DerivedKeyContext::new("seed segment frame v1");
 /// The longest envelope a frame may hold: far over any fact a land accepts
 /// (`fact::FACT_BODY_BYTES_CEILING` and a header), so a length above it is damage.
 pub const FRAME_ENVELOPE_BYTES_MAX: usize = 16 * 1024 * 1024;
@@ -74,7 +75,7 @@ pub struct SegmentLog {
 }
 
 fn frame_check(len: u32, land_seq: u64, envelope: &[u8]) -> [u8; FRAME_CHECK_BYTES] {
-    let mut hasher = blake3::Hasher::new_derive_key(FRAME_CHECK_CONTEXT);
+    let mut hasher = FRAME_CHECK_CONTEXT.hasher();
     hasher.update(&len.to_le_bytes());
     hasher.update(&land_seq.to_le_bytes());
     hasher.update(envelope);
@@ -395,6 +396,10 @@ impl SegmentLog {
         from: u64,
         mut each: impl FnMut(u64, u64, Vec<u8>) -> Result<(), SegmentError>,
     ) -> Result<(), SegmentError> {
+        if from >= self.next_land_seq {
+            // Nothing to read (the open scanned the last segment's tail).
+            return Ok(());
+        }
         let start = self.segments.partition_point(|segment| segment.first_land_seq <= from).saturating_sub(1);
         for segment in &self.segments[start..] {
             let (end, whole_bytes) = self.scan_segment_from(segment, None, |land_seq, offset, envelope| {
@@ -486,6 +491,81 @@ pub fn read_frames_in(
     Ok(frames)
 }
 
+/// One frame of a span read by [`read_frame_span_unverified`]: its land
+/// seq, its offset in the segment, and where its envelope lies in the buffer.
+pub type FrameInSpan = (u64, u64, std::ops::Range<usize>);
+
+/// Reads the frames one after another from `first_offset` of an open
+/// segment `file` (named `path` in errors) up to and including the one at
+/// `last_offset`, in two positioned reads appended to `buffer`, with no
+/// check computed (magic, length and land seq are checked): for a reader
+/// that only plans which facts to read again. Each frame's land seq, offset
+/// and envelope's place in `buffer`.
+pub fn read_frame_span_unverified(
+    file: &fs::File,
+    path: &Path,
+    first_offset: u64,
+    last_offset: u64,
+    buffer: &mut Vec<u8>,
+) -> Result<Vec<FrameInSpan>, SegmentError> {
+    let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
+    let damaged = |offset: u64, reason: String| SegmentError::Damaged { path: path.to_path_buf(), offset, reason };
+    let cut_short = |offset: u64| damaged(offset, "the segment ends inside this frame".into());
+    let Some(head_end) = last_offset.checked_sub(first_offset).map(|span| span + FRAME_HEAD_BYTES as u64) else {
+        return Err(damaged(last_offset, format!("the frame is before the span's first at {first_offset}")));
+    };
+    let base = buffer.len();
+    // Read into the buffer's tail; it is cut back on every error.
+    let read_into = |buffer: &mut Vec<u8>, from: usize, to: usize| -> Result<bool, SegmentError> {
+        buffer.resize(base + to, 0);
+        let mut reader = PositionedReader { file, position: first_offset + from as u64 };
+        Ok(read_full(&mut reader, &mut buffer[base + from..]).map_err(io)? == to - from)
+    };
+    let span_len = usize::try_from(head_end).map_err(|_| cut_short(last_offset))?;
+    let result = (|| {
+        if !read_into(buffer, 0, span_len)? {
+            return Err(cut_short(first_offset));
+        }
+        let mut frames = Vec::new();
+        let mut at = 0usize;
+        loop {
+            let offset = first_offset + at as u64;
+            let head = &buffer[base + at..base + at + FRAME_HEAD_BYTES];
+            if head[..4] != FRAME_MAGIC {
+                return Err(damaged(offset, "no frame starts here".into()));
+            }
+            let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes")) as usize;
+            let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
+            if len > FRAME_ENVELOPE_BYTES_MAX {
+                return Err(damaged(
+                    offset,
+                    format!("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}"),
+                ));
+            }
+            let envelope = at + FRAME_HEAD_BYTES..at + FRAME_HEAD_BYTES + len;
+            let frame_end = envelope.end + FRAME_CHECK_BYTES;
+            let in_buffer = base + envelope.start..base + envelope.end;
+            if offset == last_offset {
+                // The span held the last frame's head only: read the rest.
+                if !read_into(buffer, span_len, frame_end)? {
+                    return Err(cut_short(offset));
+                }
+                frames.push((land_seq, offset, in_buffer));
+                return Ok(frames);
+            }
+            if frame_end + FRAME_HEAD_BYTES > span_len {
+                return Err(damaged(offset, format!("the frame runs past the next at {last_offset}")));
+            }
+            frames.push((land_seq, offset, in_buffer));
+            at = frame_end;
+        }
+    })();
+    if result.is_err() {
+        buffer.truncate(base);
+    }
+    result
+}
+
 /// The buffer of [`read_frames_in`]: a few hundred frames a read.
 const FRAMES_READ_BUFFER_BYTES: usize = 256 * 1024;
 
@@ -531,6 +611,39 @@ mod tests {
             log.append_group(envelopes.iter().map(Vec::as_slice)).expect("appends");
         }
         log
+    }
+
+    #[test]
+    fn a_span_read_unverified_gives_the_frames_a_checked_read_gives_and_names_a_broken_one() {
+        let dir = tempfile::tempdir().expect("folder");
+        let log = written(dir.path(), &[5, 1, 9], 1 << 20);
+        let segment = log.segment_files()[0].1.clone();
+        let file = fs::File::open(&segment).expect("opens");
+        let mut positioned = Vec::new();
+        log.read_positioned_from(0, |land_seq, offset, bytes| {
+            positioned.push((land_seq, offset, bytes));
+            Ok(())
+        })
+        .expect("reads");
+        for (first, last) in [(0, 0), (0, 14), (3, 9), (14, 14)] {
+            let mut buffer = b"kept".to_vec();
+            let frames =
+                read_frame_span_unverified(&file, &segment, positioned[first].1, positioned[last].1, &mut buffer)
+                    .expect("reads");
+            let read: Vec<(u64, u64, Vec<u8>)> =
+                frames.into_iter().map(|(land_seq, offset, at)| (land_seq, offset, buffer[at].to_vec())).collect();
+            assert_eq!(read, positioned[first..=last].to_vec(), "frames {first} to {last}");
+            assert_eq!(&buffer[..4], b"kept");
+        }
+        // A frame whose magic is gone: named, and the buffer left as it was.
+        let mut bytes = fs::read(&segment).expect("reads");
+        bytes[positioned[4].1 as usize] ^= 0xff;
+        fs::write(&segment, &bytes).expect("writes");
+        let file = fs::File::open(&segment).expect("opens");
+        let mut buffer = b"kept".to_vec();
+        let error = read_frame_span_unverified(&file, &segment, positioned[0].1, positioned[9].1, &mut buffer);
+        assert!(matches!(&error, Err(SegmentError::Damaged { offset, .. }) if *offset == positioned[4].1), "{error:?}");
+        assert_eq!(buffer, b"kept");
     }
 
     #[test]

@@ -16,12 +16,13 @@
 
 use crate::fact::body::{GenesisBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
 use crate::fact::{BeingId, Fact};
+use crate::store::derived_key::DerivedKeyContext;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) const LAND_RECORD_BYTES: usize = 28;
 const CHECK_BYTES: usize = 4;
-const LAND_CHECK_CONTEXT: &str = "seed land index record v1";
-const BEING_CHECK_CONTEXT: &str = "seed being index record v1";
+static LAND_CHECK_CONTEXT: DerivedKeyContext = DerivedKeyContext::new("seed land index record v1");
+static BEING_CHECK_CONTEXT: DerivedKeyContext = DerivedKeyContext::new("seed being index record v1");
 /// The longest name a being record may hold (names are far shorter).
 const BEING_NAME_BYTES_MAX: usize = 1024;
 
@@ -63,8 +64,8 @@ pub(super) fn flags_of(fact: &Fact) -> u32 {
     }
 }
 
-fn check(context: &str, parts: &[&[u8]]) -> [u8; CHECK_BYTES] {
-    let mut hasher = blake3::Hasher::new_derive_key(context);
+fn check(context: &DerivedKeyContext, parts: &[&[u8]]) -> [u8; CHECK_BYTES] {
+    let mut hasher = context.hasher();
     for part in parts {
         hasher.update(part);
     }
@@ -79,7 +80,7 @@ pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>
     out.extend_from_slice(&slot.seq.to_le_bytes());
     out.extend_from_slice(&slot.ordinal.to_le_bytes());
     out.extend_from_slice(&slot.flags.to_le_bytes());
-    let sum = check(LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), &out[start..]]);
+    let sum = check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), &out[start..]]);
     out.extend_from_slice(&sum);
 }
 
@@ -87,7 +88,7 @@ pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>
 pub(super) fn decode_land_slot(land_seq: u64, record: &[u8]) -> Option<LandSlot> {
     let record: &[u8; LAND_RECORD_BYTES] = record.try_into().ok()?;
     let (fields, sum) = record.split_at(LAND_RECORD_BYTES - CHECK_BYTES);
-    if check(LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), fields]) != sum {
+    if check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), fields]) != sum {
         return None;
     }
     Some(LandSlot {
@@ -106,7 +107,7 @@ pub(super) fn encode_being(being: &BeingId, name: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(&(name.len() as u16).to_le_bytes());
     out.extend_from_slice(being.as_bytes());
     out.extend_from_slice(name);
-    let sum = check(BEING_CHECK_CONTEXT, &[&out[start..]]);
+    let sum = check(&BEING_CHECK_CONTEXT, &[&out[start..]]);
     out.extend_from_slice(&sum);
 }
 
@@ -122,7 +123,7 @@ pub(super) fn decode_beings(bytes: &[u8]) -> (Vec<(BeingId, String)>, usize) {
         }
         let end = at + 2 + 32 + len;
         let (Some(fields), Some(sum)) = (bytes.get(at..end), bytes.get(end..end + CHECK_BYTES)) else { break };
-        if check(BEING_CHECK_CONTEXT, &[fields]) != sum {
+        if check(&BEING_CHECK_CONTEXT, &[fields]) != sum {
             break;
         }
         let Some(being) = BeingId::from_slice(&fields[2..34]) else { break };

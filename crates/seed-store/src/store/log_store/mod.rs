@@ -39,8 +39,8 @@ use crate::store::queue::Committing;
 use crate::store::segments::{read_frame_in, SegmentError, SegmentLog, SEGMENT_BYTES_MAX_DEFAULT};
 use crate::store::witness::read_witness;
 use crate::store::{
-    decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store,
-    StoreError, StoredFact,
+    decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, LandLogRead, RawRecord,
+    ReindexReport, Store, StoreError, StoredFact,
 };
 use committer::Committer;
 use index::{decode_beings, decode_land_slot, ForkEntry, Indexes, LandSlot, LAND_RECORD_BYTES, UNPLACED};
@@ -57,6 +57,14 @@ const SEGMENTS_DIR: &str = LOG_STORE_SEGMENTS_DIR;
 const FORKS_DIR: &str = LOG_STORE_FORKS_DIR;
 const BEINGS_INDEX_FILE: &str = "beings.index";
 const LAND_INDEX_FILE: &str = "land.index";
+/// A run of land slots in one segment: their place in the slots read, the
+/// segment's path and its file.
+type SegmentRun = (std::ops::Range<usize>, PathBuf, Arc<File>);
+
+/// `land.index` records an open reads and checks at once.
+pub const LAND_INDEX_LOAD_RECORDS_AT_ONCE: usize = 65_536;
+/// Threads that compute the checks of `land.index` records as a store opens.
+pub const LAND_INDEX_LOAD_THREADS: usize = 2;
 const LOCK_FILE: &str = "lock";
 /// How long a writing open waits for the lock of a store that is closing.
 pub const LOG_STORE_LOCK_WAIT_MS: u64 = 2_000;
@@ -253,21 +261,34 @@ fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpe
     let mut last_on_file = None;
     match File::open(&land_path) {
         Ok(file) => {
-            let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-            let mut record = [0u8; LAND_RECORD_BYTES];
-            loop {
-                let land_seq = indexes.slots_on_file;
-                match reader.read_exact(&mut record) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                    Err(source) => return Err(LogOpenError::Io { path: land_path, source }),
-                }
-                match decode_land_slot(land_seq, &record) {
-                    Some(slot) if indexes.fits(&slot) => {
-                        indexes.add_slot_on_file(land_seq, &slot);
-                        last_on_file = Some((land_seq, slot.offset));
+            // Records are read a piece at a time and their checks computed
+            // on two threads; they are placed in order up to the first that
+            // does not hold.
+            let mut reader = file.take(u64::MAX);
+            let mut piece = Vec::with_capacity(LAND_INDEX_LOAD_RECORDS_AT_ONCE * LAND_RECORD_BYTES);
+            'pieces: loop {
+                piece.clear();
+                let want = (LAND_INDEX_LOAD_RECORDS_AT_ONCE * LAND_RECORD_BYTES) as u64;
+                let read = (&mut reader)
+                    .take(want)
+                    .read_to_end(&mut piece)
+                    .map_err(|source| LogOpenError::Io { path: land_path.clone(), source })?;
+                let first = indexes.slots_on_file;
+                let records: Vec<(u64, &[u8])> = (first..).zip(piece.chunks_exact(LAND_RECORD_BYTES)).collect();
+                let slots = crate::parallel::map_in_order(&records, LAND_INDEX_LOAD_THREADS, |(land_seq, record)| {
+                    decode_land_slot(*land_seq, record)
+                });
+                for ((land_seq, _), slot) in records.iter().zip(slots) {
+                    match slot {
+                        Some(slot) if indexes.fits(&slot) => {
+                            indexes.add_slot_on_file(*land_seq, &slot);
+                            last_on_file = Some((*land_seq, slot.offset));
+                        }
+                        _ => break 'pieces,
                     }
-                    _ => break,
+                }
+                if (read as u64) < want {
+                    break;
                 }
             }
         }
@@ -300,6 +321,17 @@ fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpe
         Ok(())
     })?;
     Ok((indexes, log))
+}
+
+/// The error for an index record whose frame is not where it points.
+fn index_points_at_no_frame(path: &Path, (land_seq, slot): &(u64, LandSlot)) -> StoreError {
+    StoreError::Io {
+        reason: format!(
+            "{} at byte {}: the index points at no frame of land seq {land_seq} (run `seed reindex`)",
+            path.display(),
+            slot.offset
+        ),
+    }
 }
 
 /// The error of a `land.index` record whose check does not hold.
@@ -419,14 +451,78 @@ impl Shared {
         let (_, path, file) = self.segment_of(land_seq)?;
         match read_frame_in(&file, &path, slot.offset).map_err(segment_error)? {
             Some((found, envelope)) if found == land_seq => Ok(envelope),
-            _ => Err(StoreError::Io {
-                reason: format!(
-                    "{} at byte {}: the index points at no frame of land seq {land_seq} (run `seed reindex`)",
-                    path.display(),
-                    slot.offset
-                ),
-            }),
+            _ => Err(index_points_at_no_frame(&path, &(land_seq, *slot))),
         }
+    }
+
+    /// `slots` (in land order) cut into the runs each segment holds: each
+    /// run's place in `slots`, with its segment's path and file.
+    fn segment_runs(&self, slots: &[(u64, LandSlot)]) -> Result<Vec<SegmentRun>, StoreError> {
+        let mut runs = Vec::new();
+        let mut at = 0;
+        while at < slots.len() {
+            let (segment_first, path, file) = self.segment_of(slots[at].0)?;
+            let next_segment = self.segment_after(segment_first)?;
+            let run_end = slots[at..]
+                .iter()
+                .position(|(land_seq, _)| next_segment.is_some_and(|next| *land_seq >= next))
+                .map_or(slots.len(), |run| at + run);
+            runs.push((at..run_end, path, file));
+            at = run_end;
+        }
+        Ok(runs)
+    }
+
+    /// The land log entries from `from` to `to` with their envelopes, each
+    /// run of frames in one segment read at once, every frame checked.
+    fn land_log_with_envelopes(&self, from: u64, to: u64) -> Result<Vec<(LandEntry, Vec<u8>)>, StoreError> {
+        let slots = self.slots(from, to)?;
+        let mut read = Vec::with_capacity(slots.len());
+        for (run, path, file) in self.segment_runs(&slots)? {
+            // One read for the run of frames in one segment.
+            let frames = crate::store::segments::read_frames_in(&file, &path, slots[run.start].1.offset, run.len())
+                .map_err(segment_error)?;
+            let indexes = self.indexes()?;
+            for ((land_seq, slot), (found_land_seq, found_offset, envelope)) in slots[run].iter().zip(frames) {
+                if found_land_seq != *land_seq || found_offset != slot.offset {
+                    return Err(index_points_at_no_frame(&path, &(*land_seq, *slot)));
+                }
+                if let Some(entry) = indexes.beings.get(slot.ordinal as usize) {
+                    read.push((LandEntry { land_seq: *land_seq, being: entry.id, seq: slot.seq }, envelope));
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    /// The land log entries from `from` to `to` with their envelopes, each
+    /// run of frames in one segment read into one buffer with no frame's
+    /// check computed.
+    fn land_log_unverified(&self, from: u64, to: u64, read: &mut LandLogRead) -> Result<(), StoreError> {
+        let slots = self.slots(from, to)?;
+        let (bytes, entries) = read.parts_mut();
+        entries.reserve(slots.len());
+        for (run, path, file) in self.segment_runs(&slots)? {
+            let (first_offset, last_offset) = (slots[run.start].1.offset, slots[run.end - 1].1.offset);
+            let frames =
+                crate::store::segments::read_frame_span_unverified(&file, &path, first_offset, last_offset, bytes)
+                    .map_err(segment_error)?;
+            let indexes = self.indexes()?;
+            for (index, (land_seq, slot)) in slots[run].iter().enumerate() {
+                match frames.get(index) {
+                    Some((found_land_seq, found_offset, envelope))
+                        if found_land_seq == land_seq && *found_offset == slot.offset =>
+                    {
+                        if let Some(being) = indexes.beings.get(slot.ordinal as usize) {
+                            let entry = LandEntry { land_seq: *land_seq, being: being.id, seq: slot.seq };
+                            entries.push((entry, envelope.clone()));
+                        }
+                    }
+                    _ => return Err(index_points_at_no_frame(&path, &(*land_seq, *slot))),
+                }
+            }
+        }
+        Ok(())
     }
 
     fn land_seq_of(&self, being: &BeingId, seq: u64) -> Result<Option<u64>, StoreError> {
@@ -599,38 +695,12 @@ impl Store for LogStore {
     }
 
     fn land_log_with_envelopes(&self, from: u64, to: u64) -> Result<Vec<(LandEntry, Vec<u8>)>, StoreError> {
-        let slots = self.shared.slots(from, to)?;
-        let mut read = Vec::with_capacity(slots.len());
-        let mut at = 0;
-        while at < slots.len() {
-            // One read for the run of frames in one segment.
-            let (first_land_seq, first_slot) = slots[at];
-            let (segment_first, path, file) = self.shared.segment_of(first_land_seq)?;
-            let next_segment = self.shared.segment_after(segment_first)?;
-            let run_end = slots[at..]
-                .iter()
-                .position(|(land_seq, _)| next_segment.is_some_and(|next| *land_seq >= next))
-                .map_or(slots.len(), |run| at + run);
-            let frames = crate::store::segments::read_frames_in(&file, &path, first_slot.offset, run_end - at)
-                .map_err(segment_error)?;
-            let indexes = self.shared.indexes()?;
-            for ((land_seq, slot), (found_land_seq, found_offset, envelope)) in slots[at..run_end].iter().zip(frames) {
-                if found_land_seq != *land_seq || found_offset != slot.offset {
-                    return Err(StoreError::Io {
-                        reason: format!(
-                            "{} at byte {}: the index points at no frame of land seq {land_seq} (run `seed reindex`)",
-                            path.display(),
-                            slot.offset
-                        ),
-                    });
-                }
-                if let Some(entry) = indexes.beings.get(slot.ordinal as usize) {
-                    read.push((LandEntry { land_seq: *land_seq, being: entry.id, seq: slot.seq }, envelope));
-                }
-            }
-            at = run_end;
-        }
-        Ok(read)
+        self.shared.land_log_with_envelopes(from, to)
+    }
+
+    fn land_log_with_envelopes_unverified(&self, from: u64, to: u64, read: &mut LandLogRead) -> Result<(), StoreError> {
+        read.clear();
+        self.shared.land_log_unverified(from, to, read)
     }
 
     fn fork_proofs(&self, being: Option<&BeingId>) -> Result<Vec<ForkProof>, StoreError> {
