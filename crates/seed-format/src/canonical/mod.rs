@@ -390,6 +390,18 @@ pub fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
+/// Reads a map's next text key, which must come after `previous` in
+/// canonical order (shorter first, then bytewise): `None` for a key out of
+/// order or repeated, or no text key at all.
+pub fn next_key_in_order<'a>(reader: &mut CanonicalReader<'a>, previous: &mut Option<&'a [u8]>) -> Option<&'a [u8]> {
+    let key = reader.text_bytes()?;
+    if previous.is_some_and(|previous| (previous.len(), previous) >= (key.len(), key)) {
+        return None;
+    }
+    *previous = Some(key);
+    Some(key)
+}
+
 /// Reads canonical CBOR item by item: every head must be in its shortest
 /// form and every length definite; anything else reads as `None`. Used by the
 /// validator and by the fixed-layout decoders of envelopes and headers.
@@ -508,6 +520,38 @@ impl<'a> CanonicalReader<'a> {
             5 => (0..argument).all(|_| self.skip_checked(levels_left - 1) && self.skip_checked(levels_left - 1)),
             _ => false,
         }
+    }
+
+    /// Skips one item by its heads alone, as [`CanonicalReader::skip_checked`]
+    /// does but at any depth and without recursion: for a reader that only
+    /// plans which facts to decode (what it reads counts only once the fact
+    /// is decoded in full). Each item takes at least a byte, so the loop
+    /// ends within the input. `false` where the input ends first or a head
+    /// does not read.
+    pub fn skip_heads(&mut self) -> bool {
+        let mut items_left: u64 = 1;
+        while items_left > 0 {
+            let Some((major, argument)) = self.head() else { return false };
+            items_left -= 1;
+            let more = match major {
+                0 | 1 | 7 => 0,
+                2 | 3 => match self.take(argument) {
+                    Some(_) => 0,
+                    None => return false,
+                },
+                4 => argument,
+                5 => match argument.checked_mul(2) {
+                    Some(items) => items,
+                    None => return false,
+                },
+                _ => return false,
+            };
+            match items_left.checked_add(more) {
+                Some(total) => items_left = total,
+                None => return false,
+            }
+        }
+        true
     }
 
     /// Reads one whole item, checking what a canonical item must hold: no
@@ -856,6 +900,40 @@ mod tests {
             &[0xa2, 0x61, b'a', 0x01, 0x61, b'a', 0x01],
             CanonicalError::DuplicateKey { path: "$.a".into() },
         );
+    }
+
+    #[test]
+    fn skipping_by_heads_alone_ends_where_the_checked_skip_ends() {
+        let items = [
+            serde_json::json!(null),
+            serde_json::json!(-7),
+            serde_json::json!("a text"),
+            serde_json::json!([1, [2, [3, {"k": "v"}]], "x"]),
+            serde_json::json!({"a": {"b": [true, false, null]}, "long key": "v".repeat(300)}),
+        ];
+        for item in &items {
+            let mut bytes = encode_json(item).expect("encodes");
+            bytes.push(0x01);
+            let skipped_to = |skip: fn(&mut CanonicalReader<'_>) -> bool, bytes: &[u8]| {
+                let mut reader = CanonicalReader::new(bytes);
+                skip(&mut reader).then(|| reader.position())
+            };
+            let by_heads: fn(&mut CanonicalReader<'_>) -> bool = |reader| reader.skip_heads();
+            let checked: fn(&mut CanonicalReader<'_>) -> bool = |reader| reader.skip_checked(CBOR_NESTING_DEPTH_MAX);
+            assert_eq!(skipped_to(by_heads, &bytes), Some(bytes.len() - 1), "{item}");
+            for cut in 0..bytes.len() - 1 {
+                assert_eq!(
+                    skipped_to(by_heads, &bytes[..cut]),
+                    skipped_to(checked, &bytes[..cut]),
+                    "{item} cut at {cut}"
+                );
+            }
+        }
+        // A count no input could hold ends with the input.
+        let mut reader = CanonicalReader::new(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert!(!reader.skip_heads());
+        let mut reader = CanonicalReader::new(&[0xbb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert!(!reader.skip_heads());
     }
 
     #[test]

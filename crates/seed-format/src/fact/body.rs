@@ -120,20 +120,14 @@ const GENESIS_CLAUSE_DEPTH: usize = 2;
 /// where serde's reading accepts it too, and reads the same values. With
 /// the body, the bytes of its roleFlow.
 fn read_flow_skipped_directly(body: &[u8]) -> Option<(GenesisBodyFlowSkipped, &[u8])> {
-    use crate::canonical::{set_once, CanonicalReader};
+    use crate::canonical::{next_key_in_order, set_once, CanonicalReader};
     let mut reader = CanonicalReader::new(body);
     let (mut name, mut parent, mut cognition, mut public_key) = (None, None, None, None);
     let (mut role_flow, mut default_role, mut home_space, mut nonce) = (None, None, None, None);
     let mut flow_bytes: &[u8] = &[];
-    // Canonical order of text keys: shorter first, then bytewise.
     let mut previous_key: Option<&[u8]> = None;
     for _ in 0..reader.map_head()? {
-        let key = reader.text_bytes()?;
-        if previous_key.is_some_and(|previous| (previous.len(), previous) >= (key.len(), key)) {
-            return None;
-        }
-        previous_key = Some(key);
-        match key {
+        match next_key_in_order(&mut reader, &mut previous_key)? {
             b"name" => set_once(&mut name, reader.text()?.to_string())?,
             b"parent" => {
                 let read = if reader.null() { None } else { Some(BeingId(reader.fixed_bytes()?)) };

@@ -379,9 +379,21 @@ impl Fact {
     /// checked (no body hash, no form, no signature): for a reader that only
     /// plans which facts to decode. What it plans counts only once the fact
     /// is decoded in full. `None` where the envelope does not read in place.
-    pub fn peek_kind_and_body(bytes: &[u8]) -> Option<(String, &[u8])> {
+    pub fn peek_kind_and_body(bytes: &[u8]) -> Option<(&str, &[u8])> {
         let (header, body, _) = Fact::read_envelope(bytes)?;
-        Some((FactHeader::decode(header).ok()?.kind, body))
+        let mut reader = canonical::CanonicalReader::new(header);
+        if reader.array_head()? != HEADER_FIELDS as u64 {
+            return None;
+        }
+        // Version, domain tag, being, seq, prev and stored time come first
+        // (`FactHeader::read_canonical` reads them).
+        reader.uint()?;
+        reader.text_bytes()?;
+        reader.bytes()?;
+        reader.uint()?;
+        reader.bytes()?;
+        reader.uint()?;
+        Some((reader.text()?, body))
     }
 
     /// The three byte strings of a canonical envelope, read in place.
