@@ -1,6 +1,7 @@
 //! World snapshots: a replay that starts from them reports exactly what a
 //! replay folding from genesis reports, on every demo world and on a
-//! tampered land; only snapshots a clean verification vouched for are used;
+//! tampered land (and so does one passing over other beings' acts that
+//! change only their own activity); only snapshots a clean verification vouched for are used;
 //! `--paranoid` and `replay --all` catch a snapshot whose world is wrong.
 
 use crate::common;
@@ -52,6 +53,10 @@ fn beings(land: &Path, most: usize) -> Vec<BeingId> {
 /// Beings replayed per world: all of a demo world's but the town's.
 const TEST_BEINGS_MAX: usize = 40;
 
+/// Facts the replays of these tests passed over, in all (so that a test can
+/// tell passing over was exercised).
+static PASSED_OVER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The report of one replay with the land's vouched snapshots (`paranoid`:
 /// each re-derived) and which snapshots it used, beside the report folding
 /// from genesis.
@@ -64,7 +69,14 @@ fn both_ways(
 ) -> (ReplayReport, ReplayReport, SnapshotUse) {
     let opened = Land::open(land).expect("open");
     let store = opened.store();
-    let folded = Replayer::new(store, substrate, being, options).expect("replayer").run().expect("replays");
+    let folded =
+        Replayer::new(store, substrate, being, options).expect("replayer").folding_every_fact().run().expect("replays");
+    // Passing over other beings' acts that change only their own activity
+    // changes nothing reported either.
+    let mut passing_over = Replayer::new(store, substrate, being, options).expect("replayer");
+    while passing_over.next_moment().expect("replays").is_some() {}
+    assert_eq!(passing_over.report(), &folded, "passing over other beings' acts changed the report");
+    PASSED_OVER.fetch_add(passing_over.facts_passed_over(), std::sync::atomic::Ordering::Relaxed);
     // Any skip, however short: these worlds are small.
     let worlds = VouchedWorlds::open(land, store, opened.root(), paranoid).expect("snapshots").skipping_at_least(0);
     let started = Replayer::new(store, substrate, being, options)
@@ -97,13 +109,20 @@ fn check_every_being(land: &Path, substrate: &Substrate, keep_going: bool, paran
 
 #[test]
 fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() {
-    for (fixture, ticks) in
-        [("court.toml", 12), ("factory.toml", 16), ("library.toml", 6), ("dance.toml", 8), ("town.toml", 11)]
-    {
+    for (fixture, ticks) in [
+        ("court.toml", 12),
+        ("factory.toml", 16),
+        ("library.toml", 6),
+        ("dance.toml", 8),
+        ("town.toml", 11),
+        // Beings that summon one another: replays cross summons sent and answered.
+        ("../tests/fixtures/worlds/ring/world.toml", 12),
+    ] {
         let (_dir, land, substrate) = simulated(fixture, ticks);
         let used = check_every_being(&land, &substrate, false, false);
         assert!(used > 0, "{fixture}: no replay started from a snapshot");
     }
+    assert!(PASSED_OVER.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay passed over a fact");
     // Paranoid: each snapshot re-derived from the one before it, the same reports.
     let (_dir, land, substrate) = simulated("factory.toml", 16);
     assert!(check_every_being(&land, &substrate, false, true) > 0);

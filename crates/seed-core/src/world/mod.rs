@@ -16,6 +16,7 @@ pub mod snapshot;
 pub(crate) use act_bytes::write_wake;
 pub mod address;
 pub mod body;
+pub mod reach;
 pub mod schema;
 
 pub use body::{ActBody, Effect, RoleUse, VerbCall, Wake, WorldBody};
@@ -344,6 +345,13 @@ impl World {
     /// folds the same as its signed self: the signature changes nothing).
     pub fn apply_parts(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: &[u8]) {
         self.apply_folded(land_seq, header, id, FoldBody::read(header, body));
+    }
+
+    /// Moves the cursor past the fact at `land_seq` without folding it: for
+    /// a world that keeps every part but other beings' activity, passing an
+    /// act that changes nothing else ([`reach::changes_only_its_actors_activity`]).
+    pub fn move_past(&mut self, land_seq: u64) {
+        self.cursor = self.cursor.max(land_seq + 1);
     }
 
     /// Folds a fact whose body [`FoldBody::read`] already decoded (from the

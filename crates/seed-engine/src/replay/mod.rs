@@ -276,10 +276,18 @@ pub const REPLAY_SNAPSHOT_SKIP_FACTS_PER_BEING: u64 = 2;
 /// Threads reading a replay's facts ahead and decoding their bodies.
 pub const REPLAY_READ_THREADS: usize = 2;
 
+/// A chunk reads the facts it folds one by one, rather than the whole
+/// chunk again, when fewer than one in this many of its facts are folded.
+pub const REPLAY_FOLDED_ONE_IN_READ_ALONE: usize = 8;
+
 /// A land-log entry read ahead, and its fact (`None` once folded).
 struct ReadAhead {
     entry: crate::store::LandEntry,
     fact: Option<Result<Option<(Fact, FoldBody)>, StoreError>>,
+    /// An act of another being that changes nothing but its actor's
+    /// activity, which no moment of the replayed being reads: not read in
+    /// full, and passed over by the fold.
+    passed_over: bool,
 }
 
 /// A replay that advances one moment at a time and can go back (a world
@@ -294,6 +302,9 @@ pub struct Replayer<'a> {
     /// fact read and its body decoded for the fold (taken once folded).
     chunk: Vec<ReadAhead>,
     chunk_start: u64,
+    /// The buffers the chunks are first read into, as stored, one a
+    /// reading thread (kept from chunk to chunk).
+    read_as_stored: Vec<crate::store::LandLogRead>,
     /// The roleFlows of the geneses read ahead, converted once.
     flows: crate::world::GenesisFlows,
     /// The land seq of the next fact to fold.
@@ -310,6 +321,13 @@ pub struct Replayer<'a> {
     /// Acts recomputed at their cursor, waiting for their own land seq.
     recomputed: BTreeMap<u64, Recomputed>,
     snapshots: Vec<Snapshot>,
+    /// Whether worlds are kept to step back to ([`Replayer::back_to`]).
+    steps_back: bool,
+    /// Whether other beings' acts that change only their own activity are
+    /// passed over (`false`: every fact is folded, as a land-wide replay does).
+    passes_over: bool,
+    /// How many facts were passed over so far.
+    passed_over: u64,
     report: ReplayReport,
     finished: bool,
 }
@@ -354,6 +372,7 @@ impl<'a> Replayer<'a> {
             keep_going: options.keep_going,
             chunk: Vec::new(),
             chunk_start: 0,
+            read_as_stored: Vec::new(),
             flows: crate::world::GenesisFlows::default(),
             position: 0,
             end: 0,
@@ -363,6 +382,9 @@ impl<'a> Replayer<'a> {
             acts: BTreeMap::new(),
             recomputed: BTreeMap::new(),
             snapshots: Vec::new(),
+            steps_back: true,
+            passes_over: true,
+            passed_over: 0,
             report,
             finished: false,
         };
@@ -421,29 +443,113 @@ impl<'a> Replayer<'a> {
     }
 
     /// The land-log entry at `land_seq` (below `end`), read a chunk at a
-    /// time: the chunk's facts are read and their bodies decoded for the fold
-    /// on [`REPLAY_READ_THREADS`] threads.
+    /// time. The chunk is first read as stored, unverified, to find the acts
+    /// of other beings that change only their actor's activity: those are
+    /// passed over. The facts the fold needs are then read in full (checked
+    /// and decoded on [`REPLAY_READ_THREADS`] threads): the whole chunk
+    /// again, or where few are needed, each alone.
     fn entry_at(&mut self, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
         let in_chunk = land_seq.checked_sub(self.chunk_start).and_then(|offset| self.chunk.get(offset as usize));
-        if let Some(ahead) = in_chunk.filter(|ahead| ahead.fact.is_some()) {
+        if let Some(ahead) = in_chunk.filter(|ahead| ahead.fact.is_some() || ahead.passed_over) {
             return Ok(ahead.entry);
         }
         let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
-        let read = self.store.land_log_with_envelopes(land_seq, to)?;
+        // Each thread reads a part of the chunk as stored and finds the acts
+        // to pass over in it.
+        let mut read_as_stored = std::mem::take(&mut self.read_as_stored);
+        read_as_stored.resize_with(REPLAY_READ_THREADS, Default::default);
+        let (store, being, passes_over) = (self.store, self.being, self.passes_over);
+        let part_facts = (to - land_seq).div_ceil(REPLAY_READ_THREADS as u64).max(1);
+        let parts = std::thread::scope(|scope| {
+            let threads: Vec<_> = read_as_stored
+                .iter_mut()
+                .enumerate()
+                .map(|(part, read)| {
+                    let from = (land_seq + part as u64 * part_facts).min(to);
+                    let until = (from + part_facts).min(to);
+                    scope.spawn(move || -> Result<Vec<bool>, StoreError> {
+                        store.land_log_with_envelopes_unverified(from, until, read)?;
+                        Ok(read
+                            .iter()
+                            .map(|(entry, envelope)| {
+                                passes_over
+                                    && entry.being != being
+                                    && crate::world::reach::changes_only_its_actors_activity(envelope)
+                            })
+                            .collect())
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|thread| thread.join().expect("a reading thread does not panic"))
+                .collect::<Vec<_>>()
+        });
+        let mut passed_over = Vec::with_capacity((to - land_seq) as usize);
+        for part in parts {
+            passed_over.extend(part?);
+        }
+        let planned: Vec<(&crate::store::LandEntry, &[u8])> =
+            read_as_stored.iter().flat_map(|read| read.iter()).collect();
+        let folded = passed_over.iter().filter(|passed| !**passed).count();
         let flows = &self.flows;
-        let facts = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+        let read_in_full = |entry: &crate::store::LandEntry, envelope: &[u8]| {
             crate::store::decode_entry_envelope(entry, envelope).map(|stored| {
                 let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
                 Some((stored.fact, body))
             })
-        });
-        self.chunk =
-            read.into_iter().zip(facts).map(|((entry, _), fact)| ReadAhead { entry, fact: Some(fact) }).collect();
+        };
+        // The chunk's vector is kept from chunk to chunk: a fresh one of
+        // this size would be new pages each time.
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.clear();
+        let ahead = |(entry, _): &(&crate::store::LandEntry, &[u8]), fact, passed_over: &bool| ReadAhead {
+            entry: **entry,
+            fact,
+            passed_over: *passed_over,
+        };
+        if folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= planned.len() {
+            let read = self.store.land_log_with_envelopes(land_seq, to)?;
+            if read.iter().map(|(entry, _)| entry.land_seq).ne(planned.iter().map(|(entry, _)| entry.land_seq)) {
+                return Err(ReplayError::DanglingLandEntry { land_seq });
+            }
+            let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+                (!passed_over[(entry.land_seq - land_seq) as usize]).then(|| read_in_full(entry, envelope))
+            });
+            chunk.extend(
+                planned
+                    .iter()
+                    .zip(decoded)
+                    .zip(&passed_over)
+                    .map(|((planned, fact), passed)| ahead(planned, fact, passed)),
+            );
+        } else {
+            for (planned, passed) in planned.iter().zip(&passed_over) {
+                let fact = (!passed).then(|| {
+                    self.store.fact_at(planned.0).map(|stored| {
+                        stored.map(|stored| {
+                            let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+                            (stored.fact, body)
+                        })
+                    })
+                });
+                chunk.push(ahead(planned, fact, passed));
+            }
+        }
+        self.chunk = chunk;
+        self.read_as_stored = read_as_stored;
         self.chunk_start = land_seq;
         match self.chunk.first() {
             Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),
             _ => Err(ReplayError::DanglingLandEntry { land_seq }),
         }
+    }
+
+    /// Whether the fact at `land_seq` (read ahead by [`Replayer::entry_at`],
+    /// called just before) is passed over rather than folded.
+    fn is_passed_over(&self, land_seq: u64) -> bool {
+        let offset = land_seq.checked_sub(self.chunk_start).map(|offset| offset as usize);
+        offset.and_then(|offset| self.chunk.get(offset)).is_some_and(|ahead| ahead.passed_over)
     }
 
     /// The fact at `land_seq` read ahead by [`Replayer::entry_at`] (called
@@ -481,8 +587,24 @@ impl<'a> Replayer<'a> {
         }
     }
 
+    /// Folds every fact, passing over none: what the replay reports does
+    /// not change (the tests compare), only its time and what
+    /// [`Replayer::world`] shows of other beings' activity.
+    pub fn folding_every_fact(mut self) -> Replayer<'a> {
+        self.passes_over = false;
+        self
+    }
+
+    /// How many facts the replay passed over so far (other beings' acts
+    /// that change only their own activity, which no moment of this being reads).
+    pub fn facts_passed_over(&self) -> u64 {
+        self.passed_over
+    }
+
     /// Replays every moment in range and returns the report.
     pub fn run(mut self) -> Result<ReplayReport, ReplayError> {
+        // Nothing steps back in a run: no world is kept to go back to.
+        self.steps_back = false;
         while self.next_moment()?.is_some() {}
         Ok(self.report)
     }
@@ -501,7 +623,9 @@ impl<'a> Replayer<'a> {
         self.acts.len()
     }
 
-    /// The world as the fold left it (before the next fact).
+    /// The world as the fold left it (before the next fact). Other beings'
+    /// activity (acts, last act, previous role, recent summons) lags where
+    /// their acts were passed over ([`Replayer::folding_every_fact`] keeps it).
     pub fn world(&self) -> &World {
         &self.world
     }
@@ -537,6 +661,19 @@ impl<'a> Replayer<'a> {
                         }
                     }
                 }
+            }
+            if self.is_passed_over(entry.land_seq) {
+                // Another being's act that changes only its own activity:
+                // no moment of this being reads it, and it is no stored act
+                // of this being's to compare.
+                self.world.move_past(entry.land_seq);
+                self.position += 1;
+                self.passed_over += 1;
+                if watched_kinds.contains(KIND_ACT) {
+                    let kind = KIND_ACT.to_string();
+                    return Ok(Step::Fact { land_seq: entry.land_seq, being: entry.being, seq: entry.seq, kind });
+                }
+                continue;
             }
             let fact = match self.take_fact(entry.land_seq) {
                 Ok(Some(read)) => Some(read),
@@ -580,6 +717,9 @@ impl<'a> Replayer<'a> {
     }
 
     fn take_snapshot(&mut self) {
+        if !self.steps_back {
+            return;
+        }
         self.snapshots.push(Snapshot {
             moments: self.report.moments.len(),
             divergences: self.report.divergences.len(),
