@@ -16,7 +16,7 @@
 //! reads (or fails to read) as such an act.
 
 use super::body::KIND_ACT;
-use crate::canonical::CanonicalReader;
+use crate::canonical::{next_key_in_order, set_once, CanonicalReader};
 use crate::fact::Fact;
 
 /// Whether folding the fact of `envelope` changes nothing but its actor's
@@ -49,7 +49,7 @@ fn act_reach(body: &[u8]) -> Option<bool> {
         // Keys rise in canonical order, so once the three are read no later
         // key repeats one: the rest is not read. A body whose keys do not
         // rise is not canonical, and the fold reads it as nothing at all.
-        match crate::canonical::next_key_in_order(&mut reader, &mut previous_key)? {
+        match next_key_in_order(&mut reader, &mut previous_key)? {
             b"call" => set_once(&mut call_is_summon, tagged_is_summon(&mut reader, b"verb", CALL_VERBS)?)?,
             b"wake" => set_once(&mut woken_by_summon, tagged_is_summon(&mut reader, b"kind", WAKE_KINDS)?)?,
             b"effects" => set_once(&mut effects, reader.array_head()?)?,
@@ -90,10 +90,6 @@ fn tagged_is_summon(reader: &mut CanonicalReader<'_>, tag_key: &[u8], known: &[&
     }
     let tag = tag.filter(|tag| known.contains(tag))?;
     Some(tag == b"summon")
-}
-
-fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    crate::canonical::set_once(slot, value)
 }
 
 #[cfg(test)]

@@ -454,11 +454,58 @@ impl<'a> Replayer<'a> {
             return Ok(ahead.entry);
         }
         let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
-        // Each thread reads a part of the chunk as stored and finds the acts
-        // to pass over in it.
+        // Which facts of the chunk are passed over (none is, nor is the
+        // chunk read to find out, when every fact is folded).
+        let plan = if self.passes_over { self.plan_chunk(land_seq, to)? } else { Vec::new() };
+        let is_passed_over = |index: usize| plan.get(index).is_some_and(|(_, passed_over)| *passed_over);
+        let folded = plan.iter().filter(|(_, passed_over)| !passed_over).count();
+        let flows = &self.flows;
+        let ready_to_fold = |stored: crate::store::StoredFact| {
+            let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+            (stored.fact, body)
+        };
+        // The chunk's vector is kept from chunk to chunk: a fresh one of
+        // this size would be new pages each time.
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.clear();
+        if !self.passes_over || folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= plan.len() {
+            let read = self.store.land_log_with_envelopes(land_seq, to)?;
+            if self.passes_over
+                && read.iter().map(|(entry, _)| entry.land_seq).ne(plan.iter().map(|(entry, _)| entry.land_seq))
+            {
+                return Err(ReplayError::DanglingLandEntry { land_seq });
+            }
+            let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+                (!is_passed_over((entry.land_seq - land_seq) as usize)).then(|| {
+                    crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored)))
+                })
+            });
+            chunk.extend(read.iter().zip(decoded).enumerate().map(|(index, ((entry, _), fact))| ReadAhead {
+                entry: *entry,
+                fact,
+                passed_over: is_passed_over(index),
+            }));
+        } else {
+            for (entry, passed_over) in &plan {
+                let fact = (!passed_over).then(|| self.store.fact_at(entry).map(|stored| stored.map(ready_to_fold)));
+                chunk.push(ReadAhead { entry: *entry, fact, passed_over: *passed_over });
+            }
+        }
+        self.chunk = chunk;
+        self.chunk_start = land_seq;
+        match self.chunk.first() {
+            Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),
+            _ => Err(ReplayError::DanglingLandEntry { land_seq }),
+        }
+    }
+
+    /// The entries from `land_seq` to `to`, each with whether it is passed
+    /// over: each thread reads a part as stored, unverified, and tells the
+    /// acts of other beings that change only their actor's activity.
+    fn plan_chunk(&mut self, land_seq: u64, to: u64) -> Result<Vec<(crate::store::LandEntry, bool)>, ReplayError> {
         let mut read_as_stored = std::mem::take(&mut self.read_as_stored);
         read_as_stored.resize_with(REPLAY_READ_THREADS, Default::default);
-        let (store, being, passes_over) = (self.store, self.being, self.passes_over);
+        let (store, being) = (self.store, self.being);
         let part_facts = (to - land_seq).div_ceil(REPLAY_READ_THREADS as u64).max(1);
         let parts = std::thread::scope(|scope| {
             let threads: Vec<_> = read_as_stored
@@ -467,14 +514,14 @@ impl<'a> Replayer<'a> {
                 .map(|(part, read)| {
                     let from = (land_seq + part as u64 * part_facts).min(to);
                     let until = (from + part_facts).min(to);
-                    scope.spawn(move || -> Result<Vec<bool>, StoreError> {
+                    scope.spawn(move || -> Result<Vec<(crate::store::LandEntry, bool)>, StoreError> {
                         store.land_log_with_envelopes_unverified(from, until, read)?;
                         Ok(read
                             .iter()
                             .map(|(entry, envelope)| {
-                                passes_over
-                                    && entry.being != being
-                                    && crate::world::reach::changes_only_its_actors_activity(envelope)
+                                let passed_over = entry.being != being
+                                    && crate::world::reach::changes_only_its_actors_activity(envelope);
+                                (*entry, passed_over)
                             })
                             .collect())
                     })
@@ -485,64 +532,12 @@ impl<'a> Replayer<'a> {
                 .map(|thread| thread.join().expect("a reading thread does not panic"))
                 .collect::<Vec<_>>()
         });
-        let mut passed_over = Vec::with_capacity((to - land_seq) as usize);
-        for part in parts {
-            passed_over.extend(part?);
-        }
-        let planned: Vec<(&crate::store::LandEntry, &[u8])> =
-            read_as_stored.iter().flat_map(|read| read.iter()).collect();
-        let folded = passed_over.iter().filter(|passed| !**passed).count();
-        let flows = &self.flows;
-        let read_in_full = |entry: &crate::store::LandEntry, envelope: &[u8]| {
-            crate::store::decode_entry_envelope(entry, envelope).map(|stored| {
-                let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
-                Some((stored.fact, body))
-            })
-        };
-        // The chunk's vector is kept from chunk to chunk: a fresh one of
-        // this size would be new pages each time.
-        let mut chunk = std::mem::take(&mut self.chunk);
-        chunk.clear();
-        let ahead = |(entry, _): &(&crate::store::LandEntry, &[u8]), fact, passed_over: &bool| ReadAhead {
-            entry: **entry,
-            fact,
-            passed_over: *passed_over,
-        };
-        if folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= planned.len() {
-            let read = self.store.land_log_with_envelopes(land_seq, to)?;
-            if read.iter().map(|(entry, _)| entry.land_seq).ne(planned.iter().map(|(entry, _)| entry.land_seq)) {
-                return Err(ReplayError::DanglingLandEntry { land_seq });
-            }
-            let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
-                (!passed_over[(entry.land_seq - land_seq) as usize]).then(|| read_in_full(entry, envelope))
-            });
-            chunk.extend(
-                planned
-                    .iter()
-                    .zip(decoded)
-                    .zip(&passed_over)
-                    .map(|((planned, fact), passed)| ahead(planned, fact, passed)),
-            );
-        } else {
-            for (planned, passed) in planned.iter().zip(&passed_over) {
-                let fact = (!passed).then(|| {
-                    self.store.fact_at(planned.0).map(|stored| {
-                        stored.map(|stored| {
-                            let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
-                            (stored.fact, body)
-                        })
-                    })
-                });
-                chunk.push(ahead(planned, fact, passed));
-            }
-        }
-        self.chunk = chunk;
         self.read_as_stored = read_as_stored;
-        self.chunk_start = land_seq;
-        match self.chunk.first() {
-            Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),
-            _ => Err(ReplayError::DanglingLandEntry { land_seq }),
+        let mut plan = Vec::with_capacity((to - land_seq) as usize);
+        for part in parts {
+            plan.extend(part?);
         }
+        Ok(plan)
     }
 
     /// Whether the fact at `land_seq` (read ahead by [`Replayer::entry_at`],

@@ -107,14 +107,6 @@ impl LandLogRead {
         self.entries.push((entry, start..self.bytes.len()));
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Each entry with its envelope, in land order.
     pub fn iter(&self) -> impl Iterator<Item = (&LandEntry, &[u8])> {
         self.entries.iter().map(|(entry, range)| (entry, &self.bytes[range.clone()]))

@@ -110,6 +110,20 @@ enum FrameRead {
     End,
 }
 
+/// A frame head's envelope length and land seq, or why it is no frame's
+/// head (no magic, a length over the limit).
+fn frame_head(head: &[u8; FRAME_HEAD_BYTES]) -> Result<(u32, u64), String> {
+    if head[..4] != FRAME_MAGIC {
+        return Err("no frame starts here".into());
+    }
+    let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes"));
+    let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
+    if len as usize > FRAME_ENVELOPE_BYTES_MAX {
+        return Err(format!("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}"));
+    }
+    Ok((len, land_seq))
+}
+
 /// Reads the frame at the reader's position (`offset` names it in errors).
 fn read_frame(reader: &mut impl Read, path: &Path, offset: u64) -> Result<FrameRead, SegmentError> {
     let damaged = |reason: String| SegmentError::Damaged { path: path.to_path_buf(), offset, reason };
@@ -120,14 +134,7 @@ fn read_frame(reader: &mut impl Read, path: &Path, offset: u64) -> Result<FrameR
         read if read < FRAME_HEAD_BYTES => return Ok(FrameRead::CutShort),
         _ => {}
     }
-    if head[..4] != FRAME_MAGIC {
-        return Err(damaged("no frame starts here".into()));
-    }
-    let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes"));
-    let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
-    if len as usize > FRAME_ENVELOPE_BYTES_MAX {
-        return Err(damaged(format!("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}")));
-    }
+    let (len, land_seq) = frame_head(&head).map_err(damaged)?;
     let mut rest = vec![0u8; len as usize + FRAME_CHECK_BYTES];
     if read_full(reader, &mut rest).map_err(io)? < rest.len() {
         return Ok(FrameRead::CutShort);
@@ -530,18 +537,9 @@ pub fn read_frame_span_unverified(
         let mut at = 0usize;
         loop {
             let offset = first_offset + at as u64;
-            let head = &buffer[base + at..base + at + FRAME_HEAD_BYTES];
-            if head[..4] != FRAME_MAGIC {
-                return Err(damaged(offset, "no frame starts here".into()));
-            }
-            let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes")) as usize;
-            let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
-            if len > FRAME_ENVELOPE_BYTES_MAX {
-                return Err(damaged(
-                    offset,
-                    format!("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}"),
-                ));
-            }
+            let head = buffer[base + at..base + at + FRAME_HEAD_BYTES].try_into().expect("a head's bytes");
+            let (len, land_seq) = frame_head(head).map_err(|reason| damaged(offset, reason))?;
+            let len = len as usize;
             let envelope = at + FRAME_HEAD_BYTES..at + FRAME_HEAD_BYTES + len;
             let frame_end = envelope.end + FRAME_CHECK_BYTES;
             let in_buffer = base + envelope.start..base + envelope.end;

@@ -260,16 +260,16 @@ fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpe
     let land_path = dir.join(LAND_INDEX_FILE);
     let mut last_on_file = None;
     match File::open(&land_path) {
-        Ok(file) => {
+        Ok(mut file) => {
             // Records are read a piece at a time and their checks computed
             // on two threads; they are placed in order up to the first that
             // does not hold.
-            let mut reader = file.take(u64::MAX);
             let mut piece = Vec::with_capacity(LAND_INDEX_LOAD_RECORDS_AT_ONCE * LAND_RECORD_BYTES);
             'pieces: loop {
                 piece.clear();
                 let want = (LAND_INDEX_LOAD_RECORDS_AT_ONCE * LAND_RECORD_BYTES) as u64;
-                let read = (&mut reader)
+                let read = file
+                    .by_ref()
                     .take(want)
                     .read_to_end(&mut piece)
                     .map_err(|source| LogOpenError::Io { path: land_path.clone(), source })?;
