@@ -36,14 +36,11 @@ use crate::fact::body::{
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::names::being_name_problem;
 use crate::progress::{NoProgress, Progress};
-use crate::store::{DerivedIndexes, Head, RawRecord, Store, StoreError};
+use crate::store::{DerivedIndexes, Head, LandEntry, RawRecord, Store, StoreError};
 use checkpoint::{covered_digest_of_parts, TrustedCheckpoint, VerifiedCheckpoint, COVERED_BYTES_PER_FACT};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 pub use seed_format::schemas::{BodyProblem, BodyRules, HigherSchemas};
 
@@ -171,7 +168,9 @@ pub struct LandReport {
     pub verified_digest: Option<(u64, Hash32)>,
 }
 
+/// A signature waiting for its batch, with the fact it signs.
 struct PendingSignature {
+    being: BeingId,
     seq: u64,
     header_bytes: Vec<u8>,
     signature: Signature,
@@ -180,11 +179,82 @@ struct PendingSignature {
 
 /// Verifies one reel from its stored records, in seq order.
 pub fn check_reel(being: BeingId, records: &[RawRecord], mode: SignatureMode, rules: BodyRules<'_>) -> ReelReport {
-    let mut checker = ReelChecker::new(being, Checking { mode, rules, covered_below: 0 });
+    let mut reels = ReelCheckers::new(Checking { mode, rules, covered_below: 0 });
     for record in records {
-        checker.record(record, &Fact::decode_envelope(&record.envelope));
+        let at = RecordAt { being, seq: record.seq, land_seq: record.land_seq };
+        reels.record(at, Fact::decode_envelope(&record.envelope).as_ref());
     }
-    checker.finish()
+    reels.finish().pop().unwrap_or_else(|| ReelReport { being: Some(being), ..ReelReport::default() })
+}
+
+/// Where a record is stored: whose reel, at which seq, at which land seq.
+#[derive(Debug, Clone, Copy)]
+struct RecordAt {
+    being: BeingId,
+    seq: u64,
+    /// `None`: the record is too short to hold one.
+    land_seq: Option<u64>,
+}
+
+/// The reels one thread checks, each fed its records in seq order (they may
+/// come interleaved, as the land log holds them), and the signatures they
+/// wait to check together: a batch gathers signatures across reels, so a
+/// land read in land order keeps at most one batch in memory, not one per being.
+struct ReelCheckers<'a> {
+    checking: Checking<'a>,
+    reels: BTreeMap<BeingId, ReelChecker<'a>>,
+    pending: Vec<PendingSignature>,
+}
+
+impl<'a> ReelCheckers<'a> {
+    fn new(checking: Checking<'a>) -> ReelCheckers<'a> {
+        ReelCheckers { checking, reels: BTreeMap::new(), pending: Vec::new() }
+    }
+
+    fn record(&mut self, at: RecordAt, decoded: Result<&Fact, &FactError>) {
+        let checking = self.checking;
+        let reel = self.reels.entry(at.being).or_insert_with(|| ReelChecker::new(at.being, checking));
+        reel.record(at, decoded, &mut self.pending);
+        if let SignatureMode::Batch { batch_facts } = checking.mode {
+            if self.pending.len() >= batch_facts.max(1) {
+                self.flush_batch();
+            }
+        }
+    }
+
+    fn flush_batch(&mut self) {
+        for (being, seq) in failed_signatures(std::mem::take(&mut self.pending)) {
+            if let Some(reel) = self.reels.get_mut(&being) {
+                reel.problem(seq, ProblemKind::Signature);
+            }
+        }
+    }
+
+    /// Every reel's report, in being order.
+    fn finish(mut self) -> Vec<ReelReport> {
+        self.flush_batch();
+        self.reels.into_values().map(ReelChecker::finish).collect()
+    }
+}
+
+/// The facts of `pending` whose signatures do not verify: the batch is
+/// checked at once and, if it fails, one signature at a time, strictly.
+fn failed_signatures(pending: Vec<PendingSignature>) -> Vec<(BeingId, u64)> {
+    if pending.is_empty() {
+        return Vec::new();
+    }
+    let messages: Vec<&[u8]> = pending.iter().map(|entry| entry.header_bytes.as_slice()).collect();
+    let signatures: Vec<Signature> = pending.iter().map(|entry| entry.signature).collect();
+    let keys: Vec<VerifyingKey> = pending.iter().map(|entry| entry.key).collect();
+    if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+        return Vec::new();
+    }
+    // The batch failed: find the culprits one by one, strictly.
+    pending
+        .iter()
+        .filter(|entry| entry.key.verify_strict(&entry.header_bytes, &entry.signature).is_err())
+        .map(|entry| (entry.being, entry.seq))
+        .collect()
 }
 
 /// How each reel of one verification is checked.
@@ -210,7 +280,6 @@ struct ReelChecker<'a> {
     /// that is actually checked needs the curve point.
     unparsed_key: Option<PublicKeyBytes>,
     ended: bool,
-    pending: Vec<PendingSignature>,
     /// Facts at land seqs below this have a checkpoint vouching for their signature.
     covered_below: u64,
 }
@@ -230,7 +299,6 @@ impl<'a> ReelChecker<'a> {
             key_problem: Some("the genesis key is unknown".into()),
             unparsed_key: None,
             ended: false,
-            pending: Vec::new(),
             covered_below,
         }
     }
@@ -239,7 +307,9 @@ impl<'a> ReelChecker<'a> {
         self.report.problems.push(Problem { being: Some(self.being), name: None, seq: Some(seq), kind });
     }
 
-    fn record(&mut self, record: &RawRecord, decoded: &Result<Fact, FactError>) {
+    /// Checks the reel's next record; a signature to check in a batch is
+    /// left in `pending`.
+    fn record(&mut self, record: RecordAt, decoded: Result<&Fact, &FactError>, pending: &mut Vec<PendingSignature>) {
         let seq = record.seq;
         self.report.facts += 1;
         if seq != self.expected_seq {
@@ -308,7 +378,7 @@ impl<'a> ReelChecker<'a> {
                 self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), problem });
             }
         }
-        self.signature(seq, record.land_seq, fact);
+        self.signature(seq, record.land_seq, fact, pending);
         if fact.kind() == KIND_ROTATE_KEY {
             // The rotation is signed by the old key; the new key signs what
             // follows, so a key that can sign nothing ends the reel unseen.
@@ -412,7 +482,7 @@ impl<'a> ReelChecker<'a> {
         self.key
     }
 
-    fn signature(&mut self, seq: u64, land_seq: Option<u64>, fact: &Fact) {
+    fn signature(&mut self, seq: u64, land_seq: Option<u64>, fact: &Fact, pending: &mut Vec<PendingSignature>) {
         // A covered fact is byte for byte one that verified (key included)
         // when the checkpoint was made.
         if land_seq.is_some_and(|land_seq| land_seq < self.covered_below) {
@@ -430,45 +500,24 @@ impl<'a> ReelChecker<'a> {
                     self.problem(seq, ProblemKind::Signature);
                 }
             }
-            SignatureMode::Batch { batch_facts } => {
+            SignatureMode::Batch { .. } => {
                 if !strict_prechecks_hold(fact.signature()) {
                     self.problem(seq, ProblemKind::Signature);
                     return;
                 }
-                self.pending.push(PendingSignature {
+                pending.push(PendingSignature {
+                    being: self.being,
                     seq,
                     header_bytes: fact.header_bytes().to_vec(),
                     signature: Signature::from_bytes(fact.signature()),
                     key,
                 });
-                if self.pending.len() >= batch_facts.max(1) {
-                    self.flush_batch();
-                }
             }
         }
     }
 
-    fn flush_batch(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let pending = std::mem::take(&mut self.pending);
-        let messages: Vec<&[u8]> = pending.iter().map(|entry| entry.header_bytes.as_slice()).collect();
-        let signatures: Vec<Signature> = pending.iter().map(|entry| entry.signature).collect();
-        let keys: Vec<VerifyingKey> = pending.iter().map(|entry| entry.key).collect();
-        if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
-            return;
-        }
-        // The batch failed: find the culprits one by one, strictly.
-        for entry in pending {
-            if entry.key.verify_strict(&entry.header_bytes, &entry.signature).is_err() {
-                self.problem(entry.seq, ProblemKind::Signature);
-            }
-        }
-    }
-
+    /// The reel's report, once every signature it left pending was checked.
     fn finish(mut self) -> ReelReport {
-        self.flush_batch();
         let name = self.report.name.clone();
         for problem in &mut self.report.problems {
             problem.name = name.clone();
@@ -548,50 +597,9 @@ fn strict_prechecks_hold(signature: &[u8; 64]) -> bool {
     !at_least_p && !SMALL_ORDER_Y.contains(&y)
 }
 
-/// Each being's run of records (the store lists them by being, then seq).
-fn group_by_being(records: &[RawRecord]) -> Vec<(BeingId, Range<usize>)> {
-    let mut groups: Vec<(BeingId, Range<usize>)> = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        match groups.last_mut() {
-            Some((being, range)) if *being == record.being => range.end = index + 1,
-            _ => groups.push((record.being, index..index + 1)),
-        }
-    }
-    groups
-}
-
 /// The records' facts decoded on `threads` threads, in record order.
 pub fn decode_records(records: &[RawRecord], threads: usize) -> Vec<Result<Fact, FactError>> {
     crate::parallel::map_in_order(records, threads, |record| Fact::decode_envelope(&record.envelope))
-}
-
-/// Checks reels on `threads` threads; reports come back in being order.
-fn check_reels(
-    records: &[RawRecord],
-    facts: &[Result<Fact, FactError>],
-    groups: &[(BeingId, Range<usize>)],
-    checking: Checking<'_>,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Vec<ReelReport> {
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(BTreeMap::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some((being, range)) = groups.get(index) else { break };
-                let mut checker = ReelChecker::new(*being, checking);
-                for (record, fact) in records[range.clone()].iter().zip(&facts[range.clone()]) {
-                    checker.record(record, fact);
-                }
-                let report = checker.finish();
-                progress.advance(range.len() as u64);
-                results.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(index, report);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()).into_values().collect()
 }
 
 fn fork_problems(
@@ -635,14 +643,15 @@ pub fn verify_land(
     verify_land_watched(store, mode, threads, rules, &NoProgress)
 }
 
-/// Records a land-wide verification reads and checks at once: whole beings,
-/// about this many facts (memory holds one slice, not the land).
+/// Land seqs a land-wide verification reads and checks at once (memory
+/// holds one slice, not the land).
 pub const VERIFY_SLICE_FACTS: usize = 16_384;
 
 /// [`verify_land`], telling `progress` how many facts were checked. The land
-/// is read a slice of whole beings at a time ([`VERIFY_SLICE_FACTS`]); what
-/// stays in memory across slices is a report per being and, per fact, its
-/// place in the land log and (for the checkpoint's digest) its id and signature.
+/// is read in land order a slice at a time ([`VERIFY_SLICE_FACTS`]), each
+/// reel checked as its facts come; what stays in memory across slices is a
+/// checker per being and, per fact, its place in the land log and (for the
+/// checkpoint's digest) its id and signature.
 pub fn verify_land_watched(
     store: &dyn Store,
     mode: SignatureMode,
@@ -654,22 +663,14 @@ pub fn verify_land_watched(
     verify_land_in_slices(store, how, VERIFY_SLICE_FACTS)
 }
 
-/// [`verify_land_watched`], reading slices of about `slice_facts` facts:
+/// [`verify_land_watched`], reading slices of `slice_facts` land seqs:
 /// the report does not depend on the size (a test holds it to that).
 pub fn verify_land_in_slices(
     store: &dyn Store,
     how: HowToVerify<'_>,
     slice_facts: usize,
 ) -> Result<LandReport, StoreError> {
-    let mut sliced = verify_slices(store, how, 0, None, slice_facts)?;
-    // Without problems, the land seqs are 0 to the log's length, each one
-    // readable fact's.
-    if sliced.report.problems.is_empty() {
-        let facts = sliced.signed.len() as u64;
-        sliced.report.verified_digest =
-            Some((facts, covered_digest_of_parts(sliced.signed.iter().map(|(_, part)| part))));
-    }
-    Ok(sliced.report)
+    verify_land_in_slices_trusting(store, None, how, slice_facts)
 }
 
 /// [`verify_land_watched`] with a verification checkpoint: the signatures
@@ -685,100 +686,219 @@ pub fn verify_land_trusting(
     verify_land_in_slices_trusting(store, checkpoint, how, VERIFY_SLICE_FACTS)
 }
 
-/// [`verify_land_trusting`], reading slices of about `slice_facts` facts.
-///
-/// Whether the checkpoint holds depends on the facts it covers, which a
-/// sliced reading meets in being order: the land is checked as if it held,
-/// and what it covers is compared once every fact was read. If it does not
-/// hold, the land is checked again with every signature, so the report is
-/// the one a verification without the checkpoint gives.
+/// [`verify_land_trusting`], reading slices of `slice_facts` land seqs.
 pub fn verify_land_in_slices_trusting(
     store: &dyn Store,
     checkpoint: Option<TrustedCheckpoint<'_>>,
     how: HowToVerify<'_>,
     slice_facts: usize,
 ) -> Result<LandReport, StoreError> {
-    let every_signature = |refused: Option<CheckpointRefused>| -> Result<LandReport, StoreError> {
-        let mut report = verify_land_in_slices(store, how, slice_facts)?;
-        report.checkpoint_refused = refused;
-        Ok(report)
-    };
-    let Some(trusted) = checkpoint else { return every_signature(None) };
-    let checkpoint = trusted.checkpoint;
-    if checkpoint.signer != trusted.root {
-        return every_signature(Some(CheckpointRefused::NotTheRoot { signer: checkpoint.signer.short() }));
+    let land_len = store.land_len()?;
+    how.progress.stage("checking reels", land_len, "facts");
+    let mut verification = LandOrderVerification::new(land_len, checkpoint, how);
+    verification.slice_facts = slice_facts;
+    let mut from = 0;
+    while from < land_len {
+        let to = land_len.min(from.saturating_add(slice_facts.max(1) as u64));
+        verification.check_read(&store.land_log_with_envelopes(from, to)?);
+        how.progress.advance(to - from);
+        from = to;
     }
-    if !checkpoint.signature_holds() {
-        return every_signature(Some(CheckpointRefused::BadSignature));
+    verification.finish(store)
+}
+
+/// A land-wide verification fed the land log in land order, a slice at a
+/// time: read from the store by [`verify_land_trusting`], or read and
+/// decoded by a caller that needs the facts too (a land-wide replay folds
+/// them), so that each fact is read and decoded once.
+///
+/// Each of the verification's threads checks the reels of its own share of
+/// the beings (by the first byte of their ids), each reel in seq order,
+/// since the land log keeps every reel's order (a land log that does not is
+/// a problem the reel and land log checks both name). What stays in memory
+/// across slices is a checker per being and, per fact, its place in the
+/// land log and its id and signature.
+///
+/// With a verification checkpoint, whether it holds depends on the facts it
+/// covers and on the root's current key, known once the root's reel was
+/// read to its end: the land is checked as if it held, and what it covers
+/// is compared once every fact was read. If it does not hold, or the land
+/// has problems, the land is read and checked again with every signature,
+/// so the report is the one a verification without the checkpoint gives.
+pub struct LandOrderVerification<'a> {
+    how: HowToVerify<'a>,
+    /// The checkpoint the facts are checked as if it held.
+    trusted: Option<TrustedCheckpoint<'a>>,
+    /// Why the checkpoint offered was refused before reading anything (every
+    /// signature is then checked as the land is read).
+    refused: Option<CheckpointRefused>,
+    shares: Vec<CheckedShare<'a>>,
+    /// Each fact's land seq, being and seq, as read.
+    land_seqs: Vec<(u64, BeingId, u64)>,
+    /// Each readable fact's land seq, id and signature, as read.
+    signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])>,
+    /// The slices a second reading (every signature checked) reads.
+    slice_facts: usize,
+}
+
+impl<'a> LandOrderVerification<'a> {
+    /// A verification of a land of `land_len` facts, trusting `checkpoint`
+    /// as far as it holds.
+    pub fn new(
+        land_len: u64,
+        checkpoint: Option<TrustedCheckpoint<'a>>,
+        how: HowToVerify<'a>,
+    ) -> LandOrderVerification<'a> {
+        let refused = checkpoint.and_then(|trusted| {
+            let checkpoint = trusted.checkpoint;
+            if checkpoint.signer != trusted.root {
+                Some(CheckpointRefused::NotTheRoot { signer: checkpoint.signer.short() })
+            } else if !checkpoint.signature_holds() {
+                Some(CheckpointRefused::BadSignature)
+            } else {
+                None
+            }
+        });
+        let trusted = checkpoint.filter(|_| refused.is_none());
+        let covered_below = trusted.map_or(0, |trusted| trusted.checkpoint.facts);
+        let checking = Checking { mode: how.mode, rules: how.rules, covered_below };
+        LandOrderVerification {
+            how,
+            trusted,
+            refused,
+            shares: (0..how.threads.max(1)).map(|_| CheckedShare::new(checking)).collect(),
+            // Sized once: grown by doubling, they would briefly take half as much again.
+            land_seqs: Vec::with_capacity(usize::try_from(land_len).unwrap_or(0)),
+            signed: Vec::with_capacity(usize::try_from(land_len).unwrap_or(0)),
+            slice_facts: VERIFY_SLICE_FACTS,
+        }
     }
-    let sliced = verify_slices(store, how, checkpoint.facts, Some(trusted.root), slice_facts)?;
-    let refused = checkpoint_covers_parts(checkpoint, &sliced.signed)
-        .err()
-        // The signer's key must be the root's key as its verified reel has it now.
-        .or_else(|| {
-            (sliced.root_key != Some(checkpoint.public_key)).then_some(CheckpointRefused::NotTheRootsCurrentKey)
-        })
-        // Something is wrong: check everything, so every bad signature is named too.
-        .or_else(|| (!sliced.report.problems.is_empty()).then_some(CheckpointRefused::LandHasProblems));
-    match refused {
-        Some(reason) => every_signature(Some(reason)),
-        None => Ok(sliced.report),
+
+    /// Checks the next slice of the land log, as the store holds it.
+    pub fn check_read(&mut self, read: &[(LandEntry, Vec<u8>)]) {
+        self.land_seqs.extend(read.iter().map(|(entry, _)| (entry.land_seq, entry.being, entry.seq)));
+        self.in_shares(|share, at, shares| {
+            for (entry, envelope) in read.iter().filter(|(entry, _)| share_of(&entry.being, shares) == at) {
+                share.check(entry, Fact::decode_envelope(envelope).as_ref());
+            }
+        });
+    }
+
+    /// Checks the next slice of the land log, each fact as
+    /// `Fact::decode_envelope` decoded it.
+    pub fn check_decoded(&mut self, decoded: &[(&LandEntry, Result<&Fact, &FactError>)]) {
+        self.land_seqs.extend(decoded.iter().map(|(entry, _)| (entry.land_seq, entry.being, entry.seq)));
+        self.in_shares(|share, at, shares| {
+            for (entry, fact) in decoded.iter().filter(|(entry, _)| share_of(&entry.being, shares) == at) {
+                share.check(entry, *fact);
+            }
+        });
+    }
+
+    /// Runs `check` for every share, each on its own thread, and gathers
+    /// what each found signed. (Gathered here, in memory sized once, rather
+    /// than grown by doubling on threads that come and go a slice at a time.)
+    fn in_shares(&mut self, check: impl Fn(&mut CheckedShare<'a>, usize, usize) + Sync) {
+        let shares = self.shares.len();
+        if shares == 1 {
+            check(&mut self.shares[0], 0, 1);
+        } else {
+            let check = &check;
+            std::thread::scope(|scope| {
+                for (at, share) in self.shares.iter_mut().enumerate() {
+                    scope.spawn(move || check(share, at, shares));
+                }
+            });
+        }
+        for share in &mut self.shares {
+            self.signed.append(&mut share.signed);
+        }
+    }
+
+    /// The report, once every fact was checked: the land log, fork proofs
+    /// and derived indexes are checked against the store, and the
+    /// checkpoint's verdict is given (with a second reading of the land, every
+    /// signature checked, where it does not hold).
+    pub fn finish(self, store: &dyn Store) -> Result<LandReport, StoreError> {
+        let LandOrderVerification { how, trusted, refused, shares, land_seqs, mut signed, slice_facts } = self;
+        let mut reports = Vec::new();
+        for share in shares {
+            reports.extend(share.reels.finish());
+        }
+        // Each share's reports come in being order; the land's must too.
+        reports.sort_by_key(|report| report.being);
+        let (mut report, root_key) = finish_land(store, reports, land_seqs, trusted.map(|trusted| trusted.root))?;
+        // In place. Where facts claim one land seq, the land has problems and
+        // no digest of these is trusted or offered.
+        signed.sort_unstable_by_key(|(land_seq, _)| *land_seq);
+        let Some(trusted) = trusted else {
+            // Without problems, the land seqs are 0 to the log's length, each
+            // one readable fact's.
+            if report.problems.is_empty() {
+                let facts = signed.len() as u64;
+                report.verified_digest = Some((facts, covered_digest_of_parts(signed.iter().map(|(_, part)| part))));
+            }
+            // A checkpoint refused before reading covered nothing: every
+            // signature was checked in this reading.
+            report.checkpoint_refused = refused;
+            return Ok(report);
+        };
+        let checkpoint = trusted.checkpoint;
+        let refused = checkpoint_covers_parts(checkpoint, &signed)
+            .err()
+            // The signer's key must be the root's key as its verified reel has it now.
+            .or_else(|| (root_key != Some(checkpoint.public_key)).then_some(CheckpointRefused::NotTheRootsCurrentKey))
+            // Something is wrong: check everything, so every bad signature is named too.
+            .or_else(|| (!report.problems.is_empty()).then_some(CheckpointRefused::LandHasProblems));
+        match refused {
+            Some(reason) => every_signature(store, how, slice_facts, reason),
+            None => Ok(report),
+        }
     }
 }
 
-/// What one sliced reading of the land found.
-struct Sliced {
-    report: LandReport,
-    /// The current key of the root asked about, as its verified reel has it.
-    root_key: Option<PublicKeyBytes>,
-    /// Each readable fact's land seq, id and signature, in land order.
+/// The land verified again with every signature checked, saying why the
+/// checkpoint offered was not used.
+fn every_signature(
+    store: &dyn Store,
+    how: HowToVerify<'_>,
+    slice_facts: usize,
+    refused: CheckpointRefused,
+) -> Result<LandReport, StoreError> {
+    let mut report = verify_land_in_slices(store, how, slice_facts)?;
+    report.checkpoint_refused = Some(refused);
+    Ok(report)
+}
+
+/// Which of `shares` checks `being`'s reel.
+fn share_of(being: &BeingId, shares: usize) -> usize {
+    usize::from(being.0[0]) % shares
+}
+
+/// The share of a land-wide verification one thread checks: the reels of
+/// the beings [`share_of`] gives it.
+struct CheckedShare<'a> {
+    reels: ReelCheckers<'a>,
+    /// Each readable fact's land seq, id and signature, of the slice being checked.
     signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])>,
 }
 
-/// Reads and checks the land a slice of whole beings at a time; signature
-/// arithmetic is skipped below `covered_below` only. What stays in memory
-/// across slices is a report per being and, per fact, its place in the land
-/// log and its id and signature.
-fn verify_slices(
-    store: &dyn Store,
-    how: HowToVerify<'_>,
-    covered_below: u64,
-    root: Option<BeingId>,
-    slice_facts: usize,
-) -> Result<Sliced, StoreError> {
-    let HowToVerify { mode, threads, rules, progress } = how;
-    let land_len = store.land_len()?;
-    progress.stage("checking reels", land_len, "facts");
-    let checking = Checking { mode, rules, covered_below };
-    let mut reports = Vec::new();
-    // Sized once: grown by doubling, they would briefly take half as much again.
-    let facts_expected = usize::try_from(land_len).unwrap_or(0);
-    let mut land_seqs: Vec<(u64, BeingId, u64)> = Vec::with_capacity(facts_expected);
-    let mut signed: Vec<(u64, [u8; COVERED_BYTES_PER_FACT])> = Vec::with_capacity(facts_expected);
-    let mut after: Option<BeingId> = None;
-    loop {
-        let records = store.raw_records_after(after.as_ref(), slice_facts.max(1))?;
-        let Some(last) = records.last() else { break };
-        after = Some(last.being);
-        let facts = decode_records(&records, threads);
-        for (record, fact) in records.iter().zip(&facts) {
-            let Some(land_seq) = record.land_seq else { continue };
-            land_seqs.push((land_seq, record.being, record.seq));
-            if let Ok(fact) = fact {
-                let mut part = [0; COVERED_BYTES_PER_FACT];
-                part[..32].copy_from_slice(fact.id().as_bytes());
-                part[32..].copy_from_slice(fact.signature());
-                signed.push((land_seq, part));
-            }
-        }
-        let groups = group_by_being(&records);
-        reports.extend(check_reels(&records, &facts, &groups, checking, threads, progress));
+impl<'a> CheckedShare<'a> {
+    fn new(checking: Checking<'a>) -> CheckedShare<'a> {
+        CheckedShare { reels: ReelCheckers::new(checking), signed: Vec::new() }
     }
-    let (report, root_key) = finish_land(store, reports, land_seqs, root)?;
-    // In place. Where facts claim one land seq, the land has problems and
-    // no digest of these is trusted or offered.
-    signed.sort_unstable_by_key(|(land_seq, _)| *land_seq);
-    Ok(Sliced { report, root_key, signed })
+
+    /// Checks the fact at `entry`, as it decoded.
+    fn check(&mut self, entry: &LandEntry, decoded: Result<&Fact, &FactError>) {
+        if let Ok(fact) = decoded {
+            let mut part = [0; COVERED_BYTES_PER_FACT];
+            part[..32].copy_from_slice(fact.id().as_bytes());
+            part[32..].copy_from_slice(fact.signature());
+            self.signed.push((entry.land_seq, part));
+        }
+        let at = RecordAt { being: entry.being, seq: entry.seq, land_seq: Some(entry.land_seq) };
+        self.reels.record(at, decoded);
+    }
 }
 
 /// Whether the checkpoint's facts are the first of the land log as read
@@ -1010,10 +1130,9 @@ mod tests {
         let fact = crate::fact::UnsignedFact::new(being, 0, FactId::ZERO, 0, KIND_GENESIS, body.clone())
             .expect("a fact")
             .sign(&key);
-        let record = RawRecord { being, seq: 0, land_seq: Some(0), envelope: fact.encode_envelope() };
         let rules = BodyRules { body_bytes_max: crate::limits::FACT_BODY_BYTES_MAX_DEFAULT, schemas: &NoHigherSchemas };
         let mut checker = ReelChecker::new(being, Checking { mode: SignatureMode::Strict, rules, covered_below: 0 });
-        checker.record(&record, &Ok(fact));
+        checker.record(RecordAt { being, seq: 0, land_seq: Some(0) }, Ok(&fact), &mut Vec::new());
         let reason = check_known_body(KIND_GENESIS, &body).expect_err("not a genesis body").to_string();
         let bodies: Vec<&ProblemKind> = checker
             .report
@@ -1025,6 +1144,58 @@ mod tests {
         let problem = BodyProblem::Unreadable { reason };
         assert_eq!(bodies, [&ProblemKind::Body { kind: KIND_GENESIS.to_string(), problem }]);
         assert_eq!(checker.key_problem.as_deref(), Some("the genesis body is unreadable"));
+    }
+
+    /// Two reels' facts, interleaved as the land log holds them, checked
+    /// together: each bad signature is named on its own reel at its seq, in
+    /// batches as one strict check at a time names it.
+    #[test]
+    fn a_signature_batch_across_reels_names_each_bad_signature_on_its_own_reel() {
+        let keys = [ed25519_dalek::SigningKey::from_bytes(&[1; 32]), ed25519_dalek::SigningKey::from_bytes(&[2; 32])];
+        let beings = [BeingId([0xa; 32]), BeingId([0xb; 32])];
+        // (reel, seq) signed with the other reel's key.
+        let forged = [(1usize, 3u64), (0, 6)];
+        let body = crate::canonical::encode_json(&serde_json::json!({})).expect("encodes");
+        let mut facts = Vec::new();
+        let mut prev = [FactId::ZERO, FactId::ZERO];
+        for seq in 1..=7u64 {
+            for reel in 0..2 {
+                let signer = if forged.contains(&(reel, seq)) { &keys[1 - reel] } else { &keys[reel] };
+                let fact = crate::fact::UnsignedFact::new(beings[reel], seq, prev[reel], 0, "test-kind", body.clone())
+                    .expect("a fact")
+                    .sign(signer);
+                prev[reel] = fact.id();
+                facts.push((reel, fact));
+            }
+        }
+        let rules = BodyRules { body_bytes_max: crate::limits::FACT_BODY_BYTES_MAX_DEFAULT, schemas: &NoHigherSchemas };
+        let check = |mode: SignatureMode| -> Vec<Vec<(Option<u64>, String)>> {
+            let checking = Checking { mode, rules, covered_below: 0 };
+            let mut reels = ReelCheckers::new(checking);
+            for (reel, being) in beings.iter().enumerate() {
+                // As if each reel's genesis had been read.
+                let mut checker = ReelChecker::new(*being, checking);
+                checker.set_key(&PublicKeyBytes::of(&keys[reel]));
+                checker.expected_seq = 1;
+                reels.reels.insert(*being, checker);
+            }
+            for (land_seq, (reel, fact)) in facts.iter().enumerate() {
+                let at = RecordAt { being: beings[*reel], seq: fact.header.seq, land_seq: Some(land_seq as u64) };
+                reels.record(at, Ok(fact));
+            }
+            reels
+                .finish()
+                .into_iter()
+                .map(|report| report.problems.iter().map(|problem| (problem.seq, problem.kind.to_string())).collect())
+                .collect()
+        };
+        let signature = ProblemKind::Signature.to_string();
+        let expected = vec![vec![(Some(6), signature.clone())], vec![(Some(3), signature)]];
+        for mode in
+            [SignatureMode::Strict, SignatureMode::Batch { batch_facts: 3 }, SignatureMode::Batch { batch_facts: 64 }]
+        {
+            assert_eq!(check(mode), expected, "{mode:?}");
+        }
     }
 
     fn signature_with_r(r: [u8; 32]) -> [u8; 64] {
