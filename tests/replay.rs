@@ -871,3 +871,48 @@ fn check_replay_in_windows(land: &Path, fixture: &Path) -> seed::replay::land::L
     }
     default
 }
+
+/// A land-wide replay verifies the facts its fold reads and decodes, where
+/// `seed verify` reads them from the store itself: over tampered facts of
+/// every kind, at the header, the body and the signature, both name the
+/// same problems in the same order, on one thread and two, with windows
+/// that make the fold read the land log twice (the second time beside a
+/// verification of its own).
+#[test]
+fn a_land_wide_replay_names_every_problem_verification_names_in_the_same_order() {
+    use seed::check::{verify_land, SignatureMode};
+    use seed::replay::land::{replay_land_in_windows, LandWindows};
+    let (_dir, land_path) = simulated("dance.toml", 3);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dance.toml");
+    let loaded = seed::engine::fixture::Fixture::load(&fixture).expect("fixture");
+    let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
+    let land = seed::land::Land::open(&land_path).expect("open");
+    let (store, log) = (land.store(), land.log_store());
+    let schemas = seed::world::CoreSchemas::leaving_acts_to_replay();
+    let rules = schemas.rules(&seed::limits::Limits::default());
+    let stored: Vec<_> = store.land_log(0, store.land_len().expect("length")).expect("land log");
+    let (claims, progress) = (Default::default(), seed::progress::NoProgress);
+    let mut compared = 0;
+    for entry in stored.iter().step_by(2) {
+        let original = log.stored_envelope(&entry.being, entry.seq).expect("read").expect("present");
+        for at in [12, original.len() / 2, original.len() - 80, original.len() - 1] {
+            let mut tampered = original.clone();
+            tampered[at] ^= 0x04;
+            log.overwrite_envelope_unchecked(&entry.being, entry.seq, &tampered).expect("tamper");
+            let verified = verify_land(store, SignatureMode::Batch { batch_facts: 256 }, 2, rules).expect("verify");
+            let named: Vec<String> = verified.problems.iter().map(ToString::to_string).collect();
+            assert!(!named.is_empty(), "byte {at} of land seq {} went unnamed", entry.land_seq);
+            for (threads, windows) in
+                [(2, LandWindows::default()), (1, LandWindows { window_facts: 5, read_ahead_facts_max: 0 })]
+            {
+                let replayed = replay_land_in_windows(store, &substrate, threads, None, &claims, &progress, windows)
+                    .expect("replay");
+                assert_eq!(replayed.problems, named, "byte {at} of land seq {}, {windows:?}", entry.land_seq);
+            }
+            compared += 1;
+        }
+        log.overwrite_envelope_unchecked(&entry.being, entry.seq, &original).expect("restore");
+    }
+    assert!(compared >= 40, "{compared} tamperings compared");
+    land.close().expect("close");
+}

@@ -2,17 +2,21 @@
 //! every stored act of every being recomputed at its cursor and compared
 //! byte for byte at its land seq.
 //!
-//! Memory holds the world, the acts in flight and one window of the land log,
-//! not the land. Verification reads the store a slice of beings at a time
-//! (`check::verify_land_trusting`) on its own thread, while the fold reads the
-//! land log a window at a time (`LandWindow`), reading ahead
+//! Memory holds the world, the acts in flight and a few windows of the land
+//! log, not the land. A reader thread (`read_windows`) reads the land log a
+//! window at a time, decodes each fact once, hands the window to
+//! verification (`check::LandOrderVerification`, which checks every reel in
+//! land order) and sends it to the fold, so that each fact is read and
+//! decoded once for both, and verification fills the fold's single-threaded
+//! stretches. The fold takes the windows (`LandWindow`) reading ahead
 //! (`LandWindows::read_ahead_facts_max`) so that it knows which acts opened at
 //! a cursor when it gets there. Those are recomputed in parallel (the beats
 //! are pure); the seal-time rules and the comparison then run in land order,
 //! each against the world as the earlier facts left it, exactly as the
 //! simulation sealed them. An act sealed farther from its opening than the
 //! read-ahead is found late, and the fold runs again after a pass that reads
-//! every act's opening cursor (nothing else) first: the same report, later.
+//! every act's opening cursor (nothing else) first, while verification reads
+//! the store on its own beside it: the same report, later.
 //!
 //! Of an act, only what its moment reads (its opening, `opening.rs`) is read,
 //! the rest skipped by its heads; the whole body is read only to explain a
@@ -33,8 +37,8 @@ use super::{
     DivergenceCause, FieldDifference, Recomputed, StoredAct,
 };
 use crate::check::checkpoint::TrustedCheckpoint;
-use crate::check::{verify_land, verify_land_trusting, HowToVerify, LandReport, SignatureMode};
-use crate::fact::{BeingId, Fact, Hash32};
+use crate::check::{verify_land, verify_land_trusting, HowToVerify, LandOrderVerification, LandReport, SignatureMode};
+use crate::fact::{BeingId, Fact, FactError, Hash32};
 use crate::limits::Limits;
 use crate::moment::Substrate;
 use crate::parallel::{drop_in_background, map_in_order};
@@ -46,6 +50,7 @@ use serde_json::json;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Divergences a land-wide replay keeps in full (all are counted).
 pub const LAND_REPLAY_DIVERGENCES_KEPT: usize = 100;
@@ -155,28 +160,31 @@ pub fn replay_land_in_windows(
     // and one that is not an act body is a divergence there: verification
     // leaves act bodies to the fold rather than read each of them twice.
     let schemas = CoreSchemas::leaving_acts_to_replay();
-    // Verification (a slice of beings at a time) and the fold (a window of
-    // the land log at a time) read the store each on their own and run side
-    // by side, each filling the other's single-threaded stretches.
-    let (verified, replayed) = std::thread::scope(|scope| {
-        let verification = scope.spawn(|| {
-            // The fold is the longer of the two: it alone reports progress.
-            let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
-            verify_land_trusting(store, checkpoint, how)
-        });
-        let how = FoldPlan { threads, windows, snapshot_claims, progress };
-        // Acts open near where they are sealed, so the fold first learns
-        // where each opened from the windows it reads ahead; an act sealed
-        // farther from its opening than that is found late, and the fold
-        // runs again after a pass that reads every opening first.
-        let replayed = fold_and_recompute(store, substrate, &how, false).and_then(|replayed| match replayed {
-            Some(replayed) => Ok(replayed),
-            None => Ok(fold_and_recompute(store, substrate, &how, true)?
-                .expect("with every opening read first, no act is found late")),
-        });
-        // A verifier that panicked is a bug in this build, not in the land.
-        (verification.join().expect("the verification thread panicked"), replayed)
-    });
+    // The fold is the longer of the two: it alone reports progress.
+    let how = HowToVerify { mode, threads, rules: schemas.rules(&Limits::default()), progress: &NoProgress };
+    let plan = FoldPlan { threads, windows, snapshot_claims, progress };
+    // The fold reads the land log in land order, a window at a time, and
+    // hands each window, decoded, to verification: each fact is read and
+    // decoded once for both. Acts open near where they are sealed, so the
+    // fold first learns where each opened from the windows it reads ahead.
+    let verification = LandOrderVerification::new(store.land_len()?, checkpoint, how);
+    let (verified, replayed) = match fold_and_recompute(store, substrate, &plan, false, Some(verification)) {
+        (Err(error), _) => return Err(error),
+        (Ok(Some(replayed)), Some(verification)) => (verification.finish(store), Ok(replayed)),
+        (Ok(Some(_)), None) => unreachable!("the reader hands back the verification it was given"),
+        // An act sealed farther from its opening than the read-ahead was
+        // found late: the fold runs again after a pass that reads every
+        // opening first, and verification reads the store on its own
+        // beside it, each filling the other's single-threaded stretches.
+        (Ok(None), _) => std::thread::scope(|scope| {
+            let verifying = scope.spawn(|| verify_land_trusting(store, checkpoint, how));
+            let replayed = fold_and_recompute(store, substrate, &plan, true, None)
+                .0
+                .map(|replayed| replayed.expect("with every opening read first, no act is found late"));
+            // A verifier that panicked is a bug in this build, not in the land.
+            (verifying.join().expect("the verification thread panicked"), replayed)
+        }),
+    };
     let replayed = replayed?;
     let mut report = LandReplayReport::verified(&verified?);
     report.moments = replayed.moments;
@@ -229,13 +237,112 @@ impl Replayed {
 /// only when its recomputation does not encode to its stored bytes (matching
 /// bytes are canonical by construction), and it is then left out exactly as
 /// `Fact::decode_envelope` would have left it out.
-fn fold_and_recompute(
+fn fold_and_recompute<'v>(
     store: &dyn Store,
     substrate: &Substrate,
     plan: &FoldPlan<'_>,
     openings_first: bool,
+    verification: Option<LandOrderVerification<'v>>,
+) -> (Result<Option<Replayed>, StoreError>, Option<LandOrderVerification<'v>>) {
+    let land_len = match store.land_len() {
+        Ok(land_len) => land_len,
+        Err(error) => return (Err(error), verification),
+    };
+    let flows = GenesisFlows::default();
+    std::thread::scope(|scope| {
+        let (windows_read, read_ahead) = sync_channel(LAND_REPLAY_WINDOWS_READ_AHEAD);
+        let window_facts = plan.windows.window_facts;
+        let flows = &flows;
+        let threads = plan.threads;
+        let reader = scope
+            .spawn(move || read_windows(store, land_len, window_facts, threads, flows, verification, windows_read));
+        let window = LandWindow::new(store, land_len, plan.windows, flows, read_ahead);
+        // The window (and with it the channel) is gone once the fold
+        // returns, so a reader still sending stops.
+        let replayed = fold_windows(store, substrate, plan, openings_first, window);
+        // A reader that panicked is a bug in this build, not in the land.
+        (replayed, reader.join().expect("the land log's reader panicked"))
+    })
+}
+
+/// Reads the land log from its start a window of `window_facts` land seqs
+/// at a time, decodes each fact for the fold, hands each window to
+/// `verification` and sends it to the fold, until the end of the land log
+/// or until the fold stops taking them (a store error is sent in its
+/// window's place, and ends the reading). Returns the verification, fed
+/// every window that was read.
+///
+/// The reader runs on its own thread, beside the fold: it fills the fold's
+/// single-threaded stretches, where verification on the fold's own thread
+/// would lengthen them.
+fn read_windows<'v>(
+    store: &dyn Store,
+    land_len: u64,
+    window_facts: u64,
+    threads: usize,
+    flows: &GenesisFlows,
+    mut verification: Option<LandOrderVerification<'v>>,
+    windows_read: SyncSender<Result<ReadWindow, StoreError>>,
+) -> Option<LandOrderVerification<'v>> {
+    let mut from = 0;
+    while from < land_len {
+        let to = land_len.min(from.saturating_add(window_facts.max(1)));
+        let read = match store.land_log_with_envelopes(from, to) {
+            Ok(read) => read,
+            Err(error) => {
+                // The fold stops at the error; nothing more is read.
+                let _ = windows_read.send(Err(error));
+                return verification;
+            }
+        };
+        // Verification reads every body's form; the fold alone checks an
+        // act body's form only where its recomputation differs.
+        let whole = verification.is_some();
+        let decoded = map_in_order(&read, threads, |(entry, envelope)| {
+            let fact = match whole {
+                true => Fact::decode_envelope(envelope),
+                false => Fact::decode_envelope_deferring_form_of(envelope, |kind| kind == KIND_ACT),
+            };
+            fact.map(|fact| decode_for_fold(entry, fact, flows))
+        });
+        if let Some(verification) = verification.as_mut() {
+            let facts: Vec<(&LandEntry, Result<&Fact, &FactError>)> = read
+                .iter()
+                .zip(&decoded)
+                .map(|((entry, _), decoded)| (entry, decoded.as_ref().map(Decoded::fact)))
+                .collect();
+            verification.check_decoded(&facts);
+        }
+        let facts = read.iter().zip(decoded).map(|((entry, _), decoded)| (entry.land_seq, decoded.ok())).collect();
+        if windows_read.send(Ok(ReadWindow { from, facts })).is_err() {
+            // The fold stopped.
+            return verification;
+        }
+        from = to;
+    }
+    verification
+}
+
+/// One window of the land log as the reader sends it: each land seq's fact
+/// from `from` on, decoded for the fold (`None`: it does not decode).
+struct ReadWindow {
+    from: u64,
+    facts: Vec<(u64, Option<Decoded>)>,
+}
+
+/// Windows the reader reads, decodes and verifies ahead of the fold, at most.
+const LAND_REPLAY_WINDOWS_READ_AHEAD: usize = 2;
+
+/// [`fold_and_recompute`]'s fold, taking the land log from `window`.
+fn fold_windows(
+    store: &dyn Store,
+    substrate: &Substrate,
+    plan: &FoldPlan<'_>,
+    openings_first: bool,
+    mut window: LandWindow<'_>,
 ) -> Result<Option<Replayed>, StoreError> {
     let FoldPlan { threads, windows, snapshot_claims, progress } = *plan;
+    let land_len = window.land_len;
     let mut replayed =
         Replayed { moments: 0, divergences_total: 0, divergences: Vec::new(), snapshot_mismatches: Vec::new() };
     // The world the fold has built after the first `cursor` facts, against
@@ -245,9 +352,6 @@ fn fold_and_recompute(
             mismatches.push(cursor);
         }
     };
-    let land_len = store.land_len()?;
-    let flows = GenesisFlows::default();
-    let mut window = LandWindow::new(store, land_len, threads, windows, &flows);
     if openings_first {
         window.by_cursor = openings_by_cursor(store, land_len, threads, windows.window_facts, progress)?;
         window.openings_read = true;
@@ -287,17 +391,17 @@ fn fold_and_recompute(
                 spent.facts.push(fact);
                 continue;
             }
+            Some(Decoded::NotCanonical { .. }) | None => {
+                // Keep the cursor moving past a fact the fold could not read.
+                world.cursor = world.cursor.max(land_seq + 1);
+                continue;
+            }
             Some(Decoded::UnreadableAct { being, seq, fact, reason }) => {
                 replayed.moments += 1;
                 replayed.diverged(being, || unreadable_act(seq, land_seq, &reason));
                 // Nothing to apply: the body does not read as an act.
                 world.apply_folded(land_seq, &fact.header, fact.id(), FoldBody::Nothing);
                 spent.facts.push(fact);
-                continue;
-            }
-            None => {
-                // Keep the cursor moving past a fact the fold could not read.
-                world.cursor = world.cursor.max(land_seq + 1);
                 continue;
             }
         };
@@ -418,8 +522,9 @@ fn opening_cursor(envelope: &[u8]) -> Option<u64> {
 /// that.
 struct LandWindow<'a> {
     store: &'a dyn Store,
+    /// The windows the reader read, decoded and verified, in land order.
+    read_ahead: Receiver<Result<ReadWindow, StoreError>>,
     land_len: u64,
-    threads: usize,
     windows: LandWindows,
     flows: &'a GenesisFlows,
     /// The land seq of `decoded`'s first slot: the fold's next fact.
@@ -446,14 +551,14 @@ impl<'a> LandWindow<'a> {
     fn new(
         store: &'a dyn Store,
         land_len: u64,
-        threads: usize,
         windows: LandWindows,
         flows: &'a GenesisFlows,
+        read_ahead: Receiver<Result<ReadWindow, StoreError>>,
     ) -> LandWindow<'a> {
         LandWindow {
             store,
+            read_ahead,
             land_len,
-            threads,
             windows,
             flows,
             first: 0,
@@ -499,15 +604,12 @@ impl<'a> LandWindow<'a> {
     /// Reads and decodes windows of the land log until `end` is reached.
     fn read_to(&mut self, end: u64) -> Result<(), StoreError> {
         while self.horizon() < end.min(self.land_len) {
-            let from = self.horizon();
-            let to = self.land_len.min(from + self.windows.window_facts.max(1));
-            let read = self.store.land_log_with_envelopes(from, to)?;
-            let flows = self.flows;
-            let decoded = map_in_order(&read, self.threads, |(entry, envelope)| {
-                (entry.land_seq, decode_for_fold(entry, envelope, flows))
-            });
-            let mut slots: Vec<Option<Decoded>> = (from..to).map(|_| None).collect();
-            for (land_seq, decoded) in decoded {
+            // The reader sends every window up to the end of the land log,
+            // or an error and nothing more; it stops early only by panicking.
+            let ReadWindow { from, facts } = self.read_ahead.recv().expect("the land log's reader stopped early")?;
+            assert_eq!(from, self.horizon(), "the reader sends the windows in land order");
+            let mut slots: Vec<Option<Decoded>> = facts.iter().map(|_| None).collect();
+            for (land_seq, decoded) in facts {
                 // An act already read on its own stays where it is.
                 if self.far.contains_key(&land_seq) {
                     continue;
@@ -536,8 +638,9 @@ impl<'a> LandWindow<'a> {
                 continue;
             }
             for (entry, envelope) in self.store.land_log_with_envelopes(land_seq, land_seq + 1)? {
-                if let Some(decoded) = decode_for_fold(&entry, &envelope, self.flows) {
-                    self.far.insert(land_seq, decoded);
+                // Verification checks it when the windows reach it.
+                if let Ok(fact) = Fact::decode_envelope_deferring_form_of(&envelope, |kind| kind == KIND_ACT) {
+                    self.far.insert(land_seq, decode_for_fold(&entry, fact, self.flows));
                 }
             }
         }
@@ -577,19 +680,17 @@ impl<'a> LandWindow<'a> {
     }
 }
 
-/// One stored fact, decoded for the fold, or `None` where it does not
-/// decode as `Fact::decode_envelope` has it (the act body's canonical form
-/// excepted, which the fold checks only where it must).
-fn decode_for_fold(entry: &LandEntry, envelope: &[u8], flows: &GenesisFlows) -> Option<Decoded> {
-    let fact = Fact::decode_envelope_deferring_form_of(envelope, |kind| kind == KIND_ACT).ok()?;
+/// One stored fact, decoded for the fold (an act's body form may not have
+/// been checked: the fold checks it only where it must).
+fn decode_for_fold(entry: &LandEntry, fact: Fact, flows: &GenesisFlows) -> Decoded {
     if fact.kind() != KIND_ACT {
-        return Some(Decoded::other(fact, flows));
+        return Decoded::other(fact, flows);
     }
     // Only the fields a recomputation reads are decoded: an act whose
     // recomputation encodes to the stored bytes is the stored act. The rest
     // is skipped by its heads alone: an act that is not canonical cannot
     // match its recomputation, whatever was read.
-    Some(match ActOpening::read(fact.body()) {
+    match ActOpening::read(fact.body()) {
         Ok(opening) => Decoded::Act {
             being: entry.being,
             act: LandAct {
@@ -601,7 +702,7 @@ fn decode_for_fold(entry: &LandEntry, envelope: &[u8], flows: &GenesisFlows) -> 
             },
         },
         // Not canonical: `decode_envelope` refuses it.
-        Err(_) if fact.body_form_error().is_some() => return None,
+        Err(_) if fact.body_form_error().is_some() => Decoded::NotCanonical { fact },
         // Not an act a moment could have sealed: a divergence of its own,
         // named as reading the whole body names it.
         Err(opening_error) => {
@@ -611,7 +712,7 @@ fn decode_for_fold(entry: &LandEntry, envelope: &[u8], flows: &GenesisFlows) -> 
             };
             Decoded::UnreadableAct { being: entry.being, seq: entry.seq, fact, reason }
         }
-    })
+    }
 }
 
 /// Folded facts and act bodies, freed away from the fold's thread.
@@ -648,6 +749,11 @@ enum Decoded {
         seq: u64,
         fact: Fact,
         reason: String,
+    },
+    /// An act whose body is not canonical: `Fact::decode_envelope` refuses
+    /// it, and the fold passes over it.
+    NotCanonical {
+        fact: Fact,
     },
 }
 
@@ -690,6 +796,14 @@ enum SpentBody {
 impl Decoded {
     fn other(fact: Fact, flows: &GenesisFlows) -> Decoded {
         Decoded::Other { body: FoldBody::read_keeping_flows(&fact.header, fact.body(), flows), fact }
+    }
+
+    /// The stored fact, as decoded.
+    fn fact(&self) -> &Fact {
+        match self {
+            Decoded::Act { act, .. } => &act.fact,
+            Decoded::Other { fact, .. } | Decoded::UnreadableAct { fact, .. } | Decoded::NotCanonical { fact } => fact,
+        }
     }
 }
 
