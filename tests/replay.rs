@@ -916,3 +916,18 @@ fn a_land_wide_replay_names_every_problem_verification_names_in_the_same_order()
     assert!(compared >= 40, "{compared} tamperings compared");
     land.close().expect("close");
 }
+
+/// A frame at the end of the log that no reel can claim takes a land seq
+/// the land log's windows hold no fact for: a land-wide replay passes over
+/// it and names it as `seed verify` names it, where it must not stop short
+/// of the end of the log.
+#[test]
+fn a_land_wide_replay_names_a_frame_no_reel_can_claim_as_verify_names_it() {
+    let (_dir, land) = simulated("dance.toml", 2);
+    let segments = land.join("log").join(seed::store::LOG_STORE_SEGMENTS_DIR);
+    let mut log = seed::store::segments::SegmentLog::open_for_appending(&segments, 1 << 20).expect("the segment log");
+    log.append_group([&b"not a fact"[..]]).expect("appended");
+    drop(log);
+    let all = replay_names_as_verify_names(&land, "holds no fact a reel can claim");
+    assert_eq!(all["divergences"], 0, "{all}");
+}

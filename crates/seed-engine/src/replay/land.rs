@@ -314,7 +314,7 @@ fn read_windows<'v>(
             verification.check_decoded(&facts);
         }
         let facts = read.iter().zip(decoded).map(|((entry, _), decoded)| (entry.land_seq, decoded.ok())).collect();
-        if windows_read.send(Ok(ReadWindow { from, facts })).is_err() {
+        if windows_read.send(Ok(ReadWindow { from, to, facts })).is_err() {
             // The fold stopped.
             return verification;
         }
@@ -323,10 +323,12 @@ fn read_windows<'v>(
     verification
 }
 
-/// One window of the land log as the reader sends it: each land seq's fact
-/// from `from` on, decoded for the fold (`None`: it does not decode).
+/// One window of the land log as the reader sends it: the land seqs from
+/// `from` to `to`, and the fact of each that a reel claims, decoded for the
+/// fold (`None`: it does not decode). A land seq no reel claims has no fact.
 struct ReadWindow {
     from: u64,
+    to: u64,
     facts: Vec<(u64, Option<Decoded>)>,
 }
 
@@ -606,9 +608,10 @@ impl<'a> LandWindow<'a> {
         while self.horizon() < end.min(self.land_len) {
             // The reader sends every window up to the end of the land log,
             // or an error and nothing more; it stops early only by panicking.
-            let ReadWindow { from, facts } = self.read_ahead.recv().expect("the land log's reader stopped early")?;
+            let ReadWindow { from, to, facts } =
+                self.read_ahead.recv().expect("the land log's reader stopped early")?;
             assert_eq!(from, self.horizon(), "the reader sends the windows in land order");
-            let mut slots: Vec<Option<Decoded>> = facts.iter().map(|_| None).collect();
+            let mut slots: Vec<Option<Decoded>> = (from..to).map(|_| None).collect();
             for (land_seq, decoded) in facts {
                 // An act already read on its own stays where it is.
                 if self.far.contains_key(&land_seq) {
