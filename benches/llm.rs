@@ -52,6 +52,7 @@ fn plant(fixture: &Fixture, dir: &Path, endpoint: Option<&FakeEndpoint>, trace: 
     });
     let options = EngineOptions {
         snapshot_every_facts: None,
+        store: Default::default(),
         ticks: None,
         seed: 0,
         threads: THREADS,

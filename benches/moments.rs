@@ -40,6 +40,7 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("folder");
     let options = EngineOptions {
         snapshot_every_facts: None,
+        store: Default::default(),
         ticks: None,
         seed: 0,
         threads: THREADS,

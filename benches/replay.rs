@@ -39,6 +39,7 @@ fn bench(c: &mut Criterion) {
     let land_dir = dir.path().join("land");
     let options = EngineOptions {
         snapshot_every_facts: None,
+        store: Default::default(),
         ticks: Some(ROUNDS),
         seed: 0,
         threads: THREADS,

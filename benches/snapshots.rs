@@ -46,6 +46,7 @@ fn bench(c: &mut Criterion) {
         progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
+        store: Default::default(),
     };
     seed::engine::simulate(&fixture, &options).expect("simulate the crowd");
     let (substrate, _) = substrate_for(&fixture, &[]).expect("definitions");

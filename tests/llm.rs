@@ -63,6 +63,7 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
     let model = Arc::new(LlmClient::new(connections).unwrap());
     let fixture = Fixture::load(fixture).unwrap();
     let options = EngineOptions {
+        store: Default::default(),
         snapshot_every_facts: None,
         ticks: Some(ticks),
         seed: 0,

@@ -33,6 +33,7 @@ mod portal_api;
 mod portal_browser;
 mod portal_editors;
 mod portal_timeline;
+mod postgres;
 mod read_only;
 mod reel_format_doc;
 mod replay;

@@ -762,6 +762,7 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
     let fixture_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
     let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
     let options = seed::engine::EngineOptions {
+        store: Default::default(),
         snapshot_every_facts: None,
         ticks: None,
         seed: 0,
@@ -887,7 +888,7 @@ fn a_land_wide_replay_names_every_problem_verification_names_in_the_same_order()
     let loaded = seed::engine::fixture::Fixture::load(&fixture).expect("fixture");
     let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
     let land = seed::land::Land::open(&land_path).expect("open");
-    let (store, log) = (land.store(), land.log_store());
+    let (store, log) = (land.store(), land.surgery());
     let schemas = seed::world::CoreSchemas::leaving_acts_to_replay();
     let rules = schemas.rules(&seed::limits::Limits::default());
     let stored: Vec<_> = store.land_log(0, store.land_len().expect("length")).expect("land log");

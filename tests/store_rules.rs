@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{note, plant, spec};
+use common::{note, plant, plant_on, spec, Backend};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::body::{NoteBody, KIND_NOTE};
 use seed::fact::body::{RotateKeyBody, KIND_ROTATE_KEY};
@@ -27,9 +27,8 @@ fn note_body(text: &str) -> Vec<u8> {
     seed::canonical::to_canonical_bytes(&NoteBody { text: text.into() }).expect("body")
 }
 
-#[test]
-fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
-    let test = plant();
+fn a_fork_is_kept_as_proof_and_the_head_does_not_advance(backend: Backend) {
+    let test = plant_on(backend);
     let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let head_before = store.head(&worker).expect("head").expect("present");
@@ -70,9 +69,8 @@ fn a_fork_is_kept_as_proof_and_the_head_does_not_advance() {
     );
 }
 
-#[test]
-fn the_fork_proof_survives_reopening_and_reindex() {
-    let test = plant();
+fn the_fork_proof_survives_reopening_and_reindex(backend: Backend) {
+    let test = plant_on(backend);
     let (worker, first, key) = worker_with_a_note(&test.land);
     let genesis_id = test.land.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
     let rival =
@@ -87,9 +85,8 @@ fn the_fork_proof_survives_reopening_and_reindex() {
     assert_eq!(land.store().fork_proofs(None).expect("proofs").len(), 1);
 }
 
-#[test]
-fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
-    let test = plant();
+fn appends_that_break_the_chain_are_refused_and_nothing_is_written(backend: Backend) {
+    let test = plant_on(backend);
     let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let land_len = store.land_len().expect("len");
@@ -119,9 +116,8 @@ fn appends_that_break_the_chain_are_refused_and_nothing_is_written() {
     assert!(verify_land(store, MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
-#[test]
-fn the_same_fact_appended_twice_is_acknowledged_once() {
-    let test = plant();
+fn the_same_fact_appended_twice_is_acknowledged_once(backend: Backend) {
+    let test = plant_on(backend);
     let (worker, first, key) = worker_with_a_note(&test.land);
     let store = test.land.store();
     let genesis_id = store.reel(&worker, 0, 1).expect("reel")[0].fact.id();
@@ -134,9 +130,8 @@ fn the_same_fact_appended_twice_is_acknowledged_once() {
     assert!(store.fork_proofs(None).expect("proofs").is_empty());
 }
 
-#[test]
-fn names_are_unique_and_ended_beings_take_nothing_more() {
-    let test = plant();
+fn names_are_unique_and_ended_beings_take_nothing_more(backend: Backend) {
+    let test = plant_on(backend);
     let error = test.land.create_being(spec("operator")).expect_err("name taken");
     assert!(matches!(error, LandError::Store(StoreError::NameTaken { .. })), "{error:?}");
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
@@ -146,9 +141,8 @@ fn names_are_unique_and_ended_beings_take_nothing_more() {
     assert!(matches!(test.land.seal(&worker, KIND_NOTE, note_body("late")), Err(LandError::Ended { .. })));
 }
 
-#[test]
-fn oversized_bodies_are_refused_before_signing() {
-    let test = plant();
+fn oversized_bodies_are_refused_before_signing(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     let huge = "x".repeat(test.land.limits().fact_body_bytes_max + 1);
     let error = test.land.seal_body(&worker, KIND_NOTE, &NoteBody { text: huge }).expect_err("too large");
@@ -156,9 +150,8 @@ fn oversized_bodies_are_refused_before_signing() {
     assert_eq!(test.land.store().head(&worker).expect("head").expect("present").seq, 0);
 }
 
-#[test]
-fn the_land_log_numbers_every_fact_once_in_arrival_order() {
-    let test = plant();
+fn the_land_log_numbers_every_fact_once_in_arrival_order(backend: Backend) {
+    let test = plant_on(backend);
     let a = test.land.create_being(spec("a")).expect("a").being;
     let b = test.land.create_being(spec("b")).expect("b").being;
     let mut expected = Vec::new();
@@ -179,10 +172,9 @@ fn the_land_log_numbers_every_fact_once_in_arrival_order() {
     }
 }
 
-#[test]
-fn a_reel_seq_is_found_from_a_land_seq_as_a_scan_of_the_reel_finds_it() {
+fn a_reel_seq_is_found_from_a_land_seq_as_a_scan_of_the_reel_finds_it(backend: Backend) {
     // Two reels interleaved unevenly, so a reel's land seqs have gaps of every size.
-    let test = plant();
+    let test = plant_on(backend);
     let a = test.land.create_being(spec("a")).expect("a").being;
     let b = test.land.create_being(spec("b")).expect("b").being;
     for index in 0..23 {
@@ -205,9 +197,8 @@ fn a_reel_seq_is_found_from_a_land_seq_as_a_scan_of_the_reel_finds_it() {
     }
 }
 
-#[test]
-fn reindex_rebuilds_the_derived_indexes_identically() {
-    let test = plant();
+fn reindex_rebuilds_the_derived_indexes_identically(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     for index in 0..20 {
         note(&test.land, &worker, &format!("n{index}"));
@@ -221,6 +212,15 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
     assert!(report.unreadable_records.is_empty());
     assert_eq!(store.derived_index_digest().expect("digest"), before);
 
+    match backend {
+        Backend::Folder => damage_the_land_index_and_reindex(test, before),
+        Backend::Postgres => damage_the_derived_tables_and_reindex(test, before),
+    }
+    let _ = ProblemKind::Signature;
+}
+
+fn damage_the_land_index_and_reindex(test: common::TestLand, before: seed::fact::Hash32) {
+    let store = test.land.store();
     // Damage the land index under an open store: the read that meets the
     // damaged record names the file, and reindex rebuilds it exactly.
     let index = test.path().join("log").join("land.index");
@@ -243,12 +243,33 @@ fn reindex_rebuilds_the_derived_indexes_identically() {
     let land = Land::open(&path).expect("reopen");
     assert_eq!(land.store().derived_index_digest().expect("digest"), before);
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
-    let _ = ProblemKind::Signature;
 }
 
-#[test]
-fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
-    let test = plant();
+/// Derived rows deleted and changed behind the store's back: verification
+/// names each index, and reindex rebuilds the tables exactly.
+fn damage_the_derived_tables_and_reindex(test: common::TestLand, before: seed::fact::Hash32) {
+    let store = test.land.store();
+    let url = match test.land.store_location() {
+        seed::land::StoreLocation::Postgres { url } => url,
+        other => panic!("not on PostgreSQL: {other:?}"),
+    };
+    common::postgres::psql_url(
+        &url,
+        "DELETE FROM seed_names WHERE name = 'worker'; DELETE FROM seed_forked; \
+         UPDATE seed_reel_keys SET public_key = '\\x00' WHERE being = (SELECT being FROM seed_names WHERE name = 'birther')",
+    );
+    assert_ne!(store.derived_index_digest().expect("digest"), before);
+    let report = verify_land(store, MODE, 1, common::core_rules()).expect("verify");
+    let problems: Vec<String> = report.problems.iter().map(|problem| problem.to_string()).collect();
+    assert!(problems.iter().any(|problem| problem.contains("name index \"worker\" is missing")), "{problems:?}");
+    assert!(problems.iter().any(|problem| problem.contains("key index entry of")), "{problems:?}");
+    store.reindex().expect("reindex");
+    assert_eq!(store.derived_index_digest().expect("digest"), before);
+    assert!(verify_land(store, MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+}
+
+fn an_interrupted_rotation_is_finished_or_discarded_on_open(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     let path = test.path();
     let ring = KeyRing::open(&path.join("keys")).expect("ring");
@@ -274,9 +295,8 @@ fn an_interrupted_rotation_is_finished_or_discarded_on_open() {
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 
-#[test]
-fn heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening() {
-    let test = plant();
+fn heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     let last = note(&test.land, &worker, "one");
     note(&test.land, &worker, "two");
@@ -404,7 +424,7 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
         let without = LandReport { signatures_covered: 0, verified_digest: clean.verified_digest, ..vouched };
         assert_eq!(without, clean, "slices of {slice}");
     }
-    let log = test.land.log_store();
+    let log = test.land.surgery();
     // A flipped body byte of worker-2's second fact and of worker-4's third.
     for (worker, seq) in [(&workers[2], 1), (&workers[4], 2)] {
         let mut envelope = log.stored_envelope(worker, seq).expect("read").expect("stored");
@@ -426,3 +446,38 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
         assert_eq!(LandReport { verified_digest: None, ..without }, damaged, "slices of {slice}");
     }
 }
+
+/// Each of these runs on the land folder's own store and on PostgreSQL
+/// (when `SEED_TEST_POSTGRES=1`): the chain rules are the store's promise,
+/// whatever keeps the facts.
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn in_the_land_folder() {
+                super::$name(crate::common::Backend::Folder);
+            }
+
+            #[test]
+            fn on_postgres() {
+                if crate::postgres::postgres_opted_in() {
+                    super::$name(crate::common::Backend::Postgres);
+                }
+            }
+        }
+    )*};
+}
+
+on_every_backend!(
+    a_fork_is_kept_as_proof_and_the_head_does_not_advance,
+    the_fork_proof_survives_reopening_and_reindex,
+    appends_that_break_the_chain_are_refused_and_nothing_is_written,
+    the_same_fact_appended_twice_is_acknowledged_once,
+    names_are_unique_and_ended_beings_take_nothing_more,
+    oversized_bodies_are_refused_before_signing,
+    the_land_log_numbers_every_fact_once_in_arrival_order,
+    a_reel_seq_is_found_from_a_land_seq_as_a_scan_of_the_reel_finds_it,
+    reindex_rebuilds_the_derived_indexes_identically,
+    an_interrupted_rotation_is_finished_or_discarded_on_open,
+    heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening,
+);

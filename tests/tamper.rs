@@ -21,7 +21,7 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     test.land.rotate_key(&worker).expect("rotate");
     note(&test.land, &worker, "after rotation");
     let store = test.land.store();
-    let log = test.land.log_store();
+    let log = test.land.surgery();
     let mode = SignatureMode::Batch { batch_facts: 64 };
     assert!(
         verify_land(store, mode, 1, common::core_rules()).expect("verify").problems.is_empty(),
@@ -62,7 +62,7 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     let test = plant();
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "the original words");
-    let log = test.land.log_store();
+    let log = test.land.surgery();
     let mut value = log.stored_envelope(&worker, 1).expect("read").expect("present");
     let at = value.windows(8).position(|window| window == b"original").expect("body text is stored");
     value[at] = b'O';
@@ -91,7 +91,7 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
     for index in 0..40 {
         note(&test.land, &worker, &format!("note {index}"));
     }
-    let log = test.land.log_store();
+    let log = test.land.surgery();
     let mut value = log.stored_envelope(&worker, 17).expect("read").expect("present");
     // The signature is the last 64 bytes of the envelope; flip a bit of s.
     let last = value.len() - 1;

@@ -22,6 +22,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
     let trace = dir.path().join("moments.jsonl");
     let fixture = Fixture::load(Path::new(fixture)).expect("fixture loads");
     let options = EngineOptions {
+        store: Default::default(),
         snapshot_every_facts: None,
         ticks: None,
         seed,
@@ -271,6 +272,7 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
     let dir = tempfile::tempdir().expect("folder");
     let fixture = Fixture::load(Path::new("tests/fixtures/nursery/nursery.toml")).expect("fixture");
     let options = EngineOptions {
+        store: Default::default(),
         snapshot_every_facts: None,
         ticks: None,
         seed: 0,

@@ -10,7 +10,7 @@ use seed::bundle;
 use seed::check::{verify_being, verify_land_watched, SignatureMode};
 use seed::clock::WallClock;
 use seed::fact::body::GenesisBody;
-use seed::land::Land;
+use seed::land::{Land, StoreLocation};
 use seed::limits::Limits;
 use seed::view::{self, format_time_ms};
 use serde_json::{json, Value as Json};
@@ -28,8 +28,30 @@ pub fn open_read_only(dir: &Path) -> Result<Land> {
     Ok(Land::open_read_only(dir)?)
 }
 
-pub fn plant(dir: &Path, json: bool) -> Result<ExitCode> {
-    let (land, report) = Land::plant(dir, Arc::new(WallClock::default()), Limits::default())?;
+/// Where the facts of the land in `dir` are, given `--store`: the store a
+/// planted land recorded (a `--store` naming another is refused), or for a
+/// land still to plant the one given (the folder by default).
+pub fn store_for(dir: Option<&Path>, given: Option<&str>) -> Result<StoreLocation> {
+    let given = given.map(StoreLocation::parse).transpose()?;
+    let recorded = match dir {
+        Some(dir) => Land::recorded_store(dir)?,
+        None => None,
+    };
+    match (recorded, given) {
+        (Some(recorded), Some(given)) if !recorded.same_place(&given) => Err(seed::land::LandError::StoreElsewhere {
+            dir: dir.map(Path::to_path_buf).unwrap_or_default(),
+            recorded: recorded.describe(),
+            given: given.describe(),
+        }
+        .into()),
+        (Some(recorded), _) => Ok(recorded),
+        (None, given) => Ok(given.unwrap_or_default()),
+    }
+}
+
+pub fn plant(dir: &Path, store: &StoreLocation, json: bool) -> Result<ExitCode> {
+    let (land, report) =
+        Land::plant_in(dir, Arc::new(WallClock::default()), Limits::default(), seed::land::KeySource::Os, store)?;
     land.close()?;
     if json {
         let beings: Vec<Json> = report

@@ -28,6 +28,12 @@ pub struct Arguments {
     /// The land folder (default: ./land; `seed sim` uses a temporary land unless given).
     #[arg(long, global = true, env = "SEED_LAND")]
     land: Option<PathBuf>,
+    /// Where the land's facts are: `postgres://…` (a PostgreSQL database; the
+    /// password from PGPASSWORD) or `folder` (the land folder, the default).
+    /// Chosen when a land is planted and recorded in its land.toml; later
+    /// commands read it from there and refuse a different one.
+    #[arg(long, global = true, env = "SEED_STORE", value_name = "URL")]
+    store: Option<String>,
     /// How log lines on stderr are written (filter them with RUST_LOG, default info).
     #[arg(long, global = true, value_enum, default_value = "text")]
     log_format: logging::LogFormat,
@@ -540,9 +546,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             llm: llm.clone(),
             fail_on_failure: *fail_on_failure,
         };
-        return sim(arguments.land.as_deref(), fixture, run, *json);
+        let store = land::store_for(arguments.land.as_deref(), arguments.store.as_deref())?;
+        return sim(arguments.land.as_deref(), fixture, run, store, *json);
     }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
+    let store = land::store_for(Some(&dir), arguments.store.as_deref())?;
     match arguments.command {
         Command::Up {
             fixture,
@@ -573,10 +581,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 },
                 lifetime_s,
                 llm,
+                store: store.clone(),
                 json,
             },
         ),
-        Command::Plant { json } => land::plant(&dir, json),
+        Command::Plant { json } => land::plant(&dir, &store, json),
         Command::Beings { json } => land::beings(&land::open_read_only(&dir)?, json),
         Command::Reel { being, json } => land::reel(&land::open_read_only(&dir)?, &being, json),
         Command::Verify { being, strict, threads, no_checkpoint, json } => land::verify(
@@ -741,7 +750,13 @@ struct SimRun {
 /// `--fail-on-failure`, when any did); the summary is printed either way.
 const EXIT_SIM_FAILED: u8 = 3;
 
-fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimRun, json: bool) -> Result<ExitCode> {
+fn sim(
+    land: Option<&std::path::Path>,
+    fixture_path: &std::path::Path,
+    run: SimRun,
+    store: seed::land::StoreLocation,
+    json: bool,
+) -> Result<ExitCode> {
     use seed::engine::{self, fixture::Fixture, EngineOptions};
     let SimRun { ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts } = run;
     if threads == 0 {
@@ -766,6 +781,7 @@ fn sim(land: Option<&std::path::Path>, fixture_path: &std::path::Path, run: SimR
     };
     let options = EngineOptions {
         snapshot_every_facts,
+        store,
         ticks,
         seed,
         threads,

@@ -17,6 +17,8 @@ pub struct UpArguments {
     pub limits: PortalLimits,
     pub lifetime_s: Option<u64>,
     pub llm: Option<PathBuf>,
+    /// Where a land planted by this start keeps its facts.
+    pub store: seed::land::StoreLocation,
     /// The start and stop lines as JSON.
     pub json: bool,
 }
@@ -69,6 +71,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let fixture = Fixture::load(&fixture_path)?;
     let options = EngineOptions {
         snapshot_every_facts: None,
+        store: arguments.store.clone(),
         ticks: None,
         seed: 0,
         threads: arguments.threads.max(1),

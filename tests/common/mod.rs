@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use seed::clock::LogicalClock;
 use seed::fact::body::{Cognition, NoteBody, KIND_NOTE};
 use seed::land::{BeingSpec, Land, PlantReport, Sealed};
@@ -30,6 +32,7 @@ static CORE_SCHEMAS: seed::world::CoreSchemas = seed::world::CoreSchemas::new();
 pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
     seed::engine::EngineOptions {
         snapshot_every_facts: None,
+        store: Default::default(),
         ticks: None,
         seed: 0,
         threads: 1,
@@ -46,11 +49,36 @@ pub fn core_rules() -> seed::check::BodyRules<'static> {
 }
 
 pub fn plant() -> TestLand {
+    plant_on(Backend::Folder)
+}
+
+/// Where a test land keeps its facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The land folder's own log store.
+    Folder,
+    /// A fresh database on the run's throwaway PostgreSQL cluster.
+    Postgres,
+}
+
+impl Backend {
+    /// A store location of this backend for a new land.
+    pub fn location(self) -> seed::land::StoreLocation {
+        match self {
+            Backend::Folder => seed::land::StoreLocation::Folder,
+            Backend::Postgres => seed::land::StoreLocation::Postgres { url: postgres::fresh_database() },
+        }
+    }
+}
+
+pub fn plant_on(backend: Backend) -> TestLand {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let (land, report) = Land::plant(
+    let (land, report) = Land::plant_in(
         &dir.path().join("land"),
         Arc::new(LogicalClock::starting_at(1_700_000_000_000)),
         Limits::default(),
+        seed::land::KeySource::Os,
+        &backend.location(),
     )
     .expect("plant");
     TestLand { dir, land, report }
@@ -139,7 +167,7 @@ pub mod webdriver;
 pub fn flip_stored_byte(land: &Path, being: &str, seq: u64, from_end: usize) {
     let opened = Land::open(land).expect("open");
     let id = opened.resolve(being).expect("being");
-    let store = opened.log_store();
+    let store = opened.surgery();
     let mut envelope = store.stored_envelope(&id, seq).expect("read").expect("the fact is stored");
     let at = envelope.len() - from_end;
     envelope[at] ^= 0x01;

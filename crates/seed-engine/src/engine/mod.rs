@@ -31,7 +31,7 @@ use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, CanonicalBody, Hash32};
 use crate::keys::KeyError;
-use crate::land::{BeingSpec, KeySource, Land, LandError, Prepared};
+use crate::land::{BeingSpec, KeySource, Land, LandError, Prepared, StoreLocation};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
 use crate::moment::refusal::BeingFault;
@@ -87,6 +87,9 @@ pub struct EngineOptions {
     /// Facts between two world snapshots for this run, in place of the
     /// land's `snapshot_every_facts` (0: none).
     pub snapshot_every_facts: Option<u64>,
+    /// Where a land planted by this run keeps its facts (the folder's own
+    /// store by default, or PostgreSQL).
+    pub store: StoreLocation,
 }
 
 /// What an engine runs: the two differ only in where keys, time and
@@ -298,7 +301,8 @@ impl Engine {
             Mode::Live => (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os),
             Mode::Simulation => (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed)),
         };
-        let (land, report) = Land::plant_with(&options.land_dir, clock.clone(), Limits::default(), key_source)?;
+        let (land, report) =
+            Land::plant_in(&options.land_dir, clock.clone(), Limits::default(), key_source, &options.store)?;
         plant(fixture, &checked.planned, &land)?;
         let operator_token = report.operator_token;
         let mut simulation = Engine::start(fixture, options, land, clock, checked)?;
@@ -845,6 +849,9 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::Meta { .. }
         | LandError::Locked { .. }
         | LandError::StoreOpen { .. }
+        | LandError::BadStore { .. }
+        | LandError::StoreElsewhere { .. }
+        | LandError::StoreNotEmpty { .. }
         | LandError::StoreMissingFacts { .. }
         | LandError::UnknownName { .. }
         | LandError::UnknownBeing { .. }

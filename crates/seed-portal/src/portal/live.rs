@@ -436,6 +436,7 @@ mod tests {
         let fixture = crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
         let options = crate::engine::EngineOptions {
             snapshot_every_facts: None,
+            store: Default::default(),
             ticks: None,
             seed: 0,
             threads: 1,

@@ -29,7 +29,7 @@ use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, Publi
 use crate::keys::{random_bytes, KeyError, KeyRing};
 use crate::limits::Limits;
 use crate::snapshot::{SignedSnapshot, SnapshotShelf, VouchedSnapshots};
-use crate::store::{AppendTicket, LogOpenError, LogStore, Store, StoreError};
+use crate::store::{AppendTicket, LogOpenError, LogStore, PgStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -64,6 +64,12 @@ pub enum LandError {
     Meta { path: PathBuf, reason: String },
     #[error("the land at {dir} is in use by another process (its store is locked)")]
     Locked { dir: PathBuf },
+    #[error("{given:?} is not a store: give a postgres:// URL, or `folder` for the land folder's own store")]
+    BadStore { given: String },
+    #[error("the land at {dir} keeps its facts in {recorded}, not in {given} (its land.toml says where)")]
+    StoreElsewhere { dir: PathBuf, recorded: String, given: String },
+    #[error("{store} already holds the facts of a land; plant into an empty database")]
+    StoreNotEmpty { store: String },
     #[error("the store of the land at {dir} cannot be opened: {reason}")]
     StoreOpen { dir: PathBuf, reason: String },
     #[error("the store of the land at {dir} is missing the reality root's reel {root} (truncated or replaced store?)")]
@@ -106,6 +112,96 @@ pub struct LandMeta {
     /// 0: none). The one setting of `land.toml` an operator may change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_every_facts: Option<u64>,
+    /// Where the facts are: absent, the folder's own `log/`; a
+    /// `postgres://` URL (without its password, which comes from
+    /// `PGPASSWORD`), a PostgreSQL database (docs/scale.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+}
+
+/// Where a land keeps its facts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StoreLocation {
+    /// The land folder's own log store (`log/`).
+    #[default]
+    Folder,
+    /// A PostgreSQL database, by URL.
+    Postgres { url: String },
+}
+
+impl StoreLocation {
+    /// Reads a `--store` value: `postgres://…` (or `postgresql://…`), or
+    /// `folder` for the land folder's own store.
+    pub fn parse(text: &str) -> Result<StoreLocation, LandError> {
+        if text == "folder" {
+            return Ok(StoreLocation::Folder);
+        }
+        if crate::store::is_postgres_url(text) {
+            return Ok(StoreLocation::Postgres { url: text.to_string() });
+        }
+        Err(LandError::BadStore { given: crate::store::redact_store_url(text) })
+    }
+
+    /// Where a land's `land.toml` says its facts are.
+    pub fn of_meta(meta: &LandMeta) -> StoreLocation {
+        match &meta.store {
+            Some(url) => StoreLocation::Postgres { url: url.clone() },
+            None => StoreLocation::Folder,
+        }
+    }
+
+    /// Whether the two name the same store (a password does not count).
+    pub fn same_place(&self, other: &StoreLocation) -> bool {
+        match (self, other) {
+            (StoreLocation::Folder, StoreLocation::Folder) => true,
+            (StoreLocation::Postgres { url }, StoreLocation::Postgres { url: other }) => {
+                crate::store::pg_store::url_without_password(url) == crate::store::pg_store::url_without_password(other)
+            }
+            _ => false,
+        }
+    }
+
+    /// How it is shown: a URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreLocation::Folder => "the land folder".to_string(),
+            StoreLocation::Postgres { url } => crate::store::redact_store_url(url),
+        }
+    }
+}
+
+/// The store a land opened: the folder's log store or a PostgreSQL one.
+#[derive(Clone)]
+enum LandStore {
+    Log(Arc<LogStore>),
+    Postgres(Arc<PgStore>),
+}
+
+impl std::ops::Deref for LandStore {
+    type Target = dyn Store;
+
+    fn deref(&self) -> &(dyn Store + 'static) {
+        match self {
+            LandStore::Log(store) => store.as_ref(),
+            LandStore::Postgres(store) => store.as_ref(),
+        }
+    }
+}
+
+impl LandStore {
+    fn shared(&self) -> Arc<dyn Store> {
+        match self {
+            LandStore::Log(store) => store.clone(),
+            LandStore::Postgres(store) => store.clone(),
+        }
+    }
+
+    fn close(&self) -> Result<(), StoreError> {
+        match self {
+            LandStore::Log(store) => store.close(),
+            LandStore::Postgres(store) => store.close(),
+        }
+    }
 }
 
 /// What a caller gets back once a fact is durable.
@@ -184,7 +280,7 @@ pub struct Land {
     meta: LandMeta,
     root: BeingId,
     operator: BeingId,
-    store: Arc<LogStore>,
+    store: LandStore,
     keys: KeyRing,
     clock: Arc<dyn Clock>,
     limits: Limits,
@@ -312,17 +408,14 @@ impl Land {
         let meta = read_meta(dir)?;
         let root = parse_meta_id(dir, &meta.root, "root")?;
         let operator = parse_meta_id(dir, &meta.operator, "operator")?;
-        if !dir.join(LOG_DIR).is_dir() {
+        let location = StoreLocation::of_meta(&meta);
+        if location == StoreLocation::Folder && !dir.join(LOG_DIR).is_dir() {
             if !dir.join(SLED_STORE_DIR).is_dir() {
                 return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
             }
             migrate::migrate_sled_store(dir, &limits)?;
         }
-        let store = match access {
-            Access::Write => open_store(dir, &limits)?,
-            Access::Read => LogStore::open_read_only(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)))
-                .map_err(|error| LandError::StoreOpen { dir: dir.to_path_buf(), reason: error.to_string() })?,
-        };
+        let store = open_store(dir, &limits, &location, access)?;
         if store.head(&root)?.is_none() {
             return Err(LandError::StoreMissingFacts { dir: dir.to_path_buf(), root });
         }
@@ -332,13 +425,22 @@ impl Land {
             meta,
             root,
             operator,
-            store: Arc::new(store),
+            store,
             keys,
             clock,
             limits,
             key_source: KeySource::Os,
             writers: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Where the land planted in `dir` keeps its facts, as its `land.toml`
+    /// records (`None`: no land is planted there).
+    pub fn recorded_store(dir: &Path) -> Result<Option<StoreLocation>, LandError> {
+        if !dir.join(LAND_META_FILE).is_file() {
+            return Ok(None);
+        }
+        Ok(Some(StoreLocation::of_meta(&read_meta(dir)?)))
     }
 
     /// Uses `source` for the keys and nonces of beings minted from now on.
@@ -362,17 +464,43 @@ impl Land {
     /// The store, shared: readers (the portal's pages) use it without the
     /// land's writer.
     pub fn shared_store(&self) -> Arc<dyn Store> {
-        self.store.clone()
+        self.store.shared()
     }
 
     pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+        &*self.store
     }
 
-    /// The log store itself, for repair tools and tests that alter stored
-    /// facts on purpose. Ordinary callers use `store()`.
-    pub fn log_store(&self) -> &LogStore {
-        &self.store
+    /// Where the facts are.
+    pub fn store_location(&self) -> StoreLocation {
+        StoreLocation::of_meta(&self.meta)
+    }
+
+    /// The folder's log store itself (`None` for a land on PostgreSQL), for
+    /// repair tools and tests that alter stored facts on purpose. Ordinary
+    /// callers use `store()`.
+    pub fn log_store(&self) -> Option<&LogStore> {
+        match &self.store {
+            LandStore::Log(store) => Some(store),
+            LandStore::Postgres(_) => None,
+        }
+    }
+
+    /// Stored envelopes read and replaced as kept, bypassing every rule,
+    /// whatever the backend: for repair tools and the tamper tests.
+    pub fn surgery(&self) -> &dyn crate::store::StoreSurgery {
+        match &self.store {
+            LandStore::Log(store) => store.as_ref(),
+            LandStore::Postgres(store) => store.as_ref(),
+        }
+    }
+
+    /// The PostgreSQL store itself (`None` for a land in its folder).
+    pub fn postgres_store(&self) -> Option<&PgStore> {
+        match &self.store {
+            LandStore::Postgres(store) => Some(store),
+            LandStore::Log(_) => None,
+        }
     }
     pub fn keys(&self) -> &KeyRing {
         &self.keys
@@ -688,9 +816,27 @@ impl Land {
     }
 }
 
-fn open_store(dir: &Path, limits: &Limits) -> Result<LogStore, LandError> {
-    LogStore::open(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)), limits).map_err(|error| match error {
-        LogOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
-        other => LandError::StoreOpen { dir: dir.to_path_buf(), reason: other.to_string() },
-    })
+fn open_store(dir: &Path, limits: &Limits, location: &StoreLocation, access: Access) -> Result<LandStore, LandError> {
+    let opening = |reason: String| LandError::StoreOpen { dir: dir.to_path_buf(), reason };
+    match (location, access) {
+        (StoreLocation::Folder, Access::Write) => {
+            LogStore::open(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)), limits)
+                .map(|store| LandStore::Log(Arc::new(store)))
+                .map_err(|error| match error {
+                    LogOpenError::Locked => LandError::Locked { dir: dir.to_path_buf() },
+                    other => opening(other.to_string()),
+                })
+        }
+        (StoreLocation::Folder, Access::Read) => {
+            LogStore::open_read_only(&dir.join(LOG_DIR), Some(&dir.join(WITNESS_FILE)))
+                .map(|store| LandStore::Log(Arc::new(store)))
+                .map_err(|error| opening(error.to_string()))
+        }
+        (StoreLocation::Postgres { url }, Access::Write) => PgStore::open(url, limits)
+            .map(|store| LandStore::Postgres(Arc::new(store)))
+            .map_err(|error| opening(error.to_string())),
+        (StoreLocation::Postgres { url }, Access::Read) => PgStore::open_read_only(url)
+            .map(|store| LandStore::Postgres(Arc::new(store)))
+            .map_err(|error| opening(error.to_string())),
+    }
 }

@@ -1,6 +1,9 @@
 //! Planting: creating a land with its first beings.
 
-use super::{open_store, BeingSpec, KeySource, Land, LandError, LandMeta, Writer, LAND_FORMAT_VERSION, LAND_META_FILE};
+use super::{
+    open_store, Access, BeingSpec, KeySource, Land, LandError, LandMeta, StoreLocation, Writer, LAND_FORMAT_VERSION,
+    LAND_META_FILE,
+};
 use super::{KEYS_DIR, LOG_DIR};
 use crate::clock::Clock;
 use crate::fact::body::{Cognition, OperatorTokenBody, KIND_OPERATOR_TOKEN};
@@ -70,6 +73,18 @@ impl Land {
         limits: Limits,
         key_source: KeySource,
     ) -> Result<(Land, PlantReport), LandError> {
+        Land::plant_in(dir, clock, limits, key_source, &StoreLocation::Folder)
+    }
+
+    /// Plants with its facts kept at `location` (the folder's own store, or
+    /// an empty PostgreSQL database), recorded in `land.toml`.
+    pub fn plant_in(
+        dir: &Path,
+        clock: Arc<dyn Clock>,
+        limits: Limits,
+        key_source: KeySource,
+        location: &StoreLocation,
+    ) -> Result<(Land, PlantReport), LandError> {
         refuse_a_planted_land(dir)?;
         if dir.exists() {
             let mut entries =
@@ -83,13 +98,16 @@ impl Land {
         // the checks above. Only the store's lock decides between them, so
         // the folder is judged again once it is held: whoever comes second
         // finds the first one's land (or its facts) and changes nothing.
-        let store = open_store(dir, &limits)?;
+        let store = open_store(dir, &limits, location, Access::Write)?;
         refuse_a_planted_land(dir)?;
-        if crate::store::Store::land_len(&store)? > 0 {
-            return Err(LandError::NotEmpty { dir: dir.to_path_buf() });
+        if store.land_len()? > 0 {
+            return Err(match location {
+                StoreLocation::Folder => LandError::NotEmpty { dir: dir.to_path_buf() },
+                StoreLocation::Postgres { .. } => LandError::StoreNotEmpty { store: location.describe() },
+            });
         }
         let keys = KeyRing::open(&dir.join(KEYS_DIR))?;
-        debug_assert!(dir.join(LOG_DIR).is_dir());
+        debug_assert!(*location != StoreLocation::Folder || dir.join(LOG_DIR).is_dir());
         // The land is usable before its meta file exists; the meta is written last.
         let mut land = Land {
             dir: dir.to_path_buf(),
@@ -98,10 +116,14 @@ impl Land {
                 root: String::new(),
                 operator: String::new(),
                 snapshot_every_facts: Some(super::SNAPSHOT_EVERY_FACTS_DEFAULT),
+                store: match location {
+                    StoreLocation::Folder => None,
+                    StoreLocation::Postgres { url } => Some(crate::store::pg_store::url_without_password(url)),
+                },
             },
             root: BeingId::ZERO,
             operator: BeingId::ZERO,
-            store: Arc::new(store),
+            store,
             keys,
             clock,
             limits,

@@ -49,6 +49,16 @@ pub(crate) enum Verdict {
     Forks { kept: FactId },
 }
 
+/// What a group being staged has decided so far, as the rules see it: each
+/// committer keeps one beside what it writes.
+#[derive(Default)]
+pub(crate) struct StagedChain {
+    pub(crate) heads: std::collections::HashMap<BeingId, Head>,
+    pub(crate) facts: std::collections::HashMap<(BeingId, u64), (FactId, u64)>,
+    pub(crate) names: std::collections::HashMap<String, BeingId>,
+    pub(crate) forked: std::collections::HashSet<BeingId>,
+}
+
 /// What a backend tells the rules about the store as it stands (with the
 /// group being staged counted in).
 pub(crate) trait ChainState {
@@ -121,4 +131,55 @@ pub(crate) fn judge(fact: &Fact, state: &mut dyn ChainState) -> Result<Verdict, 
         name = Some(genesis.name);
     }
     Ok(Verdict::Extends { head: new_head, name })
+}
+
+/// Folds primary records into the derived indexes, the same way for every
+/// backend: records come grouped by being, in seq order within a being
+/// (what a reindex scans); a record that does not decode, or cannot extend
+/// its reel's head, is left out and named in the report.
+#[derive(Default)]
+pub(crate) struct IndexDeriver {
+    derived: crate::store::DerivedIndexes,
+    report: crate::store::ReindexReport,
+    current: Option<(BeingId, Head)>,
+}
+
+impl IndexDeriver {
+    pub(crate) fn push(&mut self, record: &crate::store::RawRecord) {
+        let decoded = Fact::decode_envelope_for_index(&record.envelope);
+        let (Some(land_seq), Ok(fact)) = (record.land_seq, decoded) else {
+            self.report.unreadable_records.push((record.being, record.seq));
+            return;
+        };
+        let previous = match &self.current {
+            Some((being, head)) if *being == record.being => Some(*head),
+            _ => None,
+        };
+        if previous.is_none() {
+            self.report.beings += 1;
+        }
+        let Ok(head) = next_head(previous.as_ref(), &fact) else {
+            self.report.unreadable_records.push((record.being, record.seq));
+            return;
+        };
+        if fact.kind() == KIND_GENESIS {
+            if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                self.derived.names.insert((genesis.name, record.being));
+            }
+        }
+        self.derived.land_log.insert(land_seq, (record.being, record.seq));
+        self.derived.heads.insert(record.being, head);
+        self.current = Some((record.being, head));
+        self.report.facts += 1;
+    }
+
+    /// One stored fork proof of `being`.
+    pub(crate) fn fork_proof(&mut self, being: BeingId) {
+        self.derived.forked.insert(being);
+        self.report.fork_proofs += 1;
+    }
+
+    pub(crate) fn finish(self) -> (crate::store::DerivedIndexes, crate::store::ReindexReport) {
+        (self.derived, self.report)
+    }
 }

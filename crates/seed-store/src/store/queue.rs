@@ -48,6 +48,16 @@ fn run(mut writer: impl GroupWriter, receiver: Receiver<Request>, group_max: usi
     writer.finish();
 }
 
+/// What a write to a store without a committer gets: a store opened to
+/// read only refuses it as such; one whose committer stopped is closed.
+pub(crate) fn no_committer(read_only: bool) -> StoreError {
+    if read_only {
+        StoreError::ReadOnly
+    } else {
+        StoreError::Closed
+    }
+}
+
 /// A running committer: the sending end of its queue and its thread.
 pub(crate) struct Committing {
     sender: Mutex<Option<SyncSender<Request>>>,

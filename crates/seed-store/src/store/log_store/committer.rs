@@ -8,13 +8,12 @@
 use super::index::{encode_being, encode_land_slot, flags_of, ForkEntry, Indexes, LandSlot, LAND_RECORD_BYTES};
 use super::{segment_error, Shared, BEINGS_INDEX_FILE, LAND_INDEX_FILE};
 use crate::fact::{BeingId, Fact, FactId};
-use crate::store::chain::{judge, ChainState, Verdict};
+use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
 use crate::store::crash_points::{self, CrashPoint};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::segments::SegmentLog;
 use crate::store::witness::write_witness;
 use crate::store::{Appended, Head, ReindexReport, StoreError};
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
@@ -42,10 +41,7 @@ struct StagedFact {
 /// What one group has staged but not yet written.
 #[derive(Default)]
 struct Staged {
-    heads: HashMap<BeingId, Head>,
-    facts: HashMap<(BeingId, u64), (FactId, u64)>,
-    names: HashMap<String, BeingId>,
-    forked: HashSet<BeingId>,
+    chain: StagedChain,
     /// Facts to append, in order.
     appends: Vec<StagedFact>,
     /// Rival envelopes to keep as fork proofs.
@@ -123,7 +119,7 @@ impl Committer {
             }
         }
         *self.shared.segments.write().map_err(|_| StoreError::Closed)? = self.log.segment_files();
-        self.shared.heads.lock().map_err(|_| StoreError::Closed)?.extend(staged.heads.drain());
+        self.shared.heads.lock().map_err(|_| StoreError::Closed)?.extend(staged.chain.heads.drain());
         if let (Some(witness), false) = (&self.witness, staged.appends.is_empty()) {
             write_witness(witness, self.log.len());
         }
@@ -209,13 +205,13 @@ impl Committer {
             Verdict::Duplicate { id, land_seq } => Ok(Appended { id, land_seq, duplicate: true }),
             Verdict::Forks { kept } => {
                 staged.rivals.push((fact.encode_envelope(), being, fact.header.seq, fact.id()));
-                staged.forked.insert(being);
+                staged.chain.forked.insert(being);
                 Err(StoreError::Fork { being, seq: fact.header.seq, kept, rival: fact.id() })
             }
             Verdict::Extends { head, name } => {
                 let land_seq = self.log.len() + staged.appends.len() as u64;
                 if let Some(name) = &name {
-                    staged.names.insert(name.clone(), being);
+                    staged.chain.names.insert(name.clone(), being);
                 }
                 staged.appends.push(StagedFact {
                     envelope: fact.encode_envelope(),
@@ -224,8 +220,8 @@ impl Committer {
                     flags: flags_of(fact),
                     name,
                 });
-                staged.heads.insert(being, head);
-                staged.facts.insert((being, fact.header.seq), (fact.id(), land_seq));
+                staged.chain.heads.insert(being, head);
+                staged.chain.facts.insert((being, fact.header.seq), (fact.id(), land_seq));
                 Ok(Appended { id: fact.id(), land_seq, duplicate: false })
             }
         }
@@ -298,19 +294,19 @@ struct LogChain<'a> {
 
 impl ChainState for LogChain<'_> {
     fn is_forked(&self, being: &BeingId) -> bool {
-        self.staged.forked.contains(being)
+        self.staged.chain.forked.contains(being)
             || self.shared.indexes.read().map(|indexes| indexes.forked.contains(being)).unwrap_or(false)
     }
 
     fn head(&mut self, being: &BeingId) -> Result<Option<Head>, StoreError> {
-        if let Some(head) = self.staged.heads.get(being) {
+        if let Some(head) = self.staged.chain.heads.get(being) {
             return Ok(Some(*head));
         }
         self.shared.head(being)
     }
 
     fn stored_at(&mut self, being: &BeingId, seq: u64) -> Result<Option<(FactId, u64)>, StoreError> {
-        if let Some(found) = self.staged.facts.get(&(*being, seq)) {
+        if let Some(found) = self.staged.chain.facts.get(&(*being, seq)) {
             return Ok(Some(*found));
         }
         match self.shared.land_seq_of(being, seq)? {
@@ -320,7 +316,7 @@ impl ChainState for LogChain<'_> {
     }
 
     fn name_holder(&mut self, name: &str) -> Result<Option<BeingId>, StoreError> {
-        if let Some(holder) = self.staged.names.get(name) {
+        if let Some(holder) = self.staged.chain.names.get(name) {
             return Ok(Some(*holder));
         }
         let indexes = self.shared.indexes.read().map_err(|_| StoreError::Closed)?;

@@ -178,42 +178,13 @@ impl LogStore {
 
     /// What a write to a store without a committer gets.
     fn no_committer(&self) -> StoreError {
-        if self.is_read_only() {
-            StoreError::ReadOnly
-        } else {
-            StoreError::Closed
-        }
+        crate::store::queue::no_committer(self.is_read_only())
     }
 
     /// Stops the committer after it has written everything queued.
     pub fn close(&self) -> Result<(), StoreError> {
         self.committing.stop();
         Ok(())
-    }
-
-    /// Replaces the stored envelope of `being`'s fact at `seq` with one of
-    /// the same length, its frame's check made to match: for the tamper
-    /// tests and repair tools. It bypasses every chain rule.
-    pub fn overwrite_envelope_unchecked(&self, being: &BeingId, seq: u64, envelope: &[u8]) -> Result<(), StoreError> {
-        let land_seq = self.shared.land_seq_of(being, seq)?.ok_or(StoreError::Corrupt {
-            being: *being,
-            seq,
-            reason: "not stored".into(),
-        })?;
-        let slot = self.shared.slot(land_seq)?;
-        let (_, path, _) = self.shared.segment_of(land_seq)?;
-        crate::store::segments::rewrite_frame_unchecked(&path, slot.offset, land_seq, envelope)
-            .map_err(segment_error)?;
-        self.shared.heads.lock().map_err(|_| StoreError::Closed)?.remove(being);
-        Ok(())
-    }
-
-    /// The stored envelope of `being`'s fact at `seq`, as kept.
-    pub fn stored_envelope(&self, being: &BeingId, seq: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.shared.land_seq_of(being, seq)? {
-            Some(land_seq) => Ok(Some(self.shared.envelope_at(land_seq, &self.shared.slot(land_seq)?)?)),
-            None => Ok(None),
-        }
     }
 
     /// The folder of the store.
@@ -845,6 +816,33 @@ impl Store for LogStore {
             hasher.update(being.as_bytes());
         }
         Ok(Hash32(*hasher.finalize().as_bytes()))
+    }
+}
+
+impl crate::store::StoreSurgery for LogStore {
+    /// Replaces the stored envelope of `being`'s fact at `seq` with one of
+    /// the same length, its frame's check made to match: for the tamper
+    /// tests and repair tools. It bypasses every chain rule.
+    fn overwrite_envelope_unchecked(&self, being: &BeingId, seq: u64, envelope: &[u8]) -> Result<(), StoreError> {
+        let land_seq = self.shared.land_seq_of(being, seq)?.ok_or(StoreError::Corrupt {
+            being: *being,
+            seq,
+            reason: "not stored".into(),
+        })?;
+        let slot = self.shared.slot(land_seq)?;
+        let (_, path, _) = self.shared.segment_of(land_seq)?;
+        crate::store::segments::rewrite_frame_unchecked(&path, slot.offset, land_seq, envelope)
+            .map_err(segment_error)?;
+        self.shared.heads.lock().map_err(|_| StoreError::Closed)?.remove(being);
+        Ok(())
+    }
+
+    /// The stored envelope of `being`'s fact at `seq`, as kept.
+    fn stored_envelope(&self, being: &BeingId, seq: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.shared.land_seq_of(being, seq)? {
+            Some(land_seq) => Ok(Some(self.shared.envelope_at(land_seq, &self.shared.slot(land_seq)?)?)),
+            None => Ok(None),
+        }
     }
 }
 

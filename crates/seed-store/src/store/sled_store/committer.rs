@@ -12,7 +12,7 @@ use super::layout::{
     DERIVED_PREFIXES, PREFIX_FORKED, PREFIX_KEY, PREFIX_LAND, PREFIX_LEGACY_HEAD, REINDEXING_MARKER,
 };
 use crate::fact::{BeingId, Fact, FactId};
-use crate::store::chain::{judge, ChainState, Verdict};
+use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::witness::write_witness;
 use crate::store::{Appended, Head, ReindexReport, StoreError};
@@ -32,10 +32,7 @@ pub(super) struct Committer {
 #[derive(Default)]
 pub(super) struct Staged {
     batch: sled::Batch,
-    heads: HashMap<BeingId, Head>,
-    facts: HashMap<(BeingId, u64), (FactId, u64)>,
-    names: HashMap<String, BeingId>,
-    forked: HashSet<BeingId>,
+    chain: StagedChain,
     appended: u64,
 }
 
@@ -74,8 +71,8 @@ impl Committer {
         let write = self.tree.apply_batch(std::mem::take(&mut staged.batch)).and_then(|_| self.db.flush());
         match write {
             Ok(_) => {
-                self.heads.extend(staged.heads);
-                self.forked.extend(staged.forked);
+                self.heads.extend(staged.chain.heads);
+                self.forked.extend(staged.chain.forked);
                 self.next_land_seq += staged.appended;
                 if let (Some(witness), true) = (&self.witness, staged.appended > 0) {
                     write_witness(witness, self.next_land_seq);
@@ -100,7 +97,7 @@ impl Committer {
     }
 
     fn head(&mut self, being: &BeingId, staged: &Staged) -> Result<Option<Head>, StoreError> {
-        if let Some(head) = staged.heads.get(being) {
+        if let Some(head) = staged.chain.heads.get(being) {
             return Ok(Some(*head));
         }
         if let Some(head) = self.heads.get(being) {
@@ -114,7 +111,7 @@ impl Committer {
     }
 
     fn stored_at(&self, being: &BeingId, seq: u64, staged: &Staged) -> Result<Option<(FactId, u64)>, StoreError> {
-        if let Some(found) = staged.facts.get(&(*being, seq)) {
+        if let Some(found) = staged.chain.facts.get(&(*being, seq)) {
             return Ok(Some(*found));
         }
         let Some(value) = self.tree.get(fact_key(being, seq)).map_err(io_error)? else {
@@ -127,7 +124,7 @@ impl Committer {
     }
 
     fn name_holder(&self, name: &str, staged: &Staged) -> Result<Option<BeingId>, StoreError> {
-        if let Some(holder) = staged.names.get(name) {
+        if let Some(holder) = staged.chain.names.get(name) {
             return Ok(Some(*holder));
         }
         match self.tree.scan_prefix(name_prefix(name)).next() {
@@ -148,7 +145,7 @@ impl Committer {
             Verdict::Forks { kept } => {
                 staged.batch.insert(fork_key(&being, fact.header.seq, &fact.id()), fact.encode_envelope());
                 staged.batch.insert(being_key(PREFIX_FORKED, &being), Vec::<u8>::new());
-                staged.forked.insert(being);
+                staged.chain.forked.insert(being);
                 return Err(StoreError::Fork { being, seq: fact.header.seq, kept, rival: fact.id() });
             }
             Verdict::Extends { head, name } => (head, name),
@@ -156,7 +153,7 @@ impl Committer {
         let head = self.head(&being, staged)?;
         if let Some(name) = name {
             staged.batch.insert(name_key(&name, &being), Vec::<u8>::new());
-            staged.names.insert(name, being);
+            staged.chain.names.insert(name, being);
         }
         let land_seq = self.next_land_seq + staged.appended;
         staged.batch.insert(fact_key(&being, fact.header.seq), encode_fact_record(land_seq, &fact.encode_envelope()));
@@ -166,8 +163,8 @@ impl Committer {
         let mut land_value = being.as_bytes().to_vec();
         land_value.extend_from_slice(&fact.header.seq.to_be_bytes());
         staged.batch.insert(land_key(land_seq), land_value);
-        staged.heads.insert(being, new_head);
-        staged.facts.insert((being, fact.header.seq), (fact.id(), land_seq));
+        staged.chain.heads.insert(being, new_head);
+        staged.chain.facts.insert((being, fact.header.seq), (fact.id(), land_seq));
         staged.appended += 1;
         Ok(Appended { id: fact.id(), land_seq, duplicate: false })
     }
@@ -206,7 +203,7 @@ struct SledChain<'a> {
 
 impl ChainState for SledChain<'_> {
     fn is_forked(&self, being: &BeingId) -> bool {
-        self.committer.forked.contains(being) || self.staged.forked.contains(being)
+        self.committer.forked.contains(being) || self.staged.chain.forked.contains(being)
     }
 
     fn head(&mut self, being: &BeingId) -> Result<Option<Head>, StoreError> {

@@ -7,10 +7,9 @@ use super::layout::{
     being_key, land_key, name_key, raw_record, DERIVED_PREFIXES, PREFIX_FACT, PREFIX_FORK, PREFIX_FORKED, PREFIX_KEY,
     PREFIX_LAND, PREFIX_NAME,
 };
-use crate::fact::body::{GenesisBody, KIND_GENESIS};
-use crate::fact::{BeingId, Fact};
-use crate::store::chain::next_head;
-use crate::store::{DerivedIndexes, Head, ReindexReport, StoreError};
+use crate::fact::BeingId;
+use crate::store::chain::IndexDeriver;
+use crate::store::{DerivedIndexes, ReindexReport, StoreError};
 use std::collections::BTreeMap;
 
 /// Most index discrepancies `index_problems` lists before it stops counting.
@@ -18,51 +17,20 @@ pub(super) const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
 
 /// Computes every derived index from the primary records alone.
 pub(super) fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), StoreError> {
-    let mut derived = DerivedIndexes::default();
-    let mut report = ReindexReport::default();
-    let mut current: Option<(BeingId, Head)> = None;
+    let mut deriver = IndexDeriver::default();
     for entry in tree.scan_prefix([PREFIX_FACT]) {
         let (key, value) = entry.map_err(io_error)?;
-        let Some(record) = raw_record(&key, &value) else {
-            continue;
-        };
-        let decoded = Fact::decode_envelope_for_index(&record.envelope);
-        let (Some(land_seq), Ok(fact)) = (record.land_seq, decoded) else {
-            report.unreadable_records.push((record.being, record.seq));
-            continue;
-        };
-        let previous = match &current {
-            Some((being, head)) if *being == record.being => Some(*head),
-            _ => None,
-        };
-        if previous.is_none() {
-            report.beings += 1;
+        if let Some(record) = raw_record(&key, &value) {
+            deriver.push(&record);
         }
-        let head = match next_head(previous.as_ref(), &fact) {
-            Ok(head) => head,
-            Err(_) => {
-                report.unreadable_records.push((record.being, record.seq));
-                continue;
-            }
-        };
-        if fact.kind() == KIND_GENESIS {
-            if let Ok(genesis) = fact.body_as::<GenesisBody>() {
-                derived.names.insert((genesis.name, record.being));
-            }
-        }
-        derived.land_log.insert(land_seq, (record.being, record.seq));
-        derived.heads.insert(record.being, head);
-        current = Some((record.being, head));
-        report.facts += 1;
     }
     for entry in tree.scan_prefix([PREFIX_FORK]) {
         let (key, _) = entry.map_err(io_error)?;
         if let Some(being) = BeingId::from_slice(&key[1..33.min(key.len())]) {
-            derived.forked.insert(being);
-            report.fork_proofs += 1;
+            deriver.fork_proof(being);
         }
     }
-    Ok((derived, report))
+    Ok(deriver.finish())
 }
 
 /// The sled entries that represent `derived`, leaving out skipped beings, in

@@ -1,0 +1,398 @@
+//! The committer of one process: it drains the append queue and writes a
+//! group as one transaction. In order:
+//!
+//! 1. take the land's row lock (`SELECT … FROM seed_land FOR UPDATE`): it
+//!    is held to COMMIT, so groups of every process commit one at a time;
+//! 2. read what the chain rules need for the group, as committed: the heads
+//!    of its beings, the names its geneses claim, the facts at seqs it
+//!    repeats; heads it wrote itself are kept between groups and trusted
+//!    while `next_land_seq` shows that no other process committed since;
+//! 3. decide every append with `chain::judge` (no I/O: the rules see what
+//!    step 2 read and what the group staged before it);
+//! 4. write the facts (binary COPY), fork proofs and derived rows, move
+//!    `next_land_seq`, COMMIT; only then answer the group.
+//!
+//! A failed write fails the whole group and forgets what was kept: the next
+//! group reads everything again.
+
+use super::{being_of, derive_indexes, head_of, pg_error, pool_error, to_i64, to_u64, Runner};
+use crate::fact::body::{GenesisBody, KIND_GENESIS};
+use crate::fact::{BeingId, Fact, FactId};
+use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
+use crate::store::queue::{GroupWriter, Reply};
+use crate::store::{Appended, Head, ReindexReport, StoreError};
+use deadpool_postgres::Pool;
+use std::collections::{HashMap, HashSet};
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::Type;
+
+/// What a committer keeps between groups: valid while nobody else wrote.
+#[derive(Default)]
+struct Kept {
+    heads: HashMap<BeingId, Head>,
+    forked: HashSet<BeingId>,
+    /// `next_land_seq` after this committer's last commit (`None`: unknown).
+    next_land_seq: Option<u64>,
+}
+
+pub(super) struct Committer {
+    runner: Runner,
+    pool: Pool,
+    kept: Option<Kept>,
+}
+
+impl Committer {
+    pub(super) fn new(runner: Runner, pool: Pool) -> Committer {
+        Committer { runner, pool, kept: Some(Kept::default()) }
+    }
+}
+
+/// What the chain rules read from the database for one group.
+#[derive(Default)]
+struct Read {
+    names: HashMap<String, BeingId>,
+    stored: HashMap<(BeingId, u64), (FactId, u64)>,
+}
+
+/// A fork proof's row: being, seq, rival id, rival envelope.
+type ForkRow = (Vec<u8>, i64, Vec<u8>, Vec<u8>);
+
+/// What one group stages before it writes.
+#[derive(Default)]
+struct Staged {
+    chain: StagedChain,
+    rows: Vec<(Vec<u8>, i64, i64, Vec<u8>)>,
+    keys: Vec<(Vec<u8>, Vec<u8>)>,
+    name_rows: Vec<(String, Vec<u8>)>,
+    fork_rows: Vec<ForkRow>,
+}
+
+struct PgChain<'a> {
+    kept: &'a Kept,
+    read: &'a Read,
+    staged: &'a Staged,
+}
+
+impl ChainState for PgChain<'_> {
+    fn is_forked(&self, being: &BeingId) -> bool {
+        self.kept.forked.contains(being) || self.staged.chain.forked.contains(being)
+    }
+
+    fn head(&mut self, being: &BeingId) -> Result<Option<Head>, StoreError> {
+        Ok(self.staged.chain.heads.get(being).or_else(|| self.kept.heads.get(being)).copied())
+    }
+
+    fn stored_at(&mut self, being: &BeingId, seq: u64) -> Result<Option<(FactId, u64)>, StoreError> {
+        Ok(self.staged.chain.facts.get(&(*being, seq)).or_else(|| self.read.stored.get(&(*being, seq))).copied())
+    }
+
+    fn name_holder(&mut self, name: &str) -> Result<Option<BeingId>, StoreError> {
+        Ok(self.staged.chain.names.get(name).or_else(|| self.read.names.get(name)).copied())
+    }
+}
+
+/// Reads the heads of `beings` that `kept` does not hold into it.
+async fn read_heads(
+    transaction: &tokio_postgres::Transaction<'_>,
+    kept: &mut Kept,
+    beings: &[BeingId],
+) -> Result<(), StoreError> {
+    let missing: Vec<Vec<u8>> =
+        beings.iter().filter(|being| !kept.heads.contains_key(*being)).map(|being| being.as_bytes().to_vec()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let rows = transaction
+        .query(
+            "SELECT w.being, f.seq, f.envelope, k.public_key FROM unnest($1::bytea[]) AS w(being) \
+             CROSS JOIN LATERAL (SELECT seq, envelope FROM seed_facts WHERE being = w.being \
+                                 ORDER BY seq DESC LIMIT 1) f \
+             LEFT JOIN seed_reel_keys k ON k.being = w.being",
+            &[&missing],
+        )
+        .await
+        .map_err(pg_error)?;
+    for row in rows {
+        let being = being_of(row.get::<_, &[u8]>(0))?;
+        let head = head_of(&being, row.get(1), row.get::<_, &[u8]>(2), row.get::<_, Option<&[u8]>>(3))?;
+        kept.heads.insert(being, head);
+    }
+    Ok(())
+}
+
+/// Reads what the rules need beyond the heads: names claimed, facts repeated.
+async fn read_for_rules(
+    transaction: &tokio_postgres::Transaction<'_>,
+    kept: &Kept,
+    facts: &[Fact],
+) -> Result<Read, StoreError> {
+    let mut read = Read::default();
+    let names: Vec<String> = facts
+        .iter()
+        .filter(|fact| fact.kind() == KIND_GENESIS)
+        .filter_map(|fact| fact.body_as::<GenesisBody>().ok().map(|genesis| genesis.name))
+        .collect();
+    if !names.is_empty() {
+        let rows = transaction
+            .query("SELECT name, being FROM seed_names WHERE name = ANY($1) ORDER BY name, being", &[&names])
+            .await
+            .map_err(pg_error)?;
+        for row in rows {
+            read.names.entry(row.get(0)).or_insert(being_of(row.get::<_, &[u8]>(1))?);
+        }
+    }
+    let (mut beings, mut seqs) = (Vec::new(), Vec::new());
+    for fact in facts {
+        let header = &fact.header;
+        if kept.heads.get(&header.being).is_some_and(|head| header.seq <= head.seq) {
+            beings.push(header.being.as_bytes().to_vec());
+            seqs.push(to_i64(header.seq)?);
+        }
+    }
+    if !beings.is_empty() {
+        let rows = transaction
+            .query(
+                "SELECT f.being, f.seq, f.land_seq, f.envelope FROM unnest($1::bytea[], $2::int8[]) AS w(being, seq) \
+                 JOIN seed_facts f ON f.being = w.being AND f.seq = w.seq",
+                &[&beings, &seqs],
+            )
+            .await
+            .map_err(pg_error)?;
+        for row in rows {
+            let being = being_of(row.get::<_, &[u8]>(0))?;
+            let seq = to_u64(row.get(1));
+            let fact = Fact::decode_envelope_for_index(row.get::<_, &[u8]>(3))
+                .map_err(|error| StoreError::Corrupt { being, seq, reason: error.to_string() })?;
+            read.stored.insert((being, seq), (fact.id(), to_u64(row.get(2))));
+        }
+    }
+    Ok(read)
+}
+
+/// Applies the rules to one append and stages its rows.
+fn stage(fact: &Fact, land_seq: u64, kept: &Kept, read: &Read, staged: &mut Staged) -> Result<Appended, StoreError> {
+    let being = fact.header.being;
+    let seq = fact.header.seq;
+    let verdict = judge(fact, &mut PgChain { kept, read, staged })?;
+    let (new_head, name) = match verdict {
+        Verdict::Duplicate { id, land_seq } => return Ok(Appended { id, land_seq, duplicate: true }),
+        Verdict::Forks { kept } => {
+            staged.fork_rows.push((
+                being.as_bytes().to_vec(),
+                to_i64(seq)?,
+                fact.id().0.to_vec(),
+                fact.encode_envelope(),
+            ));
+            staged.chain.forked.insert(being);
+            return Err(StoreError::Fork { being, seq, kept, rival: fact.id() });
+        }
+        Verdict::Extends { head, name } => (head, name),
+    };
+    let previous_key = staged.chain.heads.get(&being).or_else(|| kept.heads.get(&being)).map(|head| head.public_key);
+    if previous_key != Some(new_head.public_key) {
+        staged.keys.push((being.as_bytes().to_vec(), new_head.public_key.as_bytes().to_vec()));
+    }
+    if let Some(name) = name {
+        staged.name_rows.push((name.clone(), being.as_bytes().to_vec()));
+        staged.chain.names.insert(name, being);
+    }
+    staged.rows.push((being.as_bytes().to_vec(), to_i64(seq)?, to_i64(land_seq)?, fact.encode_envelope()));
+    staged.chain.heads.insert(being, new_head);
+    staged.chain.facts.insert((being, seq), (fact.id(), land_seq));
+    Ok(Appended { id: fact.id(), land_seq, duplicate: false })
+}
+
+/// Takes the land lock; forgets what was kept when another process wrote.
+async fn lock_land(transaction: &tokio_postgres::Transaction<'_>, kept: &mut Kept) -> Result<u64, StoreError> {
+    let row = transaction
+        .query_one("SELECT next_land_seq FROM seed_land WHERE id = 1 FOR UPDATE", &[])
+        .await
+        .map_err(pg_error)?;
+    let next_land_seq = to_u64(row.get(0));
+    if kept.next_land_seq != Some(next_land_seq) {
+        kept.heads.clear();
+        kept.forked.clear();
+        for row in transaction.query("SELECT being FROM seed_forked", &[]).await.map_err(pg_error)? {
+            kept.forked.insert(being_of(row.get::<_, &[u8]>(0))?);
+        }
+    }
+    Ok(next_land_seq)
+}
+
+/// Writes what a group staged, in the transaction holding the land lock.
+async fn write_staged(
+    transaction: &tokio_postgres::Transaction<'_>,
+    staged: &Staged,
+    next_land_seq: u64,
+) -> Result<(), StoreError> {
+    if !staged.rows.is_empty() {
+        let sink = transaction
+            .copy_in("COPY seed_facts (being, seq, land_seq, envelope) FROM STDIN BINARY")
+            .await
+            .map_err(pg_error)?;
+        let writer = BinaryCopyInWriter::new(sink, &[Type::BYTEA, Type::INT8, Type::INT8, Type::BYTEA]);
+        futures_util::pin_mut!(writer);
+        for (being, seq, land_seq, envelope) in &staged.rows {
+            writer.as_mut().write(&[being, seq, land_seq, envelope]).await.map_err(pg_error)?;
+        }
+        writer.finish().await.map_err(pg_error)?;
+    }
+    let column = |rows: &[(Vec<u8>, Vec<u8>)], first: bool| -> Vec<Vec<u8>> {
+        rows.iter().map(|(left, right)| if first { left.clone() } else { right.clone() }).collect()
+    };
+    if !staged.keys.is_empty() {
+        insert_keys(transaction, &column(&staged.keys, true), &column(&staged.keys, false), true).await?;
+    }
+    if !staged.name_rows.is_empty() {
+        let (names, beings): (Vec<String>, Vec<Vec<u8>>) = staged.name_rows.iter().cloned().unzip();
+        insert_names(transaction, &names, &beings).await?;
+    }
+    for (being, seq, rival, envelope) in &staged.fork_rows {
+        transaction
+            .execute(
+                "INSERT INTO seed_fork_proofs (being, seq, rival, envelope) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
+                &[being, seq, rival, envelope],
+            )
+            .await
+            .map_err(pg_error)?;
+        transaction
+            .execute("INSERT INTO seed_forked (being) VALUES ($1) ON CONFLICT DO NOTHING", &[being])
+            .await
+            .map_err(pg_error)?;
+    }
+    transaction
+        .execute("UPDATE seed_land SET next_land_seq = $1 WHERE id = 1", &[&to_i64(next_land_seq)?])
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+/// Sets the key index entries of `beings` (`replace`: over those there).
+async fn insert_keys(
+    transaction: &tokio_postgres::Transaction<'_>,
+    beings: &[Vec<u8>],
+    keys: &[Vec<u8>],
+    replace: bool,
+) -> Result<(), StoreError> {
+    let sql = if replace {
+        "INSERT INTO seed_reel_keys (being, public_key) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+         ON CONFLICT (being) DO UPDATE SET public_key = EXCLUDED.public_key"
+    } else {
+        "INSERT INTO seed_reel_keys (being, public_key) SELECT * FROM unnest($1::bytea[], $2::bytea[])"
+    };
+    transaction.execute(sql, &[&beings, &keys]).await.map_err(pg_error)?;
+    Ok(())
+}
+
+async fn insert_names(
+    transaction: &tokio_postgres::Transaction<'_>,
+    names: &[String],
+    beings: &[Vec<u8>],
+) -> Result<(), StoreError> {
+    transaction
+        .execute(
+            "INSERT INTO seed_names (name, being) SELECT * FROM unnest($1::text[], $2::bytea[])",
+            &[&names, &beings],
+        )
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+/// One group, start to COMMIT: each append's outcome, or the failure of all.
+async fn commit(
+    pool: Pool,
+    mut kept: Kept,
+    facts: Vec<Fact>,
+) -> (Kept, Result<Vec<Result<Appended, StoreError>>, StoreError>) {
+    let outcome: Result<_, StoreError> = async {
+        let mut client = pool.get().await.map_err(pool_error)?;
+        let transaction = client.transaction().await.map_err(pg_error)?;
+        let first_land_seq = lock_land(&transaction, &mut kept).await?;
+        let beings: Vec<BeingId> = facts.iter().map(|fact| fact.header.being).collect();
+        read_heads(&transaction, &mut kept, &beings).await?;
+        let read = read_for_rules(&transaction, &kept, &facts).await?;
+        let mut staged = Staged::default();
+        let outcomes: Vec<Result<Appended, StoreError>> = facts
+            .iter()
+            .map(|fact| stage(fact, first_land_seq + staged.rows.len() as u64, &kept, &read, &mut staged))
+            .collect();
+        let next_land_seq = first_land_seq + staged.rows.len() as u64;
+        write_staged(&transaction, &staged, next_land_seq).await?;
+        transaction.commit().await.map_err(pg_error)?;
+        Ok((outcomes, staged, next_land_seq))
+    }
+    .await;
+    match outcome {
+        Ok((outcomes, staged, next_land_seq)) => {
+            kept.heads.extend(staged.chain.heads);
+            kept.forked.extend(staged.chain.forked);
+            kept.next_land_seq = Some(next_land_seq);
+            (kept, Ok(outcomes))
+        }
+        // The commit may or may not have happened: read everything again.
+        Err(error) => (Kept::default(), Err(error)),
+    }
+}
+
+impl GroupWriter for Committer {
+    fn commit_group(&mut self, group: Vec<(Box<Fact>, Reply)>) {
+        if group.is_empty() {
+            return;
+        }
+        let (facts, replies): (Vec<Fact>, Vec<Reply>) = group.into_iter().map(|(fact, reply)| (*fact, reply)).unzip();
+        let count = facts.len();
+        let kept = self.kept.take().unwrap_or_default();
+        let pool = self.pool.clone();
+        let result = self.runner.run(async move { Ok(commit(pool, kept, facts).await) });
+        let outcomes = match result {
+            Ok((kept, outcomes)) => {
+                self.kept = Some(kept);
+                outcomes
+            }
+            Err(error) => Err(error),
+        };
+        let outcomes = match outcomes {
+            Ok(outcomes) => outcomes,
+            Err(error) => vec![Err(error); count],
+        };
+        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    fn reindex(&mut self) -> Result<ReindexReport, StoreError> {
+        self.kept = Some(Kept::default());
+        let pool = self.pool.clone();
+        self.runner.run(async move {
+            let mut client = pool.get().await.map_err(pool_error)?;
+            let transaction = client.transaction().await.map_err(pg_error)?;
+            transaction
+                .query_one("SELECT next_land_seq FROM seed_land WHERE id = 1 FOR UPDATE", &[])
+                .await
+                .map_err(pg_error)?;
+            transaction
+                .batch_execute("DELETE FROM seed_reel_keys; DELETE FROM seed_names; DELETE FROM seed_forked;")
+                .await
+                .map_err(pg_error)?;
+            let (derived, report) = derive_indexes(&transaction).await?;
+            let beings: Vec<Vec<u8>> = derived.heads.keys().map(|being| being.as_bytes().to_vec()).collect();
+            let keys: Vec<Vec<u8>> = derived.heads.values().map(|head| head.public_key.as_bytes().to_vec()).collect();
+            insert_keys(&transaction, &beings, &keys, false).await?;
+            let (names, named): (Vec<String>, Vec<Vec<u8>>) =
+                derived.names.iter().map(|(name, being)| (name.clone(), being.as_bytes().to_vec())).unzip();
+            insert_names(&transaction, &names, &named).await?;
+            let forked: Vec<Vec<u8>> = derived.forked.iter().map(|being| being.as_bytes().to_vec()).collect();
+            transaction
+                .execute("INSERT INTO seed_forked (being) SELECT * FROM unnest($1::bytea[])", &[&forked])
+                .await
+                .map_err(pg_error)?;
+            // The land seq index and the reel key are the table's own
+            // indexes: rebuilt from its rows.
+            transaction.batch_execute("REINDEX TABLE seed_facts").await.map_err(pg_error)?;
+            transaction.commit().await.map_err(pg_error)?;
+            Ok(report)
+        })
+    }
+}
