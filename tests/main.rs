@@ -2,14 +2,16 @@
 //! Cargo.toml): each file of this folder is a module, so a newcomer's
 //! `cargo test` links one test binary instead of eighteen.
 //!
-//! Two kinds of test need what a plain checkout does not have and run only
-//! when asked (`.ci/run` asks for both, so every CI run runs them):
+//! Three kinds of test need what a plain checkout does not have and run only
+//! when asked (`.ci/run` asks for all, so every CI run runs them):
 //!
 //! - `SEED_TEST_BROWSER=1`: `portal_browser` drives Debian's `chromium`
 //!   through `chromedriver`;
 //! - `SEED_TEST_LOCAL_LLM=1`: `local_llm` serves a real model through
 //!   `scripts/local-llm`, which builds a Python environment with llama.cpp
-//!   under `~/.cache/seed` the first time (about six minutes).
+//!   under `~/.cache/seed` the first time (about six minutes);
+//! - `SEED_TEST_POSTGRES=1`: `postgres`, and the PostgreSQL half of
+//!   `store_rules`, start a throwaway cluster from Debian's `postgresql`.
 //!
 //! Without the variable such a test passes at once, saying on stderr what it
 //! skipped and how to run it.

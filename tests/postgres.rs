@@ -5,6 +5,7 @@
 use crate::common::{self, note, plant_on, spec, Backend};
 use crate::opted_in;
 use seed::check::{verify_land, SignatureMode};
+use std::process::Command;
 
 const MODE: SignatureMode = SignatureMode::Batch { batch_facts: 64 };
 
@@ -31,4 +32,171 @@ fn a_land_planted_on_postgres_seals_reopens_and_verifies_clean() {
     let report = verify_land(land.store(), MODE, 2, common::core_rules()).expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(land.store().reel(&worker, 0, 100).expect("reel").len(), 21);
+}
+
+/// The `worldHash` a `seed sim --json` printed.
+fn world_hash(output: &std::process::Output) -> String {
+    assert!(output.status.success(), "seed sim failed: {}", common::stderr(output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("sim JSON");
+    summary["worldHash"].as_str().expect("worldHash").to_string()
+}
+
+#[test]
+fn a_simulation_gives_one_world_hash_in_the_land_folder_and_on_postgres() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/town.toml");
+    let url = common::postgres::fresh_database();
+    let (in_folder, on_postgres) = (dir.path().join("folder"), dir.path().join("postgres"));
+    let run = ["sim", fixture, "--ticks", "12", "--threads", "2", "--json"];
+    let folder_hash = world_hash(&common::seed(&in_folder, &run));
+    let mut with_store = vec!["--store", url.as_str()];
+    with_store.extend(run);
+    let postgres_hash = world_hash(&common::seed(&on_postgres, &with_store));
+    assert_eq!(folder_hash, postgres_hash);
+    let meta = std::fs::read_to_string(on_postgres.join("land.toml")).expect("land.toml");
+    assert!(meta.contains("store = \"postgres://"), "the land records its store: {meta}");
+    for verb in [&["verify"][..], &["replay", "--all"], &["beings"]] {
+        let output = common::seed(&on_postgres, verb);
+        assert!(output.status.success(), "seed {verb:?}: {}", common::stderr(&output));
+    }
+    // Another store than the one recorded is refused, naming both.
+    let output = common::seed(&on_postgres, &["--store", "folder", "verify"]);
+    assert!(!output.status.success());
+    assert!(common::stderr(&output).contains("keeps its facts in postgres://"), "{}", common::stderr(&output));
+}
+
+#[test]
+fn a_land_copied_to_postgres_and_back_is_byte_identical_and_replays_clean() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/court.toml");
+    let (original, on_postgres, back) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
+    let output = common::seed(&original, &["sim", fixture, "--ticks", "15"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    // A rival fact, so fork proofs travel too.
+    {
+        let land = seed::land::Land::open(&original).expect("open");
+        let ada = land.resolve("@ada").expect("ada");
+        let key = land.keys().load(&ada).expect("key");
+        let first = land.store().reel(&ada, 0, 2).expect("reel");
+        let body =
+            seed::canonical::to_canonical_bytes(&seed::fact::body::NoteBody { text: "rival".into() }).expect("body");
+        let rival = seed::fact::Fact::seal(
+            ada,
+            1,
+            first[0].fact.id(),
+            first[1].fact.header.stored_time_ms,
+            seed::fact::body::KIND_NOTE,
+            body,
+            &key,
+        )
+        .expect("seal");
+        assert!(land.store().append(rival).is_err(), "a fork");
+        land.close().expect("close");
+    }
+    let before = common::folder_snapshot(&original);
+    let url = common::postgres::fresh_database();
+    let copied = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--store", &url, "copy", "--from"])
+        .arg(&original)
+        .arg("--to")
+        .arg(&on_postgres)
+        .args(["--json"])
+        .output()
+        .expect("seed copy");
+    assert!(copied.status.success(), "{}", common::stderr(&copied));
+    let report: serde_json::Value = serde_json::from_slice(&copied.stdout).expect("JSON");
+    assert_eq!(report["forkProofs"], 1);
+    assert_eq!(common::folder_snapshot(&original), before, "the source is not written");
+    let land = seed::land::Land::open_read_only(&on_postgres).expect("open the copy");
+    assert_eq!(land.store().fork_proofs(None).expect("proofs").len(), 1);
+    drop(land);
+    // The copy replays as the original does: the fork its one problem.
+    let report_of = |land: &std::path::Path| {
+        let replayed = common::seed(land, &["replay", "--all"]);
+        let text = common::stdout(&replayed);
+        // The last line's timing differs from run to run.
+        let text: Vec<String> =
+            text.lines().map(|line| line.split(" in ").next().unwrap_or(line).to_string()).collect();
+        (replayed.status.code(), text)
+    };
+    let copy_report = report_of(&on_postgres);
+    assert!(copy_report.1.iter().any(|line| line.contains("fork: rival fact")), "{copy_report:?}");
+    assert_eq!(copy_report, report_of(&original));
+    let copied_back = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["copy", "--from"])
+        .arg(&on_postgres)
+        .arg("--to")
+        .arg(&back)
+        .env_remove("SEED_STORE")
+        .output()
+        .expect("seed copy back");
+    assert!(copied_back.status.success(), "{}", common::stderr(&copied_back));
+    let relative = |files: Vec<(std::path::PathBuf, Vec<u8>)>, root: &std::path::Path| {
+        files
+            .into_iter()
+            .map(|(path, bytes)| (path.strip_prefix(root).expect("inside").to_path_buf(), bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        relative(common::folder_snapshot(&back), &back),
+        relative(before, &original),
+        "every byte of the land comes back, its store's files included"
+    );
+    // Into a database that holds a land already: refused, nothing written.
+    let again = Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--store", &url, "copy", "--from"])
+        .arg(&original)
+        .arg("--to")
+        .arg(dir.path().join("d"))
+        .output()
+        .expect("seed copy");
+    assert!(!again.status.success());
+    assert!(common::stderr(&again).contains("already holds the facts of a land"), "{}", common::stderr(&again));
+}
+
+#[test]
+fn two_processes_writing_one_land_keep_one_gap_free_land_order() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = plant_on(Backend::Postgres);
+    let path = test.path();
+    let beings: Vec<_> =
+        (0..6).map(|index| test.land.create_being(spec(&format!("w{index}"))).expect("being").being).collect();
+    // A second writer with its own committer and connections, as a second
+    // process would have.
+    let other = seed::land::Land::open(&path).expect("a second writer");
+    let mut sealed = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = beings
+            .iter()
+            .enumerate()
+            .map(|(index, being)| {
+                let land = if index % 2 == 0 { &test.land } else { &other };
+                scope.spawn(move || (0..40).map(|n| note(land, being, &format!("{n}"))).collect::<Vec<_>>())
+            })
+            .collect();
+        for handle in handles {
+            sealed.extend(handle.join().expect("writer"));
+        }
+    });
+    let store = test.land.store();
+    let len = store.land_len().expect("len");
+    let log = store.land_log(0, len).expect("land log");
+    assert_eq!(log.len() as u64, len, "no gap");
+    for (index, entry) in log.iter().enumerate() {
+        assert_eq!(entry.land_seq, index as u64);
+    }
+    for fact in &sealed {
+        let entry = log[fact.land_seq as usize];
+        assert_eq!((entry.being, entry.seq), (fact.being, fact.seq), "acknowledged where it was said to be");
+    }
+    let report = verify_land(store, MODE, 2, common::core_rules()).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
 }

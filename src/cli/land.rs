@@ -49,6 +49,26 @@ pub fn store_for(dir: Option<&Path>, given: Option<&str>) -> Result<StoreLocatio
     }
 }
 
+pub fn copy(from: &Path, to: &Path, store: &StoreLocation, json: bool) -> Result<ExitCode> {
+    let report = seed::land::copy::copy_land(from, to, store, &Limits::default())?;
+    if json {
+        print_json(&json!({"from": from, "to": to, "store": store.describe(), "facts": report.facts,
+            "forkProofs": report.fork_proofs, "files": report.files}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "Copied {} facts, {} fork proof(s) and {} other file(s) from {} to {} (facts in {})",
+        report.facts,
+        report.fork_proofs,
+        report.files,
+        from.display(),
+        to.display(),
+        store.describe()
+    );
+    println!("Check it with `seed --land {} verify`.", to.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn plant(dir: &Path, store: &StoreLocation, json: bool) -> Result<ExitCode> {
     let (land, report) =
         Land::plant_in(dir, Arc::new(WallClock::default()), Limits::default(), seed::land::KeySource::Os, store)?;

@@ -140,6 +140,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy a land to a new folder with its facts in another store: every
+    /// fact with its land seq, in land order, and the key ring, snapshots and
+    /// checkpoint beside them. `--store` names the copy's store (default: its
+    /// own folder), so `--store postgres://…` moves a land onto PostgreSQL
+    /// and a copy without it brings one back.
+    Copy {
+        /// The land to copy (read only; nothing of it is written).
+        #[arg(long)]
+        from: PathBuf,
+        /// The new land folder (absent or empty).
+        #[arg(long)]
+        to: PathBuf,
+        /// Print what was copied as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Drop every derived index and rebuild it from the reels.
     Reindex {
         /// Print what was rebuilt as one JSON object.
@@ -467,6 +483,7 @@ impl Arguments {
             | Command::RotateKey { json, .. }
             | Command::Token { json }
             | Command::Sim { json, .. }
+            | Command::Copy { json, .. }
             | Command::Replay { json, .. } => *json,
             Command::Corpus { command: CorpusCommand::Check { json, .. } } => *json,
             Command::Corpus { command: CorpusCommand::Capture { .. } } => false,
@@ -549,6 +566,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         let store = land::store_for(arguments.land.as_deref(), arguments.store.as_deref())?;
         return sim(arguments.land.as_deref(), fixture, run, store, *json);
     }
+    if let Command::Copy { from, to, json } = &arguments.command {
+        // `--store` names the copy's store here, not the source's.
+        let store = land::store_for(None, arguments.store.as_deref())?;
+        return land::copy(from, to, &store, *json);
+    }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     let store = land::store_for(Some(&dir), arguments.store.as_deref())?;
     match arguments.command {
@@ -604,7 +626,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Flow { command: FlowCommand::Check { flow, fixture, roles, json, .. } } => {
             flow::check(&flow, &flow::RoleSources { fixture, roles }, json)
         }
-        Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } => unreachable!("handled above"),
+        Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } | Command::Copy { .. } => {
+            unreachable!("handled above")
+        }
         Command::Replay {
             being,
             all,

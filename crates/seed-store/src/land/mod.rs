@@ -16,6 +16,7 @@
 //!               root's record of those a clean `seed verify` vouched for
 //! ```
 
+pub mod copy;
 mod migrate;
 mod plant;
 
