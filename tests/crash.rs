@@ -47,12 +47,15 @@ fn parse_ack(line: &str) -> Option<(BeingId, u64, FactId)> {
 }
 
 /// A fact `seed stress` reported as acknowledged: being, seq, id.
-type Ack = (BeingId, u64, FactId);
+pub type Ack = (BeingId, u64, FactId);
 
 /// `seed stress` sealing on three beings of the land at `land_dir` (told to
 /// abort at `crash_at`, if given), and the thread collecting what it
 /// acknowledges until it dies.
-fn spawn_stress(land_dir: &Path, crash_at: Option<String>) -> (std::process::Child, std::thread::JoinHandle<Vec<Ack>>) {
+pub fn spawn_stress(
+    land_dir: &Path,
+    crash_at: Option<String>,
+) -> (std::process::Child, std::thread::JoinHandle<Vec<Ack>>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_seed"));
     command
         .arg("--land")
@@ -74,7 +77,7 @@ fn spawn_stress(land_dir: &Path, crash_at: Option<String>) -> (std::process::Chi
 
 /// After a sealing child died (`what` says how): the land reopens, verifies
 /// clean and holds every fact in `acks`. Returns how many facts it holds.
-fn check_reopened(land_dir: &Path, acks: &[Ack], what: &str) -> u64 {
+pub fn check_reopened(land_dir: &Path, acks: &[Ack], what: &str) -> u64 {
     let land = Land::open(land_dir)
         .unwrap_or_else(|error| panic!("{what}: reopen failed: {error}; the store holds {:?}", store_files(land_dir)));
     let report =

@@ -200,3 +200,60 @@ fn two_processes_writing_one_land_keep_one_gap_free_land_order() {
     let report = verify_land(store, MODE, 2, common::core_rules()).expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
+
+/// A land planted with `seed plant` on a fresh database of `cluster`.
+fn planted_on(cluster: &common::postgres::Cluster, dir: &std::path::Path) -> std::path::PathBuf {
+    let land_dir = dir.join("land");
+    let url = cluster.fresh_database();
+    let planted = common::seed(&land_dir, &["--store", &url, "plant"]);
+    assert!(planted.status.success(), "plant: {}", common::stderr(&planted));
+    land_dir
+}
+
+#[test]
+fn acknowledged_facts_survive_kill_9_of_a_writer_on_postgres() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land_dir = planted_on(common::postgres::cluster(), dir.path());
+    let mut acknowledged = 0;
+    for (cycle, delay_ms) in [300u64, 700, 1100].into_iter().enumerate() {
+        let (mut child, reader) = crate::crash::spawn_stress(&land_dir, None);
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().expect("SIGKILL the writer");
+        child.wait().expect("reap the writer");
+        let acks = reader.join().expect("reader");
+        acknowledged += acks.len();
+        crate::crash::check_reopened(&land_dir, &acks, &format!("kill {cycle} after {delay_ms} ms"));
+    }
+    assert!(acknowledged > 0, "the writers acknowledged something before they were killed");
+}
+
+#[test]
+fn acknowledged_facts_survive_postgres_stopped_immediately_under_load() {
+    if !postgres_opted_in() {
+        return;
+    }
+    // A cluster of its own: this test stops its server.
+    let cluster = common::postgres::Cluster::start();
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land_dir = planted_on(&cluster, dir.path());
+    let (mut child, reader) = crate::crash::spawn_stress(&land_dir, None);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    cluster.stop_immediately();
+    // The writer's appends now fail; it stops on its own.
+    let waited = (0..100).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        child.try_wait().expect("poll the writer")
+    });
+    if waited.is_none() {
+        child.kill().expect("SIGKILL the writer");
+        child.wait().expect("reap the writer");
+    }
+    let acks = reader.join().expect("reader");
+    assert!(!acks.is_empty(), "the writer acknowledged something before the stop");
+    cluster.restart();
+    let facts = crate::crash::check_reopened(&land_dir, &acks, "after PostgreSQL stopped immediately");
+    assert!(facts >= acks.len() as u64);
+}

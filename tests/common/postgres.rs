@@ -59,7 +59,9 @@ pub fn as_cluster_owner(program: &Path) -> Command {
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    /// A cluster of its own (a test that stops its server uses one, so the
+    /// run's shared cluster goes on serving the others).
+    pub fn start() -> Cluster {
         let bin = server_bin();
         let dir = tempfile::Builder::new().prefix("seed-pg-").tempdir().expect("temporary folder").keep();
         if running_as_root() {
@@ -94,6 +96,44 @@ impl Cluster {
         let cluster = Cluster { dir, bin, data };
         cluster.watch(std::process::id());
         cluster
+    }
+
+    /// `pg_ctl` with `arguments` on this cluster; panics naming its output if it fails.
+    fn pg_ctl(&self, arguments: &[&str]) {
+        let output = as_cluster_owner(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(&self.data)
+            .arg("-l")
+            .arg(self.dir.join("server.log"))
+            .args(arguments)
+            .output()
+            .expect("pg_ctl");
+        assert!(
+            output.status.success(),
+            "pg_ctl {arguments:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Stops the server as a crash would (`-m immediate`: no checkpoint,
+    /// the next start recovers from the write-ahead log).
+    pub fn stop_immediately(&self) {
+        self.pg_ctl(&["stop", "-m", "immediate"]);
+    }
+
+    /// Starts the stopped server again, waiting until it accepts connections.
+    pub fn restart(&self) {
+        let options =
+            format!("-k {} -c listen_addresses='' -p {CLUSTER_PORT} -c max_connections=200", self.dir.display());
+        self.pg_ctl(&["-o", &options, "-w", "-t", &(CLUSTER_START_WAIT_MS / 1000).to_string(), "start"]);
+    }
+
+    /// A fresh, empty database on this cluster, by URL.
+    pub fn fresh_database(&self) -> String {
+        let name = format!("seed_test_{}_{}", std::process::id(), DATABASES.fetch_add(1, Ordering::Relaxed));
+        self.psql("postgres", &format!("CREATE DATABASE {name}"));
+        self.url(&name)
     }
 
     /// Starts the process that stops the server once `pid` is gone.
@@ -143,10 +183,7 @@ pub fn cluster() -> &'static Cluster {
 
 /// A fresh, empty database on the run's cluster, by URL.
 pub fn fresh_database() -> String {
-    let cluster = cluster();
-    let name = format!("seed_test_{}_{}", std::process::id(), DATABASES.fetch_add(1, Ordering::Relaxed));
-    cluster.psql("postgres", &format!("CREATE DATABASE {name}"));
-    cluster.url(&name)
+    cluster().fresh_database()
 }
 
 /// Runs SQL against the database `url` names (a test's land), as the
