@@ -16,6 +16,27 @@
 //! Without the variable such a test passes at once, saying on stderr what it
 //! skipped and how to run it.
 
+/// Each test named runs on the land folder's own store and on PostgreSQL
+/// (when `SEED_TEST_POSTGRES=1`): the chain rules are the store's promise,
+/// whatever keeps the facts.
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn in_the_land_folder() {
+                super::$name(crate::common::Backend::Folder);
+            }
+
+            #[test]
+            fn on_postgres() {
+                if crate::postgres::postgres_opted_in() {
+                    super::$name(crate::common::Backend::Postgres);
+                }
+            }
+        }
+    )*};
+}
+
 mod common;
 
 mod authoring;

@@ -447,27 +447,6 @@ fn verifying_in_slices_of_any_size_reports_what_verifying_whole_reports() {
     }
 }
 
-/// Each of these runs on the land folder's own store and on PostgreSQL
-/// (when `SEED_TEST_POSTGRES=1`): the chain rules are the store's promise,
-/// whatever keeps the facts.
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn in_the_land_folder() {
-                super::$name(crate::common::Backend::Folder);
-            }
-
-            #[test]
-            fn on_postgres() {
-                if crate::postgres::postgres_opted_in() {
-                    super::$name(crate::common::Backend::Postgres);
-                }
-            }
-        }
-    )*};
-}
-
 on_every_backend!(
     a_fork_is_kept_as_proof_and_the_head_does_not_advance,
     the_fork_proof_survives_reopening_and_reindex,

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{note, plant, seed, spec, stdout};
+use common::{note, plant_on, seed, spec, stdout, Backend};
 use seed::check::{verify_land, ProblemKind, SignatureMode};
 use seed::fact::BeingId;
 
@@ -13,9 +13,8 @@ fn stored_facts(store: &dyn seed::store::Store) -> Vec<(BeingId, u64)> {
     store.land_log(0, len).expect("land log").into_iter().map(|entry| (entry.being, entry.seq)).collect()
 }
 
-#[test]
-fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
-    let test = plant();
+fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "first");
     test.land.rotate_key(&worker).expect("rotate");
@@ -57,9 +56,8 @@ fn every_single_byte_flip_of_every_stored_fact_is_caught_and_named() {
     );
 }
 
-#[test]
-fn seed_verify_names_a_tampered_fact_and_exits_1() {
-    let test = plant();
+fn seed_verify_names_a_tampered_fact_and_exits_1(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     note(&test.land, &worker, "the original words");
     let log = test.land.surgery();
@@ -84,9 +82,8 @@ fn seed_verify_names_a_tampered_fact_and_exits_1() {
     assert!(stdout(&strict).contains("seq 1: undecodable"), "{}", stdout(&strict));
 }
 
-#[test]
-fn a_forged_signature_is_found_by_the_batch_path_and_named() {
-    let test = plant();
+fn a_forged_signature_is_found_by_the_batch_path_and_named(backend: Backend) {
+    let test = plant_on(backend);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
     for index in 0..40 {
         note(&test.land, &worker, &format!("note {index}"));
@@ -103,3 +100,9 @@ fn a_forged_signature_is_found_by_the_batch_path_and_named() {
     assert_eq!(report.problems[0].seq, Some(17));
     assert_eq!(report.problems[0].kind, ProblemKind::Signature);
 }
+
+on_every_backend!(
+    every_single_byte_flip_of_every_stored_fact_is_caught_and_named,
+    seed_verify_names_a_tampered_fact_and_exits_1,
+    a_forged_signature_is_found_by_the_batch_path_and_named,
+);
