@@ -5,6 +5,10 @@
 //! from criterion's own estimates of this same run.
 
 mod common;
+// The throwaway cluster the PostgreSQL tests start.
+#[path = "../tests/common/postgres.rs"]
+#[allow(dead_code)]
+mod postgres;
 
 use common::rate;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
@@ -128,6 +132,33 @@ fn bench_seal(c: &mut Criterion) {
     group.finish();
 }
 
+/// The same sealing into a land whose facts are on PostgreSQL: one process,
+/// a throwaway cluster on a unix socket (as the tests start it).
+fn bench_seal_postgres(c: &mut Criterion) {
+    if !std::path::Path::new("/usr/lib/postgresql").is_dir() {
+        eprintln!("skipped: substrate/seal_durable_postgres (PostgreSQL's server programs are not installed)");
+        return;
+    }
+    let cluster = postgres::Cluster::start();
+    let dir = tempfile::tempdir().expect("folder");
+    let location = seed::land::StoreLocation::Postgres { url: cluster.fresh_database() };
+    let (land, _) = Land::plant_in(
+        &dir.path().join("land"),
+        Arc::new(WallClock::default()),
+        Limits::default(),
+        seed::land::KeySource::Os,
+        &location,
+    )
+    .expect("plant on PostgreSQL");
+    let beings = make_beings(&land, SEAL_BEINGS);
+    let mut group = c.benchmark_group("substrate");
+    group.throughput(Throughput::Elements(SEAL_FACTS_PER_ITERATION));
+    group.bench_function("seal_durable_postgres", |b| {
+        b.iter(|| seal_many(&land, &beings, SEAL_FACTS_PER_ITERATION, SEAL_THREADS))
+    });
+    group.finish();
+}
+
 fn bench_verify(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("folder");
     let land = planted(dir.path());
@@ -161,6 +192,7 @@ fn print_ratios() {
     let batch = rate("reference/ed25519_verify_batch", BATCH_SIGNATURES as f64);
     let facts = VERIFY_LAND_FACTS as f64 + 4.0 + 1.0 + SEAL_BEINGS as f64;
     let seal = rate("substrate/seal_durable", SEAL_FACTS_PER_ITERATION as f64);
+    let seal_postgres = rate("substrate/seal_durable_postgres", SEAL_FACTS_PER_ITERATION as f64);
     let verify_1 = rate("substrate/verify_land_batch/1", facts);
     let verify_2 = rate("substrate/verify_land_batch/2", facts);
     let verify_strict =
@@ -175,6 +207,8 @@ fn print_ratios() {
     line("ed25519 strict verify", strict, Some(sign), "raw sign");
     line("ed25519 batch verify (256)", batch, Some(sign), "raw sign");
     line("seal, durable, group commit", seal, Some(sign), "raw sign (target >= 50%)");
+    line("seal on PostgreSQL, 1 process", seal_postgres, Some(sign), "raw sign");
+    line("seal on PostgreSQL, 1 process", seal_postgres, seal, "seal in the folder (target >= 50%)");
     line("verify land, batch, 1 thread", verify_1, batch, "batch verify (target >= 70%)");
     line("verify land, batch, 2 threads", verify_2, batch, "batch verify");
     line("verify land, strict, 1 thread", verify_strict, strict, "strict verify");
@@ -183,7 +217,7 @@ fn print_ratios() {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(2));
-    targets = bench_reference, bench_seal, bench_verify
+    targets = bench_reference, bench_seal, bench_seal_postgres, bench_verify
 }
 
 fn main() {

@@ -43,7 +43,12 @@ fn check(what: &str, output: &Output, schema: &str, lines: bool, checked: &mut B
 }
 
 fn seed_without_land(arguments: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seed")).args(arguments).env_remove("SEED_LAND").output().expect("run seed")
+    Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(arguments)
+        .env_remove("SEED_LAND")
+        .env_remove("SEED_STORE")
+        .output()
+        .expect("run seed")
 }
 
 #[test]
@@ -107,6 +112,17 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     let token = seed(&land, &["token", "--json"]);
     ok("token", &token);
     check("token", &token, "token.json", false, &mut checked);
+
+    let copied = seed_without_land(&[
+        "copy",
+        "--from",
+        land.to_str().expect("utf-8"),
+        "--to",
+        scratch.path().join("copy").to_str().expect("utf-8"),
+        "--json",
+    ]);
+    ok("copy", &copied);
+    check("copy", &copied, "copy.json", false, &mut checked);
 
     let other = scratch.path().join("other");
     let plant = seed(&other, &["plant", "--json"]);
@@ -212,6 +228,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["export"], "export.json"),
         (&["import"], "import.json"),
         (&["reindex"], "reindex.json"),
+        (&["copy"], "copy.json"),
         (&["rotate-key"], "rotate-key.json"),
         (&["token"], "token.json"),
         (&["sim"], "sim.json"),

@@ -129,6 +129,7 @@ pub fn seed(land: &Path, arguments: &[&str]) -> Output {
         .arg(land)
         .args(arguments)
         .env_remove("SEED_LAND")
+        .env_remove("SEED_STORE")
         .output()
         .expect("run seed")
 }
