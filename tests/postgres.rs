@@ -257,3 +257,30 @@ fn acknowledged_facts_survive_postgres_stopped_immediately_under_load() {
     let facts = crate::crash::check_reopened(&land_dir, &acks, "after PostgreSQL stopped immediately");
     assert!(facts >= acks.len() as u64);
 }
+
+#[test]
+fn a_fork_proof_written_by_one_process_freezes_the_reel_for_every_other() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = plant_on(Backend::Postgres);
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let first = note(&test.land, &worker, "one");
+    note(&test.land, &worker, "two");
+    // A second writer that has written nothing yet.
+    let other = seed::land::Land::open(&test.path()).expect("a second writer");
+    let key = other.keys().load(&worker).expect("key");
+    let genesis = other.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
+    let body = seed::canonical::to_canonical_bytes(&seed::fact::body::NoteBody { text: "rival".into() }).expect("body");
+    let rival =
+        seed::fact::Fact::seal(worker, 1, genesis, first.stored_time_ms, seed::fact::body::KIND_NOTE, body, &key)
+            .expect("seal");
+    assert!(matches!(other.store().append(rival), Err(seed::store::StoreError::Fork { .. })));
+    // The first writer kept the worker's head from its own commits; the
+    // fork proof moved no land seq, and still it must not extend the reel.
+    let refused = test.land.seal(&worker, seed::fact::body::KIND_NOTE, b"\xa1\x64text\x65three".to_vec());
+    assert!(
+        matches!(refused, Err(seed::land::LandError::Store(seed::store::StoreError::BeingForked { .. }))),
+        "{refused:?}"
+    );
+}

@@ -6,7 +6,7 @@
 //! 2. read what the chain rules need for the group, as committed: the heads
 //!    of its beings, the names its geneses claim, the facts at seqs it
 //!    repeats; heads it wrote itself are kept between groups and trusted
-//!    while `next_land_seq` shows that no other process committed since;
+//!    while `seed_land` shows that no other process committed since;
 //! 3. decide every append with `chain::judge` (no I/O: the rules see what
 //!    step 2 read and what the group staged before it);
 //! 4. write the facts (binary COPY), fork proofs and derived rows, move
@@ -31,8 +31,10 @@ use tokio_postgres::types::Type;
 struct Kept {
     heads: HashMap<BeingId, Head>,
     forked: HashSet<BeingId>,
-    /// `next_land_seq` after this committer's last commit (`None`: unknown).
-    next_land_seq: Option<u64>,
+    /// `next_land_seq` and the fork proofs written, after this committer's
+    /// last commit (`None`: unknown). A group of another process that wrote
+    /// only fork proofs moves no land seq, so both are compared.
+    written: Option<(u64, u64)>,
 }
 
 pub(super) struct Committer {
@@ -203,27 +205,28 @@ fn stage(fact: &Fact, land_seq: u64, kept: &Kept, read: &Read, staged: &mut Stag
 }
 
 /// Takes the land lock; forgets what was kept when another process wrote.
-async fn lock_land(transaction: &tokio_postgres::Transaction<'_>, kept: &mut Kept) -> Result<u64, StoreError> {
+/// Returns the next land seq and the count of fork proofs written.
+async fn lock_land(transaction: &tokio_postgres::Transaction<'_>, kept: &mut Kept) -> Result<(u64, u64), StoreError> {
     let row = transaction
-        .query_one("SELECT next_land_seq FROM seed_land WHERE id = 1 FOR UPDATE", &[])
+        .query_one("SELECT next_land_seq, fork_proofs FROM seed_land WHERE id = 1 FOR UPDATE", &[])
         .await
         .map_err(pg_error)?;
-    let next_land_seq = to_u64(row.get(0));
-    if kept.next_land_seq != Some(next_land_seq) {
+    let written = (to_u64(row.get(0)), to_u64(row.get(1)));
+    if kept.written != Some(written) {
         kept.heads.clear();
         kept.forked.clear();
         for row in transaction.query("SELECT being FROM seed_forked", &[]).await.map_err(pg_error)? {
             kept.forked.insert(being_of(row.get::<_, &[u8]>(0))?);
         }
     }
-    Ok(next_land_seq)
+    Ok(written)
 }
 
 /// Writes what a group staged, in the transaction holding the land lock.
 async fn write_staged(
     transaction: &tokio_postgres::Transaction<'_>,
     staged: &Staged,
-    next_land_seq: u64,
+    written: (u64, u64),
 ) -> Result<(), StoreError> {
     if !staged.rows.is_empty() {
         let sink = transaction
@@ -262,7 +265,10 @@ async fn write_staged(
             .map_err(pg_error)?;
     }
     transaction
-        .execute("UPDATE seed_land SET next_land_seq = $1 WHERE id = 1", &[&to_i64(next_land_seq)?])
+        .execute(
+            "UPDATE seed_land SET next_land_seq = $1, fork_proofs = $2 WHERE id = 1",
+            &[&to_i64(written.0)?, &to_i64(written.1)?],
+        )
         .await
         .map_err(pg_error)?;
     Ok(())
@@ -309,7 +315,7 @@ async fn commit(
     let outcome: Result<_, StoreError> = async {
         let mut client = pool.get().await.map_err(pool_error)?;
         let transaction = client.transaction().await.map_err(pg_error)?;
-        let first_land_seq = lock_land(&transaction, &mut kept).await?;
+        let (first_land_seq, fork_proofs) = lock_land(&transaction, &mut kept).await?;
         let beings: Vec<BeingId> = facts.iter().map(|fact| fact.header.being).collect();
         read_heads(&transaction, &mut kept, &beings).await?;
         let read = read_for_rules(&transaction, &kept, &facts).await?;
@@ -318,17 +324,17 @@ async fn commit(
             .iter()
             .map(|fact| stage(fact, first_land_seq + staged.rows.len() as u64, &kept, &read, &mut staged))
             .collect();
-        let next_land_seq = first_land_seq + staged.rows.len() as u64;
-        write_staged(&transaction, &staged, next_land_seq).await?;
+        let written = (first_land_seq + staged.rows.len() as u64, fork_proofs + staged.fork_rows.len() as u64);
+        write_staged(&transaction, &staged, written).await?;
         transaction.commit().await.map_err(pg_error)?;
-        Ok((outcomes, staged, next_land_seq))
+        Ok((outcomes, staged, written))
     }
     .await;
     match outcome {
-        Ok((outcomes, staged, next_land_seq)) => {
+        Ok((outcomes, staged, written)) => {
             kept.heads.extend(staged.chain.heads);
             kept.forked.extend(staged.chain.forked);
-            kept.next_land_seq = Some(next_land_seq);
+            kept.written = Some(written);
             (kept, Ok(outcomes))
         }
         // The commit may or may not have happened: read everything again.

@@ -4,7 +4,7 @@
 //!
 //! | table                 | key                 | holds                                   | kind    |
 //! |-----------------------|---------------------|-----------------------------------------|---------|
-//! | `seed_land`           | `id` = 1            | the next land seq: the land's one lock  | primary |
+//! | `seed_land`           | `id` = 1            | the next land seq and the count of fork proofs written: the land's one lock | primary |
 //! | `seed_facts`          | `(being, seq)`      | land seq (unique) and envelope bytes    | primary |
 //! | `seed_fork_proofs`    | `(being, seq, rival)` | the rival envelope                    | primary |
 //! | `seed_reel_keys`      | `being`             | the key that signs its next fact        | derived |
@@ -28,9 +28,10 @@ const MIGRATIONS: &[(i32, &str)] = &[(
     1,
     "CREATE TABLE seed_land (
          id smallint PRIMARY KEY CHECK (id = 1),
-         next_land_seq bigint NOT NULL CHECK (next_land_seq >= 0)
+         next_land_seq bigint NOT NULL CHECK (next_land_seq >= 0),
+         fork_proofs bigint NOT NULL CHECK (fork_proofs >= 0)
      );
-     INSERT INTO seed_land (id, next_land_seq) VALUES (1, 0);
+     INSERT INTO seed_land (id, next_land_seq, fork_proofs) VALUES (1, 0, 0);
      CREATE TABLE seed_facts (
          being bytea NOT NULL CHECK (length(being) = 32),
          seq bigint NOT NULL CHECK (seq >= 0),
