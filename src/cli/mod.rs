@@ -140,11 +140,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Copy a land to a new folder with its facts in another store: every
-    /// fact with its land seq, in land order, and the key ring, snapshots and
-    /// checkpoint beside them. `--store` names the copy's store (default: its
-    /// own folder), so `--store postgres://…` moves a land onto PostgreSQL
-    /// and a copy without it brings one back.
+    /// Copy a land to a new folder, its facts into another store.
+    ///
+    /// Every fact with its land seq, in land order, and the key ring,
+    /// snapshots and checkpoint beside them. `--store` names the copy's store
+    /// (default: its own folder), so `--store postgres://…` moves a land onto
+    /// PostgreSQL and a copy without it brings one back.
     Copy {
         /// The land to copy (read only; nothing of it is written).
         #[arg(long)]
