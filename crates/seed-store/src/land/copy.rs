@@ -107,13 +107,7 @@ pub fn copy_land(from: &Path, to: &Path, location: &StoreLocation, limits: &Limi
         }
     }
     target.close()?;
-    let meta = LandMeta {
-        store: match location {
-            StoreLocation::Folder => None,
-            StoreLocation::Postgres { url } => Some(crate::store::pg_store::url_without_password(url)),
-        },
-        ..source.meta().clone()
-    };
+    let meta = LandMeta { store: location.recorded(), ..source.meta().clone() };
     write_meta(to, &meta)?;
     Ok(CopyReport { facts: len, fork_proofs: proofs.len() as u64, files })
 }

@@ -151,15 +151,17 @@ impl StoreLocation {
         }
     }
 
+    /// What `land.toml` records of it (its `store`): a URL without its password.
+    pub fn recorded(&self) -> Option<String> {
+        match self {
+            StoreLocation::Folder => None,
+            StoreLocation::Postgres { url } => Some(crate::store::pg_store::url_without_password(url)),
+        }
+    }
+
     /// Whether the two name the same store (a password does not count).
     pub fn same_place(&self, other: &StoreLocation) -> bool {
-        match (self, other) {
-            (StoreLocation::Folder, StoreLocation::Folder) => true,
-            (StoreLocation::Postgres { url }, StoreLocation::Postgres { url: other }) => {
-                crate::store::pg_store::url_without_password(url) == crate::store::pg_store::url_without_password(other)
-            }
-            _ => false,
-        }
+        self.recorded() == other.recorded()
     }
 
     /// How it is shown: a URL without its password.
@@ -477,16 +479,6 @@ impl Land {
         StoreLocation::of_meta(&self.meta)
     }
 
-    /// The folder's log store itself (`None` for a land on PostgreSQL), for
-    /// repair tools and tests that alter stored facts on purpose. Ordinary
-    /// callers use `store()`.
-    pub fn log_store(&self) -> Option<&LogStore> {
-        match &self.store {
-            LandStore::Log(store) => Some(store),
-            LandStore::Postgres(_) => None,
-        }
-    }
-
     /// Stored envelopes read and replaced as kept, bypassing every rule,
     /// whatever the backend: for repair tools and the tamper tests.
     pub fn surgery(&self) -> &dyn crate::store::StoreSurgery {
@@ -496,13 +488,6 @@ impl Land {
         }
     }
 
-    /// The PostgreSQL store itself (`None` for a land in its folder).
-    pub fn postgres_store(&self) -> Option<&PgStore> {
-        match &self.store {
-            LandStore::Postgres(store) => Some(store),
-            LandStore::Log(_) => None,
-        }
-    }
     pub fn keys(&self) -> &KeyRing {
         &self.keys
     }

@@ -116,10 +116,7 @@ impl Land {
                 root: String::new(),
                 operator: String::new(),
                 snapshot_every_facts: Some(super::SNAPSHOT_EVERY_FACTS_DEFAULT),
-                store: match location {
-                    StoreLocation::Folder => None,
-                    StoreLocation::Postgres { url } => Some(crate::store::pg_store::url_without_password(url)),
-                },
+                store: location.recorded(),
             },
             root: BeingId::ZERO,
             operator: BeingId::ZERO,

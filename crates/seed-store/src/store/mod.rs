@@ -10,6 +10,7 @@
 mod chain;
 pub mod crash_points;
 pub(crate) mod derived_key;
+mod index_check;
 mod log_store;
 pub mod pg_store;
 mod queue;

@@ -35,6 +35,7 @@ mod index;
 use crate::fact::{BeingId, Fact, FactId, Hash32};
 use crate::limits::Limits;
 use crate::store::chain::next_head;
+use crate::store::index_check::IndexComparison;
 use crate::store::queue::Committing;
 use crate::store::segments::{read_frame_in, SegmentError, SegmentLog, SEGMENT_BYTES_MAX_DEFAULT};
 use crate::store::witness::read_witness;
@@ -69,8 +70,6 @@ const LOCK_FILE: &str = "lock";
 /// How long a writing open waits for the lock of a store that is closing.
 pub const LOG_STORE_LOCK_WAIT_MS: u64 = 2_000;
 const LOG_STORE_LOCK_RETRY_MS: u64 = 20;
-/// Most index discrepancies `index_problems` lists.
-const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogOpenError {
@@ -731,15 +730,9 @@ impl Store for LogStore {
     }
 
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
-        let mut problems = Vec::new();
-        let mut push = |problem: String| {
-            if problems.len() < INDEX_PROBLEMS_LISTED_MAX {
-                problems.push(problem);
-            }
-        };
-        let len = self.land_len()?;
+        let mut comparison = IndexComparison::new(expected);
         let kept = |being: &BeingId| !expected.skip.contains(being);
-        let mut wanted = expected.land_log.iter().filter(|(_, (being, _))| kept(being)).peekable();
+        let len = self.land_len()?;
         const CHUNK: u64 = 1 << 16;
         let mut from = 0;
         while from < len {
@@ -747,51 +740,23 @@ impl Store for LogStore {
             let slots = self.shared.slots(from, to)?;
             let indexes = self.shared.indexes()?;
             for (land_seq, slot) in slots {
-                while let Some((missing, _)) = wanted.next_if(|(wanted_seq, _)| **wanted_seq < land_seq) {
-                    push(format!("land log entry {missing} is missing"));
-                }
                 let stored = indexes.beings.get(slot.ordinal as usize).map(|entry| (entry.id, slot.seq));
-                match (wanted.next_if(|(wanted_seq, _)| **wanted_seq == land_seq), stored) {
-                    (Some((_, wanted_entry)), Some(stored)) if *wanted_entry != stored => {
-                        push(format!("land log entry {land_seq} is wrong"));
-                    }
-                    (Some(_), None) => push(format!("land log entry {land_seq} is missing")),
-                    (None, Some((being, _))) if kept(&being) => {
-                        push(format!("land log entry {land_seq} should not exist"))
-                    }
-                    _ => {}
-                }
+                comparison.land_log_entry(land_seq, stored);
             }
             from = to;
         }
-        for (missing, _) in wanted {
-            push(format!("land log entry {missing} is missing"));
+        comparison.land_log_read();
+        {
+            let indexes = self.shared.indexes()?;
+            comparison.names_and_forks(&indexes.names, &indexes.forked);
         }
-        let indexes = self.shared.indexes()?;
-        for (name, being) in expected.names.iter().filter(|(_, being)| kept(being)) {
-            if !indexes.names.contains(&(name.clone(), *being)) {
-                push(format!("name index {name:?} is missing"));
-            }
-        }
-        for (name, being) in indexes.names.iter().filter(|(_, being)| kept(being)) {
-            if !expected.names.contains(&(name.clone(), *being)) {
-                push(format!("name index {name:?} should not exist"));
-            }
-        }
-        if indexes.forked != expected.forked {
-            push("fork marker is wrong".to_string());
-        }
-        drop(indexes);
         for (being, head) in expected.heads.iter().filter(|(being, _)| kept(being)) {
             match self.shared.head(being) {
                 Ok(Some(stored)) if stored.public_key == head.public_key => {}
-                _ => push(format!(
-                    "key index entry of {} is wrong",
-                    hex::encode(being.as_bytes()).get(..12).unwrap_or("?")
-                )),
+                _ => comparison.key_entry_wrong(being),
             }
         }
-        Ok(problems)
+        Ok(comparison.into_problems())
     }
 
     fn derived_index_digest(&self) -> Result<Hash32, StoreError> {

@@ -40,12 +40,12 @@ struct Kept {
 pub(super) struct Committer {
     runner: Runner,
     pool: Pool,
-    kept: Option<Kept>,
+    kept: Kept,
 }
 
 impl Committer {
     pub(super) fn new(runner: Runner, pool: Pool) -> Committer {
-        Committer { runner, pool, kept: Some(Kept::default()) }
+        Committer { runner, pool, kept: Kept::default() }
     }
 }
 
@@ -240,11 +240,9 @@ async fn write_staged(
         }
         writer.finish().await.map_err(pg_error)?;
     }
-    let column = |rows: &[(Vec<u8>, Vec<u8>)], first: bool| -> Vec<Vec<u8>> {
-        rows.iter().map(|(left, right)| if first { left.clone() } else { right.clone() }).collect()
-    };
     if !staged.keys.is_empty() {
-        insert_keys(transaction, &column(&staged.keys, true), &column(&staged.keys, false), true).await?;
+        let (beings, keys): (Vec<Vec<u8>>, Vec<Vec<u8>>) = staged.keys.iter().cloned().unzip();
+        insert_keys(transaction, &beings, &keys, true).await?;
     }
     if !staged.name_rows.is_empty() {
         let (names, beings): (Vec<String>, Vec<Vec<u8>>) = staged.name_rows.iter().cloned().unzip();
@@ -349,35 +347,28 @@ impl GroupWriter for Committer {
         }
         let (facts, replies): (Vec<Fact>, Vec<Reply>) = group.into_iter().map(|(fact, reply)| (*fact, reply)).unzip();
         let count = facts.len();
-        let kept = self.kept.take().unwrap_or_default();
+        // Taken for the group: what a failed run leaves is nothing kept.
+        let kept = std::mem::take(&mut self.kept);
         let pool = self.pool.clone();
-        let result = self.runner.run(async move { Ok(commit(pool, kept, facts).await) });
-        let outcomes = match result {
-            Ok((kept, outcomes)) => {
-                self.kept = Some(kept);
+        let outcomes =
+            self.runner.run(async move { Ok(commit(pool, kept, facts).await) }).and_then(|(kept, outcomes)| {
+                self.kept = kept;
                 outcomes
-            }
-            Err(error) => Err(error),
-        };
-        let outcomes = match outcomes {
-            Ok(outcomes) => outcomes,
-            Err(error) => vec![Err(error); count],
-        };
+            });
+        let outcomes = outcomes.unwrap_or_else(|error| vec![Err(error); count]);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             let _ = reply.send(outcome);
         }
     }
 
     fn reindex(&mut self) -> Result<ReindexReport, StoreError> {
-        self.kept = Some(Kept::default());
+        self.kept = Kept::default();
         let pool = self.pool.clone();
         self.runner.run(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await.map_err(pg_error)?;
-            transaction
-                .query_one("SELECT next_land_seq FROM seed_land WHERE id = 1 FOR UPDATE", &[])
-                .await
-                .map_err(pg_error)?;
+            // The land lock, as a group takes it: no group commits meanwhile.
+            lock_land(&transaction, &mut Kept::default()).await?;
             transaction
                 .batch_execute("DELETE FROM seed_reel_keys; DELETE FROM seed_names; DELETE FROM seed_forked;")
                 .await

@@ -30,6 +30,7 @@ use crate::fact::body::KIND_END;
 use crate::fact::{BeingId, Fact, FactId, Hash32, PublicKeyBytes};
 use crate::limits::Limits;
 use crate::store::chain::IndexDeriver;
+use crate::store::index_check::IndexComparison;
 use crate::store::queue::Committing;
 use crate::store::{
     decode_entry_envelope, AppendTicket, DerivedIndexes, ForkProof, Head, LandEntry, RawRecord, ReindexReport, Store,
@@ -49,8 +50,6 @@ pub const PG_RUNTIME_THREADS: usize = 2;
 pub const PG_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// Rows a long read (reindex, the land log's comparison) fetches at a time.
 pub const PG_READ_PAGE_ROWS: i64 = 65_536;
-/// Most index discrepancies `index_problems` lists.
-const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
 
 /// Whether `text` names a PostgreSQL store (`postgres://` or `postgresql://`).
 pub fn is_postgres_url(text: &str) -> bool {
@@ -253,26 +252,17 @@ impl PgStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|error| PgOpenError::BadUrl { store: store.clone(), reason: error.to_string() })?;
-        let first = pool.clone();
-        let write = writing.is_some();
-        let prepared = runner.run(async move {
-            let mut client = match first.get().await {
-                Ok(client) => client,
-                Err(error) => {
-                    return Ok(Err(PgOpenError::Connect { store: String::new(), reason: connect_reason(error) }))
-                }
-            };
-            Ok(schema::prepare(&mut client, write)
-                .await
-                .map_err(|source| PgOpenError::Schema { store: String::new(), source: Box::new(source) }))
-        });
-        match prepared {
-            Ok(Ok(())) => {}
-            Ok(Err(PgOpenError::Connect { reason, .. })) => return Err(PgOpenError::Connect { store, reason }),
-            Ok(Err(PgOpenError::Schema { source, .. })) => return Err(PgOpenError::Schema { store, source }),
-            Ok(Err(other)) => return Err(other),
-            Err(error) => return Err(PgOpenError::Connect { store, reason: error.to_string() }),
-        }
+        let (first, write, named) = (pool.clone(), writing.is_some(), store.clone());
+        runner
+            .run(async move {
+                let mut client = match first.get().await {
+                    Ok(client) => client,
+                    Err(error) => return Ok(Err(PgOpenError::Connect { store: named, reason: connect_reason(error) })),
+                };
+                let prepared = schema::prepare(&mut client, write).await;
+                Ok(prepared.map_err(|source| PgOpenError::Schema { store: named, source: Box::new(source) }))
+            })
+            .unwrap_or_else(|error| Err(PgOpenError::Connect { store: store.clone(), reason: error.to_string() }))?;
         let committing = match writing {
             Some(limits) => {
                 let committer = committer::Committer::new(runner.clone(), pool.clone());
@@ -581,64 +571,40 @@ impl Store for PgStore {
     }
 
     fn index_problems(&self, expected: &DerivedIndexes) -> Result<Vec<String>, StoreError> {
-        let mut problems = Vec::new();
-        let mut push = |problem: String| {
-            if problems.len() < INDEX_PROBLEMS_LISTED_MAX {
-                problems.push(problem);
-            }
-        };
+        let mut comparison = IndexComparison::new(expected);
         let kept = |being: &BeingId| !expected.skip.contains(being);
         let len = self.land_len()?;
-        let mut wanted = expected.land_log.iter().filter(|(_, (being, _))| kept(being)).peekable();
         let mut from = 0;
         while from < len {
             let to = (from + PG_READ_PAGE_ROWS as u64).min(len);
             for entry in self.land_log(from, to)? {
-                while let Some((missing, _)) = wanted.next_if(|(wanted_seq, _)| **wanted_seq < entry.land_seq) {
-                    push(format!("land log entry {missing} is missing"));
-                }
-                match wanted.next_if(|(wanted_seq, _)| **wanted_seq == entry.land_seq) {
-                    Some((_, wanted_entry)) if *wanted_entry != (entry.being, entry.seq) => {
-                        push(format!("land log entry {} is wrong", entry.land_seq))
-                    }
-                    None if kept(&entry.being) => push(format!("land log entry {} should not exist", entry.land_seq)),
-                    _ => {}
-                }
+                comparison.land_log_entry(entry.land_seq, Some((entry.being, entry.seq)));
             }
             from = to;
         }
-        for (missing, _) in wanted {
-            push(format!("land log entry {missing} is missing"));
-        }
+        comparison.land_log_read();
         let names: BTreeSet<(String, BeingId)> = self
             .rows("SELECT name, being FROM seed_names", (), |row| Ok((row.get(0), being_of(row.get::<_, &[u8]>(1))?)))?
             .into_iter()
             .collect();
-        for (name, _) in expected.names.iter().filter(|entry| kept(&entry.1) && !names.contains(entry)) {
-            push(format!("name index {name:?} is missing"));
-        }
-        for (name, _) in names.iter().filter(|entry| kept(&entry.1) && !expected.names.contains(entry)) {
-            push(format!("name index {name:?} should not exist"));
-        }
         let forked: BTreeSet<BeingId> =
             self.rows("SELECT being FROM seed_forked", (), being_row)?.into_iter().collect();
-        if forked != expected.forked {
-            push("fork marker is wrong".to_string());
-        }
-        let keys: Vec<(BeingId, Vec<u8>)> = self.rows("SELECT being, public_key FROM seed_reel_keys", (), |row| {
-            Ok((being_of(row.get::<_, &[u8]>(0))?, row.get(1)))
-        })?;
-        let stored_keys: std::collections::BTreeMap<BeingId, Vec<u8>> = keys.into_iter().collect();
-        let short = |being: &BeingId| hex::encode(being.as_bytes()).get(..12).unwrap_or("?").to_string();
+        comparison.names_and_forks(&names, &forked);
+        let stored_keys: std::collections::BTreeMap<BeingId, Vec<u8>> = self
+            .rows("SELECT being, public_key FROM seed_reel_keys", (), |row| {
+                Ok((being_of(row.get::<_, &[u8]>(0))?, row.get(1)))
+            })?
+            .into_iter()
+            .collect();
         for (being, head) in expected.heads.iter().filter(|(being, _)| kept(being)) {
             if stored_keys.get(being).map(Vec::as_slice) != Some(head.public_key.as_bytes().as_slice()) {
-                push(format!("key index entry of {} is wrong", short(being)));
+                comparison.key_entry_wrong(being);
             }
         }
         for being in stored_keys.keys().filter(|being| kept(being) && !expected.heads.contains_key(being)) {
-            push(format!("key index entry of {} should not exist", short(being)));
+            comparison.key_entry_unexpected(being);
         }
-        Ok(problems)
+        Ok(comparison.into_problems())
     }
 
     fn derived_index_digest(&self) -> Result<Hash32, StoreError> {

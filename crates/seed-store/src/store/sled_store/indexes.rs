@@ -12,9 +12,6 @@ use crate::store::chain::IndexDeriver;
 use crate::store::{DerivedIndexes, ReindexReport, StoreError};
 use std::collections::BTreeMap;
 
-/// Most index discrepancies `index_problems` lists before it stops counting.
-pub(super) const INDEX_PROBLEMS_LISTED_MAX: usize = 50;
-
 /// Computes every derived index from the primary records alone.
 pub(super) fn derive_indexes(tree: &sled::Tree) -> Result<(DerivedIndexes, ReindexReport), StoreError> {
     let mut deriver = IndexDeriver::default();

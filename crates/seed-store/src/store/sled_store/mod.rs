@@ -35,12 +35,11 @@ mod committer;
 mod indexes;
 mod layout;
 
+use crate::store::index_check::INDEX_PROBLEMS_LISTED_MAX;
 use crate::store::queue::Committing;
 use crate::store::witness::read_witness;
 use committer::Committer;
-use indexes::{
-    derived_entries, derived_entries_in_key_order, describe_index_key, index_entry_being, INDEX_PROBLEMS_LISTED_MAX,
-};
+use indexes::{derived_entries, derived_entries_in_key_order, describe_index_key, index_entry_being};
 use layout::{
     being_key, fact_key, land_key, name_prefix, raw_record, read_head, records_of, split_fact_key, DERIVED_PREFIXES,
     PREFIX_FACT, PREFIX_FORK, PREFIX_KEY, PREFIX_LAND, PREFIX_LEGACY_HEAD, REINDEXING_MARKER,
