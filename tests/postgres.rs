@@ -34,6 +34,20 @@ fn a_land_planted_on_postgres_seals_reopens_and_verifies_clean() {
     assert_eq!(land.store().reel(&worker, 0, 100).expect("reel").len(), 21);
 }
 
+fn note_body(text: &str) -> Vec<u8> {
+    seed::canonical::to_canonical_bytes(&seed::fact::body::NoteBody { text: text.into() }).expect("body")
+}
+
+/// A note signed by `being`'s key that claims seq 1 of its reel, where the
+/// land holds another fact: appending it makes a fork proof.
+fn rival_of_seq_1(land: &seed::land::Land, being: &seed::fact::BeingId) -> seed::fact::Fact {
+    let key = land.keys().load(being).expect("key");
+    let first = land.store().reel(being, 0, 2).expect("reel");
+    let (genesis, stored_time_ms) = (first[0].fact.id(), first[1].fact.header.stored_time_ms);
+    seed::fact::Fact::seal(*being, 1, genesis, stored_time_ms, seed::fact::body::KIND_NOTE, note_body("rival"), &key)
+        .expect("seal")
+}
+
 /// The `worldHash` a `seed sim --json` printed.
 fn world_hash(output: &std::process::Output) -> String {
     assert!(output.status.success(), "seed sim failed: {}", common::stderr(output));
@@ -82,20 +96,7 @@ fn a_land_copied_to_postgres_and_back_is_byte_identical_and_replays_clean() {
     {
         let land = seed::land::Land::open(&original).expect("open");
         let ada = land.resolve("@ada").expect("ada");
-        let key = land.keys().load(&ada).expect("key");
-        let first = land.store().reel(&ada, 0, 2).expect("reel");
-        let body =
-            seed::canonical::to_canonical_bytes(&seed::fact::body::NoteBody { text: "rival".into() }).expect("body");
-        let rival = seed::fact::Fact::seal(
-            ada,
-            1,
-            first[0].fact.id(),
-            first[1].fact.header.stored_time_ms,
-            seed::fact::body::KIND_NOTE,
-            body,
-            &key,
-        )
-        .expect("seal");
+        let rival = rival_of_seq_1(&land, &ada);
         assert!(land.store().append(rival).is_err(), "a fork");
         land.close().expect("close");
     }
@@ -253,7 +254,7 @@ fn acknowledged_facts_survive_postgres_stopped_immediately_under_load() {
     }
     let acks = reader.join().expect("reader");
     assert!(!acks.is_empty(), "the writer acknowledged something before the stop");
-    cluster.restart();
+    cluster.start_server();
     let facts = crate::crash::check_reopened(&land_dir, &acks, "after PostgreSQL stopped immediately");
     assert!(facts >= acks.len() as u64);
 }
@@ -265,20 +266,15 @@ fn a_fork_proof_written_by_one_process_freezes_the_reel_for_every_other() {
     }
     let test = plant_on(Backend::Postgres);
     let worker = test.land.create_being(spec("worker")).expect("worker").being;
-    let first = note(&test.land, &worker, "one");
+    note(&test.land, &worker, "one");
     note(&test.land, &worker, "two");
     // A second writer that has written nothing yet.
     let other = seed::land::Land::open(&test.path()).expect("a second writer");
-    let key = other.keys().load(&worker).expect("key");
-    let genesis = other.store().reel(&worker, 0, 1).expect("reel")[0].fact.id();
-    let body = seed::canonical::to_canonical_bytes(&seed::fact::body::NoteBody { text: "rival".into() }).expect("body");
-    let rival =
-        seed::fact::Fact::seal(worker, 1, genesis, first.stored_time_ms, seed::fact::body::KIND_NOTE, body, &key)
-            .expect("seal");
+    let rival = rival_of_seq_1(&other, &worker);
     assert!(matches!(other.store().append(rival), Err(seed::store::StoreError::Fork { .. })));
     // The first writer kept the worker's head from its own commits; the
     // fork proof moved no land seq, and still it must not extend the reel.
-    let refused = test.land.seal(&worker, seed::fact::body::KIND_NOTE, b"\xa1\x64text\x65three".to_vec());
+    let refused = test.land.seal(&worker, seed::fact::body::KIND_NOTE, note_body("three"));
     assert!(
         matches!(refused, Err(seed::land::LandError::Store(seed::store::StoreError::BeingForked { .. }))),
         "{refused:?}"

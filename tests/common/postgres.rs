@@ -76,25 +76,10 @@ impl Cluster {
             .output()
             .expect("initdb");
         assert!(initdb.status.success(), "initdb failed: {}", String::from_utf8_lossy(&initdb.stderr));
-        let log = dir.join("server.log");
-        let started = as_cluster_owner(&bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(&data)
-            .arg("-l")
-            .arg(&log)
-            .arg("-o")
-            .arg(format!("-k {} -c listen_addresses='' -p {CLUSTER_PORT} -c max_connections=200", dir.display()))
-            .args(["-w", "-t", &(CLUSTER_START_WAIT_MS / 1000).to_string(), "start"])
-            .output()
-            .expect("pg_ctl start");
-        assert!(
-            started.status.success(),
-            "the PostgreSQL server did not start: {}{}",
-            String::from_utf8_lossy(&started.stderr),
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
         let cluster = Cluster { dir, bin, data };
+        // Watched from here on, so a server that fails to start is cleaned up too.
         cluster.watch(std::process::id());
+        cluster.start_server();
         cluster
     }
 
@@ -110,9 +95,10 @@ impl Cluster {
             .expect("pg_ctl");
         assert!(
             output.status.success(),
-            "pg_ctl {arguments:?}: {}{}",
+            "pg_ctl {arguments:?}: {}{}{}",
             String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            String::from_utf8_lossy(&output.stderr),
+            std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
         );
     }
 
@@ -122,8 +108,9 @@ impl Cluster {
         self.pg_ctl(&["stop", "-m", "immediate"]);
     }
 
-    /// Starts the stopped server again, waiting until it accepts connections.
-    pub fn restart(&self) {
+    /// Starts the server (again, after a stop), listening only on a unix
+    /// socket in the cluster's folder, and waits until it accepts connections.
+    pub fn start_server(&self) {
         let options =
             format!("-k {} -c listen_addresses='' -p {CLUSTER_PORT} -c max_connections=200", self.dir.display());
         self.pg_ctl(&["-o", &options, "-w", "-t", &(CLUSTER_START_WAIT_MS / 1000).to_string(), "start"]);
@@ -164,15 +151,7 @@ impl Cluster {
 
     /// Runs one SQL statement as the cluster's superuser.
     pub fn psql(&self, database: &str, sql: &str) -> String {
-        let output = Command::new("psql")
-            .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1"])
-            .arg("-h")
-            .arg(&self.dir)
-            .args(["-p", &CLUSTER_PORT.to_string(), "-U", "postgres", "-d", database, "-c", sql])
-            .output()
-            .expect("psql");
-        assert!(output.status.success(), "psql {sql:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
+        psql_url(&self.url(database), sql)
     }
 }
 
