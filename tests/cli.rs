@@ -252,11 +252,14 @@ fn a_key_folder_of_one_file_per_being_is_moved_into_the_ring_once() {
     assert!(common::folder_snapshot(&keys_dir) == before, "reading the land left the key folder as it was");
     let rotated = seed(&land, &["rotate-key", "@birther"]);
     assert!(rotated.status.success(), "{}", stderr(&rotated));
-    let names: Vec<String> = std::fs::read_dir(&keys_dir)
+    let mut names: Vec<String> = std::fs::read_dir(&keys_dir)
         .expect("keys")
         .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, vec![seed::keys::KEY_RING_FILE.to_string()], "one file");
+    names.sort();
+    // The ring holds every key; its lock file (taken by appends) holds none.
+    let expected = [seed::keys::KEY_RING_FILE, seed::keys::KEY_RING_LOCK_FILE].map(String::from);
+    assert_eq!(names, expected, "one file of keys and its lock");
     let ring = seed::keys::KeyRing::open(&keys_dir).expect("ring");
     let opened = seed::land::Land::open(&land).expect("open");
     let birther = opened.resolve("@birther").expect("birther");

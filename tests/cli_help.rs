@@ -21,6 +21,7 @@ const VERBS: &[&[&str]] = &[
     &["rotate-key"],
     &["token"],
     &["sim"],
+    &["worker"],
     &["replay"],
     &["corpus", "capture"],
     &["corpus", "check"],

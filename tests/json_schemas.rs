@@ -208,10 +208,23 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     assert_eq!(bad_flow.status.code(), Some(2));
     check("flow check of broken JSON", &bad_flow, "error.json", false, &mut checked);
 
+    // A worker serves a land on PostgreSQL: checked when those tests run.
+    let pooled = crate::postgres::postgres_opted_in();
+    if pooled {
+        let url = crate::common::postgres::fresh_database();
+        let pooled_land = scratch.path().join("pooled");
+        let run = ["--store", &url, "sim", "fixtures/court.toml", "--ticks", "3", "--workers", "1", "--json"];
+        ok("pooled sim", &seed(&pooled_land, &run));
+        // The run is finished: a worker joining now reports at once.
+        let worker = seed(&pooled_land, &["worker", "fixtures/court.toml", "--json"]);
+        ok("worker", &worker);
+        check("worker", &worker, "worker.json", false, &mut checked);
+    }
     let every_schema: BTreeSet<String> = std::fs::read_dir(schema_dir())
         .expect("docs/json")
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter(|name| name.ends_with(".json"))
+        .filter(|name| pooled || name != "worker.json")
         .collect();
     assert_eq!(checked, every_schema, "every schema in docs/json is checked against a verb's output");
 }
@@ -232,6 +245,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["rotate-key"], "rotate-key.json"),
         (&["token"], "token.json"),
         (&["sim"], "sim.json"),
+        (&["worker"], "worker.json"),
         (&["replay"], "replay.json"),
         (&["corpus", "check"], "corpus-check.json"),
         (&["flow", "eval"], "flow-eval.json"),

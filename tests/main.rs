@@ -51,6 +51,7 @@ mod hostile;
 mod json_schemas;
 mod llm;
 mod local_llm;
+mod pool;
 mod portal_accounts;
 mod portal_api;
 mod portal_browser;

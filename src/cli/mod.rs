@@ -4,6 +4,7 @@ mod corpus;
 mod flow;
 mod land;
 mod logging;
+mod pool;
 mod progress;
 mod recover;
 mod replay;
@@ -211,7 +212,44 @@ enum Command {
         /// land's `snapshot_every_facts`, 100000 on a new land; 0: none).
         #[arg(long)]
         snapshot_every_facts: Option<u64>,
+        /// Run the moments in this many `seed worker` processes started here
+        /// (the land must be on PostgreSQL; more workers, on other machines
+        /// too, may join). 0: in this process.
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+        /// Run the moments in the pool even with no local workers: `seed
+        /// worker` processes started elsewhere serve it.
+        #[arg(long)]
+        pool: bool,
+        /// How long a worker's claim on a wake holds without renewal (with --workers).
+        #[arg(long, default_value_t = seed::engine::pool::WORKER_LEASE_MS_DEFAULT)]
+        lease_ms: u64,
         /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve a simulation's pool: claim wakes, run their moments, seal them
+    /// at their turn (the land on PostgreSQL; see docs/scale.md).
+    ///
+    /// Start it with the simulation's fixture and --seed, on any machine
+    /// that reaches the database and holds the land folder. It exits when
+    /// the run finishes.
+    Worker {
+        /// The simulation's fixture file.
+        fixture: PathBuf,
+        /// The simulation's seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Threads running this worker's moments.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// How long a claim on a wake holds without renewal.
+        #[arg(long, default_value_t = seed::engine::pool::WORKER_LEASE_MS_DEFAULT)]
+        lease_ms: u64,
+        /// LLM connections for the world's LLM beings.
+        #[arg(long)]
+        llm: Option<PathBuf>,
+        /// Print the worker's report as JSON when it exits.
         #[arg(long)]
         json: bool,
     },
@@ -484,6 +522,7 @@ impl Arguments {
             | Command::RotateKey { json, .. }
             | Command::Token { json }
             | Command::Sim { json, .. }
+            | Command::Worker { json, .. }
             | Command::Copy { json, .. }
             | Command::Replay { json, .. } => *json,
             Command::Corpus { command: CorpusCommand::Check { json, .. } } => *json,
@@ -552,8 +591,20 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             ScriptCommand::Run { file, face, seed, json, .. } => script::run(file, face, *seed, *json),
         };
     }
-    if let Command::Sim { fixture, ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts, json } =
-        &arguments.command
+    if let Command::Sim {
+        fixture,
+        ticks,
+        seed,
+        threads,
+        trace,
+        llm,
+        fail_on_failure,
+        snapshot_every_facts,
+        workers,
+        pool,
+        lease_ms,
+        json,
+    } = &arguments.command
     {
         let run = SimRun {
             snapshot_every_facts: *snapshot_every_facts,
@@ -563,6 +614,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             trace: trace.clone(),
             llm: llm.clone(),
             fail_on_failure: *fail_on_failure,
+            workers: *workers,
+            pooled: *pool || *workers > 0,
+            lease_ms: *lease_ms,
         };
         let store = land::store_for(arguments.land.as_deref(), arguments.store.as_deref())?;
         return sim(arguments.land.as_deref(), fixture, run, store, *json);
@@ -627,6 +681,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Flow { command: FlowCommand::Check { flow, fixture, roles, json, .. } } => {
             flow::check(&flow, &flow::RoleSources { fixture, roles }, json)
         }
+        Command::Worker { fixture, seed, threads, lease_ms, llm, json } => pool::worker(
+            &dir,
+            &fixture,
+            pool::WorkerArguments { seed, threads, lease_ms, llm: llm.as_deref(), store: store.clone(), json },
+        ),
         Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } | Command::Copy { .. } => {
             unreachable!("handled above")
         }
@@ -769,6 +828,22 @@ struct SimRun {
     /// Any failed moment makes the exit status [`EXIT_SIM_FAILED`].
     fail_on_failure: bool,
     snapshot_every_facts: Option<u64>,
+    /// `seed worker` processes to start (0: moments run in this process).
+    workers: usize,
+    /// Moments run in the pool (`--pool`, or any `--workers`).
+    pooled: bool,
+    lease_ms: u64,
+}
+
+/// The LLM client for `--llm FILE`, if given.
+fn load_model(llm: Option<&std::path::Path>) -> Result<Option<std::sync::Arc<dyn seed::llm::LanguageModel>>> {
+    Ok(match llm {
+        Some(path) => {
+            let connections = seed::llm_http::connections::Connections::load(path)?;
+            Some(std::sync::Arc::new(seed::llm_http::client::LlmClient::new(connections)?))
+        }
+        None => None,
+    })
 }
 
 /// `seed sim`'s exit status when every moment failed (or, with
@@ -783,17 +858,18 @@ fn sim(
     json: bool,
 ) -> Result<ExitCode> {
     use seed::engine::{self, fixture::Fixture, EngineOptions};
-    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts } = run;
+    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts, workers, pooled, lease_ms } =
+        run;
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let model: Option<std::sync::Arc<dyn seed::llm::LanguageModel>> = match &llm {
-        Some(path) => {
-            let connections = seed::llm_http::connections::Connections::load(path)?;
-            Some(std::sync::Arc::new(seed::llm_http::client::LlmClient::new(connections)?))
-        }
-        None => None,
-    };
+    if pooled && !matches!(store, seed::land::StoreLocation::Postgres { .. }) {
+        bail!(
+            "--workers and --pool need a land on PostgreSQL (--store postgres://…): the pool's wake queue lives there"
+        );
+    }
+    pool::check_lease_ms(lease_ms)?;
+    let model = load_model(llm.as_deref())?;
     let fixture = Fixture::load(fixture_path)?;
     let temporary = match land {
         Some(_) => None,
@@ -816,7 +892,16 @@ fn sim(
         model,
         mode: seed::engine::Mode::Simulation,
     };
-    let summary = engine::simulate(&fixture, &options);
+    let summary = match pooled {
+        false => engine::simulate(&fixture, &options),
+        true => {
+            let mut pool =
+                pool::LocalWorkers::new(workers, &land_dir, fixture_path, &options, lease_ms, llm.as_deref());
+            let summary = engine::pool::simulate_pooled(&fixture, &options, &mut || pool.watch());
+            pool.finish(summary.is_ok());
+            summary
+        }
+    };
     options.progress.finish();
     let summary = summary?;
     if land.is_some() {

@@ -122,16 +122,16 @@ pub fn note(land: &Land, being: &seed::fact::BeingId, text: &str) -> Sealed {
     land.seal_body(being, KIND_NOTE, &NoteBody { text: text.to_string() }).expect("seal note")
 }
 
+/// The `seed` binary against a land folder, not yet run.
+pub fn seed_command(land: &Path, arguments: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_seed"));
+    command.arg("--land").arg(land).args(arguments).env_remove("SEED_LAND").env_remove("SEED_STORE");
+    command
+}
+
 /// Runs the `seed` binary against a land folder.
 pub fn seed(land: &Path, arguments: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seed"))
-        .arg("--land")
-        .arg(land)
-        .args(arguments)
-        .env_remove("SEED_LAND")
-        .env_remove("SEED_STORE")
-        .output()
-        .expect("run seed")
+    seed_command(land, arguments).output().expect("run seed")
 }
 
 pub fn stdout(output: &Output) -> String {

@@ -25,12 +25,14 @@ use ed25519_dalek::SigningKey;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 /// The ring's file in the key folder.
 pub const KEY_RING_FILE: &str = "ring";
+/// The lock file appends to the ring hold (it holds nothing itself).
+pub const KEY_RING_LOCK_FILE: &str = "ring.lock";
 /// Hex digits of a line's BLAKE3 kept as its check.
 const LINE_CHECK_HEX_DIGITS: usize = 16;
 
@@ -171,6 +173,15 @@ impl KeyRing {
     fn append(&self, record: Record, being: &BeingId, key: Option<&SigningKey>) -> Result<(), KeyError> {
         let path = self.path();
         let line = record_line(record, being, key);
+        // Several processes may share a land's ring (a pool's workers on one
+        // machine): an append holds the ring's lock file, and reads what the
+        // others appended before it writes, so no line is cut or lost.
+        let lock_path = self.dir.join(KEY_RING_LOCK_FILE);
+        let lock_io = |source| KeyError::Io { path: lock_path.clone(), source };
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(lock_io)?;
+        let lock = fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&lock_path);
+        let lock = lock.map_err(lock_io)?;
+        lock.lock().map_err(lock_io)?;
         self.with_loaded(|loaded| {
             let io = |source| KeyError::Io { path: path.clone(), source };
             if loaded.file.is_none() {

@@ -16,6 +16,7 @@
 //! `fixture.rs` reads demo worlds.
 
 pub mod fixture;
+pub mod pool;
 mod report;
 mod scheduler;
 mod sealing;
@@ -66,6 +67,15 @@ pub enum EngineError {
          run `seed verify` to see what is wrong there"
     )]
     LandLogHole { land_seq: u64 },
+    /// A worker's fixture or seed is not the simulation's.
+    #[error(
+        "the pool serves run {found}, not this worker's {expected}: start the worker with the simulation's \
+         fixture and --seed"
+    )]
+    OtherRun { expected: Hash32, found: Hash32 },
+    /// The worker processes a pooled run started stopped before it finished.
+    #[error("the pool's workers stopped: {reason}")]
+    WorkersGone { reason: String },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -283,6 +293,15 @@ pub struct Engine {
     snapshot_every_facts: u64,
     /// The cursor at or past which the next snapshot is written.
     next_snapshot_at: u64,
+    /// A pool worker's moment traces, handed back with each wake's result.
+    pool_traces: Option<Vec<Json>>,
+}
+
+/// What a simulation's keys derive from: the fixture's name and the seed.
+fn simulation_key_seed(fixture: &Fixture, seed: u64) -> [u8; 32] {
+    let mut seed_input = fixture.name.as_bytes().to_vec();
+    seed_input.extend_from_slice(&seed.to_be_bytes());
+    *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes()
 }
 
 /// The next multiple of `every` after `cursor`: snapshots fall near round numbers.
@@ -294,9 +313,7 @@ impl Engine {
     /// Plants the fixture in `options.land_dir`.
     pub fn plant(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
         let checked = check_world(fixture, &[])?;
-        let mut seed_input = fixture.name.as_bytes().to_vec();
-        seed_input.extend_from_slice(&options.seed.to_be_bytes());
-        let key_seed = *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes();
+        let key_seed = simulation_key_seed(fixture, options.seed);
         let (clock, key_source) = match options.mode {
             Mode::Live => (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os),
             Mode::Simulation => (Arc::new(LogicalClock::starting_at(fixture.start_ms)), KeySource::Seeded(key_seed)),
@@ -409,6 +426,7 @@ impl Engine {
             operator_token: None,
             snapshot_every_facts,
             next_snapshot_at,
+            pool_traces: None,
         })
     }
 
@@ -497,15 +515,14 @@ impl Engine {
         self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
     }
 
-    fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
-        self.tick += 1;
-        let tick = self.tick;
+    /// Advances the clock for round `tick` and gives the effects its
+    /// scripted events make (a live land has none: people publish signals).
+    fn advance_to_round(&mut self, tick: u64) -> Vec<Effect> {
         let scripted_events = match self.mode {
             Mode::Simulation => {
                 self.clock.advance_ms(self.fixture.tick_ms);
                 &self.fixture.events[..]
             }
-            // A live land's signals are published by people, not by the fixture's script.
             Mode::Live => {
                 self.clock.advance_to(wall_now_ms());
                 &[][..]
@@ -528,9 +545,22 @@ impl Engine {
                 events.push(Effect::MoveBeing { being: movement.being.clone(), to: movement.to.clone() });
             }
         }
+        events
+    }
+
+    /// Starts the next round: its tick, its scripted events sealed and
+    /// folded, and who wakes in it (in being-id order).
+    fn begin_round(&mut self) -> Result<(u64, Vec<(BeingId, Wake)>), EngineError> {
+        self.tick += 1;
+        let tick = self.tick;
+        let events = self.advance_to_round(tick);
         seal_world(&self.land, events)?;
         fold_to_end(self.land.store(), &mut self.world)?;
-        let wakes = self.scheduler.wakes(&self.world, tick);
+        Ok((tick, self.scheduler.wakes(&self.world, tick)))
+    }
+
+    fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
+        let (tick, wakes) = self.begin_round()?;
         let now_ms = self.clock.now_ms();
         sealing.next_land_seq = self.land.store().land_len()?;
         // Every moment of the round opens at the same cursor: blocking tasks on
@@ -538,26 +568,7 @@ impl Engine {
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
         let wakes = Arc::new(wakes);
-        let workers = self.workers;
-        let (sender, receiver) = std::sync::mpsc::channel::<(usize, (Outcome, MomentTrace))>();
-        for worker in 0..workers {
-            let (sender, snapshot, wakes) = (sender.clone(), snapshot.clone(), wakes.clone());
-            let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
-            let model = self.model.clone();
-            self.runtime.spawn_blocking(move || {
-                for index in (worker..wakes.len()).step_by(workers) {
-                    let (being, wake) = &wakes[index];
-                    let observer = moment::LiveObserver { running: &running, epoch };
-                    let result =
-                        moment::run_observed(&substrate, &snapshot, *being, wake.clone(), now_ms, &observer, &*model);
-                    running.finish(being);
-                    if sender.send((index, result)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(sender);
+        let receiver = self.spawn_moments(&snapshot, &wakes, now_ms);
         let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
             while !waiting.contains_key(&next) {
@@ -573,6 +584,37 @@ impl Engine {
         }
         self.summary.ticks = tick;
         Ok(())
+    }
+
+    /// Runs the moments of `wakes` on `world` as blocking tasks on the
+    /// engine's runtime (`workers` of them, each taking every `workers`-th
+    /// wake); each result arrives with its wake's index.
+    fn spawn_moments(
+        &self,
+        world: &Arc<World>,
+        wakes: &Arc<Vec<(BeingId, Wake)>>,
+        now_ms: u64,
+    ) -> std::sync::mpsc::Receiver<(usize, (Outcome, MomentTrace))> {
+        let workers = self.workers.min(wakes.len()).max(1);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        for worker in 0..workers {
+            let (sender, world, wakes) = (sender.clone(), world.clone(), wakes.clone());
+            let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
+            let model = self.model.clone();
+            self.runtime.spawn_blocking(move || {
+                for index in (worker..wakes.len()).step_by(workers) {
+                    let (being, wake) = &wakes[index];
+                    let observer = moment::LiveObserver { running: &running, epoch };
+                    let result =
+                        moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, &observer, &*model);
+                    running.finish(being);
+                    if sender.send((index, result)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        receiver
     }
 
     /// The sealing tail of every step, a round's or a person's: hand what
@@ -687,7 +729,14 @@ impl Engine {
                             self.scheduler.subscribe(&self.world, child, &birth.role_flow);
                         }
                     }
-                    if act.rotate_key {
+                    if act.rotate_key && sealing.is_holding() {
+                        // A pool worker's turn: the rotation rides in the turn
+                        // after the act; its key is promoted once it is sealed.
+                        let rotation = self.land.prepare_rotation(&being)?;
+                        sealing.push(rotation.fact);
+                        sealing.rotations.push((being, rotation.new_key));
+                        self.world.cursor = self.world.cursor.max(sealing.next_land_seq);
+                    } else if act.rotate_key {
                         // The rotation seals after the act and everything queued before it.
                         sealing.flush(&self.land);
                         let sealed = self.land.rotate_key(&being)?;
@@ -740,6 +789,9 @@ impl Engine {
         if let Some((path, out)) = self.trace_out.as_mut() {
             let line = trace_json(tick, &trace);
             writeln!(out, "{line}").map_err(|source| EngineError::Trace { path: path.clone(), source })?;
+        }
+        if let Some(traces) = self.pool_traces.as_mut() {
+            traces.push(trace_json(tick, &trace));
         }
         if self.mode == Mode::Live {
             if self.recent_traces.len() >= LIVE_MOMENT_TRACES_KEPT {

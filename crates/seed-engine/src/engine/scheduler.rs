@@ -30,6 +30,12 @@ impl Scheduler {
         self.subscriptions.insert(being, keys);
     }
 
+    /// Whether `being` was subscribed (every being the world held at the
+    /// start, and every one born since).
+    pub(super) fn knows(&self, being: &BeingId) -> bool {
+        self.subscriptions.contains_key(being)
+    }
+
     /// Records the signal values a being has now seen.
     pub(super) fn saw(&mut self, world: &World, being: BeingId) {
         if let Some(keys) = self.subscriptions.get(&being) {

@@ -3,7 +3,8 @@
 //! and waited for before the step ends.
 
 use super::EngineError;
-use crate::land::{Land, PendingSeal, Prepared, SignedFact};
+use crate::fact::BeingId;
+use crate::land::{Land, PendingSeal, Prepared, SignedFact, StagedKey};
 
 /// Prepared facts signed and submitted together while a round is sealing.
 pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
@@ -17,11 +18,30 @@ pub(super) struct Sealing {
     pending: Vec<(u64, PendingSeal)>,
     pub(super) next_land_seq: u64,
     threads: usize,
+    /// A pool worker's turn: signed facts are held here, not submitted, and
+    /// sealed together through the wake queue (`pool.rs`).
+    held: Option<Vec<(u64, SignedFact)>>,
+    /// Key rotations prepared in a held turn, finished once it is sealed.
+    pub(super) rotations: Vec<(BeingId, StagedKey)>,
 }
 
 impl Sealing {
     pub(super) fn new(next_land_seq: u64, threads: usize) -> Sealing {
-        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads }
+        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads, held: None, rotations: Vec::new() }
+    }
+
+    /// A pool worker's sealing: facts are signed and held for one turn.
+    pub(super) fn holding(next_land_seq: u64, threads: usize) -> Sealing {
+        Sealing { held: Some(Vec::new()), ..Sealing::new(next_land_seq, threads) }
+    }
+
+    pub(super) fn is_holding(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// What a held turn signed, each with the land seq it was folded at.
+    pub(super) fn take_held(&mut self) -> Vec<(u64, SignedFact)> {
+        self.held.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Waits for every fact handed to the store, each at the land seq the
@@ -76,6 +96,10 @@ impl Sealing {
                 .collect();
             handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
         });
+        if let Some(held) = self.held.as_mut() {
+            held.extend(signed.into_iter().flatten());
+            return;
+        }
         for (land_seq, fact) in signed.into_iter().flatten() {
             self.pending.push((land_seq, land.submit_signed(fact)));
         }

@@ -30,6 +30,7 @@ use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, Hash32, Publi
 use crate::keys::{random_bytes, KeyError, KeyRing};
 use crate::limits::Limits;
 use crate::snapshot::{SignedSnapshot, SnapshotShelf, VouchedSnapshots};
+use crate::store::work::SealTurn;
 use crate::store::{AppendTicket, LogOpenError, LogStore, PgStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
@@ -323,6 +324,16 @@ impl Prepared {
     }
 }
 
+/// A key rotation half done: its fact prepared, its new key staged.
+pub struct Rotation {
+    pub fact: Prepared,
+    pub new_key: StagedKey,
+}
+
+/// A being's next signing key, staged in the key ring until its rotate-key
+/// fact is durable (it never leaves the land's process).
+pub struct StagedKey(SigningKey);
+
 /// A fact on its way to disk (it now belongs to the store's queue).
 pub struct PendingSeal {
     ticket: AppendTicket,
@@ -606,6 +617,44 @@ impl Land {
         prepared.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
     }
 
+    /// Seals a worker's run of wakes through the store's wake queue: every
+    /// fact, in order, with the wakes' results, in one fenced commit
+    /// (`store::work`). Nothing is sealed when any of it is refused; the
+    /// writers of its beings then reload from the store.
+    pub fn seal_turn(&self, signed: Vec<SignedFact>, turn: SealTurn) -> Result<Vec<Sealed>, LandError> {
+        let queue = self.store.wake_queue().ok_or(StoreError::NoWakeQueue)?;
+        let facts: Vec<Fact> = signed.iter().map(|signed| signed.fact.clone()).collect();
+        match queue.seal_turn(facts, turn) {
+            Ok(appended) => Ok(signed
+                .iter()
+                .zip(appended)
+                .map(|(signed, appended)| Sealed {
+                    being: signed.being,
+                    seq: signed.seq,
+                    id: appended.id,
+                    land_seq: appended.land_seq,
+                    stored_time_ms: signed.stored_time_ms,
+                })
+                .collect()),
+            Err(error) => {
+                for signed in &signed {
+                    signed.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Forgets the writers of `beings`: each reloads its head from the store
+    /// at its next use. A worker of a pool calls it before each turn, since
+    /// other workers extended those reels meanwhile.
+    pub fn forget_writers(&self, beings: &[BeingId]) {
+        let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for being in beings {
+            writers.remove(being);
+        }
+    }
+
     /// Forgets every writer's head: each reloads from the store (and its key
     /// from the key ring) at its next use. Called after a failed step, once
     /// nothing is on its way to the store.
@@ -708,7 +757,27 @@ impl Land {
     /// Replaces a being's signing key: the new key is staged, the rotate-key
     /// fact is signed by the old key and sealed, then the new key is promoted.
     pub fn rotate_key(&self, being: &BeingId) -> Result<Sealed, LandError> {
-        let writer_cell = self.writer(being)?;
+        let rotation = self.prepare_rotation(being)?;
+        let sealed = match self.submit_signed(rotation.fact.sign()).wait() {
+            Ok(sealed) => sealed,
+            Err(error) => {
+                self.keys.discard_next(being)?;
+                return Err(error);
+            }
+        };
+        self.finish_rotation(being, rotation.new_key)?;
+        Ok(sealed)
+    }
+
+    /// The first half of a key rotation: the new key is staged in the key
+    /// ring and the rotate-key fact prepared (signed by the old key). Once
+    /// it is sealed, [`Land::finish_rotation`]; if it never is,
+    /// [`Land::abandon_rotation`].
+    pub fn prepare_rotation(&self, being: &BeingId) -> Result<Rotation, LandError> {
+        // The writer is loaded before the key is staged: loading it settles
+        // a rotation an earlier run left staged, and must not take this one
+        // for such.
+        self.writer(being)?;
         let new_key = match self.key_source {
             KeySource::Os => KeyRing::generate()?,
             KeySource::Seeded(_) => {
@@ -718,17 +787,28 @@ impl Land {
         };
         self.keys.stage_next(being, &new_key)?;
         let body = RotateKeyBody { new_public_key: PublicKeyBytes::of(&new_key) };
-        let sealed = match self.seal_body(being, KIND_ROTATE_KEY, &body) {
-            Ok(sealed) => sealed,
+        let bytes = canonical::to_canonical_bytes(&body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        match self.prepare(being, KIND_ROTATE_KEY, bytes) {
+            Ok(fact) => Ok(Rotation { fact, new_key: StagedKey(new_key) }),
             Err(error) => {
                 self.keys.discard_next(being)?;
-                return Err(error);
+                Err(error)
             }
-        };
+        }
+    }
+
+    /// Promotes the staged key after the rotate-key fact is durable.
+    pub fn finish_rotation(&self, being: &BeingId, new_key: StagedKey) -> Result<(), LandError> {
         self.keys.promote_next(being)?;
+        let writer_cell = self.writer(being)?;
         let mut writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        writer.key = new_key;
-        Ok(sealed)
+        writer.key = new_key.0;
+        Ok(())
+    }
+
+    /// Drops a staged key whose rotate-key fact was never sealed.
+    pub fn abandon_rotation(&self, being: &BeingId) -> Result<(), LandError> {
+        Ok(self.keys.discard_next(being)?)
     }
 
     /// The verification checkpoint the last clean `seed verify` left, if any.

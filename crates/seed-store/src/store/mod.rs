@@ -17,6 +17,7 @@ mod queue;
 pub mod segments;
 mod sled_store;
 mod witness;
+pub mod work;
 
 pub use log_store::{LogOpenError, LogStore, LOG_STORE_FORKS_DIR, LOG_STORE_SEGMENTS_DIR};
 pub use pg_store::{is_postgres_url, redact_store_url, PgOpenError, PgStore};
@@ -171,6 +172,13 @@ pub enum StoreError {
     Ended { being: BeingId },
     #[error("stored record for being {being} seq {seq} is unreadable: {reason}")]
     Corrupt { being: BeingId, seq: u64, reason: String },
+    /// A worker's sealing turn was refused: its lease moved or another
+    /// worker sealed those wakes (nothing was written).
+    #[error("round {tick}: the seal of wakes from {first} on was refused: {reason}")]
+    Fenced { tick: u64, first: u64, reason: String },
+    /// The store keeps no wake queue (only PostgreSQL does).
+    #[error("this land's store keeps no wake queue: a pool of workers needs a land on PostgreSQL")]
+    NoWakeQueue,
 }
 
 /// An append on its way to disk. `wait` returns once the group it rode in has
@@ -243,6 +251,11 @@ pub trait StoreSurgery {
 pub trait Store: Send + Sync {
     /// Queues a fact for the next group commit.
     fn submit(&self, fact: Fact) -> AppendTicket;
+
+    /// The wake queue a pool of workers shares, where the store keeps one.
+    fn wake_queue(&self) -> Option<&dyn work::WakeQueue> {
+        None
+    }
 
     /// Appends and waits until the fact is durable.
     fn append(&self, fact: Fact) -> Result<Appended, StoreError> {

@@ -3,6 +3,7 @@
 //! before it), and the handle the store keeps to send and to stop.
 
 use crate::fact::Fact;
+use crate::store::work::SealTurn;
 use crate::store::{AppendTicket, Appended, ReindexReport, StoreError};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
@@ -11,8 +12,19 @@ use std::thread::JoinHandle;
 pub(crate) type Reply = SyncSender<Result<Appended, StoreError>>;
 
 pub(crate) enum Request {
-    Append { fact: Box<Fact>, reply: Reply },
-    Reindex { reply: SyncSender<Result<ReindexReport, StoreError>> },
+    Append {
+        fact: Box<Fact>,
+        reply: Reply,
+    },
+    Reindex {
+        reply: SyncSender<Result<ReindexReport, StoreError>>,
+    },
+    /// A worker's fenced run of wakes: committed alone, all or nothing.
+    Turn {
+        facts: Vec<Fact>,
+        turn: SealTurn,
+        reply: SyncSender<Result<Vec<Appended>, StoreError>>,
+    },
 }
 
 /// What a committer does with what the queue gathers.
@@ -20,6 +32,10 @@ pub(crate) trait GroupWriter: Send + 'static {
     /// Writes a group (possibly empty) and answers every request of it.
     fn commit_group(&mut self, group: Vec<(Box<Fact>, Reply)>);
     fn reindex(&mut self) -> Result<ReindexReport, StoreError>;
+    /// Writes a fenced run of wakes (stores with a wake queue only).
+    fn commit_turn(&mut self, _facts: Vec<Fact>, _turn: SealTurn) -> Result<Vec<Appended>, StoreError> {
+        Err(StoreError::NoWakeQueue)
+    }
     /// Called once the queue is closed and drained.
     fn finish(&mut self) {}
 }
@@ -37,6 +53,11 @@ fn run(mut writer: impl GroupWriter, receiver: Receiver<Request>, group_max: usi
                     // Everything queued before the reindex is written first.
                     writer.commit_group(std::mem::take(&mut group));
                     let _ = reply.send(writer.reindex());
+                }
+                Request::Turn { facts, turn, reply } => {
+                    // In queue order: what came before is written first.
+                    writer.commit_group(std::mem::take(&mut group));
+                    let _ = reply.send(writer.commit_turn(facts, turn));
                 }
             }
             if group.len() < group_max {
@@ -102,6 +123,18 @@ impl Committing {
     pub fn reindex(&self, when_none: StoreError) -> Result<ReindexReport, StoreError> {
         let (reply, receiver) = sync_channel(1);
         self.send(Request::Reindex { reply }, when_none)?;
+        receiver.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Queues a fenced run of wakes and waits for its outcome.
+    pub fn seal_turn(
+        &self,
+        facts: Vec<Fact>,
+        turn: SealTurn,
+        when_none: StoreError,
+    ) -> Result<Vec<Appended>, StoreError> {
+        let (reply, receiver) = sync_channel(1);
+        self.send(Request::Turn { facts, turn, reply }, when_none)?;
         receiver.recv().unwrap_or(Err(StoreError::Closed))
     }
 

@@ -20,6 +20,7 @@ use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
 use crate::store::queue::{GroupWriter, Reply};
+use crate::store::work::SealTurn;
 use crate::store::{Appended, Head, ReindexReport, StoreError};
 use deadpool_postgres::Pool;
 use std::collections::{HashMap, HashSet};
@@ -304,16 +305,23 @@ async fn insert_names(
     Ok(())
 }
 
-/// One group, start to COMMIT: each append's outcome, or the failure of all.
+/// One group, start to COMMIT: each append's outcome, or the failure of
+/// all. With a `turn`, the group is a worker's fenced run of wakes: the
+/// fence is checked first, any refused append refuses the whole group, and
+/// the wakes' results and the turn's move commit with the facts.
 async fn commit(
     pool: Pool,
     mut kept: Kept,
     facts: Vec<Fact>,
+    turn: Option<SealTurn>,
 ) -> (Kept, Result<Vec<Result<Appended, StoreError>>, StoreError>) {
     let outcome: Result<_, StoreError> = async {
         let mut client = pool.get().await.map_err(pool_error)?;
         let transaction = client.transaction().await.map_err(pg_error)?;
         let (first_land_seq, fork_proofs) = lock_land(&transaction, &mut kept).await?;
+        if let Some(turn) = &turn {
+            super::work::check_fence(&transaction, turn).await?;
+        }
         let beings: Vec<BeingId> = facts.iter().map(|fact| fact.header.being).collect();
         read_heads(&transaction, &mut kept, &beings).await?;
         let read = read_for_rules(&transaction, &kept, &facts).await?;
@@ -322,8 +330,22 @@ async fn commit(
             .iter()
             .map(|fact| stage(fact, first_land_seq + staged.rows.len() as u64, &kept, &read, &mut staged))
             .collect();
+        if let Some(turn) = &turn {
+            // All or nothing: the transaction is dropped, so rolled back.
+            let refused = outcomes.iter().find_map(|outcome| match outcome {
+                Err(error) => Some(error.to_string()),
+                Ok(appended) if appended.duplicate => Some(format!("fact {} is already stored", appended.id)),
+                Ok(_) => None,
+            });
+            if let Some(reason) = refused {
+                return Err(StoreError::Fenced { tick: turn.tick, first: turn.first, reason });
+            }
+        }
         let written = (first_land_seq + staged.rows.len() as u64, fork_proofs + staged.fork_rows.len() as u64);
         write_staged(&transaction, &staged, written).await?;
+        if let Some(turn) = &turn {
+            super::work::move_turn(&transaction, turn).await?;
+        }
         transaction.commit().await.map_err(pg_error)?;
         Ok((outcomes, staged, written))
     }
@@ -335,7 +357,8 @@ async fn commit(
             kept.written = Some(written);
             (kept, Ok(outcomes))
         }
-        // The commit may or may not have happened: read everything again.
+        // A refused turn wrote nothing, but the heads it read stay unread:
+        // like any failure, the next group reads everything again.
         Err(error) => (Kept::default(), Err(error)),
     }
 }
@@ -351,7 +374,7 @@ impl GroupWriter for Committer {
         let kept = std::mem::take(&mut self.kept);
         let pool = self.pool.clone();
         let outcomes =
-            self.runner.run(async move { Ok(commit(pool, kept, facts).await) }).and_then(|(kept, outcomes)| {
+            self.runner.run(async move { Ok(commit(pool, kept, facts, None).await) }).and_then(|(kept, outcomes)| {
                 self.kept = kept;
                 outcomes
             });
@@ -359,6 +382,15 @@ impl GroupWriter for Committer {
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             let _ = reply.send(outcome);
         }
+    }
+
+    fn commit_turn(&mut self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError> {
+        let kept = std::mem::take(&mut self.kept);
+        let pool = self.pool.clone();
+        let (kept, outcomes) = self.runner.run(async move { Ok(commit(pool, kept, facts, Some(turn)).await) })?;
+        self.kept = kept;
+        // A turn that committed refused none of its appends.
+        outcomes?.into_iter().collect()
     }
 
     fn reindex(&mut self) -> Result<ReindexReport, StoreError> {

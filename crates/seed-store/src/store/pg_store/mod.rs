@@ -25,6 +25,7 @@
 
 mod committer;
 pub mod schema;
+mod work;
 
 use crate::fact::body::KIND_END;
 use crate::fact::{BeingId, Fact, FactId, Hash32, PublicKeyBytes};
@@ -195,6 +196,9 @@ pub struct PgStore {
     pool: Pool,
     committing: Committing,
     read_only: bool,
+    /// How to connect, for the listening connection of the wake queue.
+    config: tokio_postgres::Config,
+    listener: work::ListenerSlot,
 }
 
 impl Drop for PgStore {
@@ -243,7 +247,7 @@ impl PgStore {
             .map_err(PgOpenError::Threads)?;
         let runner = Runner { handle: runtime.handle().clone() };
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
@@ -271,7 +275,15 @@ impl PgStore {
             }
             None => Committing::none(),
         };
-        Ok(PgStore { runtime: Some(runtime), runner, pool, committing, read_only: writing.is_none() })
+        Ok(PgStore {
+            runtime: Some(runtime),
+            runner,
+            pool,
+            committing,
+            read_only: writing.is_none(),
+            config,
+            listener: work::ListenerSlot::default(),
+        })
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -419,6 +431,10 @@ fn being_row(row: &tokio_postgres::Row) -> Result<BeingId, StoreError> {
 impl Store for PgStore {
     fn submit(&self, fact: Fact) -> AppendTicket {
         self.committing.submit(fact, self.no_committer())
+    }
+
+    fn wake_queue(&self) -> Option<&dyn crate::store::work::WakeQueue> {
+        Some(self)
     }
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {

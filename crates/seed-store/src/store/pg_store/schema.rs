@@ -11,6 +11,14 @@
 //! | `seed_names`          | `(name, being)`     | —                                       | derived |
 //! | `seed_forked`         | `being`             | —: the being has a fork proof           | derived |
 //!
+//! | `seed_runs`           | `id` = 1            | the run a pool of workers serves (schema 2) | queue |
+//! | `seed_rounds`         | `tick`              | cursor, time, wake count, turn           | queue   |
+//! | `seed_wakes`          | `(tick, idx)`       | being, wake, holder, epoch, lease, result | queue  |
+//! | `seed_leases`         | `being`             | the being's fencing epoch                | queue   |
+//!
+//! The queue tables (`pg_store/work.rs`) hold no fact: deleting them loses
+//! only an unfinished run's progress.
+//!
 //! The land order is the `land_seq` column: every commit takes the row lock
 //! of `seed_land` first and holds it to COMMIT (see `committer.rs`).
 
@@ -18,15 +26,16 @@ use crate::store::pg_store::pg_error;
 use crate::store::StoreError;
 
 /// The schema version this build writes and reads.
-pub const PG_SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 2;
 
 /// Any 64-bit number the project owns: the advisory lock migrations take.
 const MIGRATION_LOCK_KEY: i64 = 0x5eed_0000_0000_0001;
 
 /// Each migration: its version and the statements that take the schema to it.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE seed_land (
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE seed_land (
          id smallint PRIMARY KEY CHECK (id = 1),
          next_land_seq bigint NOT NULL CHECK (next_land_seq >= 0),
          fork_proofs bigint NOT NULL CHECK (fork_proofs >= 0)
@@ -49,7 +58,35 @@ const MIGRATIONS: &[(i32, &str)] = &[(
      CREATE TABLE seed_reel_keys (being bytea PRIMARY KEY, public_key bytea NOT NULL);
      CREATE TABLE seed_names (name text NOT NULL, being bytea NOT NULL, PRIMARY KEY (name, being));
      CREATE TABLE seed_forked (being bytea PRIMARY KEY);",
-)];
+    ),
+    (
+        2,
+        "CREATE TABLE seed_runs (
+             id smallint PRIMARY KEY CHECK (id = 1),
+             digest bytea NOT NULL CHECK (length(digest) = 32),
+             finished boolean NOT NULL
+         );
+         CREATE TABLE seed_rounds (
+             tick bigint PRIMARY KEY CHECK (tick >= 0),
+             cursor bigint NOT NULL CHECK (cursor >= 0),
+             now_ms bigint NOT NULL CHECK (now_ms >= 0),
+             wakes bigint NOT NULL CHECK (wakes >= 0),
+             turn bigint NOT NULL CHECK (turn >= 0 AND turn <= wakes)
+         );
+         CREATE TABLE seed_wakes (
+             tick bigint NOT NULL REFERENCES seed_rounds (tick) ON DELETE CASCADE,
+             idx bigint NOT NULL CHECK (idx >= 0),
+             being bytea NOT NULL CHECK (length(being) = 32),
+             wake bytea NOT NULL,
+             holder text,
+             epoch bigint NOT NULL DEFAULT 0,
+             lease_until timestamptz,
+             result bytea,
+             PRIMARY KEY (tick, idx)
+         );
+         CREATE TABLE seed_leases (being bytea PRIMARY KEY, epoch bigint NOT NULL CHECK (epoch > 0));",
+    ),
+];
 
 /// Why a database cannot hold this build's land.
 #[derive(Debug, thiserror::Error)]

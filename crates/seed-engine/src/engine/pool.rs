@@ -1,0 +1,499 @@
+//! A simulation served by a pool of worker processes (`seed sim --workers`,
+//! `seed worker`): the land on PostgreSQL, its wakes in the store's wake
+//! queue (`store::work`).
+//!
+//! The **driver** (`seed sim`) keeps what a round decides once: it seals the
+//! tick's scripted events, asks its scheduler who wakes, and opens the round
+//! in the queue with the cursor and time every moment of it shares. It
+//! writes no act.
+//!
+//! **Workers** claim wakes (a lease and a fencing epoch per being), run
+//! their moments on the world at the round's cursor, and seal them at their
+//! turn: a worker seals a run of the wakes it holds starting at the round's
+//! turn, after folding the land's tail, so each act is re-checked against
+//! the world the earlier wakes of the round left, exactly as one process
+//! seals a round in being-id order. The run's facts, the wakes' results and
+//! the turn's move commit together, fenced: a worker whose lease moved
+//! seals nothing.
+//!
+//! When the round's turn reaches its end, the driver reads the results in
+//! index order, folds the round's facts wake by wake and tells its
+//! scheduler what each moment saw, so the next round wakes the same beings
+//! as a single process would. Same fixture and seed: the same facts, byte
+//! for byte, for any number of workers.
+
+use super::sealing::Sealing;
+use super::{
+    check_world, fold_to_end, fold_until, world_at_end, Engine, EngineError, EngineOptions, FailureExample, RunSummary,
+};
+use crate::canonical;
+use crate::clock::{Clock, LogicalClock};
+use crate::fact::{BeingId, Hash32};
+use crate::land::{KeySource, Land, LandError};
+use crate::limits::Limits;
+use crate::moment::{MomentTrace, Outcome};
+use crate::store::work::{Claim, QueuedWake, Round, RunState, SealTurn, WakeQueue};
+use crate::store::StoreError;
+use crate::world::{Wake, World};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Wakes a worker holds at once (claimed, computed, waiting for their turn).
+pub const WORKER_CLAIM_WAKES_MAX: usize = 32;
+/// How long a claim holds without renewal (the database's clock).
+pub const WORKER_LEASE_MS_DEFAULT: u64 = 5_000;
+/// The longest wait for news before a pool process looks again.
+pub const POOL_WAIT_MS: u64 = 200;
+
+/// The identity every process of a pool must share: the fixture's world
+/// (name, clock, roles, beings) and the seed its keys derive from.
+pub fn run_digest(fixture: &super::fixture::Fixture, seed: u64, engine: &Engine) -> Hash32 {
+    let mut hasher = blake3::Hasher::new_derive_key("seed pool run v1");
+    hasher.update(fixture.name.as_bytes());
+    hasher.update(&seed.to_be_bytes());
+    hasher.update(&fixture.start_ms.to_be_bytes());
+    hasher.update(&fixture.tick_ms.to_be_bytes());
+    for role in engine.substrate.roles.iter() {
+        hasher.update(role.name.as_bytes());
+        hasher.update(role.digest.as_bytes());
+    }
+    for script in engine.script_files.keys() {
+        hasher.update(script.as_bytes());
+    }
+    Hash32(*hasher.finalize().as_bytes())
+}
+
+/// What one moment added to a run's summary, as a worker hands it back.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct MomentCounts {
+    moments: u64,
+    acts: BTreeMap<String, u64>,
+    sees: u64,
+    failures: u64,
+    failure_reasons: BTreeMap<String, u64>,
+    /// kind → (being, tick, reason, script)
+    failure_examples: BTreeMap<String, (String, u64, String, Option<String>)>,
+    llm: [u64; 4],
+}
+
+impl MomentCounts {
+    fn of(summary: &RunSummary) -> MomentCounts {
+        MomentCounts {
+            moments: summary.moments,
+            acts: summary.acts.clone(),
+            sees: summary.sees,
+            failures: summary.failures,
+            failure_reasons: summary.failure_reasons.clone(),
+            failure_examples: summary
+                .failure_examples
+                .iter()
+                .map(|(kind, e)| (kind.clone(), (e.being.clone(), e.tick, e.reason.clone(), e.script.clone())))
+                .collect(),
+            llm: [summary.llm_calls, summary.llm_prompt_tokens, summary.llm_completion_tokens, summary.llm_cost_micros],
+        }
+    }
+
+    /// Adds these counts to `summary`; an example already there (an
+    /// earlier wake's, in sealing order) stays.
+    fn add_to(self, summary: &mut RunSummary) {
+        summary.moments += self.moments;
+        for (verb, count) in self.acts {
+            *summary.acts.entry(verb).or_default() += count;
+        }
+        summary.sees += self.sees;
+        summary.failures += self.failures;
+        for (kind, count) in self.failure_reasons {
+            *summary.failure_reasons.entry(kind).or_default() += count;
+        }
+        for (kind, (being, tick, reason, script)) in self.failure_examples {
+            summary.failure_examples.entry(kind).or_insert(FailureExample { being, tick, reason, script });
+        }
+        summary.llm_calls += self.llm[0];
+        summary.llm_prompt_tokens += self.llm[1];
+        summary.llm_completion_tokens += self.llm[2];
+        summary.llm_cost_micros += self.llm[3];
+    }
+}
+
+/// A sealed wake's result in the queue (JSON: it feeds no fact or digest).
+#[derive(Debug, Serialize, Deserialize)]
+struct WakeResult {
+    /// The land seq after this wake's facts: the driver folds to it.
+    facts_end: u64,
+    /// The act asked for the being to continue next round.
+    continuing: bool,
+    counts: MomentCounts,
+    /// The moment trace line, with the worker and its epoch.
+    trace: Json,
+}
+
+fn result_error(reason: impl std::fmt::Display) -> EngineError {
+    EngineError::Internal(format!("a wake result in the queue is unreadable: {reason}"))
+}
+
+/// A claimed wake whose moment was computed, waiting for its turn.
+struct Held {
+    claim: Claim,
+    outcome: Outcome,
+    trace: MomentTrace,
+}
+
+/// What a worker did, for its exit line and the tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerReport {
+    pub moments_sealed: u64,
+    pub turns_sealed: u64,
+    /// Turns refused because a lease moved or another worker sealed first.
+    pub turns_lost: u64,
+}
+
+impl Engine {
+    fn wake_queue(&self) -> Result<&dyn WakeQueue, EngineError> {
+        self.land.store().wake_queue().ok_or(EngineError::Store(StoreError::NoWakeQueue))
+    }
+
+    /// Opens the land a simulation planted, as one worker of its pool.
+    pub fn join_pool(fixture: &super::fixture::Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
+        let checked = check_world(fixture, &[])?;
+        let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
+        let mut land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
+        if land.store().wake_queue().is_none() {
+            return Err(EngineError::Store(StoreError::NoWakeQueue));
+        }
+        land.set_key_source(KeySource::Seeded(super::simulation_key_seed(fixture, options.seed)));
+        let mut engine = Engine::start(fixture, options, land, clock, checked)?;
+        engine.pool_traces = Some(Vec::new());
+        Ok(engine)
+    }
+
+    /// One round with its moments served by the pool: open it in the queue,
+    /// wait until every wake is sealed (calling `watch` while waiting: it
+    /// stops the wait with an error, when the pool cannot finish), then fold
+    /// the round as a single process would have.
+    pub(super) fn pooled_round(
+        &mut self,
+        watch: &mut dyn FnMut() -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        let (tick, wakes) = self.begin_round()?;
+        let queued = wakes
+            .iter()
+            .enumerate()
+            .map(|(index, (being, wake))| {
+                let wake = canonical::to_canonical_bytes(wake)
+                    .map_err(|error| EngineError::Internal(format!("wake: {error}")))?;
+                Ok(QueuedWake { index: index as u64, being: *being, wake })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
+        loop {
+            let round = self.wake_queue()?.latest_round()?;
+            if round.is_some_and(|round| round.tick == tick && round.is_done()) {
+                break;
+            }
+            watch()?;
+            self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
+        }
+        let results = self.wake_queue()?.results(tick)?;
+        if results.len() != wakes.len() {
+            return Err(result_error(format!("round {tick} has {} results for {} wakes", results.len(), wakes.len())));
+        }
+        for ((index, bytes), (being, _)) in results.into_iter().zip(&wakes) {
+            let result: WakeResult = serde_json::from_slice(&bytes).map_err(result_error)?;
+            fold_until(self.land.store(), &mut self.world, result.facts_end)?;
+            // A birth: the child is subscribed as the round left it.
+            let unknown: Vec<(BeingId, Json)> = self
+                .world
+                .beings
+                .iter()
+                .filter(|(id, _)| !self.scheduler.knows(id))
+                .map(|(id, row)| (*id, row.role_flow.clone()))
+                .collect();
+            for (child, flow) in unknown {
+                self.scheduler.subscribe(&self.world, child, &flow);
+            }
+            if result.continuing {
+                self.scheduler.continuing.insert(*being);
+            }
+            self.scheduler.saw(&self.world, *being);
+            result.counts.add_to(&mut self.summary);
+            if let Some((path, out)) = self.trace_out.as_mut() {
+                use std::io::Write;
+                writeln!(out, "{}", result.trace)
+                    .map_err(|source| EngineError::Trace { path: path.clone(), source })?;
+            }
+            debug_assert!(index < wakes.len() as u64);
+        }
+        fold_to_end(self.land.store(), &mut self.world)?;
+        self.summary.ticks = tick;
+        self.write_snapshot_if_due();
+        Ok(())
+    }
+
+    /// Serves the pool as worker `worker` until the run finishes (or
+    /// `stop` says so): claims, computes, seals at its turns.
+    pub fn serve_pool(
+        &mut self,
+        fixture: &super::fixture::Fixture,
+        worker: &str,
+        lease_ms: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<WorkerReport, EngineError> {
+        let digest = run_digest(fixture, self.summary.seed, self);
+        let mut report = WorkerReport::default();
+        let mut held: Vec<Held> = Vec::new();
+        let mut held_tick = 0;
+        let mut snapshot: Option<(u64, Arc<World>)> = None;
+        while !stop() {
+            match self.wake_queue()?.run_state()? {
+                RunState::Running { digest: found } | RunState::Finished { digest: found } if found != digest => {
+                    return Err(EngineError::OtherRun { expected: digest, found });
+                }
+                RunState::Finished { .. } => return Ok(report),
+                RunState::None => {
+                    self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
+                    continue;
+                }
+                RunState::Running { .. } => {}
+            }
+            let Some(round) = self.wake_queue()?.latest_round()? else {
+                self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
+                continue;
+            };
+            if round.tick != held_tick {
+                held.clear();
+                held_tick = round.tick;
+            }
+            // Wakes below the turn were sealed by another worker.
+            held.retain(|wake| wake.claim.wake.index >= round.turn);
+            if round.is_done() {
+                self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
+                continue;
+            }
+            let mut progressed = false;
+            // With room, claim the lowest free wakes; when full and the turn
+            // is not ours, only wakes below ours (a dead worker's, whose
+            // lease ran out): without them no one's turn would come.
+            let first_held = held.first().map_or(u64::MAX, |wake| wake.claim.wake.index);
+            let (max, below) = match WORKER_CLAIM_WAKES_MAX.saturating_sub(held.len()) {
+                0 if first_held > round.turn => (WORKER_CLAIM_WAKES_MAX, first_held),
+                0 => (0, 0),
+                room => (room, u64::MAX),
+            };
+            if max > 0 {
+                let claims = self.wake_queue()?.claim(worker, round.tick, max, below, lease_ms)?;
+                if !claims.is_empty() {
+                    let world = self.world_for_round(&round, &mut snapshot)?;
+                    held.extend(self.compute(&world, claims, round.now_ms)?);
+                    held.sort_by_key(|wake| wake.claim.wake.index);
+                    progressed = true;
+                }
+            }
+            let Some(round) = self.wake_queue()?.latest_round()?.filter(|now| now.tick == round.tick) else { continue };
+            held.retain(|wake| wake.claim.wake.index >= round.turn);
+            let run_len = held
+                .iter()
+                .enumerate()
+                .take_while(|(offset, wake)| wake.claim.wake.index == round.turn + *offset as u64)
+                .count();
+            if run_len > 0 {
+                let run: Vec<Held> = held.drain(..run_len).collect();
+                self.seal_run(&round, worker, run, &mut report)?;
+                progressed = true;
+            }
+            if !progressed {
+                if !held.is_empty() {
+                    self.wake_queue()?.renew(worker, round.tick, lease_ms)?;
+                }
+                self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
+            }
+        }
+        Ok(report)
+    }
+
+    /// The world at `round`'s cursor, which every moment of it reads.
+    fn world_for_round(
+        &mut self,
+        round: &Round,
+        snapshot: &mut Option<(u64, Arc<World>)>,
+    ) -> Result<Arc<World>, EngineError> {
+        if let Some((tick, world)) = snapshot.as_ref().filter(|(tick, _)| *tick == round.tick) {
+            debug_assert_eq!(*tick, round.tick);
+            return Ok(world.clone());
+        }
+        if self.world.cursor > round.cursor {
+            // Past the cursor (this process sealed part of the round before):
+            // folded again from the start or a vouched snapshot.
+            self.world = world_before(&self.land, round.cursor)?;
+        }
+        fold_until(self.land.store(), &mut self.world, round.cursor)?;
+        let world = Arc::new(self.world.clone());
+        *snapshot = Some((round.tick, world.clone()));
+        Ok(world)
+    }
+
+    /// Runs the claimed wakes' moments on `world`, on the engine's threads.
+    fn compute(&mut self, world: &Arc<World>, claims: Vec<Claim>, now_ms: u64) -> Result<Vec<Held>, EngineError> {
+        let mut wakes = Vec::with_capacity(claims.len());
+        for claim in &claims {
+            let wake: Wake = canonical::from_canonical_bytes(&claim.wake.wake)
+                .map_err(|error| result_error(format!("wake {}: {error}", claim.wake.index)))?;
+            wakes.push((claim.wake.being, wake));
+        }
+        let wakes = Arc::new(wakes);
+        let receiver = self.spawn_moments(world, &wakes, now_ms);
+        let mut computed: Vec<Option<(Outcome, MomentTrace)>> = (0..wakes.len()).map(|_| None).collect();
+        for _ in 0..wakes.len() {
+            let (index, result) =
+                receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
+            computed[index] = Some(result);
+        }
+        Ok(claims
+            .into_iter()
+            .zip(computed)
+            .filter_map(|(claim, result)| result.map(|(outcome, trace)| Held { claim, outcome, trace }))
+            .collect())
+    }
+
+    /// Seals a run of held wakes starting at the round's turn, as one
+    /// fenced turn. A refused turn is not an error: the wakes were sealed
+    /// by whoever holds them now, and this worker goes on.
+    fn seal_run(
+        &mut self,
+        round: &Round,
+        worker: &str,
+        run: Vec<Held>,
+        report: &mut WorkerReport,
+    ) -> Result<(), EngineError> {
+        let beings: Vec<BeingId> = run.iter().map(|wake| wake.claim.wake.being).collect();
+        self.land.forget_writers(&beings);
+        fold_to_end(self.land.store(), &mut self.world)?;
+        self.clock.advance_to(round.now_ms);
+        let first = run[0].claim.wake.index;
+        let moments = run.len() as u64;
+        let mut sealing = Sealing::holding(self.world.cursor, self.threads.max(1));
+        let decided = self.decide_run(round.tick, worker, run, &mut sealing);
+        let sealed_results = match decided {
+            Ok(results) => {
+                sealing.flush(&self.land);
+                let held = sealing.take_held();
+                let expected: Vec<u64> = held.iter().map(|(land_seq, _)| *land_seq).collect();
+                let signed = held.into_iter().map(|(_, fact)| fact).collect();
+                let turn = SealTurn { worker: worker.to_string(), tick: round.tick, first, sealed: results };
+                self.land.seal_turn(signed, turn).map(|sealed| (sealed, expected))
+            }
+            Err(error) => Err(match error {
+                EngineError::Land(error) => error,
+                other => {
+                    self.forget_turn(&mut sealing)?;
+                    return Err(other);
+                }
+            }),
+        };
+        match sealed_results {
+            Ok((sealed, expected)) => {
+                if let Some((fact, want)) = sealed.iter().zip(&expected).find(|(fact, want)| fact.land_seq != **want) {
+                    return Err(EngineError::Internal(format!(
+                        "land seq {} sealed where {want} was folded",
+                        fact.land_seq
+                    )));
+                }
+                for (being, key) in std::mem::take(&mut sealing.rotations) {
+                    self.land.finish_rotation(&being, key)?;
+                }
+                for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
+                    self.substrate.hooks.after(&actor, &call, &self.world, seed);
+                }
+                report.turns_sealed += 1;
+                report.moments_sealed += moments;
+                Ok(())
+            }
+            Err(LandError::Store(StoreError::Fenced { tick, first, reason })) => {
+                tracing::info!(tick, first, %reason, "turn lost: another worker holds these wakes now");
+                report.turns_lost += 1;
+                self.forget_turn(&mut sealing)
+            }
+            Err(error) => {
+                self.forget_turn(&mut sealing)?;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Decides each held wake of a run against the world as the earlier
+    /// ones left it, and gives each its result for the queue.
+    fn decide_run(
+        &mut self,
+        tick: u64,
+        worker: &str,
+        run: Vec<Held>,
+        sealing: &mut Sealing,
+    ) -> Result<Vec<(u64, Vec<u8>)>, EngineError> {
+        let mut results = Vec::with_capacity(run.len());
+        for Held { claim, outcome, trace } in run {
+            let being = claim.wake.being;
+            let before = std::mem::take(&mut self.summary);
+            let decided = self.seal_outcome(tick, being, outcome, trace, sealing);
+            let counts = std::mem::replace(&mut self.summary, before);
+            decided?;
+            let continuing = self.scheduler.continuing.remove(&being);
+            let mut trace = self.pool_traces.as_mut().and_then(Vec::pop).unwrap_or(Json::Null);
+            trace["worker"] = Json::from(worker);
+            trace["epoch"] = Json::from(claim.epoch);
+            let result =
+                WakeResult { facts_end: sealing.next_land_seq, continuing, counts: MomentCounts::of(&counts), trace };
+            let bytes = serde_json::to_vec(&result).map_err(result_error)?;
+            results.push((claim.epoch, bytes));
+        }
+        Ok(results)
+    }
+
+    /// After a turn that did not seal: drop its staged keys, let every
+    /// writer reload, and fold the world again from what the land holds.
+    fn forget_turn(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
+        for (being, _) in std::mem::take(&mut sealing.rotations) {
+            self.land.abandon_rotation(&being)?;
+        }
+        self.sealed_calls.clear();
+        self.land.reload_writers();
+        self.world = world_at_end(&self.land)?;
+        Ok(())
+    }
+}
+
+/// The world folded up to (not including) land seq `cursor`, from the
+/// latest vouched snapshot at or before it.
+fn world_before(land: &Land, cursor: u64) -> Result<World, EngineError> {
+    use crate::snapshots::WorldSnapshots;
+    let store = land.store();
+    let snapshots = crate::snapshots::VouchedWorlds::open(land.dir(), store, land.root(), false)
+        .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(land.dir(), store));
+    let mut world = snapshots.at_or_before(cursor).and_then(|at| snapshots.world(at)).unwrap_or_default();
+    fold_until(store, &mut world, cursor)?;
+    Ok(world)
+}
+
+/// Plants the fixture and runs it with its moments served by a pool of
+/// workers (`seed worker`): the driver's side. `watch` is called while a
+/// round waits; its error stops the run (the workers it started died).
+pub fn simulate_pooled(
+    fixture: &super::fixture::Fixture,
+    options: &EngineOptions,
+    watch: &mut dyn FnMut() -> Result<(), EngineError>,
+) -> Result<RunSummary, EngineError> {
+    let mut driver = Engine::plant(fixture, options)?;
+    let digest = run_digest(fixture, options.seed, &driver);
+    driver.wake_queue()?.start_run(digest)?;
+    let ticks = options.ticks.unwrap_or(fixture.ticks);
+    let progress = &options.progress;
+    progress.stage("running rounds", ticks, "rounds");
+    let started = std::time::Instant::now();
+    for _ in 0..ticks {
+        driver.pooled_round(watch)?;
+        progress.advance(1);
+    }
+    driver.wake_queue()?.finish_run()?;
+    driver.summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    driver.finish()
+}

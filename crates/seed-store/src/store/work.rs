@@ -1,0 +1,126 @@
+//! The wake queue a pool of worker processes shares (`seed worker`, issue
+//! 27): a run's rounds, each round's wakes in being-id order, claims with a
+//! lease and a fencing epoch per being, and the round's **turn**, the index
+//! of the next wake to seal.
+//!
+//! The queue knows nothing of moments: a wake and its result are bytes the
+//! engine gives their meaning. What it guarantees:
+//!
+//! - **A claim is exclusive until its lease runs out.** Claims take the
+//!   lowest unclaimed (or expired) wakes of the round, skipping rows another
+//!   claimer is taking at that instant, and bump the being's epoch.
+//! - **Sealing is fenced.** A worker seals a run of wakes starting at the
+//!   round's turn with [`WakeQueue::seal_turn`]: its facts, the wakes'
+//!   results and the turn's move commit in one transaction, and only if the
+//!   turn is where the worker found it and every wake is still held by that
+//!   worker at the epoch it claimed. A worker presumed dead whose lease
+//!   moved cannot seal; the reel's compare-and-swap stays the last guard.
+//! - **Turns keep the land order of a single process.** Wakes are sealed in
+//!   index order, so the facts of a round land in being-id order whichever
+//!   worker computed them.
+//!
+//! Lease times are the database's clock, never a process's: no fact sees them.
+
+use crate::fact::{BeingId, Fact, Hash32};
+use crate::store::{Appended, StoreError};
+
+/// A wake as a round hands it out: its index in the round, the being, the
+/// engine's bytes for the wake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedWake {
+    pub index: u64,
+    pub being: BeingId,
+    pub wake: Vec<u8>,
+}
+
+/// A round as the queue holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub tick: u64,
+    /// The land seq every moment of the round opens at.
+    pub cursor: u64,
+    /// The time every fact of the round is stamped with.
+    pub now_ms: u64,
+    /// How many wakes the round has.
+    pub wakes: u64,
+    /// The index of the next wake to seal (`wakes`: the round is done).
+    pub turn: u64,
+}
+
+impl Round {
+    pub fn is_done(&self) -> bool {
+        self.turn >= self.wakes
+    }
+}
+
+/// A wake a worker holds: it may seal it while its epoch is the wake's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub wake: QueuedWake,
+    pub epoch: u64,
+}
+
+/// A run of wakes sealed together: `first` must be the round's turn, the
+/// claims are `first`, `first + 1`, …, each with its result bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealTurn {
+    pub worker: String,
+    pub tick: u64,
+    pub first: u64,
+    /// `(epoch, result)` of each wake from `first` on.
+    pub sealed: Vec<(u64, Vec<u8>)>,
+}
+
+/// Whether a worker should go on: the run's state as the queue holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// No run was started in this land's queue.
+    None,
+    Running {
+        digest: Hash32,
+    },
+    Finished {
+        digest: Hash32,
+    },
+}
+
+/// The queue of a store several processes share (PostgreSQL).
+pub trait WakeQueue: Send + Sync {
+    /// Starts a run named by `digest` (what every worker must agree on:
+    /// fixture, seed); refuses while a different run is unfinished.
+    fn start_run(&self, digest: Hash32) -> Result<(), StoreError>;
+
+    fn run_state(&self) -> Result<RunState, StoreError>;
+
+    /// Marks the run finished: its workers stop.
+    fn finish_run(&self) -> Result<(), StoreError>;
+
+    /// Opens round `tick` with its wakes (indexes 0, 1, … in order), and
+    /// tells every waiting worker.
+    fn open_round(&self, tick: u64, cursor: u64, now_ms: u64, wakes: &[QueuedWake]) -> Result<(), StoreError>;
+
+    /// The latest round opened, if any.
+    fn latest_round(&self) -> Result<Option<Round>, StoreError>;
+
+    /// Claims up to `max` wakes of round `tick` below index `below` that no
+    /// live lease holds, lowest index first, each for `lease_ms` of the
+    /// database's clock.
+    fn claim(&self, worker: &str, tick: u64, max: usize, below: u64, lease_ms: u64) -> Result<Vec<Claim>, StoreError>;
+
+    /// Extends the leases `worker` holds in round `tick` by `lease_ms`.
+    fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError>;
+
+    /// Appends `facts` (in order, at the next land seqs) with the results
+    /// of a run of wakes, and moves the round's turn past them, all in one
+    /// transaction, only if the fence holds (see the module's doc). Nothing
+    /// is written when any of it is refused.
+    fn seal_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError>;
+
+    /// The results of round `tick`'s sealed wakes, by index.
+    fn results(&self, tick: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+
+    /// Waits until another process tells of news (a round opened, a turn
+    /// moved, the run finished) or `timeout_ms` passed. Callers always look
+    /// again after it returns: news only cuts the wait short.
+    fn wait_for_news(&self, timeout_ms: u64);
+}

@@ -1,0 +1,207 @@
+//! A simulation served by a pool of `seed worker` processes on PostgreSQL
+//! (issue 27): the same world hash as one process, for any number of
+//! workers, and no promise broken when workers are killed mid-round.
+//! Opt-in with the other PostgreSQL tests (`SEED_TEST_POSTGRES=1`).
+
+use crate::common;
+use crate::postgres::postgres_opted_in;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn fixture(path: &str) -> String {
+    format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `worldHash` of a `seed sim --json` run, which must have succeeded.
+fn world_hash(output: &std::process::Output) -> String {
+    assert!(output.status.success(), "seed sim failed: {}", common::stderr(output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("sim JSON");
+    summary["worldHash"].as_str().expect("worldHash").to_string()
+}
+
+/// Runs `fixture` for `ticks` in one process, in a land folder.
+fn folder_hash(dir: &Path, fixture: &str, ticks: &str) -> String {
+    world_hash(&common::seed(&dir.join("folder"), &["sim", fixture, "--ticks", ticks, "--json"]))
+}
+
+#[test]
+fn a_pooled_simulation_gives_the_folder_world_hash_with_one_two_and_three_workers() {
+    if !postgres_opted_in() {
+        return;
+    }
+    // Summons (ring), a birth (nursery), refused moments (dance), and many
+    // beings whose rounds span several turns (town).
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("tests/fixtures/worlds/ring/world.toml", "30", &["1", "2", "3"]),
+        ("tests/fixtures/nursery/nursery.toml", "30", &["1", "2", "3"]),
+        ("fixtures/dance.toml", "30", &["1", "2", "3"]),
+        ("fixtures/town.toml", "6", &["3"]),
+    ];
+    for (path, ticks, worker_counts) in cases {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let fixture = fixture(path);
+        let expected = folder_hash(dir.path(), &fixture, ticks);
+        for workers in *worker_counts {
+            let url = common::postgres::fresh_database();
+            let land = dir.path().join(format!("pooled-{workers}"));
+            let run = ["--store", &url, "sim", &fixture, "--ticks", ticks, "--workers", workers, "--json"];
+            let hash = world_hash(&common::seed(&land, &run));
+            assert_eq!(hash, expected, "{path} with {workers} worker(s)");
+            for verb in [&["verify"][..], &["replay", "--all"]] {
+                let output = common::seed(&land, verb);
+                assert!(output.status.success(), "{path}: seed {verb:?}: {}", common::stderr(&output));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pool_is_refused_where_it_cannot_run_with_a_message_naming_why() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let court = fixture("fixtures/court.toml");
+    // A land in its folder has no wake queue.
+    let output = common::seed(&dir.path().join("a"), &["sim", &court, "--ticks", "2", "--workers", "2"]);
+    assert!(!output.status.success());
+    assert!(common::stderr(&output).contains("need a land on PostgreSQL"), "{}", common::stderr(&output));
+    let output = common::seed(&dir.path().join("a"), &["worker", &court]);
+    assert!(!output.status.success());
+    // A worker whose seed differs from the run's is refused, naming both runs.
+    let url = common::postgres::fresh_database();
+    let land = dir.path().join("b");
+    let mut driver = spawn_seed(&land, &["--store", &url, "sim", &court, "--ticks", "3", "--pool", "--json"]);
+    wait_for_planting(&land, &mut driver);
+    let output = common::seed(&land, &["worker", &court, "--seed", "7"]);
+    assert!(!output.status.success());
+    assert!(common::stderr(&output).contains("start the worker with the simulation's fixture and --seed"));
+    // The right worker then serves the run to its end.
+    let output = common::seed(&land, &["worker", &court, "--json"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("worker JSON");
+    assert!(report["momentsSealed"].as_u64().expect("count") > 0, "{report}");
+    assert!(driver.wait().expect("driver").success());
+    let output = common::seed(&land, &["--store", &url, "sim", &court, "--ticks", "2", "--lease-ms", "5", "--pool"]);
+    assert!(common::stderr(&output).contains("--lease-ms must be at least"), "{}", common::stderr(&output));
+}
+
+/// Starts `seed` (stdout piped; stderr into `stderr`, so that nothing
+/// blocks on a full pipe).
+fn spawn_seed_logging(land: &Path, arguments: &[&str], stderr: &Path) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(stderr).expect("log file");
+    common::seed_command(land, arguments)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("start seed")
+}
+
+fn spawn_seed(land: &Path, arguments: &[&str]) -> Child {
+    let log = land.with_extension("stderr");
+    spawn_seed_logging(land, arguments, &log)
+}
+
+/// Waits until the driver has planted the land (its land.toml is written last).
+fn wait_for_planting(land: &Path, driver: &mut Child) {
+    let started = Instant::now();
+    while !land.join("land.toml").exists() {
+        assert!(driver.try_wait().expect("driver").is_none(), "the driver stopped before planting");
+        assert!(started.elapsed() < Duration::from_secs(60), "the land was not planted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How long workers are killed and restarted, and how often.
+const KILLING_FOR: Duration = Duration::from_secs(60);
+const KILL_EVERY: Duration = Duration::from_secs(3);
+
+#[test]
+fn workers_killed_mid_round_lose_no_fact_run_no_being_twice_and_change_no_world_hash() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let town = fixture("fixtures/town.toml");
+    // Long enough that the run outlasts a minute of killing on this machine.
+    let ticks = "300";
+    let expected = folder_hash(dir.path(), &town, ticks);
+    let url = common::postgres::fresh_database();
+    let land = dir.path().join("pooled");
+    let trace = dir.path().join("trace.jsonl");
+    let trace_arg = trace.to_string_lossy().into_owned();
+    let mut driver = spawn_seed(
+        &land,
+        &[
+            "--store",
+            &url,
+            "sim",
+            &town,
+            "--ticks",
+            ticks,
+            "--pool",
+            "--lease-ms",
+            "1000",
+            "--trace",
+            &trace_arg,
+            "--json",
+        ],
+    );
+    wait_for_planting(&land, &mut driver);
+    let worker_log = dir.path().join("workers.stderr");
+    let start_worker = || spawn_seed_logging(&land, &["worker", &town, "--lease-ms", "1000"], &worker_log);
+    let mut workers: Vec<Child> = (0..3).map(|_| start_worker()).collect();
+    let started = Instant::now();
+    let mut kills = 0;
+    while driver.try_wait().expect("driver").is_none() && started.elapsed() < KILLING_FOR {
+        std::thread::sleep(KILL_EVERY);
+        let victim = kills % workers.len();
+        workers[victim].kill().expect("SIGKILL");
+        let _ = workers[victim].wait();
+        workers[victim] = start_worker();
+        kills += 1;
+    }
+    let output = driver.wait_with_output().expect("driver");
+    let hash = world_hash(&output);
+    for mut worker in workers {
+        let status = worker.wait().expect("worker");
+        let log = std::fs::read_to_string(&worker_log).unwrap_or_default();
+        assert!(status.success(), "a worker failed: {log}");
+    }
+    assert!(kills >= 10, "only {kills} kills happened before the run finished: make the run longer");
+    // No acknowledged fact lost, nothing sealed twice: the same land as one process.
+    assert_eq!(hash, expected, "the world hash after {kills} kills");
+    for verb in [&["verify"][..], &["replay", "--all"]] {
+        let output = common::seed(&land, verb);
+        assert!(output.status.success(), "seed {verb:?}: {}", common::stderr(&output));
+    }
+    // The moment trace: one sealed moment per wake, each by the worker that
+    // held it at an epoch later than any before it for that being.
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("sim JSON");
+    let text = std::fs::read_to_string(&trace).expect("trace");
+    let mut last_epoch: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut lines = 0;
+    for line in text.lines() {
+        let moment: serde_json::Value = serde_json::from_str(line).expect("trace line");
+        let (being, tick) =
+            (moment["being"].as_str().expect("being").to_string(), moment["tick"].as_u64().expect("tick"));
+        let epoch = moment["epoch"].as_u64().expect("epoch");
+        assert!(moment["worker"].as_str().is_some_and(|worker| !worker.is_empty()), "{moment}");
+        if let Some((last_tick, last)) = last_epoch.get(&being) {
+            assert!(
+                tick > *last_tick && epoch > *last,
+                "{being}: tick {tick} epoch {epoch} after tick {last_tick} epoch {last}"
+            );
+        }
+        last_epoch.insert(being, (tick, epoch));
+        lines += 1;
+    }
+    assert_eq!(lines, summary["moments"].as_u64().expect("moments"), "one trace line per moment");
+    // Claims outnumber sealed moments: leases of killed workers moved.
+    let claims: u64 =
+        common::postgres::psql_url(&url, "SELECT sum(epoch) FROM seed_leases").trim().parse().expect("sum");
+    assert!(claims > lines, "{claims} claims for {lines} moments: no lease ever moved");
+}
