@@ -127,7 +127,7 @@ fn workers_killed_mid_round_lose_no_fact_run_no_being_twice_and_change_no_world_
     let dir = tempfile::tempdir().expect("temporary folder");
     let town = fixture("fixtures/town.toml");
     // Long enough that the run outlasts a minute of killing on this machine.
-    let ticks = "300";
+    let ticks = "1000";
     let expected = folder_hash(dir.path(), &town, ticks);
     let url = common::postgres::fresh_database();
     let land = dir.path().join("pooled");

@@ -313,6 +313,15 @@ fn heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening(
     test.land.close().expect("close");
     let land = Land::open(&path).expect("reopen");
     assert_eq!(land.store().head(&worker).expect("head"), Some(before), "a head is read back from the log");
+    // Heads read in one request agree with heads read one at a time, in the
+    // order asked, with `None` for a being without a reel and repeats kept.
+    let stranger = seed::fact::BeingId([0xEE; 32]);
+    let mut asked = land.store().beings().expect("beings");
+    asked.reverse();
+    asked.extend([stranger, worker]);
+    let one_at_a_time: Vec<_> = asked.iter().map(|being| land.store().head(being).expect("head")).collect();
+    assert_eq!(land.store().heads(&asked).expect("heads"), one_at_a_time);
+    assert_eq!(one_at_a_time[one_at_a_time.len() - 2], None);
     assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
 }
 

@@ -148,20 +148,34 @@ pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), 
     let mut next = world.cursor;
     while next < end {
         let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
-        let read = store.land_log_with_envelopes(next, to)?;
-        if read.len() as u64 != to - next {
-            // The first land seq the entries skip.
-            let land_seq = (next..to).zip(&read).find(|(expected, (entry, _))| entry.land_seq != *expected);
-            let land_seq = land_seq.map_or(next + read.len() as u64, |(expected, _)| expected);
-            return Err(EngineError::LandLogHole { land_seq });
-        }
-        for (entry, envelope) in read {
-            let stored = crate::store::decode_entry_envelope(&entry, &envelope)?;
-            world.apply(entry.land_seq, &stored.fact);
+        for (land_seq, fact) in read_land_log(store, next, to)? {
+            world.apply(land_seq, &fact);
         }
         next = to;
     }
     Ok(())
+}
+
+/// The facts at land seqs `from..to`, decoded, in land order, read in one
+/// request: a hole in them is an error.
+pub(crate) fn read_land_log(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
+    let read = store.land_log_with_envelopes(from, to)?;
+    if read.len() as u64 != to - from {
+        // The first land seq the entries skip.
+        let land_seq = (from..to).zip(&read).find(|(expected, (entry, _))| entry.land_seq != *expected);
+        let land_seq = land_seq.map_or(from + read.len() as u64, |(expected, _)| expected);
+        return Err(EngineError::LandLogHole { land_seq });
+    }
+    read.into_iter()
+        .map(|(entry, envelope)| {
+            let stored = crate::store::decode_entry_envelope(&entry, &envelope)?;
+            Ok((entry.land_seq, stored.fact))
+        })
+        .collect()
 }
 
 /// The world folded from the whole land log, starting from the latest
@@ -177,15 +191,20 @@ pub fn world_at_end(land: &Land) -> Result<World, EngineError> {
     Ok(world)
 }
 
+/// Reel heads a world hash reads in one request.
+pub const WORLD_HASH_HEADS_PER_READ: usize = 4096;
+
 /// BLAKE3 over the canonical world state and every reel head.
 pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, EngineError> {
     let mut hasher = blake3::Hasher::new_derive_key("seed world hash v1");
     hasher.update(&world.canonical_state());
-    for being in store.beings()? {
-        if let Some(head) = store.head(&being)? {
-            hasher.update(being.as_bytes());
-            hasher.update(&head.seq.to_be_bytes());
-            hasher.update(head.id.as_bytes());
+    for beings in store.beings()?.chunks(WORLD_HASH_HEADS_PER_READ) {
+        for (being, head) in beings.iter().zip(store.heads(beings)?) {
+            if let Some(head) = head {
+                hasher.update(being.as_bytes());
+                hasher.update(&head.seq.to_be_bytes());
+                hasher.update(head.id.as_bytes());
+            }
         }
     }
     Ok(Hash32(*hasher.finalize().as_bytes()))

@@ -40,8 +40,15 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Wakes a worker holds at once (claimed, computed, waiting for their turn).
-pub const WORKER_CLAIM_WAKES_MAX: usize = 32;
+/// The fewest wakes a worker claims at once (fewer when fewer are free).
+pub const WORKER_CLAIM_WAKES_MIN: usize = 32;
+/// The most wakes a worker claims at once.
+pub const WORKER_CLAIM_WAKES_MAX: usize = 1024;
+/// A round is dealt out in about this many claims, so that many workers
+/// can share it; each claim is sealed as one turn, at one commit's cost.
+pub const POOL_CLAIMS_PER_ROUND: usize = 8;
+/// Claims a worker holds at once (computed, waiting for their turn).
+pub const WORKER_HELD_CLAIMS_MAX: usize = 2;
 /// How long a claim holds without renewal (the database's clock).
 pub const WORKER_LEASE_MS_DEFAULT: u64 = 5_000;
 /// The longest wait for news before a pool process looks again.
@@ -133,6 +140,12 @@ fn result_error(reason: impl std::fmt::Display) -> EngineError {
     EngineError::Internal(format!("a wake result in the queue is unreadable: {reason}"))
 }
 
+/// How many wakes a worker claims at once in a round of `wakes`.
+fn claim_wakes_for(wakes: u64) -> usize {
+    let share = usize::try_from(wakes).unwrap_or(usize::MAX) / POOL_CLAIMS_PER_ROUND;
+    share.clamp(WORKER_CLAIM_WAKES_MIN, WORKER_CLAIM_WAKES_MAX)
+}
+
 /// A claimed wake whose moment was computed, waiting for its turn.
 struct Held {
     claim: Claim,
@@ -188,7 +201,7 @@ impl Engine {
             .collect::<Result<Vec<_>, EngineError>>()?;
         self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
         loop {
-            let round = self.wake_queue()?.latest_round()?;
+            let round = self.wake_queue()?.state()?.round;
             if round.is_some_and(|round| round.tick == tick && round.is_done()) {
                 break;
             }
@@ -196,6 +209,15 @@ impl Engine {
             self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
         }
         let results = self.wake_queue()?.results(tick)?;
+        // The round's facts, read once and folded wake by wake.
+        let end = self.land.store().land_len()?;
+        let mut round_facts = std::collections::VecDeque::new();
+        let mut read_to = self.world.cursor;
+        while read_to < end {
+            let to = end.min(read_to + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
+            round_facts.extend(super::read_land_log(self.land.store(), read_to, to)?);
+            read_to = to;
+        }
         if results.len() != wakes.len() {
             return Err(result_error(format!("round {tick} has {} results for {} wakes", results.len(), wakes.len())));
         }
@@ -204,17 +226,32 @@ impl Engine {
                 return Err(result_error(format!("round {tick}: wake {position}'s result is missing")));
             }
             let result: WakeResult = serde_json::from_slice(&bytes).map_err(result_error)?;
-            fold_until(self.land.store(), &mut self.world, result.facts_end)?;
-            // A birth: the child is subscribed as the round left it.
-            let unknown: Vec<(BeingId, Json)> = self
-                .world
-                .beings
-                .iter()
-                .filter(|(id, _)| !self.scheduler.knows(id))
-                .map(|(id, row)| (*id, row.role_flow.clone()))
-                .collect();
-            for (child, flow) in unknown {
-                self.scheduler.subscribe(&self.world, child, &flow);
+            if result.facts_end > end {
+                return Err(result_error(format!(
+                    "wake {position} ends at land seq {}, past the land's end {end}",
+                    result.facts_end
+                )));
+            }
+            let beings_before = self.world.beings.len();
+            while let Some((land_seq, fact)) = round_facts.front().filter(|(land_seq, _)| *land_seq < result.facts_end)
+            {
+                self.world.apply(*land_seq, fact);
+                round_facts.pop_front();
+            }
+            // A birth: the child is subscribed as the round left it. Only a
+            // wake that added beings is looked through (a scan per wake
+            // would make a round quadratic in the land's beings).
+            if self.world.beings.len() != beings_before {
+                let unknown: Vec<(BeingId, Json)> = self
+                    .world
+                    .beings
+                    .iter()
+                    .filter(|(id, _)| !self.scheduler.knows(id))
+                    .map(|(id, row)| (*id, row.role_flow.clone()))
+                    .collect();
+                for (child, flow) in unknown {
+                    self.scheduler.subscribe(&self.world, child, &flow);
+                }
             }
             if result.continuing {
                 self.scheduler.continuing.insert(*being);
@@ -248,7 +285,8 @@ impl Engine {
         let mut held_tick = 0;
         let mut snapshot: Option<(u64, Arc<World>)> = None;
         while !stop() {
-            match self.wake_queue()?.run_state()? {
+            let state = self.wake_queue()?.state()?;
+            match state.run {
                 RunState::Running { digest: found } | RunState::Finished { digest: found } if found != digest => {
                     return Err(EngineError::OtherRun { expected: digest, found });
                 }
@@ -259,7 +297,7 @@ impl Engine {
                 }
                 RunState::Running { .. } => {}
             }
-            let Some(round) = self.wake_queue()?.latest_round()? else {
+            let Some(round) = state.round else {
                 self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
                 continue;
             };
@@ -274,12 +312,28 @@ impl Engine {
                 continue;
             }
             let mut progressed = false;
+            let mut turn = round.turn;
+            // Seal first: the turn was read just now, after the last compute.
+            let run_len = held
+                .iter()
+                .enumerate()
+                .take_while(|(offset, wake)| wake.claim.wake.index == round.turn + *offset as u64)
+                .count();
+            if run_len > 0 {
+                let run: Vec<Held> = held.drain(..run_len).collect();
+                if self.seal_run(&round, worker, run, &mut report)? {
+                    turn += run_len as u64;
+                }
+                progressed = true;
+            }
             // With room, claim the lowest free wakes; when full and the turn
             // is not ours, only wakes below ours (a dead worker's, whose
             // lease ran out): without them no one's turn would come.
+            let claim_wakes = claim_wakes_for(round.wakes);
+            let held_max = claim_wakes * WORKER_HELD_CLAIMS_MAX;
             let first_held = held.first().map_or(u64::MAX, |wake| wake.claim.wake.index);
-            let (max, below) = match WORKER_CLAIM_WAKES_MAX.saturating_sub(held.len()) {
-                0 if first_held > round.turn => (WORKER_CLAIM_WAKES_MAX, first_held),
+            let (max, below) = match held_max.saturating_sub(held.len()).min(claim_wakes) {
+                0 if first_held > turn => (claim_wakes, first_held),
                 0 => (0, 0),
                 room => (room, u64::MAX),
             };
@@ -291,18 +345,6 @@ impl Engine {
                     held.sort_by_key(|wake| wake.claim.wake.index);
                     progressed = true;
                 }
-            }
-            let Some(round) = self.wake_queue()?.latest_round()?.filter(|now| now.tick == round.tick) else { continue };
-            held.retain(|wake| wake.claim.wake.index >= round.turn);
-            let run_len = held
-                .iter()
-                .enumerate()
-                .take_while(|(offset, wake)| wake.claim.wake.index == round.turn + *offset as u64)
-                .count();
-            if run_len > 0 {
-                let run: Vec<Held> = held.drain(..run_len).collect();
-                self.seal_run(&round, worker, run, &mut report)?;
-                progressed = true;
             }
             if !progressed {
                 if !held.is_empty() {
@@ -358,17 +400,19 @@ impl Engine {
     }
 
     /// Seals a run of held wakes starting at the round's turn, as one
-    /// fenced turn. A refused turn is not an error: the wakes were sealed
-    /// by whoever holds them now, and this worker goes on.
+    /// fenced turn; `false` when the turn was refused. A refused turn is
+    /// not an error: the wakes were sealed by whoever holds them now, and
+    /// this worker goes on.
     fn seal_run(
         &mut self,
         round: &Round,
         worker: &str,
         run: Vec<Held>,
         report: &mut WorkerReport,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         let beings: Vec<BeingId> = run.iter().map(|wake| wake.claim.wake.being).collect();
         self.land.forget_writers(&beings);
+        self.land.load_writers(&beings)?;
         fold_to_end(self.land.store(), &mut self.world)?;
         self.clock.advance_to(round.now_ms);
         let first = run[0].claim.wake.index;
@@ -408,12 +452,13 @@ impl Engine {
                 }
                 report.turns_sealed += 1;
                 report.moments_sealed += moments;
-                Ok(())
+                Ok(true)
             }
             Err(LandError::Store(StoreError::Fenced { tick, first, reason })) => {
                 tracing::info!(tick, first, %reason, "turn lost: another worker holds these wakes now");
                 report.turns_lost += 1;
-                self.forget_turn(&mut sealing)
+                self.forget_turn(&mut sealing)?;
+                Ok(false)
             }
             Err(error) => {
                 self.forget_turn(&mut sealing)?;

@@ -672,8 +672,39 @@ impl Land {
         Ok(writer)
     }
 
+    /// Loads the writers of `beings` that are not loaded yet, their heads
+    /// read in one request: sealing a run of moments on a networked store
+    /// then costs no request per being. A being without a reel is left to
+    /// the writer's first use, which names it.
+    pub fn load_writers(&self, beings: &[BeingId]) -> Result<(), LandError> {
+        let missing: Vec<BeingId> = {
+            let writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut missing: Vec<BeingId> =
+                beings.iter().filter(|being| !writers.contains_key(being)).copied().collect();
+            missing.sort();
+            missing.dedup();
+            missing
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let heads = self.store.heads(&missing)?;
+        for (being, head) in missing.iter().zip(heads) {
+            let Some(head) = head else { continue };
+            let writer = Arc::new(Mutex::new(self.writer_at(being, &head)?));
+            let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            writers.entry(*being).or_insert(writer);
+        }
+        Ok(())
+    }
+
     fn load_writer(&self, being: &BeingId) -> Result<Writer, LandError> {
         let head = self.store.head(being)?.ok_or(LandError::UnknownBeing { being: *being })?;
+        self.writer_at(being, &head)
+    }
+
+    /// The writer of `being` whose reel ends at `head`.
+    fn writer_at(&self, being: &BeingId, head: &crate::store::Head) -> Result<Writer, LandError> {
         let key = self.current_key(being, &head.public_key)?;
         Ok(Writer {
             key,

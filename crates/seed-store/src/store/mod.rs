@@ -264,6 +264,12 @@ pub trait Store: Send + Sync {
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError>;
 
+    /// The heads of `beings`, in their order (`None`: no reel). A store
+    /// that serves requests over a network reads them in one.
+    fn heads(&self, beings: &[BeingId]) -> Result<Vec<Option<Head>>, StoreError> {
+        beings.iter().map(|being| self.head(being)).collect()
+    }
+
     /// Every being with a reel, in id order (from the key index).
     fn beings(&self) -> Result<Vec<BeingId>, StoreError>;
 

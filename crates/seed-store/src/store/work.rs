@@ -84,13 +84,18 @@ pub enum RunState {
     },
 }
 
+/// The queue as one read sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueState {
+    pub run: RunState,
+    pub round: Option<Round>,
+}
+
 /// The queue of a store several processes share (PostgreSQL).
 pub trait WakeQueue: Send + Sync {
     /// Starts a run named by `digest` (what every worker must agree on:
     /// fixture, seed); refuses while a different run is unfinished.
     fn start_run(&self, digest: Hash32) -> Result<(), StoreError>;
-
-    fn run_state(&self) -> Result<RunState, StoreError>;
 
     /// Marks the run finished: its workers stop.
     fn finish_run(&self) -> Result<(), StoreError>;
@@ -99,8 +104,9 @@ pub trait WakeQueue: Send + Sync {
     /// tells every waiting worker.
     fn open_round(&self, tick: u64, cursor: u64, now_ms: u64, wakes: &[QueuedWake]) -> Result<(), StoreError>;
 
-    /// The latest round opened, if any.
-    fn latest_round(&self) -> Result<Option<Round>, StoreError>;
+    /// The run's state and its latest round (if one was opened), read
+    /// together: what a pool process looks at each time it wakes.
+    fn state(&self) -> Result<QueueState, StoreError>;
 
     /// Claims up to `max` wakes of round `tick` below index `below` that no
     /// live lease holds, lowest index first, each for `lease_ms` of the

@@ -15,7 +15,7 @@
 //! A failed write fails the whole group and forgets what was kept: the next
 //! group reads everything again.
 
-use super::{being_of, derive_indexes, head_of, pg_error, pool_error, to_i64, to_u64, Runner};
+use super::{being_of, derive_indexes, pg_error, pool_error, to_i64, to_u64, Runner};
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
@@ -105,19 +105,9 @@ async fn read_heads(
     if missing.is_empty() {
         return Ok(());
     }
-    let rows = transaction
-        .query(
-            "SELECT w.being, f.seq, f.envelope, k.public_key FROM unnest($1::bytea[]) AS w(being) \
-             CROSS JOIN LATERAL (SELECT seq, envelope FROM seed_facts WHERE being = w.being \
-                                 ORDER BY seq DESC LIMIT 1) f \
-             LEFT JOIN seed_reel_keys k ON k.being = w.being",
-            &[&missing],
-        )
-        .await
-        .map_err(pg_error)?;
+    let rows = transaction.query(super::HEADS_SQL, &[&missing]).await.map_err(pg_error)?;
     for row in rows {
-        let being = being_of(row.get::<_, &[u8]>(0))?;
-        let head = head_of(&being, row.get(1), row.get::<_, &[u8]>(2), row.get::<_, Option<&[u8]>>(3))?;
+        let (being, head) = super::head_row(&row)?;
         kept.heads.insert(being, head);
     }
     Ok(())

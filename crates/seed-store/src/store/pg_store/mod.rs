@@ -168,6 +168,20 @@ pub(crate) fn head_of(being: &BeingId, seq: i64, envelope: &[u8], key: Option<&[
     })
 }
 
+/// The heads of the beings in `$1` (a `bytea[]`): one row per being with a
+/// reel, read in one statement.
+pub(crate) const HEADS_SQL: &str =
+    "SELECT w.being, f.seq, f.envelope, k.public_key FROM unnest($1::bytea[]) AS w(being) \
+     CROSS JOIN LATERAL (SELECT seq, envelope FROM seed_facts WHERE being = w.being ORDER BY seq DESC LIMIT 1) f \
+     LEFT JOIN seed_reel_keys k ON k.being = w.being";
+
+/// A row of [`HEADS_SQL`].
+pub(crate) fn head_row(row: &tokio_postgres::Row) -> Result<(BeingId, Head), StoreError> {
+    let being = being_of(row.get::<_, &[u8]>(0))?;
+    let head = head_of(&being, row.get(1), row.get::<_, &[u8]>(2), row.get::<_, Option<&[u8]>>(3))?;
+    Ok((being, head))
+}
+
 /// Runs the store's asynchronous work from synchronous callers.
 #[derive(Clone)]
 pub(crate) struct Runner {
@@ -450,6 +464,13 @@ impl Store for PgStore {
             Some((seq, envelope, key)) => Ok(Some(head_of(&being, seq, &envelope, key.as_deref())?)),
             None => Ok(None),
         }
+    }
+
+    fn heads(&self, beings: &[BeingId]) -> Result<Vec<Option<Head>>, StoreError> {
+        let wanted: Vec<Vec<u8>> = beings.iter().map(|being| being.as_bytes().to_vec()).collect();
+        let found: std::collections::BTreeMap<BeingId, Head> =
+            self.rows(HEADS_SQL, (wanted,), head_row)?.into_iter().collect();
+        Ok(beings.iter().map(|being| found.get(being).copied()).collect())
     }
 
     fn beings(&self) -> Result<Vec<BeingId>, StoreError> {

@@ -13,13 +13,17 @@
 
 use super::{being_of, pg_error, pool_error, to_i64, to_u64, PgStore};
 use crate::fact::{Fact, Hash32};
-use crate::store::work::{Claim, QueuedWake, Round, RunState, SealTurn, WakeQueue};
+use crate::store::work::{Claim, QueueState, QueuedWake, Round, RunState, SealTurn, WakeQueue};
 use crate::store::{Appended, StoreError};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 
 /// The channel every process of the pool listens on.
 const NEWS_CHANNEL: &str = "seed_work";
+
+/// The advisory lock claims take, one claimer at a time (the land's
+/// database holds one land: a constant key names its queue).
+const CLAIM_LOCK_KEY: i64 = 0x5eed_0000_0000_0002;
 
 fn fenced(turn: &SealTurn, reason: String) -> StoreError {
     StoreError::Fenced { tick: turn.tick, first: turn.first, reason }
@@ -151,11 +155,12 @@ impl PgStore {
     }
 }
 
-fn run_state_of(row: Option<tokio_postgres::Row>) -> Result<RunState, StoreError> {
-    let Some(row) = row else { return Ok(RunState::None) };
-    let digest = Hash32::from_slice(row.get::<_, &[u8]>(0))
+/// The run's state from its row's digest (`None`: no run) and finished flag.
+fn run_state_of(digest: Option<&[u8]>, finished: bool) -> Result<RunState, StoreError> {
+    let Some(digest) = digest else { return Ok(RunState::None) };
+    let digest = Hash32::from_slice(digest)
         .ok_or_else(|| StoreError::Io { reason: "the wake queue's run digest is not 32 bytes".into() })?;
-    Ok(if row.get::<_, bool>(1) { RunState::Finished { digest } } else { RunState::Running { digest } })
+    Ok(if finished { RunState::Finished { digest } } else { RunState::Running { digest } })
 }
 
 impl WakeQueue for PgStore {
@@ -166,7 +171,11 @@ impl WakeQueue for PgStore {
                     .query_opt("SELECT digest, finished FROM seed_runs WHERE id = 1 FOR UPDATE", &[])
                     .await
                     .map_err(pg_error)?;
-                match run_state_of(row)? {
+                let state = match &row {
+                    Some(row) => run_state_of(Some(row.get::<_, &[u8]>(0)), row.get(1))?,
+                    None => RunState::None,
+                };
+                match state {
                     RunState::Running { digest: running } if running != digest => {
                         return Err(StoreError::Io {
                             reason: format!(
@@ -192,13 +201,6 @@ impl WakeQueue for PgStore {
                     .map_err(pg_error)?;
                 Ok(())
             })
-        })
-    }
-
-    fn run_state(&self) -> Result<RunState, StoreError> {
-        self.with_client(|client| async move {
-            let row = client.query_opt("SELECT digest, finished FROM seed_runs WHERE id = 1", &[]).await;
-            run_state_of(row.map_err(pg_error)?)
         })
     }
 
@@ -244,19 +246,27 @@ impl WakeQueue for PgStore {
         })
     }
 
-    fn latest_round(&self) -> Result<Option<Round>, StoreError> {
+    fn state(&self) -> Result<QueueState, StoreError> {
         self.with_client(|client| async move {
             let row = client
-                .query_opt("SELECT tick, cursor, now_ms, wakes, turn FROM seed_rounds ORDER BY tick DESC LIMIT 1", &[])
+                .query_one(
+                    "SELECT r.digest, r.finished, o.tick, o.cursor, o.now_ms, o.wakes, o.turn \
+                     FROM (SELECT 1) AS one \
+                     LEFT JOIN seed_runs r ON r.id = 1 \
+                     LEFT JOIN LATERAL (SELECT * FROM seed_rounds ORDER BY tick DESC LIMIT 1) o ON true",
+                    &[],
+                )
                 .await
                 .map_err(pg_error)?;
-            Ok(row.map(|row| Round {
-                tick: to_u64(row.get(0)),
-                cursor: to_u64(row.get(1)),
-                now_ms: to_u64(row.get(2)),
-                wakes: to_u64(row.get(3)),
-                turn: to_u64(row.get(4)),
-            }))
+            let run = run_state_of(row.get(0), row.get::<_, Option<bool>>(1).unwrap_or(false))?;
+            let round = row.get::<_, Option<i64>>(2).map(|tick| Round {
+                tick: to_u64(tick),
+                cursor: to_u64(row.get(3)),
+                now_ms: to_u64(row.get(4)),
+                wakes: to_u64(row.get(5)),
+                turn: to_u64(row.get(6)),
+            });
+            Ok(QueueState { run, round })
         })
     }
 
@@ -266,6 +276,11 @@ impl WakeQueue for PgStore {
         self.in_transaction(move |transaction| {
             Box::pin(async move {
                 let (worker, tick, max, lease_ms) = params;
+                // One claim at a time: two claimers scanning the free wakes
+                // together would each skip the row the other just locked and
+                // take every other wake, and a worker seals only an unbroken
+                // run of wakes at a time. Sealing does not take this lock.
+                transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK_KEY]).await.map_err(pg_error)?;
                 let rows = transaction
                     .query(
                         "WITH picked AS ( \
