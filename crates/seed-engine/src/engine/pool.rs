@@ -370,10 +370,31 @@ impl Engine {
             // folded again from the start or a vouched snapshot.
             self.world = world_before(&self.land, round.cursor)?;
         }
-        fold_until(self.land.store(), &mut self.world, round.cursor)?;
+        self.fold_others_until(round.cursor)?;
         let world = Arc::new(self.world.clone());
         *snapshot = Some((round.tick, world.clone()));
         Ok(world)
+    }
+
+    /// Folds the land's facts up to `end` into the worker's world and forgets
+    /// the writer of each being they touch: this process's own facts are in
+    /// its world already, so these were sealed by another process and a
+    /// head this one keeps for that being is behind. Every other writer it
+    /// keeps is still at its reel's head, and loads no head again.
+    fn fold_others_until(&mut self, end: u64) -> Result<(), EngineError> {
+        let mut touched = std::collections::BTreeSet::new();
+        let mut next = self.world.cursor;
+        while next < end {
+            let to = end.min(next + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
+            for (land_seq, fact) in super::read_land_log(self.land.store(), next, to)? {
+                touched.insert(fact.header.being);
+                self.world.apply(land_seq, &fact);
+            }
+            next = to;
+        }
+        let touched: Vec<BeingId> = touched.into_iter().collect();
+        self.land.forget_writers(&touched);
+        Ok(())
     }
 
     /// Runs the claimed wakes' moments on `world`, on the engine's threads.
@@ -411,9 +432,8 @@ impl Engine {
         report: &mut WorkerReport,
     ) -> Result<bool, EngineError> {
         let beings: Vec<BeingId> = run.iter().map(|wake| wake.claim.wake.being).collect();
-        self.land.forget_writers(&beings);
+        self.fold_others_until(self.land.store().land_len()?)?;
         self.land.load_writers(&beings)?;
-        fold_to_end(self.land.store(), &mut self.world)?;
         self.clock.advance_to(round.now_ms);
         let first = run[0].claim.wake.index;
         let moments = run.len() as u64;

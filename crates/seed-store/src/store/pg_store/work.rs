@@ -281,39 +281,58 @@ impl WakeQueue for PgStore {
                 // take every other wake, and a worker seals only an unbroken
                 // run of wakes at a time. Sealing does not take this lock.
                 transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK_KEY]).await.map_err(pg_error)?;
-                let rows = transaction
+                // Three plain statements, each linear in the claim (one
+                // statement joining the picked rows to their bumped epochs
+                // let the planner loop over both: quadratic in the claim).
+                let picked = transaction
                     .query(
-                        "WITH picked AS ( \
-                             SELECT idx, being FROM seed_wakes \
-                             WHERE tick = $1 AND idx < $5 AND result IS NULL \
-                               AND (lease_until IS NULL OR lease_until < clock_timestamp()) \
-                             ORDER BY idx LIMIT $2 FOR UPDATE SKIP LOCKED), \
-                         bumped AS ( \
-                             INSERT INTO seed_leases (being, epoch) SELECT being, 1 FROM picked \
-                             ON CONFLICT (being) DO UPDATE SET epoch = seed_leases.epoch + 1 \
-                             RETURNING being, epoch) \
-                         UPDATE seed_wakes w SET holder = $3, epoch = b.epoch, \
-                             lease_until = clock_timestamp() + $4::int8 * interval '1 millisecond' \
-                         FROM picked p JOIN bumped b ON b.being = p.being \
-                         WHERE w.tick = $1 AND w.idx = p.idx \
-                         RETURNING w.idx, w.being, w.wake, w.epoch",
-                        &[&tick, &max, &worker, &lease_ms, &below],
+                        "SELECT idx, being, wake FROM seed_wakes \
+                         WHERE tick = $1 AND idx < $3 AND result IS NULL \
+                           AND (lease_until IS NULL OR lease_until < clock_timestamp()) \
+                         ORDER BY idx LIMIT $2 FOR UPDATE SKIP LOCKED",
+                        &[&tick, &max, &below],
                     )
                     .await
                     .map_err(pg_error)?;
-                let mut claims = rows
-                    .iter()
-                    .map(|row| {
-                        Ok(Claim {
-                            wake: QueuedWake {
-                                index: to_u64(row.get(0)),
-                                being: being_of(row.get::<_, &[u8]>(1))?,
-                                wake: row.get(2),
-                            },
-                            epoch: to_u64(row.get(3)),
-                        })
-                    })
-                    .collect::<Result<Vec<Claim>, StoreError>>()?;
+                if picked.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let beings: Vec<&[u8]> = picked.iter().map(|row| row.get::<_, &[u8]>(1)).collect();
+                let bumped = transaction
+                    .query(
+                        "INSERT INTO seed_leases (being, epoch) SELECT being, 1 FROM unnest($1::bytea[]) AS b(being) \
+                         ON CONFLICT (being) DO UPDATE SET epoch = seed_leases.epoch + 1 RETURNING being, epoch",
+                        &[&beings],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                let epochs: std::collections::BTreeMap<&[u8], i64> =
+                    bumped.iter().map(|row| (row.get::<_, &[u8]>(0), row.get::<_, i64>(1))).collect();
+                let mut claims = Vec::with_capacity(picked.len());
+                for row in &picked {
+                    let being_bytes = row.get::<_, &[u8]>(1);
+                    let being = being_of(being_bytes)?;
+                    let epoch = *epochs.get(being_bytes).ok_or_else(|| StoreError::Io {
+                        reason: format!("the lease of {being} was not bumped by its claim"),
+                    })?;
+                    claims.push(Claim {
+                        wake: QueuedWake { index: to_u64(row.get(0)), being, wake: row.get(2) },
+                        epoch: to_u64(epoch),
+                    });
+                }
+                let indexes: Vec<i64> = picked.iter().map(|row| row.get::<_, i64>(0)).collect();
+                let claimed_epochs: Vec<i64> =
+                    claims.iter().map(|claim| to_i64(claim.epoch)).collect::<Result<_, _>>()?;
+                transaction
+                    .execute(
+                        "UPDATE seed_wakes w SET holder = $2, epoch = c.epoch, \
+                             lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond' \
+                         FROM unnest($4::int8[], $5::int8[]) AS c(idx, epoch) \
+                         WHERE w.tick = $1 AND w.idx = c.idx",
+                        &[&tick, &worker, &lease_ms, &indexes, &claimed_epochs],
+                    )
+                    .await
+                    .map_err(pg_error)?;
                 claims.sort_by_key(|claim| claim.wake.index);
                 Ok(claims)
             })
