@@ -338,7 +338,7 @@ impl Engine {
                 room => (room, u64::MAX),
             };
             if max > 0 {
-                let claims = self.wake_queue()?.claim(worker, round.tick, max, below, lease_ms)?;
+                let claims = self.wake_queue()?.claim(worker, round.tick, turn..below, max, lease_ms)?;
                 if !claims.is_empty() {
                     let world = self.world_for_round(&round, &mut snapshot)?;
                     held.extend(self.compute(&world, claims, round.now_ms)?);
@@ -540,6 +540,35 @@ fn world_before(land: &Land, cursor: u64) -> Result<World, EngineError> {
     Ok(world)
 }
 
+/// The driver of a pooled simulation, a round at a time: plants the land
+/// and starts the run in its wake queue; each round is served by the
+/// workers (`simulate_pooled` loops it; the pool benchmark times it).
+pub struct PoolDriver {
+    engine: Engine,
+}
+
+impl PoolDriver {
+    pub fn plant(fixture: &super::fixture::Fixture, options: &EngineOptions) -> Result<PoolDriver, EngineError> {
+        let engine = Engine::plant(fixture, options)?;
+        let digest = run_digest(fixture, options.seed, &engine);
+        engine.wake_queue()?.start_run(digest)?;
+        Ok(PoolDriver { engine })
+    }
+
+    /// One round: opened in the queue, waited for (`watch` is called while
+    /// waiting; its error stops the wait), folded.
+    pub fn round(&mut self, watch: &mut dyn FnMut() -> Result<(), EngineError>) -> Result<(), EngineError> {
+        self.engine.pooled_round(watch)
+    }
+
+    /// Marks the run finished (its workers exit) and closes the land.
+    pub fn finish(mut self, started: std::time::Instant) -> Result<RunSummary, EngineError> {
+        self.engine.wake_queue()?.finish_run()?;
+        self.engine.summary.elapsed_ms = started.elapsed().as_millis() as u64;
+        self.engine.finish()
+    }
+}
+
 /// Plants the fixture and runs it with its moments served by a pool of
 /// workers (`seed worker`): the driver's side. `watch` is called while a
 /// round waits; its error stops the run (the workers it started died).
@@ -548,18 +577,14 @@ pub fn simulate_pooled(
     options: &EngineOptions,
     watch: &mut dyn FnMut() -> Result<(), EngineError>,
 ) -> Result<RunSummary, EngineError> {
-    let mut driver = Engine::plant(fixture, options)?;
-    let digest = run_digest(fixture, options.seed, &driver);
-    driver.wake_queue()?.start_run(digest)?;
+    let mut driver = PoolDriver::plant(fixture, options)?;
     let ticks = options.ticks.unwrap_or(fixture.ticks);
     let progress = &options.progress;
     progress.stage("running rounds", ticks, "rounds");
     let started = std::time::Instant::now();
     for _ in 0..ticks {
-        driver.pooled_round(watch)?;
+        driver.round(watch)?;
         progress.advance(1);
     }
-    driver.wake_queue()?.finish_run()?;
-    driver.summary.elapsed_ms = started.elapsed().as_millis() as u64;
-    driver.finish()
+    driver.finish(started)
 }

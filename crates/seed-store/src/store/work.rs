@@ -108,10 +108,18 @@ pub trait WakeQueue: Send + Sync {
     /// together: what a pool process looks at each time it wakes.
     fn state(&self) -> Result<QueueState, StoreError>;
 
-    /// Claims up to `max` wakes of round `tick` below index `below` that no
-    /// live lease holds, lowest index first, each for `lease_ms` of the
-    /// database's clock.
-    fn claim(&self, worker: &str, tick: u64, max: usize, below: u64, lease_ms: u64) -> Result<Vec<Claim>, StoreError>;
+    /// Claims up to `max` wakes of round `tick` with an index in `indexes`
+    /// that no live lease holds, lowest index first, each for `lease_ms` of
+    /// the database's clock. (Wakes below the round's turn are sealed: a
+    /// claimer starts there, so a claim reads rows in proportion to it.)
+    fn claim(
+        &self,
+        worker: &str,
+        tick: u64,
+        indexes: std::ops::Range<u64>,
+        max: usize,
+        lease_ms: u64,
+    ) -> Result<Vec<Claim>, StoreError>;
 
     /// Extends the leases `worker` holds in round `tick` by `lease_ms`.
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError>;

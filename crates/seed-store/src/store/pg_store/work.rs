@@ -270,8 +270,16 @@ impl WakeQueue for PgStore {
         })
     }
 
-    fn claim(&self, worker: &str, tick: u64, max: usize, below: u64, lease_ms: u64) -> Result<Vec<Claim>, StoreError> {
-        let below = i64::try_from(below).unwrap_or(i64::MAX);
+    fn claim(
+        &self,
+        worker: &str,
+        tick: u64,
+        indexes: std::ops::Range<u64>,
+        max: usize,
+        lease_ms: u64,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let from = to_i64(indexes.start)?;
+        let below = i64::try_from(indexes.end).unwrap_or(i64::MAX);
         let params = (worker.to_string(), to_i64(tick)?, to_i64(max as u64)?, to_i64(lease_ms)?);
         self.in_transaction(move |transaction| {
             Box::pin(async move {
@@ -287,10 +295,10 @@ impl WakeQueue for PgStore {
                 let picked = transaction
                     .query(
                         "SELECT idx, being, wake FROM seed_wakes \
-                         WHERE tick = $1 AND idx < $3 AND result IS NULL \
+                         WHERE tick = $1 AND idx >= $4 AND idx < $3 AND result IS NULL \
                            AND (lease_until IS NULL OR lease_until < clock_timestamp()) \
                          ORDER BY idx LIMIT $2 FOR UPDATE SKIP LOCKED",
-                        &[&tick, &max, &below],
+                        &[&tick, &max, &below, &from],
                     )
                     .await
                     .map_err(pg_error)?;
