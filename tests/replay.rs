@@ -458,6 +458,47 @@ fn the_replay_corpus_replays_as_captured() {
     }
 }
 
+/// Runs `seed --store URL corpus ARGS...`: each capture is checked in a
+/// scratch schema of that database.
+fn corpus_on_postgres(url: &str, arguments: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--store", url, "corpus"])
+        .args(arguments)
+        .env_remove("SEED_LAND")
+        .output()
+        .expect("run seed")
+}
+
+#[test]
+fn the_replay_corpus_replays_as_captured_on_postgres_and_a_damaged_capture_fails_there_too() {
+    if !crate::postgres::postgres_opted_in() {
+        return;
+    }
+    let url = common::postgres::fresh_database();
+    let dir = tempfile::tempdir().expect("folder");
+    copy_definitions(dir.path());
+    copy_tree(&repository().join("replay"), &dir.path().join("replay"));
+    let corpus_dir = dir.path().join("replay");
+    let corpus_dir_text = corpus_dir.to_str().expect("utf-8");
+    let output = corpus_on_postgres(&url, &["check", "--dir", corpus_dir_text]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    for world in ["court", "factory", "library", "dance"] {
+        assert!(stdout(&output).contains(&format!("ok      {}", corpus_dir.join(format!("{world}.toml")).display())));
+    }
+    let capture = corpus_dir.join("library.land");
+    let mut flipped = std::fs::read(&capture).expect("read");
+    let inside_the_last_fact = flipped.len() - 100;
+    flipped[inside_the_last_fact] ^= 0x01;
+    std::fs::write(&capture, &flipped).expect("write");
+    let output = corpus_on_postgres(&url, &["check", "--dir", corpus_dir_text, "--name", "library"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stdout(&output).contains("FAILED"), "{}", stdout(&output));
+    // Every scratch schema was dropped, the failed entry's too.
+    let left =
+        common::postgres::psql_url(&url, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'seed_corpus_scratch%'");
+    assert_eq!(left, "0");
+}
+
 #[test]
 fn capturing_a_demo_world_again_reproduces_its_corpus_entry_byte_for_byte() {
     let dir = tempfile::tempdir().expect("folder");

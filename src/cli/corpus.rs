@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use seed::engine::fixture::Fixture;
+use seed::land::StoreLocation;
 use seed::replay::corpus::{load_capture, read_capture, write_capture, CAPTURE_FORMAT_VERSION};
 use seed::store::Store;
 use serde::{Deserialize, Serialize};
@@ -109,7 +110,10 @@ fn relative_to(from: &Path, target: &Path) -> Result<PathBuf> {
     Ok(relative)
 }
 
-pub fn check(dir: &Path, only: Option<&str>, json: bool) -> Result<ExitCode> {
+/// `seed corpus check`: each capture is loaded into a scratch store of the
+/// kind `store` names (a folder's log store in a temporary folder, or a
+/// scratch schema in the PostgreSQL database, dropped after) and replayed.
+pub fn check(dir: &Path, only: Option<&str>, store: &StoreLocation, json: bool) -> Result<ExitCode> {
     let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("{}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -122,8 +126,8 @@ pub fn check(dir: &Path, only: Option<&str>, json: bool) -> Result<ExitCode> {
     }
     let mut failed = 0;
     let mut entries = Vec::new();
-    for manifest_path in &manifests {
-        let problems = match check_one(manifest_path) {
+    for (index, manifest_path) in manifests.iter().enumerate() {
+        let problems = match check_one(manifest_path, store, index) {
             Ok(problems) => problems,
             Err(error) => vec![format!("{error:#}")],
         };
@@ -153,8 +157,47 @@ pub fn check(dir: &Path, only: Option<&str>, json: bool) -> Result<ExitCode> {
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// A store to load one capture into, removed when dropped (the folder) or
+/// by `remove` (the PostgreSQL schema).
+enum ScratchStore {
+    Folder { _dir: tempfile::TempDir, store: seed::store::LogStore },
+    Postgres(Box<seed::store::PgStore>),
+}
+
+impl ScratchStore {
+    fn open(location: &StoreLocation, index: usize) -> Result<ScratchStore> {
+        let limits = seed::limits::Limits::default();
+        Ok(match location {
+            StoreLocation::Folder => {
+                let dir = tempfile::tempdir()?;
+                let store = seed::store::LogStore::open(&dir.path().join("store"), None, &limits)
+                    .map_err(|error| anyhow::anyhow!("a scratch store: {error}"))?;
+                ScratchStore::Folder { _dir: dir, store }
+            }
+            StoreLocation::Postgres { url } => {
+                let schema = format!("seed_corpus_scratch_{}_{index}", std::process::id());
+                ScratchStore::Postgres(Box::new(seed::store::PgStore::open_scratch(url, &schema, &limits)?))
+            }
+        })
+    }
+
+    fn store(&self) -> &dyn Store {
+        match self {
+            ScratchStore::Folder { store, .. } => store,
+            ScratchStore::Postgres(store) => store.as_ref(),
+        }
+    }
+
+    fn remove(self) -> Result<()> {
+        match self {
+            ScratchStore::Folder { .. } => Ok(()),
+            ScratchStore::Postgres(store) => Ok(store.drop_scratch()?),
+        }
+    }
+}
+
 /// What differs from the manifest's expectations (empty: all as expected).
-fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
+fn check_one(manifest_path: &Path, location: &StoreLocation, index: usize) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(manifest_path)?;
     let manifest: Manifest = toml::from_str(&text).context("the manifest")?;
     let base = manifest_path.parent().unwrap_or(Path::new("."));
@@ -163,11 +206,20 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
     let capture_path = base.join(&manifest.capture);
     let bytes = std::fs::read(&capture_path).with_context(|| format!("{}", capture_path.display()))?;
     let envelopes = read_capture(&bytes).with_context(|| format!("{}", capture_path.display()))?;
-    let scratch = tempfile::tempdir()?;
-    let store = seed::store::LogStore::open(&scratch.path().join("store"), None, &seed::limits::Limits::default())
-        .map_err(|error| anyhow::anyhow!("a scratch store: {error}"))?;
+    let scratch = ScratchStore::open(location, index)?;
+    let checked = check_in(&manifest, &substrate, &envelopes, scratch.store());
+    scratch.remove()?;
+    checked
+}
+
+fn check_in(
+    manifest: &Manifest,
+    substrate: &seed::moment::Substrate,
+    envelopes: &[Vec<u8>],
+    store: &dyn Store,
+) -> Result<Vec<String>> {
     let mut problems = Vec::new();
-    let land_digest = load_capture(&envelopes, &store)?;
+    let land_digest = load_capture(envelopes, store)?;
     if land_digest.to_hex() != manifest.expected.land_digest {
         problems.push(format!(
             "land digest {} where {} was captured",
@@ -180,8 +232,8 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
         problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
     }
     let report = seed::replay::land::replay_land(
-        &store,
-        &substrate,
+        store,
+        substrate,
         CORPUS_THREADS,
         None,
         &Default::default(),
@@ -203,8 +255,8 @@ fn check_one(manifest_path: &Path) -> Result<Vec<String>> {
         problems.push(format!("{} moments replayed where {} were captured", report.moments, manifest.expected.moments));
     }
     let mut world = seed::world::World::new();
-    seed::engine::fold_to_end(&store, &mut world)?;
-    let world_hash = seed::engine::world_hash(&world, &store)?;
+    seed::engine::fold_to_end(store, &mut world)?;
+    let world_hash = seed::engine::world_hash(&world, store)?;
     if world_hash.to_hex() != manifest.expected.world_hash {
         problems.push(format!(
             "world hash {} where {} was captured",

@@ -426,7 +426,7 @@ enum CorpusCommand {
         #[arg(long, default_value = "replay")]
         dir: PathBuf,
     },
-    /// Replay every captured land (or one) and compare it with its expected digests.
+    /// Replay every captured land (or one) and compare it with its expected digests (with `--store postgres://…`, each loaded into a scratch schema of that database, dropped after).
     Check {
         /// (Not taken here: this command reads files, not a land.)
         #[arg(long, hide = true, value_parser = no_land_here)]
@@ -582,7 +582,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             CorpusCommand::Capture { fixture, name, ticks, seed, dir, .. } => {
                 corpus::capture(fixture, name, *ticks, *seed, dir)
             }
-            CorpusCommand::Check { dir, name, json, .. } => corpus::check(dir, name.as_deref(), *json),
+            CorpusCommand::Check { dir, name, json, .. } => {
+                let store = land::store_for(None, arguments.store.as_deref())?;
+                corpus::check(dir, name.as_deref(), &store, *json)
+            }
         };
     }
     if let Command::Script { command } = &arguments.command {

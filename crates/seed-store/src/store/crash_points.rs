@@ -1,7 +1,8 @@
 //! Named places on the write path where the crash tests make the process die
 //! at once, as a kill -9 landing exactly there would: between a group's
 //! write and its sync, between the sync and the group's publication, and in
-//! the middle of writing the derived index records.
+//! the middle of writing the derived index records; on PostgreSQL, before a
+//! group's COMMIT and between its COMMIT and its acknowledgement.
 //!
 //! `SEED_TEST_CRASH_AT=<place>:<n>` aborts the process the `n`th time
 //! (counting from 1) it reaches `<place>` (a [`CrashPoint`] name). Nothing
@@ -27,11 +28,33 @@ pub enum CrashPoint {
     WitnessWritten,
     /// Part of the group's `land.index` records is written, cut inside a record.
     LandIndexTorn,
+    /// On PostgreSQL: the group's rows are written in its transaction, not
+    /// committed.
+    PgWritten,
+    /// On PostgreSQL: the group's transaction is committed; nothing is
+    /// acknowledged yet.
+    PgCommitted,
 }
 
 impl CrashPoint {
-    pub const ALL: [CrashPoint; 4] =
+    pub const ALL: [CrashPoint; 6] = [
+        CrashPoint::SegmentWritten,
+        CrashPoint::SegmentSynced,
+        CrashPoint::WitnessWritten,
+        CrashPoint::LandIndexTorn,
+        CrashPoint::PgWritten,
+        CrashPoint::PgCommitted,
+    ];
+    /// The places of the land folder's log store.
+    pub const LOG_STORE: [CrashPoint; 4] =
         [CrashPoint::SegmentWritten, CrashPoint::SegmentSynced, CrashPoint::WitnessWritten, CrashPoint::LandIndexTorn];
+    /// The places of the PostgreSQL store.
+    pub const POSTGRES: [CrashPoint; 2] = [CrashPoint::PgWritten, CrashPoint::PgCommitted];
+
+    /// Whether a group that dies here is stored though never acknowledged.
+    pub fn group_is_durable(self) -> bool {
+        !matches!(self, CrashPoint::SegmentWritten | CrashPoint::PgWritten)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +62,8 @@ impl CrashPoint {
             CrashPoint::SegmentSynced => "segment-synced",
             CrashPoint::WitnessWritten => "witness-written",
             CrashPoint::LandIndexTorn => "land-index-torn",
+            CrashPoint::PgWritten => "pg-written",
+            CrashPoint::PgCommitted => "pg-committed",
         }
     }
 }

@@ -19,6 +19,7 @@ use super::{being_of, derive_indexes, pg_error, pool_error, to_i64, to_u64, Runn
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
 use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
+use crate::store::crash_points::{self, CrashPoint};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::work::SealTurn;
 use crate::store::{Appended, Head, ReindexReport, StoreError};
@@ -336,7 +337,9 @@ async fn commit(
         if let Some(turn) = &turn {
             super::work::move_turn(&transaction, turn).await?;
         }
+        crash_points::reach(CrashPoint::PgWritten);
         transaction.commit().await.map_err(pg_error)?;
+        crash_points::reach(CrashPoint::PgCommitted);
         Ok((outcomes, staged, written))
     }
     .await;

@@ -116,6 +116,8 @@ pub enum PgOpenError {
     Schema { store: String, source: Box<SchemaError> },
     #[error("cannot start the PostgreSQL store's threads: {0}")]
     Threads(std::io::Error),
+    #[error("cannot make the scratch schema {schema} in {store}: {reason}")]
+    ScratchSchema { store: String, schema: String, reason: String },
 }
 
 /// A PostgreSQL error as a store error, with the server's own message.
@@ -213,6 +215,8 @@ pub struct PgStore {
     /// How to connect, for the listening connection of the wake queue.
     config: tokio_postgres::Config,
     listener: work::ListenerSlot,
+    /// The schema of a store opened for one use (`open_scratch`).
+    scratch_schema: Option<String>,
 }
 
 impl Drop for PgStore {
@@ -229,16 +233,38 @@ impl PgStore {
     /// Opens the land's store in the database `url` names, creating or
     /// migrating its schema, with this process's committer.
     pub fn open(url: &str, limits: &Limits) -> Result<PgStore, PgOpenError> {
-        PgStore::open_for(url, Some(limits))
+        PgStore::open_for(url, Some(limits), None)
+    }
+
+    /// Opens a store of its own in a new schema `schema` of the database
+    /// `url` names, for one use (`seed corpus check` on PostgreSQL): the
+    /// rest of the database is not touched, and [`PgStore::drop_scratch`]
+    /// removes the schema. An existing schema of that name is refused.
+    pub fn open_scratch(url: &str, schema: &str, limits: &Limits) -> Result<PgStore, PgOpenError> {
+        assert!(
+            !schema.is_empty()
+                && schema.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_'),
+            "a scratch schema's name is made by the caller from [a-z0-9_]"
+        );
+        PgStore::open_for(url, Some(limits), Some(schema))
+    }
+
+    /// Drops the scratch schema this store was opened in, with its tables.
+    pub fn drop_scratch(self) -> Result<(), StoreError> {
+        let schema = self.scratch_schema.clone().expect("drop_scratch on a store opened by open_scratch");
+        self.close()?;
+        self.with_client(move |client| async move {
+            client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.map_err(pg_error)
+        })
     }
 
     /// Opens it to read only: nothing is created or written (the session is
     /// read-only at the server), and appends are refused.
     pub fn open_read_only(url: &str) -> Result<PgStore, PgOpenError> {
-        PgStore::open_for(url, None)
+        PgStore::open_for(url, None, None)
     }
 
-    fn open_for(url: &str, writing: Option<&Limits>) -> Result<PgStore, PgOpenError> {
+    fn open_for(url: &str, writing: Option<&Limits>, scratch_schema: Option<&str>) -> Result<PgStore, PgOpenError> {
         let store = redact_store_url(url);
         let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|error| PgOpenError::BadUrl { store: store.clone(), reason: error.to_string() })?;
@@ -250,8 +276,15 @@ impl PgStore {
             }
         }
         config.application_name("seed");
+        let mut options = Vec::new();
         if writing.is_none() {
-            config.options("-c default_transaction_read_only=on");
+            options.push("-c default_transaction_read_only=on".to_string());
+        }
+        if let Some(schema) = scratch_schema {
+            options.push(format!("-c search_path={schema}"));
+        }
+        if !options.is_empty() {
+            config.options(options.join(" "));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(PG_RUNTIME_THREADS)
@@ -271,12 +304,19 @@ impl PgStore {
             .build()
             .map_err(|error| PgOpenError::BadUrl { store: store.clone(), reason: error.to_string() })?;
         let (first, write, named) = (pool.clone(), writing.is_some(), store.clone());
+        let create_schema = scratch_schema.map(|schema| (schema.to_string(), format!("CREATE SCHEMA {schema}")));
         runner
             .run(async move {
                 let mut client = match first.get().await {
                     Ok(client) => client,
                     Err(error) => return Ok(Err(PgOpenError::Connect { store: named, reason: connect_reason(error) })),
                 };
+                if let Some((schema, create_schema)) = create_schema {
+                    if let Err(error) = client.batch_execute(&create_schema).await {
+                        let reason = pg_error(error).to_string();
+                        return Ok(Err(PgOpenError::ScratchSchema { store: named, schema, reason }));
+                    }
+                }
                 let prepared = schema::prepare(&mut client, write).await;
                 Ok(prepared.map_err(|source| PgOpenError::Schema { store: named, source: Box::new(source) }))
             })
@@ -297,6 +337,7 @@ impl PgStore {
             read_only: writing.is_none(),
             config,
             listener: work::ListenerSlot::default(),
+            scratch_schema: scratch_schema.map(str::to_string),
         })
     }
 
