@@ -202,6 +202,36 @@ fn two_processes_writing_one_land_keep_one_gap_free_land_order() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
+/// A key rotation reaches every process of the land: the key ring is one
+/// file the processes share (appended under its lock, re-read when it
+/// changed), so a writer that learns its being's reel moved reloads the
+/// head and finds the rotated key.
+#[test]
+fn a_key_rotated_by_one_process_signs_the_next_fact_another_process_seals() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = plant_on(Backend::Postgres);
+    let path = test.path();
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let other = seed::land::Land::open(&path).expect("a second process's land");
+    note(&other, &worker, "before the rotation, from the other process");
+    // Each process forgets a writer once it sees another's fact of its
+    // being (a pool worker does, folding the land's tail): one writer at a
+    // time, or the reel forks.
+    test.land.forget_writers(&[worker]);
+    test.land.rotate_key(&worker).expect("rotate in the first process");
+    let rotated = test.land.store().head(&worker).expect("head").expect("reel").public_key;
+    // What a pool worker does when it folds another process's fact of this being.
+    other.forget_writers(&[worker]);
+    let sealed = note(&other, &worker, "after the rotation, from the other process");
+    let stored = other.store().reel(&worker, sealed.seq, sealed.seq + 1).expect("read");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(other.store().head(&worker).expect("head").expect("reel").public_key, rotated, "still the rotated key");
+    let report = verify_land(test.land.store(), MODE, 2, common::core_rules()).expect("verify");
+    assert!(report.problems.is_empty(), "signed by the rotated key: {:?}", report.problems);
+}
+
 /// A land planted with `seed plant` on a fresh database of `cluster`.
 fn planted_on(cluster: &common::postgres::Cluster, dir: &std::path::Path) -> std::path::PathBuf {
     let land_dir = dir.join("land");
