@@ -132,7 +132,8 @@ struct WakeResult {
     /// The act asked for the being to continue next round.
     continuing: bool,
     counts: MomentCounts,
-    /// The moment trace line, with the worker and its epoch.
+    /// The moment trace line, with the worker and its epoch (null when the
+    /// driver writes no trace).
     trace: Json,
 }
 
@@ -200,43 +201,66 @@ impl Engine {
             })
             .collect::<Result<Vec<_>, EngineError>>()?;
         self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
+        // The wakes below the turn are sealed for good: they are folded as
+        // the turn moves, while the workers seal the rest.
+        let mut folded = 0usize;
         loop {
-            let round = self.wake_queue()?.state()?.round;
-            if round.is_some_and(|round| round.tick == tick && round.is_done()) {
+            let round = self.wake_queue()?.state()?.round.filter(|round| round.tick == tick);
+            let turn = round.map_or(0, |round| round.turn);
+            if turn > folded as u64 {
+                folded = self.fold_results(tick, folded, &wakes)?;
+            }
+            if round.is_some_and(|round| round.is_done()) {
                 break;
             }
             watch()?;
             self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
         }
-        let results = self.wake_queue()?.results(tick)?;
-        // The round's facts, read once and folded wake by wake.
-        let end = self.land.store().land_len()?;
-        let mut round_facts = std::collections::VecDeque::new();
+        if folded != wakes.len() {
+            return Err(result_error(format!("round {tick} has {folded} results for {} wakes", wakes.len())));
+        }
+        fold_to_end(self.land.store(), &mut self.world)?;
+        self.summary.ticks = tick;
+        self.write_snapshot_if_due();
+        Ok(())
+    }
+
+    /// Folds the sealed results of round `tick` from wake `from` on, wake by
+    /// wake, as a single process would have (the world to each wake's facts,
+    /// births subscribed, what each moment saw told to the scheduler, the
+    /// counts and the trace line); returns the next wake to fold.
+    fn fold_results(&mut self, tick: u64, from: usize, wakes: &[(BeingId, Wake)]) -> Result<usize, EngineError> {
+        let results = self.wake_queue()?.results(tick, from as u64)?;
+        let mut decoded = Vec::with_capacity(results.len());
+        for (offset, (index, bytes)) in results.into_iter().enumerate() {
+            let position = from + offset;
+            if index != position as u64 || position >= wakes.len() {
+                return Err(result_error(format!("round {tick}: wake {position}'s result is missing")));
+            }
+            decoded.push(serde_json::from_slice::<WakeResult>(&bytes).map_err(result_error)?);
+        }
+        // The facts of these wakes, read at once and folded wake by wake.
+        let end = decoded.last().map_or(self.world.cursor, |result| result.facts_end);
+        let mut facts = std::collections::VecDeque::new();
         let mut read_to = self.world.cursor;
         while read_to < end {
             let to = end.min(read_to + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
-            round_facts.extend(super::read_land_log(self.land.store(), read_to, to)?);
+            facts.extend(super::read_land_log(self.land.store(), read_to, to)?);
             read_to = to;
         }
-        if results.len() != wakes.len() {
-            return Err(result_error(format!("round {tick} has {} results for {} wakes", results.len(), wakes.len())));
-        }
-        for (position, ((index, bytes), (being, _))) in results.into_iter().zip(&wakes).enumerate() {
-            if index != position as u64 {
-                return Err(result_error(format!("round {tick}: wake {position}'s result is missing")));
-            }
-            let result: WakeResult = serde_json::from_slice(&bytes).map_err(result_error)?;
+        for (offset, result) in decoded.iter().enumerate() {
+            let being = wakes[from + offset].0;
             if result.facts_end > end {
                 return Err(result_error(format!(
-                    "wake {position} ends at land seq {}, past the land's end {end}",
+                    "wake {} ends at land seq {}, past the end of the wakes read with it ({end})",
+                    from + offset,
                     result.facts_end
                 )));
             }
             let beings_before = self.world.beings.len();
-            while let Some((land_seq, fact)) = round_facts.front().filter(|(land_seq, _)| *land_seq < result.facts_end)
-            {
+            while let Some((land_seq, fact)) = facts.front().filter(|(land_seq, _)| *land_seq < result.facts_end) {
                 self.world.apply(*land_seq, fact);
-                round_facts.pop_front();
+                facts.pop_front();
             }
             // A birth: the child is subscribed as the round left it. Only a
             // wake that added beings is looked through (a scan per wake
@@ -254,20 +278,20 @@ impl Engine {
                 }
             }
             if result.continuing {
-                self.scheduler.continuing.insert(*being);
+                self.scheduler.continuing.insert(being);
             }
-            self.scheduler.saw(&self.world, *being);
-            result.counts.add_to(&mut self.summary);
+            self.scheduler.saw(&self.world, being);
             if let Some((path, out)) = self.trace_out.as_mut() {
                 use std::io::Write;
                 writeln!(out, "{}", result.trace)
                     .map_err(|source| EngineError::Trace { path: path.clone(), source })?;
             }
         }
-        fold_to_end(self.land.store(), &mut self.world)?;
-        self.summary.ticks = tick;
-        self.write_snapshot_if_due();
-        Ok(())
+        let next = from + decoded.len();
+        for result in decoded {
+            result.counts.add_to(&mut self.summary);
+        }
+        Ok(next)
     }
 
     /// Serves the pool as worker `worker` until the run finishes (or
@@ -321,7 +345,7 @@ impl Engine {
                 .count();
             if run_len > 0 {
                 let run: Vec<Held> = held.drain(..run_len).collect();
-                if self.seal_run(&round, worker, run, &mut report)? {
+                if self.seal_run(&round, worker, state.traced, run, &mut report)? {
                     turn += run_len as u64;
                 }
                 progressed = true;
@@ -428,6 +452,7 @@ impl Engine {
         &mut self,
         round: &Round,
         worker: &str,
+        traced: bool,
         run: Vec<Held>,
         report: &mut WorkerReport,
     ) -> Result<bool, EngineError> {
@@ -438,7 +463,7 @@ impl Engine {
         let first = run[0].claim.wake.index;
         let moments = run.len() as u64;
         let mut sealing = Sealing::holding(self.world.cursor, self.threads.max(1));
-        let decided = self.decide_run(round.tick, worker, run, &mut sealing);
+        let decided = self.decide_run(round.tick, worker, traced, run, &mut sealing);
         let sealed_results = match decided {
             Ok(results) => {
                 sealing.flush(&self.land);
@@ -493,6 +518,7 @@ impl Engine {
         &mut self,
         tick: u64,
         worker: &str,
+        traced: bool,
         run: Vec<Held>,
         sealing: &mut Sealing,
     ) -> Result<Vec<(u64, Vec<u8>)>, EngineError> {
@@ -505,8 +531,13 @@ impl Engine {
             decided?;
             let continuing = self.scheduler.continuing.remove(&being);
             let mut trace = self.pool_traces.as_mut().and_then(Vec::pop).unwrap_or(Json::Null);
-            trace["worker"] = Json::from(worker);
-            trace["epoch"] = Json::from(claim.epoch);
+            if traced {
+                trace["worker"] = Json::from(worker);
+                trace["epoch"] = Json::from(claim.epoch);
+            } else {
+                // The driver writes no trace: the result stays small.
+                trace = Json::Null;
+            }
             let result =
                 WakeResult { facts_end: sealing.next_land_seq, continuing, counts: MomentCounts::of(&counts), trace };
             let bytes = serde_json::to_vec(&result).map_err(result_error)?;
@@ -551,7 +582,8 @@ impl PoolDriver {
     pub fn plant(fixture: &super::fixture::Fixture, options: &EngineOptions) -> Result<PoolDriver, EngineError> {
         let engine = Engine::plant(fixture, options)?;
         let digest = run_digest(fixture, options.seed, &engine);
-        engine.wake_queue()?.start_run(digest)?;
+        let traced = engine.trace_out.is_some();
+        engine.wake_queue()?.start_run(digest, traced)?;
         Ok(PoolDriver { engine })
     }
 

@@ -88,6 +88,8 @@ pub enum RunState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueState {
     pub run: RunState,
+    /// Whether the run's driver writes a moment trace.
+    pub traced: bool,
     pub round: Option<Round>,
 }
 
@@ -95,7 +97,9 @@ pub struct QueueState {
 pub trait WakeQueue: Send + Sync {
     /// Starts a run named by `digest` (what every worker must agree on:
     /// fixture, seed); refuses while a different run is unfinished.
-    fn start_run(&self, digest: Hash32) -> Result<(), StoreError>;
+    /// `traced`: whether the driver writes a moment trace (the workers then
+    /// put each moment's trace line in its result).
+    fn start_run(&self, digest: Hash32, traced: bool) -> Result<(), StoreError>;
 
     /// Marks the run finished: its workers stop.
     fn finish_run(&self) -> Result<(), StoreError>;
@@ -130,8 +134,8 @@ pub trait WakeQueue: Send + Sync {
     /// is written when any of it is refused.
     fn seal_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError>;
 
-    /// The results of round `tick`'s sealed wakes, by index.
-    fn results(&self, tick: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+    /// The results of round `tick`'s sealed wakes from index `from` on, by index.
+    fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
 
     /// Waits until another process tells of news (a round opened, a turn
     /// moved, the run finished) or `timeout_ms` passed. Callers always look

@@ -26,7 +26,7 @@ use crate::store::pg_store::pg_error;
 use crate::store::StoreError;
 
 /// The schema version this build writes and reads.
-pub const PG_SCHEMA_VERSION: i32 = 2;
+pub const PG_SCHEMA_VERSION: i32 = 3;
 
 /// Any 64-bit number the project owns: the advisory lock migrations take.
 const MIGRATION_LOCK_KEY: i64 = 0x5eed_0000_0000_0001;
@@ -86,6 +86,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
          );
          CREATE TABLE seed_leases (being bytea PRIMARY KEY, epoch bigint NOT NULL CHECK (epoch > 0));",
     ),
+    // Whether the run's driver writes a moment trace: workers leave the
+    // trace line out of a wake's result when it does not.
+    (3, "ALTER TABLE seed_runs ADD COLUMN traced boolean NOT NULL DEFAULT true;"),
 ];
 
 /// Why a database cannot hold this build's land.

@@ -1,6 +1,6 @@
 //! The wake queue in PostgreSQL (`store/work.rs` says what it promises).
 //!
-//! Tables (schema version 2): `seed_runs` (the run workers serve),
+//! Tables (schema versions 2 and 3): `seed_runs` (the run workers serve, and whether it is traced),
 //! `seed_rounds` (each round's cursor, time, wake count and turn),
 //! `seed_wakes` (each wake with its holder, epoch, lease and result) and
 //! `seed_leases` (the fencing epoch of each being, bumped by every claim).
@@ -164,7 +164,7 @@ fn run_state_of(digest: Option<&[u8]>, finished: bool) -> Result<RunState, Store
 }
 
 impl WakeQueue for PgStore {
-    fn start_run(&self, digest: Hash32) -> Result<(), StoreError> {
+    fn start_run(&self, digest: Hash32, traced: bool) -> Result<(), StoreError> {
         self.in_transaction(move |transaction| {
             Box::pin(async move {
                 let row = transaction
@@ -193,9 +193,10 @@ impl WakeQueue for PgStore {
                     .map_err(pg_error)?;
                 transaction
                     .execute(
-                        "INSERT INTO seed_runs (id, digest, finished) VALUES (1, $1, false) \
-                         ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, finished = false",
-                        &[&digest.0.to_vec()],
+                        "INSERT INTO seed_runs (id, digest, finished, traced) VALUES (1, $1, false, $2) \
+                         ON CONFLICT (id) DO UPDATE SET digest = EXCLUDED.digest, finished = false, \
+                             traced = EXCLUDED.traced",
+                        &[&digest.0.to_vec(), &traced],
                     )
                     .await
                     .map_err(pg_error)?;
@@ -250,7 +251,7 @@ impl WakeQueue for PgStore {
         self.with_client(|client| async move {
             let row = client
                 .query_one(
-                    "SELECT r.digest, r.finished, o.tick, o.cursor, o.now_ms, o.wakes, o.turn \
+                    "SELECT r.digest, r.finished, o.tick, o.cursor, o.now_ms, o.wakes, o.turn, r.traced \
                      FROM (SELECT 1) AS one \
                      LEFT JOIN seed_runs r ON r.id = 1 \
                      LEFT JOIN LATERAL (SELECT * FROM seed_rounds ORDER BY tick DESC LIMIT 1) o ON true",
@@ -266,7 +267,8 @@ impl WakeQueue for PgStore {
                 wakes: to_u64(row.get(5)),
                 turn: to_u64(row.get(6)),
             });
-            Ok(QueueState { run, round })
+            let traced = row.get::<_, Option<bool>>(7).unwrap_or(false);
+            Ok(QueueState { run, traced, round })
         })
     }
 
@@ -368,13 +370,14 @@ impl WakeQueue for PgStore {
         self.committing.seal_turn(facts, turn, self.no_committer())
     }
 
-    fn results(&self, tick: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        let tick = to_i64(tick)?;
+    fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let (tick, from) = (to_i64(tick)?, to_i64(from)?);
         self.with_client(move |client| async move {
             let rows = client
                 .query(
-                    "SELECT idx, result FROM seed_wakes WHERE tick = $1 AND result IS NOT NULL ORDER BY idx",
-                    &[&tick],
+                    "SELECT idx, result FROM seed_wakes WHERE tick = $1 AND idx >= $2 AND result IS NOT NULL \
+                     ORDER BY idx",
+                    &[&tick, &from],
                 )
                 .await
                 .map_err(pg_error)?;
