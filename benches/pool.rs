@@ -5,8 +5,9 @@
 //!
 //! - in one process on the land folder, one thread (the reference a land
 //!   outgrows);
-//! - on PostgreSQL, the driver in this process and 1, 2 and 3 worker
-//!   processes of one thread each, on a throwaway cluster on a unix socket;
+//! - on PostgreSQL (a throwaway cluster on a unix socket), in one process
+//!   without a pool, and with the driver in this process and 1, 2 and 3
+//!   worker processes of one thread each;
 //!
 //! each as a ratio to raw Ed25519 signing on one thread, measured in the same
 //! run. The target: the pool with one worker at least half the
@@ -118,6 +119,11 @@ fn bench(c: &mut Criterion) {
         return;
     }
     let cluster = postgres::Cluster::start();
+    // One process on PostgreSQL, no pool: what the store itself costs.
+    let store = seed::land::StoreLocation::Postgres { url: cluster.fresh_database() };
+    let mut alone = Engine::plant(&fixture, &options(dir.path().join("alone"), store)).expect("plant on PostgreSQL");
+    group.bench_function("crowd_round_postgres_one_process", |b| b.iter(|| alone.round().expect("round")));
+    alone.finish().expect("finish");
     for workers in WORKER_COUNTS {
         let land = dir.path().join(format!("pool-{workers}"));
         let store = seed::land::StoreLocation::Postgres { url: cluster.fresh_database() };
@@ -152,6 +158,13 @@ fn print_ratios() {
     println!("\n== figures of this run (sealed moments per second) ==");
     println!("raw ed25519 sign, 1 thread (reference)   {sign:>10.0}/s");
     println!("crowd, land folder, 1 process            {folder:>10.0}/s  = {:>5.1}% of sign", 100.0 * folder / sign);
+    if let Some(alone) = rate("pool/crowd_round_postgres_one_process", beings) {
+        println!(
+            "crowd, PostgreSQL, 1 process, no pool     {alone:>10.0}/s  = {:>5.1}% of sign, {:>5.1}% of the folder",
+            100.0 * alone / sign,
+            100.0 * alone / folder
+        );
+    }
     for workers in WORKER_COUNTS {
         let Some(pooled) = rate(&format!("pool/crowd_round_postgres_workers/{workers}"), beings) else { continue };
         println!(
