@@ -7,8 +7,9 @@
 //! engine gives their meaning. What it guarantees:
 //!
 //! - **A claim is exclusive until its lease runs out.** Claims take the
-//!   lowest unclaimed (or expired) wakes of the round, skipping rows another
-//!   claimer is taking at that instant, and bump the being's epoch.
+//!   lowest unclaimed (or expired) wakes of the round, one claimer at a
+//!   time so that each claim is an unbroken run of wakes, skipping rows a
+//!   sealing turn holds, and bump the being's epoch.
 //! - **Sealing is fenced.** A worker seals a run of wakes starting at the
 //!   round's turn with [`WakeQueue::seal_turn`]: its facts, the wakes'
 //!   results and the turn's move commit in one transaction, and only if the
