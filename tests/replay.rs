@@ -497,6 +497,12 @@ fn the_replay_corpus_replays_as_captured_on_postgres_and_a_damaged_capture_fails
     let left =
         common::postgres::psql_url(&url, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'seed_corpus_scratch%'");
     assert_eq!(left, "0");
+    // A database that cannot hold a scratch store is one clear error.
+    let missing = url.replacen("postgres:///", "postgres:///no_such_", 1);
+    let output = corpus_on_postgres(&missing, &["check", "--dir", corpus_dir_text]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("does not exist"), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("FAILED"), "no entry is reported: {}", stdout(&output));
 }
 
 #[test]
