@@ -145,11 +145,24 @@ pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
 /// chunk of entries at a time. A fact the log points at but the store does
 /// not give back is an error: a world is never folded past a hole.
 pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), EngineError> {
-    let mut next = world.cursor;
+    let from = world.cursor;
+    for_each_land_fact(store, from, end, |land_seq, fact| world.apply(land_seq, &fact))
+}
+
+/// Hands `visit` each fact at land seqs `from..end`, decoded, in land
+/// order, reading [`FOLD_LAND_LOG_CHUNK_ENTRIES`] at a time: a hole in them
+/// is an error.
+pub(crate) fn for_each_land_fact(
+    store: &dyn Store,
+    from: u64,
+    end: u64,
+    mut visit: impl FnMut(u64, crate::fact::Fact),
+) -> Result<(), EngineError> {
+    let mut next = from;
     while next < end {
         let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
         for (land_seq, fact) in read_land_log(store, next, to)? {
-            world.apply(land_seq, &fact);
+            visit(land_seq, fact);
         }
         next = to;
     }
@@ -158,11 +171,7 @@ pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), 
 
 /// The facts at land seqs `from..to`, decoded, in land order, read in one
 /// request: a hole in them is an error.
-pub(crate) fn read_land_log(
-    store: &dyn Store,
-    from: u64,
-    to: u64,
-) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
+fn read_land_log(store: &dyn Store, from: u64, to: u64) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
     let read = store.land_log_with_envelopes(from, to)?;
     if read.len() as u64 != to - from {
         // The first land seq the entries skip.
@@ -181,13 +190,24 @@ pub(crate) fn read_land_log(
 /// The world folded from the whole land log, starting from the latest
 /// snapshot a clean verification vouched for (if any).
 pub fn world_at_end(land: &Land) -> Result<World, EngineError> {
+    let mut world = world_before(land, land.store().land_len()?)?;
+    fold_to_end(land.store(), &mut world)?;
+    Ok(world)
+}
+
+/// The world folded up to (not including) land seq `cursor`, from the
+/// latest vouched snapshot at or before it.
+pub(crate) fn world_before(land: &Land, cursor: u64) -> Result<World, EngineError> {
     use crate::snapshots::WorldSnapshots;
     let store = land.store();
-    let end = store.land_len()?;
     let snapshots = crate::snapshots::VouchedWorlds::open(land.dir(), store, land.root(), false)
         .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(land.dir(), store));
-    let mut world = snapshots.at_or_before(end).and_then(|cursor| snapshots.world(cursor)).unwrap_or_else(World::new);
-    fold_to_end(store, &mut world)?;
+    // Not `World::default()`: a world folded from genesis starts with the root space.
+    let mut world = match snapshots.at_or_before(cursor).and_then(|at| snapshots.world(at)) {
+        Some(world) => world,
+        None => World::new(),
+    };
+    fold_until(store, &mut world, cursor)?;
     Ok(world)
 }
 

@@ -24,7 +24,8 @@
 
 use super::sealing::Sealing;
 use super::{
-    check_world, fold_to_end, fold_until, world_at_end, Engine, EngineError, EngineOptions, FailureExample, RunSummary,
+    check_world, fold_to_end, world_at_end, world_before, Engine, EngineError, EngineOptions, FailureExample,
+    RunSummary,
 };
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
@@ -242,12 +243,9 @@ impl Engine {
         // The facts of these wakes, read at once and folded wake by wake.
         let end = decoded.last().map_or(self.world.cursor, |result| result.facts_end);
         let mut facts = std::collections::VecDeque::new();
-        let mut read_to = self.world.cursor;
-        while read_to < end {
-            let to = end.min(read_to + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
-            facts.extend(super::read_land_log(self.land.store(), read_to, to)?);
-            read_to = to;
-        }
+        super::for_each_land_fact(self.land.store(), self.world.cursor, end, |land_seq, fact| {
+            facts.push_back((land_seq, fact))
+        })?;
         for (offset, result) in decoded.iter().enumerate() {
             let being = wakes[from + offset].0;
             if result.facts_end > end {
@@ -407,15 +405,11 @@ impl Engine {
     /// keeps is still at its reel's head, and loads no head again.
     fn fold_others_until(&mut self, end: u64) -> Result<(), EngineError> {
         let mut touched = std::collections::BTreeSet::new();
-        let mut next = self.world.cursor;
-        while next < end {
-            let to = end.min(next + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
-            for (land_seq, fact) in super::read_land_log(self.land.store(), next, to)? {
-                touched.insert(fact.header.being);
-                self.world.apply(land_seq, &fact);
-            }
-            next = to;
-        }
+        let world = &mut self.world;
+        super::for_each_land_fact(self.land.store(), world.cursor, end, |land_seq, fact| {
+            touched.insert(fact.header.being);
+            world.apply(land_seq, &fact);
+        })?;
         let touched: Vec<BeingId> = touched.into_iter().collect();
         self.land.forget_writers(&touched);
         Ok(())
@@ -557,18 +551,6 @@ impl Engine {
         self.world = world_at_end(&self.land)?;
         Ok(())
     }
-}
-
-/// The world folded up to (not including) land seq `cursor`, from the
-/// latest vouched snapshot at or before it.
-fn world_before(land: &Land, cursor: u64) -> Result<World, EngineError> {
-    use crate::snapshots::WorldSnapshots;
-    let store = land.store();
-    let snapshots = crate::snapshots::VouchedWorlds::open(land.dir(), store, land.root(), false)
-        .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(land.dir(), store));
-    let mut world = snapshots.at_or_before(cursor).and_then(|at| snapshots.world(at)).unwrap_or_default();
-    fold_until(store, &mut world, cursor)?;
-    Ok(world)
 }
 
 /// The driver of a pooled simulation, a round at a time: plants the land
