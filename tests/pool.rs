@@ -200,8 +200,66 @@ fn workers_killed_mid_round_lose_no_fact_run_no_being_twice_and_change_no_world_
         lines += 1;
     }
     assert_eq!(lines, summary["moments"].as_u64().expect("moments"), "one trace line per moment");
-    // Claims outnumber sealed moments: leases of killed workers moved.
-    let claims: u64 =
-        common::postgres::psql_url(&url, "SELECT sum(epoch) FROM seed_leases").trim().parse().expect("sum");
-    assert!(claims > lines, "{claims} claims for {lines} moments: no lease ever moved");
+    // More wakes were claimed than sealed: leases of killed workers moved.
+    let claimed: u64 = common::postgres::psql_url(&url, "SELECT sum(end_idx - first_idx) FROM seed_claims")
+        .trim()
+        .parse()
+        .expect("sum");
+    assert!(claimed > lines, "{claimed} wakes claimed for {lines} moments: no lease ever moved");
+}
+
+/// The queue itself, one step at a time: an expired claim is taken over at
+/// a higher epoch, a live one is not, and the worker whose lease moved is
+/// fenced with a reason naming who holds its wake now.
+#[test]
+fn an_expired_claim_is_taken_over_at_a_higher_epoch_and_its_first_holder_is_fenced() {
+    use seed::store::work::{QueuedWake, SealTurn};
+    use seed::store::StoreError;
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = common::plant_on(common::Backend::Postgres);
+    let queue = test.land.store().wake_queue().expect("PostgreSQL has a wake queue");
+    let being = test.land.create_being(common::spec("waker")).expect("being").being;
+    queue.start_run(seed::fact::Hash32([1; 32]), false).expect("start");
+    let wakes: Vec<QueuedWake> = (0..6).map(|index| QueuedWake { index, being, wake: vec![index as u8] }).collect();
+    let cursor = test.land.store().land_len().expect("len");
+    queue.open_round(1, cursor, 0, &wakes).expect("open");
+    let indexes = |claims: &[seed::store::work::Claim]| claims.iter().map(|c| c.wake.index).collect::<Vec<_>>();
+    let a = queue.claim("a", 1, 0..u64::MAX, 2, 60_000).expect("claim a");
+    let c = queue.claim("c", 1, 0..u64::MAX, 2, 1).expect("claim c");
+    assert_eq!((indexes(&a), indexes(&c)), (vec![0, 1], vec![2, 3]));
+    assert_eq!(c[0].wake.wake, vec![2], "a claim hands out the wake's bytes");
+    std::thread::sleep(Duration::from_millis(50));
+    // c's lease ran out, a's did not: b takes c's wakes and the free ones.
+    let b = queue.claim("b", 1, 0..u64::MAX, 10, 60_000).expect("claim b");
+    assert_eq!(indexes(&b), vec![2, 3, 4, 5]);
+    assert!(b[0].epoch > c[0].epoch && c[0].epoch > a[0].epoch, "epochs only grow: {a:?} {c:?} {b:?}");
+    assert!(queue.claim("d", 1, 0..u64::MAX, 10, 60_000).expect("claim d").is_empty(), "nothing is free");
+    let turn = |worker: &str, first: u64, claims: &[seed::store::work::Claim]| SealTurn {
+        worker: worker.into(),
+        tick: 1,
+        first,
+        sealed: claims.iter().map(|claim| (claim.epoch, format!("result {}", claim.wake.index).into_bytes())).collect(),
+    };
+    // Not c's turn yet, and not b's either.
+    match queue.submit_turn(Vec::new(), turn("b", 2, &b)).wait() {
+        Err(StoreError::Fenced { reason, .. }) => assert!(reason.contains("turn is at wake 0"), "{reason}"),
+        other => panic!("b sealed out of turn: {other:?}"),
+    }
+    queue.submit_turn(Vec::new(), turn("a", 0, &a)).wait().expect("a seals its turn");
+    match queue.submit_turn(Vec::new(), turn("c", 2, &c)).wait() {
+        Err(StoreError::Fenced { reason, .. }) => assert_eq!(
+            reason,
+            format!("the lease of wake 2 moved (held by b at epoch {}, claimed at epoch {})", b[0].epoch, c[0].epoch)
+        ),
+        other => panic!("c sealed after its lease moved: {other:?}"),
+    }
+    queue.submit_turn(Vec::new(), turn("b", 2, &b)).wait().expect("b seals the rest");
+    let round = queue.state().expect("state").round.expect("round");
+    assert!(round.is_done(), "{round:?}");
+    let results = queue.results(1, 3).expect("results");
+    let expected: Vec<(u64, Vec<u8>)> = (3..6).map(|index| (index, format!("result {index}").into_bytes())).collect();
+    assert_eq!(results, expected);
+    assert_eq!(queue.results(1, 0).expect("results").len(), 6);
 }

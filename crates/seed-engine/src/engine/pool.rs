@@ -155,6 +155,16 @@ struct Held {
     trace: MomentTrace,
 }
 
+/// A turn a worker sent, committing while it computes its next claim.
+struct SentTurn {
+    pending: crate::land::PendingTurn,
+    /// The land seq each fact was folded at: the commit must agree.
+    expected: Vec<u64>,
+    /// Its key rotations, finished once it commits.
+    sealing: Sealing,
+    moments: u64,
+}
+
 /// What a worker did, for its exit line and the tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerReport {
@@ -306,7 +316,13 @@ impl Engine {
         let mut held: Vec<Held> = Vec::new();
         let mut held_tick = 0;
         let mut snapshot: Option<(u64, Arc<World>)> = None;
+        // The turn this worker sent last, committing while it computes its
+        // next claim; its outcome is taken before anything else is decided.
+        let mut sending: Option<SentTurn> = None;
         while !stop() {
+            if let Some(sent) = sending.take() {
+                self.finish_turn(sent, &mut report)?;
+            }
             let state = self.wake_queue()?.state()?;
             match state.run {
                 RunState::Running { digest: found } | RunState::Finished { digest: found } if found != digest => {
@@ -343,9 +359,10 @@ impl Engine {
                 .count();
             if run_len > 0 {
                 let run: Vec<Held> = held.drain(..run_len).collect();
-                if self.seal_run(&round, worker, state.traced, run, &mut report)? {
-                    turn += run_len as u64;
-                }
+                // Claims start past it: if it is refused, its wakes are
+                // sealed by whoever holds them now.
+                sending = Some(self.send_run(&round, worker, state.traced, run)?);
+                turn += run_len as u64;
                 progressed = true;
             }
             // With room, claim the lowest free wakes; when full and the turn
@@ -374,6 +391,9 @@ impl Engine {
                 }
                 self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
             }
+        }
+        if let Some(sent) = sending.take() {
+            self.finish_turn(sent, &mut report)?;
         }
         Ok(report)
     }
@@ -438,18 +458,9 @@ impl Engine {
             .collect())
     }
 
-    /// Seals a run of held wakes starting at the round's turn, as one
-    /// fenced turn; `false` when the turn was refused. A refused turn is
-    /// not an error: the wakes were sealed by whoever holds them now, and
-    /// this worker goes on.
-    fn seal_run(
-        &mut self,
-        round: &Round,
-        worker: &str,
-        traced: bool,
-        run: Vec<Held>,
-        report: &mut WorkerReport,
-    ) -> Result<bool, EngineError> {
+    /// Decides, signs and sends a run of held wakes starting at the round's
+    /// turn, as one fenced turn.
+    fn send_run(&mut self, round: &Round, worker: &str, traced: bool, run: Vec<Held>) -> Result<SentTurn, EngineError> {
         let beings: Vec<BeingId> = run.iter().map(|wake| wake.claim.wake.being).collect();
         self.fold_others_until(self.land.store().land_len()?)?;
         self.land.load_writers(&beings)?;
@@ -458,25 +469,35 @@ impl Engine {
         let moments = run.len() as u64;
         let mut sealing = Sealing::holding(self.world.cursor, self.threads.max(1));
         let decided = self.decide_run(round.tick, worker, traced, run, &mut sealing);
-        let sealed_results = match decided {
+        match decided {
             Ok(results) => {
                 sealing.flush(&self.land);
                 let held = sealing.take_held();
                 let expected: Vec<u64> = held.iter().map(|(land_seq, _)| *land_seq).collect();
                 let signed = held.into_iter().map(|(_, fact)| fact).collect();
                 let turn = SealTurn { worker: worker.to_string(), tick: round.tick, first, sealed: results };
-                self.land.seal_turn(signed, turn).map(|sealed| (sealed, expected))
-            }
-            Err(error) => Err(match error {
-                EngineError::Land(error) => error,
-                other => {
-                    self.forget_turn(&mut sealing)?;
-                    return Err(other);
+                match self.land.submit_turn(signed, turn) {
+                    Ok(pending) => Ok(SentTurn { pending, expected, sealing, moments }),
+                    Err(error) => {
+                        self.forget_turn(&mut sealing)?;
+                        Err(error.into())
+                    }
                 }
-            }),
-        };
-        match sealed_results {
-            Ok((sealed, expected)) => {
+            }
+            Err(error) => {
+                self.forget_turn(&mut sealing)?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Waits for a sent turn's outcome. A refused turn is not an error: its
+    /// wakes were sealed by whoever holds them now, and this worker goes on
+    /// from what the land holds.
+    fn finish_turn(&mut self, sent: SentTurn, report: &mut WorkerReport) -> Result<(), EngineError> {
+        let SentTurn { pending, expected, mut sealing, moments } = sent;
+        match pending.wait() {
+            Ok(sealed) => {
                 if let Some((fact, want)) = sealed.iter().zip(&expected).find(|(fact, want)| fact.land_seq != **want) {
                     return Err(EngineError::Internal(format!(
                         "land seq {} sealed where {want} was folded",
@@ -491,13 +512,12 @@ impl Engine {
                 }
                 report.turns_sealed += 1;
                 report.moments_sealed += moments;
-                Ok(true)
+                Ok(())
             }
             Err(LandError::Store(StoreError::Fenced { tick, first, reason })) => {
                 tracing::info!(tick, first, %reason, "turn lost: another worker holds these wakes now");
                 report.turns_lost += 1;
-                self.forget_turn(&mut sealing)?;
-                Ok(false)
+                self.forget_turn(&mut sealing)
             }
             Err(error) => {
                 self.forget_turn(&mut sealing)?;

@@ -302,6 +302,39 @@ pub struct Prepared {
     writer: Arc<Mutex<Writer>>,
 }
 
+/// A worker's turn on its way to the store ([`Land::submit_turn`]).
+pub struct PendingTurn {
+    ticket: crate::store::work::TurnTicket,
+    signed: Vec<SignedFact>,
+}
+
+impl PendingTurn {
+    /// Waits until the turn committed, or was refused: its beings' writers
+    /// then reload from the store.
+    pub fn wait(self) -> Result<Vec<Sealed>, LandError> {
+        match self.ticket.wait() {
+            Ok(appended) => Ok(self
+                .signed
+                .iter()
+                .zip(appended)
+                .map(|(signed, appended)| Sealed {
+                    being: signed.being,
+                    seq: signed.seq,
+                    id: appended.id,
+                    land_seq: appended.land_seq,
+                    stored_time_ms: signed.stored_time_ms,
+                })
+                .collect()),
+            Err(error) => {
+                for signed in &self.signed {
+                    signed.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
+                }
+                Err(error.into())
+            }
+        }
+    }
+}
+
 /// A signed fact ready for `Land::submit_signed`.
 pub struct SignedFact {
     fact: Fact,
@@ -617,32 +650,14 @@ impl Land {
         prepared.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
     }
 
-    /// Seals a worker's run of wakes through the store's wake queue: every
+    /// Sends a worker's run of wakes to the store's wake queue: every
     /// fact, in order, with the wakes' results, in one fenced commit
     /// (`store::work`). Nothing is sealed when any of it is refused; the
     /// writers of its beings then reload from the store.
-    pub fn seal_turn(&self, signed: Vec<SignedFact>, turn: SealTurn) -> Result<Vec<Sealed>, LandError> {
+    pub fn submit_turn(&self, signed: Vec<SignedFact>, turn: SealTurn) -> Result<PendingTurn, LandError> {
         let queue = self.store.wake_queue().ok_or(StoreError::NoWakeQueue)?;
         let facts: Vec<Fact> = signed.iter().map(|signed| signed.fact.clone()).collect();
-        match queue.seal_turn(facts, turn) {
-            Ok(appended) => Ok(signed
-                .iter()
-                .zip(appended)
-                .map(|(signed, appended)| Sealed {
-                    being: signed.being,
-                    seq: signed.seq,
-                    id: appended.id,
-                    land_seq: appended.land_seq,
-                    stored_time_ms: signed.stored_time_ms,
-                })
-                .collect()),
-            Err(error) => {
-                for signed in &signed {
-                    signed.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stale = true;
-                }
-                Err(error.into())
-            }
-        }
+        Ok(PendingTurn { ticket: queue.submit_turn(facts, turn), signed })
     }
 
     /// Forgets the writers of `beings`: each reloads its head from the store

@@ -3,7 +3,7 @@
 //! before it), and the handle the store keeps to send and to stop.
 
 use crate::fact::Fact;
-use crate::store::work::SealTurn;
+use crate::store::work::{SealTurn, TurnTicket};
 use crate::store::{AppendTicket, Appended, ReindexReport, StoreError};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
@@ -126,16 +126,13 @@ impl Committing {
         receiver.recv().unwrap_or(Err(StoreError::Closed))
     }
 
-    /// Queues a fenced run of wakes and waits for its outcome.
-    pub fn seal_turn(
-        &self,
-        facts: Vec<Fact>,
-        turn: SealTurn,
-        when_none: StoreError,
-    ) -> Result<Vec<Appended>, StoreError> {
+    /// Queues a fenced run of wakes.
+    pub fn submit_turn(&self, facts: Vec<Fact>, turn: SealTurn, when_none: StoreError) -> TurnTicket {
         let (reply, receiver) = sync_channel(1);
-        self.send(Request::Turn { facts, turn, reply }, when_none)?;
-        receiver.recv().unwrap_or(Err(StoreError::Closed))
+        match self.send(Request::Turn { facts, turn, reply }, when_none) {
+            Ok(()) => TurnTicket::waiting(receiver),
+            Err(error) => TurnTicket::failed(error),
+        }
     }
 
     /// Closes the queue and waits until the committer has written all of it.

@@ -8,10 +8,11 @@
 //!
 //! - **A claim is exclusive until its lease runs out.** Claims take the
 //!   lowest unclaimed (or expired) wakes of the round, one claimer at a
-//!   time so that each claim is an unbroken run of wakes, skipping rows a
-//!   sealing turn holds, and bump the being's epoch.
+//!   time so that each claim is an unbroken run of wakes, never waiting on
+//!   a sealing turn. Each claim has a fresh epoch, higher than any before:
+//!   a being's wake claimed again is held at a higher epoch.
 //! - **Sealing is fenced.** A worker seals a run of wakes starting at the
-//!   round's turn with [`WakeQueue::seal_turn`]: its facts, the wakes'
+//!   round's turn with [`WakeQueue::submit_turn`]: its facts, the wakes'
 //!   results and the turn's move commit in one transaction, and only if the
 //!   turn is where the worker found it and every wake is still held by that
 //!   worker at the epoch it claimed. A worker presumed dead whose lease
@@ -24,6 +25,7 @@
 
 use crate::fact::{BeingId, Fact, Hash32};
 use crate::store::{Appended, StoreError};
+use std::sync::mpsc::Receiver;
 
 /// A wake as a round hands it out: its index in the round, the being, the
 /// engine's bytes for the wake.
@@ -70,6 +72,29 @@ pub struct SealTurn {
     pub first: u64,
     /// `(epoch, result)` of each wake from `first` on.
     pub sealed: Vec<(u64, Vec<u8>)>,
+}
+
+/// A fenced turn on its way to the database: `wait` returns once it
+/// committed (acknowledged means durable) or was refused.
+pub struct TurnTicket {
+    pending: Result<Receiver<Result<Vec<Appended>, StoreError>>, StoreError>,
+}
+
+impl TurnTicket {
+    pub(crate) fn waiting(receiver: Receiver<Result<Vec<Appended>, StoreError>>) -> TurnTicket {
+        TurnTicket { pending: Ok(receiver) }
+    }
+
+    pub(crate) fn failed(error: StoreError) -> TurnTicket {
+        TurnTicket { pending: Err(error) }
+    }
+
+    pub fn wait(self) -> Result<Vec<Appended>, StoreError> {
+        match self.pending {
+            Ok(receiver) => receiver.recv().unwrap_or(Err(StoreError::Closed)),
+            Err(error) => Err(error),
+        }
+    }
 }
 
 /// Whether a worker should go on: the run's state as the queue holds it.
@@ -129,11 +154,12 @@ pub trait WakeQueue: Send + Sync {
     /// Extends the leases `worker` holds in round `tick` by `lease_ms`.
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError>;
 
-    /// Appends `facts` (in order, at the next land seqs) with the results
-    /// of a run of wakes, and moves the round's turn past them, all in one
-    /// transaction, only if the fence holds (see the module's doc). Nothing
-    /// is written when any of it is refused.
-    fn seal_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError>;
+    /// Queues `facts` (in order, at the next land seqs) with the results
+    /// of a run of wakes, to be appended with the round's turn moved past
+    /// them, all in one transaction, only if the fence holds (see the
+    /// module's doc). Nothing is written when any of it is refused. Returns
+    /// at once: the worker computes its next claim while this one commits.
+    fn submit_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> TurnTicket;
 
     /// The results of round `tick`'s sealed wakes from index `from` on, by index.
     fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;

@@ -26,7 +26,7 @@ use crate::store::pg_store::pg_error;
 use crate::store::StoreError;
 
 /// The schema version this build writes and reads.
-pub const PG_SCHEMA_VERSION: i32 = 3;
+pub const PG_SCHEMA_VERSION: i32 = 4;
 
 /// Any 64-bit number the project owns: the advisory lock migrations take.
 const MIGRATION_LOCK_KEY: i64 = 0x5eed_0000_0000_0001;
@@ -89,6 +89,34 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // Whether the run's driver writes a moment trace: workers leave the
     // trace line out of a wake's result when it does not.
     (3, "ALTER TABLE seed_runs ADD COLUMN traced boolean NOT NULL DEFAULT true;"),
+    // Claims are runs of wakes, one row each, and a turn's results one row:
+    // a claim or a seal writes a few rows, not one per wake (docs/scale.md).
+    // A run in flight across this upgrade is ended: its driver stops.
+    (
+        4,
+        "UPDATE seed_runs SET finished = true;
+         DELETE FROM seed_wakes;
+         DELETE FROM seed_rounds;
+         DROP TABLE seed_leases;
+         ALTER TABLE seed_wakes DROP COLUMN holder, DROP COLUMN epoch, DROP COLUMN lease_until, DROP COLUMN result;
+         CREATE SEQUENCE seed_claim_epochs;
+         CREATE TABLE seed_claims (
+             tick bigint NOT NULL REFERENCES seed_rounds (tick) ON DELETE CASCADE,
+             epoch bigint NOT NULL CHECK (epoch > 0),
+             first_idx bigint NOT NULL CHECK (first_idx >= 0),
+             end_idx bigint NOT NULL CHECK (end_idx > first_idx),
+             holder text NOT NULL,
+             lease_until timestamptz NOT NULL,
+             lost boolean NOT NULL DEFAULT false,
+             PRIMARY KEY (tick, epoch)
+         );
+         CREATE TABLE seed_turns (
+             tick bigint NOT NULL REFERENCES seed_rounds (tick) ON DELETE CASCADE,
+             first_idx bigint NOT NULL CHECK (first_idx >= 0),
+             results bytea[] NOT NULL,
+             PRIMARY KEY (tick, first_idx)
+         );",
+    ),
 ];
 
 /// Why a database cannot hold this build's land.

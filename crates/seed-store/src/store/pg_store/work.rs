@@ -1,22 +1,40 @@
 //! The wake queue in PostgreSQL (`store/work.rs` says what it promises).
 //!
-//! Tables (schema versions 2 and 3): `seed_runs` (the run workers serve, and whether it is traced),
-//! `seed_rounds` (each round's cursor, time, wake count and turn),
-//! `seed_wakes` (each wake with its holder, epoch, lease and result) and
-//! `seed_leases` (the fencing epoch of each being, bumped by every claim).
+//! Tables (schema versions 2 to 4): `seed_runs` (the run workers serve,
+//! and whether it is traced), `seed_rounds` (each round's cursor, time,
+//! wake count and turn), `seed_wakes` (each wake: its index, being and
+//! bytes, written once), `seed_claims` (one row per claim: a run of wakes,
+//! its holder, its epoch from the sequence `seed_claim_epochs`, its lease,
+//! and whether it was lost to a later claim) and `seed_turns` (one row per
+//! sealed turn with its wakes' results).
+//!
+//! A claim or a seal writes a few rows whatever its size: claims are
+//! ranges, not one row per wake, and a turn's results are one array.
+//!
+//! **The lease of a being's wake** is the claim covering it that was not
+//! lost. Claims are made over wakes no live claim covers, and a claim over
+//! an expired one marks that one lost, so above the round's turn the
+//! claims not lost never overlap. Epochs come from one sequence: a wake
+//! claimed again (and so its being) is held at a higher epoch than ever
+//! before, and a worker whose lease moved holds an epoch no live claim has.
 //!
 //! Lock order, so no two transactions wait on each other in a circle: a
 //! fenced seal takes the land's row (as every commit does), then the
-//! round's row, then its wakes' rows; a claim locks only wake rows (those
-//! no one else is locking: `SKIP LOCKED`) and then the claimed beings'
-//! lease rows, which nothing else locks.
+//! round's row (`FOR NO KEY UPDATE`, which leaves a claim's foreign-key
+//! check free to go on), then the claims covering its wakes. A claim takes
+//! the claim lock, then expired claims no seal is locking (`FOR UPDATE SKIP
+//! LOCKED`), then writes only claim rows. A seal waiting on a claim's row
+//! lock sees, once it is free, that its claim was lost.
 
 use super::{being_of, pg_error, pool_error, to_i64, to_u64, PgStore};
 use crate::fact::{Fact, Hash32};
-use crate::store::work::{Claim, QueueState, QueuedWake, Round, RunState, SealTurn, WakeQueue};
-use crate::store::{Appended, StoreError};
+use crate::store::work::{Claim, QueueState, QueuedWake, Round, RunState, SealTurn, TurnTicket, WakeQueue};
+use crate::store::StoreError;
+use std::ops::Range;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::Type;
 
 /// The channel every process of the pool listens on.
 const NEWS_CHANNEL: &str = "seed_work";
@@ -29,16 +47,74 @@ fn fenced(turn: &SealTurn, reason: String) -> StoreError {
     StoreError::Fenced { tick: turn.tick, first: turn.first, reason }
 }
 
+/// A claim row as a claimer or a seal reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClaimRow {
+    epoch: u64,
+    wakes: Range<u64>,
+    holder: String,
+}
+
+/// The wakes to claim: the lowest run in `indexes` that no occupying claim
+/// covers, at most `max` long (`None`: every wake there is covered).
+/// `occupying` are the claims not lost whose lease is live or whose row a
+/// seal is locking.
+fn free_run(indexes: Range<u64>, max: u64, occupying: &[Range<u64>]) -> Option<Range<u64>> {
+    let mut spans: Vec<&Range<u64>> = occupying.iter().filter(|span| !span.is_empty()).collect();
+    spans.sort_by_key(|span| span.start);
+    let mut start = indexes.start;
+    for span in spans {
+        if start >= indexes.end {
+            break;
+        }
+        if span.end <= start {
+            continue;
+        }
+        if span.start > start {
+            break;
+        }
+        start = span.end;
+    }
+    if start >= indexes.end || max == 0 {
+        return None;
+    }
+    // The run ends at the next occupied wake, the range's end or `max`.
+    let next_occupied =
+        occupying.iter().filter(|span| !span.is_empty() && span.start > start).map(|span| span.start).min();
+    let end = next_occupied.unwrap_or(u64::MAX).min(indexes.end).min(start.saturating_add(max));
+    Some(start..end)
+}
+
+/// Why a turn's wakes are not all held by `turn.worker` at their epochs,
+/// given the claims not lost that cover any of them (`None`: they are).
+fn fence_refusal(turn: &SealTurn, claims: &[ClaimRow]) -> Option<String> {
+    for (offset, (epoch, _)) in turn.sealed.iter().enumerate() {
+        let index = turn.first + offset as u64;
+        let covering: Vec<&ClaimRow> = claims.iter().filter(|claim| claim.wakes.contains(&index)).collect();
+        if covering.iter().any(|claim| claim.epoch == *epoch && claim.holder == turn.worker) {
+            continue;
+        }
+        return Some(match covering.first() {
+            Some(claim) => format!(
+                "the lease of wake {index} moved (held by {} at epoch {}, claimed at epoch {epoch})",
+                claim.holder, claim.epoch
+            ),
+            None => format!("the lease of wake {index} was lost (claimed at epoch {epoch})"),
+        });
+    }
+    None
+}
+
 /// Checks, in the sealing transaction (after the land lock), that the
 /// round's turn is `turn.first` and that `turn.worker` still holds every
-/// wake of the run at the epoch it claimed; locks those rows to COMMIT.
+/// wake of the run at the epoch it claimed; locks those claims to COMMIT.
 pub(super) async fn check_fence(
     transaction: &tokio_postgres::Transaction<'_>,
     turn: &SealTurn,
 ) -> Result<(), StoreError> {
     let tick = to_i64(turn.tick)?;
     let round = transaction
-        .query_opt("SELECT wakes, turn FROM seed_rounds WHERE tick = $1 FOR UPDATE", &[&tick])
+        .query_opt("SELECT wakes, turn FROM seed_rounds WHERE tick = $1 FOR NO KEY UPDATE", &[&tick])
         .await
         .map_err(pg_error)?
         .ok_or_else(|| fenced(turn, "the round is not in the wake queue".into()))?;
@@ -52,26 +128,24 @@ pub(super) async fn check_fence(
     }
     let rows = transaction
         .query(
-            "SELECT idx, holder, epoch FROM seed_wakes WHERE tick = $1 AND idx >= $2 AND idx < $3 \
-             ORDER BY idx FOR UPDATE",
+            "SELECT epoch, first_idx, end_idx, holder FROM seed_claims \
+             WHERE tick = $1 AND NOT lost AND first_idx < $3 AND end_idx > $2 ORDER BY epoch FOR UPDATE",
             &[&tick, &to_i64(turn.first)?, &to_i64(end)?],
         )
         .await
         .map_err(pg_error)?;
-    for (row, (epoch, _)) in rows.iter().zip(&turn.sealed) {
-        let (index, holder, held) = (to_u64(row.get(0)), row.get::<_, Option<String>>(1), to_u64(row.get(2)));
-        if holder.as_deref() != Some(turn.worker.as_str()) || held != *epoch {
-            let holder = holder.unwrap_or_else(|| "nobody".into());
-            return Err(fenced(
-                turn,
-                format!("the lease of wake {index} moved (held by {holder} at epoch {held}, claimed at epoch {epoch})"),
-            ));
-        }
+    let claims: Vec<ClaimRow> = rows
+        .iter()
+        .map(|row| ClaimRow {
+            epoch: to_u64(row.get(0)),
+            wakes: to_u64(row.get(1))..to_u64(row.get(2)),
+            holder: row.get(3),
+        })
+        .collect();
+    match fence_refusal(turn, &claims) {
+        Some(reason) => Err(fenced(turn, reason)),
+        None => Ok(()),
     }
-    if rows.len() != turn.sealed.len() {
-        return Err(fenced(turn, format!("the queue holds {} of the {} wakes", rows.len(), turn.sealed.len())));
-    }
-    Ok(())
 }
 
 /// Writes the run's results, moves the turn past it and tells the pool
@@ -81,18 +155,15 @@ pub(super) async fn move_turn(
     turn: &SealTurn,
 ) -> Result<(), StoreError> {
     let tick = to_i64(turn.tick)?;
-    let indexes: Vec<i64> =
-        (turn.first..turn.first + turn.sealed.len() as u64).map(to_i64).collect::<Result<_, _>>()?;
-    let results: Vec<Vec<u8>> = turn.sealed.iter().map(|(_, result)| result.clone()).collect();
+    let results: Vec<&[u8]> = turn.sealed.iter().map(|(_, result)| result.as_slice()).collect();
+    let end = to_i64(turn.first + turn.sealed.len() as u64)?;
     transaction
         .execute(
-            "UPDATE seed_wakes w SET result = r.result, lease_until = NULL \
-             FROM unnest($2::int8[], $3::bytea[]) AS r(idx, result) WHERE w.tick = $1 AND w.idx = r.idx",
-            &[&tick, &indexes, &results],
+            "INSERT INTO seed_turns (tick, first_idx, results) VALUES ($1, $2, $3)",
+            &[&tick, &to_i64(turn.first)?, &results],
         )
         .await
         .map_err(pg_error)?;
-    let end = to_i64(turn.first + turn.sealed.len() as u64)?;
     transaction.execute("UPDATE seed_rounds SET turn = $2 WHERE tick = $1", &[&tick, &end]).await.map_err(pg_error)?;
     transaction.execute("SELECT pg_notify($1, '')", &[&NEWS_CHANNEL]).await.map_err(pg_error)?;
     Ok(())
@@ -220,9 +291,10 @@ impl WakeQueue for PgStore {
 
     fn open_round(&self, tick: u64, cursor: u64, now_ms: u64, wakes: &[QueuedWake]) -> Result<(), StoreError> {
         let params = (to_i64(tick)?, to_i64(cursor)?, to_i64(now_ms)?, to_i64(wakes.len() as u64)?);
-        let indexes: Vec<i64> = wakes.iter().map(|wake| to_i64(wake.index)).collect::<Result<_, _>>()?;
-        let beings: Vec<Vec<u8>> = wakes.iter().map(|wake| wake.being.as_bytes().to_vec()).collect();
-        let bytes: Vec<Vec<u8>> = wakes.iter().map(|wake| wake.wake.clone()).collect();
+        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = wakes
+            .iter()
+            .map(|wake| Ok((to_i64(wake.index)?, wake.being.as_bytes().to_vec(), wake.wake.clone())))
+            .collect::<Result<_, StoreError>>()?;
         self.in_transaction(move |transaction| {
             Box::pin(async move {
                 let (tick, cursor, now_ms, count) = params;
@@ -233,14 +305,16 @@ impl WakeQueue for PgStore {
                     )
                     .await
                     .map_err(pg_error)?;
-                transaction
-                    .execute(
-                        "INSERT INTO seed_wakes (tick, idx, being, wake) \
-                         SELECT $1, * FROM unnest($2::int8[], $3::bytea[], $4::bytea[])",
-                        &[&tick, &indexes, &beings, &bytes],
-                    )
+                let sink = transaction
+                    .copy_in("COPY seed_wakes (tick, idx, being, wake) FROM STDIN BINARY")
                     .await
                     .map_err(pg_error)?;
+                let writer = BinaryCopyInWriter::new(sink, &[Type::INT8, Type::INT8, Type::BYTEA, Type::BYTEA]);
+                futures_util::pin_mut!(writer);
+                for (index, being, wake) in &rows {
+                    writer.as_mut().write(&[&tick, index, being, wake]).await.map_err(pg_error)?;
+                }
+                writer.finish().await.map_err(pg_error)?;
                 transaction.execute("SELECT pg_notify($1, '')", &[&NEWS_CHANNEL]).await.map_err(pg_error)?;
                 Ok(())
             })
@@ -276,75 +350,108 @@ impl WakeQueue for PgStore {
         &self,
         worker: &str,
         tick: u64,
-        indexes: std::ops::Range<u64>,
+        indexes: Range<u64>,
         max: usize,
         lease_ms: u64,
     ) -> Result<Vec<Claim>, StoreError> {
         let from = to_i64(indexes.start)?;
-        let below = i64::try_from(indexes.end).unwrap_or(i64::MAX);
-        let params = (worker.to_string(), to_i64(tick)?, to_i64(max as u64)?, to_i64(lease_ms)?);
+        let below = indexes.end;
+        let params = (worker.to_string(), to_i64(tick)?, max as u64, to_i64(lease_ms)?);
         self.in_transaction(move |transaction| {
             Box::pin(async move {
                 let (worker, tick, max, lease_ms) = params;
-                // One claim at a time: two claimers scanning the free wakes
-                // together would each skip the row the other just locked and
-                // take every other wake, and a worker seals only an unbroken
-                // run of wakes at a time. Sealing does not take this lock.
+                // One claim at a time: two claimers would find the same free
+                // run. Sealing does not take this lock.
                 transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK_KEY]).await.map_err(pg_error)?;
-                // Three plain statements, each linear in the claim (one
-                // statement joining the picked rows to their bumped epochs
-                // let the planner loop over both: quadratic in the claim).
-                let picked = transaction
+                // Expired claims this claim may take over: those a seal is
+                // locking right now are skipped, and count as held.
+                let takeable: std::collections::BTreeSet<i64> = transaction
                     .query(
-                        "SELECT idx, being, wake FROM seed_wakes \
-                         WHERE tick = $1 AND idx >= $4 AND idx < $3 AND result IS NULL \
-                           AND (lease_until IS NULL OR lease_until < clock_timestamp()) \
-                         ORDER BY idx LIMIT $2 FOR UPDATE SKIP LOCKED",
-                        &[&tick, &max, &below, &from],
+                        "SELECT epoch FROM seed_claims WHERE tick = $1 AND NOT lost AND end_idx > $2 \
+                           AND lease_until < clock_timestamp() FOR UPDATE SKIP LOCKED",
+                        &[&tick, &from],
                     )
                     .await
-                    .map_err(pg_error)?;
-                if picked.is_empty() {
+                    .map_err(pg_error)?
+                    .iter()
+                    .map(|row| row.get(0))
+                    .collect();
+                // Read after the lock above: a seal that committed before it
+                // shows here as the turn's move.
+                let Some(round) = transaction
+                    .query_opt("SELECT turn, wakes FROM seed_rounds WHERE tick = $1", &[&tick])
+                    .await
+                    .map_err(pg_error)?
+                else {
                     return Ok(Vec::new());
-                }
-                let beings: Vec<&[u8]> = picked.iter().map(|row| row.get::<_, &[u8]>(1)).collect();
-                let bumped = transaction
+                };
+                let start = indexes.start.max(to_u64(round.get(0)));
+                let end = below.min(to_u64(round.get(1)));
+                let claims = transaction
                     .query(
-                        "INSERT INTO seed_leases (being, epoch) SELECT being, 1 FROM unnest($1::bytea[]) AS b(being) \
-                         ON CONFLICT (being) DO UPDATE SET epoch = seed_leases.epoch + 1 RETURNING being, epoch",
-                        &[&beings],
+                        "SELECT epoch, first_idx, end_idx FROM seed_claims WHERE tick = $1 AND NOT lost AND end_idx > $2",
+                        &[&tick, &to_i64(start)?],
                     )
                     .await
                     .map_err(pg_error)?;
-                let epochs: std::collections::BTreeMap<&[u8], i64> =
-                    bumped.iter().map(|row| (row.get::<_, &[u8]>(0), row.get::<_, i64>(1))).collect();
-                let mut claims = Vec::with_capacity(picked.len());
-                for row in &picked {
-                    let being_bytes = row.get::<_, &[u8]>(1);
-                    let being = being_of(being_bytes)?;
-                    let epoch = *epochs.get(being_bytes).ok_or_else(|| StoreError::Io {
-                        reason: format!("the lease of {being} was not bumped by its claim"),
-                    })?;
-                    claims.push(Claim {
-                        wake: QueuedWake { index: to_u64(row.get(0)), being, wake: row.get(2) },
-                        epoch: to_u64(epoch),
-                    });
+                let mut occupying = Vec::new();
+                let mut expired = Vec::new();
+                for row in &claims {
+                    let (epoch, wakes) = (row.get::<_, i64>(0), to_u64(row.get(1))..to_u64(row.get(2)));
+                    if takeable.contains(&epoch) {
+                        expired.push((epoch, wakes));
+                    } else {
+                        occupying.push(wakes);
+                    }
                 }
-                let indexes: Vec<i64> = picked.iter().map(|row| row.get::<_, i64>(0)).collect();
-                let claimed_epochs: Vec<i64> =
-                    claims.iter().map(|claim| to_i64(claim.epoch)).collect::<Result<_, _>>()?;
-                transaction
-                    .execute(
-                        "UPDATE seed_wakes w SET holder = $2, epoch = c.epoch, \
-                             lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond' \
-                         FROM unnest($4::int8[], $5::int8[]) AS c(idx, epoch) \
-                         WHERE w.tick = $1 AND w.idx = c.idx",
-                        &[&tick, &worker, &lease_ms, &indexes, &claimed_epochs],
+                let Some(run) = free_run(start..end, max, &occupying) else { return Ok(Vec::new()) };
+                let lost: Vec<i64> = expired
+                    .iter()
+                    .filter(|(_, wakes)| wakes.start < run.end && run.start < wakes.end)
+                    .map(|(epoch, _)| *epoch)
+                    .collect();
+                if !lost.is_empty() {
+                    transaction
+                        .execute(
+                            "UPDATE seed_claims SET lost = true WHERE tick = $1 AND epoch = ANY($2)",
+                            &[&tick, &lost],
+                        )
+                        .await
+                        .map_err(pg_error)?;
+                }
+                let (first, past) = (to_i64(run.start)?, to_i64(run.end)?);
+                let epoch: i64 = transaction
+                    .query_one(
+                        "INSERT INTO seed_claims (tick, epoch, first_idx, end_idx, holder, lease_until) \
+                         VALUES ($1, nextval('seed_claim_epochs'), $2, $3, $4, \
+                                 clock_timestamp() + $5::int8 * interval '1 millisecond') \
+                         RETURNING epoch",
+                        &[&tick, &first, &past, &worker, &lease_ms],
+                    )
+                    .await
+                    .map_err(pg_error)?
+                    .get(0);
+                let wakes = transaction
+                    .query(
+                        "SELECT idx, being, wake FROM seed_wakes WHERE tick = $1 AND idx >= $2 AND idx < $3 \
+                         ORDER BY idx",
+                        &[&tick, &first, &past],
                     )
                     .await
                     .map_err(pg_error)?;
-                claims.sort_by_key(|claim| claim.wake.index);
-                Ok(claims)
+                wakes
+                    .iter()
+                    .map(|row| {
+                        Ok(Claim {
+                            wake: QueuedWake {
+                                index: to_u64(row.get(0)),
+                                being: being_of(row.get::<_, &[u8]>(1))?,
+                                wake: row.get(2),
+                            },
+                            epoch: to_u64(epoch),
+                        })
+                    })
+                    .collect()
             })
         })
     }
@@ -355,8 +462,8 @@ impl WakeQueue for PgStore {
             let (worker, tick, lease_ms) = params;
             client
                 .execute(
-                    "UPDATE seed_wakes SET lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond' \
-                     WHERE tick = $1 AND holder = $2 AND result IS NULL AND lease_until >= clock_timestamp()",
+                    "UPDATE seed_claims SET lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond' \
+                     WHERE tick = $1 AND holder = $2 AND NOT lost AND lease_until >= clock_timestamp()",
                     &[&tick, &worker, &lease_ms],
                 )
                 .await
@@ -365,23 +472,32 @@ impl WakeQueue for PgStore {
         })
     }
 
-    fn seal_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError> {
+    fn submit_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> TurnTicket {
         assert!(!turn.sealed.is_empty(), "a turn seals at least one wake");
-        self.committing.seal_turn(facts, turn, self.no_committer())
+        self.committing.submit_turn(facts, turn, self.no_committer())
     }
 
     fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        let (tick, from) = (to_i64(tick)?, to_i64(from)?);
+        let tick = to_i64(tick)?;
         self.with_client(move |client| async move {
             let rows = client
                 .query(
-                    "SELECT idx, result FROM seed_wakes WHERE tick = $1 AND idx >= $2 AND result IS NOT NULL \
-                     ORDER BY idx",
-                    &[&tick, &from],
+                    "SELECT first_idx, results FROM seed_turns \
+                     WHERE tick = $1 AND first_idx + cardinality(results) > $2 ORDER BY first_idx",
+                    &[&tick, &to_i64(from)?],
                 )
                 .await
                 .map_err(pg_error)?;
-            Ok(rows.iter().map(|row| (to_u64(row.get(0)), row.get(1))).collect())
+            let mut results = Vec::new();
+            for row in &rows {
+                let first = to_u64(row.get(0));
+                let sealed: Vec<Vec<u8>> = row.get(1);
+                let skip = from.saturating_sub(first) as usize;
+                results.extend(
+                    sealed.into_iter().enumerate().skip(skip).map(|(offset, bytes)| (first + offset as u64, bytes)),
+                );
+            }
+            Ok(results)
         })
     }
 
@@ -405,5 +521,70 @@ impl WakeQueue for PgStore {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => *slot = None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check_free_run(indexes: Range<u64>, max: u64, occupying: &[(u64, u64)], expected: Option<Range<u64>>) {
+        let spans: Vec<Range<u64>> = occupying.iter().map(|(start, end)| *start..*end).collect();
+        assert_eq!(free_run(indexes.clone(), max, &spans), expected, "{indexes:?} max {max} around {spans:?}");
+    }
+
+    #[test]
+    fn a_claim_takes_the_lowest_run_no_live_claim_covers() {
+        check_free_run(0..100, 10, &[], Some(0..10));
+        check_free_run(0..5, 10, &[], Some(0..5));
+        check_free_run(0..100, 10, &[(0, 4)], Some(4..14));
+        check_free_run(0..100, 10, &[(0, 4), (4, 8), (12, 30)], Some(8..12));
+        check_free_run(0..100, 10, &[(12, 30), (0, 4), (4, 8)], Some(8..12));
+        check_free_run(20..100, 10, &[(0, 25)], Some(25..35));
+        check_free_run(0..100, 10, &[(3, 5)], Some(0..3));
+        check_free_run(0..100, 10, &[(0, 100)], None);
+        check_free_run(0..100, 10, &[(0, 50), (50, 100)], None);
+        check_free_run(0..10, 10, &[(0, 4), (6, 10)], Some(4..6));
+        check_free_run(0..100, 0, &[], None);
+        check_free_run(7..7, 10, &[], None);
+        check_free_run(0..100, 10, &[(5, 5)], Some(0..10));
+    }
+
+    fn claim(epoch: u64, wakes: Range<u64>, holder: &str) -> ClaimRow {
+        ClaimRow { epoch, wakes, holder: holder.into() }
+    }
+
+    #[track_caller]
+    fn check_fence(first: u64, epochs: &[u64], claims: &[ClaimRow], expected: Option<&str>) {
+        let turn = SealTurn {
+            worker: "w1".into(),
+            tick: 3,
+            first,
+            sealed: epochs.iter().map(|epoch| (*epoch, Vec::new())).collect(),
+        };
+        assert_eq!(fence_refusal(&turn, claims).as_deref(), expected);
+    }
+
+    #[test]
+    fn a_turn_seals_only_wakes_its_worker_still_holds_at_their_epochs() {
+        check_fence(0, &[4, 4, 4], &[claim(4, 0..3, "w1")], None);
+        // A run across the worker's two claims.
+        check_fence(2, &[4, 7], &[claim(4, 0..3, "w1"), claim(7, 3..9, "w1")], None);
+        check_fence(
+            0,
+            &[4, 4],
+            &[claim(9, 0..2, "w2")],
+            Some("the lease of wake 0 moved (held by w2 at epoch 9, claimed at epoch 4)"),
+        );
+        check_fence(0, &[4, 4], &[claim(4, 0..1, "w1")], Some("the lease of wake 1 was lost (claimed at epoch 4)"));
+        check_fence(0, &[4], &[], Some("the lease of wake 0 was lost (claimed at epoch 4)"));
+        // Same epoch, another holder: never this worker's claim.
+        check_fence(
+            0,
+            &[4],
+            &[claim(4, 0..1, "w2")],
+            Some("the lease of wake 0 moved (held by w2 at epoch 4, claimed at epoch 4)"),
+        );
     }
 }
