@@ -188,9 +188,7 @@ impl Engine {
             return Err(EngineError::Store(StoreError::NoWakeQueue));
         }
         land.set_key_source(KeySource::Seeded(super::simulation_key_seed(fixture, options.seed)));
-        let mut engine = Engine::start(fixture, options, land, clock, checked)?;
-        engine.pool_traces = Some(Vec::new());
-        Ok(engine)
+        Engine::start(fixture, options, land, clock, checked)
     }
 
     /// One round with its moments served by the pool: open it in the queue,
@@ -349,22 +347,16 @@ impl Engine {
                 self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
                 continue;
             }
-            let mut progressed = false;
-            let mut turn = round.turn;
-            // Seal first: the turn was read just now, after the last compute.
+            // The run of held wakes at the turn (read just now, after the
+            // last compute) is sealed; claims start past it: if it is
+            // refused, its wakes are sealed by whoever holds them now.
             let run_len = held
                 .iter()
                 .enumerate()
                 .take_while(|(offset, wake)| wake.claim.wake.index == round.turn + *offset as u64)
                 .count();
-            if run_len > 0 {
-                let run: Vec<Held> = held.drain(..run_len).collect();
-                // Claims start past it: if it is refused, its wakes are
-                // sealed by whoever holds them now.
-                sending = Some(self.send_run(&round, worker, state.traced, run)?);
-                turn += run_len as u64;
-                progressed = true;
-            }
+            let run: Vec<Held> = held.drain(..run_len).collect();
+            let turn = round.turn + run_len as u64;
             // With room, claim the lowest free wakes; when full and the turn
             // is not ours, only wakes below ours (a dead worker's, whose
             // lease ran out): without them no one's turn would come.
@@ -376,8 +368,18 @@ impl Engine {
                 0 => (0, 0),
                 room => (room, u64::MAX),
             };
-            if max > 0 {
-                let claims = self.wake_queue()?.claim(worker, round.tick, turn..below, max, lease_ms)?;
+            // The claim goes to the database first, so it is answered while
+            // the run is decided and signed.
+            let claiming = (max > 0)
+                .then(|| self.wake_queue().map(|queue| queue.claim(worker, round.tick, turn..below, max, lease_ms)))
+                .transpose()?;
+            let mut progressed = false;
+            if !run.is_empty() {
+                sending = Some(self.send_run(&round, worker, state.traced, run)?);
+                progressed = true;
+            }
+            if let Some(claiming) = claiming {
+                let claims = claiming.wait()?;
                 if !claims.is_empty() {
                     let world = self.world_for_round(&round, &mut snapshot)?;
                     held.extend(self.compute(&world, claims, round.now_ms)?);
@@ -537,6 +539,8 @@ impl Engine {
         sealing: &mut Sealing,
     ) -> Result<Vec<(u64, Vec<u8>)>, EngineError> {
         let mut results = Vec::with_capacity(run.len());
+        // A trace line is built only for a driver that writes one.
+        self.pool_traces = traced.then(Vec::new);
         for Held { claim, outcome, trace } in run {
             let being = claim.wake.being;
             let before = std::mem::take(&mut self.summary);
@@ -544,14 +548,15 @@ impl Engine {
             let counts = std::mem::replace(&mut self.summary, before);
             decided?;
             let continuing = self.scheduler.continuing.remove(&being);
-            let mut trace = self.pool_traces.as_mut().and_then(Vec::pop).unwrap_or(Json::Null);
-            if traced {
-                trace["worker"] = Json::from(worker);
-                trace["epoch"] = Json::from(claim.epoch);
-            } else {
+            let trace = match self.pool_traces.as_mut().and_then(Vec::pop) {
+                Some(mut trace) => {
+                    trace["worker"] = Json::from(worker);
+                    trace["epoch"] = Json::from(claim.epoch);
+                    trace
+                }
                 // The driver writes no trace: the result stays small.
-                trace = Json::Null;
-            }
+                None => Json::Null,
+            };
             let result =
                 WakeResult { facts_end: sealing.next_land_seq, continuing, counts: MomentCounts::of(&counts), trace };
             let bytes = serde_json::to_vec(&result).map_err(result_error)?;

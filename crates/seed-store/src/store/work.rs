@@ -74,28 +74,37 @@ pub struct SealTurn {
     pub sealed: Vec<(u64, Vec<u8>)>,
 }
 
-/// A fenced turn on its way to the database: `wait` returns once it
-/// committed (acknowledged means durable) or was refused.
-pub struct TurnTicket {
-    pending: Result<Receiver<Result<Vec<Appended>, StoreError>>, StoreError>,
+/// A request on its way to the database: `wait` returns its answer. The
+/// caller goes on meanwhile (a worker decides and signs one run while its
+/// next claim and its last turn are answered).
+pub struct QueueTicket<T> {
+    pending: Result<Receiver<Result<T, StoreError>>, StoreError>,
 }
 
-impl TurnTicket {
-    pub(crate) fn waiting(receiver: Receiver<Result<Vec<Appended>, StoreError>>) -> TurnTicket {
-        TurnTicket { pending: Ok(receiver) }
+impl<T> QueueTicket<T> {
+    pub(crate) fn waiting(receiver: Receiver<Result<T, StoreError>>) -> QueueTicket<T> {
+        QueueTicket { pending: Ok(receiver) }
     }
 
-    pub(crate) fn failed(error: StoreError) -> TurnTicket {
-        TurnTicket { pending: Err(error) }
+    pub(crate) fn failed(error: StoreError) -> QueueTicket<T> {
+        QueueTicket { pending: Err(error) }
     }
 
-    pub fn wait(self) -> Result<Vec<Appended>, StoreError> {
+    pub fn wait(self) -> Result<T, StoreError> {
         match self.pending {
             Ok(receiver) => receiver.recv().unwrap_or(Err(StoreError::Closed)),
             Err(error) => Err(error),
         }
     }
 }
+
+/// A fenced turn on its way: answered once it committed (acknowledged
+/// means durable) or was refused.
+pub type TurnTicket = QueueTicket<Vec<Appended>>;
+
+/// A claim on its way: answered with the wakes it holds (none: nothing
+/// was free).
+pub type ClaimTicket = QueueTicket<Vec<Claim>>;
 
 /// Whether a worker should go on: the run's state as the queue holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,15 +150,8 @@ pub trait WakeQueue: Send + Sync {
     /// Claims up to `max` wakes of round `tick` with an index in `indexes`
     /// that no live lease holds, lowest index first, each for `lease_ms` of
     /// the database's clock. (Wakes below the round's turn are sealed: a
-    /// claimer starts there, so a claim reads rows in proportion to it.)
-    fn claim(
-        &self,
-        worker: &str,
-        tick: u64,
-        indexes: std::ops::Range<u64>,
-        max: usize,
-        lease_ms: u64,
-    ) -> Result<Vec<Claim>, StoreError>;
+    /// claimer starts there.) Returns at once.
+    fn claim(&self, worker: &str, tick: u64, indexes: std::ops::Range<u64>, max: usize, lease_ms: u64) -> ClaimTicket;
 
     /// Extends the leases `worker` holds in round `tick` by `lease_ms`.
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError>;

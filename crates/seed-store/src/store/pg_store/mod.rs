@@ -198,11 +198,21 @@ impl Runner {
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
+        self.start(work).recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Starts `work` on the store's runtime; its outcome arrives on the
+    /// channel returned.
+    pub(crate) fn start<T, F>(&self, work: F) -> std::sync::mpsc::Receiver<Result<T, StoreError>>
+    where
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
         self.handle.spawn(async move {
             let _ = sender.send(work.await);
         });
-        receiver.recv().unwrap_or(Err(StoreError::Closed))
+        receiver
     }
 }
 

@@ -91,17 +91,21 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, "ALTER TABLE seed_runs ADD COLUMN traced boolean NOT NULL DEFAULT true;"),
     // Claims are runs of wakes, one row each, and a turn's results one row:
     // a claim or a seal writes a few rows, not one per wake (docs/scale.md).
-    // A run in flight across this upgrade is ended: its driver stops.
+    // The queue's tables reference no round: a foreign key checked per row
+    // made writing a round's wakes cost more than the rows (start_run
+    // clears them all). A run in flight across this upgrade is ended: its
+    // driver stops.
     (
         4,
         "UPDATE seed_runs SET finished = true;
          DELETE FROM seed_wakes;
          DELETE FROM seed_rounds;
          DROP TABLE seed_leases;
-         ALTER TABLE seed_wakes DROP COLUMN holder, DROP COLUMN epoch, DROP COLUMN lease_until, DROP COLUMN result;
+         ALTER TABLE seed_wakes DROP COLUMN holder, DROP COLUMN epoch, DROP COLUMN lease_until, DROP COLUMN result,
+             DROP CONSTRAINT seed_wakes_tick_fkey;
          CREATE SEQUENCE seed_claim_epochs;
          CREATE TABLE seed_claims (
-             tick bigint NOT NULL REFERENCES seed_rounds (tick) ON DELETE CASCADE,
+             tick bigint NOT NULL,
              epoch bigint NOT NULL CHECK (epoch > 0),
              first_idx bigint NOT NULL CHECK (first_idx >= 0),
              end_idx bigint NOT NULL CHECK (end_idx > first_idx),
@@ -111,7 +115,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
              PRIMARY KEY (tick, epoch)
          );
          CREATE TABLE seed_turns (
-             tick bigint NOT NULL REFERENCES seed_rounds (tick) ON DELETE CASCADE,
+             tick bigint NOT NULL,
              first_idx bigint NOT NULL CHECK (first_idx >= 0),
              results bytea[] NOT NULL,
              PRIMARY KEY (tick, first_idx)

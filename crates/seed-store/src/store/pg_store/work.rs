@@ -20,15 +20,16 @@
 //!
 //! Lock order, so no two transactions wait on each other in a circle: a
 //! fenced seal takes the land's row (as every commit does), then the
-//! round's row (`FOR NO KEY UPDATE`, which leaves a claim's foreign-key
-//! check free to go on), then the claims covering its wakes. A claim takes
+//! round's row, then the claims covering its wakes. A claim takes
 //! the claim lock, then expired claims no seal is locking (`FOR UPDATE SKIP
 //! LOCKED`), then writes only claim rows. A seal waiting on a claim's row
 //! lock sees, once it is free, that its claim was lost.
 
 use super::{being_of, pg_error, pool_error, to_i64, to_u64, PgStore};
 use crate::fact::{Fact, Hash32};
-use crate::store::work::{Claim, QueueState, QueuedWake, Round, RunState, SealTurn, TurnTicket, WakeQueue};
+use crate::store::work::{
+    Claim, ClaimTicket, QueueState, QueuedWake, Round, RunState, SealTurn, TurnTicket, WakeQueue,
+};
 use crate::store::StoreError;
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -114,7 +115,7 @@ pub(super) async fn check_fence(
 ) -> Result<(), StoreError> {
     let tick = to_i64(turn.tick)?;
     let round = transaction
-        .query_opt("SELECT wakes, turn FROM seed_rounds WHERE tick = $1 FOR NO KEY UPDATE", &[&tick])
+        .query_opt("SELECT wakes, turn FROM seed_rounds WHERE tick = $1 FOR UPDATE", &[&tick])
         .await
         .map_err(pg_error)?
         .ok_or_else(|| fenced(turn, "the round is not in the wake queue".into()))?;
@@ -204,8 +205,9 @@ impl PgStore {
         })
     }
 
-    /// Runs `work` in one transaction on a pooled connection.
-    fn in_transaction<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Starts `work` in one transaction on a pooled connection; its outcome
+    /// arrives on the channel returned.
+    fn start_transaction<T, F>(&self, work: F) -> Receiver<Result<T, StoreError>>
     where
         T: Send + 'static,
         F: for<'t> FnOnce(
@@ -216,7 +218,7 @@ impl PgStore {
             + 'static,
     {
         let pool = self.pool.clone();
-        self.runner.run(async move {
+        self.runner.start(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await.map_err(pg_error)?;
             let value = work(&transaction).await?;
@@ -224,6 +226,11 @@ impl PgStore {
             Ok(value)
         })
     }
+}
+
+/// The answer a request started on the store's runtime sends.
+fn answered<T>(receiver: Receiver<Result<T, StoreError>>) -> Result<T, StoreError> {
+    receiver.recv().unwrap_or(Err(StoreError::Closed))
 }
 
 /// The run's state from its row's digest (`None`: no run) and finished flag.
@@ -236,7 +243,7 @@ fn run_state_of(digest: Option<&[u8]>, finished: bool) -> Result<RunState, Store
 
 impl WakeQueue for PgStore {
     fn start_run(&self, digest: Hash32, traced: bool) -> Result<(), StoreError> {
-        self.in_transaction(move |transaction| {
+        answered(self.start_transaction(move |transaction| {
             Box::pin(async move {
                 let row = transaction
                     .query_opt("SELECT digest, finished FROM seed_runs WHERE id = 1 FOR UPDATE", &[])
@@ -259,7 +266,10 @@ impl WakeQueue for PgStore {
                     RunState::None | RunState::Finished { .. } => {}
                 }
                 transaction
-                    .batch_execute("DELETE FROM seed_wakes; DELETE FROM seed_rounds;")
+                    .batch_execute(
+                        "DELETE FROM seed_wakes; DELETE FROM seed_claims; DELETE FROM seed_turns; \
+                         DELETE FROM seed_rounds;",
+                    )
                     .await
                     .map_err(pg_error)?;
                 transaction
@@ -273,11 +283,11 @@ impl WakeQueue for PgStore {
                     .map_err(pg_error)?;
                 Ok(())
             })
-        })
+        }))
     }
 
     fn finish_run(&self) -> Result<(), StoreError> {
-        self.in_transaction(|transaction| {
+        answered(self.start_transaction(|transaction| {
             Box::pin(async move {
                 transaction
                     .execute("UPDATE seed_runs SET finished = true WHERE id = 1", &[])
@@ -286,7 +296,7 @@ impl WakeQueue for PgStore {
                 transaction.execute("SELECT pg_notify($1, '')", &[&NEWS_CHANNEL]).await.map_err(pg_error)?;
                 Ok(())
             })
-        })
+        }))
     }
 
     fn open_round(&self, tick: u64, cursor: u64, now_ms: u64, wakes: &[QueuedWake]) -> Result<(), StoreError> {
@@ -295,7 +305,7 @@ impl WakeQueue for PgStore {
             .iter()
             .map(|wake| Ok((to_i64(wake.index)?, wake.being.as_bytes().to_vec(), wake.wake.clone())))
             .collect::<Result<_, StoreError>>()?;
-        self.in_transaction(move |transaction| {
+        answered(self.start_transaction(move |transaction| {
             Box::pin(async move {
                 let (tick, cursor, now_ms, count) = params;
                 transaction
@@ -318,7 +328,7 @@ impl WakeQueue for PgStore {
                 transaction.execute("SELECT pg_notify($1, '')", &[&NEWS_CHANNEL]).await.map_err(pg_error)?;
                 Ok(())
             })
-        })
+        }))
     }
 
     fn state(&self) -> Result<QueueState, StoreError> {
@@ -346,18 +356,14 @@ impl WakeQueue for PgStore {
         })
     }
 
-    fn claim(
-        &self,
-        worker: &str,
-        tick: u64,
-        indexes: Range<u64>,
-        max: usize,
-        lease_ms: u64,
-    ) -> Result<Vec<Claim>, StoreError> {
-        let from = to_i64(indexes.start)?;
+    fn claim(&self, worker: &str, tick: u64, indexes: Range<u64>, max: usize, lease_ms: u64) -> ClaimTicket {
+        let (from, tick, lease_ms) = match (to_i64(indexes.start), to_i64(tick), to_i64(lease_ms)) {
+            (Ok(from), Ok(tick), Ok(lease_ms)) => (from, tick, lease_ms),
+            (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => return ClaimTicket::failed(error),
+        };
         let below = indexes.end;
-        let params = (worker.to_string(), to_i64(tick)?, max as u64, to_i64(lease_ms)?);
-        self.in_transaction(move |transaction| {
+        let params = (worker.to_string(), tick, max as u64, lease_ms);
+        ClaimTicket::waiting(self.start_transaction(move |transaction| {
             Box::pin(async move {
                 let (worker, tick, max, lease_ms) = params;
                 // One claim at a time: two claimers would find the same free
@@ -453,7 +459,7 @@ impl WakeQueue for PgStore {
                     })
                     .collect()
             })
-        })
+        }))
     }
 
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError> {
