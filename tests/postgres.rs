@@ -310,3 +310,143 @@ fn a_fork_proof_written_by_one_process_freezes_the_reel_for_every_other() {
         "{refused:?}"
     );
 }
+
+/// `seed up` on `land` with `extra` arguments: the process and its URL once
+/// it printed it (stdout drained after; stderr piped for the test to read).
+fn spawn_up(land: &std::path::Path, extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/court.toml");
+    let mut child = common::seed_command(land, &["up", "--addr", "127.0.0.1:0"])
+        .arg("--fixture")
+        .arg(&fixture)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("seed up starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = loop {
+        let line = lines.next().expect("seed up printed its URL").expect("readable stdout");
+        if let Some(rest) = line.strip_prefix("seed is up: ") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+fn signal(child: &std::process::Child, signal: &str) {
+    let sent = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status().expect("kill");
+    assert!(sent.success(), "kill -{signal}");
+}
+
+/// Waits for `child` to exit (at most `seconds`): its status and stderr.
+fn exit_of(mut child: std::process::Child, seconds: u64) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the process did not exit within {seconds} s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("stderr");
+    (status, stderr)
+}
+
+/// Two processes running one live land would sign rival facts on the same
+/// reels: on PostgreSQL one `seed up` holds the land's runner lease, a
+/// second is refused naming it, so is every other writer, and a clean stop
+/// lets go at once.
+#[test]
+fn one_process_runs_a_live_land_on_postgres_and_every_other_writer_is_refused_naming_it() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land_dir = planted_on(common::postgres::cluster(), dir.path());
+    let (runner, url) = spawn_up(&land_dir, &["--lifetime-s", "60", "--runner-lease-ms", "1000"]);
+    let second = common::seed(&land_dir, &["up", "--addr", "127.0.0.1:0", "--lifetime-s", "5"]);
+    assert!(!second.status.success(), "a second runner started");
+    let said = common::stderr(&second);
+    assert!(said.contains("this land is running live in another process") && said.contains(&url), "{said}");
+    let token = common::seed(&land_dir, &["token"]);
+    assert!(!token.status.success(), "another process wrote to a running land");
+    let said = common::stderr(&token);
+    assert!(said.contains("only that process writes") && said.contains(&url), "{said}");
+    signal(&runner, "TERM");
+    let (status, stderr) = exit_of(runner, 30);
+    assert!(status.success(), "{stderr}");
+    let token = common::seed(&land_dir, &["token"]);
+    assert!(token.status.success(), "a stopped runner still held the land: {}", common::stderr(&token));
+}
+
+/// The lease's fence: a runner paused past its lease (as a process stalled
+/// or cut off would be) finds, when it wakes, that another took the land;
+/// its writes are refused whole and it stops. No reel forks.
+#[test]
+fn a_paused_runner_whose_lease_was_taken_writes_nothing_and_stops() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land_dir = planted_on(common::postgres::cluster(), dir.path());
+    let quick = ["--lifetime-s", "60", "--runner-lease-ms", "600", "--round-ms", "50"];
+    let (first, _) = spawn_up(&land_dir, &quick);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal(&first, "STOP");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (second, second_url) = spawn_up(&land_dir, &quick);
+    signal(&first, "CONT");
+    let (status, stderr) = exit_of(first, 30);
+    assert!(!status.success(), "the paused runner went on: {stderr}");
+    assert!(stderr.contains("runner lease"), "{stderr}");
+    // The second runner still runs the land.
+    let token = common::seed(&land_dir, &["token"]);
+    assert!(common::stderr(&token).contains(&second_url), "{}", common::stderr(&token));
+    signal(&second, "TERM");
+    let (status, stderr) = exit_of(second, 30);
+    assert!(status.success(), "{stderr}");
+    let verified = common::seed(&land_dir, &["verify"]);
+    assert!(verified.status.success(), "verify: {}", common::stdout(&verified));
+}
+
+/// The fence itself, in one test process with two writers (as two processes
+/// would be): while one holds the runner lease the other writes nothing;
+/// once the lease was taken over, the first one's appends are refused whole.
+#[test]
+fn a_commit_fenced_by_a_runner_lease_that_moved_is_refused_and_writes_nothing() {
+    use seed::store::StoreError;
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = plant_on(Backend::Postgres);
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    let other = seed::land::Land::open(&test.path()).expect("a second writer");
+    let first_leases = test.land.store().runner_lease().expect("PostgreSQL keeps a runner lease");
+    let first_epoch = first_leases.take_runner("first", 200).expect("take").expect("nobody held it");
+    assert_eq!(other.store().runner_lease().expect("lease").take_runner("other", 200).expect("take"), None);
+    note(&test.land, &worker, "the runner writes");
+    let refused = other.seal(&worker, seed::fact::body::KIND_NOTE, note_body("not the runner"));
+    assert!(
+        matches!(&refused, Err(seed::land::LandError::Store(StoreError::RunByAnother { holder })) if holder == "first"),
+        "{refused:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let other_epoch = other.store().runner_lease().expect("lease").take_runner("other", 60_000).expect("take");
+    assert_eq!(other_epoch, Some(first_epoch + 1), "an expired lease is taken at the next epoch");
+    let len = test.land.store().land_len().expect("len");
+    let refused = test.land.seal(&worker, seed::fact::body::KIND_NOTE, note_body("after the lease moved"));
+    assert!(
+        matches!(&refused, Err(seed::land::LandError::Store(StoreError::RunnerMoved { held, now })) if *held == first_epoch && *now == first_epoch + 1),
+        "{refused:?}"
+    );
+    assert_eq!(test.land.store().land_len().expect("len"), len, "the refused append wrote nothing");
+    assert!(!first_leases.renew_runner(first_epoch, 60_000).expect("renew"), "a moved lease is not renewed");
+    other.reload_writers();
+    note(&other, &worker, "the new runner writes");
+    let report = verify_land(other.store(), MODE, 2, common::core_rules()).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}

@@ -76,6 +76,11 @@ enum Command {
         /// Stop by itself after this many seconds (tests and benchmarks).
         #[arg(long)]
         lifetime_s: Option<u64>,
+        /// How long this process's hold on a land on PostgreSQL lasts without
+        /// renewal, in milliseconds (renewed every third of it): one process
+        /// runs a live land at a time.
+        #[arg(long, default_value_t = seed::store::runner::RUNNER_LEASE_MS_DEFAULT)]
+        runner_lease_ms: u64,
         /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
         #[arg(long)]
         llm: Option<PathBuf>,
@@ -643,6 +648,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             header_read_timeout_ms,
             body_read_timeout_ms,
             lifetime_s,
+            runner_lease_ms,
             llm,
             json,
         } => up::up(
@@ -660,6 +666,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                     body_read_timeout_ms,
                 },
                 lifetime_s,
+                runner_lease_ms,
                 llm,
                 store: store.clone(),
                 json,

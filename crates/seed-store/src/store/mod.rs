@@ -14,6 +14,7 @@ mod index_check;
 mod log_store;
 pub mod pg_store;
 mod queue;
+pub mod runner;
 pub mod segments;
 mod sled_store;
 mod witness;
@@ -176,6 +177,18 @@ pub enum StoreError {
     /// worker sealed those wakes (nothing was written).
     #[error("round {tick}: the seal of wakes from {first} on was refused: {reason}")]
     Fenced { tick: u64, first: u64, reason: String },
+    /// Another process took the land's runner lease since this one took
+    /// it at `held`: this process's writes are refused (nothing was written).
+    #[error(
+        "another process runs this land now (runner lease epoch {now}; this process held epoch {held}): nothing was written"
+    )]
+    RunnerMoved { held: u64, now: u64 },
+    /// A process runs this land live (`seed up`) and holds its runner
+    /// lease: no other process writes meanwhile (nothing was written).
+    #[error(
+        "this land is running live in another process ({holder}): only that process writes while its runner lease holds; stop it (or wait until its lease runs out) and try again"
+    )]
+    RunByAnother { holder: String },
     /// The store keeps no wake queue (only PostgreSQL does).
     #[error("this land's store keeps no wake queue: a pool of workers needs a land on PostgreSQL")]
     NoWakeQueue,
@@ -254,6 +267,11 @@ pub trait Store: Send + Sync {
 
     /// The wake queue a pool of workers shares, where the store keeps one.
     fn wake_queue(&self) -> Option<&dyn work::WakeQueue> {
+        None
+    }
+
+    /// The runner lease, where several processes can open the store.
+    fn runner_lease(&self) -> Option<&dyn runner::RunnerLease> {
         None
     }
 

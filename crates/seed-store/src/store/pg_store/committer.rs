@@ -25,6 +25,8 @@ use crate::store::work::SealTurn;
 use crate::store::{Appended, Head, ReindexReport, StoreError};
 use deadpool_postgres::Pool;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
 
@@ -43,11 +45,14 @@ pub(super) struct Committer {
     runner: Runner,
     pool: Pool,
     kept: Kept,
+    /// The runner lease epoch this store's commits are fenced by (0: none;
+    /// `store/runner.rs`).
+    fence: Arc<AtomicU64>,
 }
 
 impl Committer {
-    pub(super) fn new(runner: Runner, pool: Pool) -> Committer {
-        Committer { runner, pool, kept: Kept::default() }
+    pub(super) fn new(runner: Runner, pool: Pool, fence: Arc<AtomicU64>) -> Committer {
+        Committer { runner, pool, kept: Kept::default(), fence }
     }
 }
 
@@ -198,11 +203,28 @@ fn stage(fact: &Fact, land_seq: u64, kept: &Kept, read: &Read, staged: &mut Stag
 
 /// Takes the land lock; forgets what was kept when another process wrote.
 /// Returns the next land seq and the count of fork proofs written.
-async fn lock_land(transaction: &tokio_postgres::Transaction<'_>, kept: &mut Kept) -> Result<(u64, u64), StoreError> {
+async fn lock_land(
+    transaction: &tokio_postgres::Transaction<'_>,
+    kept: &mut Kept,
+    fence: u64,
+) -> Result<(u64, u64), StoreError> {
     let row = transaction
-        .query_one("SELECT next_land_seq, fork_proofs FROM seed_land WHERE id = 1 FOR UPDATE", &[])
+        .query_one(
+            "SELECT next_land_seq, fork_proofs, runner_epoch, runner, \
+                 coalesce(runner_until >= clock_timestamp(), false) \
+             FROM seed_land WHERE id = 1 FOR UPDATE",
+            &[],
+        )
         .await
         .map_err(pg_error)?;
+    // One writer while a live land runs: its runner, at its epoch.
+    let runner_epoch = to_u64(row.get(2));
+    if fence != 0 && runner_epoch != fence {
+        return Err(StoreError::RunnerMoved { held: fence, now: runner_epoch });
+    }
+    if fence == 0 && row.get::<_, bool>(4) {
+        return Err(StoreError::RunByAnother { holder: row.get::<_, Option<String>>(3).unwrap_or_default() });
+    }
     let written = (to_u64(row.get(0)), to_u64(row.get(1)));
     if kept.written != Some(written) {
         kept.heads.clear();
@@ -302,6 +324,7 @@ async fn insert_names(
 /// the wakes' results and the turn's move commit with the facts.
 async fn commit(
     pool: Pool,
+    fence: u64,
     mut kept: Kept,
     facts: Vec<Fact>,
     turn: Option<SealTurn>,
@@ -309,7 +332,7 @@ async fn commit(
     let outcome: Result<_, StoreError> = async {
         let mut client = pool.get().await.map_err(pool_error)?;
         let transaction = client.transaction().await.map_err(pg_error)?;
-        let (first_land_seq, fork_proofs) = lock_land(&transaction, &mut kept).await?;
+        let (first_land_seq, fork_proofs) = lock_land(&transaction, &mut kept, fence).await?;
         if let Some(turn) = &turn {
             super::work::check_fence(&transaction, turn).await?;
         }
@@ -365,12 +388,13 @@ impl GroupWriter for Committer {
         let count = facts.len();
         // Taken for the group: what a failed run leaves is nothing kept.
         let kept = std::mem::take(&mut self.kept);
-        let pool = self.pool.clone();
-        let outcomes =
-            self.runner.run(async move { Ok(commit(pool, kept, facts, None).await) }).and_then(|(kept, outcomes)| {
+        let (pool, fence) = (self.pool.clone(), self.fence.load(Ordering::SeqCst));
+        let outcomes = self.runner.run(async move { Ok(commit(pool, fence, kept, facts, None).await) }).and_then(
+            |(kept, outcomes)| {
                 self.kept = kept;
                 outcomes
-            });
+            },
+        );
         let outcomes = outcomes.unwrap_or_else(|error| vec![Err(error); count]);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             let _ = reply.send(outcome);
@@ -379,8 +403,9 @@ impl GroupWriter for Committer {
 
     fn commit_turn(&mut self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError> {
         let kept = std::mem::take(&mut self.kept);
-        let pool = self.pool.clone();
-        let (kept, outcomes) = self.runner.run(async move { Ok(commit(pool, kept, facts, Some(turn)).await) })?;
+        let (pool, fence) = (self.pool.clone(), self.fence.load(Ordering::SeqCst));
+        let (kept, outcomes) =
+            self.runner.run(async move { Ok(commit(pool, fence, kept, facts, Some(turn)).await) })?;
         self.kept = kept;
         // A turn that committed refused none of its appends.
         outcomes?.into_iter().collect()
@@ -388,12 +413,12 @@ impl GroupWriter for Committer {
 
     fn reindex(&mut self) -> Result<ReindexReport, StoreError> {
         self.kept = Kept::default();
-        let pool = self.pool.clone();
+        let (pool, fence) = (self.pool.clone(), self.fence.load(Ordering::SeqCst));
         self.runner.run(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await.map_err(pg_error)?;
             // The land lock, as a group takes it: no group commits meanwhile.
-            lock_land(&transaction, &mut Kept::default()).await?;
+            lock_land(&transaction, &mut Kept::default(), fence).await?;
             transaction
                 .batch_execute("DELETE FROM seed_reel_keys; DELETE FROM seed_names; DELETE FROM seed_forked;")
                 .await

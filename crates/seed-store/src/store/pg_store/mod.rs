@@ -24,6 +24,7 @@
 //! called from any thread, inside another runtime too (the portal).
 
 mod committer;
+mod runner;
 pub mod schema;
 mod work;
 
@@ -42,6 +43,8 @@ use schema::SchemaError;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 /// Connections each process keeps open to the database.
 pub const PG_POOL_CONNECTIONS_MAX: usize = 4;
@@ -227,6 +230,9 @@ pub struct PgStore {
     listener: work::ListenerSlot,
     /// The schema of a store opened for one use (`open_scratch`).
     scratch_schema: Option<String>,
+    /// The runner lease epoch every commit is fenced by, once this store
+    /// took the lease (0: none; `store/runner.rs`).
+    runner_fence: Arc<AtomicU64>,
 }
 
 impl Drop for PgStore {
@@ -331,9 +337,10 @@ impl PgStore {
                 Ok(prepared.map_err(|source| PgOpenError::Schema { store: named, source: Box::new(source) }))
             })
             .unwrap_or_else(|error| Err(PgOpenError::Connect { store: store.clone(), reason: error.to_string() }))?;
+        let runner_fence = Arc::new(AtomicU64::new(0));
         let committing = match writing {
             Some(limits) => {
-                let committer = committer::Committer::new(runner.clone(), pool.clone());
+                let committer = committer::Committer::new(runner.clone(), pool.clone(), runner_fence.clone());
                 Committing::start(committer, limits.append_queue_facts_max, limits.group_commit_facts_max)
                     .map_err(PgOpenError::Threads)?
             }
@@ -348,6 +355,7 @@ impl PgStore {
             config,
             listener: work::ListenerSlot::default(),
             scratch_schema: scratch_schema.map(str::to_string),
+            runner_fence,
         })
     }
 
@@ -499,6 +507,10 @@ impl Store for PgStore {
     }
 
     fn wake_queue(&self) -> Option<&dyn crate::store::work::WakeQueue> {
+        Some(self)
+    }
+
+    fn runner_lease(&self) -> Option<&dyn crate::store::runner::RunnerLease> {
         Some(self)
     }
 

@@ -26,7 +26,7 @@ use crate::store::pg_store::pg_error;
 use crate::store::StoreError;
 
 /// The schema version this build writes and reads.
-pub const PG_SCHEMA_VERSION: i32 = 4;
+pub const PG_SCHEMA_VERSION: i32 = 5;
 
 /// Any 64-bit number the project owns: the advisory lock migrations take.
 const MIGRATION_LOCK_KEY: i64 = 0x5eed_0000_0000_0001;
@@ -120,6 +120,14 @@ const MIGRATIONS: &[(i32, &str)] = &[
              results bytea[] NOT NULL,
              PRIMARY KEY (tick, first_idx)
          );",
+    ),
+    // The runner lease of a live land (`store/runner.rs`): every commit
+    // already locks this row, and reads the epoch it is fenced by there.
+    (
+        5,
+        "ALTER TABLE seed_land ADD COLUMN runner text,
+             ADD COLUMN runner_epoch bigint NOT NULL DEFAULT 0 CHECK (runner_epoch >= 0),
+             ADD COLUMN runner_until timestamptz;",
     ),
 ];
 
