@@ -356,10 +356,9 @@ fn exit_of(mut child: std::process::Child, seconds: u64) -> (std::process::ExitS
     (status, stderr)
 }
 
-/// Two processes running one live land would sign rival facts on the same
-/// reels: on PostgreSQL one `seed up` holds the land's runner lease, a
-/// second is refused naming it, so is every other writer, and a clean stop
-/// lets go at once.
+/// Two processes writing one live land would sign rival facts on the same
+/// reels: on PostgreSQL one `seed up` holds the land's runner lease, every
+/// other writer is refused naming it, and a clean stop lets go at once.
 #[test]
 fn one_process_runs_a_live_land_on_postgres_and_every_other_writer_is_refused_naming_it() {
     if !postgres_opted_in() {
@@ -368,10 +367,6 @@ fn one_process_runs_a_live_land_on_postgres_and_every_other_writer_is_refused_na
     let dir = tempfile::tempdir().expect("temporary folder");
     let land_dir = planted_on(common::postgres::cluster(), dir.path());
     let (runner, url) = spawn_up(&land_dir, &["--lifetime-s", "60", "--runner-lease-ms", "1000"]);
-    let second = common::seed(&land_dir, &["up", "--addr", "127.0.0.1:0", "--lifetime-s", "5"]);
-    assert!(!second.status.success(), "a second runner started");
-    let said = common::stderr(&second);
-    assert!(said.contains("this land is running live in another process") && said.contains(&url), "{said}");
     let token = common::seed(&land_dir, &["token"]);
     assert!(!token.status.success(), "another process wrote to a running land");
     let said = common::stderr(&token);
@@ -449,4 +444,65 @@ fn a_commit_fenced_by_a_runner_lease_that_moved_is_refused_and_writes_nothing() 
     note(&other, &worker, "the new runner writes");
     let report = verify_land(other.store(), MODE, 2, common::core_rules()).expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+/// A second `seed up` on a live land on PostgreSQL follows it: it serves
+/// the land's pages as the runner seals (reading the land's tail), refuses
+/// people's acts naming the runner, and runs the land once the runner
+/// stops.
+#[test]
+fn a_second_seed_up_follows_the_live_land_and_takes_it_over_when_its_runner_stops() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land_dir = planted_on(common::postgres::cluster(), dir.path());
+    let issued = common::seed(&land_dir, &["token"]);
+    assert!(issued.status.success(), "{}", common::stderr(&issued));
+    let token = common::stdout(&issued).lines().last().expect("the token").trim().to_string();
+    let quick = ["--lifetime-s", "60", "--runner-lease-ms", "1000", "--round-ms", "100"];
+    let (runner, runner_url) = spawn_up(&land_dir, &quick);
+    let (follower, follower_url) = spawn_up(&land_dir, &quick);
+    let http = reqwest::blocking::Client::new();
+    let birth = |url: &str, name: &str| {
+        let response = http
+            .post(format!("{url}api/v1/birth"))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"name": name, "cognition": "human"}))
+            .send()
+            .expect("answered");
+        (response.status().as_u16(), response.json::<serde_json::Value>().unwrap_or_default())
+    };
+    let (status, body) = birth(&follower_url, "zed");
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "follower", "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|message| message.contains(&runner_url)), "{body}");
+    assert_eq!(birth(&runner_url, "zed").0, 201);
+    let shown = |url: &str, name: &str| {
+        http.get(format!("{url}api/v1/beings/{name}")).bearer_auth(&token).send().expect("answered").status().as_u16()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while shown(&follower_url, "zed") != 200 {
+        assert!(std::time::Instant::now() < deadline, "the follower never showed what the runner sealed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    signal(&runner, "TERM");
+    let (status, stderr) = exit_of(runner, 30);
+    assert!(status.success(), "{stderr}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let (status, body) = birth(&follower_url, "yan");
+        if status == 201 {
+            break;
+        }
+        assert_eq!(body["error"]["code"], "follower", "{body}");
+        assert!(std::time::Instant::now() < deadline, "the follower never took the land over");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    signal(&follower, "TERM");
+    let (status, stderr) = exit_of(follower, 30);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("this process runs the land now"), "{stderr}");
+    let verified = common::seed(&land_dir, &["verify"]);
+    assert!(verified.status.success(), "verify: {}", common::stdout(&verified));
 }

@@ -5,10 +5,10 @@ use seed::engine::fixture::Fixture;
 use seed::engine::{Engine, EngineOptions};
 use seed::portal::live::LiveLand;
 use seed::portal::PortalLimits;
-use seed::store::runner::RUNNER_LEASE_MS_DEFAULT;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub struct UpArguments {
     pub fixture: Option<PathBuf>,
@@ -38,80 +38,180 @@ async fn terminate() {
 /// The shortest runner lease `seed up` takes, in milliseconds.
 const RUNNER_LEASE_MS_MIN: u64 = 300;
 
-/// The runner lease this process holds on a land several processes can
-/// open (`store/runner.rs`), renewed on a thread of its own every third of
-/// it. When a renewal finds the lease taken, the portal stops: the store
-/// refuses this process's writes from then on anyway.
-struct RunnerLeaseHeld {
-    epoch: u64,
-    stopping: Arc<std::sync::atomic::AtomicBool>,
-    lost: Arc<std::sync::atomic::AtomicBool>,
-    renewing: std::thread::JoinHandle<()>,
+/// Opens the land afresh (a follower taking over).
+type Reopen = Box<dyn Fn() -> Result<Engine, seed::engine::EngineError> + Send>;
+
+/// This process's part in a land several processes can open
+/// (`store/runner.rs`): it runs the land, holding the runner lease, or it
+/// follows the land another process runs. A thread of its own, every third
+/// of the lease, renews the lease (a renewal that finds it taken stops the
+/// portal: the store refuses this process's writes from then on anyway), or
+/// looks whether the runner let go and, if so, takes the land over.
+struct LandHold {
+    /// The lease's epoch while this process runs the land (0: following).
+    epoch: Arc<AtomicU64>,
+    /// The store that holds the lease (the one the running engine writes to).
+    store: Arc<Mutex<Arc<dyn seed::store::Store>>>,
+    stopping: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+    keeping: std::thread::JoinHandle<()>,
 }
 
-impl RunnerLeaseHeld {
-    /// Takes the lease (`None`: the store needs none), or says who holds it.
-    fn take(
+impl LandHold {
+    /// Takes the lease or follows its holder (`None`: the store needs none).
+    fn start(
         live: &Arc<LiveLand>,
         bound: std::net::SocketAddr,
         lease_ms: u64,
         stop_portal: Arc<tokio::sync::watch::Sender<bool>>,
-    ) -> Result<Option<RunnerLeaseHeld>> {
-        use std::sync::atomic::{AtomicBool, Ordering};
+        reopen: Reopen,
+    ) -> Result<Option<LandHold>> {
         let Some(leases) = live.store().runner_lease() else { return Ok(None) };
         let holder = format!("seed up at http://{bound}/, pid {}", std::process::id());
-        let Some(epoch) = leases.take_runner(&holder, lease_ms)? else {
-            let running = leases.runner()?.map_or_else(|| "another process".to_string(), |runner| runner.holder);
-            bail!(
-                "this land is running live in another process ({running}): one process runs a live land; \
-                 open that portal, or stop that process (if it died, its hold runs out within its \
-                 --runner-lease-ms, {RUNNER_LEASE_MS_DEFAULT} ms unless it was started with another)"
-            );
+        let epoch = match leases.take_runner(&holder, lease_ms)? {
+            Some(epoch) => epoch,
+            None => {
+                let running = leases.runner()?.map_or_else(|| "another process".to_string(), |runner| runner.holder);
+                live.follow(running);
+                0
+            }
         };
+        let epoch = Arc::new(AtomicU64::new(epoch));
+        let store = Arc::new(Mutex::new(live.store_shared()));
         let (stopping, lost) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (live, stopping_thread, lost_thread) = (live.clone(), stopping.clone(), lost.clone());
-        let renewing = std::thread::Builder::new()
+        let keeper = Keeper {
+            live: live.clone(),
+            holder,
+            lease_ms,
+            epoch: epoch.clone(),
+            store: store.clone(),
+            stopping: stopping.clone(),
+            lost: lost.clone(),
+            stop_portal,
+            reopen,
+        };
+        let keeping = std::thread::Builder::new()
             .name("seed-runner-lease".into())
-            .spawn(move || {
-                let step = std::time::Duration::from_millis(lease_ms / 3);
-                while !stopping_thread.load(Ordering::SeqCst) {
-                    std::thread::park_timeout(step);
-                    if stopping_thread.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Some(leases) = live.store().runner_lease() else { break };
-                    match leases.renew_runner(epoch, lease_ms) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::error!(epoch, "another process took this land's runner lease; stopping");
-                            lost_thread.store(true, Ordering::SeqCst);
-                            live.stop_rounds();
-                            let _ = stop_portal.send(true);
-                            break;
-                        }
-                        // The next renewal tries again; the lease holds meanwhile.
-                        Err(error) => tracing::warn!(%error, "renewing the runner lease failed"),
-                    }
-                }
-            })
+            .spawn(move || keeper.keep())
             .context("starting the runner lease's thread")?;
-        Ok(Some(RunnerLeaseHeld { epoch, stopping, lost, renewing }))
+        Ok(Some(LandHold { epoch, store, stopping, lost, keeping }))
     }
 
-    /// Stops renewing and lets the lease go (unless it was lost): `true`
-    /// when another process took it.
-    fn release(self, live: &LiveLand) -> Result<bool> {
-        use std::sync::atomic::Ordering;
+    /// Stops keeping the lease and lets it go when this process holds it:
+    /// `true` when another process took it away.
+    fn release(self) -> Result<bool> {
         self.stopping.store(true, Ordering::SeqCst);
-        self.renewing.thread().unpark();
-        let _ = self.renewing.join();
+        self.keeping.thread().unpark();
+        let _ = self.keeping.join();
         let lost = self.lost.load(Ordering::SeqCst);
-        if !lost {
-            if let Some(leases) = live.store().runner_lease() {
-                leases.release_runner(self.epoch)?;
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        if !lost && epoch != 0 {
+            let store = self.store.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(leases) = store.runner_lease() {
+                leases.release_runner(epoch)?;
             }
         }
         Ok(lost)
+    }
+}
+
+/// What the lease's thread works with.
+struct Keeper {
+    live: Arc<LiveLand>,
+    holder: String,
+    lease_ms: u64,
+    epoch: Arc<AtomicU64>,
+    store: Arc<Mutex<Arc<dyn seed::store::Store>>>,
+    stopping: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+    stop_portal: Arc<tokio::sync::watch::Sender<bool>>,
+    reopen: Reopen,
+}
+
+impl Keeper {
+    fn keep(self) {
+        let step = std::time::Duration::from_millis(self.lease_ms / 3);
+        while !self.stopping.load(Ordering::SeqCst) {
+            std::thread::park_timeout(step);
+            if self.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            let store = self.store.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let Some(leases) = store.runner_lease() else { break };
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            if epoch == 0 {
+                if let Err(error) = self.take_over_if_free(leases) {
+                    tracing::warn!(%error, "looking whether the land's runner let go failed");
+                }
+                continue;
+            }
+            match leases.renew_runner(epoch, self.lease_ms) {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(epoch, "another process took this land's runner lease; stopping");
+                    self.lost.store(true, Ordering::SeqCst);
+                    self.live.stop_rounds();
+                    let _ = self.stop_portal.send(true);
+                    break;
+                }
+                // The next renewal tries again; the lease holds meanwhile.
+                Err(error) => tracing::warn!(%error, "renewing the runner lease failed"),
+            }
+        }
+    }
+
+    /// A follower whose runner let go (stopped, or died and its lease ran
+    /// out) opens the land afresh, takes the lease on that engine's store
+    /// and runs the land from then on.
+    fn take_over_if_free(&self, leases: &dyn seed::store::runner::RunnerLease) -> Result<()> {
+        match leases.runner()? {
+            Some(runner) if runner.live => {
+                if self.live.following().as_deref() != Some(runner.holder.as_str()) {
+                    self.live.follow(runner.holder);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        let engine = (self.reopen)()?;
+        let store = engine.land.shared_store();
+        let taken = match store.runner_lease() {
+            Some(leases) => leases.take_runner(&self.holder, self.lease_ms)?,
+            None => None,
+        };
+        match taken {
+            Some(epoch) => {
+                self.live.take_over(engine)?;
+                *self.store.lock().unwrap_or_else(|p| p.into_inner()) = store;
+                self.epoch.store(epoch, Ordering::SeqCst);
+                tracing::info!(epoch, "the land's runner let go: this process runs the land now");
+            }
+            // Another follower was quicker.
+            None => {
+                engine.finish()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How `seed up` opens its engine (at start, and again to take a land over).
+fn engine_options(
+    land_dir: &Path,
+    arguments: &UpArguments,
+    model: Option<Arc<dyn seed::llm::LanguageModel>>,
+) -> EngineOptions {
+    EngineOptions {
+        snapshot_every_facts: None,
+        store: arguments.store.clone(),
+        ticks: None,
+        seed: 0,
+        threads: arguments.threads.max(1),
+        land_dir: land_dir.to_path_buf(),
+        trace_file: None,
+        progress: std::sync::Arc::new(seed::progress::NoProgress),
+        model,
+        mode: seed::engine::Mode::Live,
     }
 }
 
@@ -154,18 +254,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         (None, false) => PathBuf::from(DEFAULT_FIXTURE),
     };
     let fixture = Fixture::load(&fixture_path)?;
-    let options = EngineOptions {
-        snapshot_every_facts: None,
-        store: arguments.store.clone(),
-        ticks: None,
-        seed: 0,
-        threads: arguments.threads.max(1),
-        land_dir: land_dir.to_path_buf(),
-        trace_file: None,
-        progress: std::sync::Arc::new(seed::progress::NoProgress),
-        model,
-        mode: seed::engine::Mode::Live,
-    };
+    let options = engine_options(land_dir, &arguments, model.clone());
     let mut engine = if planted { Engine::reopen(&fixture, &options)? } else { Engine::plant(&fixture, &options)? };
     if !planted {
         super::replay::record_definitions(land_dir, &fixture_path, 0, &[])?;
@@ -185,7 +274,11 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let stop_portal = Arc::new(stop_portal);
     // One process runs a live land: where others can open it, this one
     // holds the land's runner lease while it is up.
-    let lease = RunnerLeaseHeld::take(&live, bound, arguments.runner_lease_ms, stop_portal.clone())?;
+    let reopen: Reopen = {
+        let (fixture, options) = (fixture.clone(), engine_options(land_dir, &arguments, model.clone()));
+        Box::new(move || Engine::reopen(&fixture, &options))
+    };
+    let hold = LandHold::start(&live, bound, arguments.runner_lease_ms, stop_portal.clone(), reopen)?;
     let rounds = live.start_rounds(arguments.round_ms);
     let served = runtime.block_on(async {
         let beings = live.world().beings.len();
@@ -200,6 +293,10 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
             match &token {
                 Some(token) => println!("operator token (shown once, keep it): {token}"),
                 None => println!("operator token: the one printed when this land was planted"),
+            }
+            if let Some(runner) = live.following() {
+                println!("following the land another process runs ({runner}): acts are sealed there;");
+                println!("          this portal shows the land as it goes and takes over if that process stops");
             }
         }
         use std::io::Write;
@@ -235,7 +332,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     live.stop()?;
     let _ = rounds.join();
-    let lease_lost = lease.map(|lease| lease.release(&live)).transpose()?.unwrap_or(false);
+    let lease_lost = hold.map(LandHold::release).transpose()?.unwrap_or(false);
     served?;
     if lease_lost {
         bail!(

@@ -76,6 +76,12 @@ pub enum EngineError {
     /// The worker processes a pooled run started stopped before it finished.
     #[error("the pool's workers stopped: {reason}")]
     WorkersGone { reason: String },
+    /// This process follows a live land another process runs (`seed up` on
+    /// PostgreSQL): it serves the land's pages, and seals nothing.
+    #[error(
+        "this portal follows the land, which another process runs ({runner}): acts are sealed there; this portal takes over if that process stops"
+    )]
+    Follower { runner: String },
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -170,7 +170,11 @@ impl PortalError {
 
 impl From<crate::engine::EngineError> for PortalError {
     fn from(error: crate::engine::EngineError) -> PortalError {
-        PortalError::internal(error.to_string())
+        use crate::engine::EngineError;
+        match error {
+            EngineError::Follower { .. } => PortalError::new(StatusCode::CONFLICT, "follower", error.to_string()),
+            other => PortalError::internal(other.to_string()),
+        }
     }
 }
 

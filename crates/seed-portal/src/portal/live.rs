@@ -123,6 +123,10 @@ pub struct LiveLand {
     /// What each being's sealed LLM acts used so far, and the reel seq read
     /// up to: a being page reads only the facts sealed since it last asked.
     llm_tallies: Mutex<std::collections::HashMap<BeingId, (u64, crate::llm::LlmTotals)>>,
+    /// `Some(runner)`: this process follows a land another process runs
+    /// (`store::runner`): its rounds fold the land's tail, its people's acts
+    /// are refused naming the runner.
+    following: RwLock<Option<String>>,
 }
 
 /// The tabs holding one being, and how many times one started to.
@@ -165,6 +169,7 @@ impl LiveLand {
             presence: Mutex::new(BTreeMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
             llm_tallies: Mutex::new(std::collections::HashMap::new()),
+            following: RwLock::new(None),
         }))
     }
 
@@ -192,6 +197,11 @@ impl LiveLand {
 
     pub fn store(&self) -> &dyn Store {
         &*self.store
+    }
+
+    /// The store this land was opened with, shared.
+    pub fn store_shared(&self) -> Arc<dyn Store> {
+        self.store.clone()
     }
 
     pub fn substrate(&self) -> &Substrate {
@@ -296,9 +306,42 @@ impl LiveLand {
         Some(result)
     }
 
-    /// One round of the scheduler: signal, summon, tick and self-continue wakes.
+    /// One round of the scheduler: signal, summon, tick and self-continue
+    /// wakes. A follower folds the facts the runner sealed since instead.
     pub fn round(&self) -> Result<(), EngineError> {
+        if self.following().is_some() {
+            return self
+                .with_engine(|engine| crate::engine::fold_to_end(engine.land.store(), &mut engine.world))
+                .unwrap_or(Ok(()));
+        }
         self.with_engine(|engine| engine.round()).unwrap_or(Ok(()))
+    }
+
+    /// The process running the land, when this one only follows it.
+    pub fn following(&self) -> Option<String> {
+        self.following.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// From now on this process follows the land `runner` runs.
+    pub fn follow(&self, runner: String) {
+        *self.following.write().unwrap_or_else(|p| p.into_inner()) = Some(runner);
+    }
+
+    /// Takes over a land this process followed, with `engine` opened afresh
+    /// on a store that holds the runner lease (its scheduler rebuilt from
+    /// the land as a restart would); the engine it followed with is closed.
+    pub fn take_over(&self, engine: Engine) -> Result<(), EngineError> {
+        let world = Arc::new(engine.world.clone());
+        let followed = {
+            let mut guard = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            let followed = guard.replace(engine);
+            *self.following.write().unwrap_or_else(|p| p.into_inner()) = None;
+            followed
+        };
+        let cursor = world.cursor;
+        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = world;
+        let _ = self.events.send(cursor);
+        followed.map_or(Ok(()), |engine| engine.finish().map(|_| ()))
     }
 
     /// Runs one moment of `being` with a person's choice. `Ok(Err(_))` is a
@@ -309,6 +352,9 @@ impl LiveLand {
         wake: Wake,
         choice: &PersonChoice,
     ) -> Result<Result<PersonResult, Refused>, EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
         let result = self
             .with_engine(|engine| engine.act_as_person(being, wake, choice))
             .ok_or_else(|| EngineError::Internal("the land is stopping".into()))??;
