@@ -289,3 +289,64 @@ fn two_people_each_live_in_the_land_with_their_own_beings() {
     ann.wait_for_text("body", "is not yours");
     ann.screenshot("p07-replay-refused");
 }
+
+/// A second `seed up` on a land on PostgreSQL follows the land: a person
+/// logs in there, sees the world the runner keeps moving, and an act is
+/// answered with a page naming the runner.
+#[test]
+fn a_following_portal_shows_the_land_and_names_its_runner_when_a_person_acts() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") || !crate::postgres::postgres_opted_in()
+    {
+        return;
+    }
+    use std::io::BufRead;
+    let store = common::postgres::fresh_database();
+    let runner = Up::start_with_env(&["--round-ms", "300", "--runner-lease-ms", "1000"], &[("SEED_STORE", &store)]);
+    let mut follower = common::seed_command(&runner.land(), &["up", "--addr", "127.0.0.1:0", "--lifetime-s", "120"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("a second seed up");
+    let mut lines = std::io::BufReader::new(follower.stdout.take().expect("stdout")).lines();
+    let mut printed = Vec::new();
+    while !printed.iter().any(|line: &String| line.starts_with("following the land")) {
+        printed.push(lines.next().expect("the follower's start lines").expect("readable"));
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let url = printed
+        .iter()
+        .find_map(|line| line.strip_prefix("seed is up: "))
+        .expect("its URL")
+        .trim_end_matches('/')
+        .to_string();
+    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
+    let browser = Browser::start(&screenshots);
+    browser.go(&format!("{url}/world"));
+    browser.clear_and_type("#token", &runner.token);
+    browser.click("#login");
+    browser.wait_for_text("h1", "World");
+    browser.wait_for_text("#spaces", "@ada");
+    browser.screenshot("30-follower-world");
+    // A birth on the runner shows up at the follower.
+    let (status, body) = runner.post("/api/v1/birth", &json!({"name": "opal", "cognition": "human"}));
+    assert_eq!(status, 201, "{body}");
+    let started = std::time::Instant::now();
+    loop {
+        browser.go(&format!("{url}/world"));
+        if browser.page_source().contains("@opal") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the follower never showed @opal");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    browser.screenshot("31-follower-sees-the-runners-birth");
+    // Acting here is refused, naming where to act.
+    browser.click("nav a[href='/beings/birther']");
+    browser.clear_and_type("#birth-name", "quill");
+    browser.click("#birth");
+    let said = browser.wait_for_text("body", "this portal follows the land");
+    assert!(said.contains(&runner.url), "{said}");
+    browser.screenshot("32-follower-refuses-an-act");
+    let _ = follower.kill();
+    let _ = follower.wait();
+}
