@@ -194,28 +194,32 @@ pub enum StoreError {
     NoWakeQueue,
 }
 
-/// An append on its way to disk. `wait` returns once the group it rode in has
-/// been flushed (acknowledged means durable) or it was refused.
-pub struct AppendTicket {
-    pending: Result<Receiver<Result<Appended, StoreError>>, StoreError>,
+/// A request on its way to the store's committer or database: `wait`
+/// returns its answer; the caller goes on meanwhile.
+pub struct Ticket<T> {
+    pending: Result<Receiver<Result<T, StoreError>>, StoreError>,
 }
 
-impl AppendTicket {
-    pub(crate) fn waiting(receiver: Receiver<Result<Appended, StoreError>>) -> AppendTicket {
-        AppendTicket { pending: Ok(receiver) }
+impl<T> Ticket<T> {
+    pub(crate) fn waiting(receiver: Receiver<Result<T, StoreError>>) -> Ticket<T> {
+        Ticket { pending: Ok(receiver) }
     }
 
-    pub(crate) fn failed(error: StoreError) -> AppendTicket {
-        AppendTicket { pending: Err(error) }
+    pub(crate) fn failed(error: StoreError) -> Ticket<T> {
+        Ticket { pending: Err(error) }
     }
 
-    pub fn wait(self) -> Result<Appended, StoreError> {
+    pub fn wait(self) -> Result<T, StoreError> {
         match self.pending {
             Ok(receiver) => receiver.recv().unwrap_or(Err(StoreError::Closed)),
             Err(error) => Err(error),
         }
     }
 }
+
+/// An append on its way to disk: answered once the group it rode in has
+/// been flushed (acknowledged means durable) or it was refused.
+pub type AppendTicket = Ticket<Appended>;
 
 /// Decodes an envelope read for `entry`, which must be that entry's fact.
 pub fn decode_entry_envelope(entry: &LandEntry, envelope: &[u8]) -> Result<StoredFact, StoreError> {

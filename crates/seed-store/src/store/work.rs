@@ -24,8 +24,7 @@
 //! Lease times are the database's clock, never a process's: no fact sees them.
 
 use crate::fact::{BeingId, Fact, Hash32};
-use crate::store::{Appended, StoreError};
-use std::sync::mpsc::Receiver;
+use crate::store::{Appended, StoreError, Ticket};
 
 /// A wake as a round hands it out: its index in the round, the being, the
 /// engine's bytes for the wake.
@@ -74,37 +73,13 @@ pub struct SealTurn {
     pub sealed: Vec<(u64, Vec<u8>)>,
 }
 
-/// A request on its way to the database: `wait` returns its answer. The
-/// caller goes on meanwhile (a worker decides and signs one run while its
-/// next claim and its last turn are answered).
-pub struct QueueTicket<T> {
-    pending: Result<Receiver<Result<T, StoreError>>, StoreError>,
-}
-
-impl<T> QueueTicket<T> {
-    pub(crate) fn waiting(receiver: Receiver<Result<T, StoreError>>) -> QueueTicket<T> {
-        QueueTicket { pending: Ok(receiver) }
-    }
-
-    pub(crate) fn failed(error: StoreError) -> QueueTicket<T> {
-        QueueTicket { pending: Err(error) }
-    }
-
-    pub fn wait(self) -> Result<T, StoreError> {
-        match self.pending {
-            Ok(receiver) => receiver.recv().unwrap_or(Err(StoreError::Closed)),
-            Err(error) => Err(error),
-        }
-    }
-}
-
 /// A fenced turn on its way: answered once it committed (acknowledged
 /// means durable) or was refused.
-pub type TurnTicket = QueueTicket<Vec<Appended>>;
+pub type TurnTicket = Ticket<Vec<Appended>>;
 
 /// A claim on its way: answered with the wakes it holds (none: nothing
 /// was free).
-pub type ClaimTicket = QueueTicket<Vec<Claim>>;
+pub type ClaimTicket = Ticket<Vec<Claim>>;
 
 /// Whether a worker should go on: the run's state as the queue holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -201,7 +201,7 @@ impl Runner {
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        self.start(work).recv().unwrap_or(Err(StoreError::Closed))
+        crate::store::Ticket::waiting(self.start(work)).wait()
     }
 
     /// Starts `work` on the store's runtime; its outcome arrives on the

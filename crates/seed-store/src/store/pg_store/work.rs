@@ -63,27 +63,21 @@ struct ClaimRow {
 fn free_run(indexes: Range<u64>, max: u64, occupying: &[Range<u64>]) -> Option<Range<u64>> {
     let mut spans: Vec<&Range<u64>> = occupying.iter().filter(|span| !span.is_empty()).collect();
     spans.sort_by_key(|span| span.start);
+    // Past every span that reaches the start, in order of their starts; the
+    // first that begins after it ends the run.
     let mut start = indexes.start;
+    let mut next_occupied = u64::MAX;
     for span in spans {
-        if start >= indexes.end {
-            break;
-        }
-        if span.end <= start {
-            continue;
-        }
         if span.start > start {
+            next_occupied = span.start;
             break;
         }
-        start = span.end;
+        start = start.max(span.end);
     }
     if start >= indexes.end || max == 0 {
         return None;
     }
-    // The run ends at the next occupied wake, the range's end or `max`.
-    let next_occupied =
-        occupying.iter().filter(|span| !span.is_empty() && span.start > start).map(|span| span.start).min();
-    let end = next_occupied.unwrap_or(u64::MAX).min(indexes.end).min(start.saturating_add(max));
-    Some(start..end)
+    Some(start..next_occupied.min(indexes.end).min(start.saturating_add(max)))
 }
 
 /// Why a turn's wakes are not all held by `turn.worker` at their epochs,
@@ -230,7 +224,7 @@ impl PgStore {
 
 /// The answer a request started on the store's runtime sends.
 fn answered<T>(receiver: Receiver<Result<T, StoreError>>) -> Result<T, StoreError> {
-    receiver.recv().unwrap_or(Err(StoreError::Closed))
+    crate::store::Ticket::waiting(receiver).wait()
 }
 
 /// The run's state from its row's digest (`None`: no run) and finished flag.
