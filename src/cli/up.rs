@@ -39,7 +39,7 @@ async fn terminate() {
 const RUNNER_LEASE_MS_MIN: u64 = 300;
 
 /// Opens the land afresh (a follower taking over).
-type Reopen = Box<dyn Fn() -> Result<Engine, seed::engine::EngineError> + Send>;
+type Reopen = Box<dyn Fn() -> Result<Engine, seed::engine::EngineError> + Send + Sync>;
 
 /// This process's part in a land several processes can open
 /// (`store/runner.rs`): it runs the land, holding the runner lease, or it
@@ -48,12 +48,7 @@ type Reopen = Box<dyn Fn() -> Result<Engine, seed::engine::EngineError> + Send>;
 /// portal: the store refuses this process's writes from then on anyway), or
 /// looks whether the runner let go and, if so, takes the land over.
 struct LandHold {
-    /// The lease's epoch while this process runs the land (0: following).
-    epoch: Arc<AtomicU64>,
-    /// The store that holds the lease (the one the running engine writes to).
-    store: Arc<Mutex<Arc<dyn seed::store::Store>>>,
-    stopping: Arc<AtomicBool>,
-    lost: Arc<AtomicBool>,
+    keeper: Arc<Keeper>,
     keeping: std::thread::JoinHandle<()>,
 }
 
@@ -76,37 +71,36 @@ impl LandHold {
                 0
             }
         };
-        let epoch = Arc::new(AtomicU64::new(epoch));
-        let store = Arc::new(Mutex::new(live.store_shared()));
-        let (stopping, lost) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let keeper = Keeper {
+        let keeper = Arc::new(Keeper {
             live: live.clone(),
             holder,
             lease_ms,
-            epoch: epoch.clone(),
-            store: store.clone(),
-            stopping: stopping.clone(),
-            lost: lost.clone(),
+            epoch: AtomicU64::new(epoch),
+            store: Mutex::new(live.store_shared()),
+            stopping: AtomicBool::new(false),
+            lost: AtomicBool::new(false),
             stop_portal,
             reopen,
-        };
+        });
+        let kept = keeper.clone();
         let keeping = std::thread::Builder::new()
             .name("seed-runner-lease".into())
-            .spawn(move || keeper.keep())
+            .spawn(move || kept.keep())
             .context("starting the runner lease's thread")?;
-        Ok(Some(LandHold { epoch, store, stopping, lost, keeping }))
+        Ok(Some(LandHold { keeper, keeping }))
     }
 
     /// Stops keeping the lease and lets it go when this process holds it:
     /// `true` when another process took it away.
     fn release(self) -> Result<bool> {
-        self.stopping.store(true, Ordering::SeqCst);
+        let keeper = &self.keeper;
+        keeper.stopping.store(true, Ordering::SeqCst);
         self.keeping.thread().unpark();
         let _ = self.keeping.join();
-        let lost = self.lost.load(Ordering::SeqCst);
-        let epoch = self.epoch.load(Ordering::SeqCst);
+        let lost = keeper.lost.load(Ordering::SeqCst);
+        let epoch = keeper.epoch.load(Ordering::SeqCst);
         if !lost && epoch != 0 {
-            let store = self.store.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let store = keeper.store.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Some(leases) = store.runner_lease() {
                 leases.release_runner(epoch)?;
             }
@@ -115,21 +109,24 @@ impl LandHold {
     }
 }
 
-/// What the lease's thread works with.
+/// What the lease's thread and the process share.
 struct Keeper {
     live: Arc<LiveLand>,
     holder: String,
     lease_ms: u64,
-    epoch: Arc<AtomicU64>,
-    store: Arc<Mutex<Arc<dyn seed::store::Store>>>,
-    stopping: Arc<AtomicBool>,
-    lost: Arc<AtomicBool>,
+    /// The lease's epoch while this process runs the land (0: following).
+    epoch: AtomicU64,
+    /// The store that holds the lease (the one the running engine writes to).
+    store: Mutex<Arc<dyn seed::store::Store>>,
+    stopping: AtomicBool,
+    /// Another process took the lease from this one.
+    lost: AtomicBool,
     stop_portal: Arc<tokio::sync::watch::Sender<bool>>,
     reopen: Reopen,
 }
 
 impl Keeper {
-    fn keep(self) {
+    fn keep(&self) {
         let step = std::time::Duration::from_millis(self.lease_ms / 3);
         while !self.stopping.load(Ordering::SeqCst) {
             std::thread::park_timeout(step);
