@@ -43,6 +43,7 @@ mod authoring;
 mod bundle;
 mod cli;
 mod cli_help;
+mod code_rules;
 mod crash;
 mod fact_props;
 mod first_world;

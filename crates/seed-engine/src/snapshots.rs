@@ -62,30 +62,59 @@ pub struct VouchReport {
     pub refused: Vec<(u64, String)>,
 }
 
-/// Why the snapshot at `cursor` (its file's bytes read as `read`) cannot be
-/// vouched for against `store`'s log, or its world and file digest if it can.
+/// Why a snapshot on the shelf is not vouched for, or not used.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotRefusal {
+    #[error("beyond the {verified_facts} verified facts")]
+    BeyondVerified { verified_facts: u64 },
+    #[error(transparent)]
+    File(#[from] SnapshotError),
+    #[error("not signed by this land's reality root")]
+    NotSignedByRoot,
+    #[error("its signature or its world's digest does not hold")]
+    SignatureFails,
+    #[error(transparent)]
+    World(#[from] crate::world::snapshot::WorldSnapshotError),
+    #[error("its world folds {folds} facts, not {cursor}")]
+    WrongCursor { folds: u64, cursor: u64 },
+    #[error("its world does not give the state digest it was signed with")]
+    WrongStateDigest,
+    #[error("the land's fact at land seq {land_seq} is not the one it was taken after")]
+    NotAfterTheLogsFact { land_seq: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("not vouched for")]
+    NotVouched,
+    #[error("the file is not the one a verification vouched for")]
+    NotTheVouchedFile,
+    #[error("the fold to it failed: {0}")]
+    Fold(Box<crate::engine::EngineError>),
+}
+
+/// Why the snapshot at `cursor` cannot be vouched for against `land`'s log,
+/// or its world and file digest if it can.
 fn check_snapshot(
     land: &Land,
     shelf: &SnapshotShelf,
     cursor: u64,
     verified_facts: u64,
-) -> Result<(World, Hash32), String> {
+) -> Result<(World, Hash32), SnapshotRefusal> {
     if cursor > verified_facts {
-        return Err(format!("beyond the {verified_facts} verified facts"));
+        return Err(SnapshotRefusal::BeyondVerified { verified_facts });
     }
-    let (snapshot, digest) = shelf.read(cursor).map_err(|error| error.to_string())?;
+    let (snapshot, digest) = shelf.read(cursor)?;
     if snapshot.claim.signer != land.root() {
-        return Err("not signed by this land's reality root".into());
+        return Err(SnapshotRefusal::NotSignedByRoot);
     }
     if !snapshot.holds() {
-        return Err("its signature or its world's digest does not hold".into());
+        return Err(SnapshotRefusal::SignatureFails);
     }
-    let world = World::from_snapshot_bytes(&snapshot.world).map_err(|error| error.to_string())?;
+    let world = World::from_snapshot_bytes(&snapshot.world)?;
     if world.cursor != cursor {
-        return Err(format!("its world folds {} facts, not {cursor}", world.cursor));
+        return Err(SnapshotRefusal::WrongCursor { folds: world.cursor, cursor });
     }
     if world.state_digest() != snapshot.claim.state_digest {
-        return Err("its world does not give the state digest it was signed with".into());
+        return Err(SnapshotRefusal::WrongStateDigest);
     }
     follows_the_land_log(land.store(), &snapshot.claim)?;
     Ok((world, digest))
@@ -93,14 +122,10 @@ fn check_snapshot(
 
 /// Why the snapshot `claim` speaks of does not belong to `store`'s log: the
 /// fact it was taken after is not the log's fact at that place.
-fn follows_the_land_log(store: &dyn Store, claim: &crate::snapshot::SnapshotClaim) -> Result<(), String> {
-    match last_fact_before(store, claim.cursor) {
-        Ok(Some(id)) if id == claim.last_fact => Ok(()),
-        Ok(_) => Err(format!(
-            "the land's fact at land seq {} is not the one it was taken after",
-            claim.cursor.saturating_sub(1)
-        )),
-        Err(error) => Err(error.to_string()),
+fn follows_the_land_log(store: &dyn Store, claim: &crate::snapshot::SnapshotClaim) -> Result<(), SnapshotRefusal> {
+    match last_fact_before(store, claim.cursor)? {
+        Some(id) if id == claim.last_fact => Ok(()),
+        _ => Err(SnapshotRefusal::NotAfterTheLogsFact { land_seq: claim.cursor.saturating_sub(1) }),
     }
 }
 
@@ -117,7 +142,7 @@ pub fn vouch(land: &Land, verified_facts: u64) -> Result<VouchReport, crate::lan
                 files.insert(cursor, digest);
                 report.vouched.push(cursor);
             }
-            Err(reason) => report.refused.push((cursor, reason)),
+            Err(refusal) => report.refused.push((cursor, refusal.to_string())),
         }
     }
     land.write_vouched_snapshots(files)?;
@@ -219,25 +244,25 @@ impl<'a> VouchedWorlds<'a> {
     }
 
     /// The vouched snapshot's world, read and checked against its vouch and its log.
-    fn read_vouched(&self, cursor: u64) -> Result<World, String> {
-        let expected = self.files.get(&cursor).ok_or("not vouched for")?;
-        let (bytes, digest) = self.shelf.read_bytes(cursor).map_err(|error| error.to_string())?;
+    fn read_vouched(&self, cursor: u64) -> Result<World, SnapshotRefusal> {
+        let expected = self.files.get(&cursor).ok_or(SnapshotRefusal::NotVouched)?;
+        let (bytes, digest) = self.shelf.read_bytes(cursor)?;
         if digest != *expected {
-            return Err("the file is not the one a verification vouched for".into());
+            return Err(SnapshotRefusal::NotTheVouchedFile);
         }
-        let snapshot = crate::snapshot::SignedSnapshot::decode(&bytes, &self.shelf.path_of(cursor))
-            .map_err(|error| error.to_string())?;
+        let snapshot = crate::snapshot::SignedSnapshot::decode(&bytes, &self.shelf.path_of(cursor))?;
         follows_the_land_log(self.store, &snapshot.claim)?;
-        World::from_snapshot_bytes(&snapshot.world).map_err(|error| error.to_string())
+        Ok(World::from_snapshot_bytes(&snapshot.world)?)
     }
 
     /// The world at `cursor` folded from the vouched snapshot before it (or genesis).
-    fn refold(&self, cursor: u64) -> Result<World, String> {
+    fn refold(&self, cursor: u64) -> Result<World, SnapshotRefusal> {
         let mut world = match self.files.range(..cursor).next_back() {
             Some((&before, _)) => self.read_vouched(before)?,
             None => World::new(),
         };
-        crate::engine::fold_until(self.store, &mut world, cursor).map_err(|error| error.to_string())?;
+        crate::engine::fold_until(self.store, &mut world, cursor)
+            .map_err(|error| SnapshotRefusal::Fold(Box::new(error)))?;
         Ok(world)
     }
 }
@@ -254,8 +279,8 @@ impl WorldSnapshots for VouchedWorlds<'_> {
     fn world(&self, cursor: u64) -> Option<World> {
         let read = match self.read_vouched(cursor) {
             Ok(world) => world,
-            Err(reason) => {
-                self.set_aside(cursor, reason);
+            Err(refusal) => {
+                self.set_aside(cursor, refusal.to_string());
                 return None;
             }
         };

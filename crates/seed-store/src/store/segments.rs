@@ -42,12 +42,41 @@ const SEGMENT_SUFFIX: &str = ".log";
 pub enum SegmentError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{path} at byte {offset}: the land log is damaged ({reason})")]
-    Damaged { path: PathBuf, offset: u64, reason: String },
+    #[error("{path} at byte {offset}: the land log is damaged ({damage})")]
+    Damaged { path: PathBuf, offset: u64, damage: Damage },
     #[error("a group must continue the log at land seq {expected}, not {got}")]
     OutOfOrder { expected: u64, got: u64 },
     #[error("an envelope of {len} bytes is over the frame's limit of {FRAME_ENVELOPE_BYTES_MAX} bytes")]
     TooLarge { len: usize },
+}
+
+/// What is wrong at a damaged place of the land log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    #[error("no frame starts here")]
+    NoFrameHere,
+    #[error("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}")]
+    FrameOverLimit { len: u32 },
+    #[error("the check of land seq {land_seq}'s frame does not hold")]
+    CheckFails { land_seq: u64 },
+    #[error("it starts where the segment before it did")]
+    StartsWherePreviousDid,
+    #[error("land seq {found} where {expected} belongs")]
+    LandSeqOutOfPlace { found: u64, expected: u64 },
+    #[error("an earlier write failed and could not be cut back; reopen the land")]
+    EarlierWriteNotCutBack,
+    #[error("a segment before the last ends inside a frame")]
+    EarlierSegmentCutShort,
+    #[error("it ends at land seq {end} but the next segment starts at {next_first}")]
+    GapBeforeNextSegment { end: u64, next_first: u64 },
+    #[error("no frame of land seq {land_seq} with an envelope of {len} bytes")]
+    NoSuchFrame { land_seq: u64, len: usize },
+    #[error("the segment ends inside this frame")]
+    EndsInsideFrame,
+    #[error("the frame is before the span's first at {first_offset}")]
+    BeforeSpan { first_offset: u64 },
+    #[error("the frame runs past the next at {next_offset}")]
+    RunsPastNext { next_offset: u64 },
 }
 
 /// One segment file: where it starts in the land log and its length in bytes.
@@ -112,21 +141,21 @@ enum FrameRead {
 
 /// A frame head's envelope length and land seq, or why it is no frame's
 /// head (no magic, a length over the limit).
-fn frame_head(head: &[u8; FRAME_HEAD_BYTES]) -> Result<(u32, u64), String> {
+fn frame_head(head: &[u8; FRAME_HEAD_BYTES]) -> Result<(u32, u64), Damage> {
     if head[..4] != FRAME_MAGIC {
-        return Err("no frame starts here".into());
+        return Err(Damage::NoFrameHere);
     }
     let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes"));
     let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
     if len as usize > FRAME_ENVELOPE_BYTES_MAX {
-        return Err(format!("a frame of {len} bytes is over the limit of {FRAME_ENVELOPE_BYTES_MAX}"));
+        return Err(Damage::FrameOverLimit { len });
     }
     Ok((len, land_seq))
 }
 
 /// Reads the frame at the reader's position (`offset` names it in errors).
 fn read_frame(reader: &mut impl Read, path: &Path, offset: u64) -> Result<FrameRead, SegmentError> {
-    let damaged = |reason: String| SegmentError::Damaged { path: path.to_path_buf(), offset, reason };
+    let damaged = |damage: Damage| SegmentError::Damaged { path: path.to_path_buf(), offset, damage };
     let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
     let mut head = [0u8; FRAME_HEAD_BYTES];
     match read_full(reader, &mut head).map_err(io)? {
@@ -142,7 +171,7 @@ fn read_frame(reader: &mut impl Read, path: &Path, offset: u64) -> Result<FrameR
     let check: [u8; FRAME_CHECK_BYTES] = rest[len as usize..].try_into().expect("eight bytes");
     rest.truncate(len as usize);
     if frame_check(len, land_seq, &rest) != check {
-        return Err(damaged(format!("the check of land seq {land_seq}'s frame does not hold")));
+        return Err(damaged(Damage::CheckFails { land_seq }));
     }
     let bytes = (FRAME_HEAD_BYTES + len as usize + FRAME_CHECK_BYTES) as u64;
     Ok(FrameRead::Whole { land_seq, envelope: rest, bytes })
@@ -234,8 +263,8 @@ impl SegmentLog {
         for (index, (first_land_seq, path)) in listed.iter().enumerate() {
             let metadata = fs::metadata(path).map_err(|source| SegmentError::Io { path: path.clone(), source })?;
             if index > 0 && *first_land_seq <= listed[index - 1].0 {
-                let reason = "it starts where the segment before it did".to_string();
-                return Err(SegmentError::Damaged { path: path.clone(), offset: 0, reason });
+                let damage = Damage::StartsWherePreviousDid;
+                return Err(SegmentError::Damaged { path: path.clone(), offset: 0, damage });
             }
             segments.push(Segment { first_land_seq: *first_land_seq, path: path.clone(), len: metadata.len() });
         }
@@ -290,8 +319,8 @@ impl SegmentLog {
             match read_frame(&mut reader, path, offset)? {
                 FrameRead::Whole { land_seq, envelope, bytes } => {
                     if land_seq != expected {
-                        let reason = format!("land seq {land_seq} where {expected} belongs");
-                        return Err(SegmentError::Damaged { path: path.clone(), offset, reason });
+                        let damage = Damage::LandSeqOutOfPlace { found: land_seq, expected };
+                        return Err(SegmentError::Damaged { path: path.clone(), offset, damage });
                     }
                     each(land_seq, offset, envelope)?;
                     offset += bytes;
@@ -345,8 +374,8 @@ impl SegmentLog {
         }
         let io = |source| SegmentError::Io { path: last.path.clone(), source };
         if self.cut_back_failed {
-            let reason = "an earlier write failed and could not be cut back; reopen the land".to_string();
-            return Err(SegmentError::Damaged { path: last.path.clone(), offset: last.len, reason });
+            let damage = Damage::EarlierWriteNotCutBack;
+            return Err(SegmentError::Damaged { path: last.path.clone(), offset: last.len, damage });
         }
         let writer = self.writer.as_mut().expect("the last segment is open for appending");
         let written = writer.write_all(&frames).and_then(|_| {
@@ -417,14 +446,13 @@ impl SegmentLog {
             })?;
             let is_last = std::ptr::eq(segment, self.segments.last().expect("not empty"));
             if !is_last && whole_bytes != segment.len {
-                let reason = "a segment before the last ends inside a frame".to_string();
-                return Err(SegmentError::Damaged { path: segment.path.clone(), offset: whole_bytes, reason });
+                let damage = Damage::EarlierSegmentCutShort;
+                return Err(SegmentError::Damaged { path: segment.path.clone(), offset: whole_bytes, damage });
             }
             let next_first = self.segments.iter().find(|next| next.first_land_seq > segment.first_land_seq);
             if let Some(next) = next_first.filter(|next| next.first_land_seq != end) {
-                let reason =
-                    format!("it ends at land seq {end} but the next segment starts at {}", next.first_land_seq);
-                return Err(SegmentError::Damaged { path: segment.path.clone(), offset: whole_bytes, reason });
+                let damage = Damage::GapBeforeNextSegment { end, next_first: next.first_land_seq };
+                return Err(SegmentError::Damaged { path: segment.path.clone(), offset: whole_bytes, damage });
             }
         }
         Ok(())
@@ -463,8 +491,8 @@ pub fn rewrite_frame_unchecked(path: &Path, offset: u64, land_seq: u64, envelope
     match read_frame_in(&file, path, offset)? {
         Some((found, old)) if found == land_seq && old.len() == envelope.len() => {}
         _ => {
-            let reason = format!("no frame of land seq {land_seq} with an envelope of {} bytes", envelope.len());
-            return Err(SegmentError::Damaged { path: path.to_path_buf(), offset, reason });
+            let damage = Damage::NoSuchFrame { land_seq, len: envelope.len() };
+            return Err(SegmentError::Damaged { path: path.to_path_buf(), offset, damage });
         }
     }
     let mut frame = Vec::with_capacity(envelope.len() + FRAME_HEAD_BYTES + FRAME_CHECK_BYTES);
@@ -516,10 +544,10 @@ pub fn read_frame_span_unverified(
     buffer: &mut Vec<u8>,
 ) -> Result<Vec<FrameInSpan>, SegmentError> {
     let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
-    let damaged = |offset: u64, reason: String| SegmentError::Damaged { path: path.to_path_buf(), offset, reason };
-    let cut_short = |offset: u64| damaged(offset, "the segment ends inside this frame".into());
+    let damaged = |offset: u64, damage: Damage| SegmentError::Damaged { path: path.to_path_buf(), offset, damage };
+    let cut_short = |offset: u64| damaged(offset, Damage::EndsInsideFrame);
     let Some(head_end) = last_offset.checked_sub(first_offset).map(|span| span + FRAME_HEAD_BYTES as u64) else {
-        return Err(damaged(last_offset, format!("the frame is before the span's first at {first_offset}")));
+        return Err(damaged(last_offset, Damage::BeforeSpan { first_offset }));
     };
     let base = buffer.len();
     // Read into the buffer's tail; it is cut back on every error.
@@ -538,7 +566,7 @@ pub fn read_frame_span_unverified(
         loop {
             let offset = first_offset + at as u64;
             let head = buffer[base + at..base + at + FRAME_HEAD_BYTES].try_into().expect("a head's bytes");
-            let (len, land_seq) = frame_head(head).map_err(|reason| damaged(offset, reason))?;
+            let (len, land_seq) = frame_head(head).map_err(|damage| damaged(offset, damage))?;
             let len = len as usize;
             let envelope = at + FRAME_HEAD_BYTES..at + FRAME_HEAD_BYTES + len;
             let frame_end = envelope.end + FRAME_CHECK_BYTES;
@@ -552,7 +580,7 @@ pub fn read_frame_span_unverified(
                 return Ok(frames);
             }
             if frame_end + FRAME_HEAD_BYTES > span_len {
-                return Err(damaged(offset, format!("the frame runs past the next at {last_offset}")));
+                return Err(damaged(offset, Damage::RunsPastNext { next_offset: last_offset }));
             }
             frames.push((land_seq, offset, in_buffer));
             at = frame_end;
@@ -609,6 +637,33 @@ mod tests {
             log.append_group(envelopes.iter().map(Vec::as_slice)).expect("appends");
         }
         log
+    }
+
+    #[test]
+    fn a_frame_head_names_its_damage_as_a_typed_value() {
+        let head = |magic: [u8; 4], len: u32, land_seq: u64| {
+            let mut head = [0u8; FRAME_HEAD_BYTES];
+            head[..4].copy_from_slice(&magic);
+            head[4..8].copy_from_slice(&len.to_le_bytes());
+            head[8..16].copy_from_slice(&land_seq.to_le_bytes());
+            head
+        };
+        let over = FRAME_ENVELOPE_BYTES_MAX as u32 + 1;
+        let cases = [
+            (head(FRAME_MAGIC, 12, 7), Ok((12, 7))),
+            (head(FRAME_MAGIC, FRAME_ENVELOPE_BYTES_MAX as u32, 0), Ok((FRAME_ENVELOPE_BYTES_MAX as u32, 0))),
+            (head(*b"nope", 12, 7), Err(Damage::NoFrameHere)),
+            (head(FRAME_MAGIC, over, 7), Err(Damage::FrameOverLimit { len: over })),
+        ];
+        for (bytes, expected) in cases {
+            assert_eq!(frame_head(&bytes), expected, "{bytes:?}");
+        }
+        let damaged =
+            SegmentError::Damaged { path: "a.log".into(), offset: 9, damage: Damage::CheckFails { land_seq: 3 } };
+        assert_eq!(
+            damaged.to_string(),
+            "a.log at byte 9: the land log is damaged (the check of land seq 3's frame does not hold)"
+        );
     }
 
     #[test]
