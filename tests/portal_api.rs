@@ -766,11 +766,15 @@ fn get_requests_never_change_the_land() {
         (response.status().as_u16(), response.text().unwrap_or_default())
     };
     let (status, page) = get("/inhabit/kid");
-    assert_eq!(status, 409, "{page}");
+    assert_eq!(status, 403, "{page}");
     assert!(page.contains("use the Inhabit button"), "{page}");
     let (status, stream) = get("/api/v1/beings/kid/presence");
-    assert_eq!(status, 200);
-    assert!(stream.contains("event: refused"), "{stream}");
+    assert_eq!(status, 403, "{stream}");
+    assert!(stream.contains("\"forbidden\"") && stream.contains("use the Inhabit button"), "{stream}");
+    // A being the operator may not inhabit at all says so, with the same status.
+    let (status, page) = get("/inhabit/birther");
+    assert_eq!(status, 403, "{page}");
+    assert!(page.contains("you may not inhabit @birther") && page.contains("ancestors"), "{page}");
     assert_eq!(up.cursor(), before, "no GET sealed anything");
     assert_eq!(up.get("/api/v1/beings/kid").1["inhabitedBy"], Value::Null);
     // The POST with the CSRF token connects, and then the tab is shown.
@@ -836,30 +840,134 @@ fn every_answer_carries_the_security_headers() {
     assert!(retry.parse::<u64>().is_ok_and(|seconds| seconds > 0), "Retry-After: {retry:?}");
 }
 
+/// An HTTP client whose connections come from `address` (any address of
+/// 127.0.0.0/8 is this machine's): a second client, as the throttle sees it.
+fn client_from(address: &str) -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(address.parse::<std::net::IpAddr>().expect("an address"))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("an HTTP client")
+}
+
+/// `POST /api/v1/login` with `body` from `client`: (status, Retry-After, body).
+fn login_from(up: &Up, client: &reqwest::blocking::Client, body: &Value) -> (u16, Option<u64>, Value) {
+    let response = client.post(format!("{}/api/v1/login", up.url)).body(body.to_string()).send().expect("answered");
+    let status = response.status().as_u16();
+    let retry = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    (status, retry, response.json::<Value>().unwrap_or(Value::Null))
+}
+
 #[test]
-fn failed_logins_are_throttled_and_say_when_to_come_back() {
+fn a_right_token_logs_in_after_a_thousand_wrong_ones_from_its_own_address_and_any_other() {
+    use seed::portal::throttle::LOGIN_FAILURES_FREE_PER_CLIENT;
     let up = Up::start(&[]);
-    let login = |token: &str| {
-        let response = up
-            .http
-            .post(format!("{}/api/v1/login", up.url))
-            .body(json!({"token": token}).to_string())
+    let guesser = client_from("127.0.0.2");
+    let mut answers = std::collections::BTreeMap::new();
+    for attempt in 1..=1000u32 {
+        let (status, retry, body) = login_from(&up, &guesser, &json!({"token": format!("{attempt:064x}")}));
+        *answers.entry(status).or_insert(0u32) += 1;
+        if status == 429 {
+            assert_eq!(body["error"]["code"], "login-throttled", "{body}");
+            assert!(retry.is_some_and(|seconds| seconds >= 1), "a 429 says when to come back");
+        } else {
+            assert_eq!((status, body["error"]["field"].clone()), (401, json!("token")), "attempt {attempt}: {body}");
+        }
+    }
+    // The free failures and the one that starts the first wait are plain
+    // 401s; every later guess came inside a wait.
+    let plain = LOGIN_FAILURES_FREE_PER_CLIENT + 1;
+    assert_eq!(answers, [(401u16, plain), (429, 1000 - plain)].into_iter().collect(), "{answers:?}");
+    // The right token, from another address and from the guesser's own.
+    let other = client_from("127.0.0.3");
+    for (who, client) in [("another address", &other), ("the guessing address", &guesser)] {
+        let (status, _, body) = login_from(&up, client, &json!({"token": up.token}));
+        assert_eq!(status, 200, "{who}: {body}");
+        assert_eq!(body["account"], "operator", "{who}");
+        let form = client
+            .post(format!("{}/login", up.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={}", up.token))
             .send()
             .expect("answered");
-        let status = response.status().as_u16();
-        let retry = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
-        (status, retry, response.json::<Value>().unwrap_or(Value::Null))
-    };
-    for _ in 0..seed::portal::auth::LOGIN_FAILURES_PER_CLIENT_MAX {
-        assert_eq!(login("wrong").0, 401);
+        assert_eq!(form.status().as_u16(), 303, "{who}: the login form");
+        let bearer = client.get(format!("{}/api/v1/world", up.url)).bearer_auth(&up.token).send().expect("answered");
+        assert_eq!(bearer.status().as_u16(), 200, "{who}: a bearer");
     }
-    let (status, retry, body) = login("wrong");
-    assert_eq!((status, body["error"]["code"].clone()), (429, json!("login-throttled")), "{body}");
-    assert!(retry.is_some_and(|seconds| seconds.parse::<u64>().is_ok()), "a Retry-After");
-    // While throttled, even the right token waits: guessing learns nothing.
-    assert_eq!(login(&up.token.clone()).0, 429);
-    // A bearer token is not throttled per client, and still works.
-    assert_eq!(up.get("/api/v1/world").0, 200);
+    // Another address's wrong token is a plain 401: the guesser's waits are its own.
+    assert_eq!(login_from(&up, &other, &json!({"token": "wrong"})).0, 401);
+    // Wrong bearer tokens slow their client the same way; a right one passes.
+    let bearer_guesser = client_from("127.0.0.4");
+    let statuses: Vec<u16> = (0..LOGIN_FAILURES_FREE_PER_CLIENT + 3)
+        .map(|_| {
+            let response = bearer_guesser.get(format!("{}/api/v1/world", up.url)).bearer_auth("wrong").send();
+            response.expect("answered").status().as_u16()
+        })
+        .collect();
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    let right = bearer_guesser.get(format!("{}/api/v1/world", up.url)).bearer_auth(&up.token).send();
+    assert_eq!(right.expect("answered").status().as_u16(), 200);
+}
+
+#[test]
+fn wrong_passwords_brake_the_account_but_never_its_token() {
+    use seed::portal::throttle::PASSWORD_FAILURES_PER_ACCOUNT_MAX;
+    let up = Up::start(&[]);
+    let (status, invited) = up.post("/api/v1/accounts", &json!({"account": "ann"}));
+    assert_eq!(status, 201, "{invited}");
+    let ann_token = invited["token"].as_str().expect("a token").to_string();
+    let ann = reqwest::blocking::Client::new();
+    let set = ann
+        .post(format!("{}/api/v1/password", up.url))
+        .bearer_auth(&ann_token)
+        .body(json!({"password": "correct horse battery"}).to_string())
+        .send()
+        .expect("answered");
+    assert!(set.status().is_success(), "{:?}", set.text());
+    // Wrong passwords spread over many addresses, one each: no client waits,
+    // but the account's brake engages.
+    for index in 0..PASSWORD_FAILURES_PER_ACCOUNT_MAX {
+        let client = client_from(&format!("127.0.1.{}", index + 1));
+        let (status, _, body) =
+            login_from(&up, &client, &json!({"account": "ann", "password": format!("guess {index:04}")}));
+        assert_eq!(status, 401, "guess {index}: {body}");
+    }
+    let fresh = client_from("127.0.2.1");
+    let (status, retry, body) =
+        login_from(&up, &fresh, &json!({"account": "ann", "password": "correct horse battery"}));
+    assert_eq!((status, body["error"]["code"].clone()), (429, json!("password-throttled")), "{body}");
+    assert!(retry.is_some_and(|seconds| seconds >= 1), "{retry:?}");
+    // Her token logs her in all the same, from anywhere.
+    let (status, _, body) = login_from(&up, &fresh, &json!({"token": ann_token}));
+    assert_eq!((status, body["account"].clone()), (200, json!("ann")), "{body}");
+    // Made-up accounts are not braked (there is nothing to guess there),
+    // and answer as a wrong password does.
+    let (status, _, body) = login_from(&up, &fresh, &json!({"account": "nobody", "password": "whatever12345"}));
+    assert_eq!((status, body["error"]["code"].clone()), (401, json!("unauthenticated")), "{body}");
+}
+
+#[test]
+fn a_session_id_chosen_by_an_attacker_stays_invalid_after_a_login() {
+    let up = Up::start(&[]);
+    let chosen = "ab".repeat(32);
+    let planted = format!("seed_session={chosen}");
+    let response = up
+        .http
+        .post(format!("{}/api/v1/login", up.url))
+        .header("cookie", &planted)
+        .body(json!({"token": up.token}).to_string())
+        .send()
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 200);
+    let issued = response.headers()["set-cookie"].to_str().expect("text").to_string();
+    assert!(issued.starts_with("seed_session=") && !issued.contains(&chosen), "a new id is issued: {issued}");
+    let with_chosen = up.http.get(format!("{}/api/v1/world", up.url)).header("cookie", &planted).send();
+    assert_eq!(with_chosen.expect("answered").status().as_u16(), 401, "the chosen id opens nothing");
+    // Two logins never share a session id.
+    let (first, _) = up.login();
+    let (second, _) = up.login();
+    assert_ne!(first, second);
 }
 
 /// Sends `request` raw on a new connection and reads until the server
@@ -1593,4 +1701,61 @@ fn the_replay_view_pages_its_moments_newest_first() {
         assert_eq!(status, 400, "page {bad}: {page}");
         assert!(page.contains("is not a page of this replay"), "{page}");
     }
+}
+
+/// `seed --land LAND up` (no `--fixture`) run from `folder`, as an installed
+/// `seed` would be: its process and the JSON line it printed on starting.
+fn up_from_folder(land: &std::path::Path, folder: &std::path::Path) -> (std::process::Child, Value) {
+    use std::io::BufRead;
+    let lifetime = common::portal::TEST_PORTAL_LIFETIME_S.to_string();
+    let land = land.to_str().expect("utf-8 path");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--land", land, "up", "--addr", "127.0.0.1:0", "--lifetime-s", &lifetime, "--json"])
+        .current_dir(folder)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("seed up starts");
+    let stdout = child.stdout.take().expect("piped");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().expect("a start line").expect("readable");
+    std::thread::spawn(move || for _ in lines {});
+    (child, serde_json::from_str(&first).unwrap_or_else(|_| panic!("a JSON start line: {first}")))
+}
+
+#[test]
+fn seed_up_plants_the_built_in_demo_world_from_any_folder() {
+    let land_parent = tempfile::tempdir().expect("folder");
+    let land = land_parent.path().join("demo-land");
+    let (elsewhere, another) = (tempfile::tempdir().expect("folder"), tempfile::tempdir().expect("folder"));
+    let (mut child, started) = up_from_folder(&land, elsewhere.path());
+    assert_eq!(started["world"], "court", "{started}");
+    let token = started["operatorToken"].as_str().expect("a new land's token").to_string();
+    let http = reqwest::blocking::Client::new();
+    let world: Value = http
+        .get(format!("{}api/v1/world", started["url"].as_str().expect("url")))
+        .bearer_auth(&token)
+        .send()
+        .and_then(|response| response.json())
+        .expect("the world");
+    let text = world.to_string();
+    assert!(text.contains("\"ada\"") && text.contains("/court"), "the court world: {text}");
+    let _ = child.kill();
+    let _ = child.wait();
+    // The land keeps its own copy of the definitions and records it.
+    let recorded = std::fs::read_to_string(land.join("definitions.toml")).expect("recorded definitions");
+    let copy = land.canonicalize().expect("land").join("definitions/demo-world/fixtures/court.toml");
+    assert!(recorded.contains(copy.to_str().expect("utf-8")), "{recorded}");
+    assert!(!recorded.contains(env!("CARGO_MANIFEST_DIR")), "nothing of the checkout: {recorded}");
+    // Opened again from another folder, and replayed from a third.
+    let (mut child, started) = up_from_folder(&land, another.path());
+    assert_eq!((started["world"].clone(), started["operatorToken"].clone()), (json!("court"), Value::Null));
+    let _ = child.kill();
+    let _ = child.wait();
+    let replayed = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["--land", land.to_str().expect("utf-8"), "replay", "@ada"])
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("replay runs");
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
 }

@@ -104,19 +104,13 @@ pub(super) async fn api_presence(
     Path(name): Path<String>,
 ) -> Result<Response, PortalError> {
     // A GET seals nothing: the stream only holds a being the person already
-    // inhabits (connected by a POST); otherwise it says so and ends.
+    // inhabits (connected by a POST); otherwise it is a 403 saying why.
     let person = acting_being(&portal, &caller.principal)?;
     let world = portal.live.world();
     let row = views::being_row(&world, &name)?;
     may_act_for(&world, &caller.principal, row)?;
+    must_inhabit(&world, person, row)?;
     let (being, being_name) = (row.id, row.name.clone());
-    if row.inhabited_by != Some(person) {
-        let refusal = format!("you do not inhabit @{being_name}: use the Inhabit button on its page");
-        let stream = futures_util::stream::once(async move {
-            Ok::<Event, Infallible>(Event::default().event("refused").data(refusal))
-        });
-        return Ok(Sse::new(stream).into_response());
-    }
     drop(world);
     portal.live.presence_opened(being);
     struct Holding {

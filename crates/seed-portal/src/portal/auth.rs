@@ -1,5 +1,7 @@
 //! Who is asking: a session cookie (after logging in with a token or a
 //! person's password) or a token itself as a bearer (the CLI and tests).
+//! A wrong bearer token counts as a failed login of the client that sent
+//! it (`throttle`); a right one is never refused for anyone's failures.
 //! Every credential names a [`Principal`]: the operator or a person's
 //! account. Sessions carry a CSRF token that every cookie-authenticated
 //! write must echo, and the grant they were opened under, so a new grant
@@ -7,6 +9,7 @@
 //! request budget.
 
 use super::error::PortalError;
+use super::throttle::LoginThrottle;
 use axum::http::HeaderMap;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -22,19 +25,8 @@ pub const PORTAL_SESSIONS_MAX: usize = 1024;
 /// Most sessions one account holds at once: a login past it ends that
 /// account's own least recently used session.
 pub const PORTAL_SESSIONS_PER_ACCOUNT_MAX: usize = 32;
-/// Failed logins one client (by address) may make in a window.
-pub const LOGIN_FAILURES_PER_CLIENT_MAX: u32 = 10;
-/// Failed logins (and wrong bearer tokens) against one account, from
-/// anywhere, in a window: bounds guessing spread over many addresses.
-pub const LOGIN_FAILURES_PER_ACCOUNT_MAX: u32 = 50;
-/// The window failed logins are counted in.
-pub const LOGIN_FAILURE_WINDOW_MS: u64 = 60_000;
 /// The operator's account name (no person may take it).
 pub const OPERATOR_ACCOUNT: &str = crate::moment::ops::OPERATOR_ACCOUNT_NAME;
-/// The throttle's bucket for token logins, which name no account.
-pub const TOKEN_LOGINS: &str = "(token)";
-/// Failure windows kept before expired ones are swept.
-const LOGIN_WINDOWS_KEPT_MAX: usize = 4096;
 /// How long a session lives without use.
 pub const PORTAL_SESSION_IDLE_MS: u64 = 12 * 60 * 60 * 1000;
 /// How long a session lives at most, however busy: then its person logs in again.
@@ -68,59 +60,6 @@ pub struct Session {
     granted_at_seq: u64,
     opened: Instant,
     last_used: Instant,
-}
-
-/// Failed logins counted per client and per account, each in a window of
-/// `LOGIN_FAILURE_WINDOW_MS` from its first failure.
-#[derive(Default)]
-pub struct LoginThrottle {
-    windows: Mutex<BTreeMap<String, FailureWindow>>,
-}
-
-struct FailureWindow {
-    start: Instant,
-    failures: u32,
-}
-
-impl LoginThrottle {
-    /// 429 (with the seconds until the window ends) if the client or the
-    /// account has failed too often; checked before any token is compared.
-    pub fn check(&self, client: Option<&str>, account: &str) -> Result<(), PortalError> {
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let window = Duration::from_millis(LOGIN_FAILURE_WINDOW_MS);
-        let keys = [
-            client.map(|client| (format!("client {client}"), LOGIN_FAILURES_PER_CLIENT_MAX)),
-            Some((format!("account {account}"), LOGIN_FAILURES_PER_ACCOUNT_MAX)),
-        ];
-        for (key, most) in keys.into_iter().flatten() {
-            let Some(counted) = windows.get(&key) else { continue };
-            let elapsed = counted.start.elapsed();
-            if elapsed >= window {
-                windows.remove(&key);
-            } else if counted.failures >= most {
-                let retry_after_s = (window - elapsed).as_secs() + 1;
-                return Err(PortalError::login_throttled(most, retry_after_s));
-            }
-        }
-        Ok(())
-    }
-
-    /// Counts a failed login against the client and the account.
-    pub fn failed(&self, client: Option<&str>, account: &str) {
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let window = Duration::from_millis(LOGIN_FAILURE_WINDOW_MS);
-        if windows.len() > LOGIN_WINDOWS_KEPT_MAX {
-            windows.retain(|_, counted| counted.start.elapsed() < window);
-        }
-        let keys = [client.map(|client| format!("client {client}")), Some(format!("account {account}"))];
-        for key in keys.into_iter().flatten() {
-            let counted = windows.entry(key).or_insert(FailureWindow { start: Instant::now(), failures: 0 });
-            if counted.start.elapsed() >= window {
-                *counted = FailureWindow { start: Instant::now(), failures: 0 };
-            }
-            counted.failures += 1;
-        }
-    }
 }
 
 /// How a request proved who it is, and who that is.
@@ -221,6 +160,7 @@ impl Sessions {
     pub fn identify(
         &self,
         headers: &HeaderMap,
+        client: &str,
         principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
         grant_of: impl Fn(&Principal) -> Option<u64>,
     ) -> Result<Credential, PortalError> {
@@ -229,11 +169,10 @@ impl Sessions {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
         {
-            // A bearer token is a login on every request: wrong ones count
-            // against token logins as failed logins do.
-            self.throttle.check(None, TOKEN_LOGINS)?;
+            // A bearer token is a login on every request: a right one is
+            // let in whatever anyone failed, a wrong one slows its client.
             let Some((principal, _)) = principal_of_token(bearer.trim()) else {
-                self.throttle.failed(None, TOKEN_LOGINS);
+                self.throttle.token_failed(client)?;
                 return Err(PortalError::unauthenticated());
             };
             Credential { via: Via::Bearer, principal }
@@ -336,26 +275,6 @@ mod tests {
     }
 
     #[test]
-    fn failed_logins_are_throttled_per_client_and_per_account() {
-        let throttle = LoginThrottle::default();
-        for _ in 0..LOGIN_FAILURES_PER_CLIENT_MAX {
-            throttle.check(Some("10.0.0.1"), OPERATOR_ACCOUNT).expect("within the client's budget");
-            throttle.failed(Some("10.0.0.1"), OPERATOR_ACCOUNT);
-        }
-        let refused = throttle.check(Some("10.0.0.1"), OPERATOR_ACCOUNT).expect_err("the client is throttled");
-        assert_eq!((refused.status.as_u16(), refused.code), (429, "login-throttled"));
-        assert!(refused.retry_after_s.is_some_and(|s| (1..=60).contains(&s)), "{refused:?}");
-        throttle.check(Some("10.0.0.2"), OPERATOR_ACCOUNT).expect("another client is not");
-        // Spread over many clients, the account's own budget still holds.
-        let spread = LOGIN_FAILURES_PER_ACCOUNT_MAX - LOGIN_FAILURES_PER_CLIENT_MAX;
-        for client in 0..spread {
-            throttle.failed(Some(&format!("10.1.0.{client}")), OPERATOR_ACCOUNT);
-        }
-        assert!(throttle.check(Some("10.0.0.3"), OPERATOR_ACCOUNT).is_err(), "the account is throttled");
-        throttle.check(Some("10.0.0.3"), "another-account").expect("another account is not");
-    }
-
-    #[test]
     fn a_login_past_the_account_cap_ends_only_that_accounts_oldest_session() {
         let sessions = Sessions::new(100);
         let someone = Principal::Person { account: "someone-else".into() };
@@ -378,14 +297,15 @@ mod tests {
         let (id, _) = sessions.open(&ann, 5).expect("open");
         let mut headers = HeaderMap::new();
         headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
-        let identify = |grant: Option<u64>| sessions.identify(&headers, |_| None, |_| grant).map(|c| c.principal);
+        let identify =
+            |grant: Option<u64>| sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant).map(|c| c.principal);
         assert_eq!(identify(Some(5)).expect("the same grant"), ann);
         for (what, grant) in [("granted again", Some(6)), ("revoked", None)] {
             let sessions = Sessions::new(100);
             let (id, _) = sessions.open(&ann, 5).expect("open");
             let mut headers = HeaderMap::new();
             headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
-            let refused = sessions.identify(&headers, |_| None, |_| grant).expect_err(what);
+            let refused = sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant).expect_err(what);
             assert_eq!(refused.status, axum::http::StatusCode::UNAUTHORIZED, "{what}");
             assert_eq!(sessions.count_of("ann"), 0, "{what}: the session is gone");
         }

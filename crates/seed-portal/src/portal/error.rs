@@ -84,14 +84,33 @@ impl PortalError {
         }
     }
 
-    /// 429 for logins: too many failed from this client or for this account.
-    pub fn login_throttled(most: u32, retry_after_s: u64) -> PortalError {
+    /// 429 for logins: this client failed too often and must wait.
+    pub fn login_throttled(retry_after_s: u64) -> PortalError {
         PortalError {
             retry_after_s: Some(retry_after_s),
             ..PortalError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "login-throttled",
-                format!("more than {most} failed logins this minute; try again in {retry_after_s} s"),
+                format!(
+                    "too many failed logins from this address; try again in {retry_after_s} s \
+                     (a right token logs in at any time)"
+                ),
+            )
+        }
+    }
+
+    /// 429 for password logins: the account took too many wrong passwords.
+    pub fn password_throttled(account: &str, retry_after_s: u64) -> PortalError {
+        PortalError {
+            field: Some("password".into()),
+            retry_after_s: Some(retry_after_s),
+            ..PortalError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "password-throttled",
+                format!(
+                    "the account {account:?} took too many wrong passwords; its password logins wait \
+                     {retry_after_s} s (its token logs in at any time)"
+                ),
             )
         }
     }

@@ -43,9 +43,17 @@ pub struct FormWrite(pub Credential, pub BTreeMap<String, String>);
 fn identify(portal: &Portal, parts: &Parts) -> Result<Credential, PortalError> {
     portal.sessions.identify(
         &parts.headers,
+        &client_of(parts),
         |token| portal.live.principal_of_token(token),
         |principal| portal.live.grant_of(principal),
     )
+}
+
+/// The throttle's key for the request's client (`throttle::client_key`);
+/// every connection the portal serves carries its peer's address.
+pub fn client_of(parts: &Parts) -> String {
+    let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+    peer.map_or_else(|| "(unknown)".to_string(), |peer| super::throttle::client_key(peer.0.ip()))
 }
 
 impl FromRequestParts<Arc<Portal>> for ApiCaller {

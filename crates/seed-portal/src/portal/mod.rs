@@ -22,6 +22,7 @@ pub mod place;
 pub mod request_log;
 pub mod role_form;
 pub mod serve;
+pub mod throttle;
 pub mod timeline;
 mod timeline_html;
 pub mod views;

@@ -262,12 +262,7 @@ pub(super) async fn inhabit_page(
         let world = portal.live.world();
         let row = views::being_row(&world, &name)?;
         may_act_for(&world, &credential.principal, row)?;
-        if row.inhabited_by != Some(person) {
-            return Err(PortalError::conflict(format!(
-                "you do not inhabit @{}: use the Inhabit button on its page",
-                row.name
-            )));
-        }
+        must_inhabit(&world, person, row)?;
         views::being_json(&portal.live, &world, row, person, true)
     })();
     let result = match result {

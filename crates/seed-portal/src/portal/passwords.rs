@@ -115,10 +115,28 @@ impl Passwords {
             let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
             self.read()?.accounts.get(account).cloned()
         };
-        let Some(stored) = stored.filter(|stored| stored.granted_at_seq == granted_at_seq) else { return Ok(false) };
+        let Some(stored) = stored.filter(|stored| stored.granted_at_seq == granted_at_seq) else {
+            self.spend_a_check(password);
+            return Ok(false);
+        };
         let parsed = PasswordHash::new(&stored.hash)
             .map_err(|error| PortalError::internal(format!("a stored password hash is unreadable: {error}")))?;
         Ok(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    }
+
+    /// Hashes `password` against a hash no password holds, as long as a
+    /// real check takes: a login for an account that does not exist, or
+    /// has no password, answers in the same time as a wrong password, so
+    /// the time does not tell which accounts exist.
+    pub fn spend_a_check(&self, password: &str) {
+        static UNHELD: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        let unheld = UNHELD.get_or_init(|| {
+            let salt = SaltString::encode_b64(b"seed-no-account!").ok()?;
+            Some(Argon2::default().hash_password(b"no password holds this", &salt).ok()?.to_string())
+        });
+        if let Some(parsed) = unheld.as_deref().and_then(|hash| PasswordHash::new(hash).ok()) {
+            let _ = Argon2::default().verify_password(password.as_bytes(), &parsed);
+        }
     }
 
     /// Each account with a password, and the grant it was set under: read

@@ -3,9 +3,10 @@
 //! being (`drive`) whose refusal becomes a status. Nothing here knows
 //! whether it answers a page or the API.
 
-use super::auth::{self, Principal, SESSION_COOKIE};
+use super::auth::{Principal, SESSION_COOKIE};
 use super::error::PortalError;
 use super::live::{LiveLand, Refused};
+use super::throttle;
 use super::{views, Portal};
 use crate::fact::BeingId;
 use crate::fact::{FactError, FactId};
@@ -204,6 +205,29 @@ pub(super) fn may_act_for(world: &World, principal: &Principal, row: &BeingRow) 
     }
 }
 
+/// That `person` inhabits `row` now, or 403 saying why not: the inhabit
+/// tab and its presence stream are only for a being its person inhabits
+/// (a GET never inhabits anything). The reason says whether inhabiting it
+/// is open to them at all.
+pub(super) fn must_inhabit(world: &World, person: BeingId, row: &BeingRow) -> Result<(), PortalError> {
+    if row.inhabited_by == Some(person) {
+        return Ok(());
+    }
+    let why = match row.inhabited_by.and_then(|other| world.name_of(&other)) {
+        Some(other) => format!("@{} is inhabited by @{other}, not by you", row.name),
+        None if row.id == person => format!("@{} is your own being: act for it on its page", row.name),
+        None if moment::is_ancestor(world, person, row.id) => {
+            format!("you do not inhabit @{}: use the Inhabit button on its page first", row.name)
+        }
+        None => format!(
+            "you may not inhabit @{}: only a being's ancestors may, and @{} is not one of its",
+            row.name,
+            world.name_of(&person).unwrap_or("your being")
+        ),
+    };
+    Err(PortalError::forbidden(why))
+}
+
 /// Runs one moment of `being` (by name) driven by `principal`, after
 /// checking the principal may drive it. Returns the outcome line.
 pub(super) async fn drive(
@@ -377,52 +401,54 @@ pub(super) fn session_cookie(id: &str) -> String {
     format!("{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/")
 }
 
-/// Checks a login's token against the throttle: `Ok(false)` for a wrong
-/// token (counted against the client and the account), 429 while either
-/// has failed too often (checked before the token is compared).
+/// A login's token: whose it is, `None` for a wrong one, or 429 while
+/// the client that sent a wrong one must wait. A right token always logs
+/// in, whatever anyone has failed (`throttle`).
 pub(super) fn login_with_token(
     portal: &Portal,
     client: SocketAddr,
     token: &str,
 ) -> Result<Option<(Principal, u64)>, PortalError> {
-    let client = client.ip().to_string();
-    portal.sessions.throttle.check(Some(&client), auth::TOKEN_LOGINS)?;
     let found = portal.live.principal_of_token(token);
     if found.is_none() {
-        portal.sessions.throttle.failed(Some(&client), auth::TOKEN_LOGINS);
+        portal.sessions.throttle.token_failed(&throttle::client_key(client.ip()))?;
     }
     Ok(found)
 }
 
-/// Checks a person's password, as [`login_with_token`] does a token: the
-/// throttle counts failures against the client and the account, and is
-/// checked before the (slow) hash is. `None` for a wrong account or password.
+/// A person's password: checked only when neither the client nor the
+/// account must wait (before the slow hash); a wrong one counts against
+/// both. `None` for a wrong account or password.
 pub(super) async fn login_with_password(
     portal: &Arc<Portal>,
     client: SocketAddr,
     account: &str,
     password: &str,
 ) -> Result<Option<(Principal, u64)>, PortalError> {
-    let client = client.ip().to_string();
-    portal.sessions.throttle.check(Some(&client), account)?;
+    let client = throttle::client_key(client.ip());
+    portal.sessions.throttle.password_may_be_checked(&client, account)?;
     let principal = Principal::Person { account: account.to_string() };
     // No account is named `operator` (`grant-account` refuses the name), so
-    // the operator has no grant here and never logs in by password.
-    let holds = match portal.live.grant_of(&principal) {
-        Some(granted_at_seq) => {
-            let (checking, account, password) = (portal.clone(), account.to_string(), password.to_string());
-            let holds =
-                tokio::task::spawn_blocking(move || checking.passwords.holds(&account, granted_at_seq, &password))
-                    .await
-                    .map_err(|error| PortalError::internal(format!("the password check stopped: {error}")))??;
-            holds.then_some((principal, granted_at_seq))
+    // the operator has no grant here and never logs in by password. An
+    // account that does not exist costs a hash all the same, so the time
+    // an answer takes does not tell which accounts exist.
+    let granted_at_seq = portal.live.grant_of(&principal);
+    let (checking, named, password) = (portal.clone(), account.to_string(), password.to_string());
+    let holds = tokio::task::spawn_blocking(move || match granted_at_seq {
+        Some(granted_at_seq) => checking.passwords.holds(&named, granted_at_seq, &password),
+        None => {
+            checking.passwords.spend_a_check(&password);
+            Ok(false)
         }
-        None => None,
-    };
-    if holds.is_none() {
-        portal.sessions.throttle.failed(Some(&client), account);
+    })
+    .await
+    .map_err(|error| PortalError::internal(format!("the password check stopped: {error}")))??;
+    if holds {
+        return Ok(granted_at_seq.map(|granted_at_seq| (principal, granted_at_seq)));
     }
-    Ok(holds)
+    let existing = granted_at_seq.is_some().then_some(account);
+    portal.sessions.throttle.password_failed(&client, existing);
+    Ok(None)
 }
 
 /// Validates a role definition; problems by the definition's field.

@@ -63,13 +63,21 @@
       state.textContent = 'You are driving @' + event.data + ' (its effective cognition is human).';
       state.className = 'ok';
     });
-    stream.addEventListener('refused', function (event) {
-      state.textContent = event.data;
-      state.className = 'error';
-      stream.close();
-    });
     stream.onerror = function () {
-      if (state.className !== 'error') { state.textContent = 'connection lost'; }
+      if (stream.readyState !== EventSource.CLOSED) {
+        state.textContent = 'connection lost; reconnecting';
+        return;
+      }
+      // The stream was refused (a 403 when this person does not inhabit
+      // the being): ask once more as a plain request to read why.
+      state.textContent = 'not held';
+      state.className = 'error';
+      fetch('/api/v1/beings/' + encodeURIComponent(name) + '/presence', { headers: { accept: 'application/json' } })
+        .then(function (response) { return response.json(); })
+        .then(function (answer) {
+          if (answer && answer.error) { state.textContent = answer.error.message; }
+        })
+        .catch(function () {});
     };
   }
 
