@@ -1,6 +1,7 @@
 //! Command-line arguments and the commands behind them.
 
 mod corpus;
+mod demo_world;
 mod flow;
 mod land;
 mod logging;
@@ -46,7 +47,7 @@ pub struct Arguments {
 enum Command {
     /// Start the land and its portal (planting it and a demo world on first start).
     Up {
-        /// The demo world to plant (default: what the land recorded, else fixtures/court.toml).
+        /// The demo world to plant (default: what the land recorded, else the court built into seed).
         #[arg(long)]
         fixture: Option<PathBuf>,
         /// Where the portal listens.

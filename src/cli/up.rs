@@ -212,9 +212,6 @@ fn engine_options(
     }
 }
 
-/// The fixture this demo world comes from when none is named.
-pub const DEFAULT_FIXTURE: &str = "fixtures/court.toml";
-
 /// Where to listen: an IP and port, or a host name the system resolves
 /// (`localhost:7777`), its IPv4 address first when it has one.
 fn listen_address(text: &str) -> Result<std::net::SocketAddr> {
@@ -244,17 +241,33 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         None => None,
     };
     let planted = land_dir.join(seed::land::LAND_META_FILE).is_file();
-    // A land planted before runs the definitions it recorded, unless told otherwise.
-    let fixture_path = match (&arguments.fixture, planted) {
-        (Some(path), _) => path.clone(),
-        (None, true) => super::replay::recorded_fixture(land_dir)?.unwrap_or_else(|| PathBuf::from(DEFAULT_FIXTURE)),
-        (None, false) => PathBuf::from(DEFAULT_FIXTURE),
+    // A land planted before runs the definitions it recorded, unless told
+    // otherwise; with neither, the demo world built into the binary.
+    let (fixture_path, staged) = match (&arguments.fixture, planted) {
+        (Some(path), _) => (path.clone(), None),
+        (None, true) => match super::replay::recorded_fixture(land_dir)? {
+            Some(recorded) => (recorded, None),
+            None => (super::demo_world::in_land(land_dir)?, None),
+        },
+        (None, false) => {
+            let staged = super::demo_world::stage()?;
+            (staged.fixture.clone(), Some(staged))
+        }
     };
-    let fixture = Fixture::load(&fixture_path)?;
+    let mut fixture = Fixture::load(&fixture_path)?;
     let options = engine_options(land_dir, &arguments, model.clone());
     let mut engine = if planted { Engine::reopen(&fixture, &options)? } else { Engine::plant(&fixture, &options)? };
     if !planted {
-        super::replay::record_definitions(land_dir, &fixture_path, 0, &[])?;
+        // The demo world was planted from a staged copy (a land's folder is
+        // empty until planted): the land keeps its own copy from now on.
+        let kept = match &staged {
+            Some(_) => super::demo_world::in_land(land_dir)?,
+            None => fixture_path.clone(),
+        };
+        super::replay::record_definitions(land_dir, &kept, 0, &[])?;
+        if staged.is_some() {
+            fixture = Fixture::load(&kept)?;
+        }
     }
     let token = engine.operator_token.take();
     let live = LiveLand::new(engine)?;
