@@ -10,8 +10,10 @@
 //! - `SEED_TEST_LOCAL_LLM=1`: `local_llm` serves a real model through
 //!   `scripts/local-llm`, which builds a Python environment with llama.cpp
 //!   under `~/.cache/seed` the first time (about six minutes);
-//! - `SEED_TEST_POSTGRES=1`: `postgres`, and the PostgreSQL half of
-//!   `store_rules`, start a throwaway cluster from Debian's `postgresql`.
+//! - `SEED_TEST_POSTGRES=1`: `postgres`, `pool`, and the PostgreSQL halves
+//!   of `store_rules`, `tamper`, `crash`, `replay` (the corpus),
+//!   `json_schemas` and `portal_browser`, start a throwaway cluster from
+//!   Debian's `postgresql`.
 //!
 //! Without the variable such a test passes at once, saying on stderr what it
 //! skipped and how to run it.

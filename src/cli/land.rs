@@ -1,5 +1,5 @@
 //! The verbs on one land's facts and keys: plant, token, beings, reel,
-//! verify, export, import, reindex, rotate-key. Each prints text, or with
+//! verify, export, import, reindex, rotate-key, copy. Each prints text, or with
 //! `--json` one JSON value on stdout in the API's style (camelCase keys, ids
 //! and digests as hex, times as milliseconds beside RFC 3339, `null` for
 //! what is absent); docs/json/ holds the schema of each.

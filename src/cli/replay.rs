@@ -61,7 +61,14 @@ fn role_change_differences(
 ) -> Option<Vec<seed::replay::FieldDifference>> {
     let path = land_dir.join(ROLE_ARCHIVE_DIR).join(format!("{}.json", change.recorded.to_hex()));
     let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let current = substrate.roles.get(&change.role).map_or(serde_json::Value::Null, |role| role.definition_json());
+    let file_role = substrate.roles.get(&change.role);
+    // The definition in force may be one authored live (a fact), not the
+    // file's: then the file's fields would be the wrong "now", and the
+    // change is shown by its digests only.
+    if file_role.map(|role| role.digest) != change.current {
+        return None;
+    }
+    let current = file_role.map_or(serde_json::Value::Null, |role| role.definition_json());
     Some(seed::replay::definition_differences(&recorded, &current))
 }
 

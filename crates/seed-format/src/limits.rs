@@ -1,8 +1,10 @@
 //! Named limits with their defaults (promise 11, docs/promises.md). Every limit the
 //! foundation enforces is a field here with its unit in its name.
 //!
-//! Today the values are the defaults below; the world fold (a later step)
-//! folds `config` facts over them so that replay sees the limits in force.
+//! These are the foundation's values. The moment's own limits (inbox depth,
+//! summon rate and length, the LLM's budgets) are read from the land's
+//! configuration where it names them (`set-config` effects folded into
+//! `World::config`, `MomentLimits::of`), so replay sees the limits in force.
 
 /// Largest fact body a land accepts when sealing, in bytes.
 pub const FACT_BODY_BYTES_MAX_DEFAULT: usize = 64 * 1024;

@@ -9,8 +9,8 @@
 //! - **face** builds the face: identity, time, the wake, the capabilities
 //!   (can* lists with relationship tokens expanded), see-resolver outputs and
 //!   the rendered prompt.
-//! - **momentum** runs the cognition (here: scripted, Rhai) and gets at most
-//!   one verb call.
+//! - **momentum** runs the cognition (a Rhai script, a model's answer, or a
+//!   person's choice) and gets at most one verb call.
 //! - **decide** is the verb layer: it checks the call against the composed
 //!   role and the substrate's rules, runs the DO operation, and produces the
 //!   act body (or refuses: a failure with its reason).

@@ -171,7 +171,8 @@ pub struct Role {
     pub script: Option<Arc<str>>,
     /// The LLM connection (by name) for LLM cognition while wearing this role.
     pub llm: Option<Arc<str>>,
-    /// Where it came from (a file path, later a fact).
+    /// Where it came from (a file path, or "authored by @name" for a role
+    /// authored live as a `put-role` fact).
     pub origin: String,
     /// The file its script was read from, for messages (not in the digest).
     pub script_origin: Option<String>,

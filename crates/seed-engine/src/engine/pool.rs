@@ -16,8 +16,8 @@
 //! the turn's move commit together, fenced: a worker whose lease moved
 //! seals nothing.
 //!
-//! When the round's turn reaches its end, the driver reads the results in
-//! index order, folds the round's facts wake by wake and tells its
+//! As the round's turn moves, the driver reads the sealed results in index
+//! order, folds the round's facts wake by wake and tells its
 //! scheduler what each moment saw, so the next round wakes the same beings
 //! as a single process would. Same fixture and seed: the same facts, byte
 //! for byte, for any number of workers.

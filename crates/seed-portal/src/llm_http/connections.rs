@@ -1,5 +1,5 @@
 //! LLM connections: which endpoints a land may call, read from a TOML file
-//! (`seed sim --llm FILE`, later `seed up`). A connection names a base URL, a
+//! (`seed sim --llm FILE`, `seed up --llm FILE`, `seed worker --llm FILE`). A connection names a base URL, a
 //! model and where its key comes from (an environment variable or a key
 //! file); the key itself is never written to this file's parse results'
 //! `Debug`, to facts, to traces or to logs. Documented in docs/llm.md.

@@ -1,5 +1,6 @@
 //! Server-rendered pages. Every value that reaches the page goes through
-//! `esc`; the few scripts are inline and need no build step or network.
+//! `esc`; no page has an inline script or style: the one script and the
+//! stylesheet are static assets (`assets/`), with no build step or network.
 
 use serde_json::Value as Json;
 

@@ -1,4 +1,4 @@
-//! A running land: the engine engine in live mode behind one lock (the
+//! A running land: the engine in live mode behind one lock (the
 //! land's only writer), a published snapshot of the world for readers, the
 //! round loop that wakes scripted and LLM beings, and the presence of
 //! inhabiting tabs.

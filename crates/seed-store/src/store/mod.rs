@@ -1,5 +1,5 @@
-//! The store: where reels live. Callers see only the [`Store`] trait so that a
-//! PostgreSQL backend can replace sled without touching them.
+//! The store: where reels live. Callers see only the [`Store`] trait, so the
+//! log store and the PostgreSQL store serve them alike.
 //!
 //! The store enforces the chain rules on every append (compare-and-swap on
 //! the being's head, gap-free seq, prev link, non-decreasing stored time, one

@@ -1,7 +1,7 @@
 //! The land log as files: fact envelopes in land-seq order, appended to
 //! segment files a group at a time, each group synced before it is
-//! acknowledged. The first brick of the store that keeps a fact in about
-//! its own size (issue 26); the sled store does not use it yet.
+//! acknowledged: the primary record of the log store (`log_store`), which
+//! keeps a fact in about its own size.
 //!
 //! A segment is `segments/<first land seq, 20 digits>.log`. Each fact is one
 //! frame: the magic `SLF1`, the envelope's length (u32, little-endian), the

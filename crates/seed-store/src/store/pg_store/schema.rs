@@ -13,8 +13,9 @@
 //!
 //! | `seed_runs`           | `id` = 1            | the run a pool of workers serves (schema 2) | queue |
 //! | `seed_rounds`         | `tick`              | cursor, time, wake count, turn           | queue   |
-//! | `seed_wakes`          | `(tick, idx)`       | being, wake, holder, epoch, lease, result | queue  |
-//! | `seed_leases`         | `being`             | the being's fencing epoch                | queue   |
+//! | `seed_wakes`          | `(tick, idx)`       | being, wake                              | queue   |
+//! | `seed_claims`         | `(tick, epoch)`     | a run of wakes: holder, lease, `lost` (schema 4) | queue |
+//! | `seed_turns`          | `(tick, first_idx)` | one turn's results (schema 4)            | queue   |
 //!
 //! The queue tables (`pg_store/work.rs`) hold no fact: deleting them loses
 //! only an unfinished run's progress.
