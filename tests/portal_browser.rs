@@ -21,8 +21,19 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
     let browser = Browser::start(&screenshots);
 
-    // Log in with the operator's token.
+    // Wrong tokens slow this browser down, and the right one still logs in.
     browser.go(&format!("{}/world", up.url));
+    let throttled = (0..30).any(|_| {
+        browser.go(&format!("{}/login", up.url));
+        browser.clear_and_type("#token", "a-wrong-token");
+        browser.click("#login");
+        std::thread::sleep(Duration::from_millis(100));
+        browser.try_text("#error").is_some_and(|text| text.contains("too many failed logins from this address"))
+    });
+    assert!(throttled, "repeated wrong tokens were answered 429");
+    browser.screenshot("00-login-throttled");
+    // Log in with the operator's token.
+    browser.go(&format!("{}/login", up.url));
     browser.clear_and_type("#token", &up.token);
     browser.screenshot("01-login");
     browser.click("#login");
@@ -97,6 +108,12 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.go(&format!("{}/beings/wren", up.url));
     browser.wait_for_text("#row-effectiveCognition", "scripted");
     browser.screenshot("07-released");
+    // The tab of a being no longer inhabited says why it is not shown.
+    browser.go(&format!("{}/inhabit/wren", up.url));
+    browser.wait_for_text("h1", "403 forbidden");
+    browser.wait_for_text("#error", "you do not inhabit @wren: use the Inhabit button");
+    browser.screenshot("07b-not-inhabited-403");
+    browser.go(&format!("{}/beings/wren", up.url));
     let operator = up.get("/api/v1/beings/operator").1;
     let reel: Vec<&str> =
         operator["reel"].as_array().expect("reel").iter().filter_map(|f| f["summary"].as_str()).collect();

@@ -174,7 +174,7 @@ impl Browser {
 
     /// The element's text, or `None` if it is not there (or was replaced
     /// between finding and reading it: live pages swap their fragments).
-    fn try_text(&self, css: &str) -> Option<String> {
+    pub fn try_text(&self, css: &str) -> Option<String> {
         let element = self.try_find(css)?;
         let url = format!("{}/session/{}/element/{element}/text", self.base, self.session);
         let answer: Value = self.http.get(url).send().ok()?.json().ok()?;

@@ -48,7 +48,17 @@ pub(super) async fn login(State(portal): Shared, ConnectInfo(client): ConnectInf
         )
     }
     .await;
-    result.unwrap_or_else(|error| error.as_html().into_response())
+    match result {
+        Ok(response) => response,
+        // A throttled login is shown on the login form itself, so the right
+        // token (never throttled) can be typed straight away.
+        Err(error) if error.status == StatusCode::TOO_MANY_REQUESTS => {
+            let retry_after = error.retry_after_s.unwrap_or(1);
+            let page = html::login_page(Some(&error.message));
+            (error.status, [(header::RETRY_AFTER, retry_after.to_string())], Html(page)).into_response()
+        }
+        Err(error) => error.as_html().into_response(),
+    }
 }
 
 pub(super) async fn logout(State(portal): Shared, FormWrite(credential, _): FormWrite) -> Response {
