@@ -82,3 +82,48 @@ fn no_library_function_returns_a_string_as_its_error() {
     }
     assert!(found.is_empty(), "library functions return typed errors (thiserror enums), not String: {found:#?}");
 }
+
+/// Whether the architecture map names `relative` (a path inside a crate's
+/// `src/`, or inside the root): the file itself, or a folder holding it.
+fn named_in_map(map: &str, relative: &str) -> bool {
+    if map.contains(&format!("`{relative}`")) || map.contains(&format!("`{relative}`,")) {
+        return true;
+    }
+    let mut folder = Path::new(relative).parent();
+    while let Some(parent) = folder.filter(|parent| !parent.as_os_str().is_empty()) {
+        if map.contains(&format!("`{}/`", parent.display())) {
+            return true;
+        }
+        folder = parent.parent();
+    }
+    false
+}
+
+#[test]
+fn every_module_has_a_line_in_the_architecture_map_and_every_file_it_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("the map");
+    let mut missing = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).expect("crates/") {
+        let src = krate.expect("a crate").path().join("src");
+        for file in rust_files_under(&src) {
+            let relative = file.strip_prefix(&src).expect("inside").display().to_string();
+            if relative != "lib.rs" && !named_in_map(&map, &relative) {
+                missing.push(file.strip_prefix(root).expect("inside").display().to_string());
+            }
+        }
+    }
+    for file in rust_files_under(&root.join("src")) {
+        let relative = file.strip_prefix(root).expect("inside").display().to_string();
+        if !named_in_map(&map, &relative) {
+            missing.push(relative);
+        }
+    }
+    assert!(missing.is_empty(), "modules without a line in docs/ARCHITECTURE.md: {missing:#?}");
+    // Every `src/…` path the map names is a file of the root crate.
+    let named: Vec<&str> =
+        map.split('`').skip(1).step_by(2).filter(|text| text.starts_with("src/") && text.ends_with(".rs")).collect();
+    assert!(!named.is_empty(), "the map names the binary's modules");
+    let gone: Vec<&&str> = named.iter().filter(|path| !root.join(path).is_file()).collect();
+    assert!(gone.is_empty(), "docs/ARCHITECTURE.md names files that do not exist: {gone:?}");
+}
