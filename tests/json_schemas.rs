@@ -75,6 +75,10 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     let reel = seed(&land, &["reel", "@ada", "--json"]);
     check("reel", &reel, "reel.json", false, &mut checked);
 
+    let memory = seed(&land, &["memory", "@ada", "--json", "--query", "the court"]);
+    let shown = &check("memory", &memory, "memory.json", false, &mut checked)[0];
+    assert!(shown["items"].as_array().is_some_and(|items| !items.is_empty()), "{shown}");
+
     for (what, arguments) in
         [("verify", &["verify", "--json"][..]), ("verify --being", &["verify", "--being", "@ada", "--json"])]
     {
@@ -237,6 +241,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["plant"], "plant.json"),
         (&["beings"], "beings.json"),
         (&["reel"], "reel.json"),
+        (&["memory"], "memory.json"),
         (&["verify"], "verify.json"),
         (&["export"], "export.json"),
         (&["import"], "import.json"),

@@ -54,6 +54,7 @@ mod hostile;
 mod json_schemas;
 mod llm;
 mod local_llm;
+mod memory;
 mod pool;
 mod portal_accounts;
 mod portal_api;

@@ -5,6 +5,7 @@ mod demo_world;
 mod flow;
 mod land;
 mod logging;
+mod memory;
 mod pool;
 mod progress;
 mod recover;
@@ -106,6 +107,23 @@ enum Command {
         /// @name or being id.
         being: String,
         /// Print the reel as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a being's memory as it stood at a land cursor: its acts, the summons sent to it, its notes and what superseded each; with --query, what recall ranks first (docs/memory.md).
+    Memory {
+        /// @name or being id.
+        being: String,
+        /// The land cursor: only facts below this land seq (default: the whole land).
+        #[arg(long, value_name = "LAND_SEQ")]
+        at: Option<u64>,
+        /// Rank the memory for this query text, as recall does, with each item's score.
+        #[arg(long, value_name = "TEXT")]
+        query: Option<String>,
+        /// How many items the query recalls (1 to 32).
+        #[arg(long, default_value_t = 8)]
+        count: usize,
+        /// Print the memory as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -521,6 +539,7 @@ impl Arguments {
             | Command::Plant { json }
             | Command::Beings { json }
             | Command::Reel { json, .. }
+            | Command::Memory { json, .. }
             | Command::Verify { json, .. }
             | Command::Export { json, .. }
             | Command::Import { json, .. }
@@ -676,6 +695,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Plant { json } => land::plant(&dir, &store, json),
         Command::Beings { json } => land::beings(&land::open_read_only(&dir)?, json),
         Command::Reel { being, json } => land::reel(&land::open_read_only(&dir)?, &being, json),
+        Command::Memory { being, at, query, count, json } => {
+            let arguments = memory::MemoryArguments { being: &being, at, query: query.as_deref(), count, json };
+            memory::memory(&land::open_read_only(&dir)?, arguments)
+        }
         Command::Verify { being, strict, threads, no_checkpoint, json } => land::verify(
             &land::open_read_only(&dir)?,
             land::VerifyArguments { being: being.as_deref(), strict, threads, write_checkpoint: !no_checkpoint, json },

@@ -11,6 +11,7 @@ pub mod authoring;
 pub mod extensions;
 pub mod face;
 pub mod llm;
+pub mod memory;
 pub mod moment;
 pub mod roles;
 pub mod script;

@@ -191,6 +191,11 @@ pub fn decide(
                     });
                 }
                 "rotate-key" => rotate_key = true,
+                // A note changes nothing in the world: it is memory, folded
+                // from the act itself (`memory::MemoryFold`).
+                crate::memory::BE_NOTE => {
+                    crate::memory::Note::from_payload(&payload).map_err(|problem| refuse(Refusal::Note(problem)))?;
+                }
                 other => return Err(refuse(Refusal::UnknownBeOperation { operation: other.to_string() })),
             }
             VerbCall::Be { operation, payload }

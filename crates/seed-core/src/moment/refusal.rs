@@ -88,8 +88,10 @@ could undo it; keep {action:?} in the roles @{being} wears"
     SummonRate { recent: usize, most: usize },
     #[error("@{actor} is not an ancestor of @{being}")]
     NotAnAncestor { actor: String, being: String },
-    #[error("unknown be operation {operation:?} (birth, connect, release, rotate-key)")]
+    #[error("unknown be operation {operation:?} (birth, connect, release, rotate-key, note)")]
     UnknownBeOperation { operation: String },
+    #[error("be note: {0}")]
+    Note(crate::memory::NoteProblem),
     #[error("birth needs a `name`")]
     BirthWithoutName,
     #[error("invalid being name {name:?}: {reason}")]
@@ -269,6 +271,7 @@ impl Refusal {
             Refusal::SummonRate { .. } => "summon-rate",
             Refusal::NotAnAncestor { .. } => "not-an-ancestor",
             Refusal::UnknownBeOperation { .. } => "unknown-be-operation",
+            Refusal::Note(_) => "note",
             Refusal::BirthWithoutName => "birth-without-name",
             Refusal::BadBeingName { .. } => "bad-being-name",
             Refusal::NameTaken { .. } => "name-taken",

@@ -370,7 +370,7 @@ pub fn role_pickers(live: &LiveLand, world: &World) -> std::collections::BTreeMa
     pickers.insert("canSummon", beings.chain(tokens.iter().cloned()).collect());
     pickers.insert("canSee", world.spaces.keys().cloned().chain(tokens.iter().cloned()).collect());
     pickers.insert("canDo", substrate.ops.names().cloned().collect());
-    pickers.insert("canBe", ["birth", "connect", "release", "rotate-key"].map(String::from).to_vec());
+    pickers.insert("canBe", ["birth", "connect", "release", "rotate-key", "note"].map(String::from).to_vec());
     pickers.insert("see", substrate.see.names().map(str::to_string).collect());
     pickers
 }

@@ -126,6 +126,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::SummonTooLong { .. }
         | Refusal::SummonRate { .. }
         | Refusal::UnknownBeOperation { .. }
+        | Refusal::Note(_)
         | Refusal::BirthWithoutName
         | Refusal::BadBeingName { .. }
         | Refusal::LandFull { .. }

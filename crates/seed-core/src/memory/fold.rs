@@ -1,0 +1,155 @@
+//! One being's memory folded from the land's acts, in land order: its own
+//! acts (a note as a note), and the summons other beings sent it. A pure
+//! fold, like the world's: the caller reads the facts (`seed memory` reads
+//! the land log up to a cursor).
+
+use super::note::{Note, BE_NOTE};
+use super::recall::{BeingMemory, MemoryError, MemoryKind, Remembered};
+use crate::fact::{BeingId, FactId};
+use crate::world::{ActBody, VerbCall};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// One being's memory, and what its notes said besides their text.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFold {
+    being: BeingId,
+    name: String,
+    pub memory: BeingMemory,
+    /// Each note's reading: what it superseded and why.
+    pub notes: BTreeMap<FactId, Note>,
+    /// Notes whose `supersedes` folded nothing, with why.
+    pub problems: Vec<(FactId, MemoryError)>,
+}
+
+impl MemoryFold {
+    pub fn of(being: BeingId, name: &str) -> MemoryFold {
+        MemoryFold { being, name: name.trim_start_matches('@').to_string(), ..MemoryFold::default() }
+    }
+
+    /// Folds one sealed act by `actor` (named `actor_name`), fact `id` at `land_seq`.
+    pub fn apply_act(&mut self, land_seq: u64, actor: BeingId, actor_name: &str, id: FactId, act: &ActBody) {
+        if actor == self.being {
+            let note = match &act.call {
+                VerbCall::Be { operation, payload } if operation == BE_NOTE => Note::from_payload(payload).ok(),
+                _ => None,
+            };
+            let (kind, importance, text) = match &note {
+                Some(note) => (MemoryKind::Note, note.importance, note.text.clone()),
+                None => (MemoryKind::Act, 0, act_text(&act.call, act.content.as_deref())),
+            };
+            self.remember(Remembered { fact: id, land_seq, kind, importance, text });
+            if let Some(note) = note {
+                if let Some(earlier) = note.supersedes {
+                    if let Err(problem) = self.memory.supersede(earlier, id, land_seq) {
+                        self.problems.push((id, problem));
+                    }
+                }
+                self.notes.insert(id, note);
+            }
+            return;
+        }
+        if let VerbCall::Summon { target, content, .. } = &act.call {
+            if target.trim_start_matches('@') == self.name {
+                let text = format!("@{actor_name}: {content}");
+                self.remember(Remembered { fact: id, land_seq, kind: MemoryKind::Summons, importance: 0, text });
+            }
+        }
+    }
+
+    fn remember(&mut self, item: Remembered) {
+        let fact = item.fact;
+        if let Err(problem) = self.memory.remember(item) {
+            self.problems.push((fact, problem));
+        }
+    }
+}
+
+/// What an act did, as the text memory keeps of it.
+pub fn act_text(call: &VerbCall, prose: Option<&str>) -> String {
+    let compact = |value: &Json| match value {
+        Json::Object(map) if map.is_empty() => String::new(),
+        Json::Null => String::new(),
+        other => format!(" {other}"),
+    };
+    let what = match call {
+        VerbCall::See { address } => format!("looked at {address}"),
+        VerbCall::Do { target, action, args } => format!("did {action} at {target}{}", compact(args)),
+        VerbCall::Summon { target, content, .. } => format!("summoned {target}: {content}"),
+        VerbCall::Be { operation, payload } => format!("be {operation}{}", compact(payload)),
+    };
+    match prose.filter(|prose| !prose.trim().is_empty()) {
+        Some(prose) => format!("{what}; {prose}"),
+        None => what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::body::{Digests, Wake};
+    use serde_json::json;
+
+    fn act(call: VerbCall) -> ActBody {
+        ActBody {
+            llm: None,
+            call,
+            wake: Wake::Person,
+            stack: Vec::new(),
+            cursor: 0,
+            content: None,
+            digests: Digests {
+                face: Default::default(),
+                context: Default::default(),
+                composed: Default::default(),
+                script_output: None,
+            },
+            effects: Vec::new(),
+            primary: None,
+            evaluator: "test".into(),
+            orientation: "forward".into(),
+        }
+    }
+
+    #[test]
+    fn a_being_remembers_its_acts_its_notes_and_the_summons_sent_to_it() {
+        let (ada, bob) = (BeingId([1; 32]), BeingId([2; 32]));
+        let mut fold = MemoryFold::of(ada, "@ada");
+        let summon =
+            |target: &str| VerbCall::Summon { target: target.into(), content: "5 coins?".into(), in_reply_to: None };
+        let note = |payload: Json| VerbCall::Be { operation: BE_NOTE.into(), payload };
+        fold.apply_act(1, bob, "bob", FactId([10; 32]), &act(summon("@ada")));
+        fold.apply_act(2, bob, "bob", FactId([11; 32]), &act(summon("@cy")));
+        fold.apply_act(3, ada, "ada", FactId([12; 32]), &act(summon("@bob")));
+        fold.apply_act(4, ada, "ada", FactId([13; 32]), &act(note(json!({"text": "bob cheats", "importance": 8}))));
+        let supersedes = json!({"text": "bob paid", "supersedes": FactId([13; 32]).to_hex(), "why": "coins back"});
+        fold.apply_act(5, ada, "ada", FactId([14; 32]), &act(note(supersedes)));
+        // A note citing an act, not a note: kept, but it supersedes nothing.
+        let wrong = json!({"text": "oops", "supersedes": FactId([12; 32]).to_hex()});
+        fold.apply_act(6, ada, "ada", FactId([15; 32]), &act(note(wrong)));
+        assert_eq!(fold.memory.len(), 5, "bob's summons to @cy is not ada's");
+        assert_eq!(fold.memory.superseded_by(&FactId([13; 32]), 6), Some(FactId([14; 32])));
+        assert_eq!(fold.memory.superseded_by(&FactId([12; 32]), 7), None);
+        assert_eq!(fold.problems, vec![(FactId([15; 32]), MemoryError::NotANote { fact: FactId([12; 32]) })]);
+        let texts: Vec<String> =
+            fold.memory.items(7).map(|item| format!("{}:{}", item.kind.as_str(), item.text)).collect();
+        assert_eq!(
+            texts,
+            ["summons:@bob: 5 coins?", "act:summoned @bob: 5 coins?", "note:bob cheats", "note:bob paid", "note:oops"]
+        );
+    }
+
+    #[test]
+    fn act_texts_say_what_was_done() {
+        let check = |call: VerbCall, prose: Option<&str>, expected: &str| {
+            assert_eq!(act_text(&call, prose), expected);
+        };
+        check(VerbCall::See { address: "/hall".into() }, None, "looked at /hall");
+        check(
+            VerbCall::Do { target: "/market".into(), action: "trade".into(), args: json!({"with": "@bob"}) },
+            Some("a fair price"),
+            "did trade at /market {\"with\":\"@bob\"}; a fair price",
+        );
+        check(VerbCall::Be { operation: "release".into(), payload: json!({}) }, None, "be release");
+    }
+}

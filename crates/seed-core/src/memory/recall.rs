@@ -1,0 +1,510 @@
+//! A being's memory index and recall over it: ranking in integers only, as
+//! of any cursor (docs/memory.md).
+//!
+//! The index is append-only and in land order: each remembered item (an act,
+//! a summons received, a note) is a document with its land seq, and each
+//! term's postings list the documents holding it in the order they came. A
+//! recall at cursor `c` reads only the documents below `c` (a binary search
+//! cuts every list), so it is a pure function of the reel's prefix, and its
+//! cost grows with the postings of the query's terms and
+//! `RECALL_RECENT_CANDIDATES`, not with the reel.
+//!
+//! Score of a candidate, each part in thousandths:
+//! - relevance: BM25 (k1 = `RECALL_BM25_K1_MILLI`, b = `RECALL_BM25_B_MILLI`,
+//!   idf = log2((N + 1) / (df + ½)) in fixed point), divided by the best
+//!   candidate's, so the best relevance is 1,000;
+//! - recency: 1,000 × H / (H + d), d the distance in land seqs from the
+//!   cursor and H = `RECALL_RECENCY_HALF_FACTS` (never wall time);
+//! - importance: 100 × the item's importance (0 to `IMPORTANCE_MAX`).
+//!
+//! The total is the weighted sum (`RECALL_WEIGHT_*`); ties go to the later
+//! land seq.
+
+use super::log2::{log2_fixed, LOG2_FRACTION_BITS};
+use super::tokens::tokens;
+use crate::fact::{blake3_of, FactId, Hash32};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// BM25's k1, in thousandths.
+pub const RECALL_BM25_K1_MILLI: u64 = 1_200;
+/// BM25's b, in thousandths.
+pub const RECALL_BM25_B_MILLI: u64 = 750;
+/// Land seqs after which an item's recency is half.
+pub const RECALL_RECENCY_HALF_FACTS: u64 = 1_000;
+/// The latest items that are candidates whatever the query matches.
+pub const RECALL_RECENT_CANDIDATES: usize = 16;
+/// The weights of relevance, recency and importance in the total.
+pub const RECALL_WEIGHT_RELEVANCE: u64 = 1;
+pub const RECALL_WEIGHT_RECENCY: u64 = 1;
+pub const RECALL_WEIGHT_IMPORTANCE: u64 = 1;
+/// The highest importance an item may carry.
+pub const IMPORTANCE_MAX: u8 = 10;
+/// The most items one recall returns.
+pub const RECALL_ITEMS_MAX: usize = 32;
+/// The most characters of an item's text the index keeps (and a face shows).
+pub const RECALL_ITEM_TEXT_CHARS_MAX: usize = 280;
+
+/// What a remembered item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemoryKind {
+    /// An act the being sealed.
+    Act,
+    /// A summons the being received.
+    Summons,
+    /// A note the being wrote about itself.
+    Note,
+}
+
+impl MemoryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Act => "act",
+            MemoryKind::Summons => "summons",
+            MemoryKind::Note => "note",
+        }
+    }
+}
+
+/// One item to remember, in land order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remembered {
+    pub fact: FactId,
+    pub land_seq: u64,
+    pub kind: MemoryKind,
+    /// 0 to `IMPORTANCE_MAX` (higher is cut to it).
+    pub importance: u8,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Document {
+    fact: FactId,
+    land_seq: u64,
+    kind: MemoryKind,
+    importance: u8,
+    /// Tokens in the text (BM25's document length).
+    length: u32,
+    text: Arc<str>,
+    /// The land seq and fact of the item that superseded this one.
+    superseded: Option<(u64, FactId)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Posting {
+    document: u32,
+    count: u32,
+}
+
+/// One being's memory index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BeingMemory {
+    documents: Vec<Document>,
+    /// `length_before[i]`: the lengths of documents `..i` summed.
+    length_before: Vec<u64>,
+    postings: BTreeMap<String, Vec<Posting>>,
+    by_fact: BTreeMap<FactId, u32>,
+}
+
+/// What a recall asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecallQuery {
+    pub text: String,
+    pub kinds: BTreeSet<MemoryKind>,
+    pub count: usize,
+    /// Only items below this land seq are recalled.
+    pub cursor: u64,
+}
+
+/// A candidate's score, each part in thousandths, and the weighted total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Score {
+    pub total: u64,
+    pub relevance: u64,
+    pub recency: u64,
+    pub importance: u64,
+}
+
+/// One item as it stood at a cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryItem<'a> {
+    pub fact: FactId,
+    pub land_seq: u64,
+    pub kind: MemoryKind,
+    pub importance: u8,
+    pub text: &'a str,
+    /// The land seq and fact of the note that superseded it, before the cursor.
+    pub superseded_by: Option<(u64, FactId)>,
+}
+
+/// One recalled item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recalled {
+    pub fact: FactId,
+    pub land_seq: u64,
+    pub kind: MemoryKind,
+    pub importance: u8,
+    pub score: Score,
+    pub text: Arc<str>,
+}
+
+/// Why an item could not be remembered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    #[error("an item at land seq {land_seq} comes after land seq {last}: memory is kept in land order")]
+    OutOfOrder { land_seq: u64, last: u64 },
+    #[error("the note {fact} supersedes {earlier}, which this being's memory does not hold")]
+    NothingToSupersede { fact: FactId, earlier: FactId },
+    #[error("the item {fact} is remembered already")]
+    Again { fact: FactId },
+    #[error("{fact} is not a note: only a note may be superseded, by a later note")]
+    NotANote { fact: FactId },
+}
+
+impl BeingMemory {
+    /// Items remembered (at every cursor).
+    pub fn len(&self) -> usize {
+        self.documents.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.documents.is_empty()
+    }
+
+    /// Adds an item after every item held (land order).
+    pub fn remember(&mut self, item: Remembered) -> Result<(), MemoryError> {
+        if let Some(last) = self.documents.last().map(|document| document.land_seq) {
+            if item.land_seq <= last {
+                return Err(MemoryError::OutOfOrder { land_seq: item.land_seq, last });
+            }
+        }
+        if self.by_fact.contains_key(&item.fact) {
+            return Err(MemoryError::Again { fact: item.fact });
+        }
+        let index = u32::try_from(self.documents.len()).expect("fewer than 2^32 items per being");
+        let terms = tokens(&item.text);
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for term in &terms {
+            *counts.entry(term.clone()).or_default() += 1;
+        }
+        for (term, count) in counts {
+            self.postings.entry(term).or_default().push(Posting { document: index, count });
+        }
+        let before = self.length_before.last().copied().unwrap_or(0)
+            + self.documents.last().map_or(0, |document| u64::from(document.length));
+        self.length_before.push(before);
+        let text: String = item.text.chars().take(RECALL_ITEM_TEXT_CHARS_MAX).collect();
+        self.by_fact.insert(item.fact, index);
+        self.documents.push(Document {
+            fact: item.fact,
+            land_seq: item.land_seq,
+            kind: item.kind,
+            importance: item.importance.min(IMPORTANCE_MAX),
+            length: terms.len() as u32,
+            text: text.into(),
+            superseded: None,
+        });
+        Ok(())
+    }
+
+    /// Records that the item `fact` (sealed at `land_seq`) supersedes the
+    /// earlier item `earlier`: from `land_seq` on, recall shows the newer
+    /// one only. Nothing is removed: a recall before `land_seq` still finds
+    /// the earlier one.
+    pub fn supersede(&mut self, earlier: FactId, fact: FactId, land_seq: u64) -> Result<(), MemoryError> {
+        let index = *self.by_fact.get(&earlier).ok_or(MemoryError::NothingToSupersede { fact, earlier })?;
+        let document = &mut self.documents[index as usize];
+        if document.kind != MemoryKind::Note {
+            return Err(MemoryError::NotANote { fact: earlier });
+        }
+        // A later superseding does not move the first one.
+        if document.superseded.is_none() {
+            document.superseded = Some((land_seq, fact));
+        }
+        Ok(())
+    }
+
+    /// Every item below `cursor`, in land order, as a person reads a
+    /// being's memory at that cursor (`seed memory`).
+    pub fn items(&self, cursor: u64) -> impl Iterator<Item = MemoryItem<'_>> {
+        let held = self.documents.partition_point(|document| document.land_seq < cursor);
+        self.documents[..held].iter().map(move |document| MemoryItem {
+            fact: document.fact,
+            land_seq: document.land_seq,
+            kind: document.kind,
+            importance: document.importance,
+            text: &document.text,
+            superseded_by: document.superseded.filter(|(land_seq, _)| *land_seq < cursor),
+        })
+    }
+
+    /// The fact that superseded `fact` before `cursor`, if one did.
+    pub fn superseded_by(&self, fact: &FactId, cursor: u64) -> Option<FactId> {
+        let document = &self.documents[*self.by_fact.get(fact)? as usize];
+        document.superseded.filter(|(land_seq, _)| *land_seq < cursor).map(|(_, by)| by)
+    }
+
+    /// The items recalled for `query`, best first (at most `query.count`,
+    /// and never more than `RECALL_ITEMS_MAX`).
+    pub fn recall(&self, query: &RecallQuery) -> Vec<Recalled> {
+        let held = self.documents.partition_point(|document| document.land_seq < query.cursor);
+        if held == 0 || query.count == 0 {
+            return Vec::new();
+        }
+        let held_u32 = held as u32;
+        let total_length = self.length_before[held - 1] + u64::from(self.documents[held - 1].length);
+        let terms: BTreeSet<String> = tokens(&query.text).into_iter().collect();
+        let mut relevance: BTreeMap<u32, u64> = BTreeMap::new();
+        for term in &terms {
+            let Some(postings) = self.postings.get(term) else { continue };
+            let postings = &postings[..postings.partition_point(|posting| posting.document < held_u32)];
+            if postings.is_empty() {
+                continue;
+            }
+            let idf = idf_fixed(held as u64, postings.len() as u64);
+            for posting in postings {
+                let length = u64::from(self.documents[posting.document as usize].length);
+                let weight = term_weight_milli(u64::from(posting.count), length, held as u64, total_length);
+                *relevance.entry(posting.document).or_default() += (idf * weight) >> LOG2_FRACTION_BITS;
+            }
+        }
+        let mut candidates: BTreeSet<u32> = relevance.keys().copied().collect();
+        candidates.extend((held.saturating_sub(RECALL_RECENT_CANDIDATES)..held).map(|index| index as u32));
+        let visible = |index: &u32| {
+            let document = &self.documents[*index as usize];
+            query.kinds.contains(&document.kind)
+                && document.superseded.is_none_or(|(land_seq, _)| land_seq >= query.cursor)
+        };
+        let candidates: Vec<u32> = candidates.into_iter().filter(visible).collect();
+        let best = candidates.iter().filter_map(|index| relevance.get(index)).copied().max().unwrap_or(0);
+        let mut recalled: Vec<Recalled> = candidates
+            .into_iter()
+            .map(|index| {
+                let document = &self.documents[index as usize];
+                let raw = relevance.get(&index).copied().unwrap_or(0);
+                let relevance = (raw * 1_000).checked_div(best).unwrap_or(0);
+                let distance = query.cursor - document.land_seq;
+                let recency = 1_000 * RECALL_RECENCY_HALF_FACTS / (RECALL_RECENCY_HALF_FACTS + distance);
+                let importance = 100 * u64::from(document.importance);
+                let total = RECALL_WEIGHT_RELEVANCE * relevance
+                    + RECALL_WEIGHT_RECENCY * recency
+                    + RECALL_WEIGHT_IMPORTANCE * importance;
+                Recalled {
+                    fact: document.fact,
+                    land_seq: document.land_seq,
+                    kind: document.kind,
+                    importance: document.importance,
+                    score: Score { total, relevance, recency, importance },
+                    text: document.text.clone(),
+                }
+            })
+            .collect();
+        recalled.sort_by(|a, b| b.score.total.cmp(&a.score.total).then(b.land_seq.cmp(&a.land_seq)));
+        recalled.truncate(query.count.min(RECALL_ITEMS_MAX));
+        recalled
+    }
+
+    /// A digest of everything the index holds, in a fixed order: two
+    /// indexes built from the same items give the same digest (what an
+    /// index check compares).
+    pub fn digest(&self) -> Hash32 {
+        let mut bytes = Vec::new();
+        for document in &self.documents {
+            bytes.extend_from_slice(&document.fact.0);
+            bytes.extend_from_slice(&document.land_seq.to_be_bytes());
+            bytes.push(document.kind as u8);
+            bytes.push(document.importance);
+            bytes.extend_from_slice(&document.length.to_be_bytes());
+            bytes.extend_from_slice(&(document.text.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(document.text.as_bytes());
+            match document.superseded {
+                Some((land_seq, by)) => {
+                    bytes.push(1);
+                    bytes.extend_from_slice(&land_seq.to_be_bytes());
+                    bytes.extend_from_slice(&by.0);
+                }
+                None => bytes.push(0),
+            }
+        }
+        for (term, postings) in &self.postings {
+            bytes.extend_from_slice(&(term.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(term.as_bytes());
+            bytes.extend_from_slice(&(postings.len() as u64).to_be_bytes());
+            for posting in postings {
+                bytes.extend_from_slice(&posting.document.to_be_bytes());
+                bytes.extend_from_slice(&posting.count.to_be_bytes());
+            }
+        }
+        blake3_of(&bytes)
+    }
+}
+
+/// BM25's idf in fixed point: log2((N + 1) / (df + ½)) = log2(2N + 2) −
+/// log2(2·df + 1), never negative (df ≤ N).
+pub fn idf_fixed(documents: u64, with_term: u64) -> u64 {
+    log2_fixed(2 * documents + 2).saturating_sub(log2_fixed(2 * with_term + 1))
+}
+
+/// BM25's term weight tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl)), in
+/// thousandths, avgdl = `total_length` / `documents`; all in integers.
+pub fn term_weight_milli(count: u64, length: u64, documents: u64, total_length: u64) -> u64 {
+    let (k1, b) = (u128::from(RECALL_BM25_K1_MILLI), u128::from(RECALL_BM25_B_MILLI));
+    let (tf, dl, n) = (u128::from(count), u128::from(length), u128::from(documents));
+    // Every document may be empty: then every length is the average.
+    let total = u128::from(total_length.max(1));
+    let dl_n = if total_length == 0 { total } else { dl * n };
+    // Scaled by 1,000 · 1,000 · total on both sides.
+    let numerator = tf * (k1 + 1_000) * 1_000 * total;
+    let denominator = tf * 1_000_000 * total + k1 * ((1_000 - b) * total + b * dl_n);
+    (numerator * 1_000 / denominator) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(n: u8) -> FactId {
+        FactId([n; 32])
+    }
+
+    fn item(n: u8, land_seq: u64, kind: MemoryKind, importance: u8, text: &str) -> Remembered {
+        Remembered { fact: fact(n), land_seq, kind, importance, text: text.into() }
+    }
+
+    fn all_kinds() -> BTreeSet<MemoryKind> {
+        [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note].into_iter().collect()
+    }
+
+    /// The market reel the tables below recall from.
+    fn market() -> BeingMemory {
+        let mut memory = BeingMemory::default();
+        let items = [
+            item(1, 10, MemoryKind::Summons, 0, "bob offers grain for 5 coins"),
+            item(2, 20, MemoryKind::Act, 2, "paid bob 5 coins for grain"),
+            item(3, 30, MemoryKind::Summons, 8, "bob sent no grain: bob cheated"),
+            item(4, 40, MemoryKind::Act, 1, "bought salt from cy"),
+            item(5, 50, MemoryKind::Note, 9, "never trade with bob again"),
+        ];
+        for remembered in items {
+            memory.remember(remembered).expect("in order");
+        }
+        memory
+    }
+
+    fn check(memory: &BeingMemory, text: &str, cursor: u64, count: usize, expected: &[(u8, Score)]) {
+        let query = RecallQuery { text: text.into(), kinds: all_kinds(), count, cursor };
+        let got: Vec<(u8, Score)> = memory.recall(&query).iter().map(|r| (r.fact.0[0], r.score)).collect();
+        assert_eq!(got, expected, "{text:?} at {cursor}");
+    }
+
+    fn score(relevance: u64, recency: u64, importance: u64) -> Score {
+        Score { total: relevance + recency + importance, relevance, recency, importance }
+    }
+
+    #[test]
+    fn recall_ranks_by_relevance_recency_and_importance_in_integers() {
+        let memory = market();
+        // "cheated" is in one item only: it is the most relevant; the note
+        // about bob follows on importance; items that do not match come by
+        // recency and importance alone.
+        check(
+            &memory,
+            "did bob cheat? bob cheated",
+            60,
+            3,
+            &[(3, score(1000, 970, 800)), (5, score(173, 990, 900)), (2, score(160, 961, 200))],
+        );
+        // As of land seq 35 the note does not exist yet.
+        check(&memory, "bob", 35, 2, &[(3, score(1000, 995, 800)), (2, score(727, 985, 200))]);
+        // Nothing below the first item: nothing at all.
+        check(&memory, "bob", 10, 5, &[]);
+        // An empty query recalls by recency and importance.
+        check(&memory, "", 60, 2, &[(5, score(0, 990, 900)), (3, score(0, 970, 800))]);
+    }
+
+    #[test]
+    fn recall_reads_only_the_kinds_asked_for_and_at_most_the_count() {
+        let memory = market();
+        let kinds = [MemoryKind::Act].into_iter().collect();
+        let query = RecallQuery { text: "bob grain salt".into(), kinds, count: 10, cursor: 100 };
+        let got: Vec<u8> = memory.recall(&query).iter().map(|r| r.fact.0[0]).collect();
+        // "salt" is in one item only, so the act holding it ranks first.
+        assert_eq!(got, vec![4, 2]);
+        let query = RecallQuery { text: "bob".into(), kinds: all_kinds(), count: 1_000, cursor: 100 };
+        assert!(memory.recall(&query).len() <= RECALL_ITEMS_MAX);
+    }
+
+    #[test]
+    fn a_superseded_note_stays_and_recall_shows_the_newest_from_its_land_seq_on() {
+        let mut memory = market();
+        memory.remember(item(6, 70, MemoryKind::Note, 9, "bob paid back: trade with bob again")).expect("in order");
+        memory.supersede(fact(5), fact(6), 70).expect("the earlier note is held");
+        let notes = |cursor| {
+            let kinds = [MemoryKind::Note].into_iter().collect();
+            let query = RecallQuery { text: "trade with bob".into(), kinds, count: 5, cursor };
+            memory.recall(&query).iter().map(|r| r.fact.0[0]).collect::<Vec<_>>()
+        };
+        assert_eq!(notes(60), vec![5], "before the new note");
+        assert_eq!(notes(71), vec![6], "after it: the newest only");
+        assert_eq!(memory.superseded_by(&fact(5), 71), Some(fact(6)));
+        assert_eq!(memory.superseded_by(&fact(5), 70), None, "not yet at its own land seq");
+        assert_eq!(memory.len(), 6, "nothing was removed");
+        let missing = memory.supersede(fact(99), fact(6), 70);
+        assert_eq!(missing, Err(MemoryError::NothingToSupersede { fact: fact(6), earlier: fact(99) }));
+    }
+
+    #[test]
+    fn items_out_of_land_order_or_twice_are_refused() {
+        let mut memory = market();
+        let refused = memory.remember(item(9, 50, MemoryKind::Act, 0, "late"));
+        assert_eq!(refused, Err(MemoryError::OutOfOrder { land_seq: 50, last: 50 }));
+        assert_eq!(
+            memory.remember(item(1, 99, MemoryKind::Act, 0, "again")),
+            Err(MemoryError::Again { fact: fact(1) })
+        );
+        assert_eq!(memory.digest(), market().digest(), "a refused item changed nothing");
+    }
+
+    #[test]
+    fn bm25_parts_follow_the_formula() {
+        // One document among one: idf = log2(4) − log2(3).
+        assert_eq!(idf_fixed(1, 1), log2_fixed(4) - log2_fixed(3));
+        // tf = 1 in a document of average length: (k1 + 1) / (1 + k1) = 1.
+        assert_eq!(term_weight_milli(1, 5, 2, 10), 1_000);
+        // tf = 2, average length: 2 · 2.2 / (2 + 1.2) = 1.375.
+        assert_eq!(term_weight_milli(2, 5, 2, 10), 1_375);
+        // A longer document weighs a term less.
+        assert!(term_weight_milli(1, 10, 2, 10) < term_weight_milli(1, 2, 2, 10));
+        // Empty documents do not divide by zero.
+        assert_eq!(term_weight_milli(1, 0, 3, 0), 1_000);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn recall_is_a_pure_function_of_the_prefix_and_a_rebuild_is_the_same_index(
+            texts in proptest::collection::vec(proptest::collection::vec(0usize..8, 0..6), 1..40),
+            importances in proptest::collection::vec(0u8..12, 40),
+            query in proptest::collection::vec(0usize..8, 0..4),
+            cursor in 0u64..50,
+        ) {
+            const WORDS: [&str; 8] = ["bob", "grain", "coins", "cheated", "paid", "salt", "cy", "again"];
+            let text = |words: &[usize]| words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" ");
+            let items: Vec<Remembered> = texts.iter().enumerate().map(|(index, words)| {
+                let kind = [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note][index % 3];
+                item(index as u8, index as u64 + 1, kind, importances[index], &text(words))
+            }).collect();
+            let build = |items: &[Remembered]| {
+                let mut memory = BeingMemory::default();
+                for remembered in items {
+                    memory.remember(remembered.clone()).expect("in order");
+                }
+                memory
+            };
+            let whole = build(&items);
+            let prefix: Vec<Remembered> = items.iter().filter(|i| i.land_seq < cursor).cloned().collect();
+            let query = RecallQuery { text: text(&query), kinds: all_kinds(), count: 8, cursor };
+            proptest::prop_assert_eq!(whole.recall(&query), build(&prefix).recall(&query));
+            proptest::prop_assert_eq!(whole.digest(), build(&items).digest());
+        }
+    }
+}
