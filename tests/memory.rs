@@ -60,6 +60,23 @@ fn a_later_note_supersedes_an_earlier_one_and_both_stay_in_memory_at_every_curso
     assert_eq!(status, 200, "{second}");
     let second_fact = fact_at(&up, "kid", &second["landSeq"]);
     let second_seq = second["landSeq"].as_u64().expect("a land seq");
+    // The portal shows the same memory, at any cursor, to whoever may see inside the being.
+    let (status, shown) = up.get("/api/v1/beings/kid/memory?query=bob&count=3");
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["recall"]["items"][0]["fact"], second_fact.as_str(), "{shown:#}");
+    let (status, earlier) = up.get(&format!("/api/v1/beings/kid/memory?at={second_seq}"));
+    assert_eq!((status, earlier["items"].as_array().map(Vec::len)), (200, Some(1)), "{earlier:#}");
+    for (query, field) in
+        [("at=soon", "at"), ("at=999999", "at"), ("count=0", "count"), ("count=x", "count"), ("mood=1", "mood")]
+    {
+        let (status, refused) = up.get(&format!("/api/v1/beings/kid/memory?{query}"));
+        assert_eq!((status, refused["error"]["field"].clone()), (400, json!(field)), "{query}: {refused}");
+    }
+    let (cookie, _) = up.login();
+    let page = up.http.get(format!("{}/beings/kid/memory?query=bob", up.url)).header("cookie", &cookie).send();
+    let page = page.expect("answered").text().expect("a page");
+    assert!(page.contains("Memory of @kid") && page.contains("he returned the coins"), "{page}");
+    assert!(page.contains("bob paid back every coin") && page.contains("superseded"), "{page}");
     up.stop();
 
     let land = up.land();

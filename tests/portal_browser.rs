@@ -113,6 +113,11 @@ fn a_person_births_inhabits_configures_and_watches_the_world() {
     browser.wait_for_text("h1", "403 forbidden");
     browser.wait_for_text("#error", "you do not inhabit @wren: use the Inhabit button");
     browser.screenshot("07b-not-inhabited-403");
+    // The operator's memory: its acts (the birth, the inhabiting, the summon) and a recall.
+    browser.go(&format!("{}/beings/operator/memory?query=wren", up.url));
+    browser.wait_for_text("h1", "Memory of @operator");
+    browser.wait_for_text("#recall", "wren");
+    browser.screenshot("07c-memory");
     browser.go(&format!("{}/beings/wren", up.url));
     let operator = up.get("/api/v1/beings/operator").1;
     let reel: Vec<&str> =

@@ -696,8 +696,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Beings { json } => land::beings(&land::open_read_only(&dir)?, json),
         Command::Reel { being, json } => land::reel(&land::open_read_only(&dir)?, &being, json),
         Command::Memory { being, at, query, count, json } => {
-            let arguments = memory::MemoryArguments { being: &being, at, query: query.as_deref(), count, json };
-            memory::memory(&land::open_read_only(&dir)?, arguments)
+            let ask = seed::memory_view::MemoryAsk { at, query, count };
+            memory::memory(&land::open_read_only(&dir)?, &being, &ask, json)
         }
         Command::Verify { being, strict, threads, no_checkpoint, json } => land::verify(
             &land::open_read_only(&dir)?,

@@ -344,3 +344,15 @@ pub(super) async fn api_password(
 ) -> Result<Response, PortalError> {
     Ok(axum::Json(set_password(&portal, &caller.principal, &request).await?).into_response())
 }
+
+/// `GET /api/v1/beings/NAME/memory?at=&query=&count=`: the being's memory
+/// at a land cursor (docs/memory.md), for whoever may see inside it.
+pub(super) async fn api_memory(
+    State(portal): Shared,
+    ApiCaller(caller): ApiCaller,
+    Path(name): Path<String>,
+    uri: axum::http::Uri,
+) -> Result<Response, PortalError> {
+    let ask = memory_ask(uri.query())?;
+    Ok(axum::Json(memory(&portal, &caller.principal, &name, ask).await?).into_response())
+}

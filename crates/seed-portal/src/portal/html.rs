@@ -682,7 +682,11 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
         text(field(tokens, "completionTokens")),
         text(field(tokens, "costMicros"))
     ));
-    body.push_str(&format!("<p><a href=\"/beings/{0}/replay\" id=\"replay\">Replay @{0}</a></p>", esc(&name)));
+    body.push_str(&format!(
+        "<p><a href=\"/beings/{0}/replay\" id=\"replay\">Replay @{0}</a> · \
+<a href=\"/beings/{0}/memory\" id=\"memory\">Memory of @{0}</a></p>",
+        esc(&name)
+    ));
     if field(being, "youMayInhabit").as_bool() == Some(true) {
         body.push_str(&format!(
             "<form method=\"post\" action=\"/inhabit/{0}\" target=\"_blank\" class=\"inline\">{2}\
@@ -1139,6 +1143,79 @@ pub fn replay_page(replay: &Json, page_number: usize, csrf: &str) -> String {
         ));
     }
     page(&format!("Replay of @{name}"), &body, Some(csrf))
+}
+
+/// A being's memory at a cursor (docs/json/memory.json's value), with the
+/// form that picks the cursor and the query.
+pub fn memory_page(memory: &Json, query: &str, count: u64, csrf: &str) -> String {
+    let name = text(field(memory, "name"));
+    let at = field(memory, "at").as_u64().unwrap_or(0);
+    let land_length = field(memory, "landLength").as_u64().unwrap_or(0);
+    let items = list(field(memory, "items"));
+    let mut body = format!(
+        "<form method=\"get\" class=\"inline\" id=\"memory-form\">\
+<label>at land seq <input id=\"memory-at\" name=\"at\" type=\"number\" min=\"0\" max=\"{land_length}\" value=\"{at}\"></label> \
+<label>recall <input id=\"memory-query\" name=\"query\" value=\"{}\" size=\"30\"></label> \
+<label>best <input id=\"memory-count\" name=\"count\" type=\"number\" min=\"1\" max=\"32\" value=\"{count}\"></label> \
+<button id=\"memory-show\">Show</button></form>\
+<p class=\"muted\" id=\"memory-summary\">@{} as it stood before land seq {at} (the land holds {land_length} facts): {} items. \
+Nothing is ever removed: a superseded note stays, marked with the note that superseded it.</p>",
+        esc(query),
+        esc(&name),
+        items.len()
+    );
+    if let Some(recall) = field(memory, "recall").as_object() {
+        body.push_str(&format!(
+            "<h2>Recall for “{}”</h2><table id=\"recall\"><tr><th>total</th><th>relevance</th><th>recency</th>\
+<th>importance</th><th>land seq</th><th>kind</th><th>text</th></tr>",
+            esc(&text(recall.get("query").unwrap_or(&Json::Null)))
+        ));
+        for item in list(recall.get("items").unwrap_or(&Json::Null)) {
+            let score = field(item, "score");
+            body.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&text(field(score, "total"))),
+                esc(&text(field(score, "relevance"))),
+                esc(&text(field(score, "recency"))),
+                esc(&text(field(score, "importance"))),
+                esc(&text(field(item, "landSeq"))),
+                esc(&text(field(item, "kind"))),
+                esc(&text(field(item, "text")))
+            ));
+        }
+        body.push_str("</table><p class=\"muted\">each part in thousandths: BM25 relevance (the best is 1,000), recency by land seqs, importance × 100 (docs/memory.md)</p>");
+    }
+    body.push_str(
+        "<h2>Items, oldest first</h2><table id=\"memory-items\"><tr><th>land seq</th><th>kind</th>\
+<th>importance</th><th>text</th><th>superseded</th></tr>",
+    );
+    for item in items {
+        let by = field(item, "supersededBy");
+        let superseded = if by.is_null() {
+            String::new()
+        } else {
+            format!(
+                "at land seq {} by <code>{}</code>{}",
+                esc(&text(field(by, "landSeq"))),
+                esc(&text(field(by, "fact")).chars().take(12).collect::<String>()),
+                field(by, "why").as_str().map(|why| format!(": {}", esc(why))).unwrap_or_default()
+            )
+        };
+        body.push_str(&format!(
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{superseded}</td></tr>",
+            if by.is_null() { "" } else { " class=\"muted superseded\"" },
+            esc(&text(field(item, "landSeq"))),
+            esc(&text(field(item, "kind"))),
+            esc(&text(field(item, "importance"))),
+            esc(&text(field(item, "text")))
+        ));
+    }
+    body.push_str("</table>");
+    for problem in list(field(memory, "problems")) {
+        body.push_str(&format!("<p class=\"error\">{}</p>", esc(&text(field(problem, "reason")))));
+    }
+    body.push_str(&format!("<p><a href=\"/beings/{0}\">Back to @{0}</a></p>", esc(&name)));
+    page(&format!("Memory of @{name}"), &body, Some(csrf))
 }
 
 #[cfg(test)]

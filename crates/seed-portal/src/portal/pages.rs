@@ -677,3 +677,23 @@ pub(super) async fn password_form(State(portal): Shared, FormWrite(credential, f
         Err(error) => accounts_answer(&portal, &credential, Err(error), &form),
     }
 }
+
+/// `GET /beings/NAME/memory?at=&query=&count=`: the being's memory at a
+/// land cursor, and what recall ranks first for a query.
+pub(super) async fn memory_page(
+    State(portal): Shared,
+    PageVisitor(credential): PageVisitor,
+    Path(name): Path<String>,
+    uri: Uri,
+) -> Response {
+    let result = async {
+        let ask = memory_ask(uri.query())?;
+        let (query, count) = (ask.query.clone().unwrap_or_default(), ask.count as u64);
+        let shown = memory(&portal, &credential.principal, &name, ask).await?;
+        Ok::<_, PortalError>(html::memory_page(&shown, &query, count, credential.csrf()))
+    };
+    match result.await {
+        Ok(page) => html(page),
+        Err(error) => error.as_html().into_response(),
+    }
+}

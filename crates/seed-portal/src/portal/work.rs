@@ -600,6 +600,60 @@ pub(super) async fn replay(portal: &Arc<Portal>, principal: &Principal, name: &s
         .map_err(|error| PortalError::internal(format!("the replay task stopped: {error}")))?
 }
 
+/// The most characters of a memory query.
+pub const MEMORY_QUERY_CHARS_MAX: usize = 1_000;
+
+/// What a memory page or `GET /api/v1/beings/NAME/memory` asks for, read
+/// from its query string (`at`, `query`, `count`), each error naming its field.
+pub(super) fn memory_ask(query: Option<&str>) -> Result<crate::memory_view::MemoryAsk, PortalError> {
+    let params = super::extract::query_params(query, &["at", "query", "count"])?;
+    let at = match params.get("at").filter(|text| !text.trim().is_empty()) {
+        None => None,
+        Some(text) => Some(
+            text.trim()
+                .parse::<u64>()
+                .map_err(|_| PortalError::field("at", format!("`at` is a land seq (a whole number), not {text:?}")))?,
+        ),
+    };
+    let count = match params.get("count").filter(|text| !text.trim().is_empty()) {
+        None => 8,
+        Some(text) => text.trim().parse::<usize>().map_err(|_| {
+            PortalError::field("count", format!("`count` is a whole number from 1 to 32, not {text:?}"))
+        })?,
+    };
+    let text = params.get("query").map(|text| text.trim().to_string()).filter(|text| !text.is_empty());
+    if text.as_ref().is_some_and(|text| text.chars().count() > MEMORY_QUERY_CHARS_MAX) {
+        return Err(PortalError::field("query", format!("`query` is at most {MEMORY_QUERY_CHARS_MAX} characters")));
+    }
+    Ok(crate::memory_view::MemoryAsk { at, query: text, count })
+}
+
+/// A being's memory as `ask` wants it (docs/json/memory.json), for a
+/// principal who may see inside the being, read off the store on a
+/// blocking thread.
+pub(super) async fn memory(
+    portal: &Arc<Portal>,
+    principal: &Principal,
+    name: &str,
+    ask: crate::memory_view::MemoryAsk,
+) -> Result<Json, PortalError> {
+    use crate::memory_view::MemoryViewError;
+    let world = portal.live.world();
+    let row = views::being_row(&world, name)?.clone();
+    may_act_for(&world, principal, &row)?;
+    drop(world);
+    let live = portal.live.clone();
+    let shown =
+        tokio::task::spawn_blocking(move || crate::memory_view::memory_json(live.store(), row.id, &row.name, &ask))
+            .await
+            .map_err(|error| PortalError::internal(format!("the memory task stopped: {error}")))?;
+    shown.map_err(|error| match error {
+        MemoryViewError::PastTheEnd { .. } => PortalError::field("at", error.to_string()),
+        MemoryViewError::Count { .. } => PortalError::field("count", error.to_string()),
+        MemoryViewError::Store(_) | MemoryViewError::Fact(_) => PortalError::internal(error.to_string()),
+    })
+}
+
 /// Drops an authored role so its file definition applies again: an act of
 /// the principal's own being (`do revert-role`).
 pub(super) async fn revert_role(portal: &Arc<Portal>, principal: &Principal, name: &str) -> Result<Json, PortalError> {
