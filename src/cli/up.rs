@@ -260,13 +260,12 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     if !planted {
         // The demo world was planted from a staged copy (a land's folder is
         // empty until planted): the land keeps its own copy from now on.
-        let kept = match &staged {
-            Some(_) => super::demo_world::in_land(land_dir)?,
-            None => fixture_path.clone(),
-        };
-        super::replay::record_definitions(land_dir, &kept, 0, &[])?;
         if staged.is_some() {
+            let kept = super::demo_world::in_land(land_dir)?;
             fixture = Fixture::load(&kept)?;
+            super::replay::record_definitions(land_dir, &kept, 0, &[])?;
+        } else {
+            super::replay::record_definitions(land_dir, &fixture_path, 0, &[])?;
         }
     }
     let token = engine.operator_token.take();

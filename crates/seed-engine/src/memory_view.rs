@@ -2,12 +2,15 @@
 //! into `memory::MemoryFold`, and the JSON `seed memory --json` and the
 //! portal's memory page show (docs/memory.md, docs/json/memory.json).
 
+use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactError, FactId};
 use crate::memory::recall::RECALL_ITEMS_MAX;
 use crate::memory::{MemoryFold, MemoryKind, RecallQuery};
 use crate::store::{Store, StoreError};
-use crate::world::{ActBody, World};
+use crate::world::body::KIND_ACT;
+use crate::world::ActBody;
 use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
 
 /// Land log entries read at a time.
 const MEMORY_READ_FACTS: u64 = 4_096;
@@ -33,22 +36,31 @@ pub struct MemoryAsk {
     pub count: usize,
 }
 
-/// Folds the land log below `cursor` into `being`'s memory.
+/// Folds the land log below `cursor` into `being`'s memory. Only acts are
+/// folded; of the rest, only each genesis is read, for the names the
+/// summons sent to the being are shown with.
 pub fn fold_memory(store: &dyn Store, being: BeingId, name: &str, cursor: u64) -> Result<MemoryFold, MemoryViewError> {
     let mut fold = MemoryFold::of(being, name);
-    let mut world = World::new();
+    let mut names: BTreeMap<BeingId, String> = BTreeMap::new();
     let mut from = 0;
     while from < cursor {
         let to = (from + MEMORY_READ_FACTS).min(cursor);
         for (entry, envelope) in store.land_log_with_envelopes(from, to)? {
             let fact = Fact::decode_envelope(&envelope)?;
-            if fact.kind() == crate::world::body::KIND_ACT {
-                if let Ok(act) = fact.body_as::<ActBody>() {
-                    let actor = world.name_of(&entry.being).unwrap_or("?").to_string();
-                    fold.apply_act(entry.land_seq, entry.being, &actor, fact.id(), &act);
+            match fact.kind() {
+                KIND_ACT => {
+                    if let Ok(act) = fact.body_as::<ActBody>() {
+                        let actor = names.get(&entry.being).map_or("?", String::as_str);
+                        fold.apply_act(entry.land_seq, entry.being, actor, fact.id(), &act);
+                    }
                 }
+                KIND_GENESIS => {
+                    if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                        names.insert(entry.being, genesis.name);
+                    }
+                }
+                _ => {}
             }
-            world.apply(entry.land_seq, &fact);
         }
         from = to;
     }

@@ -51,7 +51,7 @@ fn identify(portal: &Portal, parts: &Parts) -> Result<Credential, PortalError> {
 
 /// The throttle's key for the request's client (`throttle::client_key`);
 /// every connection the portal serves carries its peer's address.
-pub fn client_of(parts: &Parts) -> String {
+fn client_of(parts: &Parts) -> String {
     let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
     peer.map_or_else(|| "(unknown)".to_string(), |peer| super::throttle::client_key(peer.0.ip()))
 }
