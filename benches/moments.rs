@@ -5,6 +5,11 @@
 //! same run: raw Ed25519 signing (target: 20,000 sealed moments/s, or 40% of
 //! the sign rate). Also reports the resident memory per planted being.
 //!
+//! The same crowd with every being wearing `recollecting` (orientation
+//! `half`: each moment recalls its own past into the face) runs in the same
+//! run: its rate against the `forward` crowd's is the cost of recall
+//! (target: at least 80%).
+//!
 //! Under `cargo test --benches` (no `--bench` argument) the crowd shrinks to
 //! 200 beings so the suite stays fast; the figures come from `cargo bench`.
 
@@ -37,7 +42,10 @@ fn bench(c: &mut Criterion) {
     let beings = if benchmarking { CROWD_BEINGS } else { CROWD_BEINGS_IN_TEST_MODE };
     let mut fixture = Fixture::load(Path::new("fixtures/crowd.toml")).expect("crowd fixture");
     fixture.generate[0].count = beings;
+    let mut recollecting = fixture.clone();
+    recollecting.generate[0].template.flow.push(serde_json::json!({"stack": true, "role": "recollecting"}));
     let dir = tempfile::tempdir().expect("folder");
+    let half_dir = tempfile::tempdir().expect("folder");
     let options = EngineOptions {
         snapshot_every_facts: None,
         store: Default::default(),
@@ -65,8 +73,14 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(beings));
     group.sample_size(10);
     group.bench_function("crowd_round", |b| b.iter(|| simulation.round().expect("round")));
-    group.finish();
     let summary = simulation.finish().expect("finish");
+    assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
+    let half_options = EngineOptions { land_dir: half_dir.path().join("land"), ..options };
+    let mut half = Engine::plant(&recollecting, &half_options).expect("plant the recollecting crowd");
+    half.round().expect("a first round");
+    group.bench_function("crowd_round_half", |b| b.iter(|| half.round().expect("round")));
+    group.finish();
+    let summary = half.finish().expect("finish");
     assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
 }
 
@@ -79,6 +93,12 @@ fn print_ratios() {
     println!("\n== figures of this run (per second) ==");
     println!("raw ed25519 sign (reference)          {sign:>10.0}/s");
     println!("sealed moments, 10,000 beings         {moments:>10.0}/s  = {:.1}% of the sign rate (target >= 40%, or >= 20,000/s)", 100.0 * moments / sign);
+    if let Some(half) = rate("moments/crowd_round_half", CROWD_BEINGS as f64) {
+        println!(
+            "sealed moments, the same crowd `half`  {half:>10.0}/s  = {:.1}% of the `forward` crowd's (target >= 80%)",
+            100.0 * half / moments
+        );
+    }
 }
 
 criterion_group! {

@@ -115,3 +115,100 @@ fn a_later_note_supersedes_an_earlier_one_and_both_stay_in_memory_at_every_curso
         (json!(2), json!([]))
     );
 }
+
+/// Each act of `being` in a land: (land seq, fact id, target, content) of its summons.
+fn summons_sent(land: &std::path::Path, being: &str) -> Vec<(u64, String, String, String)> {
+    let reel = seed_json(land, &["reel", being, "--json"]);
+    let facts = reel["facts"].as_array().expect("facts");
+    facts
+        .iter()
+        .filter(|fact| fact["kind"] == "act" && fact["body"]["call"]["verb"] == "summon")
+        .map(|fact| {
+            let call = &fact["body"]["call"];
+            let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+            (
+                fact["landSeq"].as_u64().expect("a land seq"),
+                text(&fact["id"]),
+                text(&call["target"]),
+                text(&call["content"]),
+            )
+        })
+        .collect()
+}
+
+/// The market world: @bo takes grain without paying. @ada wears the
+/// `remembering` modifier (orientation `half`, recall of what each caller
+/// said): once bo has cheated her she deals with him no more, and she
+/// keeps dealing with @cy, who pays. @fay is `forward`: she deals with bo
+/// every time he asks. Every moment replays byte for byte, and ada's faces
+/// cite the very fact of bo's refusal to pay.
+#[test]
+fn a_trader_who_remembers_stops_dealing_with_a_cheat_and_a_forward_one_does_not() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/market.toml");
+    let output = crate::common::seed(&land, &["sim", fixture.to_str().expect("utf-8"), "--ticks", "40"]);
+    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    let cheats = summons_sent(&land, "@bo");
+    for trader in ["@ada", "@fay"] {
+        let first_cheat = cheats
+            .iter()
+            .find(|(_, _, target, content)| target == trader && content.starts_with("not paying"))
+            .unwrap_or_else(|| panic!("bo cheated {trader}: {cheats:?}"))
+            .0;
+        let answers = summons_sent(&land, trader);
+        let after = |who: &str, answer: &str| {
+            answers
+                .iter()
+                .filter(|(seq, _, target, content)| *seq > first_cheat && target == who && content.starts_with(answer))
+                .count()
+        };
+        match trader {
+            "@ada" => {
+                assert_eq!(after("@bo", "deal"), 0, "ada dealt with bo after he cheated her: {answers:?}");
+                assert!(after("@bo", "no deal") >= 2, "ada refused bo: {answers:?}");
+                assert!(after("@cy", "deal") >= 2, "ada keeps dealing with cy, who pays: {answers:?}");
+            }
+            _ => {
+                assert!(after("@bo", "deal") >= 2, "fay forgets and deals with bo again: {answers:?}");
+                assert_eq!(after("@bo", "no deal"), 0, "fay never refuses: {answers:?}");
+            }
+        }
+    }
+    // Every moment replays byte for byte; ada's faces carry what she
+    // recalled, each item citing its fact, and fay's faces have no recall.
+    let lines = |being: &str| -> Vec<Value> {
+        let output = crate::common::seed(&land, &["replay", being, "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{being}: {}", crate::common::stdout(&output));
+        crate::common::stdout(&output).lines().map(|line| serde_json::from_str(line).expect("json")).collect()
+    };
+    let first_cheat_of_ada = cheats
+        .iter()
+        .find(|(_, _, target, content)| target == "@ada" && content.starts_with("not paying"))
+        .expect("a cheat");
+    let mut refusals_citing_the_cheat = 0;
+    for moment in lines("@ada").iter().filter(|line| line.get("face").is_some()) {
+        assert_eq!(moment["matches"], true, "{moment}");
+        let recall = &moment["face"]["recall"];
+        assert_eq!(recall["kinds"], json!(["summons"]), "the role's kinds, within what `half` allows: {recall}");
+        for item in recall["items"].as_array().expect("items") {
+            assert!(
+                item["landSeq"].as_u64() < moment["cursor"].as_u64(),
+                "recalled only from before the cursor: {item}"
+            );
+            assert_eq!(item["fact"].as_str().map(str::len), Some(64), "{item}");
+        }
+        let refused = moment["act"]["call"]["content"].as_str().is_some_and(|content| content.starts_with("no deal"));
+        if refused {
+            assert_eq!(recall["query"], "bo not paying", "the role's template, filled: {recall}");
+            assert_eq!(recall["items"][0]["fact"], first_cheat_of_ada.1.as_str(), "the refusal cites bo's: {recall}");
+            refusals_citing_the_cheat += 1;
+        }
+    }
+    assert!(refusals_citing_the_cheat >= 2, "ada's refusals recalled the cheat");
+    for moment in lines("@fay").iter().filter(|line| line.get("face").is_some()) {
+        assert!(moment["face"].get("recall").is_none(), "a forward face has no recall: {moment}");
+    }
+    let all = seed_json(&land, &["replay", "--all", "--json"]);
+    assert_eq!(all["divergences"], 0, "{all}");
+}

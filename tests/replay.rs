@@ -50,7 +50,9 @@ fn land_content(land: &Path) -> LandFiles {
 
 #[test]
 fn every_being_of_every_demo_world_replays_byte_for_byte_and_the_land_is_untouched() {
-    for (fixture, ticks) in [("court.toml", 12), ("factory.toml", 16), ("library.toml", 6), ("dance.toml", 8)] {
+    for (fixture, ticks) in
+        [("court.toml", 12), ("factory.toml", 16), ("library.toml", 6), ("dance.toml", 8), ("market.toml", 40)]
+    {
         let (_dir, land) = simulated(fixture, ticks);
         let before = land_content(&land);
         let mut moments = 0;

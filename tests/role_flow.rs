@@ -213,10 +213,17 @@ fn role_files_report_every_error_with_file_field_and_reason_and_bad_files_spare_
     write("bad-syntax.toml", "name = \"bad-syntax\nprompt = 1\n");
     write("bad-cognition.toml", "name = \"bad-cognition\"\nrequiredCognition = \"robot\"\n");
     write("twice.toml", "name = \"good\"\n");
+    write("bad-recall-kind.toml", "name = \"bad-recall-kind\"\n[recall]\nkinds = [\"act\", \"dream\", \"act\"]\n");
+    write("bad-recall-count.toml", "name = \"bad-recall-count\"\n[recall]\ncount = 0\nquery = \"{{caller.name\"\n");
+    write("bad-recall-field.toml", "name = \"bad-recall-field\"\n[recall]\nhow_many = 3\n");
+    write(
+        "good-recall.toml",
+        "name = \"good-recall\"\ndefaultOrientation = \"half\"\n[recall]\nquery = \"{{caller.name}}\"\n",
+    );
     let (registry, report) = RoleRegistry::load_dirs(&[dir.path().to_path_buf()]);
     assert!(registry.get("good").is_some() && registry.get("good-json").is_some());
     let loaded: Vec<&str> = registry.iter().map(|r| r.name.as_ref()).collect();
-    assert_eq!(loaded, vec!["good", "good-json"], "only the good files load");
+    assert_eq!(loaded, vec!["good", "good-json", "good-recall"], "only the good files load");
     let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
     let expect = |file: &str, field: &str, reason: &str| {
         assert!(
@@ -233,7 +240,12 @@ fn role_files_report_every_error_with_file_field_and_reason_and_bad_files_spare_
     expect("bad-syntax.toml", "(file)", "");
     expect("bad-cognition.toml", "requiredCognition", "unknown variant `robot`");
     expect("twice.toml", "name", "already defined");
-    assert_eq!(report.errors.len(), 9, "{errors:#?}");
+    expect("bad-recall-kind.toml", "recall.kinds[1]", "no kind \"dream\" (known: act, summons, note)");
+    expect("bad-recall-kind.toml", "recall.kinds[2]", "\"act\" is named twice");
+    expect("bad-recall-count.toml", "recall.count", "0 is not from 1 to 32");
+    expect("bad-recall-count.toml", "recall.query", "never closed");
+    expect("bad-recall-field.toml", "recall.how_many", "unknown field `how_many`");
+    assert_eq!(report.errors.len(), 14, "{errors:#?}");
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn script_check_reports_each_mistake_at_its_line_and_column() {
         (
             &["check", "typo.rhai"],
             0,
-            "warning: typo.rhai: face.mee is not a key of the face (me, can, see, time, wake, inbox, roles, prompt); did you mean `face.me`?\ntypo.rhai: compiles as a role script (given face), 1 warning(s)\n",
+            "warning: typo.rhai: face.mee is not a key of the face (me, can, see, time, wake, inbox, roles, prompt, recall); did you mean `face.me`?\ntypo.rhai: compiles as a role script (given face), 1 warning(s)\n",
             "",
         ),
         // The same body is fine as an operation, which is given no face… but `face` is then undefined.

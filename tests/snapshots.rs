@@ -115,6 +115,8 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
         ("library.toml", 6),
         ("dance.toml", 8),
         ("town.toml", 11),
+        // Traders who recall what was said to them: snapshots carry memories.
+        ("market.toml", 40),
         // Beings that summon one another: replays cross summons sent and answered.
         ("../tests/fixtures/worlds/ring/world.toml", 12),
     ] {
@@ -123,9 +125,12 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
         assert!(used > 0, "{fixture}: no replay started from a snapshot");
     }
     assert!(PASSED_OVER.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay passed over a fact");
-    // Paranoid: each snapshot re-derived from the one before it, the same reports.
-    let (_dir, land, substrate) = simulated("factory.toml", 16);
-    assert!(check_every_being(&land, &substrate, false, true) > 0);
+    // Paranoid: each snapshot re-derived from the one before it (its
+    // memories too), the same reports.
+    for (fixture, ticks) in [("factory.toml", 16), ("market.toml", 40)] {
+        let (_dir, land, substrate) = simulated(fixture, ticks);
+        assert!(check_every_being(&land, &substrate, false, true) > 0, "{fixture}");
+    }
 }
 
 #[test]
@@ -181,6 +186,22 @@ fn an_altered_snapshot_file_is_set_aside_and_the_report_does_not_change() {
 
 #[test]
 fn a_snapshot_whose_world_is_wrong_is_caught_by_paranoid_replay_and_by_replay_all() {
+    check_a_wrong_snapshot_is_caught("a forged signal", |world| {
+        world.signals.insert("test.forged".into(), serde_json::json!(1));
+    });
+}
+
+/// The memories a snapshot carries are checked as its state is: a world
+/// whose memory lost a being is caught the same way.
+#[test]
+fn a_snapshot_whose_memories_are_wrong_is_caught_by_paranoid_replay_and_by_replay_all() {
+    check_a_wrong_snapshot_is_caught("a lost memory", |world| {
+        let being = *world.memories.keys().next().expect("a being remembers something");
+        world.memories.remove(&being);
+    });
+}
+
+fn check_a_wrong_snapshot_is_caught(forgery: &str, forge: impl Fn(&mut seed::world::World)) {
     let (_dir, land, substrate) = simulated("factory.toml", 16);
     let cursor = *shelf(&land).last().expect("a snapshot");
     // A land that wrote a wrong world (a bug), signed and vouched for like a good one.
@@ -188,9 +209,9 @@ fn a_snapshot_whose_world_is_wrong_is_caught_by_paranoid_replay_and_by_replay_al
         let opened = Land::open(&land).expect("open");
         let (snapshot, _) = opened.snapshots().read(cursor).expect("reads");
         let mut world = seed::world::World::from_snapshot_bytes(&snapshot.world).expect("world");
-        world.signals.insert("test.forged".into(), serde_json::json!(1));
+        forge(&mut world);
         let bytes = world.snapshot_bytes().expect("bytes");
-        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.state_digest(), bytes).expect("writes");
+        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
         let mut vouched = opened.snapshots().vouched().expect("reads").expect("vouched").files;
         let (_, digest) = opened.snapshots().read(cursor).expect("reads");
         vouched.insert(cursor, digest);
@@ -203,12 +224,12 @@ fn a_snapshot_whose_world_is_wrong_is_caught_by_paranoid_replay_and_by_replay_al
         assert_eq!(started, folded, "paranoid replay uses the fold, not the wrong world");
         caught += usage.set_aside.iter().filter(|(at, reason)| *at == cursor && reason.contains("differs")).count();
     }
-    assert!(caught > 0, "paranoid replay never re-derived the wrong snapshot");
+    assert!(caught > 0, "{forgery}: paranoid replay never re-derived the wrong snapshot");
     let all = seed(&land, &["replay", "--all"]);
     assert_eq!(all.status.code(), Some(1), "{}", stdout(&all));
     assert!(
         stdout(&all).contains(&format!("the world snapshot at cursor {cursor} does not hold")),
-        "{}{}",
+        "{forgery}: {}{}",
         stdout(&all),
         stderr(&all)
     );

@@ -69,7 +69,7 @@ pub fn check(files: &[std::path::PathBuf], kind: ScriptKind, as_json: bool) -> R
 /// A face-key warning as the other authoring problems are written in JSON.
 fn warning_json(file: &Path, warning: &seed::script::ScriptWarning) -> Value {
     let file = file.display().to_string();
-    let reason = format!("face.{} is not a key of the face ({})", warning.key, seed::face::FACE_KEYS.join(", "));
+    let reason = format!("face.{} is not a key of the face ({})", warning.key, seed::face::FACE_KEYS_KNOWN.join(", "));
     let suggestion = warning.suggestion.as_ref().map(|key| format!("face.{key}"));
     Problem::warning(file, format!("face.{}", warning.key), reason).suggesting(suggestion).to_json()
 }

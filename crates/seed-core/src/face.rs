@@ -24,6 +24,11 @@ use std::sync::Arc;
 
 /// The face's top-level keys, in canonical order (by length, then bytes).
 pub const FACE_KEYS: [&str; 8] = ["me", "can", "see", "time", "wake", "inbox", "roles", "prompt"];
+/// The key of the `recall` block, which only a `half` or `inward` face has
+/// (it sorts after every key of [`FACE_KEYS`]).
+pub const FACE_RECALL_KEY: &str = "recall";
+/// Every key a face may have, for naming a key a script reads that no face has.
+pub const FACE_KEYS_KNOWN: [&str; 9] = ["me", "can", "see", "time", "wake", "inbox", "roles", "prompt", "recall"];
 
 /// Bytes reserved up front for a face's encoding (most faces fit).
 const FACE_ENCODING_BYTES_RESERVED: usize = 512;
@@ -48,6 +53,8 @@ pub struct Face<'w> {
     pub(super) see: Map<String, Json>,
     pub(super) prompt: String,
     pub(super) inbox: usize,
+    /// What the being recalls (`half` and `inward` only; `moment::recall`).
+    pub(super) recall: Option<Json>,
     /// BLAKE3 of the face's canonical encoding, recorded in the act.
     pub digest: Hash32,
 }
@@ -55,7 +62,17 @@ pub struct Face<'w> {
 impl Face<'_> {
     /// The whole face as JSON (for display, for the model's prompt).
     pub fn value(&self) -> Json {
-        Json::Object(FACE_KEYS.iter().map(|key| (key.to_string(), self.entry_value(key))).collect())
+        Json::Object(self.keys().map(|key| (key.to_string(), self.entry_value(key))).collect())
+    }
+
+    /// The face's keys, in canonical order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        FACE_KEYS.into_iter().chain(self.recall.is_some().then_some(FACE_RECALL_KEY))
+    }
+
+    /// The `recall` block, if the face has one.
+    pub fn recall(&self) -> Option<&Json> {
+        self.recall.as_ref()
     }
 
     /// What woke the being, as the face shows it.
@@ -90,7 +107,8 @@ impl Face<'_> {
                 "stack": self.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
             }),
             "prompt" => Json::String(self.prompt.clone()),
-            // Only FACE_KEYS are asked for.
+            "recall" => self.recall.clone().unwrap_or(Json::Null),
+            // Only the face's keys are asked for.
             _ => Json::Null,
         }
     }
@@ -102,7 +120,7 @@ impl Face<'_> {
         let mut out = Vec::with_capacity(FACE_ENCODING_BYTES_RESERVED);
         let out = &mut out;
         let row = self.row;
-        canonical::write_map_head(FACE_KEYS.len(), out);
+        canonical::write_map_head(FACE_KEYS.len() + usize::from(self.recall.is_some()), out);
         canonical::write_text("me", out);
         canonical::write_map_head(5, out);
         for (key, text) in [("home", row.home_space.as_str()), ("name", &row.name), ("space", &row.location)] {
@@ -154,6 +172,10 @@ impl Face<'_> {
         }
         canonical::write_text("prompt", out);
         canonical::write_text(&self.prompt, out);
+        if let Some(recall) = &self.recall {
+            canonical::write_text(FACE_RECALL_KEY, out);
+            canonical::write_json_at(recall, 1, out)?;
+        }
         Ok(std::mem::take(out))
     }
 
@@ -201,7 +223,7 @@ impl InputEntries for Face<'_> {
     }
 
     fn entry(&self, key: &str) -> Option<Json> {
-        FACE_KEYS.contains(&key).then(|| self.entry_value(key))
+        self.keys().any(|known| known == key).then(|| self.entry_value(key))
     }
 
     fn entry_read(&self, key: &str, read: InputRead<'_>) -> EntryRead {
@@ -217,7 +239,7 @@ impl InputEntries for Face<'_> {
 
     fn unread_numbers_are_i64(&self, read: &BTreeMap<String, Reach>) -> bool {
         let fits = |number: u64| i64::try_from(number).is_ok();
-        FACE_KEYS.iter().filter(|key| !read.contains_key(**key)).all(|key| match *key {
+        self.keys().filter(|key| !read.contains_key(*key)).all(|key| match key {
             "me" => self.row.qualities.values().all(every_number_is_i64),
             "see" => self.see.values().all(every_number_is_i64),
             "time" => {
@@ -226,6 +248,7 @@ impl InputEntries for Face<'_> {
             }
             "wake" => every_number_is_i64(&self.wake),
             "inbox" => fits(self.inbox as u64),
+            "recall" => self.recall.as_ref().is_none_or(every_number_is_i64),
             // Text only.
             _ => true,
         })
@@ -279,8 +302,38 @@ mod tests {
             see,
             prompt: "You look around.".into(),
             inbox: 3,
+            recall: None,
             digest: Hash32::default(),
         }
+    }
+
+    /// A `half` face's block, as `moment::recall` builds one.
+    fn recall_block() -> Json {
+        json!({
+            "query": "grain from bo",
+            "kinds": ["act", "summons"],
+            "items": [
+                {"fact": "ab".repeat(32), "landSeq": 40, "kind": "summons", "importance": 0, "score": 1_990, "text": "@bo: grain?"},
+                {"fact": "cd".repeat(32), "landSeq": 12, "kind": "act", "importance": 8, "score": 1_788, "text": "paid @bo"},
+            ],
+            "leftOut": ["ef".repeat(32)],
+        })
+    }
+
+    #[test]
+    fn a_face_with_recall_encodes_as_its_whole_and_one_without_has_no_such_key() {
+        let plain = row(json!({}), false);
+        let without = face(&plain, json!({"kind": "person"}), None, json!({}), Json::Null);
+        assert!(without.value().get("recall").is_none(), "a forward face is what it always was");
+        let with = Face {
+            recall: Some(recall_block()),
+            ..face(&plain, json!({"kind": "person"}), None, json!({}), Json::Null)
+        };
+        check(&with);
+        assert_eq!(with.value()["recall"], recall_block());
+        assert_eq!(with.keys().last(), Some(FACE_RECALL_KEY), "recall sorts last");
+        let (without, with) = (without.sealed().expect("seals"), with.sealed().expect("seals"));
+        assert_ne!(without.digest, with.digest, "the recalled items are in the digest");
     }
 
     /// The parts encode to the bytes `encode_json` writes for the whole.
@@ -324,6 +377,9 @@ mod tests {
             "face.time.ms + face.inbox",
             "face.see.here.count",
             "face.roles.stack",
+            "face.recall",
+            "face.recall.items[0].text",
+            "face.recall.items.len()",
             "face.can",
             "face.keys()",
             "face",
@@ -331,8 +387,11 @@ mod tests {
             "face.missing",
             "1",
         ];
-        for row in [&plain, &oversized] {
-            let face = face(row, json!({"kind": "tick", "tick": 2}), Some("onlooker"), see.clone(), json!(60));
+        for (row, recall) in [(&plain, None), (&oversized, None), (&plain, Some(recall_block()))] {
+            let face = Face {
+                recall,
+                ..face(row, json!({"kind": "tick", "tick": 2}), Some("onlooker"), see.clone(), json!(60))
+            };
             let value = face.value();
             for source in scripts {
                 let by_entry = engine.run_inputs(source, &[("face", Input::Entries(&face))], 3);

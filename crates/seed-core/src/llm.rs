@@ -57,6 +57,8 @@ pub struct Prompt {
     pub tools: Vec<Json>,
     /// See-resolver blocks left out to stay within the budget.
     pub omitted: Vec<String>,
+    /// Recalled items (their fact ids) left out to stay within the budget.
+    pub recall_left_out: Vec<String>,
 }
 
 impl Prompt {
@@ -248,7 +250,58 @@ pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, PromptErro
             }
         }
     }
-    Ok(Prompt { system: format!("{head}{blocks}{tail}"), user, offered, tools, omitted })
+    let mut recall_left_out = Vec::new();
+    if let Some(recall) = face.recall() {
+        blocks.push_str(&recall_text(recall, prompt_chars_max, &mut used, &mut recall_left_out));
+    }
+    Ok(Prompt { system: format!("{head}{blocks}{tail}"), user, offered, tools, omitted, recall_left_out })
+}
+
+/// The face's `recall` block as prompt text: one line per item in rank
+/// order, each citing its fact, as many as fit in `prompt_chars_max` (with
+/// `used` characters spent); the facts of the rest go to `left_out`, and
+/// the text says how many were left out, here and by the face's own budget.
+fn recall_text(recall: &Json, prompt_chars_max: usize, used: &mut usize, left_out: &mut Vec<String>) -> String {
+    let empty = Vec::new();
+    let items = recall["items"].as_array().unwrap_or(&empty);
+    let face_left_out = recall["leftOut"].as_array().map_or(0, Vec::len);
+    let mut text =
+        format!("\n[recall]\nWhat you remember of your own past, most relevant first (query: {}):\n", recall["query"]);
+    if items.is_empty() {
+        text.push_str("nothing comes to mind.\n");
+    }
+    let header = text.chars().count();
+    if *used + header > prompt_chars_max {
+        left_out.extend(items.iter().filter_map(|item| item["fact"].as_str().map(str::to_string)));
+        return String::new();
+    }
+    *used += header;
+    // Room is kept for the line saying what was left out.
+    const LEFT_OUT_LINE_CHARS: usize = 96;
+    for item in items {
+        let line = format!(
+            "- {} (land seq {}, {}, importance {}, fact {})\n",
+            item["text"].as_str().unwrap_or_default(),
+            item["landSeq"],
+            item["kind"].as_str().unwrap_or_default(),
+            item["importance"],
+            item["fact"].as_str().unwrap_or_default(),
+        );
+        let size = line.chars().count();
+        if left_out.is_empty() && *used + size + LEFT_OUT_LINE_CHARS <= prompt_chars_max {
+            *used += size;
+            text.push_str(&line);
+        } else {
+            left_out.extend(item["fact"].as_str().map(str::to_string));
+        }
+    }
+    let left = left_out.len() + face_left_out;
+    if left > 0 {
+        let line = format!("({left} more remembered items left out: over the budget)\n");
+        *used += line.chars().count();
+        text.push_str(&line);
+    }
+    text
 }
 
 /// Token counts a response reports (zero when it reports none).

@@ -277,7 +277,7 @@ pub struct ScriptWarning {
 
 impl std::fmt::Display for ScriptWarning {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "face.{} is not a key of the face ({})", self.key, crate::face::FACE_KEYS.join(", "))?;
+        write!(formatter, "face.{} is not a key of the face ({})", self.key, crate::face::FACE_KEYS_KNOWN.join(", "))?;
         if let Some(suggestion) = &self.suggestion {
             write!(formatter, "; did you mean `face.{suggestion}`?")?;
         }
@@ -304,8 +304,8 @@ pub fn check_script(source: &str, kind: ScriptKind) -> Result<Vec<ScriptWarning>
     let mut warnings = Vec::new();
     if kind == ScriptKind::Role {
         if let InputRead::Keys(keys) = InputReads::of(&ast).of_input("face") {
-            for key in keys.keys().filter(|key| !crate::face::FACE_KEYS.contains(&key.as_str())) {
-                let suggestion = crate::authoring::closest(key, crate::face::FACE_KEYS);
+            for key in keys.keys().filter(|key| !crate::face::FACE_KEYS_KNOWN.contains(&key.as_str())) {
+                let suggestion = crate::authoring::closest(key, crate::face::FACE_KEYS_KNOWN);
                 warnings.push(ScriptWarning { key: key.clone(), suggestion });
             }
         }

@@ -38,7 +38,7 @@ pub fn write_snapshot(land: &Land, world: &World) -> Result<u64, SnapshotWriteEr
     let last_fact =
         last_fact_before(land.store(), cursor)?.ok_or(SnapshotWriteError::NotAtTheEnd { cursor, land_len })?;
     let bytes = world.snapshot_bytes().map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
-    land.write_snapshot(cursor, last_fact, world.state_digest(), bytes)?;
+    land.write_snapshot(cursor, last_fact, world.snapshot_digest(), bytes)?;
     Ok(cursor)
 }
 
@@ -113,7 +113,7 @@ fn check_snapshot(
     if world.cursor != cursor {
         return Err(SnapshotRefusal::WrongCursor { folds: world.cursor, cursor });
     }
-    if world.state_digest() != snapshot.claim.state_digest {
+    if world.snapshot_digest() != snapshot.claim.state_digest {
         return Err(SnapshotRefusal::WrongStateDigest);
     }
     follows_the_land_log(land.store(), &snapshot.claim)?;

@@ -62,6 +62,8 @@ pub enum SnapshotError {
 pub struct SnapshotClaim {
     pub cursor: u64,
     pub last_fact: FactId,
+    /// The digest the world layer gives its world (`World::snapshot_digest`:
+    /// its state and its beings' memories); this layer only carries it.
     pub state_digest: Hash32,
     pub world_digest: Hash32,
     pub signer: BeingId,

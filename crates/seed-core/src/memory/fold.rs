@@ -29,17 +29,10 @@ impl MemoryFold {
 
     /// Folds one sealed act by `actor` (named `actor_name`), fact `id` at `land_seq`.
     pub fn apply_act(&mut self, land_seq: u64, actor: BeingId, actor_name: &str, id: FactId, act: &ActBody) {
+        let remembered = remembered_of_act(land_seq, actor_name, id, act);
         if actor == self.being {
-            let note = match &act.call {
-                VerbCall::Be { operation, payload } if operation == BE_NOTE => Note::from_payload(payload).ok(),
-                _ => None,
-            };
-            let (kind, importance, text) = match &note {
-                Some(note) => (MemoryKind::Note, note.importance, note.text.clone()),
-                None => (MemoryKind::Act, 0, act_text(&act.call, act.content.as_deref())),
-            };
-            self.remember(Remembered { fact: id, land_seq, kind, importance, text });
-            if let Some(note) = note {
+            self.remember(remembered.by_actor);
+            if let Some(note) = remembered.note {
                 if let Some(earlier) = note.supersedes {
                     if let Err(problem) = self.memory.supersede(earlier, id, land_seq) {
                         self.problems.push((id, problem));
@@ -49,10 +42,9 @@ impl MemoryFold {
             }
             return;
         }
-        if let VerbCall::Summon { target, content, .. } = &act.call {
-            if target.trim_start_matches('@') == self.name {
-                let text = format!("@{actor_name}: {content}");
-                self.remember(Remembered { fact: id, land_seq, kind: MemoryKind::Summons, importance: 0, text });
+        if let Some((target, summons)) = remembered.by_summoned {
+            if target == self.name {
+                self.remember(summons);
             }
         }
     }
@@ -63,6 +55,53 @@ impl MemoryFold {
             self.problems.push((fact, problem));
         }
     }
+}
+
+/// What one sealed act gives the memories of the beings it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActRemembered {
+    /// The act, as its actor remembers it (a note as a note).
+    pub by_actor: Remembered,
+    /// The note's reading, when the act wrote one.
+    pub note: Option<Note>,
+    /// The summoned being's name (without `@`) and the summons as it
+    /// remembers it, when the act summoned another being.
+    pub by_summoned: Option<(String, Remembered)>,
+}
+
+/// What the act `id` (by the being named `actor_name`, at `land_seq`)
+/// leaves in memory: the one reading of an act that the world's fold and
+/// `seed memory`'s share.
+pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActBody) -> ActRemembered {
+    let note = match &act.call {
+        VerbCall::Be { operation, payload } if operation == BE_NOTE => Note::from_payload(payload).ok(),
+        _ => None,
+    };
+    let by_actor = match &note {
+        Some(note) => Remembered {
+            fact: id,
+            land_seq,
+            kind: MemoryKind::Note,
+            importance: note.importance,
+            text: note.text.clone(),
+        },
+        None => Remembered {
+            fact: id,
+            land_seq,
+            kind: MemoryKind::Act,
+            importance: 0,
+            text: act_text(&act.call, act.content.as_deref()),
+        },
+    };
+    let by_summoned = match &act.call {
+        VerbCall::Summon { target, content, .. } if target.trim_start_matches('@') != actor_name => {
+            let text = format!("@{actor_name}: {content}");
+            let summons = Remembered { fact: id, land_seq, kind: MemoryKind::Summons, importance: 0, text };
+            Some((target.trim_start_matches('@').to_string(), summons))
+        }
+        _ => None,
+    };
+    ActRemembered { by_actor, note, by_summoned }
 }
 
 /// What an act did, as the text memory keeps of it.
@@ -130,7 +169,13 @@ mod tests {
         assert_eq!(fold.memory.len(), 5, "bob's summons to @cy is not ada's");
         assert_eq!(fold.memory.superseded_by(&FactId([13; 32]), 6), Some(FactId([14; 32])));
         assert_eq!(fold.memory.superseded_by(&FactId([12; 32]), 7), None);
-        assert_eq!(fold.problems, vec![(FactId([15; 32]), MemoryError::NotANote { fact: FactId([12; 32]) })]);
+        assert_eq!(
+            fold.problems,
+            vec![(
+                FactId([15; 32]),
+                MemoryError::NotAnEarlierNote { fact: FactId([15; 32]), earlier: FactId([12; 32]) }
+            )]
+        );
         let texts: Vec<String> =
             fold.memory.items(7).map(|item| format!("{}:{}", item.kind.as_str(), item.text)).collect();
         assert_eq!(

@@ -3,7 +3,9 @@
 //!
 //! The index is append-only and in land order: each remembered item (an act,
 //! a summons received, a note) is a document with its land seq, and each
-//! term's postings list the documents holding it in the order they came. A
+//! term's postings list the documents holding it in the order they came.
+//! Its lists and maps are persistent (`imbl`): every clone of the world (one
+//! per round) shares them, and a fold copies only the path it changes. A
 //! recall at cursor `c` reads only the documents below `c` (a binary search
 //! cuts every list), so it is a pure function of the reel's prefix, and its
 //! cost grows with the postings of the query's terms and
@@ -23,6 +25,7 @@
 use super::log2::{log2_fixed, LOG2_FRACTION_BITS};
 use super::tokens::tokens;
 use crate::fact::{blake3_of, FactId, Hash32};
+use imbl::{OrdMap, Vector};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -57,12 +60,18 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
+    pub const ALL: [MemoryKind; 3] = [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note];
+
     pub fn as_str(self) -> &'static str {
         match self {
             MemoryKind::Act => "act",
             MemoryKind::Summons => "summons",
             MemoryKind::Note => "note",
         }
+    }
+
+    pub fn named(name: &str) -> Option<MemoryKind> {
+        MemoryKind::ALL.into_iter().find(|kind| kind.as_str() == name)
     }
 }
 
@@ -99,11 +108,14 @@ struct Posting {
 /// One being's memory index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BeingMemory {
-    documents: Vec<Document>,
+    documents: Vector<Document>,
     /// `length_before[i]`: the lengths of documents `..i` summed.
-    length_before: Vec<u64>,
-    postings: BTreeMap<String, Vec<Posting>>,
-    by_fact: BTreeMap<FactId, u32>,
+    length_before: Vector<u64>,
+    postings: OrdMap<Arc<str>, Vector<Posting>>,
+    /// The notes, by fact id (only a note may be superseded).
+    notes: OrdMap<FactId, u32>,
+    /// The last land seq remembered (items come in land order).
+    last_land_seq: Option<u64>,
 }
 
 /// What a recall asks for.
@@ -153,12 +165,10 @@ pub struct Recalled {
 pub enum MemoryError {
     #[error("an item at land seq {land_seq} comes after land seq {last}: memory is kept in land order")]
     OutOfOrder { land_seq: u64, last: u64 },
-    #[error("the note {fact} supersedes {earlier}, which this being's memory does not hold")]
-    NothingToSupersede { fact: FactId, earlier: FactId },
-    #[error("the item {fact} is remembered already")]
-    Again { fact: FactId },
-    #[error("{fact} is not a note: only a note may be superseded, by a later note")]
-    NotANote { fact: FactId },
+    #[error(
+        "the note {fact} supersedes {earlier}, which is not an earlier note of this being: only a note may be superseded, by a later note"
+    )]
+    NotAnEarlierNote { fact: FactId, earlier: FactId },
 }
 
 impl BeingMemory {
@@ -171,37 +181,48 @@ impl BeingMemory {
         self.documents.is_empty()
     }
 
-    /// Adds an item after every item held (land order).
+    /// Adds an item after every item held (land order). Its text is cut
+    /// to `RECALL_ITEM_TEXT_CHARS_MAX` characters before it is read, so an
+    /// index rebuilt from the texts it keeps is the same index.
     pub fn remember(&mut self, item: Remembered) -> Result<(), MemoryError> {
-        if let Some(last) = self.documents.last().map(|document| document.land_seq) {
+        if let Some(last) = self.last_land_seq {
             if item.land_seq <= last {
                 return Err(MemoryError::OutOfOrder { land_seq: item.land_seq, last });
             }
         }
-        if self.by_fact.contains_key(&item.fact) {
-            return Err(MemoryError::Again { fact: item.fact });
-        }
         let index = u32::try_from(self.documents.len()).expect("fewer than 2^32 items per being");
-        let terms = tokens(&item.text);
-        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        let text: Arc<str> = match item.text.char_indices().nth(RECALL_ITEM_TEXT_CHARS_MAX) {
+            Some((cut, _)) => item.text[..cut].into(),
+            None => item.text.into(),
+        };
+        let terms = tokens(&text);
+        let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
         for term in &terms {
-            *counts.entry(term.clone()).or_default() += 1;
+            *counts.entry(term.as_str()).or_default() += 1;
         }
         for (term, count) in counts {
-            self.postings.entry(term).or_default().push(Posting { document: index, count });
+            let posting = Posting { document: index, count };
+            match self.postings.get_mut(term) {
+                Some(postings) => postings.push_back(posting),
+                None => {
+                    self.postings.insert(term.into(), Vector::unit(posting));
+                }
+            }
         }
-        let before = self.length_before.last().copied().unwrap_or(0)
-            + self.documents.last().map_or(0, |document| u64::from(document.length));
-        self.length_before.push(before);
-        let text: String = item.text.chars().take(RECALL_ITEM_TEXT_CHARS_MAX).collect();
-        self.by_fact.insert(item.fact, index);
-        self.documents.push(Document {
+        let before = self.length_before.back().copied().unwrap_or(0)
+            + self.documents.back().map_or(0, |document| u64::from(document.length));
+        self.length_before.push_back(before);
+        if item.kind == MemoryKind::Note {
+            self.notes.insert(item.fact, index);
+        }
+        self.last_land_seq = Some(item.land_seq);
+        self.documents.push_back(Document {
             fact: item.fact,
             land_seq: item.land_seq,
             kind: item.kind,
             importance: item.importance.min(IMPORTANCE_MAX),
             length: terms.len() as u32,
-            text: text.into(),
+            text,
             superseded: None,
         });
         Ok(())
@@ -212,11 +233,8 @@ impl BeingMemory {
     /// one only. Nothing is removed: a recall before `land_seq` still finds
     /// the earlier one.
     pub fn supersede(&mut self, earlier: FactId, fact: FactId, land_seq: u64) -> Result<(), MemoryError> {
-        let index = *self.by_fact.get(&earlier).ok_or(MemoryError::NothingToSupersede { fact, earlier })?;
+        let index = *self.notes.get(&earlier).ok_or(MemoryError::NotAnEarlierNote { fact, earlier })?;
         let document = &mut self.documents[index as usize];
-        if document.kind != MemoryKind::Note {
-            return Err(MemoryError::NotANote { fact: earlier });
-        }
         // A later superseding does not move the first one.
         if document.superseded.is_none() {
             document.superseded = Some((land_seq, fact));
@@ -227,8 +245,8 @@ impl BeingMemory {
     /// Every item below `cursor`, in land order, as a person reads a
     /// being's memory at that cursor (`seed memory`).
     pub fn items(&self, cursor: u64) -> impl Iterator<Item = MemoryItem<'_>> {
-        let held = self.documents.partition_point(|document| document.land_seq < cursor);
-        self.documents[..held].iter().map(move |document| MemoryItem {
+        let held = self.held_below(cursor);
+        self.documents.iter().take(held).map(move |document| MemoryItem {
             fact: document.fact,
             land_seq: document.land_seq,
             kind: document.kind,
@@ -240,14 +258,14 @@ impl BeingMemory {
 
     /// The fact that superseded `fact` before `cursor`, if one did.
     pub fn superseded_by(&self, fact: &FactId, cursor: u64) -> Option<FactId> {
-        let document = &self.documents[*self.by_fact.get(fact)? as usize];
+        let document = &self.documents[*self.notes.get(fact)? as usize];
         document.superseded.filter(|(land_seq, _)| *land_seq < cursor).map(|(_, by)| by)
     }
 
     /// The items recalled for `query`, best first (at most `query.count`,
     /// and never more than `RECALL_ITEMS_MAX`).
     pub fn recall(&self, query: &RecallQuery) -> Vec<Recalled> {
-        let held = self.documents.partition_point(|document| document.land_seq < query.cursor);
+        let held = self.held_below(query.cursor);
         if held == 0 || query.count == 0 {
             return Vec::new();
         }
@@ -256,13 +274,13 @@ impl BeingMemory {
         let terms: BTreeSet<String> = tokens(&query.text).into_iter().collect();
         let mut relevance: BTreeMap<u32, u64> = BTreeMap::new();
         for term in &terms {
-            let Some(postings) = self.postings.get(term) else { continue };
-            let postings = &postings[..postings.partition_point(|posting| posting.document < held_u32)];
-            if postings.is_empty() {
+            let Some(postings) = self.postings.get(term.as_str()) else { continue };
+            let with_term = partition_point(postings, |posting| posting.document < held_u32);
+            if with_term == 0 {
                 continue;
             }
-            let idf = idf_fixed(held as u64, postings.len() as u64);
-            for posting in postings {
+            let idf = idf_fixed(held as u64, with_term as u64);
+            for posting in postings.iter().take(with_term) {
                 let length = u64::from(self.documents[posting.document as usize].length);
                 let weight = term_weight_milli(u64::from(posting.count), length, held as u64, total_length);
                 *relevance.entry(posting.document).or_default() += (idf * weight) >> LOG2_FRACTION_BITS;
@@ -304,6 +322,11 @@ impl BeingMemory {
         recalled
     }
 
+    /// How many documents lie below `cursor`.
+    fn held_below(&self, cursor: u64) -> usize {
+        partition_point(&self.documents, |document| document.land_seq < cursor)
+    }
+
     /// A digest of everything the index holds, in a fixed order: two
     /// indexes built from the same items give the same digest (what an
     /// index check compares).
@@ -337,6 +360,80 @@ impl BeingMemory {
         }
         blake3_of(&bytes)
     }
+}
+
+/// One item as a world snapshot writes it: what was remembered and what
+/// superseded it. The postings are not written: reading rebuilds them.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WrittenItem {
+    fact: FactId,
+    land_seq: u64,
+    kind: String,
+    importance: u8,
+    text: String,
+    superseded: Option<(u64, FactId)>,
+}
+
+impl serde::Serialize for BeingMemory {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut items = serializer.serialize_seq(Some(self.documents.len()))?;
+        for document in &self.documents {
+            items.serialize_element(&WrittenItem {
+                fact: document.fact,
+                land_seq: document.land_seq,
+                kind: document.kind.as_str().to_string(),
+                importance: document.importance,
+                text: document.text.to_string(),
+                superseded: document.superseded,
+            })?;
+        }
+        items.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BeingMemory {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let written = Vec::<WrittenItem>::deserialize(deserializer)?;
+        let mut memory = BeingMemory::default();
+        let mut superseded = Vec::new();
+        for item in written {
+            let kind = MemoryKind::named(&item.kind)
+                .ok_or_else(|| D::Error::custom(format!("no memory kind {:?}", item.kind)))?;
+            if let Some((land_seq, by)) = item.superseded {
+                superseded.push((item.fact, by, land_seq));
+            }
+            let remembered = Remembered {
+                fact: item.fact,
+                land_seq: item.land_seq,
+                kind,
+                importance: item.importance,
+                text: item.text,
+            };
+            memory.remember(remembered).map_err(D::Error::custom)?;
+        }
+        for (earlier, by, land_seq) in superseded {
+            memory.supersede(earlier, by, land_seq).map_err(D::Error::custom)?;
+        }
+        Ok(memory)
+    }
+}
+
+/// The first index of `list` whose item is not `below` (the list holds
+/// every item that is before every item that is not): a binary search,
+/// O(log² n) on a persistent vector.
+fn partition_point<T: Clone>(list: &Vector<T>, below: impl Fn(&T) -> bool) -> usize {
+    let (mut low, mut high) = (0, list.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if below(&list[middle]) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
 }
 
 /// BM25's idf in fixed point: log2((N + 1) / (df + ½)) = log2(2N + 2) −
@@ -450,18 +547,16 @@ mod tests {
         assert_eq!(memory.superseded_by(&fact(5), 70), None, "not yet at its own land seq");
         assert_eq!(memory.len(), 6, "nothing was removed");
         let missing = memory.supersede(fact(99), fact(6), 70);
-        assert_eq!(missing, Err(MemoryError::NothingToSupersede { fact: fact(6), earlier: fact(99) }));
+        assert_eq!(missing, Err(MemoryError::NotAnEarlierNote { fact: fact(6), earlier: fact(99) }));
+        let an_act = memory.supersede(fact(2), fact(6), 70);
+        assert_eq!(an_act, Err(MemoryError::NotAnEarlierNote { fact: fact(6), earlier: fact(2) }));
     }
 
     #[test]
-    fn items_out_of_land_order_or_twice_are_refused() {
+    fn items_out_of_land_order_are_refused() {
         let mut memory = market();
         let refused = memory.remember(item(9, 50, MemoryKind::Act, 0, "late"));
         assert_eq!(refused, Err(MemoryError::OutOfOrder { land_seq: 50, last: 50 }));
-        assert_eq!(
-            memory.remember(item(1, 99, MemoryKind::Act, 0, "again")),
-            Err(MemoryError::Again { fact: fact(1) })
-        );
         assert_eq!(memory.digest(), market().digest(), "a refused item changed nothing");
     }
 

@@ -30,6 +30,7 @@ pub mod hooks;
 mod momentum;
 mod observe;
 pub mod ops;
+pub mod recall;
 pub mod refusal;
 pub mod see;
 mod substrate;
@@ -270,6 +271,7 @@ pub fn build_face<'w>(
         (Wake::Person, _) => json!({ "kind": "person" }),
     };
     let context = |key: &str| assigned.context.get(key).cloned().unwrap_or(Json::Null);
+    let recall = recall::recall_block(world, opened, assigned, &wake);
     let face = Face {
         row,
         stored_time_ms: opened.stored_time_ms,
@@ -286,6 +288,7 @@ pub fn build_face<'w>(
         see: seen,
         prompt: composed.render_prompt(&assigned.context),
         inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
+        recall,
         digest: Hash32::default(),
     };
     face.sealed().map_err(|error| failure(Beat::Face, Refusal::Encoding(error)))

@@ -7,10 +7,11 @@
 //! - the prompt is the primary's, then each modifier's framed by its name;
 //! - `selfContinue` and `defaultOrientation`: the primary's value (default
 //!   `false` / `forward`), overridden in stack order by every modifier that
-//!   sets one explicitly, so the last explicit setting wins.
+//!   sets one explicitly, so the last explicit setting wins;
+//! - `llm` and `recall`: the last role in stack order that sets one.
 
 use super::context::OpenContext;
-use super::definition::{CanEntry, Orientation, Role};
+use super::definition::{CanEntry, Orientation, RecallSpec, Role};
 use crate::canonical;
 use crate::fact::Hash32;
 use ciborium::value::Value as Cbor;
@@ -34,6 +35,8 @@ pub struct ComposedRole {
     pub prompt: String,
     /// The LLM connection named by the stack (the last role that names one).
     pub llm: Option<Arc<str>>,
+    /// The `recall` block of the last role in the stack that has one.
+    pub recall: Option<RecallSpec>,
 }
 
 fn unite<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
@@ -58,6 +61,7 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         orientation: Orientation::Forward,
         prompt: String::new(),
         llm: None,
+        recall: None,
     };
     let prompt_len: usize = primary.map_or(0, |role| role.prompt.len())
         + modifiers.iter().map(|role| role.prompt.len() + 64).sum::<usize>();
@@ -76,6 +80,9 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         }
         if let Some(connection) = &role.llm {
             composed.llm = Some(connection.clone());
+        }
+        if let Some(recall) = &role.recall {
+            composed.recall = Some(recall.clone());
         }
         let is_modifier = primary.is_none() || position > 0;
         if is_modifier {
@@ -119,6 +126,9 @@ impl ComposedRole {
         // Only present when set: stacks without a connection keep their digests.
         if let Some(connection) = &self.llm {
             fields.push((text("llm"), Cbor::Text(connection.to_string())));
+        }
+        if let Some(recall) = &self.recall {
+            fields.push((text("recall"), recall.to_cbor()));
         }
         Cbor::Map(fields)
     }

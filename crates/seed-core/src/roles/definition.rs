@@ -25,6 +25,47 @@ pub const ROLE_FILE_BYTES_MAX: u64 = 256 * 1024;
 
 /// The relationship tokens (`{rel = "..."}`) the standard resolvers expand.
 pub const KNOWN_RELATIONS: &[&str] = &["parent", "any-child"];
+/// Longest query template of a role's `recall` block, in characters.
+pub const RECALL_QUERY_TEMPLATE_CHARS_MAX: usize = 1_000;
+
+/// What a role asks its being to recall in each moment it wears it with
+/// orientation `half` or `inward` (the role's `recall` block; docs/memory.md).
+/// Each field left out takes the orientation's default.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecallSpec {
+    /// The kinds of items to recall (within what the orientation allows).
+    pub kinds: Option<Vec<crate::memory::MemoryKind>>,
+    /// How many items, 1 to `RECALL_ITEMS_MAX`.
+    pub count: Option<usize>,
+    /// The query, a template filled from the open context like the prompt
+    /// (and `{{wake.content}}`, what woke the being).
+    pub query: Option<Arc<str>>,
+}
+
+impl RecallSpec {
+    pub fn to_cbor(&self) -> Cbor {
+        let text = |key: &str| Cbor::Text(key.to_string());
+        let kinds = self.kinds.as_ref().map_or(Cbor::Null, |kinds| {
+            Cbor::Array(kinds.iter().map(|kind| Cbor::Text(kind.as_str().into())).collect())
+        });
+        Cbor::Map(vec![
+            (text("kinds"), kinds),
+            (text("count"), self.count.map_or(Cbor::Null, |count| Cbor::Integer((count as u64).into()))),
+            (text("query"), self.query.as_ref().map_or(Cbor::Null, |query| Cbor::Text(query.to_string()))),
+        ])
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallFile {
+    #[serde(default)]
+    kinds: Option<Vec<String>>,
+    #[serde(default)]
+    count: Option<u64>,
+    #[serde(default)]
+    query: Option<String>,
+}
 
 /// One entry of a can* list: a literal, or a token expanded per moment.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -149,6 +190,9 @@ struct RoleFile {
     /// The LLM connection this role's beings use (unless the being names one).
     #[serde(default)]
     llm: Option<String>,
+    /// What the being recalls while wearing this role (`half` and `inward`).
+    #[serde(default)]
+    recall: Option<RecallFile>,
 }
 
 /// A validated role.
@@ -171,6 +215,8 @@ pub struct Role {
     pub script: Option<Arc<str>>,
     /// The LLM connection (by name) for LLM cognition while wearing this role.
     pub llm: Option<Arc<str>>,
+    /// What the being recalls while wearing it (`None`: the orientation's defaults).
+    pub recall: Option<RecallSpec>,
     /// Where it came from (a file path, or "authored by @name" for a role
     /// authored live as a `put-role` fact).
     pub origin: String,
@@ -248,6 +294,9 @@ impl Role {
         // Only present when set, so roles without one keep the digests they always had.
         if let Some(connection) = &self.llm {
             fields.push((text("llm"), Cbor::Text(connection.to_string())));
+        }
+        if let Some(recall) = &self.recall {
+            fields.push((text("recall"), recall.to_cbor()));
         }
         Cbor::Map(fields)
     }
@@ -362,6 +411,7 @@ impl Role {
                 problems.push(problem("llm", format!("{connection:?}: {reason}")));
             }
         }
+        let recall = file.recall.as_ref().map(|recall| recall_spec(recall, &problem, &mut problems));
         if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
             problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
         }
@@ -427,6 +477,7 @@ impl Role {
             prompt: Arc::from(file.prompt.as_str()),
             script,
             llm: file.llm.as_deref().map(Arc::from),
+            recall,
             origin: origin.to_string(),
             script_origin,
             digest: Hash32::ZERO,
@@ -453,6 +504,52 @@ impl Role {
         let base = path.parent().unwrap_or(Path::new("."));
         Role::parse_in(&text, format, &origin, ScriptField::RelativeTo(base))
     }
+}
+
+/// A role's `recall` block read, each problem added to `problems` under
+/// `recall.FIELD`.
+fn recall_spec(
+    file: &RecallFile,
+    located: &dyn Fn(&str, String) -> RoleLoadError,
+    problems: &mut Vec<RoleLoadError>,
+) -> RecallSpec {
+    use crate::memory::recall::RECALL_ITEMS_MAX;
+    use crate::memory::MemoryKind;
+    let mut problem = |field: &str, reason: String| problems.push(located(field, reason));
+    let known = || MemoryKind::ALL.iter().map(|kind| kind.as_str()).collect::<Vec<_>>().join(", ");
+    let kinds = file.kinds.as_ref().map(|names| {
+        let mut kinds = Vec::new();
+        for (index, name) in names.iter().enumerate() {
+            match MemoryKind::named(name) {
+                Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
+                Some(_) => problem(&format!("recall.kinds[{index}]"), format!("{name:?} is named twice")),
+                None => problem(&format!("recall.kinds[{index}]"), format!("no kind {name:?} (known: {})", known())),
+            }
+        }
+        if names.is_empty() {
+            problem(
+                "recall.kinds",
+                format!("names no kind: leave it out for the orientation's, or name some of {}", known()),
+            );
+        }
+        kinds
+    });
+    let count = file.count.and_then(|count| match usize::try_from(count) {
+        Ok(count) if (1..=RECALL_ITEMS_MAX).contains(&count) => Some(count),
+        _ => {
+            problem("recall.count", format!("{count} is not from 1 to {RECALL_ITEMS_MAX}"));
+            None
+        }
+    });
+    if let Some(query) = &file.query {
+        if query.chars().count() > RECALL_QUERY_TEMPLATE_CHARS_MAX {
+            problem("recall.query", format!("longer than {RECALL_QUERY_TEMPLATE_CHARS_MAX} characters"));
+        }
+        if let Err(error) = super::compose::placeholders(query) {
+            problem("recall.query", error.to_string());
+        }
+    }
+    RecallSpec { kinds, count, query: file.query.as_deref().map(Arc::from) }
 }
 
 /// What a role's `script` field holds.

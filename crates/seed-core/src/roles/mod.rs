@@ -12,5 +12,5 @@ pub mod when;
 
 pub use compose::{compose, ComposedRole};
 pub use context::OpenContext;
-pub use definition::{CanEntry, Orientation, Role, RoleLoadError, RoleRegistry};
+pub use definition::{CanEntry, Orientation, RecallSpec, Role, RoleLoadError, RoleRegistry};
 pub use flow::{BoundFlow, ClauseOutcome, FlowError, PrimarySource, RoleFlow, Walk};

@@ -25,6 +25,8 @@ pub use schema::CoreSchemas;
 use crate::canonical;
 use crate::fact::body::{Cognition, GenesisBody, GenesisBodyFlowSkipped, KIND_END, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactHeader, FactId, Hash32};
+use crate::memory::fold::remembered_of_act;
+use crate::memory::BeingMemory;
 use body::{KIND_ACT, KIND_WORLD};
 use ciborium::value::Value as Cbor;
 use serde_json::Value as Json;
@@ -265,6 +267,11 @@ pub struct World {
     pub roles_digest: Hash32,
     /// People's accounts, by account name (`grant-account` effects).
     pub accounts: BTreeMap<String, Account>,
+    /// Each being's memory (docs/memory.md): its acts, the summons sent to
+    /// it and its notes, folded from the acts. Derived from the acts, so
+    /// not part of the canonical state (the world hash is as it always
+    /// was); a snapshot carries it. Persistent: clones share it.
+    pub memories: imbl::OrdMap<BeingId, BeingMemory>,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -417,8 +424,28 @@ impl World {
                 );
             }
         }
+        self.remember_act(land_seq, being, id, act);
         for effect in &act.effects {
             self.apply_effect(Some(being), land_seq, effect);
+        }
+    }
+
+    /// Folds an act into the memories of its actor and of the being it
+    /// summoned. An item memory refuses (it cannot come out of land order;
+    /// a note superseding what is not an earlier note of its being)
+    /// changes nothing: `seed memory` names it.
+    fn remember_act(&mut self, land_seq: u64, being: BeingId, id: FactId, act: &ActBody) {
+        let Some(actor_name) = self.beings.get(&being).map(|row| row.name.as_str()) else { return };
+        let remembered = remembered_of_act(land_seq, actor_name, id, act);
+        let memory = self.memories.entry(being).or_default();
+        let _ = memory.remember(remembered.by_actor);
+        if let Some(earlier) = remembered.note.and_then(|note| note.supersedes) {
+            let _ = memory.supersede(earlier, id, land_seq);
+        }
+        if let Some((target, summons)) = remembered.by_summoned {
+            if let Some(target) = self.names.get(&target).copied() {
+                let _ = self.memories.entry(target).or_default().remember(summons);
+            }
         }
     }
 
@@ -628,6 +655,27 @@ impl World {
 
     pub fn state_digest(&self) -> Hash32 {
         crate::fact::blake3_of(&self.canonical_state())
+    }
+
+    /// BLAKE3 of every being's memory digest, in being order: what an
+    /// index check compares between a memory read back and the fold's.
+    pub fn memories_digest(&self) -> Hash32 {
+        let mut bytes = Vec::with_capacity(self.memories.len() * 64);
+        for (being, memory) in &self.memories {
+            bytes.extend_from_slice(&being.0);
+            bytes.extend_from_slice(&memory.digest().0);
+        }
+        crate::fact::blake3_of(&bytes)
+    }
+
+    /// What a world snapshot claims of its world: the state digest and the
+    /// memories' digest, hashed together (a snapshot whose memories differ
+    /// from the fold's is caught like one whose state does).
+    pub fn snapshot_digest(&self) -> Hash32 {
+        let mut bytes = [0u8; 64];
+        bytes[..32].copy_from_slice(&self.state_digest().0);
+        bytes[32..].copy_from_slice(&self.memories_digest().0);
+        crate::fact::blake3_of(&bytes)
     }
 }
 

@@ -2,7 +2,8 @@
 //! lets a replay of one being fold only the facts its moments can read.
 //!
 //! A being's *activity* is the part of its row its acts keep (`acts`,
-//! `last_act_ms`, `previous_role`) and its `recent_summons`. Only the
+//! `last_act_ms`, `previous_role`), its `recent_summons` and what its own
+//! acts leave in its memory (`World::memories`). Only the
 //! being's own moments read it: the open context, the face, the see
 //! resolvers, the hooks, DO operations and the seal-time rules read other
 //! beings' names, places, qualities, cognition and lineage, never their

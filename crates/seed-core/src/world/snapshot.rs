@@ -12,8 +12,9 @@ use super::World;
 use crate::canonical;
 use serde::{Deserialize, Serialize};
 
-/// The version of the written form; a build reads only its own.
-pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 1;
+/// The version of the written form; a build reads only its own (2: the
+/// beings' memories are written too).
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldSnapshotError {
@@ -132,6 +133,26 @@ mod tests {
         world.roles.insert("guide".into(), AuthoredRole { definition: json!({"name": "guide"}), author: Some(ada) });
         world.roles_digest = world.authored_roles_digest();
         world.accounts.insert("ada".into(), Account { being: ada, token_hash: "ab".repeat(32), granted_at_seq: 12 });
+        let mut memory = crate::memory::BeingMemory::default();
+        let remembered = |fact: u8, land_seq, kind, text: &str| crate::memory::Remembered {
+            fact: FactId([fact; 32]),
+            land_seq,
+            kind,
+            importance: fact % 11,
+            text: text.into(),
+        };
+        use crate::memory::MemoryKind::{Act, Note, Summons};
+        for item in [
+            remembered(2, 10, Summons, "@bo: grain for 5 coins?"),
+            remembered(3, 11, Note, "bo cheats"),
+            remembered(4, 12, Act, "did pay at /market {\"to\":\"@bo\"}"),
+            // Cut to the index's length when remembered; read back the same.
+            remembered(5, 13, Note, &"bo paid after all; ".repeat(20)),
+        ] {
+            memory.remember(item).expect("in land order");
+        }
+        memory.supersede(FactId([3; 32]), FactId([5; 32]), 13).expect("an earlier note");
+        world.memories.insert(ada, memory);
         world
     }
 
@@ -139,15 +160,17 @@ mod tests {
     fn a_world_read_back_equals_the_world_written_with_its_derived_fields() {
         let world = sample();
         let bytes = world.snapshot_bytes().expect("writes");
-        assert_eq!(World::from_snapshot_bytes(&bytes).expect("reads"), world);
+        let read = World::from_snapshot_bytes(&bytes).expect("reads");
+        assert_eq!(read, world);
+        assert_eq!(read.memories_digest(), world.memories_digest(), "the index rebuilt is the index written");
         assert_eq!(world.snapshot_bytes().expect("writes"), bytes, "one world, one form");
         assert_eq!(World::from_snapshot_bytes(&World::new().snapshot_bytes().expect("writes")), Ok(World::new()));
     }
 
     #[test]
     fn another_version_and_damaged_bytes_are_named() {
-        let bytes = canonical::encode_json(&json!({"version": 2, "world": {}})).expect("encodes");
-        assert_eq!(World::from_snapshot_bytes(&bytes), Err(WorldSnapshotError::Version { version: 2 }));
+        let bytes = canonical::encode_json(&json!({"version": 1, "world": {}})).expect("encodes");
+        assert_eq!(World::from_snapshot_bytes(&bytes), Err(WorldSnapshotError::Version { version: 1 }));
         let written = sample().snapshot_bytes().expect("writes");
         for cut in [0, 1, written.len() / 2, written.len() - 1] {
             assert!(

@@ -350,7 +350,7 @@ fn fold_windows(
     // The world the fold has built after the first `cursor` facts, against
     // the snapshot taken there.
     let check_snapshot = |cursor: u64, world: &World, mismatches: &mut Vec<u64>| {
-        if snapshot_claims.get(&cursor).is_some_and(|claimed| world.state_digest() != *claimed) {
+        if snapshot_claims.get(&cursor).is_some_and(|claimed| world.snapshot_digest() != *claimed) {
             mismatches.push(cursor);
         }
     };

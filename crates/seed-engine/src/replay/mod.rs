@@ -848,6 +848,7 @@ fn llm_prompt_json(world: &World, face: &crate::face::Face<'_>) -> Json {
         Ok(prompt) => json!({
             "system": prompt.system, "user": prompt.user,
             "offered": prompt.offered, "omitted": prompt.omitted,
+            "recallLeftOut": prompt.recall_left_out,
         }),
         Err(error) => json!({ "error": error.to_string() }),
     }

@@ -2,7 +2,8 @@
 //!
 //! The two directions are inverses for every role: a role opened in the form
 //! and saved unchanged is the same role with the same digest (its script,
-//! see-resolvers, orientation, connection and relationship tokens included).
+//! see-resolvers, orientation, connection, recall block and relationship
+//! tokens included).
 //! A can* entry written as a token (`{"rel": "parent"}`) is a token, or an
 //! error naming the field; it never becomes a literal.
 
@@ -21,6 +22,10 @@ pub const ROLE_FORM_FIELDS: &[(&str, &str)] = &[
     ("selfContinue", "selfContinue (optional: true or false)"),
     ("defaultOrientation", "defaultOrientation (optional: forward, half, inward)"),
     ("llm", "llm (optional: the LLM connection's name)"),
+    (
+        "recall",
+        "recall (optional, JSON: {\"kinds\": [\"act\", \"summons\"], \"count\": 8, \"query\": \"{{caller.name}}\"})",
+    ),
     ("prompt", "prompt"),
     ("script", "script (optional: Rhai source run by scripted cognition)"),
 ];
@@ -51,6 +56,7 @@ pub fn values_of_definition(definition: &Json) -> BTreeMap<String, String> {
                 .join(", "),
             Some(Json::String(text)) => text.clone(),
             Some(Json::Bool(flag)) => flag.to_string(),
+            Some(block @ Json::Object(_)) => block.to_string(),
             _ => String::new(),
         };
         values.insert(name.to_string(), value);
@@ -97,7 +103,18 @@ pub fn definition_of_values(values: &BTreeMap<String, String>) -> Result<Json, B
                     problems.insert(name.to_string(), format!("{other:?}: write true, false or nothing"));
                 }
             },
-            "requiredCognition" | "defaultOrientation" | "llm" if value.is_empty() => {}
+            "requiredCognition" | "defaultOrientation" | "llm" | "recall" if value.is_empty() => {}
+            "recall" => match serde_json::from_str::<Json>(value) {
+                Ok(block @ Json::Object(_)) => {
+                    definition.insert(name.to_string(), block);
+                }
+                Ok(_) => {
+                    problems.insert(name.to_string(), "a JSON object: {\"kinds\", \"count\", \"query\"}".into());
+                }
+                Err(error) => {
+                    problems.insert(name.to_string(), format!("not JSON: {error}"));
+                }
+            },
             _ => {
                 definition.insert(name.to_string(), Json::String(value.to_string()));
             }
@@ -248,6 +265,14 @@ mod tests {
         check("canSummon", r#"["@ada"]"#, Ok(json!([r#"["@ada"]"#])));
         check("see", r#"{"rel": "parent"}"#, Err("names only"));
         check("selfContinue", "maybe", Err("true, false or nothing"));
+    }
+
+    #[test]
+    fn a_recall_block_is_a_json_object_or_an_error() {
+        check("recall", r#"{"kinds": ["summons"], "count": 3}"#, Ok(json!({"kinds": ["summons"], "count": 3})));
+        check("recall", "", Ok(Json::Null));
+        check("recall", "[1, 2]", Err("a JSON object"));
+        check("recall", "{kinds: act}", Err("not JSON"));
     }
 
     #[test]
