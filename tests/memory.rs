@@ -209,6 +209,16 @@ fn a_trader_who_remembers_stops_dealing_with_a_cheat_and_a_forward_one_does_not(
     for moment in lines("@fay").iter().filter(|line| line.get("face").is_some()) {
         assert!(moment["face"].get("recall").is_none(), "a forward face has no recall: {moment}");
     }
+    // Importance: the trader's role gives every answer 2, her script gives
+    // a refusal 8; memory ranks by what the act recorded.
+    let memory = seed_json(&land, &["memory", "@ada", "--json"]);
+    let acts: Vec<&Value> =
+        memory["items"].as_array().expect("items").iter().filter(|item| item["kind"] == "act").collect();
+    assert!(!acts.is_empty(), "{memory}");
+    for act in acts {
+        let refusal = act["text"].as_str().is_some_and(|text| text.contains("no deal"));
+        assert_eq!(act["importance"], if refusal { 8 } else { 2 }, "{act}");
+    }
     let all = seed_json(&land, &["replay", "--all", "--json"]);
     assert_eq!(all["divergences"], 0, "{all}");
 }

@@ -215,6 +215,7 @@ fn role_files_report_every_error_with_file_field_and_reason_and_bad_files_spare_
     write("twice.toml", "name = \"good\"\n");
     write("bad-recall-kind.toml", "name = \"bad-recall-kind\"\n[recall]\nkinds = [\"act\", \"dream\", \"act\"]\n");
     write("bad-recall-count.toml", "name = \"bad-recall-count\"\n[recall]\ncount = 0\nquery = \"{{caller.name\"\n");
+    write("bad-importance.toml", "name = \"bad-importance\"\nactImportance = 11\n");
     write("bad-recall-field.toml", "name = \"bad-recall-field\"\n[recall]\nhow_many = 3\n");
     write(
         "good-recall.toml",
@@ -245,7 +246,8 @@ fn role_files_report_every_error_with_file_field_and_reason_and_bad_files_spare_
     expect("bad-recall-count.toml", "recall.count", "0 is not from 1 to 32");
     expect("bad-recall-count.toml", "recall.query", "never closed");
     expect("bad-recall-field.toml", "recall.how_many", "unknown field `how_many`");
-    assert_eq!(report.errors.len(), 14, "{errors:#?}");
+    expect("bad-importance.toml", "actImportance", "11 is not from 0 to 10");
+    assert_eq!(report.errors.len(), 15, "{errors:#?}");
 }
 
 #[test]

@@ -114,6 +114,7 @@ pub fn act_body() -> seed::world::ActBody {
         effects: Vec::new(),
         primary: None,
         evaluator: "seed test".into(),
+        importance: None,
         orientation: "here".into(),
     }
 }

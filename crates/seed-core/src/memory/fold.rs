@@ -89,7 +89,7 @@ pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActB
             fact: id,
             land_seq,
             kind: MemoryKind::Act,
-            importance: 0,
+            importance: act.importance.unwrap_or(0),
             text: act_text(&act.call, act.content.as_deref()),
         },
     };
@@ -146,6 +146,7 @@ mod tests {
             effects: Vec::new(),
             primary: None,
             evaluator: "test".into(),
+            importance: None,
             orientation: "forward".into(),
         }
     }

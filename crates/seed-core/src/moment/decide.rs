@@ -225,6 +225,7 @@ pub fn decide(
         effects,
         evaluator: EVALUATOR_VERSION.to_string(),
         llm: decision.llm,
+        importance: decision.importance.or(assigned.composed.act_importance),
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
     let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);

@@ -23,6 +23,9 @@ pub struct Decision {
     pub llm: Option<LlmRecord>,
     /// Why no verb was called (set exactly when `call` is `None`).
     pub see: Option<SeeReason>,
+    /// How important the cognition says the act is (0 to `IMPORTANCE_MAX`),
+    /// recorded in the act for memory; `None`: it did not say.
+    pub importance: Option<u8>,
 }
 
 /// Why a moment only looked: the reason the moments page gives for a see.
@@ -68,6 +71,46 @@ pub fn parse_call(output: &Json) -> Result<(Option<VerbCall>, Option<String>), C
     };
     let content = if matches!(call, VerbCall::Summon { .. }) { None } else { content };
     Ok((Some(call), content))
+}
+
+/// The `importance` a script's call carries, if any: a whole number from 0
+/// to `IMPORTANCE_MAX` (docs/memory.md).
+pub fn parse_importance(output: &Json) -> Result<Option<u8>, CallError> {
+    use crate::memory::recall::IMPORTANCE_MAX;
+    match output.get("importance") {
+        None | Some(Json::Null) => Ok(None),
+        Some(given) => match given.as_u64().and_then(|value| u8::try_from(value).ok()) {
+            Some(importance) if importance <= IMPORTANCE_MAX => Ok(Some(importance)),
+            _ => Err(CallError::Importance { given: given.to_string(), most: IMPORTANCE_MAX }),
+        },
+    }
+}
+
+#[cfg(test)]
+mod importance_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_scripts_importance_is_a_whole_number_up_to_the_most() {
+        let check = |output: Json, expected: Result<Option<u8>, &str>| {
+            let got = parse_importance(&output).map_err(|error| error.to_string());
+            match expected {
+                Ok(importance) => assert_eq!(got, Ok(importance), "{output}"),
+                Err(needle) => {
+                    assert!(got.as_ref().is_err_and(|message| message.contains(needle)), "{output}: {got:?}")
+                }
+            }
+        };
+        check(json!({"verb": "see", "address": "/"}), Ok(None));
+        check(json!({"verb": "see", "address": "/", "importance": null}), Ok(None));
+        check(json!({"verb": "see", "address": "/", "importance": 0}), Ok(Some(0)));
+        check(json!({"verb": "see", "address": "/", "importance": 10}), Ok(Some(10)));
+        check(json!({"verb": "see", "address": "/", "importance": 11}), Err("from 0 to 10, not 11"));
+        check(json!({"verb": "see", "address": "/", "importance": -1}), Err("not -1"));
+        check(json!({"verb": "see", "address": "/", "importance": "high"}), Err("not \"high\""));
+        check(json!(null), Ok(None));
+    }
 }
 
 /// The LLM connection a being uses: its own `llm` quality, else its composed
@@ -134,7 +177,7 @@ fn llm_momentum(
             entry.prose = interpreted.content;
         }
         let see = Some(SeeReason::ModelCalledNoTool);
-        return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see });
+        return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see, importance: None });
     }
     Ok(Decision {
         call: interpreted.call,
@@ -142,6 +185,7 @@ fn llm_momentum(
         output_digest: None,
         llm: Some(record),
         see: None,
+        importance: None,
     })
 }
 
@@ -170,7 +214,14 @@ pub fn momentum(
                 let role =
                     assigned.walk.primary.as_ref().map_or_else(|| "(none)".to_string(), |role| role.name.to_string());
                 let see = Some(SeeReason::NoScript { role });
-                return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see });
+                return Ok(Decision {
+                    call: None,
+                    content: None,
+                    output_digest: None,
+                    llm: None,
+                    see,
+                    importance: None,
+                });
             }
         },
     };
@@ -182,9 +233,11 @@ pub fn momentum(
         .map_err(|error| failure(Beat::Momentum, Refusal::Script(error)))?;
     let output_bytes =
         canonical::encode_json(&output).map_err(|error| failure(Beat::Momentum, Refusal::Encoding(error)))?;
-    let (call, content) = parse_call(&output).map_err(|error| failure(Beat::Momentum, Refusal::ScriptCall(error)))?;
+    let refused = |error| failure(Beat::Momentum, Refusal::ScriptCall(error));
+    let (call, content) = parse_call(&output).map_err(refused)?;
+    let importance = parse_importance(&output).map_err(refused)?;
     let see = call.is_none().then_some(SeeReason::ScriptChoseNothing);
-    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None, see })
+    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None, see, importance })
 }
 
 /// What a person chose at the portal: the verb call and the prose beside it.
@@ -211,5 +264,6 @@ pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) ->
         output_digest: None,
         llm: None,
         see: None,
+        importance: None,
     })
 }

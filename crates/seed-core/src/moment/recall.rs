@@ -60,7 +60,9 @@ pub fn recall_query(opened: &Opened, assigned: &Assigned, wake: &Json) -> Recall
         None => allowed,
     };
     let template = spec.query.as_deref().unwrap_or(RECALL_QUERY_DEFAULT);
-    let text = if template.contains("wake.content") {
+    let text = if template == RECALL_QUERY_DEFAULT {
+        wake_content(wake)
+    } else if template.contains("wake.content") {
         let mut context = assigned.context.clone();
         context.insert("wake.content", wake_content(wake));
         render(template, &context)

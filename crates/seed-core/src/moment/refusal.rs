@@ -227,6 +227,8 @@ pub enum CallError {
     Missing { verb: &'static str, field: &'static str },
     #[error("unknown verb {verb:?} (see, do, summon, be)")]
     UnknownVerb { verb: String },
+    #[error("`importance` is a whole number from 0 to {most}, not {given}")]
+    Importance { given: String, most: u8 },
 }
 
 /// Why an LLM moment chose nothing usable.

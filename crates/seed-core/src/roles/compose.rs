@@ -8,7 +8,8 @@
 //! - `selfContinue` and `defaultOrientation`: the primary's value (default
 //!   `false` / `forward`), overridden in stack order by every modifier that
 //!   sets one explicitly, so the last explicit setting wins;
-//! - `llm` and `recall`: the last role in stack order that sets one.
+//! - `llm`, `recall` and `actImportance`: the last role in stack order
+//!   that sets one.
 
 use super::context::OpenContext;
 use super::definition::{CanEntry, Orientation, RecallSpec, Role};
@@ -37,6 +38,8 @@ pub struct ComposedRole {
     pub llm: Option<Arc<str>>,
     /// The `recall` block of the last role in the stack that has one.
     pub recall: Option<RecallSpec>,
+    /// The `actImportance` of the last role in the stack that sets one.
+    pub act_importance: Option<u8>,
 }
 
 fn unite<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
@@ -62,6 +65,7 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         prompt: String::new(),
         llm: None,
         recall: None,
+        act_importance: None,
     };
     let prompt_len: usize = primary.map_or(0, |role| role.prompt.len())
         + modifiers.iter().map(|role| role.prompt.len() + 64).sum::<usize>();
@@ -83,6 +87,9 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         }
         if let Some(recall) = &role.recall {
             composed.recall = Some(recall.clone());
+        }
+        if let Some(importance) = role.act_importance {
+            composed.act_importance = Some(importance);
         }
         let is_modifier = primary.is_none() || position > 0;
         if is_modifier {
@@ -129,6 +136,9 @@ impl ComposedRole {
         }
         if let Some(recall) = &self.recall {
             fields.push((text("recall"), recall.to_cbor()));
+        }
+        if let Some(importance) = self.act_importance {
+            fields.push((text("actImportance"), Cbor::Integer(u64::from(importance).into())));
         }
         Cbor::Map(fields)
     }

@@ -193,6 +193,10 @@ struct RoleFile {
     /// What the being recalls while wearing this role (`half` and `inward`).
     #[serde(default)]
     recall: Option<RecallFile>,
+    /// How important the acts sealed while wearing it are (0 to 10),
+    /// unless the cognition says.
+    #[serde(default)]
+    act_importance: Option<u64>,
 }
 
 /// A validated role.
@@ -217,6 +221,9 @@ pub struct Role {
     pub llm: Option<Arc<str>>,
     /// What the being recalls while wearing it (`None`: the orientation's defaults).
     pub recall: Option<RecallSpec>,
+    /// The importance of the acts sealed while wearing it, unless the
+    /// cognition gives one (`None`: not set).
+    pub act_importance: Option<u8>,
     /// Where it came from (a file path, or "authored by @name" for a role
     /// authored live as a `put-role` fact).
     pub origin: String,
@@ -297,6 +304,9 @@ impl Role {
         }
         if let Some(recall) = &self.recall {
             fields.push((text("recall"), recall.to_cbor()));
+        }
+        if let Some(importance) = self.act_importance {
+            fields.push((text("actImportance"), Cbor::Integer(u64::from(importance).into())));
         }
         Cbor::Map(fields)
     }
@@ -412,6 +422,16 @@ impl Role {
             }
         }
         let recall = file.recall.as_ref().map(|recall| recall_spec(recall, &problem, &mut problems));
+        let most = crate::memory::recall::IMPORTANCE_MAX;
+        let act_importance = match file.act_importance.map(u8::try_from) {
+            None => None,
+            Some(Ok(importance)) if importance <= most => Some(importance),
+            Some(_) => {
+                let given = file.act_importance.unwrap_or_default();
+                problems.push(problem("actImportance", format!("{given} is not from 0 to {most}")));
+                None
+            }
+        };
         if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
             problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
         }
@@ -478,6 +498,7 @@ impl Role {
             script,
             llm: file.llm.as_deref().map(Arc::from),
             recall,
+            act_importance,
             origin: origin.to_string(),
             script_origin,
             digest: Hash32::ZERO,

@@ -42,8 +42,9 @@ pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
     }
     let mut out = Vec::with_capacity(ACT_BODY_BYTES_RESERVED);
     let out = &mut out;
-    // `llm` is left out when absent; the rest in canonical key order.
-    write_map_head(10, out);
+    // `llm` and `importance` are left out when absent; the rest in
+    // canonical key order.
+    write_map_head(10 + usize::from(body.importance.is_some()), out);
     write_text("call", out);
     write_call(&body.call, out)?;
     write_text("wake", out);
@@ -62,6 +63,10 @@ pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
     write_optional_text(body.primary.as_deref(), out);
     write_text("evaluator", out);
     write_text(&body.evaluator, out);
+    if let Some(importance) = body.importance {
+        write_text("importance", out);
+        write_uint(u64::from(importance), out);
+    }
     write_text("orientation", out);
     write_text(&body.orientation, out);
     Some(std::mem::take(out))
@@ -191,6 +196,7 @@ mod tests {
             effects: Vec::new(),
             primary: Some("onlooker".into()),
             evaluator: "seed 0.1.0".into(),
+            importance: None,
             orientation: "forward".into(),
         }
     }
@@ -238,6 +244,11 @@ mod tests {
                 body.digests.script_output = None;
                 body.cursor = u64::MAX;
                 check(&body, true);
+                // An act with an importance writes it between `evaluator` and `orientation`.
+                for importance in [0, 7, 10] {
+                    body.importance = Some(importance);
+                    check(&body, true);
+                }
             }
         }
         // Other shapes are serde's to write.

@@ -208,6 +208,11 @@ pub struct ActBody {
     pub primary: Option<String>,
     /// The evaluator that decided the moment (crate version).
     pub evaluator: String,
+    /// How important the act is to its being's memory (0 to 10), as the
+    /// cognition said or the composed role's `actImportance` set. Absent
+    /// (not null) when neither did, so such acts encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<u8>,
     pub orientation: String,
 }
 

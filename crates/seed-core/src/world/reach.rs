@@ -113,6 +113,7 @@ mod tests {
             effects,
             primary: Some("onlooker".into()),
             evaluator: "test".into(),
+            importance: None,
             orientation: "looking".into(),
         }
     }

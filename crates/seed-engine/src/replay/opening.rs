@@ -171,6 +171,7 @@ mod tests {
             content: content.map(str::to_string),
             effects: vec![Effect::Inhabit { being: "bo".into(), by: "ada".into() }],
             evaluator: "seed 0.1.0".into(),
+            importance: None,
             llm: None,
         }
     }

@@ -162,6 +162,7 @@ mod tests {
             effects: Vec::new(),
             primary: Some("onlooker".into()),
             evaluator: "seed 0.1.0".into(),
+            importance: None,
             orientation: "forward".into(),
         };
         crate::canonical::to_canonical_bytes(&act).expect("encodes")

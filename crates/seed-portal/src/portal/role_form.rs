@@ -22,6 +22,7 @@ pub const ROLE_FORM_FIELDS: &[(&str, &str)] = &[
     ("selfContinue", "selfContinue (optional: true or false)"),
     ("defaultOrientation", "defaultOrientation (optional: forward, half, inward)"),
     ("llm", "llm (optional: the LLM connection's name)"),
+    ("actImportance", "actImportance (optional: 0 to 10, the importance of every act sealed wearing it)"),
     (
         "recall",
         "recall (optional, JSON: {\"kinds\": [\"act\", \"summons\"], \"count\": 8, \"query\": \"{{caller.name}}\"})",
@@ -56,6 +57,7 @@ pub fn values_of_definition(definition: &Json) -> BTreeMap<String, String> {
                 .join(", "),
             Some(Json::String(text)) => text.clone(),
             Some(Json::Bool(flag)) => flag.to_string(),
+            Some(Json::Number(number)) => number.to_string(),
             Some(block @ Json::Object(_)) => block.to_string(),
             _ => String::new(),
         };
@@ -103,7 +105,16 @@ pub fn definition_of_values(values: &BTreeMap<String, String>) -> Result<Json, B
                     problems.insert(name.to_string(), format!("{other:?}: write true, false or nothing"));
                 }
             },
-            "requiredCognition" | "defaultOrientation" | "llm" | "recall" if value.is_empty() => {}
+            "requiredCognition" | "defaultOrientation" | "llm" | "recall" | "actImportance" if value.is_empty() => {}
+            "actImportance" => match value.parse::<u64>() {
+                Ok(importance) => {
+                    definition.insert(name.to_string(), Json::from(importance));
+                }
+                Err(_) => {
+                    problems
+                        .insert(name.to_string(), format!("{value:?}: write a whole number from 0 to 10, or nothing"));
+                }
+            },
             "recall" => match serde_json::from_str::<Json>(value) {
                 Ok(block @ Json::Object(_)) => {
                     definition.insert(name.to_string(), block);
@@ -273,6 +284,8 @@ mod tests {
         check("recall", "", Ok(Json::Null));
         check("recall", "[1, 2]", Err("a JSON object"));
         check("recall", "{kinds: act}", Err("not JSON"));
+        check("actImportance", "7", Ok(json!(7)));
+        check("actImportance", "high", Err("a whole number from 0 to 10"));
     }
 
     #[test]
