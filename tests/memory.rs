@@ -189,6 +189,11 @@ fn a_trader_who_remembers_stops_dealing_with_a_cheat_and_a_forward_one_does_not(
     let mut refusals_citing_the_cheat = 0;
     for moment in lines("@ada").iter().filter(|line| line.get("face").is_some()) {
         assert_eq!(moment["matches"], true, "{moment}");
+        if moment["primary"] == "reflecting" {
+            // Her reflections look inward: acts, summons and notes.
+            assert_eq!(moment["face"]["recall"]["kinds"], json!(["act", "summons", "note"]), "{moment}");
+            continue;
+        }
         let recall = &moment["face"]["recall"];
         assert_eq!(recall["kinds"], json!(["summons"]), "the role's kinds, within what `half` allows: {recall}");
         for item in recall["items"].as_array().expect("items") {
@@ -219,6 +224,77 @@ fn a_trader_who_remembers_stops_dealing_with_a_cheat_and_a_forward_one_does_not(
         let refusal = act["text"].as_str().is_some_and(|text| text.contains("no deal"));
         assert_eq!(act["importance"], if refusal { 8 } else { 2 }, "{act}");
     }
+    // Her reflections name the cheat (the later ones carrying forward what
+    // the earlier found) and cite what they cover; nothing is a problem.
+    assert_eq!(memory["problems"], json!([]), "{memory}");
+    let reflections: Vec<&Value> =
+        memory["items"].as_array().expect("items").iter().filter(|item| item["reflection"] == true).collect();
+    assert!(reflections.len() >= 2, "ada reflected: {memory}");
+    for reflection in reflections {
+        assert!(reflection["text"].as_str().is_some_and(|text| text.contains("without paying: @bo")), "{reflection}");
+        assert!(!reflection["covers"].as_array().expect("covers").is_empty(), "{reflection}");
+    }
+    let all = seed_json(&land, &["replay", "--all", "--json"]);
+    assert_eq!(all["divergences"], 0, "{all}");
+}
+
+/// The market with `recall_face_chars_max` set low: ada's faces cannot hold
+/// all she recalls, so the texts shown stay within the budget and every
+/// item left out is listed with the reflection that covers it, if one does.
+/// Her reflections cite what they cover, her memory says so, and every
+/// moment replays byte for byte.
+#[test]
+fn a_face_short_of_room_keeps_to_its_budget_and_names_what_it_left_out_and_what_covers_it() {
+    const BUDGET_CHARS: usize = 100;
+    let dir = tempfile::tempdir().expect("folder");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("fixtures/market.toml")).expect("fixture");
+    let text = text
+        .replace(
+            "roles = [\"../roles\", \"roles\"]",
+            &format!("roles = [{:?}, {:?}]", repo.join("roles"), repo.join("fixtures/roles")),
+        )
+        .replace("extensions = \"../extensions\"", &format!("extensions = {:?}", repo.join("extensions")));
+    let fixture = dir.path().join("market.toml");
+    std::fs::write(&fixture, format!("{text}\n[config]\nrecall_face_chars_max = {BUDGET_CHARS}\n")).expect("write");
+    let land = dir.path().join("land");
+    let output = crate::common::seed(&land, &["sim", fixture.to_str().expect("utf-8"), "--ticks", "40"]);
+    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    // Her reflections, and what they cover.
+    let memory = seed_json(&land, &["memory", "@ada", "--json"]);
+    assert_eq!(memory["problems"], json!([]), "{memory}");
+    let items = memory["items"].as_array().expect("items");
+    let reflections: Vec<&Value> = items.iter().filter(|item| item["reflection"] == true).collect();
+    assert!(reflections.len() >= 2, "ada reflected: {memory}");
+    for reflection in &reflections {
+        assert_eq!(reflection["kind"], "note");
+        for covered in reflection["covers"].as_array().expect("covers") {
+            let item = items.iter().find(|item| item["fact"] == *covered).expect("a covered item is in memory");
+            let by = item["coveredBy"]["landSeq"].as_u64().expect("covered");
+            assert!(by >= reflection["landSeq"].as_u64().expect("seq"), "the latest reflection covers it: {item}");
+        }
+    }
+    // Her faces within the budget, reflections standing in.
+    let output = crate::common::seed(&land, &["replay", "@ada", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", crate::common::stdout(&output));
+    let mut left_out_covered = 0;
+    for line in crate::common::stdout(&output).lines() {
+        let moment: Value = serde_json::from_str(line).expect("json");
+        let Some(recall) = moment["face"].get("recall") else { continue };
+        assert_eq!(moment["matches"], true, "{moment}");
+        let items = recall["items"].as_array().expect("items");
+        let chars: usize = items.iter().map(|item| item["text"].as_str().expect("text").chars().count()).sum();
+        assert!(chars <= BUDGET_CHARS, "{chars} characters shown: {recall}");
+        for left in recall["leftOut"].as_array().expect("left out") {
+            assert_eq!(left["fact"].as_str().map(str::len), Some(64), "{left}");
+            if left["coveredBy"].is_string() {
+                left_out_covered += 1;
+            }
+        }
+    }
+    // Which reflections stand in is table-tested (`moment::recall::compact`);
+    // here every face keeps to its budget and names what it left out.
+    assert!(left_out_covered > 0, "no item left out named its reflection");
     let all = seed_json(&land, &["replay", "--all", "--json"]);
     assert_eq!(all["divergences"], 0, "{all}");
 }

@@ -30,14 +30,17 @@ fn memory_text(shown: &Json) -> String {
     let number = |value: &Json| value.as_u64().unwrap_or(0);
     let items = shown["items"].as_array().cloned().unwrap_or_default();
     let count = |kind: &str| items.iter().filter(|item| item["kind"] == kind).count();
+    let reflections = items.iter().filter(|item| item["reflection"] == true).count();
     let mut out = format!(
-        "@{}'s memory at land seq {} of {}: {} acts, {} summons received, {} notes\n",
+        "@{}'s memory at land seq {} of {}: {} acts, {} summons received, {} notes ({} reflections); importance since the latest reflection: {}\n",
         text(&shown["name"]),
         shown["at"],
         shown["landLength"],
         count("act"),
         count("summons"),
-        count("note")
+        count("note"),
+        reflections,
+        number(&shown["importanceSinceReflection"])
     );
     for item in &items {
         out.push_str(&format!(
@@ -55,6 +58,13 @@ fn memory_text(shown: &Json) -> String {
                 out.push_str(&format!(": {why}"));
             }
             out.push(']');
+        }
+        if let Some(covers) = item["covers"].as_array().filter(|covers| !covers.is_empty()) {
+            out.push_str(&format!("  [a reflection covering {} items]", covers.len()));
+        }
+        let covered = &item["coveredBy"];
+        if !covered.is_null() {
+            out.push_str(&format!("  [covered by {} at land seq {}]", short(&covered["fact"]), covered["landSeq"]));
         }
         out.push('\n');
     }

@@ -316,7 +316,7 @@ mod tests {
                 {"fact": "ab".repeat(32), "landSeq": 40, "kind": "summons", "importance": 0, "score": 1_990, "text": "@bo: grain?"},
                 {"fact": "cd".repeat(32), "landSeq": 12, "kind": "act", "importance": 8, "score": 1_788, "text": "paid @bo"},
             ],
-            "leftOut": ["ef".repeat(32)],
+            "leftOut": [{"fact": "ef".repeat(32), "coveredBy": null}],
         })
     }
 

@@ -279,8 +279,9 @@ fn recall_text(recall: &Json, prompt_chars_max: usize, used: &mut usize, left_ou
     // Room is kept for the line saying what was left out.
     const LEFT_OUT_LINE_CHARS: usize = 96;
     for item in items {
+        let stands_in = if item["standsIn"] == true { ", a reflection standing in for what is left out" } else { "" };
         let line = format!(
-            "- {} (land seq {}, {}, importance {}, fact {})\n",
+            "- {} (land seq {}, {}, importance {}, fact {}{stands_in})\n",
             item["text"].as_str().unwrap_or_default(),
             item["landSeq"],
             item["kind"].as_str().unwrap_or_default(),

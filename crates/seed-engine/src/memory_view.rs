@@ -87,10 +87,15 @@ pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAs
             let superseded = item
                 .superseded_by
                 .map(|(land_seq, by)| json!({"fact": by.to_hex(), "landSeq": land_seq, "why": why_of(&by)}));
-            let supersedes = fold.notes.get(&item.fact).and_then(|note| note.supersedes).map(|fact| fact.to_hex());
+            let note = fold.notes.get(&item.fact);
+            let supersedes = note.and_then(|note| note.supersedes).map(|fact| fact.to_hex());
+            let covers: Vec<String> =
+                note.map(|note| note.covers.iter().map(FactId::to_hex).collect()).unwrap_or_default();
+            let covered = item.covered_by.map(|(land_seq, by)| json!({"fact": by.to_hex(), "landSeq": land_seq}));
             json!({"fact": item.fact.to_hex(), "landSeq": item.land_seq, "kind": item.kind.as_str(),
                    "importance": item.importance, "text": item.text, "supersedes": supersedes,
-                   "supersededBy": superseded})
+                   "supersededBy": superseded, "reflection": item.reflection, "covers": covers,
+                   "coveredBy": covered})
         })
         .collect();
     let recall = ask.query.as_ref().map(|text| {
@@ -115,5 +120,6 @@ pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAs
         .map(|(fact, problem)| json!({"fact": fact.to_hex(), "reason": problem.to_string()}))
         .collect();
     Ok(json!({"being": being.to_hex(), "name": name, "at": cursor, "landLength": land_len,
+              "importanceSinceReflection": fold.memory.importance_since_reflection(),
               "items": items, "recall": recall, "problems": problems}))
 }

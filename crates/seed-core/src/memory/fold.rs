@@ -38,6 +38,10 @@ impl MemoryFold {
                         self.problems.push((id, problem));
                     }
                 }
+                if !note.covers.is_empty() {
+                    let missing = self.memory.reflect(id, land_seq, &note.covers);
+                    self.problems.extend(missing.into_iter().map(|problem| (id, problem)));
+                }
                 self.notes.insert(id, note);
             }
             return;

@@ -1,5 +1,7 @@
 //! A note a being writes about itself: `be note` with a payload of
-//! `{text, importance?, supersedes?, why?}`. The verb layer reads the
+//! `{text, importance?, supersedes?, why?, covers?}`. A note with `covers`
+//! is a reflection: it sums up the items it cites by fact id, and a face
+//! short of room shows it in their place (docs/memory.md). The verb layer reads the
 //! payload with [`Note::from_payload`] (a bad one is refused, nothing is
 //! sealed); the memory fold reads a sealed one the same way.
 //!
@@ -19,6 +21,8 @@ pub const BE_NOTE: &str = "note";
 pub const NOTE_TEXT_CHARS_MAX: usize = RECALL_ITEM_TEXT_CHARS_MAX;
 /// The longest reason a superseding note gives, in characters.
 pub const NOTE_WHY_CHARS_MAX: usize = 280;
+/// The most items one reflection covers.
+pub const NOTE_COVERS_MAX: usize = 64;
 
 /// A note's payload, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +31,8 @@ pub struct Note {
     pub importance: u8,
     pub supersedes: Option<FactId>,
     pub why: Option<String>,
+    /// The items a reflection sums up (empty: a plain note).
+    pub covers: Vec<FactId>,
 }
 
 /// What is wrong with a note's payload.
@@ -46,15 +52,19 @@ pub enum NoteProblem {
     Why,
     #[error("`why` explains a superseding: a note with `why` needs `supersedes`")]
     WhyWithoutSupersedes,
-    #[error("a note has no field `{field}` (it takes text, importance, supersedes, why)")]
+    #[error("a note has no field `{field}` (it takes text, importance, supersedes, why, covers)")]
     UnknownField { field: String },
+    #[error(
+        "a note's `covers` is a list of 1 to {NOTE_COVERS_MAX} distinct fact ids (64 hex digits) it sums up; entry {position} is {given}"
+    )]
+    Covers { position: usize, given: String },
 }
 
 impl Note {
     pub fn from_payload(payload: &Json) -> Result<Note, NoteProblem> {
         let fields = payload.as_object().ok_or(NoteProblem::NotAnObject)?;
         if let Some(field) =
-            fields.keys().find(|key| !matches!(key.as_str(), "text" | "importance" | "supersedes" | "why"))
+            fields.keys().find(|key| !matches!(key.as_str(), "text" | "importance" | "supersedes" | "why" | "covers"))
         {
             return Err(NoteProblem::UnknownField { field: field.clone() });
         }
@@ -89,7 +99,21 @@ impl Note {
         if why.is_some() && supersedes.is_none() {
             return Err(NoteProblem::WhyWithoutSupersedes);
         }
-        Ok(Note { text: text.to_string(), importance, supersedes, why })
+        let covers = match fields.get("covers") {
+            None | Some(Json::Null) => Vec::new(),
+            Some(Json::Array(entries)) if !entries.is_empty() && entries.len() <= NOTE_COVERS_MAX => {
+                let mut covers: Vec<FactId> = Vec::with_capacity(entries.len());
+                for (position, entry) in entries.iter().enumerate() {
+                    match entry.as_str().and_then(|hex| FactId::from_hex(hex.trim())) {
+                        Some(fact) if !covers.contains(&fact) => covers.push(fact),
+                        _ => return Err(NoteProblem::Covers { position, given: entry.to_string() }),
+                    }
+                }
+                covers
+            }
+            Some(other) => return Err(NoteProblem::Covers { position: 0, given: other.to_string() }),
+        };
+        Ok(Note { text: text.to_string(), importance, supersedes, why, covers })
     }
 }
 
@@ -109,6 +133,7 @@ mod tests {
             importance,
             supersedes,
             why: why.map(str::to_string),
+            covers: Vec::new(),
         };
         check(json!({"text": "bob cheats"}), Ok(note("bob cheats", 0, None, None)));
         check(json!({"text": "bob cheats", "importance": 9}), Ok(note("bob cheats", 9, None, None)));
@@ -125,5 +150,19 @@ mod tests {
         check(json!({"text": "t", "supersedes": "abc"}), Err(NoteProblem::Supersedes { given: "\"abc\"".into() }));
         check(json!({"text": "t", "why": "because"}), Err(NoteProblem::WhyWithoutSupersedes));
         check(json!({"text": "t", "mood": 1}), Err(NoteProblem::UnknownField { field: "mood".into() }));
+        let (a, b) = (FactId([1; 32]), FactId([2; 32]));
+        check(
+            json!({"text": "bo cheats, cy pays", "covers": [a.to_hex(), b.to_hex()]}),
+            Ok(Note { covers: vec![a, b], ..note("bo cheats, cy pays", 0, None, None) }),
+        );
+        let covers = |covers: Json, position, given: &str| {
+            check(json!({"text": "t", "covers": covers}), Err(NoteProblem::Covers { position, given: given.into() }));
+        };
+        covers(json!([]), 0, "[]");
+        covers(json!(a.to_hex()), 0, &format!("\"{}\"", a.to_hex()));
+        covers(json!([a.to_hex(), "xyz"]), 1, "\"xyz\"");
+        covers(json!([a.to_hex(), a.to_hex()]), 1, &format!("\"{}\"", a.to_hex()));
+        let many: Vec<String> = (0..=NOTE_COVERS_MAX).map(|n| FactId([n as u8; 32]).to_hex()).collect();
+        covers(json!(many), 0, &json!(many).to_string());
     }
 }

@@ -47,6 +47,9 @@ pub const IMPORTANCE_MAX: u8 = 10;
 pub const RECALL_ITEMS_MAX: usize = 32;
 /// The most characters of an item's text the index keeps (and a face shows).
 pub const RECALL_ITEM_TEXT_CHARS_MAX: usize = 280;
+/// How far back (in the being's items) a reflection's `covers` are looked
+/// for: a reflection sums up recent items, and finding them costs no more.
+pub const REFLECTION_SCAN_ITEMS_MAX: usize = 1_024;
 
 /// What a remembered item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -97,12 +100,19 @@ struct Document {
     text: Arc<str>,
     /// The land seq and fact of the item that superseded this one.
     superseded: Option<(u64, FactId)>,
+    /// Whether it is a reflection (a note with `covers`).
+    reflection: bool,
+    /// The land seq and fact of the latest reflection that covers it.
+    covered: Option<(u64, FactId)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Posting {
     document: u32,
     count: u32,
+    /// The document's length, kept here so that scoring a posting does
+    /// not look the document up.
+    length: u32,
 }
 
 /// One being's memory index.
@@ -116,6 +126,8 @@ pub struct BeingMemory {
     notes: OrdMap<FactId, u32>,
     /// The last land seq remembered (items come in land order).
     last_land_seq: Option<u64>,
+    /// The importance of the items remembered since the latest reflection.
+    importance_since_reflection: u64,
 }
 
 /// What a recall asks for.
@@ -147,6 +159,10 @@ pub struct MemoryItem<'a> {
     pub text: &'a str,
     /// The land seq and fact of the note that superseded it, before the cursor.
     pub superseded_by: Option<(u64, FactId)>,
+    /// Whether it is a reflection.
+    pub reflection: bool,
+    /// The land seq and fact of the latest reflection covering it, before the cursor.
+    pub covered_by: Option<(u64, FactId)>,
 }
 
 /// One recalled item.
@@ -158,6 +174,8 @@ pub struct Recalled {
     pub importance: u8,
     pub score: Score,
     pub text: Arc<str>,
+    /// The latest reflection that covers it, if one does before the cursor.
+    pub covered_by: Option<FactId>,
 }
 
 /// Why an item could not be remembered.
@@ -169,6 +187,10 @@ pub enum MemoryError {
         "the note {fact} supersedes {earlier}, which is not an earlier note of this being: only a note may be superseded, by a later note"
     )]
     NotAnEarlierNote { fact: FactId, earlier: FactId },
+    #[error(
+        "the reflection {fact} covers {covered}, which is not among this being's latest {REFLECTION_SCAN_ITEMS_MAX} items before it"
+    )]
+    NotRecentlyRemembered { fact: FactId, covered: FactId },
 }
 
 impl BeingMemory {
@@ -201,7 +223,7 @@ impl BeingMemory {
             *counts.entry(term.as_str()).or_default() += 1;
         }
         for (term, count) in counts {
-            let posting = Posting { document: index, count };
+            let posting = Posting { document: index, count, length: terms.len() as u32 };
             match self.postings.get_mut(term) {
                 Some(postings) => postings.push_back(posting),
                 None => {
@@ -216,6 +238,7 @@ impl BeingMemory {
             self.notes.insert(item.fact, index);
         }
         self.last_land_seq = Some(item.land_seq);
+        self.importance_since_reflection += u64::from(item.importance.min(IMPORTANCE_MAX));
         self.documents.push_back(Document {
             fact: item.fact,
             land_seq: item.land_seq,
@@ -224,8 +247,73 @@ impl BeingMemory {
             length: terms.len() as u32,
             text,
             superseded: None,
+            reflection: false,
+            covered: None,
         });
         Ok(())
+    }
+
+    /// Records that the note `fact` (sealed at `land_seq`, the last item
+    /// remembered) is a reflection summing up `covers`: each covered item
+    /// among the latest `REFLECTION_SCAN_ITEMS_MAX` before it is marked as
+    /// covered by it (a later reflection takes over), and the importance
+    /// gathered since the previous reflection starts again from 0. Items it
+    /// cannot find are returned; nothing else changes for them.
+    pub fn reflect(&mut self, fact: FactId, land_seq: u64, covers: &[FactId]) -> Vec<MemoryError> {
+        let Some(index) = self.notes.get(&fact).copied() else {
+            return covers
+                .iter()
+                .map(|covered| MemoryError::NotRecentlyRemembered { fact, covered: *covered })
+                .collect();
+        };
+        self.documents[index as usize].reflection = true;
+        self.importance_since_reflection = 0;
+        let first = (index as usize).saturating_sub(REFLECTION_SCAN_ITEMS_MAX);
+        let mut missing = Vec::new();
+        for covered in covers {
+            let found = (first..index as usize).rev().find(|at| self.documents[*at].fact == *covered);
+            match found {
+                Some(at) => self.documents[at].covered = Some((land_seq, fact)),
+                None => missing.push(MemoryError::NotRecentlyRemembered { fact, covered: *covered }),
+            }
+        }
+        missing
+    }
+
+    /// The importance of the items remembered since the latest reflection
+    /// (all of them, before the first): what a role reads to schedule one.
+    pub fn importance_since_reflection(&self) -> u64 {
+        self.importance_since_reflection
+    }
+
+    /// The note `fact`, as recall would show it at `cursor` with no
+    /// relevance (recency and importance only): a reflection standing in
+    /// for the items it covers. `None` if it is not a note of this being
+    /// below the cursor.
+    pub fn note_recalled(&self, fact: &FactId, cursor: u64) -> Option<Recalled> {
+        let document = &self.documents[*self.notes.get(fact)? as usize];
+        if document.land_seq >= cursor {
+            return None;
+        }
+        Some(self.recalled(document, 0, cursor))
+    }
+
+    fn recalled(&self, document: &Document, relevance: u64, cursor: u64) -> Recalled {
+        let distance = cursor - document.land_seq;
+        let recency = 1_000 * RECALL_RECENCY_HALF_FACTS / (RECALL_RECENCY_HALF_FACTS + distance);
+        let importance = 100 * u64::from(document.importance);
+        let total = RECALL_WEIGHT_RELEVANCE * relevance
+            + RECALL_WEIGHT_RECENCY * recency
+            + RECALL_WEIGHT_IMPORTANCE * importance;
+        Recalled {
+            fact: document.fact,
+            land_seq: document.land_seq,
+            kind: document.kind,
+            importance: document.importance,
+            score: Score { total, relevance, recency, importance },
+            text: document.text.clone(),
+            covered_by: document.covered.filter(|(land_seq, _)| *land_seq < cursor).map(|(_, by)| by),
+        }
     }
 
     /// Records that the item `fact` (sealed at `land_seq`) supersedes the
@@ -253,6 +341,8 @@ impl BeingMemory {
             importance: document.importance,
             text: &document.text,
             superseded_by: document.superseded.filter(|(land_seq, _)| *land_seq < cursor),
+            reflection: document.reflection,
+            covered_by: document.covered.filter(|(land_seq, _)| *land_seq < cursor),
         })
     }
 
@@ -281,7 +371,7 @@ impl BeingMemory {
             }
             let idf = idf_fixed(held as u64, with_term as u64);
             for posting in postings.iter().take(with_term) {
-                let length = u64::from(self.documents[posting.document as usize].length);
+                let length = u64::from(posting.length);
                 let weight = term_weight_milli(u64::from(posting.count), length, held as u64, total_length);
                 *relevance.entry(posting.document).or_default() += (idf * weight) >> LOG2_FRACTION_BITS;
             }
@@ -298,23 +388,9 @@ impl BeingMemory {
         let mut recalled: Vec<Recalled> = candidates
             .into_iter()
             .map(|index| {
-                let document = &self.documents[index as usize];
                 let raw = relevance.get(&index).copied().unwrap_or(0);
                 let relevance = (raw * 1_000).checked_div(best).unwrap_or(0);
-                let distance = query.cursor - document.land_seq;
-                let recency = 1_000 * RECALL_RECENCY_HALF_FACTS / (RECALL_RECENCY_HALF_FACTS + distance);
-                let importance = 100 * u64::from(document.importance);
-                let total = RECALL_WEIGHT_RELEVANCE * relevance
-                    + RECALL_WEIGHT_RECENCY * recency
-                    + RECALL_WEIGHT_IMPORTANCE * importance;
-                Recalled {
-                    fact: document.fact,
-                    land_seq: document.land_seq,
-                    kind: document.kind,
-                    importance: document.importance,
-                    score: Score { total, relevance, recency, importance },
-                    text: document.text.clone(),
-                }
+                self.recalled(&self.documents[index as usize], relevance, query.cursor)
             })
             .collect();
         recalled.sort_by(|a, b| b.score.total.cmp(&a.score.total).then(b.land_seq.cmp(&a.land_seq)));
@@ -340,14 +416,17 @@ impl BeingMemory {
             bytes.extend_from_slice(&document.length.to_be_bytes());
             bytes.extend_from_slice(&(document.text.len() as u64).to_be_bytes());
             bytes.extend_from_slice(document.text.as_bytes());
-            match document.superseded {
-                Some((land_seq, by)) => {
-                    bytes.push(1);
-                    bytes.extend_from_slice(&land_seq.to_be_bytes());
-                    bytes.extend_from_slice(&by.0);
+            for link in [document.superseded, document.covered] {
+                match link {
+                    Some((land_seq, by)) => {
+                        bytes.push(1);
+                        bytes.extend_from_slice(&land_seq.to_be_bytes());
+                        bytes.extend_from_slice(&by.0);
+                    }
+                    None => bytes.push(0),
                 }
-                None => bytes.push(0),
             }
+            bytes.push(u8::from(document.reflection));
         }
         for (term, postings) in &self.postings {
             bytes.extend_from_slice(&(term.len() as u64).to_be_bytes());
@@ -372,6 +451,8 @@ struct WrittenItem {
     importance: u8,
     text: String,
     superseded: Option<(u64, FactId)>,
+    reflection: bool,
+    covered: Option<(u64, FactId)>,
 }
 
 impl serde::Serialize for BeingMemory {
@@ -386,6 +467,8 @@ impl serde::Serialize for BeingMemory {
                 importance: document.importance,
                 text: document.text.to_string(),
                 superseded: document.superseded,
+                reflection: document.reflection,
+                covered: document.covered,
             })?;
         }
         items.end()
@@ -404,6 +487,7 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
             if let Some((land_seq, by)) = item.superseded {
                 superseded.push((item.fact, by, land_seq));
             }
+            let (reflection, covered) = (item.reflection, item.covered);
             let remembered = Remembered {
                 fact: item.fact,
                 land_seq: item.land_seq,
@@ -412,6 +496,13 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
                 text: item.text,
             };
             memory.remember(remembered).map_err(D::Error::custom)?;
+            if reflection {
+                memory.importance_since_reflection = 0;
+            }
+            if let Some(last) = memory.documents.back_mut() {
+                last.reflection = reflection;
+                last.covered = covered;
+            }
         }
         for (earlier, by, land_seq) in superseded {
             memory.supersede(earlier, by, land_seq).map_err(D::Error::custom)?;
@@ -424,6 +515,11 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
 /// every item that is before every item that is not): a binary search,
 /// O(log² n) on a persistent vector.
 fn partition_point<T: Clone>(list: &Vector<T>, below: impl Fn(&T) -> bool) -> usize {
+    // Most recalls are at the end of the memory (a world's own cursor):
+    // then every item is below, and no search is needed.
+    if list.back().is_none_or(&below) {
+        return list.len();
+    }
     let (mut low, mut high) = (0, list.len());
     while low < high {
         let middle = low + (high - low) / 2;
@@ -550,6 +646,38 @@ mod tests {
         assert_eq!(missing, Err(MemoryError::NotAnEarlierNote { fact: fact(6), earlier: fact(99) }));
         let an_act = memory.supersede(fact(2), fact(6), 70);
         assert_eq!(an_act, Err(MemoryError::NotAnEarlierNote { fact: fact(6), earlier: fact(2) }));
+    }
+
+    #[test]
+    fn a_reflection_covers_what_it_cites_and_gathering_importance_starts_again() {
+        let mut memory = market();
+        // 0 + 2 + 8 + 1 + 9 gathered before any reflection.
+        assert_eq!(memory.importance_since_reflection(), 20);
+        memory.remember(item(6, 60, MemoryKind::Note, 4, "bob cheats; salt from cy")).expect("in order");
+        let missing = memory.reflect(fact(6), 60, &[fact(3), fact(4), fact(99)]);
+        assert_eq!(missing, vec![MemoryError::NotRecentlyRemembered { fact: fact(6), covered: fact(99) }]);
+        assert_eq!(memory.importance_since_reflection(), 0, "a reflection starts the count again");
+        memory.remember(item(7, 70, MemoryKind::Act, 3, "paid cy")).expect("in order");
+        assert_eq!(memory.importance_since_reflection(), 3);
+        let covered: Vec<(u8, Option<u8>)> =
+            memory.items(100).map(|item| (item.fact.0[0], item.covered_by.map(|(_, by)| by.0[0]))).collect();
+        assert_eq!(covered, vec![(1, None), (2, None), (3, Some(6)), (4, Some(6)), (5, None), (6, None), (7, None)]);
+        // Not before the reflection's own land seq.
+        assert!(memory.items(60).all(|item| item.covered_by.is_none()));
+        // A later reflection covering the same item takes over; recall says which.
+        memory.remember(item(8, 80, MemoryKind::Note, 0, "all quiet")).expect("in order");
+        assert!(memory.reflect(fact(8), 80, &[fact(4)]).is_empty());
+        let query = RecallQuery { text: "salt".into(), kinds: all_kinds(), count: 8, cursor: 100 };
+        let salt = memory.recall(&query).into_iter().find(|item| item.fact == fact(4)).expect("recalled");
+        assert_eq!(salt.covered_by, Some(fact(8)));
+        let stand_in = memory.note_recalled(&fact(8), 100).expect("a note");
+        assert_eq!((stand_in.score.relevance, &*stand_in.text), (0, "all quiet"));
+        assert_eq!(memory.note_recalled(&fact(7), 100), None, "an act is not a note");
+        // Written and read back (a world snapshot): the same index.
+        let written = crate::canonical::to_canonical_bytes(&memory).expect("writes");
+        let read: BeingMemory = crate::canonical::from_canonical_bytes(&written).expect("reads");
+        assert_eq!(read, memory);
+        assert_eq!(read.digest(), memory.digest());
     }
 
     #[test]

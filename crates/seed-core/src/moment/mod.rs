@@ -155,6 +155,12 @@ pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenConte
     context.insert("inHomeSpace", row.location == row.home_space);
     context.insert("me.cognition", row.effective_cognition().as_str());
     context.insert("me.name", row.name.as_str());
+    // Only once something important was remembered, so that a being that
+    // never was keeps the contexts (and digests) it always had.
+    let importance = world.memories.get(&row.id).map_or(0, |memory| memory.importance_since_reflection());
+    if importance > 0 {
+        context.insert("me.memory.importanceSinceReflection", importance);
+    }
     if let Some(previous) = &row.previous_role {
         context.insert("me.previousRole", previous.as_str());
     }

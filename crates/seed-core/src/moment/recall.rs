@@ -6,6 +6,7 @@
 //! is byte for byte what it always was.
 
 use super::{Assigned, Opened};
+use crate::fact::FactId;
 use crate::memory::{MemoryKind, RecallQuery, Recalled};
 use crate::roles::compose::render;
 use crate::roles::Orientation;
@@ -73,27 +74,28 @@ pub fn recall_query(opened: &Opened, assigned: &Assigned, wake: &Json) -> Recall
 }
 
 /// The face's `recall` block for a `half` or `inward` moment (`None` for
-/// `forward`): the query, the kinds, the items in rank order within
-/// `recall_face_chars_max` characters of text, each citing its fact, and the
-/// facts of the items left out for the budget.
+/// `forward`): the query, the kinds, the items within
+/// `recall_face_chars_max` characters of text ([`compact`]), each citing its
+/// fact, and the items left out for the budget with the reflection that
+/// covers each, if one does.
 pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &Json) -> Option<Json> {
     if assigned.composed.orientation == Orientation::Forward {
         return None;
     }
     let query = recall_query(opened, assigned, wake);
-    let recalled = world.memories.get(&opened.being).map(|memory| memory.recall(&query)).unwrap_or_default();
+    let memory = world.memories.get(&opened.being);
+    let recalled = memory.map(|memory| memory.recall(&query)).unwrap_or_default();
     let budget =
         usize::try_from(world.config_u64("recall_face_chars_max", RECALL_FACE_CHARS_MAX as u64)).unwrap_or(usize::MAX);
-    let (mut items, mut left_out, mut used) = (Vec::new(), Vec::new(), 0usize);
-    for item in &recalled {
-        let chars = item.text.chars().count();
-        if used + chars <= budget {
-            used += chars;
-            items.push(item_json(item));
-        } else {
-            left_out.push(Json::String(item.fact.to_hex()));
-        }
-    }
+    let reflection = |fact: &FactId| memory.and_then(|memory| memory.note_recalled(fact, query.cursor));
+    let compacted = compact(recalled, budget, reflection);
+    let mut items: Vec<Json> = compacted.shown.iter().map(|item| item_json(item, false)).collect();
+    items.extend(compacted.stand_ins.iter().map(|reflection| item_json(reflection, true)));
+    let left_out: Vec<Json> = compacted
+        .left_out
+        .iter()
+        .map(|(fact, covered_by)| json!({"fact": fact.to_hex(), "coveredBy": covered_by.map(|by| by.to_hex())}))
+        .collect();
     Some(json!({
         "query": query.text,
         "kinds": query.kinds.iter().map(|kind| kind.as_str()).collect::<Vec<_>>(),
@@ -102,15 +104,104 @@ pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &
     }))
 }
 
-fn item_json(item: &Recalled) -> Json {
-    json!({
+/// What a face shows of the items recalled, within a budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compacted {
+    /// The items shown, in rank order.
+    pub shown: Vec<Recalled>,
+    /// The reflections standing in for items that had no room.
+    pub stand_ins: Vec<Recalled>,
+    /// The items left out, in rank order, each with the reflection covering it.
+    pub left_out: Vec<(FactId, Option<FactId>)>,
+}
+
+/// Fits ranked items into `budget_chars` characters of text. Items are
+/// taken in rank order while they fit. When some are left out, reflections
+/// compact what was recalled: a reflection (`reflection` reads one) that
+/// covers an item left out, or whose covered items shown take more room
+/// than it does, stands in for everything it covers if it fits once they
+/// give way to it; the room freed is filled again in rank order with the
+/// items left out that no stand-in covers. Nothing is dropped silently:
+/// every item is shown or listed as left out.
+pub fn compact(
+    recalled: Vec<Recalled>,
+    budget_chars: usize,
+    reflection: impl Fn(&FactId) -> Option<Recalled>,
+) -> Compacted {
+    let chars = |item: &Recalled| item.text.chars().count();
+    let (mut shown, mut left_out): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    let mut used = 0usize;
+    for (rank, item) in recalled.iter().enumerate() {
+        if used + chars(item) <= budget_chars {
+            used += chars(item);
+            shown.push(rank);
+        } else {
+            left_out.push(rank);
+        }
+    }
+    let mut stand_ins: Vec<Recalled> = Vec::new();
+    if !left_out.is_empty() {
+        // The reflections covering any item recalled, by the rank of the
+        // first; one stands in where it covers an item left out or frees room.
+        let mut reflections: Vec<FactId> = Vec::new();
+        for item in &recalled {
+            if let Some(by) = item.covered_by {
+                let already_shown = shown.iter().any(|shown| recalled[*shown].fact == by);
+                if !reflections.contains(&by) && !already_shown {
+                    reflections.push(by);
+                }
+            }
+        }
+        for by in reflections {
+            let Some(stand_in) = reflection(&by) else { continue };
+            let covered = |rank: &usize| recalled[*rank].covered_by == Some(by);
+            let freed: usize = shown.iter().filter(|rank| covered(rank)).map(|rank| chars(&recalled[*rank])).sum();
+            let covers_one_left_out = left_out.iter().any(covered);
+            if used - freed + chars(&stand_in) > budget_chars || !(covers_one_left_out || freed > chars(&stand_in)) {
+                continue;
+            }
+            left_out.extend(shown.iter().copied().filter(covered));
+            shown.retain(|rank| !covered(rank));
+            used = used - freed + chars(&stand_in);
+            stand_ins.push(stand_in);
+        }
+        left_out.sort_unstable();
+        let standing_in = |rank: usize| {
+            recalled[rank].covered_by.is_some_and(|by| stand_ins.iter().any(|stand_in| stand_in.fact == by))
+        };
+        let mut still_out = Vec::new();
+        for rank in left_out {
+            if !standing_in(rank) && used + chars(&recalled[rank]) <= budget_chars {
+                used += chars(&recalled[rank]);
+                shown.push(rank);
+            } else {
+                still_out.push(rank);
+            }
+        }
+        left_out = still_out;
+        shown.sort_unstable();
+    }
+    Compacted {
+        left_out: left_out.iter().map(|rank| (recalled[*rank].fact, recalled[*rank].covered_by)).collect(),
+        shown: shown.iter().map(|rank| recalled[*rank].clone()).collect(),
+        stand_ins,
+    }
+}
+
+fn item_json(item: &Recalled, stands_in: bool) -> Json {
+    let mut json = json!({
         "fact": item.fact.to_hex(),
         "landSeq": item.land_seq,
         "kind": item.kind.as_str(),
         "importance": item.importance,
         "score": item.score.total,
         "text": &*item.text,
-    })
+    });
+    // Only on a reflection standing in, so other items read as they did.
+    if stands_in {
+        json["standsIn"] = Json::Bool(true);
+    }
+    json
 }
 
 #[cfg(test)]
@@ -126,6 +217,80 @@ mod tests {
         check(json!({"kind": "signal", "key": "weather.sky", "value": null}), "weather.sky");
         check(json!({"kind": "tick", "tick": 3}), "");
         check(json!({"kind": "person"}), "");
+    }
+
+    fn item(n: u8, text: &str, covered_by: Option<u8>) -> Recalled {
+        use crate::memory::Score;
+        let score = Score { total: 0, relevance: 0, recency: 0, importance: 0 };
+        let covered_by = covered_by.map(|by| FactId([by; 32]));
+        Recalled {
+            fact: FactId([n; 32]),
+            land_seq: u64::from(n),
+            kind: MemoryKind::Act,
+            importance: 0,
+            score,
+            text: text.into(),
+            covered_by,
+        }
+    }
+
+    /// Shown, standing in, and left out with the reflection covering each.
+    type Expected<'a> = (&'a [u8], &'a [u8], &'a [(u8, Option<u8>)]);
+
+    /// (budget, ranked items as (fact, chars, covered by), reflections as
+    /// (fact, chars)) → (shown, standing in, left out with their reflection).
+    fn check(
+        budget: usize,
+        ranked: &[(u8, usize, Option<u8>)],
+        reflections: &[(u8, usize)],
+        expected: Expected<'_>,
+    ) {
+        let recalled = ranked.iter().map(|(n, chars, by)| item(*n, &"x".repeat(*chars), *by)).collect();
+        let reflection = |fact: &FactId| {
+            reflections
+                .iter()
+                .find(|(n, _)| FactId([*n; 32]) == *fact)
+                .map(|(n, chars)| item(*n, &"r".repeat(*chars), None))
+        };
+        let compacted = compact(recalled, budget, reflection);
+        let facts = |items: &[Recalled]| items.iter().map(|item| item.fact.0[0]).collect::<Vec<_>>();
+        let left: Vec<(u8, Option<u8>)> =
+            compacted.left_out.iter().map(|(fact, by)| (fact.0[0], by.map(|by| by.0[0]))).collect();
+        assert_eq!(
+            (facts(&compacted.shown), facts(&compacted.stand_ins), left),
+            (expected.0.to_vec(), expected.1.to_vec(), expected.2.to_vec()),
+            "budget {budget}, {ranked:?}, {reflections:?}"
+        );
+    }
+
+    #[test]
+    fn a_face_short_of_room_leaves_out_the_lowest_ranked_and_reflections_stand_in_for_what_they_cover() {
+        // Everything fits.
+        check(100, &[(1, 40, None), (2, 40, None)], &[], (&[1, 2], &[], &[]));
+        // No reflection: the lowest-ranked that do not fit are left out (a
+        // smaller one further down still fits).
+        check(100, &[(1, 60, None), (2, 60, None), (3, 30, None)], &[], (&[1, 3], &[], &[(2, None)]));
+        // Item 3 has no room; reflection 9 covers it and item 2: 2 gives way
+        // to 9, and the room left takes nothing more.
+        check(
+            100,
+            &[(1, 50, None), (2, 40, Some(9)), (3, 40, Some(9))],
+            &[(9, 30)],
+            (&[1], &[9], &[(2, Some(9)), (3, Some(9))]),
+        );
+        // The room a stand-in frees is filled again with what no stand-in covers.
+        check(
+            100,
+            &[(1, 40, Some(9)), (2, 40, Some(9)), (3, 30, None), (4, 20, None)],
+            &[(9, 10)],
+            (&[3, 4], &[9], &[(1, Some(9)), (2, Some(9))]),
+        );
+        // A reflection that does not fit even in place of what it covers
+        // stands in for nothing; a reflection already shown is not repeated.
+        check(50, &[(1, 40, Some(9)), (2, 40, Some(9))], &[(9, 60)], (&[1], &[], &[(2, Some(9))]));
+        check(100, &[(9, 30, None), (1, 60, Some(9)), (2, 60, Some(9))], &[(9, 30)], (&[9, 1], &[], &[(2, Some(9))]));
+        // A reflection the memory cannot give stands in for nothing.
+        check(50, &[(1, 40, Some(8)), (2, 40, Some(8))], &[], (&[1], &[], &[(2, Some(8))]));
     }
 
     #[test]

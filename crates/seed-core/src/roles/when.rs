@@ -35,6 +35,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "me.name",
     "me.cognition",
     "me.previousRole",
+    "me.memory.importanceSinceReflection",
 ];
 /// Open families of keys: the prefix and how many segments follow it at least.
 pub const KNOWN_PREFIXES: &[(&str, usize)] = &[("world.", 2), ("space.quality.", 2), ("me.quality.", 2)];

@@ -439,8 +439,13 @@ impl World {
         let remembered = remembered_of_act(land_seq, actor_name, id, act);
         let memory = self.memories.entry(being).or_default();
         let _ = memory.remember(remembered.by_actor);
-        if let Some(earlier) = remembered.note.and_then(|note| note.supersedes) {
-            let _ = memory.supersede(earlier, id, land_seq);
+        if let Some(note) = remembered.note {
+            if let Some(earlier) = note.supersedes {
+                let _ = memory.supersede(earlier, id, land_seq);
+            }
+            if !note.covers.is_empty() {
+                let _ = memory.reflect(id, land_seq, &note.covers);
+            }
         }
         if let Some((target, summons)) = remembered.by_summoned {
             if let Some(target) = self.names.get(&target).copied() {

@@ -1159,10 +1159,11 @@ pub fn memory_page(memory: &Json, query: &str, count: u64, csrf: &str) -> String
 <label>best <input id=\"memory-count\" name=\"count\" type=\"number\" min=\"1\" max=\"32\" value=\"{count}\"></label> \
 <button id=\"memory-show\">Show</button></form>\
 <p class=\"muted\" id=\"memory-summary\">@{} as it stood before land seq {at} (the land holds {land_length} facts): {} items. \
-Nothing is ever removed: a superseded note stays, marked with the note that superseded it.</p>",
+Nothing is ever removed: a superseded note stays, marked with the note that superseded it. Importance remembered since the latest reflection: {}.</p>",
         esc(query),
         esc(&name),
-        items.len()
+        items.len(),
+        esc(&text(field(memory, "importanceSinceReflection")))
     );
     if let Some(recall) = field(memory, "recall").as_object() {
         body.push_str(&format!(
@@ -1187,7 +1188,7 @@ Nothing is ever removed: a superseded note stays, marked with the note that supe
     }
     body.push_str(
         "<h2>Items, oldest first</h2><table id=\"memory-items\"><tr><th>land seq</th><th>kind</th>\
-<th>importance</th><th>text</th><th>superseded</th></tr>",
+<th>importance</th><th>text</th><th>superseded</th><th>reflection</th></tr>",
     );
     for item in items {
         let by = field(item, "supersededBy");
@@ -1201,8 +1202,19 @@ Nothing is ever removed: a superseded note stays, marked with the note that supe
                 field(by, "why").as_str().map(|why| format!(": {}", esc(why))).unwrap_or_default()
             )
         };
+        let covers = list(field(item, "covers")).len();
+        let covered = field(item, "coveredBy");
+        let reflection = match (covers, covered.is_null()) {
+            (0, true) => String::new(),
+            (0, false) => format!(
+                "covered by <code>{}</code> at land seq {}",
+                esc(&text(field(covered, "fact")).chars().take(12).collect::<String>()),
+                esc(&text(field(covered, "landSeq")))
+            ),
+            (covers, _) => format!("sums up {covers} items"),
+        };
         body.push_str(&format!(
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{superseded}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{superseded}</td><td>{reflection}</td></tr>",
             if by.is_null() { "" } else { " class=\"muted superseded\"" },
             esc(&text(field(item, "landSeq"))),
             esc(&text(field(item, "kind"))),
