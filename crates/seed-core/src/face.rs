@@ -12,7 +12,8 @@
 //! prompt) both depend on it and not on each other.
 
 use crate::canonical::{self, CanonicalError};
-use crate::fact::{blake3_of, Hash32};
+use crate::fact::{blake3_of, FactId, Hash32};
+use crate::memory::{MemoryKind, Recalled};
 use crate::script::{
     entry_read_through_json, every_number_is_i64, object_read_to_dynamic, object_to_dynamic, EntryRead, InputEntries,
     InputRead, Reach,
@@ -32,6 +33,105 @@ pub const FACE_KEYS_KNOWN: [&str; 9] = ["me", "can", "see", "time", "wake", "inb
 
 /// Bytes reserved up front for a face's encoding (most faces fit).
 const FACE_ENCODING_BYTES_RESERVED: usize = 512;
+
+/// What a `half` or `inward` face recalls (`moment::recall` builds it):
+/// the query, the kinds, the items shown in rank order, the reflections
+/// standing in for items left out, and the items left out with the
+/// reflection covering each. Held typed and written straight to canonical
+/// CBOR, like the rest of the face; its JSON is built where it is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecallBlock {
+    pub query: String,
+    pub kinds: Vec<MemoryKind>,
+    pub items: Vec<Recalled>,
+    pub stand_ins: Vec<Recalled>,
+    pub left_out: Vec<(FactId, Option<FactId>)>,
+}
+
+impl RecallBlock {
+    /// The items shown, each with whether it is a reflection standing in.
+    pub fn shown(&self) -> impl Iterator<Item = (&Recalled, bool)> {
+        self.items.iter().map(|item| (item, false)).chain(self.stand_ins.iter().map(|item| (item, true)))
+    }
+
+    pub fn json(&self) -> Json {
+        let items: Vec<Json> = self
+            .shown()
+            .map(|(item, stands_in)| {
+                let mut json = json!({
+                    "fact": item.fact.to_hex(),
+                    "landSeq": item.land_seq,
+                    "kind": item.kind.as_str(),
+                    "importance": item.importance,
+                    "score": item.score.total,
+                    "text": &*item.text,
+                });
+                // Only on a reflection standing in, so other items read as they did.
+                if stands_in {
+                    json["standsIn"] = Json::Bool(true);
+                }
+                json
+            })
+            .collect();
+        let left_out: Vec<Json> = self
+            .left_out
+            .iter()
+            .map(|(fact, by)| json!({"fact": fact.to_hex(), "coveredBy": by.map(|by| by.to_hex())}))
+            .collect();
+        json!({
+            "query": self.query,
+            "kinds": self.kinds.iter().map(|kind| kind.as_str()).collect::<Vec<_>>(),
+            "items": items,
+            "leftOut": left_out,
+        })
+    }
+
+    /// The canonical CBOR of [`RecallBlock::json`]: keys in canonical order
+    /// (by length, then bytes).
+    fn write(&self, out: &mut Vec<u8>) {
+        canonical::write_map_head(4, out);
+        canonical::write_text("items", out);
+        canonical::write_array_head((self.items.len() + self.stand_ins.len()) as u64, out);
+        for (item, stands_in) in self.shown() {
+            canonical::write_map_head(6 + usize::from(stands_in), out);
+            canonical::write_text("fact", out);
+            canonical::write_text(&item.fact.to_hex(), out);
+            canonical::write_text("kind", out);
+            canonical::write_text(item.kind.as_str(), out);
+            canonical::write_text("text", out);
+            canonical::write_text(&item.text, out);
+            canonical::write_text("score", out);
+            canonical::write_uint(item.score.total, out);
+            canonical::write_text("landSeq", out);
+            canonical::write_uint(item.land_seq, out);
+            if stands_in {
+                canonical::write_text("standsIn", out);
+                canonical::write_bool(true, out);
+            }
+            canonical::write_text("importance", out);
+            canonical::write_uint(u64::from(item.importance), out);
+        }
+        canonical::write_text("kinds", out);
+        canonical::write_array_head(self.kinds.len() as u64, out);
+        for kind in &self.kinds {
+            canonical::write_text(kind.as_str(), out);
+        }
+        canonical::write_text("query", out);
+        canonical::write_text(&self.query, out);
+        canonical::write_text("leftOut", out);
+        canonical::write_array_head(self.left_out.len() as u64, out);
+        for (fact, by) in &self.left_out {
+            canonical::write_map_head(2, out);
+            canonical::write_text("fact", out);
+            canonical::write_text(&fact.to_hex(), out);
+            canonical::write_text("coveredBy", out);
+            match by {
+                Some(by) => canonical::write_text(&by.to_hex(), out),
+                None => canonical::write_null(out),
+            }
+        }
+    }
+}
 
 pub struct Face<'w> {
     /// The being, read for `me`.
@@ -54,7 +154,7 @@ pub struct Face<'w> {
     pub(super) prompt: String,
     pub(super) inbox: usize,
     /// What the being recalls (`half` and `inward` only; `moment::recall`).
-    pub(super) recall: Option<Json>,
+    pub(super) recall: Option<RecallBlock>,
     /// BLAKE3 of the face's canonical encoding, recorded in the act.
     pub digest: Hash32,
 }
@@ -71,7 +171,7 @@ impl Face<'_> {
     }
 
     /// The `recall` block, if the face has one.
-    pub fn recall(&self) -> Option<&Json> {
+    pub fn recall(&self) -> Option<&RecallBlock> {
         self.recall.as_ref()
     }
 
@@ -107,7 +207,7 @@ impl Face<'_> {
                 "stack": self.stack.iter().map(|name| name.as_ref()).collect::<Vec<_>>(),
             }),
             "prompt" => Json::String(self.prompt.clone()),
-            "recall" => self.recall.clone().unwrap_or(Json::Null),
+            "recall" => self.recall.as_ref().map_or(Json::Null, RecallBlock::json),
             // Only the face's keys are asked for.
             _ => Json::Null,
         }
@@ -174,7 +274,7 @@ impl Face<'_> {
         canonical::write_text(&self.prompt, out);
         if let Some(recall) = &self.recall {
             canonical::write_text(FACE_RECALL_KEY, out);
-            canonical::write_json_at(recall, 1, out)?;
+            recall.write(out);
         }
         Ok(std::mem::take(out))
     }
@@ -248,7 +348,8 @@ impl InputEntries for Face<'_> {
             }
             "wake" => every_number_is_i64(&self.wake),
             "inbox" => fits(self.inbox as u64),
-            "recall" => self.recall.as_ref().is_none_or(every_number_is_i64),
+            // Land seqs, importances and scores: far below i64's limit.
+            "recall" => true,
             // Text only.
             _ => true,
         })
@@ -308,16 +409,27 @@ mod tests {
     }
 
     /// A `half` face's block, as `moment::recall` builds one.
-    fn recall_block() -> Json {
-        json!({
-            "query": "grain from bo",
-            "kinds": ["act", "summons"],
-            "items": [
-                {"fact": "ab".repeat(32), "landSeq": 40, "kind": "summons", "importance": 0, "score": 1_990, "text": "@bo: grain?"},
-                {"fact": "cd".repeat(32), "landSeq": 12, "kind": "act", "importance": 8, "score": 1_788, "text": "paid @bo"},
+    fn recall_block() -> RecallBlock {
+        use crate::memory::{MemoryKind, Score};
+        let item = |n: u8, land_seq, kind, importance, total, text: &str| Recalled {
+            fact: FactId([n; 32]),
+            land_seq,
+            kind,
+            importance,
+            score: Score { total, relevance: 0, recency: 0, importance: 0 },
+            text: text.into(),
+            covered_by: None,
+        };
+        RecallBlock {
+            query: "grain from bo".into(),
+            kinds: vec![MemoryKind::Act, MemoryKind::Summons],
+            items: vec![
+                item(0xab, 40, MemoryKind::Summons, 0, 1_990, "@bo: grain?"),
+                item(0xcd, 12, MemoryKind::Act, 8, 1_788, "paid @bo"),
             ],
-            "leftOut": [{"fact": "ef".repeat(32), "coveredBy": null}],
-        })
+            stand_ins: vec![item(0x12, 30, MemoryKind::Note, 6, 1_500, "bo cheats")],
+            left_out: vec![(FactId([0xef; 32]), None), (FactId([0x34; 32]), Some(FactId([0x12; 32])))],
+        }
     }
 
     #[test]
@@ -330,7 +442,9 @@ mod tests {
             ..face(&plain, json!({"kind": "person"}), None, json!({}), Json::Null)
         };
         check(&with);
-        assert_eq!(with.value()["recall"], recall_block());
+        assert_eq!(with.value()["recall"], recall_block().json());
+        assert_eq!(with.value()["recall"]["items"][2]["standsIn"], true, "{}", with.value());
+        assert!(with.value()["recall"]["items"][0].get("standsIn").is_none(), "only on a stand-in");
         assert_eq!(with.keys().last(), Some(FACE_RECALL_KEY), "recall sorts last");
         let (without, with) = (without.sealed().expect("seals"), with.sealed().expect("seals"));
         assert_ne!(without.digest, with.digest, "the recalled items are in the digest");

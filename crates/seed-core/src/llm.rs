@@ -10,7 +10,7 @@
 //! in-process endpoint for tests and benchmarks. This crate does no I/O.
 //! Documented in docs/llm.md.
 
-use crate::face::Face;
+use crate::face::{Face, RecallBlock};
 use crate::fact::{blake3_of, Hash32};
 pub use crate::world::body::{LlmParams, LlmRecord, Prices};
 use crate::world::VerbCall;
@@ -261,42 +261,39 @@ pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, PromptErro
 /// order, each citing its fact, as many as fit in `prompt_chars_max` (with
 /// `used` characters spent); the facts of the rest go to `left_out`, and
 /// the text says how many were left out, here and by the face's own budget.
-fn recall_text(recall: &Json, prompt_chars_max: usize, used: &mut usize, left_out: &mut Vec<String>) -> String {
-    let empty = Vec::new();
-    let items = recall["items"].as_array().unwrap_or(&empty);
-    let face_left_out = recall["leftOut"].as_array().map_or(0, Vec::len);
+fn recall_text(recall: &RecallBlock, prompt_chars_max: usize, used: &mut usize, left_out: &mut Vec<String>) -> String {
     let mut text =
-        format!("\n[recall]\nWhat you remember of your own past, most relevant first (query: {}):\n", recall["query"]);
-    if items.is_empty() {
+        format!("\n[recall]\nWhat you remember of your own past, most relevant first (query: {:?}):\n", recall.query);
+    if recall.items.is_empty() && recall.stand_ins.is_empty() {
         text.push_str("nothing comes to mind.\n");
     }
     let header = text.chars().count();
     if *used + header > prompt_chars_max {
-        left_out.extend(items.iter().filter_map(|item| item["fact"].as_str().map(str::to_string)));
+        left_out.extend(recall.shown().map(|(item, _)| item.fact.to_hex()));
         return String::new();
     }
     *used += header;
     // Room is kept for the line saying what was left out.
     const LEFT_OUT_LINE_CHARS: usize = 96;
-    for item in items {
-        let stands_in = if item["standsIn"] == true { ", a reflection standing in for what is left out" } else { "" };
+    for (item, stands_in) in recall.shown() {
+        let stands_in = if stands_in { ", a reflection standing in for what is left out" } else { "" };
         let line = format!(
             "- {} (land seq {}, {}, importance {}, fact {}{stands_in})\n",
-            item["text"].as_str().unwrap_or_default(),
-            item["landSeq"],
-            item["kind"].as_str().unwrap_or_default(),
-            item["importance"],
-            item["fact"].as_str().unwrap_or_default(),
+            item.text,
+            item.land_seq,
+            item.kind.as_str(),
+            item.importance,
+            item.fact.to_hex(),
         );
         let size = line.chars().count();
         if left_out.is_empty() && *used + size + LEFT_OUT_LINE_CHARS <= prompt_chars_max {
             *used += size;
             text.push_str(&line);
         } else {
-            left_out.extend(item["fact"].as_str().map(str::to_string));
+            left_out.push(item.fact.to_hex());
         }
     }
-    let left = left_out.len() + face_left_out;
+    let left = left_out.len() + recall.left_out.len();
     if left > 0 {
         let line = format!("({left} more remembered items left out: over the budget)\n");
         *used += line.chars().count();

@@ -97,6 +97,8 @@ struct Document {
     importance: u8,
     /// Tokens in the text (BM25's document length).
     length: u32,
+    /// The lengths of the documents before it, summed.
+    length_before: u64,
     text: Arc<str>,
     /// The land seq and fact of the item that superseded this one.
     superseded: Option<(u64, FactId)>,
@@ -118,9 +120,9 @@ struct Posting {
 /// One being's memory index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BeingMemory {
-    documents: Vector<Document>,
-    /// `length_before[i]`: the lengths of documents `..i` summed.
-    length_before: Vector<u64>,
+    /// Each behind its own pointer, so that a short memory fits in the
+    /// list itself and a long one's chunks are small.
+    documents: Vector<Arc<Document>>,
     postings: OrdMap<Arc<str>, Vector<Posting>>,
     /// The notes, by fact id (only a note may be superseded).
     notes: OrdMap<FactId, u32>,
@@ -218,12 +220,19 @@ impl BeingMemory {
             None => item.text.into(),
         };
         let terms = tokens(&text);
-        let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
-        for term in &terms {
-            *counts.entry(term.as_str()).or_default() += 1;
+        let length = terms.len() as u32;
+        // Each distinct term with how often it occurs: the sorted terms' runs.
+        let mut sorted: Vec<&str> = terms.iter().map(|term| term.as_ref()).collect();
+        sorted.sort_unstable();
+        let mut runs: Vec<(&str, u32)> = Vec::with_capacity(sorted.len());
+        for term in sorted {
+            match runs.last_mut() {
+                Some((last, count)) if *last == term => *count += 1,
+                _ => runs.push((term, 1)),
+            }
         }
-        for (term, count) in counts {
-            let posting = Posting { document: index, count, length: terms.len() as u32 };
+        for (term, count) in runs {
+            let posting = Posting { document: index, count, length };
             match self.postings.get_mut(term) {
                 Some(postings) => postings.push_back(posting),
                 None => {
@@ -231,25 +240,25 @@ impl BeingMemory {
                 }
             }
         }
-        let before = self.length_before.back().copied().unwrap_or(0)
-            + self.documents.back().map_or(0, |document| u64::from(document.length));
-        self.length_before.push_back(before);
+        let length_before =
+            self.documents.back().map_or(0, |document| document.length_before + u64::from(document.length));
         if item.kind == MemoryKind::Note {
             self.notes.insert(item.fact, index);
         }
         self.last_land_seq = Some(item.land_seq);
         self.importance_since_reflection += u64::from(item.importance.min(IMPORTANCE_MAX));
-        self.documents.push_back(Document {
+        self.documents.push_back(Arc::new(Document {
             fact: item.fact,
             land_seq: item.land_seq,
             kind: item.kind,
             importance: item.importance.min(IMPORTANCE_MAX),
-            length: terms.len() as u32,
+            length,
+            length_before,
             text,
             superseded: None,
             reflection: false,
             covered: None,
-        });
+        }));
         Ok(())
     }
 
@@ -266,14 +275,14 @@ impl BeingMemory {
                 .map(|covered| MemoryError::NotRecentlyRemembered { fact, covered: *covered })
                 .collect();
         };
-        self.documents[index as usize].reflection = true;
+        Arc::make_mut(&mut self.documents[index as usize]).reflection = true;
         self.importance_since_reflection = 0;
         let first = (index as usize).saturating_sub(REFLECTION_SCAN_ITEMS_MAX);
         let mut missing = Vec::new();
         for covered in covers {
             let found = (first..index as usize).rev().find(|at| self.documents[*at].fact == *covered);
             match found {
-                Some(at) => self.documents[at].covered = Some((land_seq, fact)),
+                Some(at) => Arc::make_mut(&mut self.documents[at]).covered = Some((land_seq, fact)),
                 None => missing.push(MemoryError::NotRecentlyRemembered { fact, covered: *covered }),
             }
         }
@@ -322,7 +331,7 @@ impl BeingMemory {
     /// the earlier one.
     pub fn supersede(&mut self, earlier: FactId, fact: FactId, land_seq: u64) -> Result<(), MemoryError> {
         let index = *self.notes.get(&earlier).ok_or(MemoryError::NotAnEarlierNote { fact, earlier })?;
-        let document = &mut self.documents[index as usize];
+        let document = Arc::make_mut(&mut self.documents[index as usize]);
         // A later superseding does not move the first one.
         if document.superseded.is_none() {
             document.superseded = Some((land_seq, fact));
@@ -360,11 +369,11 @@ impl BeingMemory {
             return Vec::new();
         }
         let held_u32 = held as u32;
-        let total_length = self.length_before[held - 1] + u64::from(self.documents[held - 1].length);
-        let terms: BTreeSet<String> = tokens(&query.text).into_iter().collect();
+        let total_length = self.documents[held - 1].length_before + u64::from(self.documents[held - 1].length);
+        let terms: BTreeSet<std::borrow::Cow<'_, str>> = tokens(&query.text).into_iter().collect();
         let mut relevance: BTreeMap<u32, u64> = BTreeMap::new();
         for term in &terms {
-            let Some(postings) = self.postings.get(term.as_str()) else { continue };
+            let Some(postings) = self.postings.get(term.as_ref()) else { continue };
             let with_term = partition_point(postings, |posting| posting.document < held_u32);
             if with_term == 0 {
                 continue;
@@ -500,6 +509,7 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
                 memory.importance_since_reflection = 0;
             }
             if let Some(last) = memory.documents.back_mut() {
+                let last = Arc::make_mut(last);
                 last.reflection = reflection;
                 last.covered = covered;
             }

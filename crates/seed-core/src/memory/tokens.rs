@@ -7,9 +7,12 @@
 //!   folding or normalisation: those follow Unicode's tables, which change
 //!   between versions), except the fixed separator ranges below (spaces and
 //!   punctuation blocks), which separate tokens.
-//! - A token is cut to `RECALL_TOKEN_BYTES_MAX` bytes (at a character
-//!   boundary); a text gives at most `RECALL_TOKENS_PER_TEXT_MAX` tokens, the
+//! - A token is cut to `RECALL_TOKEN_BYTES_MAX` bytes at the first
+//!   character that would take it past them (the rest of the token is not
+//!   read); a text gives at most `RECALL_TOKENS_PER_TEXT_MAX` tokens, the
 //!   rest are not read.
+
+use std::borrow::Cow;
 
 /// The longest token kept, in bytes; a longer one is cut to this.
 pub const RECALL_TOKEN_BYTES_MAX: usize = 32;
@@ -40,32 +43,53 @@ fn separates(character: char) -> bool {
     SEPARATOR_RANGES.iter().any(|&(low, high)| (low..=high).contains(&code))
 }
 
-/// The tokens of `text`, in order (a token may repeat).
-pub fn tokens(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut current = String::new();
-    let finish = |current: &mut String, found: &mut Vec<String>| {
-        if !current.is_empty() && found.len() < RECALL_TOKENS_PER_TEXT_MAX {
-            found.push(std::mem::take(current));
-        }
-        current.clear();
-    };
-    for character in text.chars() {
+/// The tokens of `text`, in order (a token may repeat): borrowed from the
+/// text where it needs no lowercasing, so that most texts are read without
+/// a copy. A token is cut at the first character that would take it past
+/// `RECALL_TOKEN_BYTES_MAX` (the rest of it is not read).
+pub fn tokens(text: &str) -> Vec<Cow<'_, str>> {
+    let mut found: Vec<Cow<'_, str>> = Vec::new();
+    let mut reading = Reading::default();
+    for (at, character) in text.char_indices() {
         if found.len() >= RECALL_TOKENS_PER_TEXT_MAX {
-            break;
+            return found;
         }
         if separates(character) {
-            finish(&mut current, &mut found);
+            reading.finish(text, &mut found);
             continue;
         }
-        if current.len() + character.len_utf8() > RECALL_TOKEN_BYTES_MAX {
-            // The rest of an overlong token is not read.
+        let begin = *reading.start.get_or_insert(at);
+        if reading.cut || at + character.len_utf8() - begin > RECALL_TOKEN_BYTES_MAX {
+            reading.cut = true;
             continue;
         }
-        current.push(character.to_ascii_lowercase());
+        reading.end = at + character.len_utf8();
+        reading.capital |= character.is_ascii_uppercase();
     }
-    finish(&mut current, &mut found);
+    if found.len() < RECALL_TOKENS_PER_TEXT_MAX {
+        reading.finish(text, &mut found);
+    }
     found
+}
+
+/// The token being read: where it starts and ends (so far), whether it
+/// was cut, and whether it holds an ASCII capital.
+#[derive(Default)]
+struct Reading {
+    start: Option<usize>,
+    end: usize,
+    cut: bool,
+    capital: bool,
+}
+
+impl Reading {
+    fn finish<'t>(&mut self, text: &'t str, found: &mut Vec<Cow<'t, str>>) {
+        if let Some(begin) = self.start.take() {
+            let token = &text[begin..self.end];
+            found.push(if self.capital { Cow::Owned(token.to_ascii_lowercase()) } else { Cow::Borrowed(token) });
+        }
+        *self = Reading::default();
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +108,11 @@ mod tests {
         check("tab\tand\nnewline", &["tab", "and", "newline"]);
         check(&"x".repeat(40), &["x".repeat(RECALL_TOKEN_BYTES_MAX).as_str()]);
         check(&format!("{} tail", "é".repeat(20)), &["é".repeat(16).as_str(), "tail"]);
+        // Cut at the first character that does not fit: a later, shorter
+        // one is not taken in its place.
+        let cut = format!("a{}", "é".repeat(15));
+        check(&format!("{cut}éx more"), &[cut.as_str(), "more"]);
+        check("MiXeD case", &["mixed", "case"]);
     }
 
     #[test]

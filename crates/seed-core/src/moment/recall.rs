@@ -6,12 +6,13 @@
 //! is byte for byte what it always was.
 
 use super::{Assigned, Opened};
+use crate::face::RecallBlock;
 use crate::fact::FactId;
 use crate::memory::{MemoryKind, RecallQuery, Recalled};
 use crate::roles::compose::render;
 use crate::roles::Orientation;
 use crate::world::World;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::collections::BTreeSet;
 
 /// Items a recall brings when the role does not say (`recall.count`).
@@ -78,7 +79,7 @@ pub fn recall_query(opened: &Opened, assigned: &Assigned, wake: &Json) -> Recall
 /// `recall_face_chars_max` characters of text ([`compact`]), each citing its
 /// fact, and the items left out for the budget with the reflection that
 /// covers each, if one does.
-pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &Json) -> Option<Json> {
+pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &Json) -> Option<RecallBlock> {
     if assigned.composed.orientation == Orientation::Forward {
         return None;
     }
@@ -88,20 +89,8 @@ pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &
     let budget =
         usize::try_from(world.config_u64("recall_face_chars_max", RECALL_FACE_CHARS_MAX as u64)).unwrap_or(usize::MAX);
     let reflection = |fact: &FactId| memory.and_then(|memory| memory.note_recalled(fact, query.cursor));
-    let compacted = compact(recalled, budget, reflection);
-    let mut items: Vec<Json> = compacted.shown.iter().map(|item| item_json(item, false)).collect();
-    items.extend(compacted.stand_ins.iter().map(|reflection| item_json(reflection, true)));
-    let left_out: Vec<Json> = compacted
-        .left_out
-        .iter()
-        .map(|(fact, covered_by)| json!({"fact": fact.to_hex(), "coveredBy": covered_by.map(|by| by.to_hex())}))
-        .collect();
-    Some(json!({
-        "query": query.text,
-        "kinds": query.kinds.iter().map(|kind| kind.as_str()).collect::<Vec<_>>(),
-        "items": items,
-        "leftOut": left_out,
-    }))
+    let Compacted { shown, stand_ins, left_out } = compact(recalled, budget, reflection);
+    Some(RecallBlock { query: query.text, kinds: query.kinds.into_iter().collect(), items: shown, stand_ins, left_out })
 }
 
 /// What a face shows of the items recalled, within a budget.
@@ -188,25 +177,10 @@ pub fn compact(
     }
 }
 
-fn item_json(item: &Recalled, stands_in: bool) -> Json {
-    let mut json = json!({
-        "fact": item.fact.to_hex(),
-        "landSeq": item.land_seq,
-        "kind": item.kind.as_str(),
-        "importance": item.importance,
-        "score": item.score.total,
-        "text": &*item.text,
-    });
-    // Only on a reflection standing in, so other items read as they did.
-    if stands_in {
-        json["standsIn"] = Json::Bool(true);
-    }
-    json
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_wake_reads_as_the_text_it_carries() {
@@ -239,12 +213,7 @@ mod tests {
 
     /// (budget, ranked items as (fact, chars, covered by), reflections as
     /// (fact, chars)) → (shown, standing in, left out with their reflection).
-    fn check(
-        budget: usize,
-        ranked: &[(u8, usize, Option<u8>)],
-        reflections: &[(u8, usize)],
-        expected: Expected<'_>,
-    ) {
+    fn check(budget: usize, ranked: &[(u8, usize, Option<u8>)], reflections: &[(u8, usize)], expected: Expected<'_>) {
         let recalled = ranked.iter().map(|(n, chars, by)| item(*n, &"x".repeat(*chars), *by)).collect();
         let reflection = |fact: &FactId| {
             reflections

@@ -258,6 +258,12 @@ pub fn write_null(out: &mut Vec<u8>) {
     out.push(0xf6);
 }
 
+/// Appends `true` or `false`.
+#[inline]
+pub fn write_bool(value: bool, out: &mut Vec<u8>) {
+    out.push(if value { 0xf5 } else { 0xf4 });
+}
+
 /// Appends a definite-length byte string to `out` (a canonical item).
 #[inline]
 pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
