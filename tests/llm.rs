@@ -441,3 +441,47 @@ fn replay_rebuilds_the_request_and_names_a_changed_prompt() {
     assert!(text.contains("llm.request"), "the request digest is named: {text}");
     assert!(text.contains("definition"), "classified as a definition change: {text}");
 }
+
+/// A clerk that remembers (the `recollecting` modifier: orientation `half`)
+/// is offered an optional `importance` on every tool, and the prompt carries
+/// what it recalls; the importance the model gives is recorded in the act,
+/// one off its range fails the moment naming it, and the land replays clean
+/// without the model. A forward clerk's tools have no such argument.
+#[test]
+fn a_remembering_model_may_say_how_important_an_act_is_and_it_is_recorded() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture_variant(dir.path(), "court.toml", "");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let remembering = text.replace(
+        "flow = [{ role = \"clerk\" }]",
+        "flow = [{ role = \"clerk\" }, { stack = true, role = \"recollecting\" }]",
+    );
+    assert_ne!(remembering, text, "the clerk's flow was found");
+    std::fs::write(&fixture, remembering).unwrap();
+    endpoint.push([
+        Reply::tool("see", json!({"address": "/court", "importance": 7})),
+        Reply::tool("see", json!({"address": "/hall", "importance": 11})),
+    ]);
+    let run = simulate(&fixture, &one_connection(&endpoint, ""), 3);
+    let clerk = run.moments_of("clerk");
+    assert_eq!(clerk[0]["outcome"], "act: see", "{}", clerk[0]);
+    let outcome = clerk[1]["outcome"].as_str().unwrap();
+    assert!(outcome.contains("`importance` that is not 0 to 10: 11"), "{outcome}");
+    let requests = endpoint.received();
+    let clerk_request =
+        requests.iter().find(|request| request.body.to_string().contains("clerk of the court")).unwrap();
+    assert_eq!(tool(&clerk_request.body, "see")["function"]["parameters"]["properties"]["importance"]["maximum"], 10);
+    let system = clerk_request.body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("[recall]"), "{system}");
+    let reel = common::seed(&run.land, &["reel", "@clerk", "--json"]);
+    let reel: Json = serde_json::from_slice(&reel.stdout).unwrap();
+    let acts: Vec<&Json> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();
+    assert_eq!(acts[0]["body"]["importance"], 7, "{}", acts[0]);
+    assert_replays_clean(&run.land, &fixture);
+    // The forward court's clerk is offered no importance.
+    let forward = FakeEndpoint::start().unwrap();
+    simulate(&llm_fixture("court.toml"), &one_connection(&forward, ""), 1);
+    let request = &forward.received()[0].body;
+    assert!(tool(request, "see")["function"]["parameters"]["properties"].get("importance").is_none(), "{request}");
+}

@@ -107,7 +107,16 @@ fn enum_of(entries: &[String]) -> Json {
 pub fn tools(face: &Face) -> (Vec<&'static str>, Vec<Json>) {
     let mut offered = Vec::new();
     let mut tools = Vec::new();
-    let mut add = |verb: &'static str, description: &str, properties: Json, required: &[&str]| {
+    // A being that remembers may say how much an act matters; other faces'
+    // tools (and so their requests) are what they always were.
+    let remembers = face.recall().is_some();
+    let mut add = |verb: &'static str, description: &str, mut properties: Json, required: &[&str]| {
+        if remembers {
+            properties["importance"] = json!({
+                "type": "integer", "minimum": 0, "maximum": crate::memory::recall::IMPORTANCE_MAX,
+                "description": "how much this act matters for you to remember, 0 to 10 (optional)",
+            });
+        }
         offered.push(verb);
         tools.push(json!({
             "type": "function",
@@ -317,6 +326,8 @@ pub struct Interpreted {
     pub call: Option<VerbCall>,
     /// Prose that rode with the call (or, for a see, the prose said to nobody).
     pub content: Option<String>,
+    /// How important the model says the act is to remember (0 to 10).
+    pub importance: Option<u8>,
 }
 
 /// The token counts of a response, if it is JSON with a `usage` block.
@@ -342,7 +353,7 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, Respon
     let message = choice.get("message").filter(|m| m.is_object()).ok_or(ResponseError::NoMessage)?;
     let prose = message["content"].as_str().map(str::trim).filter(|text| !text.is_empty()).map(str::to_string);
     let Some(first) = message["tool_calls"].as_array().and_then(|calls| calls.first()) else {
-        return Ok(Interpreted { call: None, content: prose });
+        return Ok(Interpreted { call: None, content: prose, importance: None });
     };
     let function = &first["function"];
     let name = function["name"].as_str().ok_or(ResponseError::NoFunctionName)?;
@@ -389,7 +400,17 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, Respon
         }
         other => return Err(ResponseError::NotAVerb { name: other.to_string() }),
     };
-    Ok(Interpreted { call: Some(call), content })
+    let importance = match args.get("importance") {
+        None | Some(Json::Null) => None,
+        Some(given) => Some(
+            given
+                .as_u64()
+                .and_then(|value| u8::try_from(value).ok())
+                .filter(|value| *value <= crate::memory::recall::IMPORTANCE_MAX)
+                .ok_or_else(|| arguments_problem(format!("have an `importance` that is not 0 to 10: {given}")))?,
+        ),
+    };
+    Ok(Interpreted { call: Some(call), content, importance })
 }
 
 /// A prompt that does not fit its budget.

@@ -185,7 +185,7 @@ fn llm_momentum(
         output_digest: None,
         llm: Some(record),
         see: None,
-        importance: None,
+        importance: interpreted.importance,
     })
 }
 
