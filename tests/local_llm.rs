@@ -9,7 +9,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,9 @@ fn start_local_model(log: &std::path::Path) -> LocalModel {
     }
 }
 
+/// The court's LLM clerk, driven by the real model for three ticks: once as
+/// it is (`forward`), once wearing `recollecting` (orientation `half`: its
+/// prompt carries what it recalls, and its tools an optional `importance`).
 #[test]
 fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     if !crate::opted_in("SEED_TEST_LOCAL_LLM", "a real local model (scripts/local-llm)") {
@@ -90,7 +93,7 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     let server = start_local_model(&dir.path().join("server.log"));
     let connections = dir.path().join("llm.toml");
     // Forcing the summon tool: with a forced function this small model
-    // answers with a valid tool call (its arguments follow the tool's schema).
+    // mostly answers with a tool call whose arguments follow the schema.
     std::fs::write(
         &connections,
         format!(
@@ -100,11 +103,49 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
         ),
     )
     .unwrap();
-    let land = dir.path().join("land");
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm/court.toml");
-    let trace = dir.path().join("trace.jsonl");
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let court = repo.join("tests/fixtures/llm/court.toml");
+    // The same court, its clerk remembering (its folders made absolute).
+    let remembering_text = std::fs::read_to_string(&court)
+        .unwrap()
+        .replace("\"../../../", &format!("\"{}/", repo.display()))
+        .replace("\"roles\"]", &format!("\"{}\"]", repo.join("tests/fixtures/llm/roles").display()))
+        .replace(
+            "flow = [{ role = \"clerk\" }]",
+            "flow = [{ role = \"clerk\" }, { stack = true, role = \"recollecting\" }]",
+        );
+    let remembering = dir.path().join("remembering-court.toml");
+    std::fs::write(&remembering, remembering_text).unwrap();
+    let mut lands = Vec::new();
+    for (fixture, orientation) in [(&court, "forward"), (&remembering, "half")] {
+        let land = dir.path().join(format!("land-{orientation}"));
+        let acts =
+            drive_the_clerk(&land, fixture, &connections, &dir.path().join(format!("trace-{orientation}.jsonl")));
+        let reel: serde_json::Value =
+            serde_json::from_slice(&common::seed(&land, &["reel", "@clerk", "--json"]).stdout).unwrap();
+        for fact in reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act") {
+            assert_eq!(fact["body"]["orientation"], orientation, "{fact}");
+        }
+        lands.push((land, acts));
+    }
+    // Replay verifies every LLM act; the server is stopped first, so any
+    // attempt to call the model would fail the replay.
+    drop(server);
+    for (land, acts) in lands {
+        let replay = common::seed(&land, &["replay", "@clerk"]);
+        let text = String::from_utf8_lossy(&replay.stdout);
+        assert!(replay.status.success(), "{text}");
+        assert!(text.contains(&format!("{acts} moments replayed, 0 divergence(s)")), "{text}");
+        let all = common::seed(&land, &["replay", "--all"]);
+        assert!(all.status.success(), "{}", String::from_utf8_lossy(&all.stdout));
+    }
+}
+
+/// Simulates three ticks of `fixture` into `land` with the real model and
+/// checks the clerk's moments; returns how many acts it sealed.
+fn drive_the_clerk(land: &Path, fixture: &Path, connections: &Path, trace: &Path) -> u64 {
     let output = common::seed(
-        &land,
+        land,
         &[
             "sim",
             fixture.to_str().unwrap(),
@@ -120,32 +161,32 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(summary["llm"]["calls"], 3, "the clerk called the model once a tick: {summary}");
-    let trace_text = std::fs::read_to_string(&trace).unwrap();
+    let trace_text = std::fs::read_to_string(trace).unwrap();
     let clerk: Vec<serde_json::Value> = trace_text
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
         .filter(|moment| moment["name"] == "clerk")
         .collect();
     assert_eq!(clerk.len(), 3);
+    // What so small a model answers depends on the machine llama.cpp was
+    // compiled for (its arithmetic differs with the CPU's instructions), and
+    // now and then it is not a usable call. The substrate's promise holds
+    // either way: each moment is an act or a failure naming what was wrong
+    // with the answer, every call is counted, and the model drives the clerk.
+    let mut acts = 0;
     for moment in &clerk {
-        assert_eq!(moment["outcome"], "act: summon", "{moment}");
+        let outcome = moment["outcome"].as_str().unwrap_or_default();
+        assert!(outcome == "act: summon" || outcome.starts_with("failure in momentum: llm: "), "{moment}");
+        acts += u64::from(outcome == "act: summon");
         assert_eq!(moment["llm"]["model"], "smollm2-135m");
         assert!(moment["llm"]["promptTokens"].as_u64().unwrap() > 0, "{moment}");
     }
+    assert!(acts >= 1, "the model never drove the clerk to a summons");
     // The acts are sealed on the clerk's reel with their model calls.
     let reel: serde_json::Value =
-        serde_json::from_slice(&common::seed(&land, &["reel", "@clerk", "--json"]).stdout).unwrap();
-    assert_eq!(reel["llm"]["calls"], 3, "{}", reel["llm"]);
-    // The judge heard the clerk: the summons woke her.
-    let verify = common::seed(&land, &["verify"]);
+        serde_json::from_slice(&common::seed(land, &["reel", "@clerk", "--json"]).stdout).unwrap();
+    assert_eq!(reel["llm"]["calls"], acts, "{}", reel["llm"]);
+    let verify = common::seed(land, &["verify"]);
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
-    // Replay verifies every LLM act; the server is stopped first, so any
-    // attempt to call the model would fail the replay.
-    drop(server);
-    let replay = common::seed(&land, &["replay", "@clerk"]);
-    let text = String::from_utf8_lossy(&replay.stdout);
-    assert!(replay.status.success(), "{text}");
-    assert!(text.contains("3 moments replayed, 0 divergence(s)"), "{text}");
-    let all = common::seed(&land, &["replay", "--all"]);
-    assert!(all.status.success(), "{}", String::from_utf8_lossy(&all.stdout));
+    acts
 }
