@@ -298,3 +298,47 @@ fn a_face_short_of_room_keeps_to_its_budget_and_names_what_it_left_out_and_what_
     let all = seed_json(&land, &["replay", "--all", "--json"]);
     assert_eq!(all["divergences"], 0, "{all}");
 }
+
+/// The diary (tests/fixtures/worlds/diary): a diarist writes a note a round
+/// and reflects every third, its faces holding 160 characters of recalled
+/// text. Older notes give way to the reflection that covers them: the
+/// reflection is shown, marked `standsIn`, the notes it covers are listed as
+/// left out with it, none of them is shown beside it, and every face keeps
+/// to its budget and replays byte for byte.
+#[test]
+fn older_notes_give_way_to_the_reflection_that_covers_them() {
+    const BUDGET_CHARS: usize = 160;
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/worlds/diary/world.toml");
+    let output = crate::common::seed(&land, &["sim", world.to_str().expect("utf-8"), "--ticks", "16"]);
+    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    let memory = seed_json(&land, &["memory", "@dee", "--json"]);
+    assert_eq!(memory["problems"], json!([]), "{memory}");
+    let output = crate::common::seed(&land, &["replay", "@dee", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", crate::common::stdout(&output));
+    let mut stood_in = 0;
+    for line in crate::common::stdout(&output).lines() {
+        let moment: Value = serde_json::from_str(line).expect("json");
+        let Some(recall) = moment["face"].get("recall") else { continue };
+        assert_eq!(moment["matches"], true, "{moment}");
+        let items = recall["items"].as_array().expect("items");
+        let chars: usize = items.iter().map(|item| item["text"].as_str().expect("text").chars().count()).sum();
+        assert!(chars <= BUDGET_CHARS, "{chars} characters shown: {recall}");
+        let left_out = recall["leftOut"].as_array().expect("left out");
+        for stand_in in items.iter().filter(|item| item["standsIn"] == true) {
+            stood_in += 1;
+            let covered: Vec<&Value> = left_out.iter().filter(|left| left["coveredBy"] == stand_in["fact"]).collect();
+            assert!(!covered.is_empty(), "a stand-in stands in for something left out: {recall}");
+            for left in covered {
+                assert!(
+                    items.iter().all(|item| item["fact"] != left["fact"]),
+                    "a covered item beside its stand-in: {recall}"
+                );
+            }
+        }
+    }
+    assert!(stood_in >= 3, "reflections stood in for the notes they cover ({stood_in} times)");
+    let all = seed_json(&land, &["replay", "--all", "--json"]);
+    assert_eq!(all["divergences"], 0, "{all}");
+}
