@@ -274,17 +274,9 @@ fn a_face_short_of_room_keeps_to_its_budget_and_names_what_it_left_out_and_what_
             assert!(by >= reflection["landSeq"].as_u64().expect("seq"), "the latest reflection covers it: {item}");
         }
     }
-    // Her faces within the budget, reflections standing in.
-    let output = crate::common::seed(&land, &["replay", "@ada", "--json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", crate::common::stdout(&output));
+    // Her faces within the budget, naming what they left out.
     let mut left_out_covered = 0;
-    for line in crate::common::stdout(&output).lines() {
-        let moment: Value = serde_json::from_str(line).expect("json");
-        let Some(recall) = moment["face"].get("recall") else { continue };
-        assert_eq!(moment["matches"], true, "{moment}");
-        let items = recall["items"].as_array().expect("items");
-        let chars: usize = items.iter().map(|item| item["text"].as_str().expect("text").chars().count()).sum();
-        assert!(chars <= BUDGET_CHARS, "{chars} characters shown: {recall}");
+    for recall in recall_blocks_within(&land, "@ada", BUDGET_CHARS) {
         for left in recall["leftOut"].as_array().expect("left out") {
             assert_eq!(left["fact"].as_str().map(str::len), Some(64), "{left}");
             if left["coveredBy"].is_string() {
@@ -315,16 +307,9 @@ fn older_notes_give_way_to_the_reflection_that_covers_them() {
     assert!(output.status.success(), "{}", crate::common::stderr(&output));
     let memory = seed_json(&land, &["memory", "@dee", "--json"]);
     assert_eq!(memory["problems"], json!([]), "{memory}");
-    let output = crate::common::seed(&land, &["replay", "@dee", "--json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", crate::common::stdout(&output));
     let mut stood_in = 0;
-    for line in crate::common::stdout(&output).lines() {
-        let moment: Value = serde_json::from_str(line).expect("json");
-        let Some(recall) = moment["face"].get("recall") else { continue };
-        assert_eq!(moment["matches"], true, "{moment}");
+    for recall in recall_blocks_within(&land, "@dee", BUDGET_CHARS) {
         let items = recall["items"].as_array().expect("items");
-        let chars: usize = items.iter().map(|item| item["text"].as_str().expect("text").chars().count()).sum();
-        assert!(chars <= BUDGET_CHARS, "{chars} characters shown: {recall}");
         let left_out = recall["leftOut"].as_array().expect("left out");
         for stand_in in items.iter().filter(|item| item["standsIn"] == true) {
             stood_in += 1;
@@ -341,4 +326,22 @@ fn older_notes_give_way_to_the_reflection_that_covers_them() {
     assert!(stood_in >= 3, "reflections stood in for the notes they cover ({stood_in} times)");
     let all = seed_json(&land, &["replay", "--all", "--json"]);
     assert_eq!(all["divergences"], 0, "{all}");
+}
+
+/// The recall blocks of `being`'s replayed moments, each checked to match
+/// byte for byte and to show at most `budget_chars` characters of text.
+fn recall_blocks_within(land: &std::path::Path, being: &str, budget_chars: usize) -> Vec<Value> {
+    let output = crate::common::seed(land, &["replay", being, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", crate::common::stdout(&output));
+    let mut blocks = Vec::new();
+    for line in crate::common::stdout(&output).lines() {
+        let moment: Value = serde_json::from_str(line).expect("json");
+        let Some(recall) = moment["face"].get("recall") else { continue };
+        assert_eq!(moment["matches"], true, "{moment}");
+        let items = recall["items"].as_array().expect("items");
+        let chars: usize = items.iter().map(|item| item["text"].as_str().expect("text").chars().count()).sum();
+        assert!(chars <= budget_chars, "{chars} characters shown: {recall}");
+        blocks.push(recall.clone());
+    }
+    blocks
 }
