@@ -147,8 +147,7 @@ fn a_trader_who_remembers_stops_dealing_with_a_cheat_and_a_forward_one_does_not(
     let dir = tempfile::tempdir().expect("folder");
     let land = dir.path().join("land");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/market.toml");
-    let output = crate::common::seed(&land, &["sim", fixture.to_str().expect("utf-8"), "--ticks", "40"]);
-    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    simulate(&land, &fixture, 40);
     let cheats = summons_sent(&land, "@bo");
     for trader in ["@ada", "@fay"] {
         let first_cheat = cheats
@@ -258,8 +257,7 @@ fn a_face_short_of_room_keeps_to_its_budget_and_names_what_it_left_out_and_what_
     let fixture = dir.path().join("market.toml");
     std::fs::write(&fixture, format!("{text}\n[config]\nrecall_face_chars_max = {BUDGET_CHARS}\n")).expect("write");
     let land = dir.path().join("land");
-    let output = crate::common::seed(&land, &["sim", fixture.to_str().expect("utf-8"), "--ticks", "40"]);
-    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    simulate(&land, &fixture, 40);
     // Her reflections, and what they cover.
     let memory = seed_json(&land, &["memory", "@ada", "--json"]);
     assert_eq!(memory["problems"], json!([]), "{memory}");
@@ -303,8 +301,7 @@ fn older_notes_give_way_to_the_reflection_that_covers_them() {
     let dir = tempfile::tempdir().expect("folder");
     let land = dir.path().join("land");
     let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/worlds/diary/world.toml");
-    let output = crate::common::seed(&land, &["sim", world.to_str().expect("utf-8"), "--ticks", "16"]);
-    assert!(output.status.success(), "{}", crate::common::stderr(&output));
+    simulate(&land, &world, 16);
     let memory = seed_json(&land, &["memory", "@dee", "--json"]);
     assert_eq!(memory["problems"], json!([]), "{memory}");
     let mut stood_in = 0;
@@ -344,4 +341,10 @@ fn recall_blocks_within(land: &std::path::Path, being: &str, budget_chars: usize
         blocks.push(recall.clone());
     }
     blocks
+}
+
+/// Simulates `world` for `ticks` rounds into `land`, which must succeed.
+fn simulate(land: &std::path::Path, world: &std::path::Path, ticks: u64) {
+    let output = crate::common::seed(land, &["sim", world.to_str().expect("utf-8"), "--ticks", &ticks.to_string()]);
+    assert!(output.status.success(), "{}", crate::common::stderr(&output));
 }

@@ -433,6 +433,12 @@ mod tests {
     }
 
     #[test]
+    fn the_known_keys_are_the_face_keys_and_recall() {
+        let known: Vec<&str> = FACE_KEYS.into_iter().chain([FACE_RECALL_KEY]).collect();
+        assert_eq!(FACE_KEYS_KNOWN.to_vec(), known);
+    }
+
+    #[test]
     fn a_face_with_recall_encodes_as_its_whole_and_one_without_has_no_such_key() {
         let plain = row(json!({}), false);
         let without = face(&plain, json!({"kind": "person"}), None, json!({}), Json::Null);

@@ -99,7 +99,7 @@ pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAs
         })
         .collect();
     let recall = ask.query.as_ref().map(|text| {
-        let kinds = [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note].into_iter().collect();
+        let kinds = MemoryKind::ALL.into_iter().collect();
         let query = RecallQuery { text: text.clone(), kinds, count: ask.count, cursor };
         let items: Vec<Json> = fold
             .memory

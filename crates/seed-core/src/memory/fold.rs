@@ -31,17 +31,9 @@ impl MemoryFold {
     pub fn apply_act(&mut self, land_seq: u64, actor: BeingId, actor_name: &str, id: FactId, act: &ActBody) {
         let remembered = remembered_of_act(land_seq, actor_name, id, act);
         if actor == self.being {
-            self.remember(remembered.by_actor);
+            let refused = remember_own(&mut self.memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
+            self.problems.extend(refused.into_iter().map(|problem| (id, problem)));
             if let Some(note) = remembered.note {
-                if let Some(earlier) = note.supersedes {
-                    if let Err(problem) = self.memory.supersede(earlier, id, land_seq) {
-                        self.problems.push((id, problem));
-                    }
-                }
-                if !note.covers.is_empty() {
-                    let missing = self.memory.reflect(id, land_seq, &note.covers);
-                    self.problems.extend(missing.into_iter().map(|problem| (id, problem)));
-                }
                 self.notes.insert(id, note);
             }
             return;
@@ -106,6 +98,30 @@ pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActB
         _ => None,
     };
     ActRemembered { by_actor, note, by_summoned }
+}
+
+/// Folds the actor's own item of the act `id` into its memory: the item,
+/// then what its note supersedes and what it covers (a reflection). Returns
+/// what memory refused, for `seed memory` to list; the world's fold, which
+/// cannot fail, keeps none of it.
+pub fn remember_own(
+    memory: &mut BeingMemory,
+    by_actor: Remembered,
+    note: Option<&Note>,
+    id: FactId,
+    land_seq: u64,
+) -> Vec<MemoryError> {
+    let mut refused = Vec::new();
+    refused.extend(memory.remember(by_actor).err());
+    if let Some(note) = note {
+        if let Some(earlier) = note.supersedes {
+            refused.extend(memory.supersede(earlier, id, land_seq).err());
+        }
+        if !note.covers.is_empty() {
+            refused.extend(memory.reflect(id, land_seq, &note.covers));
+        }
+    }
+    refused
 }
 
 /// What an act did, as the text memory keeps of it.

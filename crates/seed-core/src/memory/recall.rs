@@ -575,7 +575,7 @@ mod tests {
     }
 
     fn all_kinds() -> BTreeSet<MemoryKind> {
-        [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note].into_iter().collect()
+        MemoryKind::ALL.into_iter().collect()
     }
 
     /// The market reel the tables below recall from.
@@ -723,7 +723,7 @@ mod tests {
             const WORDS: [&str; 8] = ["bob", "grain", "coins", "cheated", "paid", "salt", "cy", "again"];
             let text = |words: &[usize]| words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" ");
             let items: Vec<Remembered> = texts.iter().enumerate().map(|(index, words)| {
-                let kind = [MemoryKind::Act, MemoryKind::Summons, MemoryKind::Note][index % 3];
+                let kind = MemoryKind::ALL[index % 3];
                 item(index as u8, index as u64 + 1, kind, importances[index], &text(words))
             }).collect();
             let build = |items: &[Remembered]| {

@@ -25,7 +25,7 @@ pub use schema::CoreSchemas;
 use crate::canonical;
 use crate::fact::body::{Cognition, GenesisBody, GenesisBodyFlowSkipped, KIND_END, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactHeader, FactId, Hash32};
-use crate::memory::fold::remembered_of_act;
+use crate::memory::fold::{remember_own, remembered_of_act};
 use crate::memory::BeingMemory;
 use body::{KIND_ACT, KIND_WORLD};
 use ciborium::value::Value as Cbor;
@@ -438,15 +438,7 @@ impl World {
         let Some(actor_name) = self.beings.get(&being).map(|row| row.name.as_str()) else { return };
         let remembered = remembered_of_act(land_seq, actor_name, id, act);
         let memory = self.memories.entry(being).or_default();
-        let _ = memory.remember(remembered.by_actor);
-        if let Some(note) = remembered.note {
-            if let Some(earlier) = note.supersedes {
-                let _ = memory.supersede(earlier, id, land_seq);
-            }
-            if !note.covers.is_empty() {
-                let _ = memory.reflect(id, land_seq, &note.covers);
-            }
-        }
+        let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
         if let Some((target, summons)) = remembered.by_summoned {
             if let Some(target) = self.names.get(&target).copied() {
                 let _ = self.memories.entry(target).or_default().remember(summons);
