@@ -176,14 +176,19 @@ fn prose_beside_a_tool_call_is_the_acts_content_and_prose_alone_is_logged_not_se
     let reel = common::seed(&run.land, &["reel", "@clerk", "--json"]);
     let reel: Json = serde_json::from_slice(&reel.stdout).unwrap();
     let acts: Vec<&Json> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();
-    assert_eq!(acts.len(), 1, "only the tool call sealed: {reel}");
+    assert_eq!(acts.len(), 1, "only the tool call sealed an act: {reel}");
     let body = &acts[0]["body"];
     assert_eq!(body["content"], "Filed the first case.");
     assert_eq!(body["call"]["content"], "Case 1 is ready.");
     assert_eq!(body["llm"]["connection"], "fake");
     assert_eq!(body["llm"]["params"]["model"], "fake-model");
-    // Token accounting: the fake reports 100 + 10 per call; the reel counts sealed calls.
-    assert_eq!(reel["llm"], json!({ "calls": 1, "promptTokens": 100, "completionTokens": 10, "costMicros": 0 }));
+    // The prose alone sealed no act, but what it cost is on the reel.
+    let spends: Vec<&Json> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "spend").collect();
+    assert_eq!(spends.len(), 1, "{reel}");
+    assert_eq!(spends[0]["body"]["outcome"], "see", "{}", spends[0]);
+    assert_eq!(spends[0]["body"]["llm"]["prompt_tokens"], 100, "{}", spends[0]);
+    // Token accounting: the fake reports 100 + 10 per call; the reel counts every call.
+    assert_eq!(reel["llm"], json!({ "calls": 2, "promptTokens": 200, "completionTokens": 20, "costMicros": 0 }));
     assert_eq!(run.summary.llm_calls, 2);
     assert_eq!(run.summary.llm_prompt_tokens, 200);
 }
@@ -484,4 +489,206 @@ fn a_remembering_model_may_say_how_important_an_act_is_and_it_is_recorded() {
     simulate(&llm_fixture("court.toml"), &one_connection(&forward, ""), 1);
     let request = &forward.received()[0].body;
     assert!(tool(request, "see")["function"]["parameters"]["properties"].get("importance").is_none(), "{request}");
+}
+
+/// The court with a second LLM being, the scribe, wearing the clerk's role,
+/// and `budgets` as given (TOML appended to the fixture).
+fn court_with_budgets(dir: &Path, budgets: &str) -> PathBuf {
+    let scribe = "[[being]]\nname = \"scribe\"\ncognition = \"llm\"\nhome = \"/court\"\n\
+                  default_role = \"clerk\"\nwake_every = 1\nflow = [{ role = \"clerk\" }]\n";
+    fixture_variant(dir, "court.toml", &format!("{scribe}\n{budgets}"))
+}
+
+/// Each moment's outcome, as `call` (a model was called), `summon` (no
+/// call: the owner summoned) or `budget` (no call, no act).
+fn budget_outcomes(run: &Run, name: &str) -> Vec<&'static str> {
+    run.moments_of(name)
+        .iter()
+        .map(|moment| {
+            let outcome = moment["outcome"].as_str().unwrap();
+            match (moment["llm"]["request"].is_string(), outcome) {
+                (true, _) => "call",
+                (false, "act: summon") => "summon",
+                (false, outcome) if outcome.contains("no model call: budget budgets.") => "budget",
+                (false, other) => panic!("@{name}: {other}: {moment}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_spent_budget_stops_the_calls_summons_the_owner_once_and_replays() {
+    struct Case {
+        budgets: &'static str,
+        clerk: [&'static str; 4],
+        scribe: [&'static str; 4],
+        /// What the clerk's summons and failures name.
+        budget: &'static str,
+    }
+    // The fake reports 110 tokens a call. A round's moments read one world,
+    // so the land's budget is crossed by the round that spends it.
+    let cases = [
+        Case {
+            budgets: "[config.budgets.beings.clerk]\ntokens_per_hour = 200\n",
+            clerk: ["call", "call", "summon", "budget"],
+            scribe: ["call", "call", "call", "call"],
+            budget: "budget budgets.beings.clerk.tokens_per_hour is spent: 220 of 200 this hour",
+        },
+        Case {
+            budgets: "[config.budgets.land]\ntokens_per_hour = 300\n",
+            clerk: ["call", "call", "summon", "budget"],
+            scribe: ["call", "call", "summon", "budget"],
+            budget: "budget budgets.land.tokens_per_hour is spent: 440 of 300 this hour",
+        },
+        Case {
+            budgets: "[config.budgets.roles.clerk]\ntokens_per_day = 400\n",
+            clerk: ["call", "call", "summon", "budget"],
+            scribe: ["call", "call", "summon", "budget"],
+            budget: "budget budgets.roles.clerk.tokens_per_day is spent: 440 of 400 today",
+        },
+    ];
+    for case in cases {
+        let endpoint = FakeEndpoint::start().unwrap();
+        // One call is answered in prose: it seals no act, and still counts.
+        endpoint.push([Reply::Prose("Nothing to file.".into())]);
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = court_with_budgets(dir.path(), case.budgets);
+        let run = simulate(&fixture, &one_connection(&endpoint, ""), 4);
+        assert_eq!(budget_outcomes(&run, "clerk"), case.clerk, "{}", case.budgets);
+        assert_eq!(budget_outcomes(&run, "scribe"), case.scribe, "{}", case.budgets);
+        let calls = [case.clerk, case.scribe].iter().flatten().filter(|outcome| **outcome == "call").count();
+        assert_eq!(endpoint.count(), calls as u64, "no call past the budget: {}", case.budgets);
+        let failure = run.moments_of("clerk")[3]["outcome"].as_str().unwrap().to_string();
+        assert!(failure.contains(case.budget), "{failure}");
+        // The owner (the operator, a person) was summoned once, naming the budget and how to raise it.
+        let reel: Json =
+            serde_json::from_slice(&common::seed(&run.land, &["reel", "@clerk", "--json"]).stdout).unwrap();
+        let summons: Vec<&Json> =
+            reel["facts"].as_array().unwrap().iter().filter(|fact| fact["body"]["budget"].is_object()).collect();
+        assert_eq!(summons.len(), 1, "{reel}");
+        let body = &summons[0]["body"];
+        assert_eq!(body["call"]["target"], "@operator", "{body}");
+        assert!(body["llm"].is_null(), "no model was called: {body}");
+        let said = body["call"]["content"].as_str().unwrap();
+        assert!(said.contains(case.budget) && said.contains("set-budget"), "{said}");
+        // `seed beings --json` shows the spend against the budget.
+        let beings: Json = serde_json::from_slice(&common::seed(&run.land, &["beings", "--json"]).stdout).unwrap();
+        let clerk = beings.as_array().unwrap().iter().find(|being| being["name"] == "clerk").unwrap();
+        let clerk_calls = case.clerk.iter().filter(|outcome| **outcome == "call").count() as u64;
+        assert_eq!(clerk["spend"]["total"]["tokens"], clerk_calls * 110, "{clerk}");
+        let spent = clerk["spend"]["budgets"].as_array().unwrap().iter().find(|line| line["isSpent"] == true);
+        assert!(spent.is_some_and(|line| case.budget.contains(line["budget"].as_str().unwrap())), "{clerk}");
+        let text = String::from_utf8(common::seed(&run.land, &["beings"]).stdout).unwrap();
+        assert!(text.contains("spent: no calls until the next window"), "{text}");
+        // The prose answer's spend fact is on a reel, and replay agrees with every moment.
+        let spend_facts: usize = ["clerk", "scribe"]
+            .iter()
+            .map(|name| {
+                let reel: Json =
+                    serde_json::from_slice(&common::seed(&run.land, &["reel", &format!("@{name}"), "--json"]).stdout)
+                        .unwrap();
+                reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "spend").count()
+            })
+            .sum();
+        assert_eq!(spend_facts, 1, "{}", case.budgets);
+        assert_replays_clean(&run.land, &fixture);
+        let verify = common::seed(&run.land, &["verify"]);
+        assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    }
+}
+
+#[test]
+fn a_budget_that_does_not_read_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = court_with_budgets(dir.path(), "[config.budgets.land]\ntokens_per_week = 5\n");
+    let output = common::seed(&dir.path().join("land"), &["sim", fixture.to_str().unwrap(), "--ticks", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("config.budgets") && stderr.contains("unknown field `tokens_per_week`"), "{stderr}");
+}
+
+#[test]
+fn the_being_page_shows_spend_against_its_budget_and_an_ancestor_raises_it_with_a_form() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A day's budget: the test cannot straddle its window's turn.
+    let fixture = fixture_variant(dir.path(), "court.toml", "[config.budgets.beings.clerk]\ntokens_per_day = 200\n");
+    let connections = dir.path().join("connections.toml");
+    std::fs::write(&connections, one_connection(&endpoint, "")).unwrap();
+    let up = common::portal::Up::start(&[
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--llm",
+        connections.to_str().unwrap(),
+        "--round-ms",
+        "100",
+    ]);
+    let spent = |being: &Json| being["spend"]["budgets"][0]["isSpent"] == true;
+    let clerk = up.wait_for_being("clerk", std::time::Duration::from_secs(20), spent);
+    assert_eq!(clerk["tokens"]["calls"], 2, "two calls spend 220 of 200: {clerk}");
+    assert_eq!(clerk["spend"]["today"]["tokens"], 220, "{clerk}");
+    assert_eq!(clerk["spend"]["budgets"][0]["budget"], "budgets.beings.clerk.tokens_per_day", "{clerk}");
+    assert_eq!(clerk["youRaiseBudgetsAs"], "operator", "the operator is the clerk's ancestor: {clerk}");
+    // The owner was summoned once; the page shows the spent budget and the form.
+    let operator = up.wait_for_being("operator", std::time::Duration::from_secs(20), |operator| {
+        operator["inbox"].as_array().is_some_and(|inbox| {
+            inbox.iter().any(|summons| summons["content"].as_str().is_some_and(|text| text.contains("set-budget")))
+        })
+    });
+    assert!(
+        operator["spend"]["budgets"].as_array().is_some_and(Vec::is_empty),
+        "no budget binds @operator: {operator}"
+    );
+    let (_, page) = up.page("/beings/clerk");
+    assert!(page.contains("id=\"budgets\"") && page.contains("spent: no model calls until the next window"), "{page}");
+    let offered = r#"{&quot;being&quot;:&quot;@clerk&quot;,&quot;tokens_per_day&quot;:400}"#;
+    assert!(page.contains("id=\"raise-budget\"") && page.contains(offered), "{page}");
+    // A limit that is not a whole number is refused, naming it, and stores nothing.
+    let (cookie, csrf) = up.login();
+    let form = |args: &str| json!({"csrf": csrf, "verb": "do", "action": "set-budget", "target": "/", "args": args});
+    let refused =
+        up.post_form(&cookie, "/beings/operator/act", &form(r#"{"being": "@clerk", "tokens_per_day": "lots"}"#));
+    let refused = refused.text().unwrap();
+    assert!(refused.contains("do set-budget: args.tokens_per_day must be an integer"), "{refused}");
+    let (status, body) = up.post(
+        "/api/v1/beings/operator/act",
+        &json!({"verb": "do", "action": "set-budget", "target": "/", "args": {"being": "@nobody", "tokens_per_day": 1}}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|text| text.contains("nobody")), "{body}");
+    assert_eq!(
+        up.get("/api/v1/beings/clerk").1["spend"]["budgets"][0]["limit"],
+        200,
+        "a refused change leaves the budget as it was"
+    );
+    // The operator raises it with the page's form; the clerk calls again.
+    if crate::opted_in("SEED_TEST_BROWSER", "the budget form in headless Chromium") {
+        let screenshots = repo().join("target/portal-screenshots");
+        let browser = common::webdriver::Browser::start(&screenshots);
+        browser.log_in(&up.url, &up.token);
+        browser.go(&format!("{}/beings/clerk", up.url));
+        browser.wait_for_text("#budgets", "spent: no model calls until the next window");
+        browser.scroll_to("#raise-budget");
+        browser.screenshot("40-budget-spent");
+        browser.click("#raise-budget button");
+        browser.wait_for_text("#flash", "@operator: act: do");
+        browser.go(&format!("{}/beings/clerk", up.url));
+        browser.wait_for_text("#budgets", "400 per day");
+        browser.scroll_to("#budgets");
+        browser.screenshot("41-budget-raised");
+    } else {
+        let raised =
+            up.post_form(&cookie, "/beings/operator/act", &form(r#"{"being": "@clerk", "tokens_per_day": 400}"#));
+        assert_eq!(raised.status().as_u16(), 303);
+    }
+    let clerk = up.wait_for_being("clerk", std::time::Duration::from_secs(20), |clerk| {
+        clerk["tokens"]["calls"] == 4 && spent(clerk)
+    });
+    assert_eq!(clerk["spend"]["budgets"][0]["limit"], 400, "{clerk}");
+    let mut up = up;
+    up.stop();
+    let replay = common::seed(&up.land(), &["replay", "@clerk"]);
+    assert!(replay.status.success(), "{}{}", common::stdout(&replay), common::stderr(&replay));
+    let verify = common::seed(&up.land(), &["verify"]);
+    assert!(verify.status.success(), "{}", common::stdout(&verify));
 }

@@ -239,10 +239,7 @@ fn two_people_each_live_in_the_land_with_their_own_beings() {
     let up = Up::start(&["--round-ms", "300"]);
     let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
     let operator = Browser::start(&screenshots);
-    operator.go(&format!("{}/login", up.url));
-    operator.clear_and_type("#token", &up.token);
-    operator.click("#login");
-    operator.wait_for_text("h1", "World");
+    operator.log_in(&up.url, &up.token);
 
     // The operator invites Ann: the token is shown once.
     operator.go(&format!("{}/accounts", up.url));
@@ -255,10 +252,7 @@ fn two_people_each_live_in_the_land_with_their_own_beings() {
 
     // Ann, in her own browser profile, logs in with it and sets a password.
     let ann = Browser::start(&screenshots);
-    ann.go(&format!("{}/login", up.url));
-    ann.clear_and_type("#token", &token);
-    ann.click("#login");
-    ann.wait_for_text("h1", "World");
+    ann.log_in(&up.url, &token);
     ann.go(&format!("{}/accounts", up.url));
     ann.wait_for_text("#you", "ann");
     ann.clear_and_type("#new-password", "short");

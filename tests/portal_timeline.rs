@@ -211,7 +211,7 @@ fn the_moments_page_says_why_a_moment_only_looked_and_links_each_act_to_its_mome
     assert_eq!(seen["seeReason"], "the model answered without calling a tool", "{seen}");
     assert_eq!(seen["llm"]["prose"], "All quiet in court.", "{seen}");
     assert!(seen["seq"].is_null(), "a see seals nothing: {seen}");
-    // The being page's totals, read incrementally, are the whole reel's.
+    // The being page's totals are the whole reel's: its acts' calls and its spend facts.
     let started = std::time::Instant::now();
     while up.get("/api/v1/moments?being=clerk&verb=summon").1["recent"].as_array().is_none_or(Vec::is_empty) {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "the clerk never summoned live");

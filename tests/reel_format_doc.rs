@@ -128,9 +128,16 @@ fn the_bundle_fields_are_documented_in_the_order_they_are_encoded() {
 
 #[test]
 fn the_act_body_keys_are_documented_in_the_order_they_are_encoded() {
-    // An act with an importance (only such an act has the key).
-    let body =
-        to_canonical_bytes(&seed::world::ActBody { importance: Some(3), ..common::act_body() }).expect("canonical");
+    // An act with an importance and a spent budget (only such an act has those keys).
+    let budget = seed::spend::BudgetSpent {
+        budget: "budgets.land.tokens_per_hour".into(),
+        per: seed::spend::Per::Hour,
+        window: 1,
+        limit: 10,
+        spent: 11,
+    };
+    let act = seed::world::ActBody { importance: Some(3), budget: Some(budget), ..common::act_body() };
+    let body = to_canonical_bytes(&act).expect("canonical");
     // `llm` leads the table; an act of another cognition has no `llm` key.
     let documented = table_keys("**The `act` body**");
     assert_eq!(documented.first().map(String::as_str), Some("llm"));

@@ -127,6 +127,13 @@ pub fn beings(land: &Land, json: bool) -> Result<ExitCode> {
         })
         .collect();
     rows.sort_by(|left, right| left.0.name.cmp(&right.0.name));
+    // What each being spent on model calls, against its budgets in the
+    // windows holding the land's latest stored time (folded, like replay).
+    let world = seed::engine::world_at_end(land)?;
+    let latest_ms = rows.iter().map(|(_, _, head, _)| head.stored_time_ms).max().unwrap_or(0);
+    let spend_of = |being: &seed::fact::BeingId| {
+        world.beings.get(being).map(|row| seed::spend::being_spend_json(&world, row, latest_ms))
+    };
     if json {
         let list: Vec<Json> = rows
             .iter()
@@ -138,6 +145,7 @@ pub fn beings(land: &Land, json: bool) -> Result<ExitCode> {
                     "home": genesis.home_space, "defaultRole": genesis.default_role,
                     "facts": head.seq + 1, "ended": head.ended,
                     "lastTimeMs": head.stored_time_ms, "lastTime": format_time_ms(head.stored_time_ms),
+                    "spend": spend_of(being),
                 })
             })
             .collect();
@@ -160,6 +168,36 @@ pub fn beings(land: &Land, json: bool) -> Result<ExitCode> {
             head.seq + 1
         );
     }
+    // Spend, for the beings that called a model or answer to a budget.
+    for (genesis, being, _, _) in &rows {
+        let Some(row) = world.beings.get(being) else { continue };
+        let spent = world.spend.beings.get(being).map(|windows| windows.total).unwrap_or_default();
+        let lines = seed::spend::budget_lines(&world, row, latest_ms);
+        if spent.calls == 0 && lines.is_empty() {
+            continue;
+        }
+        let mut line = format!(
+            "@{}: {} model call(s), {} tokens, cost {} micros",
+            genesis.name,
+            spent.calls,
+            spent.tokens(),
+            spent.cost_micros
+        );
+        for budget in &lines {
+            let state = match budget.limit.checked_sub(budget.spent).filter(|left| *left > 0) {
+                Some(left) => format!("{left} left"),
+                None => "spent: no calls until the next window".to_string(),
+            };
+            line.push_str(&format!(
+                "; {} {} of {} this {} ({state})",
+                budget.budget,
+                budget.spent,
+                budget.limit,
+                budget.per.as_str()
+            ));
+        }
+        println!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -168,10 +206,16 @@ pub fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     let head = land.store().head(&being)?.context("the being has no head")?;
     let facts = land.store().reel(&being, 0, head.seq + 1)?;
     let genesis: GenesisBody = land.genesis(&being)?;
-    // Token and cost accounting over the sealed LLM acts of the reel.
+    // Token and cost accounting over the reel's model calls: its LLM acts,
+    // and its `spend` facts (calls whose moments sealed no act).
     let mut totals = seed::llm::LlmTotals::default();
-    for stored in facts.iter().filter(|stored| stored.fact.kind() == seed::world::body::KIND_ACT) {
-        if let Ok(seed::world::ActBody { llm: Some(record), .. }) = stored.fact.body_as::<seed::world::ActBody>() {
+    for stored in &facts {
+        let record = match stored.fact.kind() {
+            seed::world::body::KIND_ACT => stored.fact.body_as::<seed::world::ActBody>().ok().and_then(|act| act.llm),
+            seed::spend::KIND_SPEND => stored.fact.body_as::<seed::spend::SpendBody>().ok().map(|spend| spend.llm),
+            _ => None,
+        };
+        if let Some(record) = record {
             totals.add(&record);
         }
     }
@@ -189,7 +233,7 @@ pub fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     }
     if calls > 0 {
         println!(
-            "llm: {calls} sealed call(s), {prompt_tokens} prompt + {completion_tokens} completion tokens, cost {cost_micros} micros"
+            "llm: {calls} call(s), {prompt_tokens} prompt + {completion_tokens} completion tokens, cost {cost_micros} micros"
         );
     }
     Ok(ExitCode::SUCCESS)

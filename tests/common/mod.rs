@@ -103,6 +103,7 @@ pub fn act_body() -> seed::world::ActBody {
         call: seed::world::VerbCall::See { address: "/".into() },
         wake: seed::world::Wake::Tick { tick: 1 },
         stack: Vec::new(),
+        budget: None,
         cursor: 0,
         content: None,
         digests: seed::world::body::Digests {

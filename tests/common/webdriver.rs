@@ -121,6 +121,14 @@ impl Browser {
         self.call("POST", "/url", Some(json!({"url": url})));
     }
 
+    /// Logs in at the portal at `url` with `token` and waits for the world page.
+    pub fn log_in(&self, url: &str, token: &str) {
+        self.go(&format!("{url}/login"));
+        self.clear_and_type("#token", token);
+        self.click("#login");
+        self.wait_for_text("h1", "World");
+    }
+
     pub fn current_url(&self) -> String {
         self.call("GET", "/url", None).as_str().unwrap_or_default().to_string()
     }

@@ -15,6 +15,7 @@ pub mod memory;
 pub mod moment;
 pub mod roles;
 pub mod script;
+pub mod spend;
 pub mod world;
 
 pub use seed_format::{canonical, fact, limits, names, schemas};

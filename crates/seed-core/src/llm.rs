@@ -546,4 +546,7 @@ pub struct LlmTrace {
     /// Prose the model said (for a see, said to nobody: logged, not sealed).
     pub prose: Option<String>,
     pub omitted_see_blocks: Vec<String>,
+    /// The call's record once it was answered: the engine seals it in a
+    /// `spend` fact when the moment seals no act (`crate::spend`).
+    pub record: Option<LlmRecord>,
 }

@@ -155,6 +155,7 @@ mod tests {
             call,
             wake: Wake::Person,
             stack: Vec::new(),
+            budget: None,
             cursor: 0,
             content: None,
             digests: Digests {

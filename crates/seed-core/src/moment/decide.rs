@@ -159,11 +159,17 @@ pub fn decide(
             } else {
                 format!("@{target}")
             };
-            if !face.can_summon.contains(&target) {
+            // The substrate's own summons of the owner about a spent budget
+            // needs no canSummon entry; the summon limits still apply.
+            if decision.budget.is_none() && !face.can_summon.contains(&target) {
                 return Err(refuse(Refusal::NotWithin { what: format!("summon {target}"), list: "canSummon" }));
             }
             check_summon(world, row, &target, &content, opened.stored_time_ms).map_err(refuse)?;
-            let in_reply_to = in_reply_to.or(summon.map(|summon| summon.correlation));
+            // A summons about a spent budget answers nobody: it starts its own conversation.
+            let in_reply_to = match decision.budget {
+                Some(_) => in_reply_to,
+                None => in_reply_to.or(summon.map(|summon| summon.correlation)),
+            };
             VerbCall::Summon { target, content, in_reply_to }
         }
         VerbCall::Be { operation, payload } => {
@@ -226,6 +232,7 @@ pub fn decide(
         evaluator: EVALUATOR_VERSION.to_string(),
         llm: decision.llm,
         importance: decision.importance.or(assigned.composed.act_importance),
+        budget: decision.budget,
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
     let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);

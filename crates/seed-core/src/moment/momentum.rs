@@ -26,6 +26,24 @@ pub struct Decision {
     /// How important the cognition says the act is (0 to `IMPORTANCE_MAX`),
     /// recorded in the act for memory; `None`: it did not say.
     pub importance: Option<u8>,
+    /// Set when no model was called because this budget is spent: the call
+    /// is the substrate's summons of the being's owner (`crate::spend`).
+    pub budget: Option<crate::spend::BudgetSpent>,
+}
+
+impl Decision {
+    /// A decision to call no verb, for `reason`.
+    fn only_looked(reason: SeeReason) -> Decision {
+        Decision {
+            call: None,
+            content: None,
+            output_digest: None,
+            llm: None,
+            see: Some(reason),
+            importance: None,
+            budget: None,
+        }
+    }
 }
 
 /// Why a moment only looked: the reason the moments page gives for a see.
@@ -138,6 +156,23 @@ fn llm_momentum(
     trace: &mut Option<LlmTrace>,
 ) -> Result<Decision, Failure> {
     let fail = |error: LlmFailure| failure(Beat::Momentum, Refusal::Llm(error));
+    let primary = assigned.composed.primary.as_deref();
+    if let Some(spent) = crate::spend::exhausted(world, row, primary, opened.stored_time_ms) {
+        // No call: the being's owner is summoned once per budget and window.
+        let Some(owner) = crate::spend::owner_to_summon(world, row, &spent) else {
+            return Err(fail(LlmFailure::OverBudget(spent)));
+        };
+        let content = crate::spend::owner_summons_text(&row.name, &spent);
+        return Ok(Decision {
+            call: Some(VerbCall::Summon { target: format!("@{}", owner.name), content, in_reply_to: None }),
+            content: None,
+            output_digest: None,
+            llm: None,
+            see: None,
+            importance: None,
+            budget: Some(spent),
+        });
+    }
     let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
     let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
     let connection = llm_connection(world, row, assigned);
@@ -164,6 +199,7 @@ fn llm_momentum(
         request: Some(record.request),
         prose: None,
         omitted_see_blocks: prompt.omitted.clone(),
+        record: Some(record.clone()),
     });
     let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
     if record.response.len() > most {
@@ -176,8 +212,7 @@ fn llm_momentum(
         if let Some(entry) = trace.as_mut() {
             entry.prose = interpreted.content;
         }
-        let see = Some(SeeReason::ModelCalledNoTool);
-        return Ok(Decision { call: None, content: None, output_digest: None, llm: None, see, importance: None });
+        return Ok(Decision::only_looked(SeeReason::ModelCalledNoTool));
     }
     Ok(Decision {
         call: interpreted.call,
@@ -186,6 +221,7 @@ fn llm_momentum(
         llm: Some(record),
         see: None,
         importance: interpreted.importance,
+        budget: None,
     })
 }
 
@@ -213,15 +249,7 @@ pub fn momentum(
             None => {
                 let role =
                     assigned.walk.primary.as_ref().map_or_else(|| "(none)".to_string(), |role| role.name.to_string());
-                let see = Some(SeeReason::NoScript { role });
-                return Ok(Decision {
-                    call: None,
-                    content: None,
-                    output_digest: None,
-                    llm: None,
-                    see,
-                    importance: None,
-                });
+                return Ok(Decision::only_looked(SeeReason::NoScript { role }));
             }
         },
     };
@@ -237,7 +265,15 @@ pub fn momentum(
     let (call, content) = parse_call(&output).map_err(refused)?;
     let importance = parse_importance(&output).map_err(refused)?;
     let see = call.is_none().then_some(SeeReason::ScriptChoseNothing);
-    Ok(Decision { call, content, output_digest: Some(blake3_of(&output_bytes)), llm: None, see, importance })
+    Ok(Decision {
+        call,
+        content,
+        output_digest: Some(blake3_of(&output_bytes)),
+        llm: None,
+        see,
+        importance,
+        budget: None,
+    })
 }
 
 /// What a person chose at the portal: the verb call and the prose beside it.
@@ -265,5 +301,6 @@ pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) ->
         llm: None,
         see: None,
         importance: None,
+        budget: None,
     })
 }

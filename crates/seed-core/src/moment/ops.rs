@@ -169,6 +169,18 @@ impl OpRegistry {
             op_grant_account,
         );
         add("revoke-account", ArgSchema::default().field("account", ArgType::Text, true), op_revoke_account);
+        add(
+            "set-budget",
+            crate::spend::LIMIT_KEYS.iter().fold(
+                ArgSchema::default().field("being", ArgType::Text, false).field("role", ArgType::Text, false).field(
+                    "land",
+                    ArgType::Bool,
+                    false,
+                ),
+                |schema, limit| schema.field(limit, ArgType::Integer, false),
+            ),
+            op_set_budget,
+        );
         registry
     }
 
@@ -325,6 +337,48 @@ fn op_grant_account(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     }])
 }
 
+/// Sets limits of a budget in the land's `budgets` configuration
+/// (`crate::spend`): a being's (by an ancestor of it: its owner raises what
+/// it may spend), a role's or the land's (by the land's operator, the one
+/// being born to no parent). A limit given as null is removed; limits not
+/// given stay as they were.
+fn op_set_budget(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    use crate::spend::{Budgets, Limits, BUDGETS_CONFIG_KEY, LIMIT_KEYS};
+    let given = |name: &str| call.args.get(name).filter(|value| !value.is_null());
+    let actor = call.world.being_named(call.actor).ok_or(OpError::ActorNotInWorld)?;
+    let being = given("being").and_then(Json::as_str).map(|name| name.trim_start_matches('@'));
+    let role = given("role").and_then(Json::as_str);
+    let land = given("land").and_then(Json::as_bool) == Some(true);
+    let mut budgets = Budgets::of_world(call.world);
+    let limits: &mut Limits = match (being, role, land) {
+        (Some(name), None, false) => {
+            let row = call.world.being_named(name).ok_or_else(|| OpError::NoBeingNamed { name: name.to_string() })?;
+            if !super::is_ancestor(call.world, actor.id, row.id) {
+                return Err(OpError::BudgetNotAnAncestor { actor: call.actor.to_string(), being: name.to_string() });
+            }
+            budgets.beings.entry(name.to_string()).or_default()
+        }
+        (None, Some(_), false) | (None, None, true) if actor.parent.is_some() => {
+            return Err(OpError::BudgetNotOperator { actor: call.actor.to_string() })
+        }
+        (None, Some(role), false) => budgets.roles.entry(role.to_string()).or_default(),
+        (None, None, true) => &mut budgets.land,
+        _ => return Err(OpError::BudgetScope),
+    };
+    for limit in LIMIT_KEYS {
+        let Some(value) = call.args.get(limit) else { continue };
+        let value = match value {
+            Json::Null => None,
+            number => Some(number.as_u64().ok_or(OpError::BudgetLimit { limit })?),
+        };
+        limits.set(limit, value);
+    }
+    budgets.beings.retain(|_, limits| !limits.is_empty());
+    budgets.roles.retain(|_, limits| !limits.is_empty());
+    let value = (budgets != Budgets::default()).then(|| budgets.to_json());
+    Ok(vec![Effect::SetConfig { key: BUDGETS_CONFIG_KEY.to_string(), value }])
+}
+
 /// Ends an account; only an ancestor of its being may.
 fn op_revoke_account(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     let account = text_arg(call.args, "account");
@@ -373,6 +427,76 @@ fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_is_set_by_an_ancestor_for_a_being_and_by_the_operator_for_a_role_or_the_land() {
+        let world = crate::spend::tests::family();
+        let scripts = ScriptEngine::new();
+        let roles = crate::roles::definition::RoleRegistry::new();
+        let target: Address = "/".parse().unwrap();
+        let check = |actor: &str, args: Json, expected: Result<Json, &str>| {
+            let call =
+                OpCall { world: &world, actor, target: &target, args: &args, scripts: &scripts, file_roles: &roles };
+            match (op_set_budget(&call), expected) {
+                (Ok(effects), Ok(budgets)) => assert_eq!(
+                    effects,
+                    vec![Effect::SetConfig { key: "budgets".into(), value: (!budgets.is_null()).then_some(budgets) }],
+                    "@{actor} {args}"
+                ),
+                (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "@{actor} {args}: {error}"),
+                (got, expected) => panic!("@{actor} {args}: {got:?} vs {expected:?}"),
+            }
+        };
+        check(
+            "steward",
+            json!({"being": "@page", "tokens_per_hour": 500}),
+            Ok(json!({"beings": {"page": {"tokens_per_hour": 500}}})),
+        );
+        check(
+            "operator",
+            json!({"being": "clerk", "cost_micros_per_day": 0}),
+            Ok(json!({"beings": {"clerk": {"cost_micros_per_day": 0}}})),
+        );
+        check(
+            "operator",
+            json!({"role": "clerk", "tokens_per_day": 9}),
+            Ok(json!({"roles": {"clerk": {"tokens_per_day": 9}}})),
+        );
+        check("operator", json!({"land": true, "tokens_per_hour": 1}), Ok(json!({"land": {"tokens_per_hour": 1}})));
+        check("operator", json!({"land": true, "tokens_per_hour": null}), Ok(Json::Null));
+        check("page", json!({"being": "page", "tokens_per_hour": 5}), Err("@page is not an ancestor of @page"));
+        check("clerk", json!({"being": "steward", "tokens_per_hour": 5}), Err("@clerk is not an ancestor of @steward"));
+        check("steward", json!({"land": true, "tokens_per_hour": 5}), Err("only the land's operator"));
+        check("steward", json!({"role": "clerk", "tokens_per_hour": 5}), Err("only the land's operator"));
+        check("operator", json!({"tokens_per_hour": 5}), Err("exactly one of args.being, args.role or args.land"));
+        check("operator", json!({"being": "page", "land": true}), Err("exactly one of"));
+        check("operator", json!({"being": "nobody"}), Err("there is no being @nobody"));
+        check(
+            "operator",
+            json!({"being": "page", "tokens_per_hour": -1}),
+            Err("args.tokens_per_hour must be a whole number"),
+        );
+        // What is already set stays; a null removes one limit.
+        let mut world = world.clone();
+        world.config.insert(
+            "budgets".into(),
+            json!({"land": {"tokens_per_day": 7}, "beings": {"page": {"tokens_per_hour": 5, "tokens_per_day": 50}}}),
+        );
+        let args = json!({"being": "page", "tokens_per_hour": null});
+        let call = OpCall {
+            world: &world,
+            actor: "clerk",
+            target: &target,
+            args: &args,
+            scripts: &scripts,
+            file_roles: &roles,
+        };
+        let expected = json!({"land": {"tokens_per_day": 7}, "beings": {"page": {"tokens_per_day": 50}}});
+        assert_eq!(
+            op_set_budget(&call).unwrap(),
+            vec![Effect::SetConfig { key: "budgets".into(), value: Some(expected) }]
+        );
+    }
 
     #[test]
     fn schemas_name_the_bad_field() {

@@ -179,6 +179,14 @@ pub enum OpError {
     NotAuthored { role: String },
     #[error("args.role: no role file defines {role:?}, so there is no definition to revert to")]
     NoFileDefinition { role: String },
+    #[error("set-budget names what it bounds: exactly one of args.being, args.role or args.land (true)")]
+    BudgetScope,
+    #[error("args.{limit} must be a whole number of 0 or more, or null to remove the limit")]
+    BudgetLimit { limit: &'static str },
+    #[error("@{actor} is not an ancestor of @{being}, so may not set its budget")]
+    BudgetNotAnAncestor { actor: String, being: String },
+    #[error("@{actor} was born to a parent: only the land's operator sets a role's or the land's budget")]
+    BudgetNotOperator { actor: String },
 }
 
 /// An argument that does not fit its operation's schema.
@@ -242,6 +250,10 @@ pub enum LlmFailure {
     ResponseTooLarge { len: usize, most: usize },
     #[error("{0}")]
     Response(ResponseError),
+    /// No call was made: a budget is spent (and the owner was summoned, or
+    /// has been this window, or there is none).
+    #[error("no model call: {0}")]
+    OverBudget(crate::spend::BudgetSpent),
 }
 
 impl Refusal {
@@ -255,6 +267,7 @@ impl Refusal {
             Refusal::WakingSummonGone => "waking-summon-gone",
             Refusal::Encoding(_) => "encoding",
             Refusal::ActBody(_) => "act-body",
+            Refusal::Llm(LlmFailure::OverBudget(_)) => "budget",
             Refusal::Llm(_) => "llm",
             Refusal::NotScripted { .. } => "not-scripted",
             Refusal::NoPersonDrives { .. } => "no-person-drives",

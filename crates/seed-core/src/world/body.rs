@@ -199,6 +199,11 @@ pub struct ActBody {
     pub wake: Wake,
     /// Primary first (if any), then the modifiers, each with its digest.
     pub stack: Vec<RoleUse>,
+    /// The budget found spent when the substrate, not the cognition, made
+    /// this act: the being's summons to its owner (`crate::spend`). Absent
+    /// (not null) otherwise, so other acts encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::spend::BudgetSpent>,
     /// The land cursor the moment opened at.
     pub cursor: u64,
     /// Prose that rode with the call.

@@ -120,6 +120,8 @@ pub enum FoldBody {
     End,
     World(WorldBody),
     Act(Box<ActBody>),
+    /// A model call whose moment sealed no act.
+    Spend(Box<crate::spend::SpendBody>),
     Nothing,
 }
 
@@ -215,6 +217,8 @@ impl FoldBody {
             KIND_WORLD => canonical::from_canonical_bytes::<WorldBody>(body).map_or(FoldBody::Nothing, FoldBody::World),
             KIND_ACT => canonical::from_canonical_bytes::<ActBody>(body)
                 .map_or(FoldBody::Nothing, |act| FoldBody::Act(Box::new(act))),
+            crate::spend::KIND_SPEND => canonical::from_canonical_bytes::<crate::spend::SpendBody>(body)
+                .map_or(FoldBody::Nothing, |spend| FoldBody::Spend(Box::new(spend))),
             _ => FoldBody::Nothing,
         }
     }
@@ -272,6 +276,10 @@ pub struct World {
     /// not part of the canonical state (the world hash is as it always
     /// was); a snapshot carries it. Persistent: clones share it.
     pub memories: imbl::OrdMap<BeingId, BeingMemory>,
+    /// What the land's model calls cost, by being, role and land, folded
+    /// from acts' `llm` records and `spend` facts (`crate::spend`). Not part
+    /// of the canonical state; a snapshot carries it.
+    pub spend: crate::spend::SpendLedger,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -383,6 +391,9 @@ impl World {
                 }
             }
             FoldBody::Act(act) => self.apply_act(land_seq, header, id, &act),
+            FoldBody::Spend(spend) => {
+                self.spend.fold(being, spend.primary.as_deref(), header.stored_time_ms, &spend.llm);
+            }
             FoldBody::Nothing => {}
         }
     }
@@ -393,7 +404,9 @@ impl World {
         debug_assert_eq!(header.kind, KIND_ACT);
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
-        if let Wake::Summon { fact: summon, .. } = &act.wake {
+        // The substrate's summons about a spent budget answers no summons:
+        // the one that woke the being stays in its inbox, to be answered.
+        if let (Wake::Summon { fact: summon, .. }, None) = (&act.wake, &act.budget) {
             if let Some(inbox) = self.inbox.get_mut(&being) {
                 inbox.retain(|_, pending| pending.fact != *summon);
             }
@@ -425,6 +438,12 @@ impl World {
             }
         }
         self.remember_act(land_seq, being, id, act);
+        if let Some(record) = &act.llm {
+            self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
+        }
+        if let Some(budget) = &act.budget {
+            self.spend.owners_summoned.insert(being, budget.clone());
+        }
         for effect in &act.effects {
             self.apply_effect(Some(being), land_seq, effect);
         }
@@ -665,13 +684,15 @@ impl World {
         crate::fact::blake3_of(&bytes)
     }
 
-    /// What a world snapshot claims of its world: the state digest and the
-    /// memories' digest, hashed together (a snapshot whose memories differ
-    /// from the fold's is caught like one whose state does).
+    /// What a world snapshot claims of its world: the state digest, the
+    /// memories' digest and the spend ledger's, hashed together (a snapshot
+    /// whose memories or spend differ from the fold's is caught like one
+    /// whose state does).
     pub fn snapshot_digest(&self) -> Hash32 {
-        let mut bytes = [0u8; 64];
+        let mut bytes = [0u8; 96];
         bytes[..32].copy_from_slice(&self.state_digest().0);
-        bytes[32..].copy_from_slice(&self.memories_digest().0);
+        bytes[32..64].copy_from_slice(&self.memories_digest().0);
+        bytes[64..].copy_from_slice(&self.spend.digest().0);
         crate::fact::blake3_of(&bytes)
     }
 }

@@ -21,8 +21,8 @@ use crate::canonical::{next_key_in_order, set_once, CanonicalReader};
 use crate::fact::Fact;
 
 /// Whether folding the fact of `envelope` changes nothing but its actor's
-/// activity: an act with no effects whose call is not a summon and that no
-/// summon woke. Nothing is checked (not the body's hash, not its form, not
+/// activity: an act with no effects and no model call (which the land's
+/// spend counts) whose call is not a summon and that no summon woke. Nothing is checked (not the body's hash, not its form, not
 /// the signature): an envelope that is damaged folds nothing at all when it
 /// is read in full, which changes the world no more than this says. `false`
 /// wherever the bytes do not plainly read as such an act.
@@ -54,6 +54,9 @@ fn act_reach(body: &[u8]) -> Option<bool> {
             b"call" => set_once(&mut call_is_summon, tagged_is_summon(&mut reader, b"verb", CALL_VERBS)?)?,
             b"wake" => set_once(&mut woken_by_summon, tagged_is_summon(&mut reader, b"kind", WAKE_KINDS)?)?,
             b"effects" => set_once(&mut effects, reader.array_head()?)?,
+            // A model call is counted in the land's and its role's spend,
+            // which every being's budget check reads.
+            b"llm" => return Some(false),
             _ => {
                 if !reader.skip_heads() {
                     return None;
@@ -107,6 +110,7 @@ mod tests {
             call,
             wake,
             stack: Vec::new(),
+            budget: None,
             cursor: 12,
             content: Some("hello".into()),
             digests: Digests { face: digest, context: digest, composed: digest, script_output: None },
@@ -116,6 +120,26 @@ mod tests {
             importance: None,
             orientation: "looking".into(),
         }
+    }
+
+    /// An act whose model call the land's spend counts (`crate::spend`).
+    fn with_model_call(mut body: ActBody) -> ActBody {
+        body.llm = Some(crate::llm::LlmRecord {
+            connection: "local".into(),
+            params: crate::llm::LlmParams {
+                model: "m".into(),
+                tool_choice: "auto".into(),
+                temperature_milli: 0,
+                max_tokens: 10,
+            },
+            request: Hash32([3; 32]),
+            response: "{}".into(),
+            prompt_tokens: 5,
+            completion_tokens: 2,
+            prices: crate::llm::Prices::default(),
+            cost_micros: 0,
+        });
+        body
     }
 
     fn see() -> VerbCall {
@@ -149,6 +173,7 @@ mod tests {
             (act(summon_call.clone(), Wake::Tick { tick: 3 }, Vec::new()), false),
             (act(see(), Wake::Tick { tick: 3 }, vec![moved.clone()]), false),
             (act(summon_call, summon_wake, vec![moved]), false),
+            (with_model_call(act(see(), Wake::Tick { tick: 3 }, Vec::new())), false),
         ];
         for (body, expected) in &cases {
             check(body, *expected);
@@ -161,6 +186,7 @@ mod tests {
         !act_changes_only_its_actors_activity(bytes)
             || crate::canonical::from_canonical_bytes::<ActBody>(bytes).map_or(true, |read| {
                 read.effects.is_empty()
+                    && read.llm.is_none()
                     && !matches!(read.call, VerbCall::Summon { .. })
                     && !matches!(read.wake, Wake::Summon { .. })
             })

@@ -5,7 +5,8 @@
 //!
 //! Each rule is the writer's own, called here rather than restated:
 //!
-//! - `act` and `world` bodies read as [`ActBody`] / [`WorldBody`] and encode
+//! - `act`, `world` and `spend` bodies read as [`ActBody`] / [`WorldBody`] /
+//!   [`crate::spend::SpendBody`] and encode
 //!   back to exactly their bytes (the writers encode those types, so a body
 //!   with a field they lack, or without one they always write, is not theirs);
 //! - a genesis's roleFlow is a list of clauses [`RoleFlow::from_json`] reads
@@ -186,6 +187,7 @@ impl HigherSchemas for CoreSchemas {
             KIND_ACT if self.acts_left_to_replay => None,
             KIND_ACT => written_as::<ActBody>(body),
             KIND_WORLD => written_as::<WorldBody>(body),
+            crate::spend::KIND_SPEND => written_as::<crate::spend::SpendBody>(body),
             _ => None,
         }
     }

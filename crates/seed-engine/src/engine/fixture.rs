@@ -273,6 +273,11 @@ impl Fixture {
             }
         }
         let space_named = |path: &str| closest(path, spaces.iter().map(String::as_str));
+        if let Some(budgets) = self.config.get(crate::spend::BUDGETS_CONFIG_KEY) {
+            if let Err(problem) = crate::spend::Budgets::from_json(budgets) {
+                fail(&format!("config.{}", crate::spend::BUDGETS_CONFIG_KEY), problem.to_string(), None);
+            }
+        }
         for (index, signal) in self.signals.iter().enumerate() {
             if let Some(reason) = crate::world::signal_key_problem(&signal.key) {
                 fail(&format!("signal[{index}].key"), reason, None);

@@ -816,6 +816,9 @@ impl Engine {
                 report::FailureExample { being: trace.name.clone(), tick, reason: trace.outcome.clone(), script }
             });
         }
+        if sealed_seq.is_none() || failed.is_some() {
+            self.seal_unsealed_call(being, &trace, sealing)?;
+        }
         self.scheduler.saw(&self.world, being);
         log_moment(&trace, self.mode);
         if let Some(log) = self.moment_log.as_mut() {
@@ -847,6 +850,43 @@ impl Engine {
             self.recent_traces.push_back(line);
         }
         Ok((trace.outcome, failed))
+    }
+
+    /// Seals a `spend` fact for a model call whose moment sealed no act (it
+    /// saw, or failed after the answer), so what it cost is on the reel and
+    /// in every fold (`crate::spend`). A fault of this being's alone (its
+    /// key, an ended reel) leaves the call unrecorded and is logged.
+    fn seal_unsealed_call(
+        &mut self,
+        being: BeingId,
+        trace: &MomentTrace,
+        sealing: &mut Sealing,
+    ) -> Result<(), EngineError> {
+        let Some(record) = trace.llm.as_ref().and_then(|llm| llm.record.clone()) else { return Ok(()) };
+        let body = crate::spend::SpendBody {
+            llm: record,
+            wake: trace.wake.clone(),
+            cursor: trace.cursor,
+            outcome: trace.outcome.clone(),
+            primary: trace.primary.clone(),
+        };
+        let body =
+            CanonicalBody::encode(&body).map_err(|error| EngineError::Internal(format!("spend body: {error}")))?;
+        match self.land.prepare_canonical(&being, crate::spend::KIND_SPEND, body) {
+            Ok(prepared) => {
+                let unsigned = &prepared.unsigned;
+                self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
+                sealing.push(prepared);
+                Ok(())
+            }
+            Err(error) => match being_fault(&error) {
+                Some(_) => {
+                    tracing::warn!(being = %trace.name, %error, "a model call's spend could not be sealed");
+                    Ok(())
+                }
+                None => Err(error.into()),
+            },
+        }
     }
 
     /// Runs one moment a person drives (the portal): `being` must be of

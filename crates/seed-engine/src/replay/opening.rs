@@ -157,6 +157,7 @@ mod tests {
     fn act(wake: Wake, call: VerbCall, content: Option<&str>) -> ActBody {
         ActBody {
             wake,
+            budget: None,
             cursor: 1006,
             orientation: "forward".into(),
             primary: Some("onlooker".into()),

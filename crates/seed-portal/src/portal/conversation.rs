@@ -151,6 +151,7 @@ mod tests {
             call,
             wake,
             stack: vec![RoleUse { name: "onlooker".into(), digest: Hash32([4; 32]) }],
+            budget: None,
             cursor: 7,
             content: None,
             digests: Digests {

@@ -20,6 +20,71 @@ pub fn esc(text: &str) -> String {
     out
 }
 
+/// A being's spend this hour and today, each budget it answers to, and
+/// (for an ancestor) a form that raises its budget as a `do set-budget`.
+fn spend_section(being: &Json, name: &str, csrf: &str) -> String {
+    let spend = field(being, "spend");
+    let window = |key: &str| {
+        let spent = field(spend, key);
+        format!(
+            "{} call(s), {} tokens, {} µ$",
+            text(field(spent, "calls")),
+            text(field(spent, "tokens")),
+            text(field(spent, "costMicros"))
+        )
+    };
+    let mut out = format!(
+        "<p id=\"spend\">this hour: <span id=\"spend-hour\">{}</span> · today: <span id=\"spend-day\">{}</span></p>",
+        esc(&window("thisHour")),
+        esc(&window("today"))
+    );
+    let budgets = list(field(spend, "budgets"));
+    if !budgets.is_empty() {
+        out.push_str("<table id=\"budgets\"><tr><th>budget</th><th>spent</th><th>limit</th><th></th></tr>");
+        for line in budgets {
+            let spent = field(line, "isSpent").as_bool() == Some(true);
+            out.push_str(&format!(
+                "<tr{}><td><code>{}</code></td><td>{}</td><td>{} per {}</td><td>{}</td></tr>",
+                if spent { " class=\"error\"" } else { "" },
+                esc(&text(field(line, "budget"))),
+                esc(&text(field(line, "spent"))),
+                esc(&text(field(line, "limit"))),
+                esc(&text(field(line, "per"))),
+                if spent { "spent: no model calls until the next window" } else { "" }
+            ));
+        }
+        out.push_str("</table>");
+    }
+    if let Some(raiser) = field(being, "youRaiseBudgetsAs").as_str() {
+        // The being's own limit that stops it first, doubled; else a start.
+        let own = budgets.iter().find(|line| {
+            let path = text(field(line, "budget"));
+            path.starts_with(&format!("budgets.beings.{name}.")) || path.starts_with("budgets.each_being.")
+        });
+        let (key, value) = match own {
+            Some(line) => (
+                text(field(line, "budget")).rsplit('.').next().unwrap_or("tokens_per_hour").to_string(),
+                field(line, "limit").as_u64().unwrap_or(0).saturating_mul(2).max(1),
+            ),
+            None => ("tokens_per_hour".to_string(), 10_000),
+        };
+        let args = serde_json::json!({"being": format!("@{name}"), key: value}).to_string();
+        out.push_str(&format!(
+            "<form method=\"post\" action=\"/beings/{}/act\" id=\"raise-budget\">{}\
+<input type=\"hidden\" name=\"verb\" value=\"do\"><input type=\"hidden\" name=\"action\" value=\"set-budget\">\
+<input type=\"hidden\" name=\"target\" value=\"/\">\
+<label>@{}’s budget, set as @{} (<code>do set-budget</code>; null removes a limit) \
+<input name=\"args\" value=\"{}\" size=\"48\"></label> <button>Set budget</button></form>",
+            esc(raiser),
+            hidden_csrf(csrf),
+            esc(name),
+            esc(raiser),
+            esc(&args)
+        ));
+    }
+    out
+}
+
 /// A JSON value as readable text (strings without their quotes).
 pub(super) fn text(value: &Json) -> String {
     match value {
@@ -682,6 +747,7 @@ roleFlow are its person's, and only they may act for it or inhabit it.</p>",
         text(field(tokens, "completionTokens")),
         text(field(tokens, "costMicros"))
     ));
+    body.push_str(&spend_section(being, &name, csrf));
     body.push_str(&format!(
         "<p><a href=\"/beings/{0}/replay\" id=\"replay\">Replay @{0}</a> · \
 <a href=\"/beings/{0}/memory\" id=\"memory\">Memory of @{0}</a></p>",

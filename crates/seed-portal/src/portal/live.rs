@@ -120,9 +120,6 @@ pub struct LiveLand {
     fact_body_bytes_max: usize,
     /// The land's folder (where people's password hashes are kept).
     land_dir: std::path::PathBuf,
-    /// What each being's sealed LLM acts used so far, and the reel seq read
-    /// up to: a being page reads only the facts sealed since it last asked.
-    llm_tallies: Mutex<std::collections::HashMap<BeingId, (u64, crate::llm::LlmTotals)>>,
     /// `Some(runner)`: this process follows a land another process runs
     /// (`store::runner`): its rounds fold the land's tail, its people's acts
     /// are refused naming the runner.
@@ -168,7 +165,6 @@ impl LiveLand {
             events,
             presence: Mutex::new(BTreeMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
-            llm_tallies: Mutex::new(std::collections::HashMap::new()),
             following: RwLock::new(None),
         }))
     }
@@ -206,36 +202,6 @@ impl LiveLand {
 
     pub fn substrate(&self) -> &Substrate {
         &self.substrate
-    }
-
-    /// What `being`'s sealed LLM acts used, over its reel up to `head_seq`:
-    /// only the facts after the last tally are read (a reel only grows).
-    pub fn llm_totals(
-        &self,
-        being: &BeingId,
-        head_seq: u64,
-    ) -> Result<crate::llm::LlmTotals, crate::store::StoreError> {
-        let tallied = self.llm_tallies.lock().unwrap_or_else(|p| p.into_inner()).get(being).copied();
-        let (mut next_seq, mut totals) = tallied.unwrap_or_default();
-        if next_seq > head_seq {
-            return Ok(totals);
-        }
-        for stored in self.store.reel(being, next_seq, head_seq + 1)? {
-            let fact = &stored.fact;
-            if fact.kind() == crate::world::body::KIND_ACT {
-                if let Some(llm) = fact.body_as::<crate::world::ActBody>().ok().and_then(|act| act.llm) {
-                    totals.add(&llm);
-                }
-            }
-            next_seq = fact.header.seq + 1;
-        }
-        let mut tallies = self.llm_tallies.lock().unwrap_or_else(|p| p.into_inner());
-        // Two requests may tally at once: the one that read further wins.
-        let entry = tallies.entry(*being).or_default();
-        if next_seq > entry.0 {
-            *entry = (next_seq, totals);
-        }
-        Ok(totals)
     }
 
     /// The world as of the latest step.

@@ -265,7 +265,8 @@ pub fn being_json(
     let store = live.store();
     let head = store.head(&row.id)?.map_or(0, |head| head.seq);
     let mut reel = Vec::new();
-    let tokens = live.llm_totals(&row.id, head)?;
+    // Spend is folded from the reel's acts and spend facts (see spend.rs).
+    let spent = world.spend.beings.get(&row.id).map(|windows| windows.total).unwrap_or_default();
     for stored in store.reel(&row.id, (head + 1).saturating_sub(BEING_PAGE_FACTS_MAX), head + 1)? {
         let fact = &stored.fact;
         let act = (fact.kind() == KIND_ACT_NAME).then(|| fact.body_as::<ActBody>().ok()).flatten();
@@ -303,11 +304,15 @@ pub fn being_json(
         "inbox": inbox,
         "reel": reel,
         "reelLength": head + 1,
-        "tokens": {"calls": tokens.calls, "promptTokens": tokens.prompt_tokens,
-                   "completionTokens": tokens.completion_tokens, "costMicros": tokens.cost_micros},
+        "tokens": {"calls": spent.calls, "promptTokens": spent.prompt_tokens,
+                   "completionTokens": spent.completion_tokens, "costMicros": spent.cost_micros},
+        "spend": crate::spend::being_spend_json(world, row, live.now_ms()),
         "youMayDrive": drive.is_ok(),
         "whyNot": drive.err().map(|why| why.to_string()),
         "youMayInhabit": row.id != person && is_ancestor(world, person, row.id),
+        // `set-budget` of a being is an ancestor's: it raises as itself.
+        "youRaiseBudgetsAs": (row.id != person && is_ancestor(world, person, row.id))
+            .then(|| world.name_of(&person).map(str::to_string)).flatten(),
         // `edit-role-flow` takes the acting being's own flow or a descendant's.
         "youMayEditFlow": row.id == person || is_ancestor(world, person, row.id),
         "youAreThis": row.id == person,

@@ -64,7 +64,10 @@ enum RefusalClass {
 
 fn class_of_operation(error: &OpError) -> RefusalClass {
     match error {
-        OpError::NotOwnOrDescendant { .. } | OpError::AccountNotDescendant { .. } => RefusalClass::Forbidden,
+        OpError::NotOwnOrDescendant { .. }
+        | OpError::AccountNotDescendant { .. }
+        | OpError::BudgetNotAnAncestor { .. }
+        | OpError::BudgetNotOperator { .. } => RefusalClass::Forbidden,
         OpError::MatterExists { .. } | OpError::CellTaken { .. } | OpError::AccountBeingTaken { .. } => {
             RefusalClass::Conflict
         }
@@ -92,7 +95,9 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::AccountName { .. }
         | OpError::TokenHash
         | OpError::AccountBeingNotHuman { .. }
-        | OpError::NoFileDefinition { .. } => RefusalClass::Invalid,
+        | OpError::NoFileDefinition { .. }
+        | OpError::BudgetScope
+        | OpError::BudgetLimit { .. } => RefusalClass::Invalid,
     }
 }
 
