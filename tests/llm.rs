@@ -692,3 +692,184 @@ fn the_being_page_shows_spend_against_its_budget_and_an_ancestor_raises_it_with_
     let verify = common::seed(&up.land(), &["verify"]);
     assert!(verify.status.success(), "{}", common::stdout(&verify));
 }
+
+/// The panel court with `panel` (TOML of the bench's `[being.panel]`, where
+/// `{dir}` is the folder of the panel's Rhai files).
+fn panel_court(dir: &Path, panel: &str) -> PathBuf {
+    let scripts = repo().join("tests/fixtures/llm/panel");
+    fixture_variant(dir, "panel.toml", &panel.replace("{dir}", &scripts.display().to_string()))
+}
+
+fn summon_reply(target: &str, content: &str) -> Reply {
+    Reply::tool("summon", json!({"target": target, "content": content}))
+}
+
+#[test]
+fn a_panel_chooses_by_majority_rule_or_ruler_records_every_member_and_replays_without_a_model() {
+    struct Case {
+        name: &'static str,
+        panel: &'static str,
+        replies: Vec<Reply>,
+        /// The chosen member, and the act's call (`None`: the moment failed with this text).
+        chosen: Result<(&'static str, &'static str), &'static str>,
+        /// Each proposer: its proposal's verb, or `!` and a word of its failure.
+        members: &'static [(&'static str, &'static str)],
+        calls: u64,
+    }
+    let llm = |name: &str| format!("{{ name = \"{name}\", kind = \"llm\" }}");
+    let members = |names: &[&str]| names.iter().map(|name| llm(name)).collect::<Vec<_>>().join(", ");
+    let two = format!("[being.panel]\nmembers = [{}]\n", members(&["north", "south"]));
+    let with_script = format!(
+        "[being.panel]\nmembers = [{}, {{ name = \"scribe\", kind = \"script\", script = \"{{dir}}/summon-ada.rhai\" }}]\n",
+        members(&["north", "south"])
+    );
+    let ruled = format!(
+        "[being.panel]\nmembers = [{}]\nchoose = \"ruler\"\nruler = \"judge\"\n",
+        members(&["north", "south", "judge"])
+    );
+    let by_rule = format!(
+        "[being.panel]\nmembers = [{}]\nchoose = \"rule\"\nrule = \"{{dir}}/last-proposer.rhai\"\n",
+        members(&["north", "south"])
+    );
+    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let cases = vec![
+        Case {
+            name: "a failing member does not vote; the script and the model agree",
+            panel: leak(with_script),
+            replies: vec![
+                summon_reply("@ada", "The docket is ready."),
+                Reply::ServerError,
+                Reply::ServerError,
+                Reply::ServerError,
+                Reply::ServerError,
+            ],
+            chosen: Ok(("north", "summon")),
+            members: &[("north", "summon"), ("south", "!no answer"), ("scribe", "summon")],
+            calls: 1,
+        },
+        Case {
+            name: "a tie goes to the earliest member",
+            panel: leak(two.clone()),
+            replies: vec![Reply::tool("see", json!({"address": "/hall"})), summon_reply("@ben", "Come to court.")],
+            chosen: Ok(("north", "see")),
+            members: &[("north", "see"), ("south", "summon")],
+            calls: 2,
+        },
+        Case {
+            name: "a ruler reads the proposals and chooses",
+            panel: leak(ruled),
+            replies: vec![
+                Reply::tool("see", json!({"address": "/hall"})),
+                summon_reply("@ben", "Come to court."),
+                Reply::tool("choose", json!({"member": "south"})),
+            ],
+            chosen: Ok(("south", "summon")),
+            members: &[("north", "see"), ("south", "summon")],
+            calls: 3,
+        },
+        Case {
+            name: "a rule chooses",
+            panel: leak(by_rule),
+            replies: vec![Reply::tool("see", json!({"address": "/hall"})), summon_reply("@ben", "Come to court.")],
+            chosen: Ok(("south", "summon")),
+            members: &[("north", "see"), ("south", "summon")],
+            calls: 2,
+        },
+        Case {
+            name: "no member proposes",
+            panel: leak(two),
+            replies: vec![Reply::Malformed, Reply::tool("fly", json!({}))],
+            chosen: Err("no member of the panel proposed anything: north: the response is not JSON"),
+            members: &[],
+            calls: 2,
+        },
+    ];
+    for case in cases {
+        let endpoint = FakeEndpoint::start().unwrap();
+        endpoint.push(case.replies.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = panel_court(dir.path(), case.panel);
+        let run = simulate(&fixture, &one_connection(&endpoint, ""), 1);
+        let moment = run.moments_of("bench")[0];
+        let reel: Json =
+            serde_json::from_slice(&common::seed(&run.land, &["reel", "@bench", "--json"]).stdout).unwrap();
+        let facts = reel["facts"].as_array().unwrap();
+        match case.chosen {
+            Ok((chosen, verb)) => {
+                let act = facts
+                    .iter()
+                    .find(|fact| fact["kind"] == "act")
+                    .unwrap_or_else(|| panic!("{}: {moment}", case.name));
+                let panel = &act["body"]["panel"];
+                assert_eq!(panel["chosen"], chosen, "{}: {panel}", case.name);
+                assert_eq!(act["body"]["call"]["verb"], verb, "{}: {act}", case.name);
+                let seen: Vec<(String, String)> = panel["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|member| {
+                        let said = match member["proposal"]["call"]["verb"].as_str() {
+                            Some(verb) => verb.to_string(),
+                            None if member["no_answer"].is_string() => "!no answer".to_string(),
+                            None => format!("!{}", member["failure"]),
+                        };
+                        (member["name"].as_str().unwrap().to_string(), said)
+                    })
+                    .collect();
+                let expected: Vec<(String, String)> =
+                    case.members.iter().map(|(name, said)| (name.to_string(), said.to_string())).collect();
+                assert_eq!(seen, expected, "{}: {panel}", case.name);
+                // Every answered call's request digest and answer are in the act.
+                let llm_members =
+                    panel["members"].as_array().unwrap().iter().filter(|member| member["llm"].is_object());
+                assert!(llm_members.clone().all(|member| member["llm"]["request"].is_string()), "{panel}");
+            }
+            Err(failure) => {
+                assert!(moment["outcome"].as_str().unwrap().contains(failure), "{}: {moment}", case.name);
+                assert_eq!(facts.iter().filter(|fact| fact["kind"] == "spend").count() as u64, case.calls, "{reel}");
+            }
+        }
+        // Every call is counted, sealed in the act or in spend facts.
+        assert_eq!(reel["llm"]["calls"], case.calls, "{}: {}", case.name, reel["llm"]);
+        let beings: Json = serde_json::from_slice(&common::seed(&run.land, &["beings", "--json"]).stdout).unwrap();
+        let bench = beings.as_array().unwrap().iter().find(|being| being["name"] == "bench").unwrap();
+        assert_eq!(bench["spend"]["total"]["calls"], case.calls, "{}: {bench}", case.name);
+        // Replay answers each member from the record: no endpoint is running.
+        drop(endpoint);
+        assert_replays_clean(&run.land, &fixture);
+        let verify = common::seed(&run.land, &["verify"]);
+        assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    }
+}
+
+#[test]
+fn a_panel_that_does_not_read_is_refused_at_its_line() {
+    let check = |panel: &str, expected: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = panel_court(dir.path(), panel);
+        let output = common::seed(&dir.path().join("land"), &["sim", fixture.to_str().unwrap(), "--ticks", "1"]);
+        let stderr = common::stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{panel}: {stderr}");
+        assert!(stderr.contains("being[2].panel") && stderr.contains(expected), "{panel}: {stderr}");
+    };
+    check("", "a panel being needs a `panel` quality");
+    check("[being.panel]\nmembers = []\n", "1 to 8 members that propose, not 0");
+    check("[being.panel]\nmembers = [{ name = \"a\", kind = \"oracle\" }]\n", "unknown variant `oracle`");
+    check(
+        "[being.panel]\nmembers = [{ name = \"a\", kind = \"llm\" }, { name = \"a\", kind = \"llm\" }]\n",
+        "the name is used twice",
+    );
+    check("[being.panel]\nmembers = [{ name = \"a\", kind = \"script\" }]\n", "a script member needs `script`");
+    check(
+        "[being.panel]\nmembers = [{ name = \"a\", kind = \"llm\" }]\nchoose = \"ruler\"\nruler = \"b\"\n",
+        "ruler \"b\" is not an llm member",
+    );
+    check(
+        "[being.panel]\nmembers = [{ name = \"a\", kind = \"llm\" }]\nchoose = \"rule\"\n",
+        "choose = \"rule\" needs `rule`",
+    );
+    check(
+        "[being.panel]\nmembers = [{ name = \"a\", kind = \"script\", script = \"nowhere.rhai\" }]\n",
+        "members[0].script: nowhere.rhai",
+    );
+}

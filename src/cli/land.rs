@@ -207,16 +207,23 @@ pub fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     let facts = land.store().reel(&being, 0, head.seq + 1)?;
     let genesis: GenesisBody = land.genesis(&being)?;
     // Token and cost accounting over the reel's model calls: its LLM acts,
-    // and its `spend` facts (calls whose moments sealed no act).
+    // its panels' calls, and its `spend` facts (calls whose moments sealed no act).
     let mut totals = seed::llm::LlmTotals::default();
     for stored in &facts {
-        let record = match stored.fact.kind() {
-            seed::world::body::KIND_ACT => stored.fact.body_as::<seed::world::ActBody>().ok().and_then(|act| act.llm),
-            seed::spend::KIND_SPEND => stored.fact.body_as::<seed::spend::SpendBody>().ok().map(|spend| spend.llm),
-            _ => None,
+        let records: Vec<seed::llm::LlmRecord> = match stored.fact.kind() {
+            seed::world::body::KIND_ACT => match stored.fact.body_as::<seed::world::ActBody>() {
+                Ok(act) => {
+                    act.llm.into_iter().chain(act.panel.iter().flat_map(|panel| panel.calls().cloned())).collect()
+                }
+                Err(_) => Vec::new(),
+            },
+            seed::spend::KIND_SPEND => {
+                stored.fact.body_as::<seed::spend::SpendBody>().ok().map(|spend| spend.llm).into_iter().collect()
+            }
+            _ => Vec::new(),
         };
-        if let Some(record) = record {
-            totals.add(&record);
+        for record in &records {
+            totals.add(record);
         }
     }
     let seed::llm::LlmTotals { calls, prompt_tokens, completion_tokens, cost_micros } = totals;

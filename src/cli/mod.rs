@@ -523,12 +523,8 @@ fn no_land_here(_: &str) -> Result<PathBuf, String> {
 
 fn parse_cognition(text: &str) -> Result<seed::fact::body::Cognition, String> {
     use seed::fact::body::Cognition;
-    match text {
-        "llm" => Ok(Cognition::Llm),
-        "human" => Ok(Cognition::Human),
-        "scripted" => Ok(Cognition::Scripted),
-        other => Err(format!("{other:?} is not a cognition (llm, human or scripted)")),
-    }
+    Cognition::of_birth(text)
+        .ok_or_else(|| format!("{text:?} is not a cognition ({})", Cognition::AT_BIRTH_NAMES.join(", ")))
 }
 
 impl Arguments {

@@ -104,6 +104,7 @@ pub fn act_body() -> seed::world::ActBody {
         wake: seed::world::Wake::Tick { tick: 1 },
         stack: Vec::new(),
         budget: None,
+        panel: None,
         cursor: 0,
         content: None,
         digests: seed::world::body::Digests {

@@ -456,6 +456,9 @@ pub struct Question<'a> {
     pub prompt: &'a Prompt,
     /// Seeds retry jitter (derived from the moment's id).
     pub seed: u64,
+    /// The panel member asking (`crate::moment::panel`), if one: replay
+    /// answers each member from its own record.
+    pub member: Option<&'a str>,
 }
 
 /// A model's answer, as received.
@@ -546,7 +549,8 @@ pub struct LlmTrace {
     /// Prose the model said (for a see, said to nobody: logged, not sealed).
     pub prose: Option<String>,
     pub omitted_see_blocks: Vec<String>,
-    /// The call's record once it was answered: the engine seals it in a
-    /// `spend` fact when the moment seals no act (`crate::spend`).
-    pub record: Option<LlmRecord>,
+    /// The records of the moment's answered calls (a panel makes several):
+    /// the engine seals each in a `spend` fact when the moment seals no act
+    /// (`crate::spend`).
+    pub records: Vec<LlmRecord>,
 }

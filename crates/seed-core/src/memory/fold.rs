@@ -156,6 +156,7 @@ mod tests {
             wake: Wake::Person,
             stack: Vec::new(),
             budget: None,
+            panel: None,
             cursor: 0,
             content: None,
             digests: Digests {

@@ -233,6 +233,7 @@ pub fn decide(
         llm: decision.llm,
         importance: decision.importance.or(assigned.composed.act_importance),
         budget: decision.budget,
+        panel: decision.panel,
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
     let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);
@@ -394,11 +395,9 @@ fn check_birth(
     if world.beings.len() >= most {
         return Err(Refusal::LandFull { most });
     }
-    let cognition = match text("cognition").as_deref() {
-        Some("scripted") => Cognition::Scripted,
-        Some("llm") => Cognition::Llm,
-        Some("human") => Cognition::Human,
-        other => return Err(Refusal::BirthCognition { given: other.map(str::to_string) }),
+    let given = text("cognition");
+    let Some(cognition) = given.as_deref().and_then(Cognition::of_birth) else {
+        return Err(Refusal::BirthCognition { given });
     };
     // The flow may be given as an array or as {"defaultRole", "flow"}; the
     // child's genesis stores the array and its default role.

@@ -30,6 +30,7 @@ pub mod hooks;
 mod momentum;
 mod observe;
 pub mod ops;
+pub mod panel;
 pub mod recall;
 pub mod refusal;
 pub mod see;

@@ -29,11 +29,13 @@ pub struct Decision {
     /// Set when no model was called because this budget is spent: the call
     /// is the substrate's summons of the being's owner (`crate::spend`).
     pub budget: Option<crate::spend::BudgetSpent>,
+    /// A panel's deliberation, recorded in the act (`super::panel`).
+    pub panel: Option<super::panel::PanelRecord>,
 }
 
 impl Decision {
     /// A decision to call no verb, for `reason`.
-    fn only_looked(reason: SeeReason) -> Decision {
+    pub(super) fn only_looked(reason: SeeReason) -> Decision {
         Decision {
             call: None,
             content: None,
@@ -42,6 +44,7 @@ impl Decision {
             see: Some(reason),
             importance: None,
             budget: None,
+            panel: None,
         }
     }
 }
@@ -55,6 +58,8 @@ pub enum SeeReason {
     ScriptChoseNothing,
     #[error("the model answered without calling a tool")]
     ModelCalledNoTool,
+    #[error("the panel chose member {member}'s proposal: to only look")]
+    PanelChoseToLook { member: String },
 }
 
 /// Reads a verb call from a cognition's output (`null` = no call).
@@ -142,53 +147,72 @@ pub fn llm_connection<'a>(world: &'a World, row: &'a BeingRow, assigned: &'a Ass
         .or_else(|| world.config.get("llm_connection").and_then(Json::as_str))
 }
 
-/// Beat 4 for LLM cognition: the prompt from the face, one call through
-/// `model` (I/O behind the trait: a client, or replay's recorded answer), the
-/// response read into a verb call. What the call cost goes to `trace` even
-/// when the answer is refused.
-fn llm_momentum(
+/// The decision when a budget of `row` is spent: no model call, and its
+/// owner summoned once per budget and window (`crate::spend`); after that,
+/// the moment fails naming the budget. `None`: the call may be made.
+pub(super) fn budget_decision(
     world: &World,
     row: &BeingRow,
     opened: &Opened,
     assigned: &Assigned,
-    face: &Face,
-    model: &dyn LanguageModel,
-    trace: &mut Option<LlmTrace>,
-) -> Result<Decision, Failure> {
-    let fail = |error: LlmFailure| failure(Beat::Momentum, Refusal::Llm(error));
+) -> Result<Option<Decision>, Failure> {
     let primary = assigned.composed.primary.as_deref();
-    if let Some(spent) = crate::spend::exhausted(world, row, primary, opened.stored_time_ms) {
-        // No call: the being's owner is summoned once per budget and window.
-        let Some(owner) = crate::spend::owner_to_summon(world, row, &spent) else {
-            return Err(fail(LlmFailure::OverBudget(spent)));
-        };
-        let content = crate::spend::owner_summons_text(&row.name, &spent);
-        return Ok(Decision {
-            call: Some(VerbCall::Summon { target: format!("@{}", owner.name), content, in_reply_to: None }),
-            content: None,
-            output_digest: None,
-            llm: None,
-            see: None,
-            importance: None,
-            budget: Some(spent),
-        });
-    }
-    let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
-    let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
-    let connection = llm_connection(world, row, assigned);
-    let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
-    let question = llm::Question { connection, prompt: &prompt, seed };
-    let answer = model.answer(&question).map_err(|no_answer| {
-        *trace = Some(LlmTrace {
-            connection: connection.unwrap_or("(the default)").to_string(),
-            attempts: no_answer.attempts,
-            omitted_see_blocks: prompt.omitted.clone(),
-            ..LlmTrace::default()
-        });
-        fail(LlmFailure::NoAnswer(no_answer))
-    })?;
-    let record = LlmRecord::of(&prompt, &answer);
-    *trace = Some(LlmTrace {
+    let Some(spent) = crate::spend::exhausted(world, row, primary, opened.stored_time_ms) else { return Ok(None) };
+    let Some(owner) = crate::spend::owner_to_summon(world, row, &spent) else {
+        return Err(failure(Beat::Momentum, Refusal::Llm(LlmFailure::OverBudget(spent))));
+    };
+    let content = crate::spend::owner_summons_text(&row.name, &spent);
+    Ok(Some(Decision {
+        call: Some(VerbCall::Summon { target: format!("@{}", owner.name), content, in_reply_to: None }),
+        content: None,
+        output_digest: None,
+        llm: None,
+        see: None,
+        importance: None,
+        budget: Some(spent),
+        panel: None,
+    }))
+}
+
+/// One model call and what its answer says.
+pub(super) struct ModelTurn {
+    /// The call's record, once answered.
+    pub record: Option<LlmRecord>,
+    /// Why no answer came (after retries), if none did.
+    pub no_answer: Option<String>,
+    pub result: Result<llm::Interpreted, LlmFailure>,
+    pub trace: LlmTrace,
+}
+
+/// Asks `model` about `prompt` (as panel member `member`, if one) and reads
+/// the answer: I/O behind the trait, a client or replay's recorded answer.
+pub(super) fn ask_model(
+    world: &World,
+    prompt: &llm::Prompt,
+    connection: Option<&str>,
+    member: Option<&str>,
+    seed: u64,
+    model: &dyn LanguageModel,
+) -> ModelTurn {
+    let question = llm::Question { connection, prompt, seed, member };
+    let answer = match model.answer(&question) {
+        Ok(answer) => answer,
+        Err(no_answer) => {
+            return ModelTurn {
+                record: None,
+                no_answer: Some(no_answer.reason.clone()),
+                trace: LlmTrace {
+                    connection: connection.unwrap_or("(the default)").to_string(),
+                    attempts: no_answer.attempts,
+                    omitted_see_blocks: prompt.omitted.clone(),
+                    ..LlmTrace::default()
+                },
+                result: Err(LlmFailure::NoAnswer(no_answer)),
+            }
+        }
+    };
+    let record = LlmRecord::of(prompt, &answer);
+    let trace = LlmTrace {
         connection: record.connection.clone(),
         model: record.params.model.clone(),
         prompt_tokens: record.prompt_tokens,
@@ -199,14 +223,41 @@ fn llm_momentum(
         request: Some(record.request),
         prose: None,
         omitted_see_blocks: prompt.omitted.clone(),
-        record: Some(record.clone()),
-    });
+        records: vec![record.clone()],
+    };
     let most = world.config_u64("llm_response_bytes_max", llm::LLM_RESPONSE_BYTES_MAX as u64) as usize;
-    if record.response.len() > most {
-        return Err(fail(LlmFailure::ResponseTooLarge { len: record.response.len(), most }));
+    let result = if record.response.len() > most {
+        Err(LlmFailure::ResponseTooLarge { len: record.response.len(), most })
+    } else {
+        llm::interpret(&record.response, &prompt.offered).map_err(LlmFailure::Response)
+    };
+    ModelTurn { record: Some(record), no_answer: None, result, trace }
+}
+
+/// Beat 4 for LLM cognition: the prompt from the face, one call through
+/// `model`, the response read into a verb call. What the call cost goes to
+/// `trace` even when the answer is refused.
+fn llm_momentum(
+    world: &World,
+    row: &BeingRow,
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    model: &dyn LanguageModel,
+    trace: &mut Option<LlmTrace>,
+) -> Result<Decision, Failure> {
+    let fail = |error: LlmFailure| failure(Beat::Momentum, Refusal::Llm(error));
+    if let Some(decision) = budget_decision(world, row, opened, assigned)? {
+        return Ok(decision);
     }
-    let interpreted =
-        llm::interpret(&record.response, &prompt.offered).map_err(|error| fail(LlmFailure::Response(error)))?;
+    let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
+    let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
+    let connection = llm_connection(world, row, assigned);
+    let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
+    let turn = ask_model(world, &prompt, connection, None, seed, model);
+    *trace = Some(turn.trace);
+    let interpreted = turn.result.map_err(fail)?;
+    let record = turn.record.expect("an interpreted answer was answered");
     if interpreted.call.is_none() {
         // Prose said to nobody: logged in the trace, not sealed.
         if let Some(entry) = trace.as_mut() {
@@ -222,6 +273,7 @@ fn llm_momentum(
         see: None,
         importance: interpreted.importance,
         budget: None,
+        panel: None,
     })
 }
 
@@ -238,6 +290,9 @@ pub fn momentum(
     match row.effective_cognition() {
         Cognition::Scripted => {}
         Cognition::Llm => return llm_momentum(world, row, opened, assigned, face, model, llm_trace),
+        Cognition::Panel => {
+            return super::panel::panel_momentum(substrate, world, row, opened, assigned, face, model, llm_trace)
+        }
         other => return Err(failure(Beat::Momentum, Refusal::NotScripted { cognition: other.as_str() })),
     }
     // A role's script is shared by every being wearing the role, so it is
@@ -273,6 +328,7 @@ pub fn momentum(
         see,
         importance,
         budget: None,
+        panel: None,
     })
 }
 
@@ -302,5 +358,6 @@ pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) ->
         see: None,
         importance: None,
         budget: None,
+        panel: None,
     })
 }

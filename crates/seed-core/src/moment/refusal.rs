@@ -50,6 +50,8 @@ pub enum Refusal {
     ActBody(FactError),
     #[error("llm: {0}")]
     Llm(LlmFailure),
+    #[error("panel: {0}")]
+    Panel(super::panel::PanelFailure),
     #[error("{cognition} cognition is not run by the scripted engine")]
     NotScripted { cognition: &'static str },
     #[error("@{being} has {cognition} cognition and is not inhabited: no person drives it")]
@@ -100,7 +102,7 @@ could undo it; keep {action:?} in the roles @{being} wears"
     NameTaken { name: String },
     #[error("the land holds {most} beings (beings_per_land_max)")]
     LandFull { most: usize },
-    #[error("birth cognition {given:?} is not scripted, llm or human")]
+    #[error("birth cognition {given:?} is not scripted, llm, human or panel")]
     BirthCognition { given: Option<String> },
     #[error("roleFlow must be an array of clauses or {{\"defaultRole\", \"flow\"}}")]
     BirthFlowShape,
@@ -269,6 +271,7 @@ impl Refusal {
             Refusal::ActBody(_) => "act-body",
             Refusal::Llm(LlmFailure::OverBudget(_)) => "budget",
             Refusal::Llm(_) => "llm",
+            Refusal::Panel(_) => "panel",
             Refusal::NotScripted { .. } => "not-scripted",
             Refusal::NoPersonDrives { .. } => "no-person-drives",
             Refusal::Script(_) => "script",

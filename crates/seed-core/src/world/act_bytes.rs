@@ -37,7 +37,7 @@ impl ActBody {
 
 /// The canonical bytes of a body of a common shape, `None` for the others.
 pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
-    if body.llm.is_some() || body.budget.is_some() || !body.effects.is_empty() {
+    if body.llm.is_some() || body.budget.is_some() || body.panel.is_some() || !body.effects.is_empty() {
         return None;
     }
     let mut out = Vec::with_capacity(ACT_BODY_BYTES_RESERVED);
@@ -186,6 +186,7 @@ mod tests {
                 RoleUse { name: "emotions:bored".into(), digest: Hash32([6; 32]) },
             ],
             budget: None,
+            panel: None,
             cursor: 1006,
             content: None,
             digests: Digests {

@@ -197,6 +197,11 @@ pub struct ActBody {
     pub llm: Option<LlmRecord>,
     pub call: VerbCall,
     pub wake: Wake,
+    /// A panel's deliberation: every member's call or script output and
+    /// proposal, and how one was chosen (`crate::moment::panel`). Absent
+    /// (not null) for other cognitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panel: Option<crate::moment::panel::PanelRecord>,
     /// Primary first (if any), then the modifiers, each with its digest.
     pub stack: Vec<RoleUse>,
     /// The budget found spent when the substrate, not the cognition, made

@@ -441,6 +441,9 @@ impl World {
         if let Some(record) = &act.llm {
             self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
         }
+        for record in act.panel.iter().flat_map(crate::moment::panel::PanelRecord::calls) {
+            self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
+        }
         if let Some(budget) = &act.budget {
             self.spend.owners_summoned.insert(being, budget.clone());
         }

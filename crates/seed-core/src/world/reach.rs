@@ -56,7 +56,7 @@ fn act_reach(body: &[u8]) -> Option<bool> {
             b"effects" => set_once(&mut effects, reader.array_head()?)?,
             // A model call is counted in the land's and its role's spend,
             // which every being's budget check reads.
-            b"llm" => return Some(false),
+            b"llm" | b"panel" => return Some(false),
             _ => {
                 if !reader.skip_heads() {
                     return None;
@@ -111,6 +111,7 @@ mod tests {
             wake,
             stack: Vec::new(),
             budget: None,
+            panel: None,
             cursor: 12,
             content: Some("hello".into()),
             digests: Digests { face: digest, context: digest, composed: digest, script_output: None },

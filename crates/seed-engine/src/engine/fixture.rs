@@ -61,6 +61,11 @@ pub struct FixtureBeing {
     pub script: Option<String>,
     #[serde(default)]
     pub qualities: BTreeMap<String, Json>,
+    /// A panel being's members and how it chooses (`moment::panel`); a
+    /// script member's `script` and the `rule` name Rhai files relative to
+    /// the fixture, read into the being's `panel` quality.
+    #[serde(default)]
+    pub panel: Option<Json>,
     /// Tick wakes every N ticks (0: only summons, signals and self-continue).
     #[serde(default)]
     pub wake_every: u64,
@@ -247,6 +252,32 @@ impl Fixture {
     /// in order; or every problem found.
     /// `broken_roles` names roles whose files failed to load: a being
     /// wearing one is left out without a second report.
+    /// A fixture's `panel` as the being's quality holds it: each script
+    /// member's `script` and the `rule` read from their files (relative to
+    /// the fixture, syntax checked), then the whole checked as a panel.
+    fn panel_with_sources(&self, panel: &Json) -> Result<Json, String> {
+        let mut panel = panel.clone();
+        let read = |file: &Json, field: &str| -> Result<Json, String> {
+            let file = file.as_str().ok_or_else(|| format!("{field} must name a Rhai file"))?;
+            let path = self.dir.join(file);
+            let source = std::fs::read_to_string(&path).map_err(|error| format!("{field}: {file}: {error}"))?;
+            crate::script::check_syntax(&source).map_err(|error| format!("{field}: {file}: {error}"))?;
+            Ok(Json::String(source))
+        };
+        if let Some(members) = panel.get_mut("members").and_then(Json::as_array_mut) {
+            for (index, member) in members.iter_mut().enumerate() {
+                if let Some(file) = member.get("script").cloned() {
+                    member["script"] = read(&file, &format!("members[{index}].script"))?;
+                }
+            }
+        }
+        if let Some(file) = panel.get("rule").cloned() {
+            panel["rule"] = read(&file, "rule")?;
+        }
+        crate::moment::panel::PanelConfig::from_json(&panel).map_err(|problem| problem.to_string())?;
+        Ok(panel)
+    }
+
     pub fn plan(
         &self,
         registry: &RoleRegistry,
@@ -331,15 +362,14 @@ impl Fixture {
                 fail_once(format!("{at}.name"), format!("the name @{} is used twice", being.name), None);
                 ok = false;
             }
-            let cognition = match being.cognition.as_str() {
-                "scripted" => Cognition::Scripted,
-                "llm" => Cognition::Llm,
-                "human" => Cognition::Human,
-                other => {
-                    let suggestion = closest(other, ["scripted", "llm", "human"]);
+            let cognition = match Cognition::of_birth(&being.cognition) {
+                Some(cognition) => cognition,
+                None => {
+                    let other = being.cognition.as_str();
+                    let suggestion = closest(other, Cognition::AT_BIRTH_NAMES);
                     fail_once(
                         format!("{at}.cognition"),
-                        format!("{other:?} is not scripted, llm or human"),
+                        format!("{other:?} is not scripted, llm, human or panel"),
                         suggestion,
                     );
                     ok = false;
@@ -413,6 +443,27 @@ impl Fixture {
                     source.clone()
                 }
             };
+            let mut qualities = being.qualities;
+            match (cognition == Cognition::Panel, &being.panel) {
+                (true, None) => {
+                    fail_once(format!("{at}.panel"), crate::moment::panel::PanelProblem::Missing.to_string(), None);
+                    ok = false;
+                }
+                (false, Some(_)) => {
+                    fail_once(format!("{at}.panel"), "only a being of panel cognition has a panel".into(), None);
+                    ok = false;
+                }
+                (true, Some(panel)) => match self.panel_with_sources(panel) {
+                    Ok(panel) => {
+                        qualities.insert(crate::moment::panel::PANEL_QUALITY.to_string(), panel);
+                    }
+                    Err(reason) => {
+                        fail_once(format!("{at}.panel"), reason, None);
+                        ok = false;
+                    }
+                },
+                (false, None) => {}
+            }
             if ok {
                 planned.push(PlannedBeing {
                     name: being.name,
@@ -422,7 +473,7 @@ impl Fixture {
                     flow,
                     script,
                     script_file: being.script.as_ref().map(|file| self.dir.join(file).display().to_string()),
-                    qualities: being.qualities,
+                    qualities,
                     wake_every: being.wake_every,
                 });
             }

@@ -852,7 +852,7 @@ impl Engine {
         Ok((trace.outcome, failed))
     }
 
-    /// Seals a `spend` fact for a model call whose moment sealed no act (it
+    /// Seals a `spend` fact for each model call of a moment that sealed no act (it
     /// saw, or failed after the answer), so what it cost is on the reel and
     /// in every fold (`crate::spend`). A fault of this being's alone (its
     /// key, an ended reel) leaves the call unrecorded and is logged.
@@ -862,31 +862,33 @@ impl Engine {
         trace: &MomentTrace,
         sealing: &mut Sealing,
     ) -> Result<(), EngineError> {
-        let Some(record) = trace.llm.as_ref().and_then(|llm| llm.record.clone()) else { return Ok(()) };
-        let body = crate::spend::SpendBody {
-            llm: record,
-            wake: trace.wake.clone(),
-            cursor: trace.cursor,
-            outcome: trace.outcome.clone(),
-            primary: trace.primary.clone(),
-        };
-        let body =
-            CanonicalBody::encode(&body).map_err(|error| EngineError::Internal(format!("spend body: {error}")))?;
-        match self.land.prepare_canonical(&being, crate::spend::KIND_SPEND, body) {
-            Ok(prepared) => {
-                let unsigned = &prepared.unsigned;
-                self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
-                sealing.push(prepared);
-                Ok(())
-            }
-            Err(error) => match being_fault(&error) {
-                Some(_) => {
-                    tracing::warn!(being = %trace.name, %error, "a model call's spend could not be sealed");
-                    Ok(())
+        let records = trace.llm.as_ref().map(|llm| llm.records.as_slice()).unwrap_or_default();
+        for record in records {
+            let body = crate::spend::SpendBody {
+                llm: record.clone(),
+                wake: trace.wake.clone(),
+                cursor: trace.cursor,
+                outcome: trace.outcome.clone(),
+                primary: trace.primary.clone(),
+            };
+            let body =
+                CanonicalBody::encode(&body).map_err(|error| EngineError::Internal(format!("spend body: {error}")))?;
+            match self.land.prepare_canonical(&being, crate::spend::KIND_SPEND, body) {
+                Ok(prepared) => {
+                    let unsigned = &prepared.unsigned;
+                    self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
+                    sealing.push(prepared);
                 }
-                None => Err(error.into()),
-            },
+                Err(error) => match being_fault(&error) {
+                    Some(_) => {
+                        tracing::warn!(being = %trace.name, %error, "a model call's spend could not be sealed");
+                        return Ok(());
+                    }
+                    None => return Err(error.into()),
+                },
+            }
         }
+        Ok(())
     }
 
     /// Runs one moment a person drives (the portal): `being` must be of

@@ -52,10 +52,12 @@ impl Scheduler {
     pub(super) fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
         let mut wakes = Vec::new();
         for (id, row) in &world.beings {
-            // Scripted and LLM beings have moments here; a human's wakes wait
+            // Scripted, LLM and panel beings have moments here; a human's wakes wait
             // for a person (the portal), and the reality root has none.
             use crate::fact::body::Cognition;
-            if row.ended || !matches!(row.effective_cognition(), Cognition::Scripted | Cognition::Llm) {
+            if row.ended
+                || !matches!(row.effective_cognition(), Cognition::Scripted | Cognition::Llm | Cognition::Panel)
+            {
                 continue;
             }
             if let Some(summon) =

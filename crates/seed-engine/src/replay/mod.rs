@@ -198,6 +198,7 @@ struct MomentInputs<'a> {
     call: &'a VerbCall,
     content: &'a Option<String>,
     llm: Option<&'a crate::llm::LlmRecord>,
+    panel: Option<&'a crate::moment::panel::PanelRecord>,
 }
 
 impl<'a> MomentInputs<'a> {
@@ -208,6 +209,7 @@ impl<'a> MomentInputs<'a> {
             call: &body.call,
             content: &body.content,
             llm: body.llm.as_ref(),
+            panel: body.panel.as_ref(),
         }
     }
 }
@@ -777,10 +779,13 @@ fn recompute(
     let opened = moment::open(world, being, wake.clone(), stored_time_ms);
     // An LLM act is replayed against its recorded answer: the model is never
     // called again, and the rebuilt request's digest is compared with the record.
+    // A panel's members are each answered from their own record.
     let recorded = stored.llm.map(crate::llm::Recorded);
-    let model: &dyn crate::llm::LanguageModel = match &recorded {
-        Some(recorded) => recorded,
-        None => &crate::llm::NoModel,
+    let recorded_panel = stored.panel.map(crate::moment::panel::RecordedPanel);
+    let model: &dyn crate::llm::LanguageModel = match (&recorded, &recorded_panel) {
+        (Some(recorded), _) => recorded,
+        (None, Some(panel)) => panel,
+        (None, None) => &crate::llm::NoModel,
     };
     let (mut clauses, mut clause_keys) = (Vec::new(), Vec::new());
     let (mut composed, mut face, mut context, mut llm_prompt) = (Json::Null, Json::Null, Json::Null, Json::Null);

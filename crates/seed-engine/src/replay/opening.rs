@@ -29,6 +29,8 @@ pub(super) struct ActOpening {
     pub(super) content: Option<String>,
     #[serde(default)]
     pub(super) llm: Option<crate::llm::LlmRecord>,
+    #[serde(default)]
+    pub(super) panel: Option<crate::moment::panel::PanelRecord>,
 }
 
 impl ActOpening {
@@ -47,6 +49,7 @@ impl ActOpening {
             call: &self.call,
             content: &self.content,
             llm: self.llm.as_ref(),
+            panel: self.panel.as_ref(),
         }
     }
 }
@@ -67,6 +70,8 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
             // A model's record is left to serde; its absence reads as `null`.
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
+            // A panel's deliberation too.
+            b"panel" => return None,
             _ => {
                 // Inside the body's map: one level of nesting is taken.
                 if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
@@ -79,7 +84,7 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
         return None;
     }
     // A missing `content` reads as `None` (an `Option` field), as with serde.
-    Some(ActOpening { wake: wake?, cursor: cursor?, call: call?, content: content.flatten(), llm: None })
+    Some(ActOpening { wake: wake?, cursor: cursor?, call: call?, content: content.flatten(), llm: None, panel: None })
 }
 
 /// `null` or a text.
@@ -158,6 +163,7 @@ mod tests {
         ActBody {
             wake,
             budget: None,
+            panel: None,
             cursor: 1006,
             orientation: "forward".into(),
             primary: Some("onlooker".into()),

@@ -30,6 +30,9 @@ pub enum Cognition {
     Llm,
     /// A person at the portal.
     Human,
+    /// Several members (model connections, scripts) propose; one call is
+    /// chosen (the being's `panel` quality says who and how).
+    Panel,
     /// Never has moments: the reality root.
     None,
 }
@@ -41,8 +44,20 @@ impl Cognition {
             Cognition::Llm => "llm",
             Cognition::Human => "human",
             Cognition::None => "none",
+            Cognition::Panel => "panel",
         }
     }
+
+    /// The cognition a being may be given at birth, by its name.
+    pub fn of_birth(name: &str) -> Option<Cognition> {
+        Cognition::AT_BIRTH.iter().copied().find(|cognition| cognition.as_str() == name)
+    }
+
+    /// The cognitions a being may be born with (`none` is the reality root's).
+    pub const AT_BIRTH: [Cognition; 4] = [Cognition::Scripted, Cognition::Llm, Cognition::Human, Cognition::Panel];
+
+    /// The names of [`Cognition::AT_BIRTH`], for messages.
+    pub const AT_BIRTH_NAMES: [&'static str; 4] = ["scripted", "llm", "human", "panel"];
 }
 
 /// Seq 0 of every reel. The being's id is the BLAKE3 of these bytes.
@@ -139,6 +154,7 @@ fn read_flow_skipped_directly(body: &[u8]) -> Option<(GenesisBodyFlowSkipped, &[
                     "llm" => Cognition::Llm,
                     "human" => Cognition::Human,
                     "none" => Cognition::None,
+                    "panel" => Cognition::Panel,
                     _ => return None,
                 };
                 set_once(&mut cognition, read)?

@@ -152,6 +152,7 @@ mod tests {
             wake,
             stack: vec![RoleUse { name: "onlooker".into(), digest: Hash32([4; 32]) }],
             budget: None,
+            panel: None,
             cursor: 7,
             content: None,
             digests: Digests {

@@ -120,6 +120,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::Encoding(_)
         | Refusal::ActBody(_)
         | Refusal::Llm(_)
+        | Refusal::Panel(_)
         | Refusal::Script(_)
         | Refusal::ScriptCall(_)
         | Refusal::ProseTooLong { .. }
