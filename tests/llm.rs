@@ -873,3 +873,60 @@ fn a_panel_that_does_not_read_is_refused_at_its_line() {
         "members[0].script: nowhere.rhai",
     );
 }
+
+#[test]
+fn the_workshop_ruler_births_workers_hands_them_tasks_and_declares_the_work_done_when_both_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let land = dir.path().join("land");
+    let fixture = repo().join("fixtures/workshop.toml");
+    let output = common::seed(&land, &["sim", fixture.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let reel_of = |name: &str| -> Vec<Json> {
+        let reel: Json = serde_json::from_slice(&common::seed(&land, &["reel", name, "--json"]).stdout).unwrap();
+        reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").cloned().collect()
+    };
+    let ruler = reel_of("@ruler");
+    let steps: Vec<(String, String)> = ruler
+        .iter()
+        .map(|act| {
+            let call = &act["body"]["call"];
+            let what = match call["verb"].as_str().unwrap() {
+                "be" => format!("birth {}", call["payload"]["name"].as_str().unwrap()),
+                "summon" => format!("summon {}", call["target"].as_str().unwrap()),
+                "do" => format!("{} {}", call["action"].as_str().unwrap(), call["args"]["key"].as_str().unwrap()),
+                other => other.to_string(),
+            };
+            (what, act["body"]["panel"]["chosen"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let expected = [
+        ("birth worker-1", "planner"),
+        ("birth worker-2", "planner"),
+        ("summon @worker-1", "planner"),
+        ("summon @worker-2", "planner"),
+        ("publish-signal workshop.done", "auditor"),
+    ];
+    assert_eq!(steps, expected.map(|(what, who)| (what.to_string(), who.to_string())), "{ruler:?}");
+    // Each act holds both members' proposals, chosen by the rule.
+    for act in &ruler {
+        let panel = &act["body"]["panel"];
+        assert_eq!(panel["chosen_by"], "rule");
+        let names: Vec<&str> =
+            panel["members"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["planner", "auditor"], "{panel}");
+        assert!(panel["members"].as_array().unwrap().iter().all(|m| m["output"].is_string()), "{panel}");
+    }
+    // The work was declared done only after both workers answered.
+    for worker in ["@worker-1", "@worker-2"] {
+        let answers = reel_of(worker);
+        assert_eq!(answers.len(), 1, "{worker}: {answers:?}");
+        assert!(answers[0]["body"]["call"]["content"].as_str().unwrap().starts_with("done: "), "{answers:?}");
+        assert_eq!(answers[0]["body"]["call"]["target"], "@ruler");
+    }
+    let declared = &ruler[4]["body"]["effects"][0];
+    assert_eq!(*declared, json!({"op": "set-signal", "key": "workshop.done", "value": true}));
+    let answered_at = |worker: &str| reel_of(worker)[0]["landSeq"].as_u64().unwrap();
+    let declared_at = ruler[4]["landSeq"].as_u64().unwrap();
+    assert!(declared_at > answered_at("@worker-1") && declared_at > answered_at("@worker-2"));
+    assert_replays_clean(&land, &fixture);
+}

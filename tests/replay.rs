@@ -455,7 +455,7 @@ fn the_replay_corpus_replays_as_captured() {
     let corpus_dir = repository().join("replay");
     let output = corpus(&["check", "--dir", corpus_dir.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    for world in ["court", "factory", "library", "dance"] {
+    for world in ["court", "factory", "library", "dance", "market", "workshop"] {
         assert!(stdout(&output).contains(&format!("ok      {}", corpus_dir.join(format!("{world}.toml")).display())));
     }
 }
@@ -484,7 +484,7 @@ fn the_replay_corpus_replays_as_captured_on_postgres_and_a_damaged_capture_fails
     let corpus_dir_text = corpus_dir.to_str().expect("utf-8");
     let output = corpus_on_postgres(&url, &["check", "--dir", corpus_dir_text]);
     assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    for world in ["court", "factory", "library", "dance"] {
+    for world in ["court", "factory", "library", "dance", "market", "workshop"] {
         assert!(stdout(&output).contains(&format!("ok      {}", corpus_dir.join(format!("{world}.toml")).display())));
     }
     let capture = corpus_dir.join("library.land");

@@ -483,7 +483,7 @@ fn majority<'r>(proposed: &[&'r MemberRecord]) -> &'r str {
 }
 
 /// The proposals as a rule and a ruler read them: each member's name, its
-/// call (`null`: to only look), its prose, and why it failed if it did.
+/// call as `act` (`null`: to only look), its prose, and why it failed if it did.
 fn proposals_json(members: &[MemberRecord]) -> Json {
     Json::Array(
         members
@@ -492,7 +492,8 @@ fn proposals_json(members: &[MemberRecord]) -> Json {
                 let proposal = member.proposal.as_ref();
                 json!({
                     "member": member.name,
-                    "call": proposal.and_then(|proposal| proposal.call.as_ref()).map(|call| serde_json::to_value(call).unwrap_or(Json::Null)),
+                    // `call` is a Rhai keyword: a rule reads `proposal.act`.
+                    "act": proposal.and_then(|proposal| proposal.call.as_ref()).map(|call| serde_json::to_value(call).unwrap_or(Json::Null)),
                     "content": proposal.and_then(|proposal| proposal.content.clone()),
                     "failed": member.proposal.is_none(),
                     "failure": member.proposal.is_none().then(|| member_failure_text(member)),
