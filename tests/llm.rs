@@ -650,6 +650,13 @@ fn the_being_page_shows_spend_against_its_budget_and_an_ancestor_raises_it_with_
         up.post_form(&cookie, "/beings/operator/act", &form(r#"{"being": "@clerk", "tokens_per_day": "lots"}"#));
     let refused = refused.text().unwrap();
     assert!(refused.contains("do set-budget: args.tokens_per_day must be an integer"), "{refused}");
+    // A panel cannot be born by `be birth`: nothing would give it members.
+    let (status, body) = up.post(
+        "/api/v1/beings/operator/act",
+        &json!({"verb": "be", "operation": "birth", "payload": {"name": "council", "cognition": "panel"}}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|text| text.contains("[being.panel]")), "{body}");
     let (status, body) = up.post(
         "/api/v1/beings/operator/act",
         &json!({"verb": "do", "action": "set-budget", "target": "/", "args": {"being": "@nobody", "tokens_per_day": 1}}),

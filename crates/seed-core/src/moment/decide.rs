@@ -399,6 +399,9 @@ fn check_birth(
     let Some(cognition) = given.as_deref().and_then(Cognition::of_birth) else {
         return Err(Refusal::BirthCognition { given });
     };
+    if cognition == Cognition::Panel {
+        return Err(Refusal::BirthPanel);
+    }
     // The flow may be given as an array or as {"defaultRole", "flow"}; the
     // child's genesis stores the array and its default role.
     let given_flow = payload.get("roleFlow").cloned().unwrap_or(Json::Array(Vec::new()));

@@ -102,8 +102,10 @@ could undo it; keep {action:?} in the roles @{being} wears"
     NameTaken { name: String },
     #[error("the land holds {most} beings (beings_per_land_max)")]
     LandFull { most: usize },
-    #[error("birth cognition {given:?} is not scripted, llm, human or panel")]
+    #[error("birth cognition {given:?} is not scripted, llm or human")]
     BirthCognition { given: Option<String> },
+    #[error("a panel being is planted from a fixture, whose [being.panel] names its members: `be birth` cannot give a child members")]
+    BirthPanel,
     #[error("roleFlow must be an array of clauses or {{\"defaultRole\", \"flow\"}}")]
     BirthFlowShape,
     #[error("cancelled by hook {hook}: {reason}")]
@@ -295,6 +297,7 @@ impl Refusal {
             Refusal::NameTaken { .. } => "name-taken",
             Refusal::LandFull { .. } => "land-full",
             Refusal::BirthCognition { .. } => "birth-cognition",
+            Refusal::BirthPanel => "birth-panel",
             Refusal::BirthFlowShape => "birth-flow-shape",
             Refusal::HookCancelled { .. } => "hook-cancelled",
             Refusal::Seal { .. } => "seal",

@@ -721,8 +721,9 @@ impl Engine {
         sealing: &mut Sealing,
     ) -> Result<(String, Option<Failure>), EngineError> {
         self.summary.moments += 1;
-        if let Some(llm) = trace.llm.as_ref().filter(|llm| llm.request.is_some()) {
-            self.summary.llm_calls += 1;
+        // Every answered call counts (a panel makes several).
+        if let Some(llm) = trace.llm.as_ref().filter(|llm| !llm.records.is_empty()) {
+            self.summary.llm_calls += llm.records.len() as u64;
             self.summary.llm_prompt_tokens += llm.prompt_tokens;
             self.summary.llm_completion_tokens += llm.completion_tokens;
             self.summary.llm_cost_micros += llm.cost_micros;

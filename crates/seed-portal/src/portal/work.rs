@@ -137,6 +137,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::BadBeingName { .. }
         | Refusal::LandFull { .. }
         | Refusal::BirthCognition { .. }
+        | Refusal::BirthPanel
         | Refusal::BirthFlowShape
         | Refusal::HookCancelled { .. }
         // The caller may make the change, but not this one: it is the
