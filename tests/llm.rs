@@ -937,3 +937,32 @@ fn the_workshop_ruler_births_workers_hands_them_tasks_and_declares_the_work_done
     assert!(declared_at > answered_at("@worker-1") && declared_at > answered_at("@worker-2"));
     assert_replays_clean(&land, &fixture);
 }
+
+#[test]
+fn the_moment_page_shows_each_panel_members_proposal_and_the_choice() {
+    let fixture = repo().join("fixtures/workshop.toml");
+    let up = common::portal::Up::start(&["--fixture", fixture.to_str().unwrap(), "--round-ms", "50"]);
+    up.wait_for_being("ruler", std::time::Duration::from_secs(20), |ruler| ruler["acts"].as_u64() >= Some(5));
+    // Seq 5 is the ruler's fifth act: declaring the work done, the auditor's word.
+    let (status, moment) = up.get("/api/v1/beings/ruler/moments/5");
+    assert_eq!(status, 200, "{moment}");
+    let panel = &moment["panel"];
+    assert_eq!(panel["chosen"], "auditor", "{panel}");
+    assert_eq!(panel["chosenBy"], "rule", "{panel}");
+    assert_eq!(panel["members"][0]["proposal"], "only look", "{panel}");
+    assert!(panel["members"][1]["proposal"].as_str().unwrap().starts_with("did publish-signal at /"), "{panel}");
+    assert_eq!(moment["matches"], true, "the moment replays: {moment}");
+    let (_, page) = up.page("/beings/ruler/moments/5");
+    assert!(
+        page.contains("id=\"panel\"") && page.contains("chose <strong>auditor</strong>'s proposal by rule"),
+        "{page}"
+    );
+    if crate::opted_in("SEED_TEST_BROWSER", "the panel on the moment page in headless Chromium") {
+        let browser = common::webdriver::Browser::start(&repo().join("target/portal-screenshots"));
+        browser.log_in(&up.url, &up.token);
+        browser.go(&format!("{}/beings/ruler/moments/5", up.url));
+        browser.wait_for_text("#panel-choice", "auditor");
+        browser.scroll_to("#panel-choice");
+        browser.screenshot("42-panel-moment");
+    }
+}

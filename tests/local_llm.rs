@@ -83,7 +83,8 @@ fn start_local_model(log: &std::path::Path) -> LocalModel {
 
 /// The court's LLM clerk, driven by the real model for three ticks: once as
 /// it is (`forward`), once wearing `recollecting` (orientation `half`: its
-/// prompt carries what it recalls, and its tools an optional `importance`).
+/// prompt carries what it recalls, and its tools an optional `importance`);
+/// and for two ticks as a panel of two members.
 #[test]
 fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     if !crate::opted_in("SEED_TEST_LOCAL_LLM", "a real local model (scripts/local-llm)") {
@@ -116,6 +117,20 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
         );
     let remembering = dir.path().join("remembering-court.toml");
     std::fs::write(&remembering, remembering_text).unwrap();
+    // The same court, its clerk a panel of two members asking the model.
+    let panel_text = std::fs::read_to_string(&court)
+        .unwrap()
+        .replace("\"../../../", &format!("\"{}/", repo.display()))
+        .replace("\"roles\"]", &format!("\"{}\"]", repo.join("tests/fixtures/llm/roles").display()))
+        .replace("cognition = \"llm\"", "cognition = \"panel\"");
+    let panel = dir.path().join("panel-court.toml");
+    std::fs::write(
+        &panel,
+        format!("{panel_text}\n[being.panel]\nmembers = [{{ name = \"first\", kind = \"llm\" }}, {{ name = \"second\", kind = \"llm\" }}]\n"),
+    )
+    .unwrap();
+    let panel_land = dir.path().join("land-panel");
+    drive_the_panel(&panel_land, &panel, &connections, &dir.path().join("trace-panel.jsonl"));
     let mut lands = Vec::new();
     for (fixture, orientation) in [(&court, "forward"), (&remembering, "half")] {
         let land = dir.path().join(format!("land-{orientation}"));
@@ -131,6 +146,13 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     // Replay verifies every LLM act; the server is stopped first, so any
     // attempt to call the model would fail the replay.
     drop(server);
+    let replay = common::seed(&panel_land, &["replay", "--all"]);
+    assert!(replay.status.success(), "{}", String::from_utf8_lossy(&replay.stdout));
+    assert!(
+        String::from_utf8_lossy(&replay.stdout).contains(" 0 divergence(s)"),
+        "{}",
+        String::from_utf8_lossy(&replay.stdout)
+    );
     for (land, acts) in lands {
         let replay = common::seed(&land, &["replay", "@clerk"]);
         let text = String::from_utf8_lossy(&replay.stdout);
@@ -189,4 +211,40 @@ fn drive_the_clerk(land: &Path, fixture: &Path, connections: &Path, trace: &Path
     let verify = common::seed(land, &["verify"]);
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
     acts
+}
+
+/// Simulates two ticks of the panel court into `land`: each moment both
+/// members ask the model, and the clerk acts on the majority's call (or the
+/// first member's, on a tie) or fails naming each member's failure.
+fn drive_the_panel(land: &Path, fixture: &Path, connections: &Path, trace: &Path) {
+    let output = common::seed(
+        land,
+        &[
+            "sim",
+            fixture.to_str().unwrap(),
+            "--ticks",
+            "2",
+            "--llm",
+            connections.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["llm"]["calls"], 4, "both members called the model each tick: {summary}");
+    let reel: serde_json::Value =
+        serde_json::from_slice(&common::seed(land, &["reel", "@clerk", "--json"]).stdout).unwrap();
+    assert_eq!(reel["llm"]["calls"], 4, "every call is on the reel: {}", reel["llm"]);
+    let acts: Vec<&serde_json::Value> =
+        reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();
+    for act in &acts {
+        let members = act["body"]["panel"]["members"].as_array().unwrap();
+        let names: Vec<&str> = members.iter().map(|member| member["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["first", "second"], "{act}");
+        assert!(members.iter().all(|member| member["llm"]["request"].is_string()), "{act}");
+    }
+    let verify = common::seed(land, &["verify"]);
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
 }

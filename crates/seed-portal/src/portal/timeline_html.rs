@@ -331,6 +331,36 @@ pub fn moment_page(moment: &Json, csrf: &str) -> String {
             esc(prompt)
         ));
     }
+    let panel = field(moment, "panel");
+    if panel.is_object() {
+        body.push_str(&format!(
+            "<h2>The panel</h2><p id=\"panel-choice\">chose <strong>{}</strong>'s proposal by {}</p>\
+<table id=\"panel\"><tr><th>member</th><th>proposed</th><th>by</th></tr>",
+            esc(&text(field(panel, "chosen"))),
+            esc(&text(field(panel, "chosenBy")))
+        ));
+        let ruler = field(panel, "ruler");
+        for member in list(field(panel, "members")).iter().chain(ruler.is_object().then_some(ruler)) {
+            let chosen = field(member, "name") == field(panel, "chosen");
+            let said = match field(member, "proposal").as_str() {
+                Some(proposal) => esc(proposal),
+                None if member == ruler => "(the ruler: chose)".to_string(),
+                None => format!("<span class=\"error\">{}</span>", esc(&text(field(member, "failure")))),
+            };
+            let by = match field(member, "model").as_str() {
+                Some(model) => format!("{} ({} tokens)", esc(model), number(field(member, "tokens"))),
+                None if field(member, "script") == &Json::Bool(true) => "script".to_string(),
+                None => "—".to_string(),
+            };
+            body.push_str(&format!(
+                "<tr{}><td>{}{}</td><td>{said}</td><td>{by}</td></tr>",
+                if chosen { " class=\"chosen\"" } else { "" },
+                esc(&text(field(member, "name"))),
+                if chosen { " ✓" } else { "" },
+            ));
+        }
+        body.push_str("</table>");
+    }
     let llm = field(moment, "llm");
     if llm.is_object() {
         let prompt = field(llm, "prompt");

@@ -567,6 +567,7 @@ pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> 
             "prompt": moment.llm_prompt, "response": record.response,
         })
     });
+    let panel = act.panel.as_ref().map(panel_json);
     let divergence = report.divergences.iter().find(|divergence| divergence.seq == seq).map(divergence_json);
     let wake = match &act.wake {
         Wake::Summon { fact, from } => {
@@ -587,13 +588,37 @@ pub fn moment_json(live: &LiveLand, world: &World, row: &BeingRow, seq: u64) -> 
         "rolePrompt": moment.composed.get("prompt").cloned(),
         "verb": act.call.verb(), "summary": act_summary(world, act),
         "act": crate::view::body_json(fact),
-        "llm": llm, "face": moment.face,
+        "llm": llm, "panel": panel, "face": moment.face,
         "matches": moment.matches && divergence.is_none(), "divergence": divergence,
         "problems": report.problems, "evaluator": act.evaluator,
         "reelLength": store.head(&row.id)?.map_or(0, |head| head.seq + 1),
         "previousAct": nearest_act(store, row.id, seq.saturating_sub(MOMENT_NEIGHBOURS_READ_MAX), seq, true)?,
         "nextAct": nearest_act(store, row.id, seq + 1, seq + 1 + MOMENT_NEIGHBOURS_READ_MAX, false)?,
     }))
+}
+
+/// A panel's deliberation as the moment page shows it: each member's
+/// proposal (or why it made none) and model call, and the choice.
+fn panel_json(panel: &crate::moment::panel::PanelRecord) -> Json {
+    let member = |member: &crate::moment::panel::MemberRecord| {
+        let proposal = member.proposal.as_ref().map(|proposal| match &proposal.call {
+            Some(call) => crate::memory::fold::act_text(call, proposal.content.as_deref()),
+            None => "only look".to_string(),
+        });
+        json!({
+            "name": member.name,
+            "proposal": proposal,
+            "failure": member.failure.clone().or_else(|| member.no_answer.as_ref().map(|why| format!("no answer: {why}"))),
+            "model": member.llm.as_ref().map(|record| record.params.model.clone()),
+            "tokens": member.llm.as_ref().map(|record| record.prompt_tokens + record.completion_tokens),
+            "script": member.output.is_some(),
+        })
+    };
+    json!({
+        "chosenBy": panel.chosen_by, "chosen": panel.chosen,
+        "members": panel.members.iter().map(member).collect::<Vec<_>>(),
+        "ruler": panel.ruler.as_ref().map(member),
+    })
 }
 
 /// Facts a moment page reads on each side for its previous and next act.
