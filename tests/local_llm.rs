@@ -166,22 +166,7 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
 /// Simulates three ticks of `fixture` into `land` with the real model and
 /// checks the clerk's moments; returns how many acts it sealed.
 fn drive_the_clerk(land: &Path, fixture: &Path, connections: &Path, trace: &Path) -> u64 {
-    let output = common::seed(
-        land,
-        &[
-            "sim",
-            fixture.to_str().unwrap(),
-            "--ticks",
-            "3",
-            "--llm",
-            connections.to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let summary = simulate_with_the_model(land, fixture, connections, trace, 3);
     assert_eq!(summary["llm"]["calls"], 3, "the clerk called the model once a tick: {summary}");
     let trace_text = std::fs::read_to_string(trace).unwrap();
     let clerk: Vec<serde_json::Value> = trace_text
@@ -217,22 +202,7 @@ fn drive_the_clerk(land: &Path, fixture: &Path, connections: &Path, trace: &Path
 /// members ask the model, and the clerk acts on the majority's call (or the
 /// first member's, on a tie) or fails naming each member's failure.
 fn drive_the_panel(land: &Path, fixture: &Path, connections: &Path, trace: &Path) {
-    let output = common::seed(
-        land,
-        &[
-            "sim",
-            fixture.to_str().unwrap(),
-            "--ticks",
-            "2",
-            "--llm",
-            connections.to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let summary = simulate_with_the_model(land, fixture, connections, trace, 2);
     assert_eq!(summary["llm"]["calls"], 4, "both members called the model each tick: {summary}");
     let reel: serde_json::Value =
         serde_json::from_slice(&common::seed(land, &["reel", "@clerk", "--json"]).stdout).unwrap();
@@ -247,4 +217,32 @@ fn drive_the_panel(land: &Path, fixture: &Path, connections: &Path, trace: &Path
     }
     let verify = common::seed(land, &["verify"]);
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+}
+
+/// `seed sim FIXTURE --ticks TICKS --llm CONNECTIONS --trace TRACE --json`
+/// into `land`: its summary.
+fn simulate_with_the_model(
+    land: &Path,
+    fixture: &Path,
+    connections: &Path,
+    trace: &Path,
+    ticks: u64,
+) -> serde_json::Value {
+    let ticks = ticks.to_string();
+    let output = common::seed(
+        land,
+        &[
+            "sim",
+            fixture.to_str().unwrap(),
+            "--ticks",
+            &ticks,
+            "--llm",
+            connections.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
 }
