@@ -348,3 +348,37 @@ fn simulate(land: &std::path::Path, world: &std::path::Path, ticks: u64) {
     let output = crate::common::seed(land, &["sim", world.to_str().expect("utf-8"), "--ticks", &ticks.to_string()]);
     assert!(output.status.success(), "{}", crate::common::stderr(&output));
 }
+
+#[test]
+fn a_person_gives_an_act_its_importance_and_a_bad_one_is_refused_naming_it() {
+    let up = Up::start(&[]);
+    let act = |importance: Value| {
+        up.post("/api/v1/beings/operator/act", &json!({"verb": "see", "address": "/court", "importance": importance}))
+    };
+    for (given, expected) in [
+        (json!(11), "`importance` is a whole number from 0 to 10, not 11"),
+        (json!(-1), "`importance` is a whole number from 0 to 10, not -1"),
+        (json!("high"), "`importance` is a whole number from 0 to 10, not \"high\""),
+        (json!([7]), "`importance` is a whole number from 0 to 10, not [7]"),
+    ] {
+        let (status, body) = act(given.clone());
+        assert_eq!(status, 400, "{given}: {body}");
+        assert_eq!(body["error"]["field"], "importance", "{body}");
+        assert_eq!(body["error"]["message"], expected, "{body}");
+    }
+    // A form sends it as text.
+    let (status, body) = act(json!("7"));
+    assert_eq!(status, 200, "{body}");
+    let mut up = up;
+    up.stop();
+    let reel = seed_json(&up.land(), &["reel", "@operator", "--json"]);
+    let acts: Vec<&Value> = reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act").collect();
+    assert_eq!(acts.len(), 1, "only the good importance sealed an act: {reel}");
+    assert_eq!(acts[0]["body"]["importance"], 7, "{}", acts[0]);
+    let memory = seed_json(&up.land(), &["memory", "@operator", "--json"]);
+    let item = memory["items"].as_array().unwrap().iter().find(|item| item["kind"] == "act").unwrap();
+    assert_eq!(item["importance"], 7, "{memory}");
+    let replay = crate::common::seed(&up.land(), &["replay", "@operator"]);
+    assert!(replay.status.success(), "{}", crate::common::stdout(&replay));
+    assert!(crate::common::stdout(&replay).contains("0 divergence(s)"), "{}", crate::common::stdout(&replay));
+}

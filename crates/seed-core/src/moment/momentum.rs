@@ -332,11 +332,14 @@ pub fn momentum(
     })
 }
 
-/// What a person chose at the portal: the verb call and the prose beside it.
+/// What a person chose at the portal: the verb call, the prose beside it
+/// and, if they gave one, how important the act is to the being's memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PersonChoice {
     pub call: VerbCall,
     pub content: Option<String>,
+    /// 0 to `IMPORTANCE_MAX`; `None`: the role's `actImportance` decides.
+    pub importance: Option<u8>,
 }
 
 /// Beat 4 for human cognition: the person's choice is the decision. Only a
@@ -350,13 +353,17 @@ pub fn person_momentum(world: &World, opened: &Opened, choice: &PersonChoice) ->
             Refusal::NoPersonDrives { being: row.name.clone(), cognition: row.cognition.as_str() },
         ));
     }
+    if let Some(given) = choice.importance.filter(|given| *given > crate::memory::recall::IMPORTANCE_MAX) {
+        let error = CallError::Importance { given: given.to_string(), most: crate::memory::recall::IMPORTANCE_MAX };
+        return Err(failure(Beat::Momentum, Refusal::ScriptCall(error)));
+    }
     Ok(Decision {
         call: Some(choice.call.clone()),
         content: choice.content.clone(),
         output_digest: None,
         llm: None,
         see: None,
-        importance: None,
+        importance: choice.importance,
         budget: None,
         panel: None,
     })

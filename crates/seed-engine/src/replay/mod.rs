@@ -199,6 +199,7 @@ struct MomentInputs<'a> {
     content: &'a Option<String>,
     llm: Option<&'a crate::llm::LlmRecord>,
     panel: Option<&'a crate::moment::panel::PanelRecord>,
+    importance: Option<u8>,
 }
 
 impl<'a> MomentInputs<'a> {
@@ -210,6 +211,7 @@ impl<'a> MomentInputs<'a> {
             content: &body.content,
             llm: body.llm.as_ref(),
             panel: body.panel.as_ref(),
+            importance: body.importance,
         }
     }
 }
@@ -809,7 +811,12 @@ fn recompute(
             .get(&being)
             .is_some_and(|row| row.effective_cognition() == crate::fact::body::Cognition::Human);
         let decision = if person {
-            let choice = moment::PersonChoice { call: stored.call.clone(), content: stored.content.clone() };
+            // The stored importance is the person's word (or the role's, which gives the same).
+            let choice = moment::PersonChoice {
+                call: stored.call.clone(),
+                content: stored.content.clone(),
+                importance: stored.importance,
+            };
             moment::person_momentum(world, &opened, &choice)?
         } else {
             moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?

@@ -31,6 +31,8 @@ pub(super) struct ActOpening {
     pub(super) llm: Option<crate::llm::LlmRecord>,
     #[serde(default)]
     pub(super) panel: Option<crate::moment::panel::PanelRecord>,
+    #[serde(default)]
+    pub(super) importance: Option<u8>,
 }
 
 impl ActOpening {
@@ -50,6 +52,7 @@ impl ActOpening {
             content: &self.content,
             llm: self.llm.as_ref(),
             panel: self.panel.as_ref(),
+            importance: self.importance,
         }
     }
 }
@@ -70,8 +73,8 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
             // A model's record is left to serde; its absence reads as `null`.
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
-            // A panel's deliberation too.
-            b"panel" => return None,
+            // A panel's deliberation too, and an importance (a person's word).
+            b"panel" | b"importance" => return None,
             _ => {
                 // Inside the body's map: one level of nesting is taken.
                 if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
@@ -84,7 +87,15 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
         return None;
     }
     // A missing `content` reads as `None` (an `Option` field), as with serde.
-    Some(ActOpening { wake: wake?, cursor: cursor?, call: call?, content: content.flatten(), llm: None, panel: None })
+    Some(ActOpening {
+        wake: wake?,
+        cursor: cursor?,
+        call: call?,
+        content: content.flatten(),
+        llm: None,
+        panel: None,
+        importance: None,
+    })
 }
 
 /// `null` or a text.

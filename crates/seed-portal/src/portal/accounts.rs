@@ -76,7 +76,7 @@ pub(super) async fn invite(portal: &Arc<Portal>, principal: &Principal, request:
         drop(world);
         let payload = json!({"name": being, "cognition": "human", "defaultRole": "person"});
         let call = VerbCall::Be { operation: "birth".into(), payload };
-        drive(portal, principal, &parent, Wake::Person, PersonChoice { call, content: None }).await?;
+        drive(portal, principal, &parent, Wake::Person, PersonChoice { call, content: None, importance: None }).await?;
     } else {
         drop(world);
     }

@@ -562,10 +562,12 @@ pub fn act_forms(being: &Json, csrf: &str, action: &str, typed: Option<&Typed>) 
         format!(
             "<fieldset><legend>{verb}</legend>{}<form method=\"post\" action=\"{}\" id=\"form-{verb}\">{}\
 <input type=\"hidden\" name=\"verb\" value=\"{verb}\"><label>{wake_help} <select name=\"wake\">{wake}</select></label>{inner}\
-<button id=\"do-{verb}\"{}>{verb}</button></form></fieldset>",
+<label>importance <input name=\"importance\" id=\"{verb}-importance\" type=\"number\" min=\"0\" max=\"10\" \
+placeholder=\"0–10, optional\" value=\"{}\"></label><button id=\"do-{verb}\"{}>{verb}</button></form></fieldset>",
             Typed::error_in(typed, verb),
             esc(action),
             hidden_csrf(csrf),
+            esc(Typed::value(typed, verb, "importance", "")),
             if disabled { " disabled" } else { "" }
         )
     };

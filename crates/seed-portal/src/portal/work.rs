@@ -318,7 +318,7 @@ pub(super) async fn acts_as_self(
 ) -> Result<Json, PortalError> {
     let being = acting_being(portal, principal)?;
     let name = portal.live.world().name_of(&being).unwrap_or_default().to_string();
-    drive_as(portal, being, &name, Wake::Person, PersonChoice { call, content: None }).await
+    drive_as(portal, being, &name, Wake::Person, PersonChoice { call, content: None, importance: None }).await
 }
 
 /// Reads a verb call from a request: `verb` and the fields of that verb.
@@ -353,7 +353,24 @@ pub(super) fn choice_from(request: &Json) -> Result<PersonChoice, PortalError> {
         other => return Err(PortalError::field("verb", format!("unknown verb {other:?}: see, do, summon or be"))),
     };
     let content = if verb == "summon" { None } else { content };
-    Ok(PersonChoice { call, content })
+    Ok(PersonChoice { call, content, importance: importance_from(request)? })
+}
+
+/// The importance a person gave an act: a whole number from 0 to
+/// `IMPORTANCE_MAX` (a form sends it as text; empty is none).
+fn importance_from(request: &Json) -> Result<Option<u8>, PortalError> {
+    let most = crate::memory::recall::IMPORTANCE_MAX;
+    let refused = |given: &str| {
+        PortalError::field("importance", format!("`importance` is a whole number from 0 to {most}, not {given}"))
+    };
+    let given = match request.get("importance") {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::String(text)) if text.trim().is_empty() => return Ok(None),
+        Some(Json::String(text)) => text.trim().parse::<u64>().map_err(|_| refused(&format!("{text:?}")))?,
+        Some(Json::Number(number)) => number.as_u64().ok_or_else(|| refused(&number.to_string()))?,
+        Some(other) => return Err(refused(&other.to_string())),
+    };
+    u8::try_from(given).ok().filter(|given| *given <= most).map(Some).ok_or_else(|| refused(&given.to_string()))
 }
 
 /// The wake a request answers: a summon in the being's inbox (by its fact
@@ -546,7 +563,8 @@ async fn release_as_inhabitant(portal: &Arc<Portal>, name: &str) -> Result<Json,
     let (name, inhabitant_name) = (row.name.clone(), world.name_of(&inhabitant).unwrap_or_default().to_string());
     drop(world);
     let call = VerbCall::Be { operation: "release".into(), payload: json!({"being": name}) };
-    drive_as(portal, inhabitant, &inhabitant_name, Wake::Person, PersonChoice { call, content: None }).await
+    drive_as(portal, inhabitant, &inhabitant_name, Wake::Person, PersonChoice { call, content: None, importance: None })
+        .await
 }
 
 /// Checks a flow parses and binds against the roles the world sees now.
