@@ -264,3 +264,41 @@ fn replay_says_which_snapshot_it_started_from_and_bad_snapshot_flags_are_refused
     let output = seed(&land, &["replay", "--all", "--paranoid"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn reindex_folds_the_memories_again_and_writes_again_a_snapshot_that_lost_them() {
+    let (_dir, land, _) = simulated("market.toml", 16);
+    let reindex = |land: &Path| -> serde_json::Value {
+        let output = seed(land, &["reindex", "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).expect("reindex JSON")
+    };
+    let first = reindex(&land);
+    assert!(first["memories"]["items"].as_u64() > Some(0), "{first}");
+    assert!(!first["snapshots"]["agreed"].as_array().expect("agreed").is_empty(), "{first}");
+    assert_eq!(first["snapshots"]["rebuilt"], serde_json::json!([]), "{first}");
+    // A snapshot that lost a being's memory (a bug wrote it), vouched for.
+    let cursor = *shelf(&land).last().expect("a snapshot");
+    {
+        let opened = Land::open(&land).expect("open");
+        let (snapshot, _) = opened.snapshots().read(cursor).expect("reads");
+        let mut world = seed::world::World::from_snapshot_bytes(&snapshot.world).expect("world");
+        let being = *world.memories.keys().next().expect("a being remembers something");
+        world.memories.remove(&being);
+        let bytes = world.snapshot_bytes().expect("bytes");
+        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
+        opened.close().expect("close");
+    }
+    let second = reindex(&land);
+    assert_eq!(second["snapshots"]["rebuilt"], serde_json::json!([cursor]), "{second}");
+    assert_eq!(second["memories"], first["memories"], "the same memories, from the same facts");
+    let verify = seed(&land, &["verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    let all = seed(&land, &["replay", "--all"]);
+    assert_eq!(all.status.code(), Some(0), "the rebuilt snapshot holds: {}", stdout(&all));
+    // With no snapshot at all, the fold gives the same index again.
+    std::fs::remove_dir_all(land.join("snapshots")).expect("snapshots removed");
+    let third = reindex(&land);
+    assert_eq!(third["memories"], first["memories"]);
+    assert_eq!(third["snapshots"], serde_json::json!({"agreed": [], "rebuilt": []}));
+}

@@ -393,16 +393,36 @@ pub fn import(land: &Land, file: &Path, json: bool) -> Result<ExitCode> {
 
 pub fn reindex(land: &Land, json: bool) -> Result<ExitCode> {
     let report = land.store().reindex()?;
+    // The memories (and the rest of the world) are derived too: folded
+    // again from the facts, and every snapshot held to that fold.
+    let derived = seed::snapshots::rebuild(land)?;
     if json {
         let unreadable: Vec<Json> =
             report.unreadable_records.iter().map(|(being, seq)| json!({"being": being.to_hex(), "seq": seq})).collect();
         print_json(&json!({"facts": report.facts, "beings": report.beings, "forkProofs": report.fork_proofs,
-            "unreadableRecords": unreadable}))?;
+            "unreadableRecords": unreadable,
+            "memories": {"beings": derived.beings_remembering, "items": derived.items,
+                         "digest": derived.memories_digest.to_hex()},
+            "snapshots": {"agreed": derived.agreed, "rebuilt": derived.rebuilt}}))?;
         return Ok(ExitCode::SUCCESS);
     }
     println!("reindexed {} facts of {} beings ({} fork proofs)", report.facts, report.beings, report.fork_proofs);
     for (being, seq) in &report.unreadable_records {
         println!("  left out unreadable record: being {} seq {seq} (run `seed verify`)", being.short());
+    }
+    println!(
+        "memories folded from the facts: {} item(s) of {} being(s) (digest {})",
+        derived.items,
+        derived.beings_remembering,
+        derived.memories_digest.short()
+    );
+    if !derived.agreed.is_empty() || !derived.rebuilt.is_empty() {
+        println!(
+            "snapshots: {} agree with the fold, {} written again from it{}",
+            derived.agreed.len(),
+            derived.rebuilt.len(),
+            if derived.rebuilt.is_empty() { "" } else { " (run `seed verify` to vouch for them)" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

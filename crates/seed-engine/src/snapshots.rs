@@ -317,3 +317,71 @@ pub fn shelf_claims(land_dir: &std::path::Path) -> BTreeMap<u64, Hash32> {
         })
         .collect()
 }
+
+/// What [`rebuild`] found and did: the memories the fold of the facts
+/// built, and each snapshot on the shelf held to that fold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// Beings that remember anything, and their items, at the land's end.
+    pub beings_remembering: usize,
+    pub items: usize,
+    /// `World::memories_digest` of the fold at the land's end.
+    pub memories_digest: Hash32,
+    /// Snapshots whose claim the fold gave back.
+    pub agreed: Vec<u64>,
+    /// Snapshots written again from the fold (their claim differed, or the
+    /// file did not read).
+    pub rebuilt: Vec<u64>,
+}
+
+/// Rebuilds what a land derives from its facts beyond the store's indexes:
+/// the world, each being's memory among it, folded from genesis (no
+/// snapshot is read), and every snapshot on the shelf held to that fold at
+/// its cursor; one that claims another world is written again from the
+/// fold, and the vouches are withdrawn so that the next clean `seed verify`
+/// vouches afresh. The land must not be running.
+pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
+    let store = land.store();
+    let shelf = SnapshotShelf::of_land(land.dir());
+    let land_len = store.land_len()?;
+    let claims = shelf_claims(land.dir());
+    let mut report = RebuildReport::default();
+    let mut world = World::new();
+    let cursors: Vec<u64> =
+        shelf.cursors().unwrap_or_default().into_iter().filter(|cursor| *cursor <= land_len).collect();
+    for cursor in cursors {
+        crate::engine::fold_until(store, &mut world, cursor)?;
+        if claims.get(&cursor) == Some(&world.snapshot_digest()) {
+            report.agreed.push(cursor);
+            continue;
+        }
+        let last_fact = last_fact_before(store, cursor)?.ok_or(RebuildError::NoFactBefore { cursor })?;
+        let bytes = world.snapshot_bytes().map_err(|error| RebuildError::World { reason: error.to_string() })?;
+        land.write_snapshot(cursor, last_fact, world.snapshot_digest(), bytes)?;
+        report.rebuilt.push(cursor);
+    }
+    if !report.rebuilt.is_empty() {
+        shelf.withdraw_vouches()?;
+    }
+    crate::engine::fold_to_end(store, &mut world)?;
+    report.beings_remembering = world.memories.values().filter(|memory| !memory.is_empty()).count();
+    report.items = world.memories.values().map(|memory| memory.len()).sum();
+    report.memories_digest = world.memories_digest();
+    Ok(report)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error("the land log holds no fact before land seq {cursor}, where a snapshot stands")]
+    NoFactBefore { cursor: u64 },
+    #[error("the world cannot be written: {reason}")]
+    World { reason: String },
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error(transparent)]
+    Land(#[from] crate::land::LandError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+}
