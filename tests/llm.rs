@@ -966,3 +966,98 @@ fn the_moment_page_shows_each_panel_members_proposal_and_the_choice() {
         browser.screenshot("42-panel-moment");
     }
 }
+
+/// The market (fixtures/market.toml) with `extra` appended, its folders made absolute.
+fn market_variant(dir: &Path, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("fixtures/market.toml")).unwrap();
+    let text = text
+        .replace("\"../", &format!("\"{}/", repo().display()))
+        .replace("\"roles\"]", &format!("\"{}\"]", repo().join("fixtures/roles").display()));
+    let path = dir.join("market-variant.toml");
+    std::fs::write(&path, format!("{text}\n{extra}\n")).unwrap();
+    path
+}
+
+/// Each of `name`'s facts of `kind` on its reel.
+fn facts_of(land: &Path, name: &str, kind: &str) -> Vec<Json> {
+    let reel: Json = serde_json::from_slice(&common::seed(land, &["reel", name, "--json"]).stdout).unwrap();
+    reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == kind).cloned().collect()
+}
+
+#[test]
+fn with_an_embedding_connection_each_act_gets_a_vector_recall_weighs_similarity_and_replay_asks_nothing() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = market_variant(dir.path(), "[config]\nembedding_connection = \"fake\"\n");
+    let run = simulate(&fixture, &one_connection(&endpoint, ""), 40);
+    let again = simulate(&fixture, &one_connection(&endpoint, ""), 40);
+    assert_eq!(run.summary.world_hash, again.summary.world_hash, "the same vectors, the same land");
+    let mut acts_in_all = 0;
+    for name in ["@ada", "@fay", "@bo", "@cy"] {
+        let acts = facts_of(&run.land, name, "act");
+        let vectors = facts_of(&run.land, name, "embedding");
+        // One vector per act, on the actor's own reel, sealed after it.
+        let embedded: Vec<&Json> = vectors.iter().map(|vector| &vector["body"]["fact"]).collect();
+        let act_ids: Vec<&Json> = acts.iter().map(|act| &act["id"]).collect();
+        assert_eq!(embedded, act_ids, "{name}");
+        for (act, vector) in acts.iter().zip(&vectors) {
+            assert!(vector["landSeq"].as_u64() > act["landSeq"].as_u64(), "{name}: {vector}");
+            assert_eq!(vector["body"]["model"], "fake-model");
+        }
+        acts_in_all += acts.len() as u64;
+    }
+    // @ada remembers (`half`): each of her summoned moments recorded its query's vector.
+    let ada = facts_of(&run.land, "@ada", "act");
+    let queried: Vec<&Json> = ada.iter().filter(|act| act["body"]["recall_query"].is_object()).collect();
+    assert!(!queried.is_empty(), "{ada:?}");
+    assert!(queried.iter().all(|act| act["body"]["recall_query"]["failure"].is_null()), "{queried:?}");
+    // @fay is `forward`: no recall, no query.
+    assert!(facts_of(&run.land, "@fay", "act").iter().all(|act| act["body"].get("recall_query").is_none()));
+    assert!(endpoint.embedding_count() >= 2 * (acts_in_all + queried.len() as u64));
+    // The query's vector and the items' are comparable: a summons @ada was
+    // asked about resembles the act that sent it.
+    let bytes = |value: &Json| -> Vec<i8> {
+        let hex = value.as_str().unwrap();
+        (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap() as i8).collect()
+    };
+    let sent: Vec<Vec<i8>> = ["@bo", "@cy"]
+        .iter()
+        .flat_map(|name| facts_of(&run.land, name, "embedding"))
+        .map(|f| bytes(&f["body"]["vector"]))
+        .collect();
+    let best = queried
+        .iter()
+        .map(|act| bytes(&act["body"]["recall_query"]["vector"]))
+        .flat_map(|query| sent.iter().map(move |item| seed::embedding::similarity_milli(&query, item)))
+        .max()
+        .unwrap();
+    assert!(best > 0, "a query resembles what was said: {best}");
+    // The model is gone: replay gives every vector back from the facts.
+    drop(endpoint);
+    assert_replays_clean(&run.land, &fixture);
+    let verify = common::seed(&run.land, &["verify"]);
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+}
+
+#[test]
+fn without_an_answer_the_act_records_why_recall_is_lexical_and_replay_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = market_variant(dir.path(), "[config]\nembedding_connection = \"gone\"\n");
+    // A connection nothing answers (a port just closed), tried once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let connections = format!(
+        "[connection.gone]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"nothing\"\nretries_max = 0\ntimeout_ms = 500\n"
+    );
+    let run = simulate(&fixture, &connections, 12);
+    for name in ["@ada", "@fay", "@bo", "@cy"] {
+        assert!(facts_of(&run.land, name, "embedding").is_empty(), "{name}: no vector was given");
+    }
+    let ada = facts_of(&run.land, "@ada", "act");
+    let queried: Vec<&Json> = ada.iter().filter(|act| act["body"]["recall_query"].is_object()).collect();
+    assert!(!queried.is_empty(), "{ada:?}");
+    for act in &queried {
+        let failure = act["body"]["recall_query"]["failure"].as_str().unwrap();
+        assert!(failure.contains("gone: cannot connect"), "{failure}");
+    }
+    assert_replays_clean(&run.land, &fixture);
+}

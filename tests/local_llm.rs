@@ -50,11 +50,16 @@ fn get(port: u16, path: &str) -> Option<String> {
 }
 
 fn start_local_model(log: &std::path::Path) -> LocalModel {
+    start_local_server(log, "serve")
+}
+
+/// `scripts/local-llm VERB PORT` on a free port, once it answers.
+fn start_local_server(log: &std::path::Path, verb: &str) -> LocalModel {
     let port = free_port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/local-llm");
     let log_file = std::fs::File::create(log).unwrap();
     let child = Command::new(script)
-        .args(["serve", &port.to_string()])
+        .args([verb, &port.to_string()])
         .env("SEED_LOCAL_LLM_LIFETIME_S", "1800")
         .stdout(Stdio::from(log_file.try_clone().unwrap()))
         .stderr(Stdio::from(log_file))
@@ -92,15 +97,17 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
     }
     let dir = tempfile::tempdir().unwrap();
     let server = start_local_model(&dir.path().join("server.log"));
+    let embeddings = start_local_server(&dir.path().join("embeddings.log"), "serve-embeddings");
     let connections = dir.path().join("llm.toml");
     // Forcing the summon tool: with a forced function this small model
     // mostly answers with a tool call whose arguments follow the schema.
     std::fs::write(
         &connections,
         format!(
-            "[connection.local]\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"smollm2-135m\"\n\
-             tool_choice = \"summon\"\nmax_tokens = 48\ntimeout_ms = 120000\n",
-            server.port
+            "default = \"local\"\n[connection.local]\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"smollm2-135m\"\n\
+             tool_choice = \"summon\"\nmax_tokens = 48\ntimeout_ms = 120000\n\
+             [connection.local-embed]\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"smollm2-135m\"\ntimeout_ms = 120000\n",
+            server.port, embeddings.port
         ),
     )
     .unwrap();
@@ -116,7 +123,9 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
             "flow = [{ role = \"clerk\" }, { stack = true, role = \"recollecting\" }]",
         );
     let remembering = dir.path().join("remembering-court.toml");
-    std::fs::write(&remembering, remembering_text).unwrap();
+    // It remembers with the real model's embeddings: a vector per act.
+    std::fs::write(&remembering, format!("{remembering_text}\n[config]\nembedding_connection = \"local-embed\"\n"))
+        .unwrap();
     // The same court, its clerk a panel of two members asking the model.
     let panel_text = std::fs::read_to_string(&court)
         .unwrap()
@@ -141,11 +150,16 @@ fn a_real_local_model_drives_the_court_clerk_and_replay_verifies_its_acts() {
         for fact in reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == "act") {
             assert_eq!(fact["body"]["orientation"], orientation, "{fact}");
         }
+        // The remembering land embeds each act, in a fact of its own after it.
+        let count = |kind: &str| reel["facts"].as_array().unwrap().iter().filter(|fact| fact["kind"] == kind).count();
+        let expected_vectors = if orientation == "half" { count("act") } else { 0 };
+        assert_eq!(count("embedding"), expected_vectors, "{orientation}: {reel}");
         lands.push((land, acts));
     }
     // Replay verifies every LLM act; the server is stopped first, so any
     // attempt to call the model would fail the replay.
     drop(server);
+    drop(embeddings);
     let replay = common::seed(&panel_land, &["replay", "--all"]);
     assert!(replay.status.success(), "{}", String::from_utf8_lossy(&replay.stdout));
     assert!(

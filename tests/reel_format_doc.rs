@@ -128,7 +128,8 @@ fn the_bundle_fields_are_documented_in_the_order_they_are_encoded() {
 
 #[test]
 fn the_act_body_keys_are_documented_in_the_order_they_are_encoded() {
-    // An act with an importance and a spent budget (only such an act has those keys).
+    // An act with an importance, a spent budget, a panel and a recall query's
+    // vector (only such an act has those keys).
     let budget = seed::spend::BudgetSpent {
         budget: "budgets.land.tokens_per_hour".into(),
         per: seed::spend::Per::Hour,
@@ -136,7 +137,21 @@ fn the_act_body_keys_are_documented_in_the_order_they_are_encoded() {
         limit: 10,
         spent: 11,
     };
-    let act = seed::world::ActBody { importance: Some(3), budget: Some(budget), ..common::act_body() };
+    let panel = seed::moment::panel::PanelRecord {
+        members: Vec::new(),
+        chosen_by: "majority".into(),
+        chosen: "a".into(),
+        ruler: None,
+    };
+    let recall_query =
+        seed::embedding::QueryVector { connection: "c".into(), model: "m".into(), vector: vec![1, 2], failure: None };
+    let act = seed::world::ActBody {
+        importance: Some(3),
+        budget: Some(budget),
+        panel: Some(panel),
+        recall_query: Some(recall_query),
+        ..common::act_body()
+    };
     let body = to_canonical_bytes(&act).expect("canonical");
     // `llm` leads the table; an act of another cognition has no `llm` key.
     let documented = table_keys("**The `act` body**");

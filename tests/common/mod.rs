@@ -105,6 +105,7 @@ pub fn act_body() -> seed::world::ActBody {
         stack: Vec::new(),
         budget: None,
         panel: None,
+        recall_query: None,
         cursor: 0,
         content: None,
         digests: seed::world::body::Digests {

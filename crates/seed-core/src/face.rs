@@ -155,6 +155,9 @@ pub struct Face<'w> {
     pub(super) inbox: usize,
     /// What the being recalls (`half` and `inward` only; `moment::recall`).
     pub(super) recall: Option<RecallBlock>,
+    /// The recall query's vector, recorded in the act (not part of the face:
+    /// the items' scores it gave are).
+    pub query_vector: Option<crate::embedding::QueryVector>,
     /// BLAKE3 of the face's canonical encoding, recorded in the act.
     pub digest: Hash32,
 }
@@ -404,6 +407,7 @@ mod tests {
             prompt: "You look around.".into(),
             inbox: 3,
             recall: None,
+            query_vector: None,
             digest: Hash32::default(),
         }
     }
@@ -416,7 +420,7 @@ mod tests {
             land_seq,
             kind,
             importance,
-            score: Score { total, relevance: 0, recency: 0, importance: 0 },
+            score: Score { total, ..Score::default() },
             text: text.into(),
             covered_by: None,
         };

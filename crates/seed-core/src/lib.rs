@@ -8,6 +8,7 @@
 //! The format layer's modules are re-exported at their familiar paths.
 
 pub mod authoring;
+pub mod embedding;
 pub mod extensions;
 pub mod face;
 pub mod llm;

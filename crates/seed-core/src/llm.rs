@@ -461,6 +461,23 @@ pub struct Question<'a> {
     pub member: Option<&'a str>,
 }
 
+/// A text to embed, and the connection to embed it with.
+#[derive(Debug, Clone, Copy)]
+pub struct EmbedQuestion<'a> {
+    pub connection: &'a str,
+    pub text: &'a str,
+    /// Seeds retry jitter.
+    pub seed: u64,
+}
+
+/// A text's vector, quantised (`crate::embedding::quantise`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embedded {
+    pub connection: String,
+    pub model: String,
+    pub vector: Vec<i8>,
+}
+
 /// A model's answer, as received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -485,6 +502,14 @@ pub struct NoAnswer {
 /// replay, or nothing.
 pub trait LanguageModel: Send + Sync {
     fn answer(&self, question: &Question<'_>) -> Result<Answer, NoAnswer>;
+    /// A text's vector, from the connection `question.connection` names
+    /// (`crate::embedding`). Without one, there is no vector.
+    fn embed(&self, question: &EmbedQuestion<'_>) -> Result<Embedded, NoAnswer> {
+        Err(NoAnswer {
+            reason: format!("no embedding connection {:?} is configured", question.connection),
+            attempts: 0,
+        })
+    }
     /// How many calls it takes at once (how many moments may wait on it).
     fn concurrency(&self) -> usize {
         1

@@ -109,7 +109,8 @@ pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAs
                 json!({"fact": item.fact.to_hex(), "landSeq": item.land_seq, "kind": item.kind.as_str(),
                        "importance": item.importance, "text": &*item.text,
                        "score": {"total": item.score.total, "relevance": item.score.relevance,
-                                 "recency": item.score.recency, "importance": item.score.importance}})
+                                 "recency": item.score.recency, "importance": item.score.importance,
+                                 "similarity": item.score.similarity}})
             })
             .collect();
         json!({"query": text, "count": ask.count, "items": items})

@@ -157,6 +157,7 @@ mod tests {
             stack: Vec::new(),
             budget: None,
             panel: None,
+            recall_query: None,
             cursor: 0,
             content: None,
             digests: Digests {

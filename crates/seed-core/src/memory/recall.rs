@@ -37,7 +37,11 @@ pub const RECALL_BM25_B_MILLI: u64 = 750;
 pub const RECALL_RECENCY_HALF_FACTS: u64 = 1_000;
 /// The latest items that are candidates whatever the query matches.
 pub const RECALL_RECENT_CANDIDATES: usize = 16;
-/// The weights of relevance, recency and importance in the total.
+/// The latest items whose vectors a recall with a query vector compares
+/// besides the lexical candidates (its cost stays bounded by the reel's length).
+pub const RECALL_SEMANTIC_CANDIDATES: usize = 256;
+/// The weights of relevance, recency, importance and similarity in the total.
+pub const RECALL_WEIGHT_SIMILARITY: u64 = 1;
 pub const RECALL_WEIGHT_RELEVANCE: u64 = 1;
 pub const RECALL_WEIGHT_RECENCY: u64 = 1;
 pub const RECALL_WEIGHT_IMPORTANCE: u64 = 1;
@@ -143,12 +147,21 @@ pub struct RecallQuery {
 }
 
 /// A candidate's score, each part in thousandths, and the weighted total.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Score {
     pub total: u64,
     pub relevance: u64,
     pub recency: u64,
     pub importance: u64,
+    /// The similarity of the item's vector to the query's (0 without
+    /// vectors: `crate::embedding::similarity_milli`).
+    pub similarity: u64,
+}
+
+/// A recall's query vector and the vectors of the items (by their fact).
+pub struct Semantic<'a> {
+    pub query: &'a [i8],
+    pub vector_of: &'a dyn Fn(&FactId) -> Option<&'a [i8]>,
 }
 
 /// One item as it stood at a cursor.
@@ -304,22 +317,23 @@ impl BeingMemory {
         if document.land_seq >= cursor {
             return None;
         }
-        Some(self.recalled(document, 0, cursor))
+        Some(self.recalled(document, 0, 0, cursor))
     }
 
-    fn recalled(&self, document: &Document, relevance: u64, cursor: u64) -> Recalled {
+    fn recalled(&self, document: &Document, relevance: u64, similarity: u64, cursor: u64) -> Recalled {
         let distance = cursor - document.land_seq;
         let recency = 1_000 * RECALL_RECENCY_HALF_FACTS / (RECALL_RECENCY_HALF_FACTS + distance);
         let importance = 100 * u64::from(document.importance);
         let total = RECALL_WEIGHT_RELEVANCE * relevance
             + RECALL_WEIGHT_RECENCY * recency
-            + RECALL_WEIGHT_IMPORTANCE * importance;
+            + RECALL_WEIGHT_IMPORTANCE * importance
+            + RECALL_WEIGHT_SIMILARITY * similarity;
         Recalled {
             fact: document.fact,
             land_seq: document.land_seq,
             kind: document.kind,
             importance: document.importance,
-            score: Score { total, relevance, recency, importance },
+            score: Score { total, relevance, recency, importance, similarity },
             text: document.text.clone(),
             covered_by: document.covered.filter(|(land_seq, _)| *land_seq < cursor).map(|(_, by)| by),
         }
@@ -364,6 +378,13 @@ impl BeingMemory {
     /// The items recalled for `query`, best first (at most `query.count`,
     /// and never more than `RECALL_ITEMS_MAX`).
     pub fn recall(&self, query: &RecallQuery) -> Vec<Recalled> {
+        self.recall_with(query, None)
+    }
+
+    /// [`BeingMemory::recall`], with the similarity of each candidate's
+    /// vector to the query's when `semantic` gives them: the latest
+    /// `RECALL_SEMANTIC_CANDIDATES` items are candidates too.
+    pub fn recall_with(&self, query: &RecallQuery, semantic: Option<&Semantic<'_>>) -> Vec<Recalled> {
         let held = self.held_below(query.cursor);
         if held == 0 || query.count == 0 {
             return Vec::new();
@@ -386,7 +407,8 @@ impl BeingMemory {
             }
         }
         let mut candidates: BTreeSet<u32> = relevance.keys().copied().collect();
-        candidates.extend((held.saturating_sub(RECALL_RECENT_CANDIDATES)..held).map(|index| index as u32));
+        let recent = if semantic.is_some() { RECALL_SEMANTIC_CANDIDATES } else { RECALL_RECENT_CANDIDATES };
+        candidates.extend((held.saturating_sub(recent)..held).map(|index| index as u32));
         let visible = |index: &u32| {
             let document = &self.documents[*index as usize];
             query.kinds.contains(&document.kind)
@@ -399,7 +421,14 @@ impl BeingMemory {
             .map(|index| {
                 let raw = relevance.get(&index).copied().unwrap_or(0);
                 let relevance = (raw * 1_000).checked_div(best).unwrap_or(0);
-                self.recalled(&self.documents[index as usize], relevance, query.cursor)
+                let document = &self.documents[index as usize];
+                let similarity = semantic
+                    .and_then(|semantic| {
+                        (semantic.vector_of)(&document.fact)
+                            .map(|vector| crate::embedding::similarity_milli(semantic.query, vector))
+                    })
+                    .unwrap_or(0);
+                self.recalled(document, relevance, similarity, query.cursor)
             })
             .collect();
         recalled.sort_by(|a, b| b.score.total.cmp(&a.score.total).then(b.land_seq.cmp(&a.land_seq)));
@@ -601,7 +630,7 @@ mod tests {
     }
 
     fn score(relevance: u64, recency: u64, importance: u64) -> Score {
-        Score { total: relevance + recency + importance, relevance, recency, importance }
+        Score { total: relevance + recency + importance, relevance, recency, importance, similarity: 0 }
     }
 
     #[test]

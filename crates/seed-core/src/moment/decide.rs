@@ -234,6 +234,7 @@ pub fn decide(
         importance: decision.importance.or(assigned.composed.act_importance),
         budget: decision.budget,
         panel: decision.panel,
+        recall_query: face.query_vector.clone(),
     };
     let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
     let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);

@@ -247,6 +247,7 @@ pub fn build_face<'w>(
     world: &'w World,
     opened: &Opened,
     assigned: &Assigned,
+    model: &dyn LanguageModel,
 ) -> Result<Face<'w>, Failure> {
     let row = world.beings.get(&opened.being).ok_or_else(|| failure(Beat::Face, Refusal::BeingNotInWorld))?;
     let composed = &assigned.composed;
@@ -278,7 +279,7 @@ pub fn build_face<'w>(
         (Wake::Person, _) => json!({ "kind": "person" }),
     };
     let context = |key: &str| assigned.context.get(key).cloned().unwrap_or(Json::Null);
-    let recall = recall::recall_block(world, opened, assigned, &wake);
+    let (recall, query_vector) = recall::recall_block(world, opened, assigned, &wake, model);
     let face = Face {
         row,
         stored_time_ms: opened.stored_time_ms,
@@ -296,6 +297,7 @@ pub fn build_face<'w>(
         prompt: composed.render_prompt(&assigned.context),
         inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
         recall,
+        query_vector,
         digest: Hash32::default(),
     };
     face.sealed().map_err(|error| failure(Beat::Face, Refusal::Encoding(error)))
@@ -357,10 +359,12 @@ pub fn run_observed(
     let cognition = |opened: &Opened, assigned: &Assigned, face: &Face, llm_trace: &mut Option<LlmTrace>| {
         momentum(substrate, world, opened, assigned, face, model, llm_trace)
     };
-    run_beats(substrate, world, being, wake, stored_time_ms, observer, &cognition)
+    run_beats(substrate, world, being, wake, stored_time_ms, observer, model, &cognition)
 }
 
 /// Runs the five beats with a person's choice as the cognition (the portal).
+// The moment's inputs, its observer and the model its face may ask for a vector.
+#[allow(clippy::too_many_arguments)]
 pub fn run_person(
     substrate: &Substrate,
     world: &World,
@@ -369,10 +373,11 @@ pub fn run_person(
     stored_time_ms: u64,
     observer: &dyn MomentObserver,
     choice: &PersonChoice,
+    model: &dyn LanguageModel,
 ) -> (Outcome, MomentTrace) {
     let cognition =
         |opened: &Opened, _: &Assigned, _: &Face, _: &mut Option<LlmTrace>| person_momentum(world, opened, choice);
-    run_beats(substrate, world, being, wake, stored_time_ms, observer, &cognition)
+    run_beats(substrate, world, being, wake, stored_time_ms, observer, model, &cognition)
 }
 
 /// The beats before the cognition (open, assign, face) for a being now:
@@ -387,12 +392,14 @@ pub fn preview<'w>(
 ) -> Result<(Opened, Assigned, Face<'w>), Failure> {
     let opened = open(world, being, wake, stored_time_ms);
     let assigned = assign(substrate, world, &opened)?;
-    let face = build_face(substrate, world, &opened, &assigned)?;
+    // A preview asks no model: its recall is lexical.
+    let face = build_face(substrate, world, &opened, &assigned, &llm::NoModel)?;
     Ok((opened, assigned, face))
 }
 
 type Cognizer<'a> = dyn Fn(&Opened, &Assigned, &Face, &mut Option<LlmTrace>) -> Result<Decision, Failure> + 'a;
 
+#[allow(clippy::too_many_arguments)]
 fn run_beats(
     substrate: &Substrate,
     world: &World,
@@ -400,6 +407,7 @@ fn run_beats(
     wake: Wake,
     stored_time_ms: u64,
     observer: &dyn MomentObserver,
+    model: &dyn LanguageModel,
     cognition: &Cognizer<'_>,
 ) -> (Outcome, MomentTrace) {
     let started = observer.now_us();
@@ -437,7 +445,7 @@ fn run_beats(
         trace.stack = assigned.composed.stack.iter().map(|name| name.to_string()).collect();
         trace.clauses = assigned.flow.explain(&assigned.walk);
         lap(&mut trace, Beat::Assign, Some(Beat::Face));
-        let face = build_face(substrate, world, &opened, &assigned)?;
+        let face = build_face(substrate, world, &opened, &assigned, model)?;
         trace.face_digest = Some(face.digest);
         lap(&mut trace, Beat::Face, Some(Beat::Momentum));
         let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;

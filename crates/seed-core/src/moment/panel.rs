@@ -376,8 +376,8 @@ pub(super) fn panel_momentum(
                         let turn = ask_model(world, &ruling, connection, Some(&ruler.name), moment_seed, model);
                         panel_trace.add(&turn.trace);
                         let choice = match &turn.record {
-                            Some(record) => read_choice(&record.response, &proposed),
-                            None => Err(turn.no_answer.clone().unwrap_or_default()),
+                            Some(record) => read_choice(&record.response, &proposed).map_err(|why| why.to_string()),
+                            None => Err(format!("no answer: {}", turn.no_answer.clone().unwrap_or_default())),
                         };
                         let ruler_record = MemberRecord {
                             name: ruler.name.clone(),
@@ -536,16 +536,30 @@ Choose one proposal by calling `choose` with its member's name.\n\n[proposals]\n
     }
 }
 
+/// Why a ruler's response chose no member.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulerChoiceProblem {
+    #[error("the response is not JSON ({reason})")]
+    NotJson { reason: String },
+    #[error("it did not call `choose`")]
+    NoChoice,
+    #[error("its arguments are not JSON ({reason})")]
+    Arguments { reason: String },
+    #[error("it chose {chose}, not one of the members that proposed ({names})")]
+    NotAProposer { chose: String, names: String },
+}
+
 /// The member a ruler's response chose, or why it chose none.
-fn read_choice(response: &str, proposed: &[&MemberRecord]) -> Result<String, String> {
-    let value: Json = serde_json::from_str(response).map_err(|error| format!("the response is not JSON ({error})"))?;
+fn read_choice(response: &str, proposed: &[&MemberRecord]) -> Result<String, RulerChoiceProblem> {
+    let value: Json =
+        serde_json::from_str(response).map_err(|error| RulerChoiceProblem::NotJson { reason: error.to_string() })?;
     let function = &value["choices"][0]["message"]["tool_calls"][0]["function"];
     if function["name"] != CHOOSE_TOOL {
-        return Err(format!("it did not call `{CHOOSE_TOOL}`"));
+        return Err(RulerChoiceProblem::NoChoice);
     }
     let arguments: Json = match &function["arguments"] {
         Json::String(text) => {
-            serde_json::from_str(text).map_err(|error| format!("its arguments are not JSON ({error})"))?
+            serde_json::from_str(text).map_err(|error| RulerChoiceProblem::Arguments { reason: error.to_string() })?
         }
         other => other.clone(),
     };
@@ -554,7 +568,7 @@ fn read_choice(response: &str, proposed: &[&MemberRecord]) -> Result<String, Str
         Ok(name.to_string())
     } else {
         let names = proposed.iter().map(|member| member.name.as_str()).collect::<Vec<_>>().join(", ");
-        Err(format!("it chose {:?}, not one of the members that proposed ({names})", arguments["member"]))
+        Err(RulerChoiceProblem::NotAProposer { chose: arguments["member"].to_string(), names })
     }
 }
 

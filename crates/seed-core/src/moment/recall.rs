@@ -6,8 +6,11 @@
 //! is byte for byte what it always was.
 
 use super::{Assigned, Opened};
+use crate::embedding::{QueryVector, EMBEDDING_CONNECTION_CONFIG_KEY};
 use crate::face::RecallBlock;
 use crate::fact::FactId;
+use crate::llm::{EmbedQuestion, LanguageModel};
+use crate::memory::recall::Semantic;
 use crate::memory::{MemoryKind, RecallQuery, Recalled};
 use crate::roles::compose::render;
 use crate::roles::Orientation;
@@ -79,18 +82,61 @@ pub fn recall_query(opened: &Opened, assigned: &Assigned, wake: &Json) -> Recall
 /// `recall_face_chars_max` characters of text ([`compact`]), each citing its
 /// fact, and the items left out for the budget with the reflection that
 /// covers each, if one does.
-pub fn recall_block(world: &World, opened: &Opened, assigned: &Assigned, wake: &Json) -> Option<RecallBlock> {
+///
+/// In a land with an embedding connection the query's vector is asked of
+/// `model` (replay's gives back the recorded one) and returned to be
+/// recorded in the act: recall then weighs each item's similarity too.
+pub fn recall_block(
+    world: &World,
+    opened: &Opened,
+    assigned: &Assigned,
+    wake: &Json,
+    model: &dyn LanguageModel,
+) -> (Option<RecallBlock>, Option<QueryVector>) {
     if assigned.composed.orientation == Orientation::Forward {
-        return None;
+        return (None, None);
     }
     let query = recall_query(opened, assigned, wake);
     let memory = world.memories.get(&opened.being);
-    let recalled = memory.map(|memory| memory.recall(&query)).unwrap_or_default();
+    let query_vector = query_vector(world, opened, &query.text, model);
+    let query_ints = query_vector.as_ref().map(|asked| crate::embedding::from_bytes(&asked.vector));
+    let vector_of = |fact: &FactId| world.embeddings.get(fact).map(|stored| &*stored.0);
+    let semantic =
+        query_ints.as_deref().filter(|ints| !ints.is_empty()).map(|query| Semantic { query, vector_of: &vector_of });
+    let recalled = memory.map(|memory| memory.recall_with(&query, semantic.as_ref())).unwrap_or_default();
     let budget =
         usize::try_from(world.config_u64("recall_face_chars_max", RECALL_FACE_CHARS_MAX as u64)).unwrap_or(usize::MAX);
     let reflection = |fact: &FactId| memory.and_then(|memory| memory.note_recalled(fact, query.cursor));
     let Compacted { shown, stand_ins, left_out } = compact(recalled, budget, reflection);
-    Some(RecallBlock { query: query.text, kinds: query.kinds.into_iter().collect(), items: shown, stand_ins, left_out })
+    let block =
+        RecallBlock { query: query.text, kinds: query.kinds.into_iter().collect(), items: shown, stand_ins, left_out };
+    (Some(block), query_vector)
+}
+
+/// The vector of a recall query, in a land that names an embedding
+/// connection and for a query with any text: what the connection gave,
+/// or why it gave nothing (recall is then lexical).
+fn query_vector(world: &World, opened: &Opened, text: &str, model: &dyn LanguageModel) -> Option<QueryVector> {
+    let connection = world.config.get(EMBEDDING_CONNECTION_CONFIG_KEY)?.as_str()?;
+    if text.trim().is_empty() {
+        return None;
+    }
+    let seed = u64::from_be_bytes(opened.id.0[16..24].try_into().expect("32 bytes"));
+    let question = EmbedQuestion { connection, text, seed };
+    Some(match model.embed(&question) {
+        Ok(embedded) => QueryVector {
+            connection: embedded.connection,
+            model: embedded.model,
+            vector: crate::embedding::to_bytes(&embedded.vector),
+            failure: None,
+        },
+        Err(no_answer) => QueryVector {
+            connection: connection.to_string(),
+            model: String::new(),
+            vector: Vec::new(),
+            failure: Some(no_answer.reason),
+        },
+    })
 }
 
 /// What a face shows of the items recalled, within a budget.
@@ -195,7 +241,7 @@ mod tests {
 
     fn item(n: u8, text: &str, covered_by: Option<u8>) -> Recalled {
         use crate::memory::Score;
-        let score = Score { total: 0, relevance: 0, recency: 0, importance: 0 };
+        let score = Score::default();
         let covered_by = covered_by.map(|by| FactId([by; 32]));
         Recalled {
             fact: FactId([n; 32]),

@@ -37,7 +37,12 @@ impl ActBody {
 
 /// The canonical bytes of a body of a common shape, `None` for the others.
 pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
-    if body.llm.is_some() || body.budget.is_some() || body.panel.is_some() || !body.effects.is_empty() {
+    if body.llm.is_some()
+        || body.budget.is_some()
+        || body.panel.is_some()
+        || body.recall_query.is_some()
+        || !body.effects.is_empty()
+    {
         return None;
     }
     let mut out = Vec::with_capacity(ACT_BODY_BYTES_RESERVED);
@@ -187,6 +192,7 @@ mod tests {
             ],
             budget: None,
             panel: None,
+            recall_query: None,
             cursor: 1006,
             content: None,
             digests: Digests {

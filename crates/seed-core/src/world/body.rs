@@ -223,6 +223,11 @@ pub struct ActBody {
     /// (not null) when neither did, so such acts encode as they always did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub importance: Option<u8>,
+    /// The recall query's vector, in a land with an embedding connection
+    /// (`crate::embedding`): replay gives it back instead of asking a model.
+    /// Absent (not null) otherwise, so other acts encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_query: Option<crate::embedding::QueryVector>,
     pub orientation: String,
 }
 

@@ -122,6 +122,8 @@ pub enum FoldBody {
     Act(Box<ActBody>),
     /// A model call whose moment sealed no act.
     Spend(Box<crate::spend::SpendBody>),
+    /// An act's vector.
+    Embedding(Box<crate::embedding::EmbeddingBody>),
     Nothing,
 }
 
@@ -219,6 +221,10 @@ impl FoldBody {
                 .map_or(FoldBody::Nothing, |act| FoldBody::Act(Box::new(act))),
             crate::spend::KIND_SPEND => canonical::from_canonical_bytes::<crate::spend::SpendBody>(body)
                 .map_or(FoldBody::Nothing, |spend| FoldBody::Spend(Box::new(spend))),
+            crate::embedding::KIND_EMBEDDING => {
+                canonical::from_canonical_bytes::<crate::embedding::EmbeddingBody>(body)
+                    .map_or(FoldBody::Nothing, |embedding| FoldBody::Embedding(Box::new(embedding)))
+            }
             _ => FoldBody::Nothing,
         }
     }
@@ -280,6 +286,10 @@ pub struct World {
     /// from acts' `llm` records and `spend` facts (`crate::spend`). Not part
     /// of the canonical state; a snapshot carries it.
     pub spend: crate::spend::SpendLedger,
+    /// Each act's vector, by the act's fact id, folded from `embedding`
+    /// facts (`crate::embedding`). Not part of the canonical state; a
+    /// snapshot carries it. Persistent: clones share it.
+    pub embeddings: imbl::OrdMap<FactId, crate::embedding::StoredVector>,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -393,6 +403,10 @@ impl World {
             FoldBody::Act(act) => self.apply_act(land_seq, header, id, &act),
             FoldBody::Spend(spend) => {
                 self.spend.fold(being, spend.primary.as_deref(), header.stored_time_ms, &spend.llm);
+            }
+            FoldBody::Embedding(embedding) => {
+                let vector = crate::embedding::from_bytes(&embedding.vector);
+                self.embeddings.insert(embedding.fact, crate::embedding::StoredVector(vector.into()));
             }
             FoldBody::Nothing => {}
         }
@@ -688,15 +702,27 @@ impl World {
     }
 
     /// What a world snapshot claims of its world: the state digest, the
-    /// memories' digest and the spend ledger's, hashed together (a snapshot
+    /// memories' digest, the spend ledger's and the vectors', hashed together (a snapshot
     /// whose memories or spend differ from the fold's is caught like one
     /// whose state does).
     pub fn snapshot_digest(&self) -> Hash32 {
-        let mut bytes = [0u8; 96];
+        let mut bytes = [0u8; 128];
         bytes[..32].copy_from_slice(&self.state_digest().0);
         bytes[32..64].copy_from_slice(&self.memories_digest().0);
-        bytes[64..].copy_from_slice(&self.spend.digest().0);
+        bytes[64..96].copy_from_slice(&self.spend.digest().0);
+        bytes[96..].copy_from_slice(&self.embeddings_digest().0);
         crate::fact::blake3_of(&bytes)
+    }
+
+    /// BLAKE3 of every act's vector, in fact-id order.
+    pub fn embeddings_digest(&self) -> Hash32 {
+        let mut hasher = blake3::Hasher::new();
+        for (fact, vector) in &self.embeddings {
+            hasher.update(&fact.0);
+            hasher.update(&(vector.0.len() as u64).to_be_bytes());
+            hasher.update(&crate::embedding::to_bytes(&vector.0));
+        }
+        Hash32(*hasher.finalize().as_bytes())
     }
 }
 

@@ -112,6 +112,7 @@ mod tests {
             stack: Vec::new(),
             budget: None,
             panel: None,
+            recall_query: None,
             cursor: 12,
             content: Some("hello".into()),
             digests: Digests { face: digest, context: digest, composed: digest, script_output: None },

@@ -5,8 +5,9 @@
 //!
 //! Each rule is the writer's own, called here rather than restated:
 //!
-//! - `act`, `world` and `spend` bodies read as [`ActBody`] / [`WorldBody`] /
-//!   [`crate::spend::SpendBody`] and encode
+//! - `act`, `world`, `spend` and `embedding` bodies read as [`ActBody`] /
+//!   [`WorldBody`] / [`crate::spend::SpendBody`] /
+//!   [`crate::embedding::EmbeddingBody`] and encode
 //!   back to exactly their bytes (the writers encode those types, so a body
 //!   with a field they lack, or without one they always write, is not theirs);
 //! - a genesis's roleFlow is a list of clauses [`RoleFlow::from_json`] reads
@@ -188,6 +189,7 @@ impl HigherSchemas for CoreSchemas {
             KIND_ACT => written_as::<ActBody>(body),
             KIND_WORLD => written_as::<WorldBody>(body),
             crate::spend::KIND_SPEND => written_as::<crate::spend::SpendBody>(body),
+            crate::embedding::KIND_EMBEDDING => written_as::<crate::embedding::EmbeddingBody>(body),
             _ => None,
         }
     }

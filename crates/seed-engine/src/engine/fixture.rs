@@ -71,6 +71,17 @@ pub struct FixtureBeing {
     pub wake_every: u64,
 }
 
+/// Why a fixture's `panel` does not give a panel.
+#[derive(Debug, thiserror::Error)]
+pub enum PanelSourceProblem {
+    #[error("{field} must name a Rhai file")]
+    NotAFile { field: String },
+    #[error("{field}: {file}: {reason}")]
+    Unread { field: String, file: String, reason: String },
+    #[error("{0}")]
+    Panel(crate::moment::panel::PanelProblem),
+}
+
 /// Many beings made from one template: `{i}` in the name is the index.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -247,37 +258,45 @@ impl Fixture {
         }
     }
 
-    /// Checks spaces, beings, flows, scripts and events against the
-    /// registry, and returns the beings to plant (generated ones included),
-    /// in order; or every problem found.
-    /// `broken_roles` names roles whose files failed to load: a being
-    /// wearing one is left out without a second report.
     /// A fixture's `panel` as the being's quality holds it: each script
     /// member's `script` and the `rule` read from their files (relative to
     /// the fixture, syntax checked), then the whole checked as a panel.
-    fn panel_with_sources(&self, panel: &Json) -> Result<Json, String> {
+    fn panel_with_sources(&self, panel: &Json) -> Result<Json, PanelSourceProblem> {
         let mut panel = panel.clone();
-        let read = |file: &Json, field: &str| -> Result<Json, String> {
-            let file = file.as_str().ok_or_else(|| format!("{field} must name a Rhai file"))?;
-            let path = self.dir.join(file);
-            let source = std::fs::read_to_string(&path).map_err(|error| format!("{field}: {file}: {error}"))?;
-            crate::script::check_syntax(&source).map_err(|error| format!("{field}: {file}: {error}"))?;
+        let read = |file: &Json, field: String| -> Result<Json, PanelSourceProblem> {
+            let file = file.as_str().ok_or_else(|| PanelSourceProblem::NotAFile { field: field.clone() })?.to_string();
+            let path = self.dir.join(&file);
+            let source = std::fs::read_to_string(&path).map_err(|error| PanelSourceProblem::Unread {
+                field: field.clone(),
+                file: file.clone(),
+                reason: error.to_string(),
+            })?;
+            crate::script::check_syntax(&source).map_err(|error| PanelSourceProblem::Unread {
+                field,
+                file,
+                reason: error.to_string(),
+            })?;
             Ok(Json::String(source))
         };
         if let Some(members) = panel.get_mut("members").and_then(Json::as_array_mut) {
             for (index, member) in members.iter_mut().enumerate() {
                 if let Some(file) = member.get("script").cloned() {
-                    member["script"] = read(&file, &format!("members[{index}].script"))?;
+                    member["script"] = read(&file, format!("members[{index}].script"))?;
                 }
             }
         }
         if let Some(file) = panel.get("rule").cloned() {
-            panel["rule"] = read(&file, "rule")?;
+            panel["rule"] = read(&file, "rule".to_string())?;
         }
-        crate::moment::panel::PanelConfig::from_json(&panel).map_err(|problem| problem.to_string())?;
+        crate::moment::panel::PanelConfig::from_json(&panel).map_err(PanelSourceProblem::Panel)?;
         Ok(panel)
     }
 
+    /// Checks spaces, beings, flows, scripts and events against the
+    /// registry, and returns the beings to plant (generated ones included),
+    /// in order; or every problem found.
+    /// `broken_roles` names roles whose files failed to load: a being
+    /// wearing one is left out without a second report.
     pub fn plan(
         &self,
         registry: &RoleRegistry,
@@ -457,8 +476,8 @@ impl Fixture {
                     Ok(panel) => {
                         qualities.insert(crate::moment::panel::PANEL_QUALITY.to_string(), panel);
                     }
-                    Err(reason) => {
-                        fail_once(format!("{at}.panel"), reason, None);
+                    Err(problem) => {
+                        fail_once(format!("{at}.panel"), problem.to_string(), None);
                         ok = false;
                     }
                 },

@@ -22,6 +22,7 @@ mod scheduler;
 mod sealing;
 pub mod world_check;
 
+use crate::embedding::EMBEDDING_CONNECTION_CONFIG_KEY;
 use report::{log_moment, trace_json};
 pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
 use scheduler::Scheduler;
@@ -319,6 +320,9 @@ pub struct Engine {
     facts_before: u64,
     /// Acts sealed this round, for the after: hooks.
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
+    /// Acts sealed and not yet embedded (a land with an embedding
+    /// connection): their being, fact and memory text.
+    to_embed: Vec<(BeingId, crate::fact::FactId, String)>,
     /// The live table of moments running now (observability).
     pub running: Arc<moment::RunningMoments>,
     /// The tokio runtime the moments run on.
@@ -454,6 +458,7 @@ impl Engine {
             tick: 0,
             facts_before,
             sealed_calls: Vec::new(),
+            to_embed: Vec::new(),
             running: Arc::new(moment::RunningMoments::default()),
             // Moments are CPU-bound: they run as blocking tasks, one per
             // `--threads`, on a pool of that size.
@@ -519,8 +524,10 @@ impl Engine {
         self.clock.clone()
     }
 
-    /// One round: the tick's events, every wake's moment, the seals.
+    /// One round: the vectors of the acts sealed since the last, the tick's
+    /// events, every wake's moment, the seals.
     pub fn round(&mut self) -> Result<(), EngineError> {
+        self.seal_embeddings()?;
         let mut sealing = Sealing::new(0, self.threads.max(1));
         let decided = self.round_sealing(&mut sealing);
         self.seal_step(decided, sealing)
@@ -765,6 +772,10 @@ impl Engine {
                     let unsigned = &prepared_act.unsigned;
                     sealed_seq = Some(unsigned.header.seq);
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
+                    if !sealing.is_holding() && self.world.config.contains_key(EMBEDDING_CONNECTION_CONFIG_KEY) {
+                        let text = crate::memory::fold::act_text(&act.body.call, act.body.content.as_deref());
+                        self.to_embed.push((being, unsigned.id(), text));
+                    }
                     sealing.push(prepared_act);
                     *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
                     if let (Some(birth), Some(prepared)) = (&act.birth, prepared_birth) {
@@ -872,24 +883,76 @@ impl Engine {
                 outcome: trace.outcome.clone(),
                 primary: trace.primary.clone(),
             };
-            let body =
-                CanonicalBody::encode(&body).map_err(|error| EngineError::Internal(format!("spend body: {error}")))?;
-            match self.land.prepare_canonical(&being, crate::spend::KIND_SPEND, body) {
-                Ok(prepared) => {
-                    let unsigned = &prepared.unsigned;
-                    self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
-                    sealing.push(prepared);
-                }
-                Err(error) => match being_fault(&error) {
-                    Some(_) => {
-                        tracing::warn!(being = %trace.name, %error, "a model call's spend could not be sealed");
-                        return Ok(());
-                    }
-                    None => return Err(error.into()),
-                },
+            if let Err(fault) = self.seal_own_fact(being, crate::spend::KIND_SPEND, &body, sealing)? {
+                tracing::warn!(being = %trace.name, error = %fault, "a model call's spend could not be sealed");
+                return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// Prepares a fact of `being`'s own beside its moments (a `spend` or
+    /// `embedding` fact), folds it and queues it in `sealing`. A fault of
+    /// this being's alone (its key, an ended reel) is given back, not raised.
+    fn seal_own_fact(
+        &mut self,
+        being: BeingId,
+        kind: &str,
+        body: &impl serde::Serialize,
+        sealing: &mut Sealing,
+    ) -> Result<Result<(), LandError>, EngineError> {
+        let body =
+            CanonicalBody::encode(body).map_err(|error| EngineError::Internal(format!("{kind} body: {error}")))?;
+        match self.land.prepare_canonical(&being, kind, body) {
+            Ok(prepared) => {
+                let unsigned = &prepared.unsigned;
+                self.world.apply_parts(sealing.next_land_seq, &unsigned.header, unsigned.id(), unsigned.body());
+                sealing.push(prepared);
+                Ok(Ok(()))
+            }
+            Err(error) if being_fault(&error).is_some() => Ok(Err(error)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Seals an `embedding` fact for each act sealed since the last call
+    /// (`crate::embedding`): after the acts, never on their write path. A
+    /// vector the connection does not give is logged and the act goes
+    /// without one (recall ranks it lexically).
+    fn seal_embeddings(&mut self) -> Result<(), EngineError> {
+        if self.to_embed.is_empty() {
+            return Ok(());
+        }
+        let waiting = std::mem::take(&mut self.to_embed);
+        let Some(connection) = self.world.config.get(EMBEDDING_CONNECTION_CONFIG_KEY).and_then(Json::as_str) else {
+            return Ok(());
+        };
+        let connection = connection.to_string();
+        let mut sealing = Sealing::new(self.land.store().land_len()?, 1);
+        let sealed = (|| {
+            for (being, fact, text) in waiting {
+                let seed = u64::from_be_bytes(fact.0[..8].try_into().expect("32 bytes"));
+                let question = crate::llm::EmbedQuestion { connection: &connection, text: &text, seed };
+                let embedded = match self.model.embed(&question) {
+                    Ok(embedded) => embedded,
+                    Err(no_answer) => {
+                        tracing::warn!(fact = %fact.to_hex(), %no_answer, "an act has no vector");
+                        continue;
+                    }
+                };
+                let body = crate::embedding::EmbeddingBody {
+                    fact,
+                    vector: crate::embedding::to_bytes(&embedded.vector),
+                    connection: embedded.connection,
+                    model: embedded.model,
+                };
+                if let Err(fault) = self.seal_own_fact(being, crate::embedding::KIND_EMBEDDING, &body, &mut sealing)? {
+                    tracing::warn!(fact = %fact.to_hex(), error = %fault, "an act's vector could not be sealed");
+                }
+            }
+            Ok(())
+        })();
+        self.seal_step(sealed, sealing)
     }
 
     /// Runs one moment a person drives (the portal): `being` must be of
@@ -906,7 +969,8 @@ impl Engine {
         }
         let now_ms = self.clock.now_ms();
         let observer = moment::LiveObserver { running: &self.running, epoch: self.epoch };
-        let (outcome, trace) = moment::run_person(&self.substrate, &self.world, being, wake, now_ms, &observer, choice);
+        let (outcome, trace) =
+            moment::run_person(&self.substrate, &self.world, being, wake, now_ms, &observer, choice, &*self.model);
         self.running.finish(&being);
         let first_land_seq = self.land.store().land_len()?;
         let mut sealing = Sealing::new(first_land_seq, 1);
@@ -918,6 +982,7 @@ impl Engine {
 
     /// Computes the world hash, flushes the trace and closes the land.
     pub fn finish(mut self) -> Result<RunSummary, EngineError> {
+        self.seal_embeddings()?;
         self.summary.facts_sealed = self.land.store().land_len()? - self.facts_before;
         self.summary.world_hash = world_hash(&self.world, self.land.store())?;
         self.summary.hook_incidents = self.substrate.hooks.incidents();

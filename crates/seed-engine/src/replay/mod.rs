@@ -200,6 +200,7 @@ struct MomentInputs<'a> {
     llm: Option<&'a crate::llm::LlmRecord>,
     panel: Option<&'a crate::moment::panel::PanelRecord>,
     importance: Option<u8>,
+    recall_query: Option<&'a crate::embedding::QueryVector>,
 }
 
 impl<'a> MomentInputs<'a> {
@@ -212,6 +213,7 @@ impl<'a> MomentInputs<'a> {
             llm: body.llm.as_ref(),
             panel: body.panel.as_ref(),
             importance: body.importance,
+            recall_query: body.recall_query.as_ref(),
         }
     }
 }
@@ -757,6 +759,33 @@ impl<'a> Replayer<'a> {
     }
 }
 
+/// Replay's model for one stored act: its recorded answers, and its recall
+/// query's recorded vector (or the recorded reason it had none).
+struct RecordedMoment<'a> {
+    answers: &'a dyn crate::llm::LanguageModel,
+    query: Option<&'a crate::embedding::QueryVector>,
+}
+
+impl crate::llm::LanguageModel for RecordedMoment<'_> {
+    fn answer(&self, question: &crate::llm::Question<'_>) -> Result<crate::llm::Answer, crate::llm::NoAnswer> {
+        self.answers.answer(question)
+    }
+
+    fn embed(&self, _: &crate::llm::EmbedQuestion<'_>) -> Result<crate::llm::Embedded, crate::llm::NoAnswer> {
+        match self.query {
+            Some(query) => match &query.failure {
+                None => Ok(crate::llm::Embedded {
+                    connection: query.connection.clone(),
+                    model: query.model.clone(),
+                    vector: crate::embedding::from_bytes(&query.vector),
+                }),
+                Some(reason) => Err(crate::llm::NoAnswer { reason: reason.clone(), attempts: 0 }),
+            },
+            None => Err(crate::llm::NoAnswer { reason: "the act records no recall query vector".into(), attempts: 0 }),
+        }
+    }
+}
+
 /// How much of a recomputed moment to keep besides its outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Detail {
@@ -784,11 +813,14 @@ fn recompute(
     // A panel's members are each answered from their own record.
     let recorded = stored.llm.map(crate::llm::Recorded);
     let recorded_panel = stored.panel.map(crate::moment::panel::RecordedPanel);
-    let model: &dyn crate::llm::LanguageModel = match (&recorded, &recorded_panel) {
+    let answers: &dyn crate::llm::LanguageModel = match (&recorded, &recorded_panel) {
         (Some(recorded), _) => recorded,
         (None, Some(panel)) => panel,
         (None, None) => &crate::llm::NoModel,
     };
+    // The recall query's vector is given back from the act as well.
+    let recorded_moment = RecordedMoment { answers, query: stored.recall_query };
+    let model: &dyn crate::llm::LanguageModel = &recorded_moment;
     let (mut clauses, mut clause_keys) = (Vec::new(), Vec::new());
     let (mut composed, mut face, mut context, mut llm_prompt) = (Json::Null, Json::Null, Json::Null, Json::Null);
     let result = (|| {
@@ -803,7 +835,7 @@ fn recompute(
                 "prompt": assigned.composed.render_prompt(&assigned.context),
             });
         }
-        let folded = moment::build_face(substrate, world, &opened, &assigned)?;
+        let folded = moment::build_face(substrate, world, &opened, &assigned, model)?;
         // A person's act is replayed with the person's recorded choice; the
         // verb layer checks it again like any other.
         let person = world

@@ -33,6 +33,8 @@ pub(super) struct ActOpening {
     pub(super) panel: Option<crate::moment::panel::PanelRecord>,
     #[serde(default)]
     pub(super) importance: Option<u8>,
+    #[serde(default)]
+    pub(super) recall_query: Option<crate::embedding::QueryVector>,
 }
 
 impl ActOpening {
@@ -53,6 +55,7 @@ impl ActOpening {
             llm: self.llm.as_ref(),
             panel: self.panel.as_ref(),
             importance: self.importance,
+            recall_query: self.recall_query.as_ref(),
         }
     }
 }
@@ -74,7 +77,7 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
             // A panel's deliberation too, and an importance (a person's word).
-            b"panel" | b"importance" => return None,
+            b"panel" | b"importance" | b"recall_query" => return None,
             _ => {
                 // Inside the body's map: one level of nesting is taken.
                 if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
@@ -95,6 +98,7 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
         llm: None,
         panel: None,
         importance: None,
+        recall_query: None,
     })
 }
 
@@ -175,6 +179,7 @@ mod tests {
             wake,
             budget: None,
             panel: None,
+            recall_query: None,
             cursor: 1006,
             orientation: "forward".into(),
             primary: Some("onlooker".into()),

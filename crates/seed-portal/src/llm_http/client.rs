@@ -1,12 +1,13 @@
-//! The real model client: one HTTP POST to `{base_url}/chat/completions` per
-//! attempt, retries on 429 (honouring Retry-After) and 5xx with exponential
+//! The real model client: one HTTP POST to `{base_url}/chat/completions` (or
+//! `{base_url}/embeddings`) per attempt, retries on 429 (honouring Retry-After) and 5xx with exponential
 //! backoff and seeded jitter, a per-call timeout, failover along the
 //! connection's chain, and a land-wide cap on calls in flight. Moments run on
 //! blocking threads; `answer` hands the call to the client's own runtime and
 //! waits for it.
 
 use super::connections::{Connection, Connections};
-use crate::llm::{Answer, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
+use crate::embedding;
+use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -66,24 +67,83 @@ impl LanguageModel for LlmClient {
         if !self.inner.connections.connections.contains_key(&first) {
             return Err(NoAnswer { reason: format!("no LLM connection named {first:?}"), attempts: 0 });
         }
-        let inner = self.inner.clone();
         let prompt = question.prompt.clone();
         let seed = question.seed;
-        // The moment waits on a plain channel: it runs on a blocking thread
-        // (or a test's thread), never inside this runtime.
-        let (send, receive) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
-            let result = inner.answer(&first, &prompt, seed).await;
-            let _ = send.send(result);
-        });
-        receive
-            .recv()
-            .unwrap_or_else(|_| Err(NoAnswer { reason: "the LLM client stopped mid-call".into(), attempts: 0 }))
+        let called = self.wait(move |inner| async move {
+            inner.call(&first, CHAT_PATH, |connection| prompt.request_body(&connection.params), seed).await
+        })?;
+        Ok(Answer {
+            connection: called.connection.name.clone(),
+            params: called.connection.params.clone(),
+            prices: called.connection.prices,
+            response: called.response,
+            attempts: called.attempts,
+            latency_us: called.latency_us,
+        })
+    }
+
+    fn embed(&self, question: &EmbedQuestion<'_>) -> Result<Embedded, NoAnswer> {
+        let first = question.connection.to_string();
+        if !self.inner.connections.connections.contains_key(&first) {
+            return Err(NoAnswer { reason: format!("no embedding connection named {first:?}"), attempts: 0 });
+        }
+        let text = question.text.to_string();
+        let seed = question.seed;
+        let called = self.wait(move |inner| async move {
+            inner
+                .call(
+                    &first,
+                    EMBEDDINGS_PATH,
+                    |connection| embedding::request_body(&connection.embedding_model, &text),
+                    seed,
+                )
+                .await
+        })?;
+        let vector = embedding::read_response(&called.response)
+            .map_err(|error| NoAnswer { reason: error.to_string(), attempts: called.attempts })?;
+        Ok(Embedded {
+            connection: called.connection.name.clone(),
+            model: called.connection.embedding_model.clone(),
+            vector,
+        })
     }
 
     fn concurrency(&self) -> usize {
         self.inner.connections.concurrency_max
     }
+}
+
+impl LlmClient {
+    /// Runs `call` on the client's runtime and waits for it: moments run on
+    /// blocking threads (or a test's thread), never inside this runtime.
+    fn wait<F, Fut>(&self, call: F) -> Result<Called, NoAnswer>
+    where
+        F: FnOnce(Arc<Inner>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Called, NoAnswer>> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = send.send(call(inner).await);
+        });
+        receive
+            .recv()
+            .unwrap_or_else(|_| Err(NoAnswer { reason: "the LLM client stopped mid-call".into(), attempts: 0 }))
+    }
+}
+
+/// Where chat completions and embeddings are asked for, under `base_url`,
+/// and the most bytes of an answer read from each.
+const CHAT_PATH: (&str, usize, &str) = ("chat/completions", LLM_RESPONSE_BYTES_MAX, "llm_response_bytes_max");
+const EMBEDDINGS_PATH: (&str, usize, &str) =
+    ("embeddings", embedding::EMBEDDING_RESPONSE_BYTES_MAX, "EMBEDDING_RESPONSE_BYTES_MAX");
+
+/// One answered request: the connection that answered, and the body.
+struct Called {
+    connection: Connection,
+    response: String,
+    attempts: u32,
+    latency_us: u64,
 }
 
 /// Exponential backoff with jitter seeded by the moment and the attempt (no
@@ -98,21 +158,27 @@ pub fn backoff_ms(connection: &Connection, retry: u32, seed: u64) -> u64 {
 }
 
 impl Inner {
-    async fn answer(&self, first: &str, prompt: &crate::llm::Prompt, seed: u64) -> Result<Answer, NoAnswer> {
+    /// POSTs `body_of(connection)` to `{base_url}/{path}` along `first`'s
+    /// failover chain, retrying as the connection says.
+    async fn call(
+        &self,
+        first: &str,
+        path: (&str, usize, &str),
+        body_of: impl Fn(&Connection) -> Vec<u8>,
+        seed: u64,
+    ) -> Result<Called, NoAnswer> {
         let started = Instant::now();
         let mut attempts = 0u32;
         let mut reasons: Vec<String> = Vec::new();
         for connection in self.connections.chain(first) {
-            let body = prompt.request_body(&connection.params);
+            let body = body_of(connection);
             let mut retry = 0u32;
             loop {
                 attempts += 1;
-                match self.attempt(connection, &body).await {
+                match self.attempt(connection, path, &body).await {
                     Ok(response) => {
-                        return Ok(Answer {
-                            connection: connection.name.clone(),
-                            params: connection.params.clone(),
-                            prices: connection.prices,
+                        return Ok(Called {
+                            connection: connection.clone(),
                             response,
                             attempts,
                             latency_us: started.elapsed().as_micros() as u64,
@@ -137,13 +203,18 @@ impl Inner {
         Err(NoAnswer { reason: reasons.join("; "), attempts })
     }
 
-    async fn attempt(&self, connection: &Connection, body: &[u8]) -> Result<String, AttemptError> {
+    async fn attempt(
+        &self,
+        connection: &Connection,
+        (path, bytes_max, limit_name): (&str, usize, &str),
+        body: &[u8],
+    ) -> Result<String, AttemptError> {
         // Held for the attempt only: a being waiting out a backoff takes no slot.
         let _slot = self.in_flight.acquire().await.map_err(|_| AttemptError::GiveUp("the client is closing".into()))?;
         let timeout = Duration::from_millis(connection.timeout_ms);
         let mut request = self
             .http
-            .post(format!("{}/chat/completions", connection.base_url))
+            .post(format!("{}/{path}", connection.base_url))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .timeout(timeout)
             .body(body.to_vec());
@@ -183,9 +254,9 @@ impl Inner {
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
-                    if bytes.len() + chunk.len() > LLM_RESPONSE_BYTES_MAX {
+                    if bytes.len() + chunk.len() > bytes_max {
                         return Err(AttemptError::GiveUp(format!(
-                            "the response is larger than {LLM_RESPONSE_BYTES_MAX} bytes (llm_response_bytes_max)"
+                            "the response is larger than {bytes_max} bytes ({limit_name})"
                         )));
                     }
                     bytes.extend_from_slice(&chunk);

@@ -56,6 +56,9 @@ fn default_concurrency_max() -> usize {
 struct ConnectionFile {
     base_url: String,
     model: String,
+    /// The model `{base_url}/embeddings` is asked for (else `model`).
+    #[serde(default)]
+    embedding_model: Option<String>,
     #[serde(default)]
     api_key_env: Option<String>,
     #[serde(default)]
@@ -122,6 +125,8 @@ pub struct Connection {
     pub key: Option<ApiKey>,
     pub params: LlmParams,
     pub prices: Prices,
+    /// The model asked for embeddings (docs/memory.md, "Embeddings").
+    pub embedding_model: String,
     pub timeout_ms: u64,
     pub retries_max: u32,
     pub backoff_base_ms: u64,
@@ -246,6 +251,7 @@ impl Connections {
                         prompt_micros_per_mtok: given.prompt_micros_per_mtok,
                         completion_micros_per_mtok: given.completion_micros_per_mtok,
                     },
+                    embedding_model: given.embedding_model.clone().unwrap_or_else(|| given.model.clone()),
                     timeout_ms: given.timeout_ms,
                     retries_max: given.retries_max,
                     backoff_base_ms: given.backoff_base_ms,

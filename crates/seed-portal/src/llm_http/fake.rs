@@ -57,6 +57,8 @@ struct Shared {
     /// Keep received bodies (tests) or only count them (benchmarks).
     keep_bodies: bool,
     count: std::sync::atomic::AtomicU64,
+    /// Embedding requests (not counted in `count`).
+    embeddings: std::sync::atomic::AtomicU64,
     in_flight: std::sync::atomic::AtomicU64,
     in_flight_max: std::sync::atomic::AtomicU64,
 }
@@ -91,7 +93,10 @@ impl FakeEndpoint {
         let thread = std::thread::Builder::new().name("fake-llm".into()).spawn(move || {
             runtime.block_on(async move {
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                let app = Router::new().route("/v1/chat/completions", post(complete)).with_state(state);
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(complete))
+                    .route("/v1/embeddings", post(embed))
+                    .with_state(state);
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async move {
                         let _ = stopped.await;
@@ -122,10 +127,43 @@ impl FakeEndpoint {
         self.shared.count.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many embedding requests arrived.
+    pub fn embedding_count(&self) -> u64 {
+        self.shared.embeddings.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The most requests it was answering at once.
     pub fn in_flight_max(&self) -> u64 {
         self.shared.in_flight_max.load(std::sync::atomic::Ordering::SeqCst)
     }
+}
+
+/// Dimensions of the fake's embeddings.
+pub const FAKE_EMBEDDING_DIMENSIONS: usize = 64;
+
+/// The fake's embedding of a text: each lowercase word adds 1 to the
+/// dimension its BLAKE3 names, so texts sharing words are similar (a
+/// stand-in for meaning that every run computes alike).
+pub fn fake_embedding(text: &str) -> Vec<f64> {
+    let mut vector = vec![0.0; FAKE_EMBEDDING_DIMENSIONS];
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        let hash = blake3::hash(word.to_lowercase().as_bytes());
+        vector[usize::from(hash.as_bytes()[0]) % FAKE_EMBEDDING_DIMENSIONS] += 1.0;
+    }
+    vector
+}
+
+async fn embed(State(shared): State<Arc<Shared>>, body: axum::body::Bytes) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    shared.embeddings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let Ok(request) = serde_json::from_slice::<Json>(&body) else {
+        return (axum::http::StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    let text = request["input"].as_str().unwrap_or_default();
+    let vector = fake_embedding(text);
+    axum::Json(serde_json::json!({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+        "model": request["model"]}))
+    .into_response()
 }
 
 impl Drop for FakeEndpoint {

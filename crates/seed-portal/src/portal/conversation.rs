@@ -153,6 +153,7 @@ mod tests {
             stack: vec![RoleUse { name: "onlooker".into(), digest: Hash32([4; 32]) }],
             budget: None,
             panel: None,
+            recall_query: None,
             cursor: 7,
             content: None,
             digests: Digests {
