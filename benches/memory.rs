@@ -3,12 +3,17 @@
 //! `MATCHING_ITEMS` items, recalled at the end of the reel. The cost must
 //! grow with the matching items, not with the reel: the figures are
 //! reported as ratios to the 10,000-item recall measured in the same run.
+//! The same recalls with a query vector (`recall_with_vectors`: every item
+//! has a 64-dimension vector, as in a land with an embedding connection)
+//! compare the latest `RECALL_SEMANTIC_CANDIDATES` items' vectors besides:
+//! a bounded cost, reported against the lexical recall of the same reel.
 
 mod common;
 
 use common::rate;
 use criterion::{criterion_group, Criterion};
 use seed::fact::FactId;
+use seed::memory::recall::{Semantic, RECALL_SEMANTIC_CANDIDATES};
 use seed::memory::{BeingMemory, MemoryKind, RecallQuery, Remembered};
 use std::time::Duration;
 
@@ -36,7 +41,26 @@ fn memory_of(items: u64) -> BeingMemory {
     memory
 }
 
+/// Distinct item vectors (an item's is picked by its fact), and their width.
+const VECTORS: usize = 1_024;
+const VECTOR_DIMENSIONS: usize = 64;
+
+fn vectors() -> Vec<Vec<i8>> {
+    (0..VECTORS)
+        .map(|index| {
+            (0..VECTOR_DIMENSIONS).map(|at| (((index * 31 + at * 17) % 255) as i32 - 127) as i8).collect::<Vec<i8>>()
+        })
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
+    let pool = vectors();
+    let vector_of = |fact: &FactId| -> Option<&[i8]> {
+        let index = u64::from_be_bytes(fact.0[..8].try_into().expect("8 bytes")) as usize;
+        Some(&pool[index % VECTORS])
+    };
+    let query_vector: Vec<i8> = pool[7].clone();
+    let semantic = Semantic { query: &query_vector, vector_of: &vector_of };
     let mut group = c.benchmark_group("recall");
     for items in REEL_SIZES {
         let memory = memory_of(items);
@@ -47,7 +71,11 @@ fn bench(c: &mut Criterion) {
             cursor: items * 3,
         };
         assert_eq!(memory.recall(&query).len(), 8);
+        assert!(memory.recall_with(&query, Some(&semantic)).iter().any(|item| item.score.similarity > 0));
         group.bench_function(format!("{items}_items"), |b| b.iter(|| memory.recall(&query)));
+        group.bench_function(format!("with_vectors_{items}_items"), |b| {
+            b.iter(|| memory.recall_with(&query, Some(&semantic)))
+        });
     }
     group.finish();
 }
@@ -59,6 +87,17 @@ fn print_ratios() {
     for (items, rate) in REEL_SIZES.iter().zip(&rates) {
         if let Some(rate) = rate {
             println!("{items:>9} items  {rate:>10.0}/s  = {:.2}x the 10,000-item rate", rate / reference);
+        }
+    }
+    println!("\n== with a query vector ({RECALL_SEMANTIC_CANDIDATES} latest items' vectors compared besides) ==");
+    for (items, lexical) in REEL_SIZES.iter().zip(&rates) {
+        let with = rate(&format!("recall/with_vectors_{items}_items"), 1.0);
+        if let (Some(with), Some(lexical)) = (with, lexical) {
+            println!(
+                "{items:>9} items  {with:>10.0}/s  = {:.2}x the lexical recall, {:.2}x the 10,000-item lexical rate",
+                with / lexical,
+                with / reference
+            );
         }
     }
 }
