@@ -1032,9 +1032,12 @@ fn with_an_embedding_connection_each_act_gets_a_vector_recall_weighs_similarity_
         .max()
         .unwrap();
     assert!(best > 0, "a query resembles what was said: {best}");
-    // The model is gone: replay gives every vector back from the facts.
+    // The model is gone: replay gives every vector back from the facts,
+    // of the whole land and of one being (which folds the others' vectors).
     drop(endpoint);
     assert_replays_clean(&run.land, &fixture);
+    let one = common::seed(&run.land, &["replay", "@ada", "--fixture", fixture.to_str().unwrap()]);
+    assert!(one.status.success() && common::stdout(&one).contains(" 0 divergence(s)"), "{}", common::stdout(&one));
     let verify = common::seed(&run.land, &["verify"]);
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
 }
