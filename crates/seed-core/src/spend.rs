@@ -30,6 +30,8 @@ use std::fmt;
 pub const KIND_SPEND: &str = "spend";
 /// The land configuration key holding the budgets.
 pub const BUDGETS_CONFIG_KEY: &str = "budgets";
+/// The most characters of a moment's outcome a `spend` fact keeps.
+pub const SPEND_OUTCOME_CHARS_MAX: usize = 500;
 /// An hour of stored time, in milliseconds.
 pub const HOUR_MS: u64 = 3_600_000;
 /// A day of stored time, in milliseconds.

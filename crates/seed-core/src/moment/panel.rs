@@ -329,6 +329,16 @@ pub(super) fn panel_momentum(
         };
         members.push(record);
     }
+    // A proposal is kept in the act whether or not it is chosen, so one that
+    // cannot be stored (a float, nesting too deep) is the member's failure.
+    for member in &mut members {
+        if let Some(proposal) = &member.proposal {
+            if let Err(error) = crate::canonical::to_canonical_bytes(proposal) {
+                member.failure = Some(format!("its proposal cannot be stored: {error}"));
+                member.proposal = None;
+            }
+        }
+    }
     let proposed: Vec<&MemberRecord> = members.iter().filter(|member| member.proposal.is_some()).collect();
     let outcome = if proposed.is_empty() {
         let failures = members
@@ -606,5 +616,23 @@ impl PanelTrace {
         }
         total.model = models.join(", ");
         Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `panel_momentum` relies on to turn a proposal it could not
+    /// store into its member's failure.
+    #[test]
+    fn a_proposal_with_a_fraction_cannot_be_stored_and_a_whole_one_can() {
+        let proposal = |args: Json| Proposal {
+            call: Some(VerbCall::Do { target: "/".into(), action: "sell".into(), args }),
+            content: None,
+            importance: None,
+        };
+        assert!(crate::canonical::to_canonical_bytes(&proposal(json!({"price": 1.5}))).is_err());
+        assert!(crate::canonical::to_canonical_bytes(&proposal(json!({"price": 2}))).is_ok());
     }
 }

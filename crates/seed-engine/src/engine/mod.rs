@@ -322,7 +322,7 @@ pub struct Engine {
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
     /// Acts sealed and not yet embedded (a land with an embedding
     /// connection): their being, fact and memory text.
-    to_embed: Vec<(BeingId, crate::fact::FactId, String)>,
+    to_embed: Vec<(BeingId, crate::fact::FactId, String, u64)>,
     /// The live table of moments running now (observability).
     pub running: Arc<moment::RunningMoments>,
     /// The tokio runtime the moments run on.
@@ -544,6 +544,9 @@ impl Engine {
         let result = result.and_then(|value| waited.map(|()| value));
         if result.is_err() {
             self.sealed_calls.clear();
+            // Only acts the land holds get a vector.
+            let land_len = self.land.store().land_len()?;
+            self.to_embed.retain(|(_, _, _, land_seq)| *land_seq < land_len);
             self.land.reload_writers();
             self.world = world_at_end(&self.land)?;
             return result;
@@ -774,7 +777,7 @@ impl Engine {
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
                     if !sealing.is_holding() && self.world.config.contains_key(EMBEDDING_CONNECTION_CONFIG_KEY) {
                         let text = crate::memory::fold::act_text(&act.body.call, act.body.content.as_deref());
-                        self.to_embed.push((being, unsigned.id(), text));
+                        self.to_embed.push((being, unsigned.id(), text, sealing.next_land_seq));
                     }
                     sealing.push(prepared_act);
                     *self.summary.acts.entry(act.body.call.verb().to_string()).or_default() += 1;
@@ -875,17 +878,23 @@ impl Engine {
         sealing: &mut Sealing,
     ) -> Result<(), EngineError> {
         let records = trace.llm.as_ref().map(|llm| llm.records.as_slice()).unwrap_or_default();
+        // The outcome is kept short: a panel's failure names every member's,
+        // and the record beside it may take most of a fact's room.
+        let mut outcome: String = trace.outcome.chars().take(crate::spend::SPEND_OUTCOME_CHARS_MAX).collect();
+        if outcome.len() < trace.outcome.len() {
+            outcome.push('…');
+        }
         for record in records {
             let body = crate::spend::SpendBody {
                 llm: record.clone(),
                 wake: trace.wake.clone(),
                 cursor: trace.cursor,
-                outcome: trace.outcome.clone(),
+                outcome: outcome.clone(),
                 primary: trace.primary.clone(),
             };
+            // One call that cannot be sealed does not keep the others off the reel.
             if let Err(fault) = self.seal_own_fact(being, crate::spend::KIND_SPEND, &body, sealing)? {
                 tracing::warn!(being = %trace.name, error = %fault, "a model call's spend could not be sealed");
-                return Ok(());
             }
         }
         Ok(())
@@ -930,7 +939,7 @@ impl Engine {
         let connection = connection.to_string();
         let mut sealing = Sealing::new(self.land.store().land_len()?, 1);
         let sealed = (|| {
-            for (being, fact, text) in waiting {
+            for (being, fact, text, _) in waiting {
                 let seed = u64::from_be_bytes(fact.0[..8].try_into().expect("32 bytes"));
                 let question = crate::llm::EmbedQuestion { connection: &connection, text: &text, seed };
                 let embedded = match self.model.embed(&question) {
