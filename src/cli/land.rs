@@ -212,9 +212,7 @@ pub fn reel(land: &Land, reference: &str, json: bool) -> Result<ExitCode> {
     for stored in &facts {
         let records: Vec<seed::llm::LlmRecord> = match stored.fact.kind() {
             seed::world::body::KIND_ACT => match stored.fact.body_as::<seed::world::ActBody>() {
-                Ok(act) => {
-                    act.llm.into_iter().chain(act.panel.iter().flat_map(|panel| panel.calls().cloned())).collect()
-                }
+                Ok(act) => act.model_calls().cloned().collect(),
                 Err(_) => Vec::new(),
             },
             seed::spend::KIND_SPEND => {

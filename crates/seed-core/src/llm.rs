@@ -193,6 +193,13 @@ pub fn user_message(face: &Face) -> String {
     }
 }
 
+/// The prompt of `face` within the land's `llm_prompt_chars_max` (what an
+/// LLM moment, a panel's members and replay's report all build).
+pub fn prompt_in(world: &crate::world::World, face: &Face) -> Result<Prompt, PromptError> {
+    let budget = world.config_u64("llm_prompt_chars_max", LLM_PROMPT_CHARS_MAX as u64) as usize;
+    prompt(face, budget)
+}
+
 /// Builds the prompt from the face within `prompt_chars_max` characters.
 pub fn prompt(face: &Face, prompt_chars_max: usize) -> Result<Prompt, PromptError> {
     let value = &face.value();

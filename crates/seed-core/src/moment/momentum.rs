@@ -250,8 +250,7 @@ fn llm_momentum(
     if let Some(decision) = budget_decision(world, row, opened, assigned)? {
         return Ok(decision);
     }
-    let budget = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
-    let prompt = llm::prompt(face, budget).map_err(|error| fail(LlmFailure::Prompt(error)))?;
+    let prompt = llm::prompt_in(world, face).map_err(|error| fail(LlmFailure::Prompt(error)))?;
     let connection = llm_connection(world, row, assigned);
     let seed = u64::from_be_bytes(opened.id.0[24..32].try_into().expect("32 bytes"));
     let turn = ask_model(world, &prompt, connection, None, seed, model);
@@ -309,13 +308,8 @@ pub fn momentum(
         },
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
-    let output = compiled
-        .and_then(|compiled| {
-            substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
-        })
-        .map_err(|error| failure(Beat::Momentum, Refusal::Script(error)))?;
-    let output_bytes =
-        canonical::encode_json(&output).map_err(|error| failure(Beat::Momentum, Refusal::Encoding(error)))?;
+    let (output, output_digest) =
+        script_output(substrate, compiled, face, seed).map_err(|refusal| failure(Beat::Momentum, refusal))?;
     let refused = |error| failure(Beat::Momentum, Refusal::ScriptCall(error));
     let (call, content) = parse_call(&output).map_err(refused)?;
     let importance = parse_importance(&output).map_err(refused)?;
@@ -323,13 +317,30 @@ pub fn momentum(
     Ok(Decision {
         call,
         content,
-        output_digest: Some(blake3_of(&output_bytes)),
+        output_digest: Some(output_digest),
         llm: None,
         see,
         importance,
         budget: None,
         panel: None,
     })
+}
+
+/// A script run on the face: its output and the output's digest (what a
+/// scripted being's act and a panel's script member record).
+pub(super) fn script_output(
+    substrate: &Substrate,
+    compiled: Result<std::sync::Arc<crate::script::Compiled>, crate::script::ScriptError>,
+    face: &Face,
+    seed: u64,
+) -> Result<(Json, Hash32), Refusal> {
+    let output = compiled
+        .and_then(|compiled| {
+            substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
+        })
+        .map_err(Refusal::Script)?;
+    let output_bytes = canonical::encode_json(&output).map_err(Refusal::Encoding)?;
+    Ok((output, blake3_of(&output_bytes)))
 }
 
 /// What a person chose at the portal: the verb call, the prose beside it

@@ -9,7 +9,7 @@
 //! ruler's call, so replay answers each member from the record
 //! ([`RecordedPanel`]) and never calls a model.
 
-use super::momentum::{ask_model, parse_call, parse_importance, Decision, SeeReason};
+use super::momentum::{ask_model, parse_call, parse_importance, script_output, Decision, SeeReason};
 use super::refusal::Refusal;
 use super::{failure, Assigned, Beat, Failure, Opened};
 use crate::face::Face;
@@ -184,6 +184,13 @@ pub struct PanelRecord {
     pub ruler: Option<MemberRecord>,
 }
 
+impl MemberRecord {
+    /// A member's record with nothing in it yet.
+    fn named(name: &str) -> MemberRecord {
+        MemberRecord { name: name.to_string(), llm: None, output: None, no_answer: None, proposal: None, failure: None }
+    }
+}
+
 impl PanelRecord {
     /// Every answered model call of the deliberation, the ruler's last.
     pub fn calls(&self) -> impl Iterator<Item = &LlmRecord> {
@@ -278,7 +285,6 @@ pub(super) fn panel_momentum(
             return Ok(decision);
         }
     }
-    let prompt_chars_max = world.config_u64("llm_prompt_chars_max", llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
     // Built once: a model member's prompt is the being's, as an LLM being's would be.
     let mut prompt: Option<Result<Prompt, llm::PromptError>> = None;
     let mut panel_trace = PanelTrace::default();
@@ -288,44 +294,33 @@ pub(super) fn panel_momentum(
         let seed = moment_seed ^ (index as u64 + 1);
         let record = match member.kind {
             MemberKind::Script => script_member(substrate, member, face, seed),
-            MemberKind::Llm => {
-                let prompt = prompt.get_or_insert_with(|| llm::prompt(face, prompt_chars_max));
-                match prompt {
-                    Ok(prompt) => {
-                        let connection = member.connection.as_deref().or(super::llm_connection(world, row, assigned));
-                        let turn = ask_model(world, prompt, connection, Some(&member.name), seed, model);
-                        panel_trace.add(&turn.trace);
-                        let (proposal, failure) = match turn.result {
-                            Ok(interpreted) => (
-                                Some(Proposal {
-                                    call: interpreted.call,
-                                    content: interpreted.content,
-                                    importance: interpreted.importance,
-                                }),
-                                None,
-                            ),
-                            Err(super::refusal::LlmFailure::NoAnswer(_)) => (None, None),
-                            Err(why) => (None, Some(why.to_string())),
-                        };
-                        MemberRecord {
-                            name: member.name.clone(),
-                            llm: turn.record,
-                            output: None,
-                            no_answer: turn.no_answer,
-                            proposal,
-                            failure,
-                        }
+            MemberKind::Llm => match prompt.get_or_insert_with(|| llm::prompt_in(world, face)) {
+                Ok(prompt) => {
+                    let connection = member.connection.as_deref().or(super::llm_connection(world, row, assigned));
+                    let turn = ask_model(world, prompt, connection, Some(&member.name), seed, model);
+                    panel_trace.add(&turn.trace);
+                    let (proposal, failure) = match turn.result {
+                        Ok(interpreted) => (
+                            Some(Proposal {
+                                call: interpreted.call,
+                                content: interpreted.content,
+                                importance: interpreted.importance,
+                            }),
+                            None,
+                        ),
+                        Err(super::refusal::LlmFailure::NoAnswer(_)) => (None, None),
+                        Err(why) => (None, Some(why.to_string())),
+                    };
+                    MemberRecord {
+                        llm: turn.record,
+                        no_answer: turn.no_answer,
+                        proposal,
+                        failure,
+                        ..MemberRecord::named(&member.name)
                     }
-                    Err(error) => MemberRecord {
-                        name: member.name.clone(),
-                        llm: None,
-                        output: None,
-                        no_answer: None,
-                        proposal: None,
-                        failure: Some(error.to_string()),
-                    },
                 }
-            }
+                Err(error) => MemberRecord { failure: Some(error.to_string()), ..MemberRecord::named(&member.name) },
+            },
         };
         members.push(record);
     }
@@ -376,7 +371,7 @@ pub(super) fn panel_momentum(
             }
             ChooseBy::Ruler => {
                 let ruler = config.ruler_member().expect("a checked panel's ruler is a member");
-                match prompt.get_or_insert_with(|| llm::prompt(face, prompt_chars_max)) {
+                match prompt.get_or_insert_with(|| llm::prompt_in(world, face)) {
                     Err(error) => {
                         Err(fail(PanelFailure::Ruler { ruler: ruler.name.clone(), reason: error.to_string() }))
                     }
@@ -390,12 +385,10 @@ pub(super) fn panel_momentum(
                             None => Err(format!("no answer: {}", turn.no_answer.clone().unwrap_or_default())),
                         };
                         let ruler_record = MemberRecord {
-                            name: ruler.name.clone(),
                             llm: turn.record,
-                            output: None,
                             no_answer: turn.no_answer,
-                            proposal: None,
                             failure: choice.as_ref().err().cloned(),
+                            ..MemberRecord::named(&ruler.name)
                         };
                         match choice {
                             Ok(name) => Ok((name, Some(ruler_record))),
@@ -440,32 +433,18 @@ fn member_failure_text(member: &MemberRecord) -> String {
 /// A script member's proposal: its script run on the face, as a scripted
 /// being's would be (its seed differs per member).
 fn script_member(substrate: &super::Substrate, member: &MemberConfig, face: &Face, seed: u64) -> MemberRecord {
-    let mut record = MemberRecord {
-        name: member.name.clone(),
-        llm: None,
-        output: None,
-        no_answer: None,
-        proposal: None,
-        failure: None,
-    };
+    let mut record = MemberRecord::named(&member.name);
     let source = member.script.as_deref().unwrap_or_default();
-    let output = substrate.scripts.compile(source).and_then(|compiled| {
-        substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
-    });
-    let output = match output {
-        Ok(output) => output,
-        Err(error) => {
-            record.failure = Some(error.to_string());
+    let output = match script_output(substrate, substrate.scripts.compile(source), face, seed) {
+        Ok((output, digest)) => {
+            record.output = Some(digest);
+            output
+        }
+        Err(refusal) => {
+            record.failure = Some(refusal.to_string());
             return record;
         }
     };
-    match crate::canonical::encode_json(&output) {
-        Ok(bytes) => record.output = Some(crate::fact::blake3_of(&bytes)),
-        Err(error) => {
-            record.failure = Some(error.to_string());
-            return record;
-        }
-    }
     match (parse_call(&output), parse_importance(&output)) {
         (Ok((call, content)), Ok(importance)) => record.proposal = Some(Proposal { call, content, importance }),
         (Err(error), _) | (_, Err(error)) => record.failure = Some(error.to_string()),

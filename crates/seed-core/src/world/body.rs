@@ -231,6 +231,14 @@ pub struct ActBody {
     pub orientation: String,
 }
 
+impl ActBody {
+    /// Every model call the act records: its own, then its panel's members'
+    /// and ruler's (what the spend ledger and `seed reel` count).
+    pub fn model_calls(&self) -> impl Iterator<Item = &LlmRecord> {
+        self.llm.iter().chain(self.panel.iter().flat_map(crate::moment::panel::PanelRecord::calls))
+    }
+}
+
 /// Administrative effects sealed outside a moment (planting a fixture).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorldBody {

@@ -452,10 +452,7 @@ impl World {
             }
         }
         self.remember_act(land_seq, being, id, act);
-        if let Some(record) = &act.llm {
-            self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
-        }
-        for record in act.panel.iter().flat_map(crate::moment::panel::PanelRecord::calls) {
+        for record in act.model_calls() {
             self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
         }
         if let Some(budget) = &act.budget {

@@ -887,8 +887,7 @@ fn recompute(
 /// The prompt an LLM moment sent, rebuilt from its face as the moment built
 /// it (the land's `llm_prompt_chars_max`), as text for people.
 fn llm_prompt_json(world: &World, face: &crate::face::Face<'_>) -> Json {
-    let budget = world.config_u64("llm_prompt_chars_max", crate::llm::LLM_PROMPT_CHARS_MAX as u64) as usize;
-    match crate::llm::prompt(face, budget) {
+    match crate::llm::prompt_in(world, face) {
         Ok(prompt) => json!({
             "system": prompt.system, "user": prompt.user,
             "offered": prompt.offered, "omitted": prompt.omitted,
