@@ -10,6 +10,7 @@ fn seed(arguments: &[&str]) -> Output {
 
 const VERBS: &[&[&str]] = &[
     &["up"],
+    &["mcp"],
     &["plant"],
     &["beings"],
     &["reel"],

@@ -2,7 +2,7 @@
 //! Cargo.toml): each file of this folder is a module, so a newcomer's
 //! `cargo test` links one test binary instead of eighteen.
 //!
-//! Three kinds of test need what a plain checkout does not have and run only
+//! Four kinds of test need what a plain checkout does not have and run only
 //! when asked (`.ci/run` asks for all, so every CI run runs them):
 //!
 //! - `SEED_TEST_BROWSER=1`: `portal_browser` drives Debian's `chromium`
@@ -10,6 +10,9 @@
 //! - `SEED_TEST_LOCAL_LLM=1`: `local_llm` serves a real model through
 //!   `scripts/local-llm`, which builds a Python environment with llama.cpp
 //!   under `~/.cache/seed` the first time (about six minutes);
+//! - `SEED_TEST_MCP=1`: `mcp` drives a land with the official Python MCP
+//!   client, which `scripts/mcp-client` installs from PyPI under
+//!   `~/.cache/seed` the first time (seconds);
 //! - `SEED_TEST_POSTGRES=1`: `postgres`, `pool`, and the PostgreSQL halves
 //!   of `store_rules`, `tamper`, `crash`, `replay` (the corpus),
 //!   `json_schemas` and `portal_browser`, start a throwaway cluster from
@@ -54,6 +57,7 @@ mod hostile;
 mod json_schemas;
 mod llm;
 mod local_llm;
+mod mcp;
 mod memory;
 mod pool;
 mod portal_accounts;

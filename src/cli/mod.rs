@@ -5,6 +5,7 @@ mod demo_world;
 mod flow;
 mod land;
 mod logging;
+mod mcp;
 mod memory;
 mod pool;
 mod progress;
@@ -46,6 +47,22 @@ pub struct Arguments {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve the land to one MCP client over stdio, driving one being
+    /// (a person's token in SEED_MCP_TOKEN, else as the operator).
+    Mcp {
+        /// The being to drive (default: the token's own being, the operator's without one).
+        #[arg(long)]
+        being: Option<String>,
+        /// Milliseconds between rounds of wakes while the land is served.
+        #[arg(long, default_value_t = seed::portal::ROUND_MS_DEFAULT)]
+        round_ms: u64,
+        /// Threads computing the moments of a round.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
+        #[arg(long)]
+        llm: Option<PathBuf>,
+    },
     /// Start the land and its portal (planting it and a demo world on first start).
     Up {
         /// The demo world to plant (default: what the land recorded, else the court built into seed).
@@ -550,7 +567,8 @@ impl Arguments {
             Command::Corpus { command: CorpusCommand::Capture { .. } } => false,
             Command::Flow { command: FlowCommand::Eval { json, .. } | FlowCommand::Check { json, .. } } => *json,
             Command::Script { command: ScriptCommand::Check { json, .. } | ScriptCommand::Run { json, .. } } => *json,
-            Command::RecoverOperator { .. } | Command::Stress { .. } => false,
+            // stdout is the MCP channel: errors go to stderr as text.
+            Command::Mcp { .. } | Command::RecoverOperator { .. } | Command::Stress { .. } => false,
         }
     }
 }
@@ -688,6 +706,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 json,
             },
         ),
+        Command::Mcp { being, round_ms, threads, llm } => {
+            mcp::mcp(&dir, mcp::McpArguments { being, round_ms, threads, llm, store: store.clone() })
+        }
         Command::Plant { json } => land::plant(&dir, &store, json),
         Command::Beings { json } => land::beings(&land::open_read_only(&dir)?, json),
         Command::Reel { being, json } => land::reel(&land::open_read_only(&dir)?, &being, json),

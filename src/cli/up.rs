@@ -192,18 +192,20 @@ impl Keeper {
     }
 }
 
-/// How `seed up` opens its engine (at start, and again to take a land over).
-fn engine_options(
+/// How a live land's engine is opened (by `seed up` at start and to take a
+/// land over, and by `seed mcp`).
+pub(super) fn engine_options(
     land_dir: &Path,
-    arguments: &UpArguments,
+    store: &seed::land::StoreLocation,
+    threads: usize,
     model: Option<Arc<dyn seed::llm::LanguageModel>>,
 ) -> EngineOptions {
     EngineOptions {
         snapshot_every_facts: None,
-        store: arguments.store.clone(),
+        store: store.clone(),
         ticks: None,
         seed: 0,
-        threads: arguments.threads.max(1),
+        threads: threads.max(1),
         land_dir: land_dir.to_path_buf(),
         trace_file: None,
         progress: std::sync::Arc::new(seed::progress::NoProgress),
@@ -225,6 +227,13 @@ fn listen_address(text: &str) -> Result<std::net::SocketAddr> {
     found.first().copied().with_context(fail)
 }
 
+/// The model a live land's LLM beings ask: the connections file's client, or none.
+pub(super) fn model_of(connections_file: Option<&Path>) -> Result<Option<Arc<dyn seed::llm::LanguageModel>>> {
+    let Some(path) = connections_file else { return Ok(None) };
+    let connections = seed::llm_http::connections::Connections::load(path)?;
+    Ok(Some(Arc::new(seed::llm_http::client::LlmClient::new(connections)?)))
+}
+
 pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     if arguments.round_ms == 0 {
         bail!("--round-ms must be at least 1");
@@ -233,13 +242,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         bail!("--runner-lease-ms must be at least {RUNNER_LEASE_MS_MIN} (it is renewed every third of it)");
     }
     let addr = listen_address(&arguments.addr)?;
-    let model: Option<Arc<dyn seed::llm::LanguageModel>> = match &arguments.llm {
-        Some(path) => {
-            let connections = seed::llm_http::connections::Connections::load(path)?;
-            Some(Arc::new(seed::llm_http::client::LlmClient::new(connections)?))
-        }
-        None => None,
-    };
+    let model = model_of(arguments.llm.as_deref())?;
     let planted = land_dir.join(seed::land::LAND_META_FILE).is_file();
     // A land planted before runs the definitions it recorded, unless told
     // otherwise; with neither, the demo world built into the binary.
@@ -255,7 +258,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         }
     };
     let mut fixture = Fixture::load(&fixture_path)?;
-    let options = engine_options(land_dir, &arguments, model.clone());
+    let options = engine_options(land_dir, &arguments.store, arguments.threads, model.clone());
     let mut engine = if planted { Engine::reopen(&fixture, &options)? } else { Engine::plant(&fixture, &options)? };
     if !planted {
         // The demo world was planted from a staged copy (a land's folder is
@@ -284,7 +287,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     // One process runs a live land: where others can open it, this one
     // holds the land's runner lease while it is up.
     let reopen: Reopen = {
-        let (fixture, options) = (fixture.clone(), engine_options(land_dir, &arguments, model.clone()));
+        let (fixture, options) =
+            (fixture.clone(), engine_options(land_dir, &arguments.store, arguments.threads, model.clone()));
         Box::new(move || Engine::reopen(&fixture, &options))
     };
     let hold = LandHold::start(&live, bound, arguments.runner_lease_ms, stop_portal.clone(), reopen)?;

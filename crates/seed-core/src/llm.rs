@@ -364,21 +364,48 @@ pub fn interpret(response: &str, offered: &[&str]) -> Result<Interpreted, Respon
     };
     let function = &first["function"];
     let name = function["name"].as_str().ok_or(ResponseError::NoFunctionName)?;
-    if !offered.contains(&name) {
-        return Err(ResponseError::NotOffered {
-            name: name.to_string(),
-            offered: if offered.is_empty() { "none".to_string() } else { offered.join(", ") },
-        });
-    }
-    let arguments_problem = |problem: String| ResponseError::Arguments { name: name.to_string(), problem };
+    // An unoffered name is named before its arguments are read.
+    check_offered(name, offered)?;
     let args: Json = match &function["arguments"] {
         Json::String(text) if text.trim().is_empty() => json!({}),
-        Json::String(text) => serde_json::from_str(text)
-            .map_err(|error| arguments_problem(format!("are not JSON ({error}): {text:?}")))?,
+        Json::String(text) => serde_json::from_str(text).map_err(|error| ResponseError::Arguments {
+            name: name.to_string(),
+            problem: format!("are not JSON ({error}): {text:?}"),
+        })?,
         Json::Object(_) => function["arguments"].clone(),
         Json::Null => json!({}),
-        other => return Err(arguments_problem(format!("are neither a JSON text nor an object: {other}"))),
+        other => {
+            return Err(ResponseError::Arguments {
+                name: name.to_string(),
+                problem: format!("are neither a JSON text nor an object: {other}"),
+            })
+        }
     };
+    call_of_tool(name, &args, prose, offered)
+}
+
+fn check_offered(name: &str, offered: &[&str]) -> Result<(), ResponseError> {
+    if offered.contains(&name) {
+        return Ok(());
+    }
+    Err(ResponseError::NotOffered {
+        name: name.to_string(),
+        offered: if offered.is_empty() { "none".to_string() } else { offered.join(", ") },
+    })
+}
+
+/// Reads one call of a verb tool (`tools`), by its name and its arguments
+/// as a JSON object, into a verb call: the model's tool call and an MCP
+/// client's `tools/call` are read by this one rule. `prose` is what rode
+/// beside the call (a summon without `content` says it).
+pub fn call_of_tool(
+    name: &str,
+    args: &Json,
+    prose: Option<String>,
+    offered: &[&str],
+) -> Result<Interpreted, ResponseError> {
+    check_offered(name, offered)?;
+    let arguments_problem = |problem: String| ResponseError::Arguments { name: name.to_string(), problem };
     if !args.is_object() {
         return Err(arguments_problem(format!("are not an object: {args}")));
     }

@@ -169,12 +169,7 @@ impl Sessions {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
         {
-            // A bearer token is a login on every request: a right one is
-            // let in whatever anyone failed, a wrong one slows its client.
-            let Some((principal, _)) = principal_of_token(bearer.trim()) else {
-                self.throttle.token_failed(client)?;
-                return Err(PortalError::unauthenticated());
-            };
+            let principal = self.bearer_principal(bearer.trim(), client, principal_of_token)?;
             Credential { via: Via::Bearer, principal }
         } else {
             let id = cookie_value(headers, SESSION_COOKIE).ok_or_else(PortalError::unauthenticated)?;
@@ -194,6 +189,37 @@ impl Sessions {
         };
         self.spend(&key)?;
         Ok(credential)
+    }
+
+    /// Whose bearer token `token` is. A bearer token is a login on every
+    /// request: a right one is let in whatever anyone failed, a wrong one
+    /// slows its client (401; 429 while the client must wait).
+    fn bearer_principal(
+        &self,
+        token: &str,
+        client: &str,
+        principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
+    ) -> Result<Principal, PortalError> {
+        match principal_of_token(token) {
+            Some((principal, _)) => Ok(principal),
+            None => {
+                self.throttle.token_failed(client)?;
+                Err(PortalError::unauthenticated())
+            }
+        }
+    }
+
+    /// Who a request carrying only a bearer token is (the MCP endpoint
+    /// takes no cookie), its request budget spent as the API's is.
+    pub fn identify_bearer(
+        &self,
+        token: &str,
+        client: &str,
+        principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
+    ) -> Result<Principal, PortalError> {
+        let principal = self.bearer_principal(token, client, principal_of_token)?;
+        self.spend(&format!("bearer {}", principal.account()))?;
+        Ok(principal)
     }
 
     fn spend(&self, key: &str) -> Result<(), PortalError> {

@@ -52,7 +52,16 @@ fn identify(portal: &Portal, parts: &Parts) -> Result<Credential, PortalError> {
 /// The throttle's key for the request's client (`throttle::client_key`);
 /// every connection the portal serves carries its peer's address.
 fn client_of(parts: &Parts) -> String {
-    let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+    client_of_extensions(&parts.extensions)
+}
+
+/// The throttle's key for a whole request's client (a middleware's).
+pub(super) fn client_of_request(request: &Request) -> String {
+    client_of_extensions(request.extensions())
+}
+
+fn client_of_extensions(extensions: &axum::http::Extensions) -> String {
+    let peer = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
     peer.map_or_else(|| "(unknown)".to_string(), |peer| super::throttle::client_key(peer.0.ip()))
 }
 

@@ -16,6 +16,7 @@ pub mod extract;
 pub mod headers;
 pub mod html;
 pub mod live;
+pub mod mcp;
 mod pages;
 pub mod passwords;
 pub mod place;
@@ -95,11 +96,41 @@ pub struct Portal {
     world_view: views::WorldViewCache,
 }
 
+impl Portal {
+    /// The portal's state over `live`: what the router's handlers and an
+    /// MCP connection over stdio share.
+    pub fn open(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Arc<Portal> {
+        let passwords = passwords::Passwords::in_land(live.land_dir());
+        let sessions = Sessions::new(limits.requests_per_minute_max);
+        Arc::new(Portal { live, sessions, passwords, limits, shutdown, world_view: views::WorldViewCache::default() })
+    }
+}
+
+/// The MCP endpoint: the SDK's streamable HTTP service (a server made for
+/// each session) behind the bearer check, which stops with the portal.
+fn mcp_router(portal: &Arc<Portal>) -> Router<Arc<Portal>> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let for_sessions = portal.clone();
+    let mut stopped = portal.shutdown.clone();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let cancelled = cancel.clone();
+    tokio::spawn(async move {
+        let _ = stopped.changed().await;
+        cancelled.cancel();
+    });
+    let service: StreamableHttpService<mcp::SeedMcp, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(mcp::SeedMcp::for_http(for_sessions.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel),
+    );
+    Router::new()
+        .route_service(mcp::MCP_PATH, service)
+        .route_layer(axum::middleware::from_fn_with_state(portal.clone(), mcp::require_bearer))
+}
+
 pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Router {
-    let passwords = passwords::Passwords::in_land(live.land_dir());
-    let sessions = Sessions::new(limits.requests_per_minute_max);
-    let portal =
-        Arc::new(Portal { live, sessions, passwords, limits, shutdown, world_view: views::WorldViewCache::default() });
+    let portal = Portal::open(live, limits, shutdown);
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -137,6 +168,9 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/accounts/{account}/token", post(new_token_form))
         .route("/accounts/{account}/revoke", post(revoke_form))
         .route("/password", post(password_form))
+        .merge(mcp_router(&portal))
+        .route("/.well-known/oauth-protected-resource", get(mcp::protected_resource_metadata))
+        .route("/.well-known/oauth-protected-resource/mcp", get(mcp::protected_resource_metadata))
         .route("/api/v1/login", post(api_login))
         .route("/api/v1/world", get(api_world))
         .route("/api/v1/events", get(api_events))
