@@ -65,7 +65,10 @@ pub fn mcp(land_dir: &Path, arguments: McpArguments) -> Result<ExitCode> {
     let caller = mcp::caller_for(&portal, principal, arguments.being.clone()).map_err(|error| {
         anyhow::anyhow!(
             "{} may not be driven over MCP: {}",
-            arguments.being.as_deref().unwrap_or("the token's own being"),
+            arguments
+                .being
+                .as_deref()
+                .map_or("the token's own being".to_string(), |name| format!("@{}", name.trim_start_matches('@'))),
             error.message
         )
     })?;
