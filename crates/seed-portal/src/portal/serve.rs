@@ -49,6 +49,9 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown, he
                 continue;
             }
         };
+        // An answer written in pieces (an MCP call's event stream: headers,
+        // then the event) must not wait for the client's delayed ACK.
+        let _ = stream.set_nodelay(true);
         let router = router.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let mut request = request.map(Body::new);
