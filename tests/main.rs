@@ -44,6 +44,7 @@ macro_rules! on_every_backend {
 
 mod common;
 
+mod approvals;
 mod authoring;
 mod bundle;
 mod cli;

@@ -106,6 +106,7 @@ pub fn act_body() -> seed::world::ActBody {
         budget: None,
         panel: None,
         recall_query: None,
+        gate: None,
         cursor: 0,
         content: None,
         digests: seed::world::body::Digests {

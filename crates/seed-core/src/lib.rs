@@ -7,6 +7,7 @@
 //! clock or a network, and that is a compile error rather than a convention.
 //! The format layer's modules are re-exported at their familiar paths.
 
+pub mod approval;
 pub mod authoring;
 pub mod embedding;
 pub mod extensions;

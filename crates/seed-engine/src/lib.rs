@@ -11,6 +11,8 @@ pub mod memory_view;
 pub mod replay;
 pub mod snapshots;
 
-pub use seed_core::{authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, world};
+pub use seed_core::{
+    approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, world,
+};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};

@@ -86,11 +86,12 @@ pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActB
             land_seq,
             kind: MemoryKind::Act,
             importance: act.importance.unwrap_or(0),
-            text: act_text(&act.call, act.content.as_deref()),
+            text: gated_text(act, act_text(&act.call, act.content.as_deref())),
         },
     };
+    let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
     let by_summoned = match &act.call {
-        VerbCall::Summon { target, content, .. } if target.trim_start_matches('@') != actor_name => {
+        VerbCall::Summon { target, content, .. } if applied && target.trim_start_matches('@') != actor_name => {
             let text = format!("@{actor_name}: {content}");
             let summons = Remembered { fact: id, land_seq, kind: MemoryKind::Summons, importance: 0, text };
             Some((target.trim_start_matches('@').to_string(), summons))
@@ -98,6 +99,16 @@ pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActB
         _ => None,
     };
     ActRemembered { by_actor, note, by_summoned }
+}
+
+/// An act's text as its being remembers it: a gated call it only asked
+/// for, or that was closed unapplied, says so.
+fn gated_text(act: &ActBody, text: String) -> String {
+    match &act.gate {
+        Some(crate::approval::Gate::Request(_)) => format!("asked approval to {text}"),
+        Some(crate::approval::Gate::Closed { outcome, .. }) => format!("not done ({outcome}): {text}"),
+        _ => text,
+    }
 }
 
 /// Folds the actor's own item of the act `id` into its memory: the item,
@@ -158,6 +169,7 @@ mod tests {
             budget: None,
             panel: None,
             recall_query: None,
+            gate: None,
             cursor: 0,
             content: None,
             digests: Digests {

@@ -5,12 +5,14 @@
 //! checked again (`recheck`) against the world the earlier acts of the round
 //! left.
 
+use super::approval;
 use super::ops::OpCall;
 use super::refusal::{OpError, Refusal};
 use super::{
     failure, parse_authored_role, waking_summon, Assigned, Beat, Decision, Failure, MomentLimits, Opened, Substrate,
     EVALUATOR_VERSION,
 };
+use crate::approval::Gate;
 use crate::face::Face;
 use crate::fact::body::Cognition;
 use crate::fact::{BeingId, CanonicalBody};
@@ -119,6 +121,7 @@ pub fn decide(
     let mut effects: Vec<Effect> = Vec::new();
     let mut birth = None;
     let mut rotate_key = false;
+    let mut gate = None;
     let call = match call {
         VerbCall::See { address } => {
             let parsed: Address = address.parse().map_err(|error| refuse(Refusal::Address(error)))?;
@@ -197,6 +200,10 @@ pub fn decide(
                     });
                 }
                 "rotate-key" => rotate_key = true,
+                crate::approval::BE_APPROVE => {
+                    let decision = approval::decision_of(world, opened, assigned, row, &payload).map_err(refuse)?;
+                    gate = Some(Gate::Decided(decision));
+                }
                 // A note changes nothing in the world: it is memory, folded
                 // from the act itself (`memory::MemoryFold`).
                 crate::memory::BE_NOTE => {
@@ -207,6 +214,43 @@ pub fn decide(
             VerbCall::Be { operation, payload }
         }
     };
+    // A call a gate holds back is checked as above, then sealed as a
+    // request: nothing of it applies until it is approved.
+    if gate.is_none() {
+        if let Some(request) = approval::request_for(world, opened, assigned, row, &call).map_err(refuse)? {
+            effects.clear();
+            birth = None;
+            gate = Some(Gate::Request(request));
+        }
+    }
+    let mut body = body_of(opened, assigned, face, call, decision.content);
+    body.effects = effects;
+    body.llm = decision.llm;
+    body.importance = decision.importance.or(assigned.composed.act_importance);
+    body.budget = decision.budget;
+    body.panel = decision.panel;
+    body.digests.script_output = decision.output_digest;
+    body.gate = gate;
+    let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);
+    Ok(Some(Act {
+        body,
+        birth,
+        rotate_key,
+        self_continue: assigned.composed.self_continue,
+        op_seed: op_seed_of(opened),
+        actor: opened.being,
+        stored_time_ms: opened.stored_time_ms,
+        encoded,
+    }))
+}
+
+fn op_seed_of(opened: &Opened) -> u64 {
+    u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"))
+}
+
+/// The act body of a moment's `call`, with nothing applied, no model call
+/// and no gate: what every act shares.
+fn body_of(opened: &Opened, assigned: &Assigned, face: &Face, call: VerbCall, content: Option<String>) -> ActBody {
     let mut stack: Vec<RoleUse> = Vec::new();
     if let Some(primary) = &assigned.walk.primary {
         stack.push(RoleUse { name: primary.name.to_string(), digest: primary.digest });
@@ -214,7 +258,7 @@ pub fn decide(
     stack.extend(
         assigned.walk.modifiers.iter().map(|role| RoleUse { name: role.name.to_string(), digest: role.digest }),
     );
-    let body = ActBody {
+    ActBody {
         wake: opened.wake.clone(),
         cursor: opened.cursor,
         orientation: assigned.composed.orientation.as_str().to_string(),
@@ -224,30 +268,44 @@ pub fn decide(
             context: assigned.context_digest,
             composed: assigned.composed_digest,
             face: face.digest,
-            script_output: decision.output_digest,
+            script_output: None,
         },
         call,
-        content: decision.content,
-        effects,
+        content,
+        effects: Vec::new(),
         evaluator: EVALUATOR_VERSION.to_string(),
-        llm: decision.llm,
-        importance: decision.importance.or(assigned.composed.act_importance),
-        budget: decision.budget,
-        panel: decision.panel,
+        llm: None,
+        importance: assigned.composed.act_importance,
+        budget: None,
+        panel: None,
         recall_query: face.query_vector.clone(),
-    };
-    let op_seed = u64::from_be_bytes(opened.id.0[8..16].try_into().expect("32 bytes"));
-    let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);
-    Ok(Some(Act {
+        gate: None,
+    }
+}
+
+/// An act that applies nothing of its call and records `gate` (a request
+/// closed unapplied): no birth, no key rotation, no continuing.
+pub(super) fn unapplied_act(
+    opened: &Opened,
+    assigned: &Assigned,
+    face: &Face,
+    call: VerbCall,
+    content: Option<String>,
+    gate: Gate,
+) -> Result<Act, Refusal> {
+    let mut body = body_of(opened, assigned, face, call, content);
+    body.gate = Some(gate);
+    let encoded = Some(body.canonical().map_err(Refusal::ActBody)?);
+    Ok(Act {
         body,
-        birth,
-        rotate_key,
-        self_continue: assigned.composed.self_continue,
-        op_seed,
+        birth: None,
+        rotate_key: false,
+        self_continue: false,
+        op_seed: op_seed_of(opened),
         actor: opened.being,
         stored_time_ms: opened.stored_time_ms,
         encoded,
-    }))
+    })
 }
 
 /// The operations a being undoes a change to its own roles with: a roleFlow
@@ -338,6 +396,18 @@ pub fn recheck_rules(substrate: &Substrate, world: &World, act: &mut Act) -> Res
 /// the act's (`None`: the act stands as it is).
 pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Result<Option<Vec<Effect>>, Failure> {
     let refuse = |refusal: Refusal| failure(Beat::Seal, refusal);
+    // What applies nothing needs nothing checked again but a decision, which
+    // must still find its request waiting; a request's call is checked as
+    // any call, and still applies nothing.
+    let applies = match &act.body.gate {
+        Some(Gate::Closed { .. }) => return Ok(None),
+        Some(Gate::Decided(decision)) => {
+            approval::recheck_decision(world, decision, act.stored_time_ms).map_err(refuse)?;
+            return Ok(None);
+        }
+        Some(Gate::Request(_)) => false,
+        Some(Gate::Applied { .. }) | None => true,
+    };
     match &act.body.call {
         VerbCall::Do { target, action, args } => {
             let actor = act_actor_name(world, act).ok_or_else(|| refuse(Refusal::ActorNotInWorld))?;
@@ -354,7 +424,7 @@ pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Res
                 .ops
                 .run(action, &call, &substrate.scripts, act.op_seed)
                 .map_err(|error| refuse(Refusal::Operation { action: action.clone(), error }))?;
-            if effects != act.body.effects {
+            if applies && effects != act.body.effects {
                 return Ok(Some(effects));
             }
         }
@@ -362,7 +432,14 @@ pub fn seal_time_effects(substrate: &Substrate, world: &World, act: &Act) -> Res
             let actor = world.beings.get(&act.actor).ok_or_else(|| refuse(Refusal::ActorNotInWorld))?;
             check_summon(world, actor, target, content, act.stored_time_ms).map_err(refuse)?;
         }
-        VerbCall::Be { .. } => {
+        VerbCall::Be { operation, payload } => {
+            // A gated birth carries no request to mint: its name is checked.
+            if !applies && operation == "birth" {
+                let name = payload.get("name").and_then(Json::as_str).unwrap_or_default();
+                if world.names.contains_key(name) {
+                    return Err(refuse(Refusal::NameTaken { name: name.to_string() }));
+                }
+            }
             if let Some(birth) = &act.birth {
                 if world.names.contains_key(&birth.name) {
                     return Err(refuse(Refusal::NameTaken { name: birth.name.clone() }));

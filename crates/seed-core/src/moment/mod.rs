@@ -25,6 +25,7 @@
 //! (extension hooks) and `observe.rs` (observers and the running-moments
 //! table).
 
+pub mod approval;
 mod decide;
 pub mod hooks;
 mod momentum;
@@ -47,7 +48,7 @@ use crate::world::{BeingRow, Wake, World};
 pub use decide::{decide, is_ancestor, recheck, recheck_rules, seal_time_effects, Act, BirthRequest};
 pub use momentum::{llm_connection, momentum, parse_call, person_momentum, Decision, PersonChoice};
 pub use observe::{LiveObserver, MomentObserver, RunningMoment, RunningMoments, Unobserved};
-pub use refusal::{CallError, LlmFailure, OpError, Refusal, SeeError};
+pub use refusal::{ApprovalProblem, CallError, LlmFailure, OpError, Refusal, SeeError};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -266,17 +267,33 @@ pub fn build_face<'w>(
         seen.insert(name.to_string(), output);
     }
     let wake = match (&opened.wake, waking_summon(world, opened)) {
-        (Wake::Summon { .. }, Some(summon)) => json!({
-            "kind": "summon",
-            "from": world.name_of(&summon.from).map(|name| format!("@{name}")),
-            "content": summon.content,
-            "summon": summon.fact.to_hex(),
-        }),
+        (Wake::Summon { .. }, Some(summon)) => {
+            let mut wake = json!({
+                "kind": "summon",
+                "from": world.name_of(&summon.from).map(|name| format!("@{name}")),
+                "content": summon.content,
+                "summon": summon.fact.to_hex(),
+            });
+            // A request for approval says what it asks, for the approver to decide.
+            if let Some(pending) = world.approvals.get(&summon.fact) {
+                wake["approval"] = json!({
+                    "request": summon.fact.to_hex(),
+                    "asked": pending.call.to_json(),
+                    "content": pending.content,
+                    "rule": pending.request.rule,
+                    "expiresMs": pending.request.expires_ms,
+                });
+            }
+            wake
+        }
         (Wake::Summon { .. }, None) => return Err(failure(Beat::Face, Refusal::WakingSummonGone)),
         (Wake::Signal { key }, _) => json!({ "kind": "signal", "key": key, "value": world.signals.get(key) }),
         (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
         (Wake::Person, _) => json!({ "kind": "person" }),
+        (Wake::Approval { request, decision }, _) => json!({
+            "kind": "approval", "request": request.to_hex(), "decision": decision.map(|fact| fact.to_hex()),
+        }),
     };
     let context = |key: &str| assigned.context.get(key).cloned().unwrap_or(Json::Null);
     let (recall, query_vector) = recall::recall_block(world, opened, assigned, &wake, model);
@@ -448,6 +465,14 @@ fn run_beats(
         let face = build_face(substrate, world, &opened, &assigned, model)?;
         trace.face_digest = Some(face.digest);
         lap(&mut trace, Beat::Face, Some(Beat::Momentum));
+        // A decided or expired request is the substrate's to apply or
+        // close, whatever the being's cognition: nothing is asked of it.
+        if matches!(opened.wake, Wake::Approval { .. }) {
+            lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
+            let resolved = approval::resolve(substrate, world, &opened, &assigned, &face);
+            lap(&mut trace, Beat::Decide, None);
+            return resolved;
+        }
         let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         trace.see_reason = decision.see.as_ref().map(ToString::to_string);

@@ -90,7 +90,7 @@ could undo it; keep {action:?} in the roles @{being} wears"
     SummonRate { recent: usize, most: usize },
     #[error("@{actor} is not an ancestor of @{being}")]
     NotAnAncestor { actor: String, being: String },
-    #[error("unknown be operation {operation:?} (birth, connect, release, rotate-key, note)")]
+    #[error("unknown be operation {operation:?} (birth, connect, release, rotate-key, note, approve)")]
     UnknownBeOperation { operation: String },
     #[error("be note: {0}")]
     Note(crate::memory::NoteProblem),
@@ -114,6 +114,44 @@ could undo it; keep {action:?} in the roles @{being} wears"
     /// body's size); the other beings of the round go on.
     #[error("{message}")]
     Seal { fault: BeingFault, message: String },
+    /// An approval gate's rules (`super::approval`).
+    #[error("{0}")]
+    Approval(ApprovalProblem),
+}
+
+/// Why a gated call, a decision on one, or applying one was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalProblem {
+    #[error("gate {rule}: its approver {approver} is not in the world, so no one could approve this call")]
+    ApproverMissing { rule: String, approver: String },
+    #[error("gate {rule}: no one but the caller could approve this call")]
+    NoApprover { rule: String },
+    #[error("be approve: payload.request must be the request's fact id, 64 hex digits")]
+    RequestId,
+    #[error("be approve: no request {request} is waiting (it was never made, or is already applied or closed)")]
+    NoRequest { request: String },
+    #[error("be approve: request {request} was already decided by @{by}")]
+    AlreadyDecided { request: String, by: String },
+    #[error("be approve: request {request} expired at {expires_ms} ms")]
+    Expired { request: String, expires_ms: u64 },
+    #[error("be approve: @{being} asked for request {request} and may not decide it")]
+    OwnRequest { being: String, request: String },
+    #[error("be approve: @{being} may not decide request {request}: its gate {rule} names {approvers}")]
+    NotAnApprover { being: String, request: String, rule: String, approvers: String },
+    #[error("be approve: payload.decision must be \"approve\" or \"deny\", not {given}")]
+    Decision { given: String },
+    #[error("be approve: {field} edits the call, and a denial edits nothing")]
+    EditOnDenial { field: &'static str },
+    #[error("be approve: {field} does not fit the call: {reason}")]
+    Edit { field: &'static str, reason: String },
+    #[error("be approve: payload.reason is longer than {most} characters")]
+    ReasonTooLong { most: usize },
+    #[error(
+        "be approve: payload.{field} is not a field of a decision (request, decision, args, content, payload, reason)"
+    )]
+    UnknownField { field: String },
+    #[error("request {request} has no decision to apply and has not expired")]
+    NotDue { request: String },
 }
 
 /// Why a DO operation refused.
@@ -301,6 +339,7 @@ impl Refusal {
             Refusal::BirthFlowShape => "birth-flow-shape",
             Refusal::HookCancelled { .. } => "hook-cancelled",
             Refusal::Seal { .. } => "seal",
+            Refusal::Approval(_) => "approval",
         }
     }
 }

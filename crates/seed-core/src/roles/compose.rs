@@ -40,6 +40,8 @@ pub struct ComposedRole {
     pub recall: Option<RecallSpec>,
     /// The `actImportance` of the last role in the stack that sets one.
     pub act_importance: Option<u8>,
+    /// Every gate of the stack's roles, in stack order (`super::approval`).
+    pub approvals: Vec<super::approval::ApprovalGate>,
 }
 
 fn unite<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
@@ -66,6 +68,7 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         llm: None,
         recall: None,
         act_importance: None,
+        approvals: Vec::new(),
     };
     let prompt_len: usize = primary.map_or(0, |role| role.prompt.len())
         + modifiers.iter().map(|role| role.prompt.len() + 64).sum::<usize>();
@@ -76,6 +79,7 @@ pub fn compose(primary: Option<&Arc<Role>>, modifiers: &[Arc<Role>]) -> Composed
         unite(&mut composed.can_summon, &role.can_summon);
         unite(&mut composed.can_be, &role.can_be);
         unite(&mut composed.see, &role.see);
+        unite(&mut composed.approvals, &role.approvals);
         if let Some(flag) = role.self_continue {
             composed.self_continue = flag;
         }
@@ -139,6 +143,14 @@ impl ComposedRole {
         }
         if let Some(importance) = self.act_importance {
             fields.push((text("actImportance"), Cbor::Integer(u64::from(importance).into())));
+        }
+        if !self.approvals.is_empty() {
+            let gates = self
+                .approvals
+                .iter()
+                .map(|gate| Cbor::Array(vec![Cbor::Text(gate.rule.to_string()), gate.to_cbor()]))
+                .collect();
+            fields.push((text("approvals"), Cbor::Array(gates)));
         }
         Cbor::Map(fields)
     }

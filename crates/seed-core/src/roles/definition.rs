@@ -197,6 +197,9 @@ struct RoleFile {
     /// unless the cognition says.
     #[serde(default)]
     act_importance: Option<u64>,
+    /// The calls that wait for someone's yes (`super::approval`).
+    #[serde(default)]
+    approvals: Vec<super::approval::ApprovalFile>,
 }
 
 /// A validated role.
@@ -224,6 +227,8 @@ pub struct Role {
     /// The importance of the acts sealed while wearing it, unless the
     /// cognition gives one (`None`: not set).
     pub act_importance: Option<u8>,
+    /// The calls this role holds back until someone approves them.
+    pub approvals: Vec<super::approval::ApprovalGate>,
     /// Where it came from (a file path, or "authored by @name" for a role
     /// authored live as a `put-role` fact).
     pub origin: String,
@@ -307,6 +312,10 @@ impl Role {
         }
         if let Some(importance) = self.act_importance {
             fields.push((text("actImportance"), Cbor::Integer(u64::from(importance).into())));
+        }
+        if !self.approvals.is_empty() {
+            let gates = self.approvals.iter().map(super::approval::ApprovalGate::to_cbor).collect();
+            fields.push((text("approvals"), Cbor::Array(gates)));
         }
         Cbor::Map(fields)
     }
@@ -432,6 +441,11 @@ impl Role {
                 None
             }
         };
+        let mut gate_problems = Vec::new();
+        let approvals = super::approval::ApprovalGate::read_all(&file.name, &file.approvals, &mut gate_problems);
+        for (field, reason) in gate_problems {
+            problems.push(problem(&field, reason));
+        }
         if file.prompt.chars().count() > ROLE_PROMPT_CHARS_MAX {
             problems.push(problem("prompt", format!("longer than {ROLE_PROMPT_CHARS_MAX} characters")));
         }
@@ -499,6 +513,7 @@ impl Role {
             llm: file.llm.as_deref().map(Arc::from),
             recall,
             act_importance,
+            approvals,
             origin: origin.to_string(),
             script_origin,
             digest: Hash32::ZERO,

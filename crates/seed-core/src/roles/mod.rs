@@ -3,6 +3,7 @@
 //! inputs (no clock, no randomness, no I/O but reading role files at load).
 //! The format and semantics are documented in docs/roles.md.
 
+pub mod approval;
 pub mod compose;
 pub mod context;
 pub mod definition;

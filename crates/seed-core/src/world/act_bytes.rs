@@ -41,6 +41,7 @@ pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
         || body.budget.is_some()
         || body.panel.is_some()
         || body.recall_query.is_some()
+        || body.gate.is_some()
         || !body.effects.is_empty()
     {
         return None;
@@ -145,6 +146,18 @@ pub(crate) fn write_wake(wake: &Wake, out: &mut Vec<u8>) {
             write_text("kind", out);
             write_text(if matches!(wake, Wake::Person) { "person" } else { "self-continue" }, out);
         }
+        Wake::Approval { request, decision } => {
+            write_map_head(3, out);
+            write_text("kind", out);
+            write_text("approval", out);
+            write_text("request", out);
+            write_bytes(&request.0, out);
+            write_text("decision", out);
+            match decision {
+                Some(fact) => write_bytes(&fact.0, out),
+                None => write_null(out),
+            }
+        }
     }
 }
 
@@ -193,6 +206,7 @@ mod tests {
             budget: None,
             panel: None,
             recall_query: None,
+            gate: None,
             cursor: 1006,
             content: None,
             digests: Digests {
@@ -233,6 +247,8 @@ mod tests {
             Wake::Summon { fact: id, from: BeingId([8; 32]) },
             Wake::SelfContinue,
             Wake::Person,
+            Wake::Approval { request: id, decision: None },
+            Wake::Approval { request: id, decision: Some(FactId([9; 32])) },
         ];
         let calls = [
             VerbCall::See { address: "/north".into() },

@@ -101,6 +101,10 @@ pub enum Wake {
     /// A person at the portal opened the moment (human cognition acting
     /// without a summon to answer).
     Person,
+    /// A gated call of the being's was decided (`decision`) or expired
+    /// undecided (`None`): the moment applies or closes it
+    /// (`crate::approval`), whatever the being's cognition.
+    Approval { request: FactId, decision: Option<FactId> },
 }
 
 impl Wake {
@@ -112,6 +116,7 @@ impl Wake {
             Wake::Tick { .. } => "tick",
             Wake::SelfContinue => "self-continue",
             Wake::Person => "person",
+            Wake::Approval { .. } => "approval",
         }
     }
 
@@ -125,6 +130,9 @@ impl Wake {
             Wake::Signal { key } => serde_json::json!({"kind": "signal", "key": key}),
             Wake::Tick { tick } => serde_json::json!({"kind": "tick", "tick": tick}),
             Wake::SelfContinue | Wake::Person => serde_json::json!({"kind": self.kind()}),
+            Wake::Approval { request, decision } => serde_json::json!({
+                "kind": "approval", "request": request.to_hex(), "decision": decision.map(|fact| fact.to_hex()),
+            }),
         }
     }
 }
@@ -196,6 +204,11 @@ pub struct ActBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmRecord>,
     pub call: VerbCall,
+    /// An approval gate's part in the act (`crate::approval`): a request
+    /// (nothing applied), a decision, a request applied or closed. Absent
+    /// (not null) otherwise, so other acts encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::approval::Gate>,
     pub wake: Wake,
     /// A panel's deliberation: every member's call or script output and
     /// proposal, and how one was chosen (`crate::moment::panel`). Absent

@@ -290,6 +290,11 @@ pub struct World {
     /// facts (`crate::embedding`). Not part of the canonical state; a
     /// snapshot carries it. Persistent: clones share it.
     pub embeddings: imbl::OrdMap<FactId, crate::embedding::StoredVector>,
+    /// Gated calls waiting for a decision or to be applied, by their
+    /// request's fact id (`crate::approval`), folded from acts. Not part of
+    /// the canonical state (the world hash is as it always was); a snapshot
+    /// carries it.
+    pub approvals: imbl::OrdMap<FactId, crate::approval::PendingApproval>,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -418,6 +423,9 @@ impl World {
         debug_assert_eq!(header.kind, KIND_ACT);
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
+        // A gated call's request, and a request closed unapplied, deliver
+        // nothing: the call did not happen.
+        let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
         // The substrate's summons about a spent budget answers no summons:
         // the one that woke the being stays in its inbox, to be answered.
         if let (Wake::Summon { fact: summon, .. }, None) = (&act.wake, &act.budget) {
@@ -430,7 +438,7 @@ impl World {
             row.previous_role = act.primary.clone();
             row.acts += 1;
         }
-        if let VerbCall::Summon { target, content, in_reply_to } = &act.call {
+        if let (true, VerbCall::Summon { target, content, in_reply_to }) = (applied, &act.call) {
             let times = self.recent_summons.entry(being).or_default();
             times.push(header.stored_time_ms);
             if times.len() > RECENT_SUMMONS_KEPT {
@@ -451,6 +459,9 @@ impl World {
                 );
             }
         }
+        if let Some(gate) = &act.gate {
+            self.apply_gate(land_seq, header, id, act, gate);
+        }
         self.remember_act(land_seq, being, id, act);
         for record in act.model_calls() {
             self.spend.fold(being, act.primary.as_deref(), header.stored_time_ms, record);
@@ -460,6 +471,85 @@ impl World {
         }
         for effect in &act.effects {
             self.apply_effect(Some(being), land_seq, effect);
+        }
+    }
+
+    /// Folds an act's part in an approval: a request waits (its approvers
+    /// summoned), a decision is kept on it, an applied or closed request
+    /// leaves. One that no longer fits (a decision on a request already
+    /// gone) changes nothing.
+    fn apply_gate(
+        &mut self,
+        land_seq: u64,
+        header: &FactHeader,
+        id: FactId,
+        act: &ActBody,
+        gate: &crate::approval::Gate,
+    ) {
+        use crate::approval::{DecisionMade, Gate, PendingApproval};
+        let being = header.being;
+        match gate {
+            Gate::Request(request) => {
+                let requester = self.name_of(&being).unwrap_or_default().to_string();
+                let content = crate::approval::describe(&requester, &act.call);
+                for approver in &request.summoned {
+                    if self.beings.get(approver).is_none_or(|row| row.ended) {
+                        continue;
+                    }
+                    self.inbox.entry(*approver).or_default().insert(
+                        land_seq,
+                        PendingSummon {
+                            fact: id,
+                            land_seq,
+                            from: being,
+                            content: content.clone(),
+                            caller_role: act.primary.clone(),
+                            correlation: id,
+                        },
+                    );
+                }
+                self.approvals.insert(
+                    id,
+                    PendingApproval {
+                        requester: being,
+                        call: act.call.clone(),
+                        content: act.content.clone(),
+                        request: request.clone(),
+                        requested_at_seq: land_seq,
+                        requested_ms: header.stored_time_ms,
+                        decision: None,
+                    },
+                );
+            }
+            Gate::Decided(decision) => {
+                let Some(pending) = self.approvals.get_mut(&decision.request) else { return };
+                if pending.decision.is_some() {
+                    return;
+                }
+                pending.decision = Some(DecisionMade {
+                    fact: id,
+                    by: being,
+                    approved: decision.approved,
+                    edited: decision.edited.clone(),
+                    reason: decision.reason.clone(),
+                });
+                let summoned = pending.request.summoned.clone();
+                self.forget_approval_summons(decision.request, &summoned);
+            }
+            Gate::Applied { request, .. } | Gate::Closed { request, .. } => {
+                if let Some(pending) = self.approvals.remove(request) {
+                    self.forget_approval_summons(*request, &pending.request.summoned);
+                }
+            }
+        }
+    }
+
+    /// Takes a request's summons out of its approvers' inboxes.
+    fn forget_approval_summons(&mut self, request: FactId, summoned: &[BeingId]) {
+        for approver in summoned {
+            if let Some(inbox) = self.inbox.get_mut(approver) {
+                inbox.retain(|_, pending| pending.fact != request);
+            }
         }
     }
 

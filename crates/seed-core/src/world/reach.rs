@@ -57,6 +57,8 @@ fn act_reach(body: &[u8]) -> Option<bool> {
             // A model call is counted in the land's and its role's spend,
             // which every being's budget check reads.
             b"llm" | b"panel" => return Some(false),
+            // An approval gate's part changes the land's pending requests.
+            b"gate" => return Some(false),
             _ => {
                 if !reader.skip_heads() {
                     return None;
@@ -113,6 +115,7 @@ mod tests {
             budget: None,
             panel: None,
             recall_query: None,
+            gate: None,
             cursor: 12,
             content: Some("hello".into()),
             digests: Digests { face: digest, context: digest, composed: digest, script_output: None },

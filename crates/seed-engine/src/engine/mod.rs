@@ -611,7 +611,7 @@ impl Engine {
         let events = self.advance_to_round(tick);
         seal_world(&self.land, events)?;
         fold_to_end(self.land.store(), &mut self.world)?;
-        Ok((tick, self.scheduler.wakes(&self.world, tick)))
+        Ok((tick, self.scheduler.wakes(&self.world, tick, self.clock.now_ms())))
     }
 
     fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {

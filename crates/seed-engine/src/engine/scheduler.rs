@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What the scheduler remembers between rounds (derived, not truth).
 #[derive(Default)]
 pub(super) struct Scheduler {
-    delivered: BTreeSet<FactId>,
+    /// Summons delivered, by the being they woke: one request for
+    /// approval is one fact in several approvers' inboxes.
+    delivered: BTreeSet<(BeingId, FactId)>,
     pub(super) continuing: BTreeSet<BeingId>,
     seen_signals: BTreeMap<BeingId, BTreeMap<String, Option<Json>>>,
     subscriptions: BTreeMap<BeingId, Vec<String>>,
@@ -48,10 +50,25 @@ impl Scheduler {
         keys.iter().map(|key| (key.clone(), world.signals.get(key).cloned())).collect()
     }
 
-    /// Which wake (if any) each scheduled being gets this round, in id order.
-    pub(super) fn wakes(&mut self, world: &World, tick: u64) -> Vec<(BeingId, Wake)> {
+    /// Which wake (if any) each scheduled being gets this round, in id
+    /// order. A request of the being's that was decided, or expired by
+    /// `now_ms`, comes first, whatever its cognition: applying or closing it
+    /// is the substrate's (`crate::approval`); one per being and round.
+    pub(super) fn wakes(&mut self, world: &World, tick: u64, now_ms: u64) -> Vec<(BeingId, Wake)> {
+        let mut resolving: BTreeMap<BeingId, Wake> = BTreeMap::new();
+        for (request, pending) in &world.approvals {
+            let Some(decision) = crate::approval::resolution_due(pending, now_ms) else { continue };
+            if world.beings.get(&pending.requester).is_none_or(|row| row.ended) {
+                continue;
+            }
+            resolving.entry(pending.requester).or_insert(Wake::Approval { request: *request, decision });
+        }
         let mut wakes = Vec::new();
         for (id, row) in &world.beings {
+            if let Some(wake) = resolving.remove(id) {
+                wakes.push((*id, wake));
+                continue;
+            }
             // Scripted, LLM and panel beings have moments here; a human's wakes wait
             // for a person (the portal), and the reality root has none.
             use crate::fact::body::Cognition;
@@ -61,9 +78,9 @@ impl Scheduler {
                 continue;
             }
             if let Some(summon) =
-                world.inbox.get(id).and_then(|inbox| inbox.values().find(|s| !self.delivered.contains(&s.fact)))
+                world.inbox.get(id).and_then(|inbox| inbox.values().find(|s| !self.delivered.contains(&(*id, s.fact))))
             {
-                self.delivered.insert(summon.fact);
+                self.delivered.insert((*id, summon.fact));
                 wakes.push((*id, Wake::Summon { fact: summon.fact, from: summon.from }));
                 continue;
             }

@@ -836,6 +836,15 @@ fn recompute(
             });
         }
         let folded = moment::build_face(substrate, world, &opened, &assigned, model)?;
+        // A request applied or closed is the substrate's moment, recomputed
+        // from the world alone.
+        if matches!(opened.wake, Wake::Approval { .. }) {
+            let resolved = moment::approval::resolve(substrate, world, &opened, &assigned, &folded);
+            if detail == Detail::Full {
+                face = folded.value();
+            }
+            return resolved;
+        }
         // A person's act is replayed with the person's recorded choice; the
         // verb layer checks it again like any other.
         let person = world

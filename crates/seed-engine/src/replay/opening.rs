@@ -180,6 +180,7 @@ mod tests {
             budget: None,
             panel: None,
             recall_query: None,
+            gate: None,
             cursor: 1006,
             orientation: "forward".into(),
             primary: Some("onlooker".into()),

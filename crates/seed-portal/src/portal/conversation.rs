@@ -154,6 +154,7 @@ mod tests {
             budget: None,
             panel: None,
             recall_query: None,
+            gate: None,
             cursor: 7,
             content: None,
             digests: Digests {

@@ -279,6 +279,7 @@ pub fn being_json(
             "timeMs": fact.header.stored_time_ms,
             "kind": fact.kind(), "id": fact.id().to_hex(), "summary": summary,
             "primary": act.as_ref().and_then(|act| act.primary.clone()),
+            "gate": act.as_ref().and_then(|act| act.gate.as_ref()).map(crate::approval::Gate::to_json),
         }));
     }
     reel.reverse();
@@ -333,6 +334,22 @@ pub fn act_summary(world: &World, act: &ActBody) -> String {
         crate::world::VerbCall::Summon { target, content, .. } => format!("summon {target}: {content}"),
         crate::world::VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
     };
+    let call = match &act.gate {
+        Some(crate::approval::Gate::Request(request)) => {
+            format!("asks approval ({}, from {}): {call}", request.rule, request.approvers.join(", "))
+        }
+        Some(crate::approval::Gate::Decided(decision)) => {
+            let verdict = if decision.approved { "approves" } else { "denies" };
+            format!("{verdict} request {}", &decision.request.to_hex()[..12])
+        }
+        Some(crate::approval::Gate::Applied { request, .. }) => {
+            format!("approved (request {}): {call}", &request.to_hex()[..12])
+        }
+        Some(crate::approval::Gate::Closed { outcome, reason, .. }) => {
+            format!("not done, {outcome} ({reason}): {call}")
+        }
+        None => call,
+    };
     match &act.content {
         Some(content) => format!("{call} — {content}"),
         None => call,
@@ -375,7 +392,8 @@ pub fn role_pickers(live: &LiveLand, world: &World) -> std::collections::BTreeMa
     pickers.insert("canSummon", beings.chain(tokens.iter().cloned()).collect());
     pickers.insert("canSee", world.spaces.keys().cloned().chain(tokens.iter().cloned()).collect());
     pickers.insert("canDo", substrate.ops.names().cloned().collect());
-    pickers.insert("canBe", ["birth", "connect", "release", "rotate-key", "note"].map(String::from).to_vec());
+    pickers
+        .insert("canBe", ["birth", "connect", "release", "rotate-key", "note", "approve"].map(String::from).to_vec());
     pickers.insert("see", substrate.see.names().map(str::to_string).collect());
     pickers
 }

@@ -11,7 +11,7 @@ use super::{views, Portal};
 use crate::fact::BeingId;
 use crate::fact::{FactError, FactId};
 use crate::moment::refusal::BeingFault;
-use crate::moment::{self, Beat, OpError, PersonChoice, Refusal};
+use crate::moment::{self, ApprovalProblem, Beat, OpError, PersonChoice, Refusal};
 use crate::world::{BeingRow, VerbCall, Wake, World};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -101,8 +101,26 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
     }
 }
 
+fn class_of_approval(problem: &ApprovalProblem) -> RefusalClass {
+    match problem {
+        ApprovalProblem::OwnRequest { .. } | ApprovalProblem::NotAnApprover { .. } => RefusalClass::Forbidden,
+        ApprovalProblem::AlreadyDecided { .. } | ApprovalProblem::Expired { .. } => RefusalClass::Conflict,
+        ApprovalProblem::NoRequest { .. } => RefusalClass::Missing,
+        ApprovalProblem::ApproverMissing { .. }
+        | ApprovalProblem::NoApprover { .. }
+        | ApprovalProblem::RequestId
+        | ApprovalProblem::Decision { .. }
+        | ApprovalProblem::EditOnDenial { .. }
+        | ApprovalProblem::Edit { .. }
+        | ApprovalProblem::ReasonTooLong { .. }
+        | ApprovalProblem::UnknownField { .. }
+        | ApprovalProblem::NotDue { .. } => RefusalClass::Invalid,
+    }
+}
+
 fn class_of(refusal: &Refusal) -> RefusalClass {
     match refusal {
+        Refusal::Approval(problem) => class_of_approval(problem),
         Refusal::NotWithin { .. }
         | Refusal::NotAnAncestor { .. }
         | Refusal::NoPersonDrives { .. }
@@ -254,7 +272,7 @@ pub(super) async fn drive(
 
 /// Runs one moment of `name` driven by the being `person` (checked by the
 /// cognition and lineage rules, not by any account).
-async fn drive_as(
+pub(super) async fn drive_as(
     portal: &Arc<Portal>,
     person: BeingId,
     name: &str,

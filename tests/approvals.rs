@@ -1,0 +1,241 @@
+//! Approval gates end to end on `tests/fixtures/approvals` (docs/approvals.md):
+//! a teller's gated calls wait as requests, the manager approves, denies or
+//! edits them through the approvals API, an intern named by no gate is
+//! refused, an unanswered request expires, a decision cannot be turned on
+//! another request, two scripted auditors race to decide one request, a
+//! request survives a restart of `seed up`; and every act replays byte for
+//! byte with `seed replay --all`.
+
+use crate::common::portal::Up;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn fixture() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/approvals/approvals.toml").display().to_string()
+}
+
+fn start() -> Up {
+    Up::start(&["--fixture", &fixture(), "--round-ms", "50"])
+}
+
+/// The teller calls `publish-signal` KEY = VALUE: (status, answer).
+fn teller_publishes(up: &Up, key: &str, value: Value) -> (u16, Value) {
+    up.post(
+        "/api/v1/beings/teller/act",
+        &json!({"verb": "do", "target": "/", "action": "publish-signal",
+                                                   "args": {"key": key, "value": value}}),
+    )
+}
+
+fn signal(up: &Up, key: &str) -> Value {
+    up.get("/api/v1/world").1["signals"][key].clone()
+}
+
+fn approvals(up: &Up) -> Vec<Value> {
+    let (status, body) = up.get("/api/v1/approvals");
+    assert_eq!(status, 200, "{body}");
+    body["approvals"].as_array().cloned().unwrap_or_default()
+}
+
+/// The request the teller's latest call made (the newest waiting one).
+fn newest_request(up: &Up) -> Value {
+    approvals(up).into_iter().max_by_key(|request| request["requestedAtSeq"].as_u64()).expect("a waiting request")
+}
+
+fn decide(up: &Up, request: &Value, body: Value) -> (u16, Value) {
+    up.post(&format!("/api/v1/approvals/{}", request["request"].as_str().expect("an id")), &body)
+}
+
+/// Waits until `check` holds, or fails saying `what`.
+fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(started.elapsed() < WAIT, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The teller's reel entries whose gate is in `state`, newest first.
+fn teller_gates(up: &Up, state: &str) -> Vec<Value> {
+    let (_, teller) = up.get("/api/v1/beings/teller");
+    let reel = teller["reel"].as_array().cloned().unwrap_or_default();
+    reel.into_iter().filter(|fact| fact["gate"]["state"] == state).collect()
+}
+
+fn message(answer: &Value) -> String {
+    answer["error"]["message"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn gated_calls_wait_for_a_named_approver_and_every_outcome_is_a_fact_that_replays() {
+    let mut up = start();
+
+    // Under the gate's threshold: applied at once.
+    let (status, answer) = teller_publishes(&up, "bank.payout", json!(50));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(signal(&up, "bank.payout"), json!(50));
+    assert!(approvals(&up).is_empty());
+
+    // Over it: sealed as a request, nothing applied, the approvers summoned.
+    let (status, answer) = teller_publishes(&up, "bank.payout", json!(500));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(signal(&up, "bank.payout"), json!(50), "a request applies nothing");
+    let first = newest_request(&up);
+    assert_eq!(first["requester"], "@teller");
+    assert_eq!(first["rule"], "teller#0");
+    assert_eq!(first["approvers"], json!(["@manager", "@deputy"]));
+    assert_eq!(first["mayDecideAs"], json!(["@deputy", "@manager"]));
+    let (_, manager) = up.get("/api/v1/beings/manager");
+    assert!(manager["inbox"]
+        .as_array()
+        .is_some_and(|inbox| inbox.iter().any(|summon| summon["summon"] == first["request"])));
+
+    // An approver the gate does not name, and the requester itself, are refused;
+    // nothing is sealed.
+    let before = up.cursor();
+    let (status, answer) = decide(&up, &first, json!({"as": "intern", "decision": "approve"}));
+    assert_eq!(status, 403, "{answer}");
+    assert!(message(&answer).contains("@intern may not decide request"), "{answer}");
+    assert!(message(&answer).contains("@manager, @deputy"), "{answer}");
+    let (status, answer) = decide(&up, &first, json!({"as": "teller", "decision": "approve"}));
+    assert_eq!(status, 403, "{answer}");
+    // Bad decisions name what is wrong.
+    for (body, needle) in [
+        (json!({"as": "manager", "decision": "maybe"}), "\"approve\" or \"deny\""),
+        (
+            json!({"as": "manager", "decision": "deny", "args": {"key": "bank.payout", "value": 1}}),
+            "a denial edits nothing",
+        ),
+        (json!({"as": "manager", "decision": "approve", "content": "x"}), "the request is a do call"),
+        (json!({"as": "manager", "decision": "approve", "amount": 3}), "`amount` is not a field"),
+    ] {
+        let (status, answer) = decide(&up, &first, body.clone());
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(message(&answer).contains(needle), "{body}: {answer}");
+    }
+    assert_eq!(up.cursor(), before, "refused decisions sealed nothing");
+
+    // Edit and approve: the teller's next moment applies the edited call.
+    let (status, answer) = decide(
+        &up,
+        &first,
+        json!({"as": "manager", "decision": "approve", "reason": "half now",
+                                    "args": {"key": "bank.payout", "value": 250}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    wait_until("the edited payout applies", || signal(&up, "bank.payout") == json!(250));
+    let applied = teller_gates(&up, "applied");
+    assert_eq!(applied.len(), 1, "{applied:?}");
+    assert_eq!(applied[0]["gate"]["request"], first["request"]);
+    assert!(approvals(&up).is_empty(), "an applied request no longer waits");
+
+    // The same decision again, or turned on another request, is refused.
+    let (status, answer) = decide(&up, &first, json!({"as": "deputy", "decision": "approve"}));
+    assert_eq!(status, 404, "{answer}");
+    let (status, _) = teller_publishes(&up, "bank.payout", json!(700));
+    assert_eq!(status, 200);
+    let second = newest_request(&up);
+    let replayed = json!({"verb": "be", "operation": "approve",
+                          "payload": {"request": first["request"], "decision": "approve"}});
+    let (status, answer) = up.post("/api/v1/beings/manager/act", &replayed);
+    assert_eq!(status, 404, "a decision names its one request: {answer}");
+    assert_eq!(approvals(&up).len(), 1, "the other request still waits");
+
+    // Deny: closed as a fact on the teller's reel, nothing applied.
+    let (status, answer) = decide(&up, &second, json!({"as": "deputy", "decision": "deny", "reason": "too much"}));
+    assert_eq!(status, 200, "{answer}");
+    wait_until("the denial closes the request", || !teller_gates(&up, "closed").is_empty());
+    let closed = &teller_gates(&up, "closed")[0]["gate"];
+    assert_eq!(closed["outcome"], "denied");
+    assert!(closed["reason"].as_str().is_some_and(|reason| reason.contains("@deputy: too much")), "{closed}");
+    assert_eq!(signal(&up, "bank.payout"), json!(250));
+
+    // An urgent notice nobody answers expires at its time-to-live, as a fact.
+    let (status, _) = teller_publishes(&up, "bank.urgent", json!("fire drill"));
+    assert_eq!(status, 200);
+    wait_until("the urgent notice expires", || {
+        teller_gates(&up, "closed").iter().any(|fact| fact["gate"]["outcome"] == "expired")
+    });
+    assert!(signal(&up, "bank.urgent").is_null());
+    let expired = approvals(&up);
+    assert!(expired.is_empty(), "{expired:?}");
+
+    // A ledger entry waits for whoever wears `auditor`: both scripted
+    // checkers are summoned in one round and both approve; the first sealed
+    // decides and the other is refused at the seal.
+    let entry = json!({"verb": "do", "target": "/bank#entry-1", "action": "create-matter",
+                       "args": {"kind": "entry", "fields": {"amount": 20}}});
+    let (status, answer) = up.post("/api/v1/beings/teller/act", &entry);
+    assert_eq!(status, 200, "{answer}");
+    wait_until("an auditor's approval applies the entry", || {
+        teller_gates(&up, "applied")
+            .iter()
+            .any(|fact| fact["summary"].as_str().is_some_and(|s| s.contains("create-matter")))
+    });
+    let decisions: usize = ["checker-a", "checker-b"]
+        .iter()
+        .map(|name| {
+            let (_, checker) = up.get(&format!("/api/v1/beings/{name}"));
+            checker["reel"]
+                .as_array()
+                .map_or(0, |reel| reel.iter().filter(|fact| fact["gate"]["state"] == "decided").count())
+        })
+        .sum();
+    assert_eq!(decisions, 1, "exactly one auditor's decision is sealed");
+
+    // A gated summons and a gated birth wait like the rest; the birth
+    // happens once approved.
+    let (status, _) =
+        up.post("/api/v1/beings/teller/act", &json!({"verb": "summon", "target": "@vault", "content": "open up"}));
+    assert_eq!(status, 200);
+    let summons = newest_request(&up);
+    assert_eq!(summons["call"]["verb"], "summon");
+    let (_, vault) = up.get("/api/v1/beings/vault");
+    assert_eq!(vault["inbox"], json!([]), "a summons waiting for approval is not delivered");
+    let (status, answer) =
+        decide(&up, &summons, json!({"as": "manager", "decision": "approve", "content": "open up, please"}));
+    assert_eq!(status, 200, "{answer}");
+    let (status, _) = up.post(
+        "/api/v1/beings/teller/act",
+        &json!({"verb": "be", "operation": "birth", "payload": {"name": "cashier", "cognition": "human", "defaultRole": "teller"}}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(up.get("/api/v1/beings/cashier").0, 404, "no birth before the approval");
+
+    // A restart while the birth waits: still waiting after it, then approved.
+    up.restart(&["--fixture", &fixture(), "--round-ms", "50"]);
+    // (The approved summons may be waiting too, decided, to be applied.)
+    let waiting = approvals(&up);
+    let birth: Vec<&Value> = waiting.iter().filter(|request| request["call"]["operation"] == "birth").collect();
+    assert_eq!(birth.len(), 1, "{waiting:?}");
+    assert!(birth[0]["decision"].is_null(), "{waiting:?}");
+    let (status, answer) = decide(&up, birth[0], json!({"as": "manager", "decision": "approve"}));
+    assert_eq!(status, 200, "{answer}");
+    wait_until("the approved birth happens", || up.get("/api/v1/beings/cashier").0 == 200);
+    wait_until("the summons reached the vault's memory", || {
+        teller_gates(&up, "applied")
+            .iter()
+            .any(|fact| fact["summary"].as_str().is_some_and(|s| s.contains("open up, please")))
+    });
+
+    // Every case replays byte for byte; the land verifies.
+    up.stop();
+    let land = up.land();
+    let run = |arguments: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+            .arg("--land")
+            .arg(&land)
+            .args(arguments)
+            .output()
+            .expect("seed runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{arguments:?}: {text}");
+        text
+    };
+    run(&["verify"]);
+    let replay: Value = serde_json::from_str(&run(&["replay", "--all", "--json"])).expect("JSON");
+    assert_eq!(replay["divergences"], json!(0), "{replay}");
+}
