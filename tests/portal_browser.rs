@@ -366,3 +366,77 @@ fn a_following_portal_shows_the_land_and_names_its_runner_when_a_person_acts() {
     let _ = follower.kill();
     let _ = follower.wait();
 }
+
+/// The approvals inbox: a teller's payout over its gate's threshold waits
+/// there; an edit that is not JSON is refused beside the request; the
+/// manager approves it edited, and the teller's next moment applies it;
+/// another is denied with a reason.
+#[test]
+fn a_person_approves_edits_and_denies_gated_calls_in_the_approvals_inbox() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/approvals/approvals.toml");
+    let up = Up::start(&["--fixture", fixture.to_str().expect("utf-8"), "--round-ms", "100"]);
+    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
+    let browser = Browser::start(&screenshots);
+    browser.log_in(&up.url, &up.token);
+    browser.go(&format!("{}/approvals", up.url));
+    browser.wait_for_text("#no-approvals", "Nothing is waiting");
+    browser.screenshot("a01-approvals-empty");
+
+    let payout = |value: i64| {
+        let call = json!({"verb": "do", "target": "/", "action": "publish-signal",
+                          "args": {"key": "bank.payout", "value": value}});
+        let (status, answer) = up.post("/api/v1/beings/teller/act", &call);
+        assert_eq!(status, 200, "{answer}");
+        let waiting = up.get("/api/v1/approvals").1["approvals"].as_array().cloned().unwrap_or_default();
+        let newest = waiting.into_iter().max_by_key(|request| request["requestedAtSeq"].as_u64()).expect("waiting");
+        newest["request"].as_str().expect("an id")[..12].to_string()
+    };
+    let first = payout(500);
+    browser.go(&format!("{}/approvals", up.url));
+    browser.wait_for_text(&format!("#request-{first} h2"), "do publish-signal on /");
+    browser.screenshot("a02-request-waiting");
+
+    // An edit that is not JSON: refused beside the request, nothing sealed.
+    let cursor = up.cursor();
+    browser.clear_and_type(&format!("#edit-{first}"), "{value: 300");
+    browser.click(&format!("#approve-{first}"));
+    browser.wait_for_text(&format!("#error-{first}"), "must be JSON");
+    assert_eq!(up.cursor(), cursor);
+    browser.screenshot("a03-edit-refused");
+
+    // Approved as edited, as the manager: the teller applies it.
+    browser.go(&format!("{}/approvals", up.url));
+    browser.select(&format!("#as-{first}"), "@manager");
+    browser.clear_and_type(&format!("#edit-{first}"), r#"{"key": "bank.payout", "value": 300}"#);
+    browser.clear_and_type(&format!("#reason-{first}"), "three hundred for now");
+    browser.click(&format!("#approve-{first}"));
+    browser.wait_for_text("#done", "approved");
+    browser.screenshot("a04-approved");
+    let started = std::time::Instant::now();
+    while up.get("/api/v1/world").1["signals"]["bank.payout"] != json!(300) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the approved payout never applied");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    browser.go(&format!("{}/beings/teller", up.url));
+    browser.wait_for_text("#reel", "approved (request");
+    browser.scroll_to("#reel");
+    browser.screenshot("a05-applied-on-the-reel");
+    // The moment that applied it, replayed: woken by the approval, matching.
+    browser.go(&format!("{}/beings/teller/moments/2", up.url));
+    browser.wait_for_text("body", "approval");
+    browser.screenshot("a05b-applying-moment-replayed");
+
+    // Denied with a reason.
+    let second = payout(900);
+    browser.go(&format!("{}/approvals", up.url));
+    browser.clear_and_type(&format!("#reason-{second}"), "over the day's limit");
+    browser.click(&format!("#deny-{second}"));
+    browser.wait_for_text("#done", "denied");
+    browser.go(&format!("{}/beings/teller", up.url));
+    browser.wait_for_text("#reel", "not done, denied");
+    browser.scroll_to("#reel");
+    browser.screenshot("a06-denied-on-the-reel");
+}

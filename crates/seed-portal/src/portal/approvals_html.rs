@@ -59,7 +59,8 @@ fn request_row(request: &Json, csrf: &str, error: Option<(&str, &str)>) -> Strin
         out.push_str("<p class=\"muted\">Waiting for a decision; none of your beings may decide it.</p></section>");
         return out;
     }
-    let options: String = deciders.iter().map(|name| format!("<option>{}</option>", esc(&text(name)))).collect();
+    let options: String =
+        deciders.iter().map(|name| format!("<option value=\"{0}\">{0}</option>", esc(&text(name)))).collect();
     out.push_str(&format!(
         "<form method=\"post\" action=\"/approvals/{id}\" id=\"decide-{short}\">{csrf}\
 <input type=\"hidden\" name=\"edit-field\" value=\"{edit_field}\"><input type=\"hidden\" name=\"original\" value=\"{editable_escaped}\">\
