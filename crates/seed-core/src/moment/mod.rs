@@ -483,7 +483,16 @@ fn run_beats(
     trace.timings_us.insert("total", observer.now_us().saturating_sub(started));
     let outcome = match result {
         Ok(Some(act)) => {
-            trace.outcome = format!("act: {}", act.body.call.verb());
+            // A request, or a request closed unapplied, says so: its call did not happen.
+            trace.outcome = match &act.body.gate {
+                Some(crate::approval::Gate::Request(request)) => {
+                    format!("act: {} (waits for approval: gate {})", act.body.call.verb(), request.rule)
+                }
+                Some(crate::approval::Gate::Closed { outcome, .. }) => {
+                    format!("act: {} (not done: {outcome})", act.body.call.verb())
+                }
+                _ => format!("act: {}", act.body.call.verb()),
+            };
             Outcome::Act(Box::new(act))
         }
         Ok(None) => {

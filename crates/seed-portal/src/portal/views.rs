@@ -474,7 +474,11 @@ impl MomentFilter {
         } else {
             "failure"
         };
-        let verb = outcome.strip_prefix("act: ").or((outcome == "see").then_some("see"));
+        // "act: do", or "act: do (waits for approval: …)".
+        let verb = outcome
+            .strip_prefix("act: ")
+            .and_then(|rest| rest.split(' ').next())
+            .or((outcome == "see").then_some("see"));
         self.being.as_deref().is_none_or(|being| trace["name"] == being)
             && self.outcome.as_deref().is_none_or(|wanted| wanted == kind)
             && self.verb.as_deref().is_none_or(|wanted| verb == Some(wanted))
