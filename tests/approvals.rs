@@ -221,6 +221,20 @@ fn gated_calls_wait_for_a_named_approver_and_every_outcome_is_a_fact_that_replay
             .any(|fact| fact["summary"].as_str().is_some_and(|s| s.contains("open up, please")))
     });
 
+    // The portal's audit: every step, newest first, each citing its fact.
+    let (status, audit) = up.get("/api/v1/audit?tool=publish-signal");
+    assert_eq!(status, 200, "{audit}");
+    let kinds: Vec<&str> =
+        audit["lines"].as_array().expect("lines").iter().filter_map(|line| line["kind"].as_str()).collect();
+    for kind in ["call", "request", "decision", "applied", "closed"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    for (query, field) in [("?since=soon", "since"), ("?who=me", "who"), ("?being=nobody", "")] {
+        let (status, refused) = up.get(&format!("/api/v1/audit{query}"));
+        assert!(status == 400 || status == 404, "{query}: {refused}");
+        assert!(message(&refused).contains(field), "{query}: {refused}");
+    }
+
     // Every case replays byte for byte; the land verifies.
     up.stop();
     let land = up.land();
@@ -236,6 +250,78 @@ fn gated_calls_wait_for_a_named_approver_and_every_outcome_is_a_fact_that_replay
         text
     };
     run(&["verify"]);
+
+    // `seed audit`: the payout edited by the manager, cited both ways.
+    let audit: Value =
+        serde_json::from_str(&run(&["audit", "--json", "--being", "@teller", "--tool", "publish-signal"]))
+            .expect("JSON");
+    assert_eq!(audit["verified"], true, "{audit}");
+    let lines = audit["lines"].as_array().expect("lines");
+    let applied: Vec<&Value> = lines.iter().filter(|line| line["kind"] == "applied").collect();
+    assert_eq!(applied.len(), 1, "{audit}");
+    assert_eq!(applied[0]["approvedBy"], "@manager");
+    assert_eq!(applied[0]["call"]["args"], json!({"key": "bank.payout", "value": 250}));
+    assert_eq!(applied[0]["effects"][0]["value"], json!(250), "what came back");
+    let decision = lines.iter().find(|line| line["fact"] == applied[0]["decision"]).expect("the decision is listed");
+    assert_eq!((decision["being"].clone(), decision["reason"].clone()), (json!("@manager"), json!("half now")));
+    assert!(lines.iter().any(|line| line["kind"] == "closed" && line["outcome"] == "expired"), "{audit}");
+    assert!(lines.iter().all(|line| line["kind"] != "request" || line["tool"] == "publish-signal"), "{audit}");
+    let later: Value =
+        serde_json::from_str(&run(&["audit", "--json", "--since", "2100-01-01T00:00:00Z"])).expect("JSON");
+    assert_eq!(later["lines"], json!([]));
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(&land)
+        .args(["audit", "--since", "last tuesday"])
+        .output()
+        .expect("seed runs");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--since \"last tuesday\" is neither"), "{bad:?}");
+
+    // The same audit from exported bundles alone, verified, with no land.
+    let bundles = up.dir.path().join("bundles");
+    std::fs::create_dir_all(&bundles).expect("a folder");
+    let mut from_bundles = vec!["audit".to_string(), "--json".into(), "--tool".into(), "publish-signal".into()];
+    for being in ["teller", "manager", "deputy"] {
+        let file = bundles.join(format!("{being}.bundle")).display().to_string();
+        run(&["export", &format!("@{being}"), "-o", &file]);
+        from_bundles.extend(["--bundle".to_string(), file]);
+    }
+    let output =
+        std::process::Command::new(env!("CARGO_BIN_EXE_seed")).args(&from_bundles).output().expect("seed runs");
+    assert!(output.status.success(), "{output:?}");
+    let offline: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(offline["verified"], true);
+    let offline_applied: Vec<&Value> =
+        offline["lines"].as_array().expect("lines").iter().filter(|line| line["kind"] == "applied").collect();
+    assert_eq!(offline_applied.len(), 1, "{offline}");
+    assert_eq!(
+        (offline_applied[0]["fact"].clone(), offline_applied[0]["approvedBy"].clone()),
+        (applied[0]["fact"].clone(), json!("@manager"))
+    );
+    assert_eq!(offline_applied[0]["landSeq"], Value::Null, "a bundle holds no land order");
+    // A bundle altered after export is refused, naming it.
+    let teller_bundle = bundles.join("teller.bundle");
+    let mut bytes = std::fs::read(&teller_bundle).expect("the bundle");
+    let at = bytes.windows(11).position(|window| window == b"bank.payout").expect("a payout in the bundle");
+    bytes[at] = b'B';
+    std::fs::write(&teller_bundle, bytes).expect("rewrite");
+    let altered = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .args(["audit", "--bundle", &teller_bundle.display().to_string()])
+        .output()
+        .expect("seed runs");
+    assert!(!altered.status.success());
+    assert!(String::from_utf8_lossy(&altered.stderr).contains("teller.bundle"), "{altered:?}");
     let replay: Value = serde_json::from_str(&run(&["replay", "--all", "--json"])).expect("JSON");
     assert_eq!(replay["divergences"], json!(0), "{replay}");
+    // A land whose stored signature was altered: the audit says it cannot be trusted.
+    crate::common::flip_stored_byte(&land, "@manager", 1, 10);
+    let tampered = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+        .arg("--land")
+        .arg(&land)
+        .arg("audit")
+        .output()
+        .expect("seed runs");
+    assert_eq!(tampered.status.code(), Some(1), "{tampered:?}");
+    assert!(String::from_utf8_lossy(&tampered.stderr).contains("does not verify"), "{tampered:?}");
 }

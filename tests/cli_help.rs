@@ -14,6 +14,7 @@ const VERBS: &[&[&str]] = &[
     &["plant"],
     &["beings"],
     &["reel"],
+    &["audit"],
     &["verify"],
     &["export"],
     &["import"],

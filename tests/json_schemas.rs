@@ -79,6 +79,13 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     let shown = &check("memory", &memory, "memory.json", false, &mut checked)[0];
     assert!(shown["items"].as_array().is_some_and(|items| !items.is_empty()), "{shown}");
 
+    // The court's tool calls (its DO operations), each citing its fact.
+    let audit = seed(&land, &["audit", "--json"]);
+    ok("audit", &audit);
+    let audited = &check("audit", &audit, "audit.json", false, &mut checked)[0];
+    assert!(audited["lines"].as_array().is_some_and(|lines| !lines.is_empty()), "{audited}");
+    assert_eq!(audited["verified"], true, "{audited}");
+
     for (what, arguments) in
         [("verify", &["verify", "--json"][..]), ("verify --being", &["verify", "--being", "@ada", "--json"])]
     {
@@ -242,6 +249,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["beings"], "beings.json"),
         (&["reel"], "reel.json"),
         (&["memory"], "memory.json"),
+        (&["audit"], "audit.json"),
         (&["verify"], "verify.json"),
         (&["export"], "export.json"),
         (&["import"], "import.json"),

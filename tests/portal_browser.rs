@@ -439,4 +439,19 @@ fn a_person_approves_edits_and_denies_gated_calls_in_the_approvals_inbox() {
     browser.wait_for_text("#reel", "not done, denied");
     browser.scroll_to("#reel");
     browser.screenshot("a06-denied-on-the-reel");
+
+    // The audit: every step, newest first, each citing its fact; a filter
+    // and a bad one.
+    browser.go(&format!("{}/audit", up.url));
+    browser.wait_for_text("#audit", "approved by @manager");
+    browser.wait_for_text("#audit", "not done, denied");
+    browser.screenshot("a07-audit");
+    browser.clear_and_type("#audit-being", "manager");
+    browser.click("#audit-go");
+    browser.wait_for_text("#audit", "approves request");
+    assert!(!browser.text("#audit").contains("publish-signal /"), "only the manager's lines");
+    browser.screenshot("a08-audit-filtered");
+    browser.go(&format!("{}/audit?since=soon", up.url));
+    browser.wait_for_text("body", "neither an RFC 3339 time");
+    browser.screenshot("a09-audit-bad-since");
 }

@@ -1,5 +1,6 @@
 //! Command-line arguments and the commands behind them.
 
+mod audit;
 mod corpus;
 mod demo_world;
 mod flow;
@@ -141,6 +142,29 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         count: usize,
         /// Print the memory as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every tool call and approval, each line citing its fact; the reels it reads verified.
+    ///
+    /// A tool call is an act calling a DO operation; an approval's steps are
+    /// its request, the decision, and the call applied or closed
+    /// (docs/approvals.md). With `--bundle` it reads exported bundles alone,
+    /// verified strictly, and no land. Exits 1 when a reel does not verify.
+    Audit {
+        /// Only this being's lines (and the decisions on its requests).
+        #[arg(long)]
+        being: Option<String>,
+        /// Only calls of this DO operation (and the approvals of such calls).
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only lines sealed at or after this time: RFC 3339, or milliseconds since 1970.
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Read this exported bundle (`seed export`) instead of the land; repeat for several.
+        #[arg(long = "bundle", value_name = "FILE")]
+        bundles: Vec<PathBuf>,
+        /// Print the lines, the reels and their verification as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -553,6 +577,7 @@ impl Arguments {
             | Command::Beings { json }
             | Command::Reel { json, .. }
             | Command::Memory { json, .. }
+            | Command::Audit { json, .. }
             | Command::Verify { json, .. }
             | Command::Export { json, .. }
             | Command::Import { json, .. }
@@ -668,6 +693,14 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         let store = land::store_for(None, arguments.store.as_deref())?;
         return land::copy(from, to, &store, *json);
     }
+    // Bundles are audited alone: no land is opened.
+    if let Command::Audit { being, tool, since, bundles, json } = &arguments.command {
+        if !bundles.is_empty() {
+            let (being, tool, since) = (being.clone(), tool.clone(), since.clone());
+            let bundles = bundles.clone();
+            return audit::audit_of_bundles(audit::AuditArguments { being, tool, since, bundles, json: *json });
+        }
+    }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     let store = land::store_for(Some(&dir), arguments.store.as_deref())?;
     match arguments.command {
@@ -712,6 +745,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Plant { json } => land::plant(&dir, &store, json),
         Command::Beings { json } => land::beings(&land::open_read_only(&dir)?, json),
         Command::Reel { being, json } => land::reel(&land::open_read_only(&dir)?, &being, json),
+        Command::Audit { being, tool, since, bundles, json } => {
+            audit::audit(&land::open_read_only(&dir)?, audit::AuditArguments { being, tool, since, bundles, json })
+        }
         Command::Memory { being, at, query, count, json } => {
             let ask = seed::memory_view::MemoryAsk { at, query, count };
             memory::memory(&land::open_read_only(&dir)?, &being, &ask, json)

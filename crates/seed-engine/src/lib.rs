@@ -6,6 +6,7 @@
 //! HTTP: the portal drives a live engine from above. The layers below are
 //! re-exported at their familiar paths (`crate::world`, `crate::land`, …).
 
+pub mod audit;
 pub mod engine;
 pub mod memory_view;
 pub mod replay;

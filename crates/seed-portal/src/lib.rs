@@ -11,6 +11,6 @@ pub mod portal;
 pub use seed_core::{
     approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, world,
 };
-pub use seed_engine::{engine, memory_view, replay, snapshots};
+pub use seed_engine::{audit, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};

@@ -19,6 +19,16 @@ pub fn format_time_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
+/// A time a person gives (`--since`, `?since=`): milliseconds since 1970,
+/// or RFC 3339 (`2026-11-25T09:00:00Z`); `None` for anything else.
+pub fn parse_time_ms(given: &str) -> Option<u64> {
+    if let Ok(ms) = given.parse::<u64>() {
+        return Some(ms);
+    }
+    let time = humantime::parse_rfc3339_weak(given.trim()).ok()?;
+    Some(time.duration_since(UNIX_EPOCH).ok()?.as_millis() as u64)
+}
+
 /// One stored fact as JSON: camelCase keys, ids as hex, the time both as
 /// milliseconds and RFC 3339. The body keeps its own (signed) field names.
 pub fn stored_fact_json(stored: &StoredFact) -> Json {

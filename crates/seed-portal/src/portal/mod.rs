@@ -11,6 +11,7 @@ mod accounts;
 mod api;
 mod approvals;
 mod approvals_html;
+mod audit_page;
 pub mod auth;
 pub mod conversation;
 pub mod error;
@@ -167,6 +168,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/moments/live", get(moments_live))
         .route("/timeline", get(timeline_page))
         .route("/approvals", get(approvals::approvals_page))
+        .route("/audit", get(audit_page::audit_page))
         .route("/approvals/{request}", post(approvals::decide_form))
         .route("/accounts", get(accounts_page).post(invite_form))
         .route("/accounts/{account}/token", post(new_token_form))
@@ -199,6 +201,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/spaces", get(api_space))
         .route("/api/v1/matter", get(api_matter))
         .route("/api/v1/approvals", get(approvals::api_approvals))
+        .route("/api/v1/audit", get(audit_page::api_audit))
         .route("/api/v1/approvals/{request}", post(approvals::api_decide))
         .route("/api/v1/accounts", get(api_accounts).post(api_invite))
         .route("/api/v1/accounts/{account}/token", post(api_new_token))
