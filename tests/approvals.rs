@@ -325,3 +325,56 @@ fn gated_calls_wait_for_a_named_approver_and_every_outcome_is_a_fact_that_replay
     assert_eq!(tampered.status.code(), Some(1), "{tampered:?}");
     assert!(String::from_utf8_lossy(&tampered.stderr).contains("does not verify"), "{tampered:?}");
 }
+
+/// `tests/fixtures/worlds/treasury` in `seed sim`: a scripted clerk's gated
+/// payouts are approved, approved as edited, denied, or left to expire by a
+/// scripted boss; the same world hash on one thread and two, no warning
+/// that the boss (summoned only by the gate) never wakes, every outcome in
+/// the audit, and the land replays byte for byte.
+#[test]
+fn a_simulation_approves_edits_denies_and_expires_the_same_way_on_any_thread_count() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/worlds/treasury/world.toml");
+    let scratch = tempfile::tempdir().expect("a folder");
+    let seed = |land: &std::path::Path, arguments: &[&str]| -> Value {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+            .arg("--land")
+            .arg(land)
+            .args(arguments)
+            .output()
+            .expect("seed runs");
+        assert!(output.status.success(), "{arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    };
+    let fixture = fixture.display().to_string();
+    let one = scratch.path().join("one");
+    let two = scratch.path().join("two");
+    let first = seed(&one, &["sim", &fixture, "--threads", "1", "--json"]);
+    let second = seed(&two, &["sim", &fixture, "--threads", "2", "--json"]);
+    assert_eq!(first["worldHash"], second["worldHash"]);
+    assert_eq!(first["failures"], 0, "{first}");
+    assert_eq!(first["warnings"], json!([]), "the boss is summoned by the gate: {first}");
+    let audit = seed(&one, &["audit", "--json", "--being", "@clerk"]);
+    assert_eq!(audit["verified"], true);
+    let outcomes: Vec<(String, Value)> = audit["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|line| line["kind"] == "applied" || line["kind"] == "closed")
+        .map(|line| (line["outcome"].as_str().unwrap_or("applied").to_string(), line["call"]["args"]["value"].clone()))
+        .collect();
+    let expected: Vec<(String, Value)> = [
+        ("applied", 150),
+        ("applied", 180),
+        ("denied", 350),
+        ("denied", 400),
+        ("expired", 550),
+        ("expired", 600),
+        ("expired", 650),
+    ]
+    .into_iter()
+    .map(|(outcome, value)| (outcome.to_string(), json!(value)))
+    .collect();
+    assert_eq!(outcomes, expected);
+    let replayed = seed(&one, &["replay", "--all", "--json"]);
+    assert_eq!(replayed["divergences"], json!(0), "{replayed}");
+}

@@ -272,7 +272,8 @@ pub fn audit_bundles(
     let mut reading = Reading::default();
     let mut reels = Vec::new();
     for (file, bundle) in bundles {
-        let facts = bundle.verify(rules).map_err(|error| AuditError::Bundle { file: file.clone(), error: Box::new(error) })?;
+        let facts =
+            bundle.verify(rules).map_err(|error| AuditError::Bundle { file: file.clone(), error: Box::new(error) })?;
         reels.push(ReelChecked { being: bundle.being, facts: facts.len() as u64, problems: Vec::new() });
         for fact in &facts {
             reading.read(fact, None);

@@ -259,7 +259,7 @@ pub fn resolve(
             }
         }
         (None, None) if pending.expired_at(opened.stored_time_ms) => {
-            let reason = format!("no decision before {} ms", pending.request.expires_ms);
+            let reason = format!("no decision by {}", crate::llm::format_time(pending.request.expires_ms));
             closed(None, "expired", reason)
         }
         _ => Err(not_due()),

@@ -108,9 +108,29 @@ fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegi
     }
     let resolvers = Resolvers::standard();
     let mut summonable: BTreeSet<String> = BTreeSet::new();
+    // An approval gate summons the beings it names, and those wearing the
+    // roles it names (`default_role` is what a planned being wears).
+    let mut approving_roles: BTreeSet<String> = BTreeSet::new();
     for role in worn.iter().filter_map(|name| registry.get(name)) {
         summonable.extend(resolvers.expand(&role.can_summon, "", &world));
+        for approver in role.approvals.iter().flat_map(|gate| &gate.approvers) {
+            match approver {
+                crate::roles::approval::ApproverSpec::Being(name) => {
+                    summonable.insert(format!("@{name}"));
+                }
+                crate::roles::approval::ApproverSpec::Role(name) => {
+                    approving_roles.insert(name.to_string());
+                }
+                crate::roles::approval::ApproverSpec::Parent | crate::roles::approval::ApproverSpec::Owner => {}
+            }
+        }
     }
+    summonable.extend(
+        planned
+            .iter()
+            .filter(|being| approving_roles.contains(&being.default_role))
+            .map(|being| format!("@{}", being.name)),
+    );
     let mut told: BTreeSet<String> = BTreeSet::new();
     let mut warnings = Vec::new();
     for being in planned {

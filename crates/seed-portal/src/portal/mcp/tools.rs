@@ -163,11 +163,12 @@ pub(super) async fn call(
     })
 }
 
-/// One verb of the driven being: read by the LLM's rule against the verbs
-/// its face offers now, then one person-driven moment.
+/// One verb of the driven being: read by the LLM's rule, then one
+/// person-driven moment. The face is built once, by the moment: a verb the
+/// being's roles do not offer now is refused there by the verb layer (not
+/// within its can* list), as an `isError` result like any refusal.
 async fn call_verb(portal: &Arc<Portal>, caller: &McpCaller, verb: &str, arguments: &Json) -> CallToolResult {
-    let (offered, _) = verbs(portal, caller);
-    let read = match llm::call_of_tool(verb, arguments, None, &offered) {
+    let read = match llm::call_of_tool(verb, arguments, None, &llm::VERBS) {
         Ok(read) => read,
         Err(error @ llm::ResponseError::NotOffered { .. }) => return tool_error("not-offered", &error.to_string()),
         Err(error) => return tool_error("bad-arguments", &error.to_string()),
