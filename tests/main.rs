@@ -11,7 +11,9 @@
 //!   `scripts/local-llm`, which builds a Python environment with llama.cpp
 //!   under `~/.cache/seed` the first time (about six minutes);
 //! - `SEED_TEST_MCP=1`: `mcp` drives a land with the official Python MCP
-//!   client, which `scripts/mcp-client` installs from PyPI under
+//!   client, and `mcp_tools` calls the protocol's reference server (which
+//!   `scripts/mcp-servers` installs from npm under `~/.cache/seed`, seconds);
+//!   the client `scripts/mcp-client` installs from PyPI under
 //!   `~/.cache/seed` the first time (seconds);
 //! - `SEED_TEST_POSTGRES=1`: `postgres`, `pool`, and the PostgreSQL halves
 //!   of `store_rules`, `tamper`, `crash`, `replay` (the corpus),
@@ -59,6 +61,7 @@ mod json_schemas;
 mod llm;
 mod local_llm;
 mod mcp;
+mod mcp_tools;
 mod memory;
 mod pool;
 mod portal_accounts;

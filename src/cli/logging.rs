@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 /// What is logged when `RUST_LOG` is not set.
-pub const DEFAULT_LOG_FILTER: &str = "info";
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {

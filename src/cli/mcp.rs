@@ -36,6 +36,7 @@ pub fn mcp(land_dir: &Path, arguments: McpArguments) -> Result<ExitCode> {
         None => super::demo_world::in_land(land_dir)?,
     };
     let fixture = Fixture::load(&fixture_path)?;
+    let model = super::with_mcp_tools(model, &fixture)?;
     let options = super::up::engine_options(land_dir, &arguments.store, arguments.threads, model);
     let engine = Engine::reopen(&fixture, &options)
         .with_context(|| format!("opening the land at {} (is `seed up` running on it?)", land_dir.display()))?;

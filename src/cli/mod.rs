@@ -933,6 +933,22 @@ fn load_model(llm: Option<&std::path::Path>) -> Result<Option<std::sync::Arc<dyn
     })
 }
 
+/// The moment's door to the outside: `model` (the connections file's, or
+/// none) beside the MCP servers `fixture`'s extensions declare, which start
+/// at their first call (`seed::mcp_client`).
+fn with_mcp_tools(
+    model: Option<std::sync::Arc<dyn seed::llm::LanguageModel>>,
+    fixture: &seed::engine::fixture::Fixture,
+) -> Result<Option<std::sync::Arc<dyn seed::llm::LanguageModel>>> {
+    let servers = fixture.load_extensions().mcp_servers();
+    if servers.is_empty() {
+        return Ok(model);
+    }
+    let tools = std::sync::Arc::new(seed::mcp_client::McpTools::new(servers)?);
+    let model = model.unwrap_or_else(|| std::sync::Arc::new(seed::llm::NoModel));
+    Ok(Some(std::sync::Arc::new(seed::mcp_client::WithMcpTools { model, tools })))
+}
+
 /// `seed sim`'s exit status when every moment failed (or, with
 /// `--fail-on-failure`, when any did); the summary is printed either way.
 const EXIT_SIM_FAILED: u8 = 3;
@@ -956,8 +972,8 @@ fn sim(
         );
     }
     pool::check_lease_ms(lease_ms)?;
-    let model = load_model(llm.as_deref())?;
     let fixture = Fixture::load(fixture_path)?;
+    let model = with_mcp_tools(load_model(llm.as_deref())?, &fixture)?;
     let temporary = match land {
         Some(_) => None,
         None => Some(tempfile::tempdir()?),

@@ -64,7 +64,7 @@ pub fn worker(dir: &Path, fixture_path: &Path, arguments: WorkerArguments) -> Re
         land_dir: dir.to_path_buf(),
         trace_file: None,
         progress: Arc::new(seed::progress::NoProgress),
-        model: super::load_model(llm)?,
+        model: super::with_mcp_tools(super::load_model(llm)?, &fixture)?,
         mode: Mode::Simulation,
         // The driver writes the snapshots; a worker only seals acts.
         snapshot_every_facts: Some(0),

@@ -258,6 +258,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         }
     };
     let mut fixture = Fixture::load(&fixture_path)?;
+    let model = super::with_mcp_tools(model, &fixture)?;
     let options = engine_options(land_dir, &arguments.store, arguments.threads, model.clone());
     let mut engine = if planted { Engine::reopen(&fixture, &options)? } else { Engine::plant(&fixture, &options)? };
     if !planted {

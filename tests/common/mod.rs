@@ -107,6 +107,7 @@ pub fn act_body() -> seed::world::ActBody {
         panel: None,
         recall_query: None,
         gate: None,
+        tool: None,
         cursor: 0,
         content: None,
         digests: seed::world::body::Digests {

@@ -62,6 +62,9 @@ struct Provides {
     matter_types: Vec<String>,
     #[serde(default)]
     signals: Vec<String>,
+    /// MCP servers whose tools become DO operations (`crate::tools`).
+    #[serde(default)]
+    mcp: Vec<crate::tools::McpServerManifest>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -95,6 +98,8 @@ pub struct Extension {
     pub space_types: Vec<String>,
     pub matter_types: Vec<String>,
     pub signals: Vec<String>,
+    /// MCP servers it declares (their tools are among `ops`).
+    pub mcp_servers: Vec<crate::tools::McpServerSpec>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,6 +130,11 @@ impl LoadedExtensions {
                 registry.register(name, crate::moment::see::SeeResolver::Script(source.clone()));
             }
         }
+    }
+
+    /// Every MCP server the enabled extensions declare, in extension order.
+    pub fn mcp_servers(&self) -> Vec<crate::tools::McpServerSpec> {
+        self.enabled.iter().flat_map(|extension| extension.mcp_servers.iter().cloned()).collect()
     }
 
     pub fn register_ops(&self, registry: &mut OpRegistry) {
@@ -231,6 +241,31 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
             });
         }
     }
+    let mut mcp_servers = Vec::new();
+    if manifest.provides.mcp.len() > crate::tools::MCP_SERVERS_PER_EXTENSION_MAX {
+        reading.fail("provides.mcp", format!("more than {} servers", crate::tools::MCP_SERVERS_PER_EXTENSION_MAX));
+    }
+    for (index, server) in manifest.provides.mcp.iter().enumerate() {
+        let at = format!("provides.mcp[{index}]");
+        match server.read(&manifest.name, dir) {
+            Ok(spec) => {
+                for (tool, operation) in &spec.tools {
+                    ops.push(OpSpec {
+                        name: operation.clone(),
+                        schema: ArgSchema::open(),
+                        handler: OpHandler::Tool { server: spec.name.clone(), tool: tool.clone() },
+                        origin: manifest.name.clone(),
+                    });
+                }
+                mcp_servers.push(spec);
+            }
+            Err(problems) => {
+                for (field, reason) in problems {
+                    reading.fail(&format!("{at}.{field}"), reason);
+                }
+            }
+        }
+    }
     let mut hooks = Vec::new();
     for (index, hook) in manifest.provides.hooks.iter().enumerate() {
         let at = format!("provides.hook[{index}]");
@@ -275,6 +310,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
             space_types: manifest.provides.space_types,
             matter_types: manifest.provides.matter_types,
             signals: manifest.provides.signals,
+            mcp_servers,
         }),
         _ => Err(reading.problems),
     }

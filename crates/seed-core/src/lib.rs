@@ -18,6 +18,7 @@ pub mod moment;
 pub mod roles;
 pub mod script;
 pub mod spend;
+pub mod tools;
 pub mod world;
 
 pub use seed_format::{canonical, fact, limits, names, schemas};

@@ -544,6 +544,12 @@ pub trait LanguageModel: Send + Sync {
             attempts: 0,
         })
     }
+    /// Calls an MCP server's tool (`crate::tools`): the moment's other door
+    /// to the outside, answered by the record in replay. Without a client,
+    /// there is no answer.
+    fn call_tool(&self, question: &crate::tools::ToolQuestion<'_>) -> Result<crate::tools::ToolAnswer, NoAnswer> {
+        Err(NoAnswer { reason: format!("no MCP server {:?} is connected", question.server), attempts: 0 })
+    }
     /// How many calls it takes at once (how many moments may wait on it).
     fn concurrency(&self) -> usize {
         1

@@ -93,6 +93,8 @@ pub struct AuditLine {
     pub effects: Json,
     /// How the call was chosen: `person`, `script`, or `model CONNECTION`.
     pub chosen_by: String,
+    /// The MCP tool the call called and its server's answer, as recorded.
+    pub tool_call: Option<crate::tools::ToolRecord>,
 }
 
 /// A reel the lines came from, and what its verification found.
@@ -195,6 +197,7 @@ impl Reading {
                     time_ms: fact.header.stored_time_ms,
                     effects: serde_json::to_value(&act.effects).unwrap_or(Json::Null),
                     chosen_by: chosen_by(&act, self.cognitions.get(&fact.header.being).copied()),
+                    tool_call: act.tool.clone(),
                     entry,
                 });
             }
@@ -311,6 +314,11 @@ impl Audit {
             "call": line.entry.call().map(VerbCall::to_json), "chosenBy": line.chosen_by,
             "tool": match line.entry.call() { Some(VerbCall::Do { action, .. }) => Json::String(action.clone()), _ => Json::Null },
             "effects": line.effects,
+            "toolCall": line.tool_call.as_ref().map(|record| json!({
+                "server": record.server, "tool": record.tool, "isError": record.is_error,
+                "result": serde_json::from_str::<Json>(&record.result).unwrap_or(Json::String(record.result.clone())),
+                "text": record.result_text(),
+            })),
         });
         match &line.entry {
             AuditEntry::Call { .. } => {}
@@ -361,8 +369,14 @@ impl Audit {
             VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
             VerbCall::See { address } => format!("see {address}"),
         };
+        // What came back: the tool's answer when an MCP tool was called, else the effects.
+        let came_back = match &line.tool_call {
+            Some(record) if record.is_error => format!("{} said it failed: {}", record.server, record.result_text()),
+            Some(record) => format!("{}: {}", record.server, record.result_text()),
+            None => line.effects.to_string(),
+        };
         let what = match &line.entry {
-            AuditEntry::Call { call } => format!("{} → {}", call_text(call), line.effects),
+            AuditEntry::Call { call } => format!("{} → {came_back}", call_text(call)),
             AuditEntry::Request { call, rule, approvers, .. } => {
                 format!("{} waits for {} (gate {rule})", call_text(call), approvers.join(", "))
             }
@@ -376,7 +390,7 @@ impl Audit {
             AuditEntry::Applied { call, request, decision } => format!(
                 "{} → {} (request {}, approved by {} in {})",
                 call_text(call),
-                line.effects,
+                came_back,
                 short(request),
                 self.author_of(decision).unwrap_or_else(|| "a being whose reel was not read".into()),
                 short(decision)
@@ -409,6 +423,7 @@ mod tests {
             llm: None,
             call,
             gate,
+            tool: None,
             wake: Wake::Person,
             panel: None,
             stack: Vec::new(),

@@ -2,14 +2,17 @@
 //!
 //! `portal` serves a live land to people (axum, sessions, pages, the API, the
 //! event streams); `llm_http` calls language models over HTTP and runs an
-//! in-process fake endpoint for tests. Nothing below this crate speaks HTTP.
+//! in-process fake endpoint for tests; `mcp_client` calls the tools of the
+//! MCP servers extensions declare. Nothing below this crate speaks HTTP or
+//! starts a process.
 //! The layers below are re-exported at their familiar paths.
 
 pub mod llm_http;
+pub mod mcp_client;
 pub mod portal;
 
 pub use seed_core::{
-    approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, world,
+    approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,
 };
 pub use seed_engine::{audit, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};

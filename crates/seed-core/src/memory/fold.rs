@@ -101,9 +101,19 @@ pub fn remembered_of_act(land_seq: u64, actor_name: &str, id: FactId, act: &ActB
     ActRemembered { by_actor, note, by_summoned }
 }
 
+/// Characters of an MCP tool's answer an act's memory keeps.
+pub const TOOL_RESULT_REMEMBERED_CHARS_MAX: usize = 500;
+
 /// An act's text as its being remembers it: a gated call it only asked
-/// for, or that was closed unapplied, says so.
+/// for, or that was closed unapplied, says so; a tool's answer follows its call.
 fn gated_text(act: &ActBody, text: String) -> String {
+    let text = match &act.tool {
+        Some(record) => {
+            let answer: String = record.result_text().chars().take(TOOL_RESULT_REMEMBERED_CHARS_MAX).collect();
+            format!("{text} → {answer}")
+        }
+        None => text,
+    };
     match &act.gate {
         Some(crate::approval::Gate::Request(_)) => format!("asked approval to {text}"),
         Some(crate::approval::Gate::Closed { outcome, .. }) => format!("not done ({outcome}): {text}"),
@@ -170,6 +180,7 @@ mod tests {
             panel: None,
             recall_query: None,
             gate: None,
+            tool: None,
             cursor: 0,
             content: None,
             digests: Digests {

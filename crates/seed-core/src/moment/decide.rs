@@ -280,6 +280,7 @@ fn body_of(opened: &Opened, assigned: &Assigned, face: &Face, call: VerbCall, co
         panel: None,
         recall_query: face.query_vector.clone(),
         gate: None,
+        tool: None,
     }
 }
 

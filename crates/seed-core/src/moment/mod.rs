@@ -320,6 +320,41 @@ pub fn build_face<'w>(
     face.sealed().map_err(|error| failure(Beat::Face, Refusal::Encoding(error)))
 }
 
+/// The last step of deciding an act that calls an MCP server's tool (a DO
+/// operation `crate::tools` declares, applied now: not a request waiting
+/// for approval): the call, through `model`, and its answer recorded in the
+/// act. Replay's `model` answers from the record. No answer, no act.
+pub fn with_tool_answer(
+    substrate: &Substrate,
+    model: &dyn LanguageModel,
+    act: Option<Act>,
+) -> Result<Option<Act>, Failure> {
+    let Some(mut act) = act else { return Ok(None) };
+    let crate::world::VerbCall::Do { action, args, .. } = &act.body.call else { return Ok(Some(act)) };
+    if !crate::approval::Gate::call_applied(act.body.gate.as_ref()) {
+        return Ok(Some(act));
+    }
+    let Some((server, tool)) = substrate.ops.tool_of(action) else { return Ok(Some(act)) };
+    let question = crate::tools::ToolQuestion { server, tool, arguments: args, seed: act.op_seed };
+    let answer = model.call_tool(&question).map_err(|no_answer| {
+        let refusal = Refusal::Tool {
+            operation: action.clone(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            reason: no_answer.reason,
+        };
+        failure(Beat::Decide, refusal)
+    })?;
+    act.body.tool = Some(crate::tools::ToolRecord {
+        tool: tool.to_string(),
+        server: server.to_string(),
+        result: answer.result,
+        is_error: answer.is_error,
+    });
+    act.encoded = Some(act.body.canonical().map_err(|error| failure(Beat::Decide, Refusal::ActBody(error)))?);
+    Ok(Some(act))
+}
+
 /// How a moment ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -469,14 +504,16 @@ fn run_beats(
         // close, whatever the being's cognition: nothing is asked of it.
         if matches!(opened.wake, Wake::Approval { .. }) {
             lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
-            let resolved = approval::resolve(substrate, world, &opened, &assigned, &face);
+            let resolved = approval::resolve(substrate, world, &opened, &assigned, &face)
+                .and_then(|act| with_tool_answer(substrate, model, act));
             lap(&mut trace, Beat::Decide, None);
             return resolved;
         }
         let decision = cognition(&opened, &assigned, &face, &mut trace.llm)?;
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         trace.see_reason = decision.see.as_ref().map(ToString::to_string);
-        let decided = decide(substrate, world, &opened, &assigned, &face, decision);
+        let decided = decide(substrate, world, &opened, &assigned, &face, decision)
+            .and_then(|act| with_tool_answer(substrate, model, act));
         lap(&mut trace, Beat::Decide, None);
         decided
     })();

@@ -56,9 +56,17 @@ impl ArgType {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArgSchema {
     pub fields: BTreeMap<String, (ArgType, bool)>,
+    /// Any other field is accepted (an MCP tool's arguments, which its
+    /// server checks against its own schema).
+    pub open: bool,
 }
 
 impl ArgSchema {
+    /// Any object without fractions (facts hold none).
+    pub fn open() -> ArgSchema {
+        ArgSchema { fields: BTreeMap::new(), open: true }
+    }
+
     pub fn field(mut self, name: &str, kind: ArgType, required: bool) -> ArgSchema {
         self.fields.insert(name.to_string(), (kind, required));
         self
@@ -80,6 +88,12 @@ impl ArgSchema {
                 }
                 _ => {}
             }
+        }
+        if self.open {
+            if let Some((name, _)) = object.iter().find(|(_, value)| crate::world::holds_fraction(value)) {
+                return Err(ArgProblem::WrongType { name: name.clone(), expected: ArgType::Any.name() });
+            }
+            return Ok(());
         }
         if let Some(unknown) = object.keys().find(|key| !self.fields.contains_key(*key)) {
             return Err(ArgProblem::Unknown { name: unknown.clone() });
@@ -108,6 +122,12 @@ pub enum OpHandler {
     /// Rhai source: gets `actor`, `target`, `args`, `world` (a small view) and
     /// returns an array of effect maps (or throws to refuse).
     Script(Arc<str>),
+    /// A tool of an MCP server (`crate::tools`): changes nothing in the
+    /// world; the moment calls it and records the answer in the act.
+    Tool {
+        server: String,
+        tool: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +216,14 @@ impl OpRegistry {
         self.ops.keys()
     }
 
+    /// The MCP server and tool an operation calls, if it is one's.
+    pub fn tool_of(&self, name: &str) -> Option<(&str, &str)> {
+        match &self.ops.get(name)?.handler {
+            OpHandler::Tool { server, tool } => Some((server, tool)),
+            OpHandler::Builtin(_) | OpHandler::Script(_) => None,
+        }
+    }
+
     /// Validates the call and computes its effects.
     pub fn run(
         &self,
@@ -221,6 +249,7 @@ impl OpRegistry {
                         .map_err(|error| OpError::BadEffects { reason: error.to_string() })?,
                 }
             }
+            OpHandler::Tool { .. } => Vec::new(),
         };
         if effects.len() > OP_EFFECTS_MAX {
             return Err(OpError::TooManyEffects { count: effects.len(), most: OP_EFFECTS_MAX });

@@ -117,6 +117,9 @@ could undo it; keep {action:?} in the roles @{being} wears"
     /// An approval gate's rules (`super::approval`).
     #[error("{0}")]
     Approval(ApprovalProblem),
+    /// An MCP server's tool gave no answer (`crate::tools`): nothing is sealed.
+    #[error("do {operation}: the MCP server {server:?} gave no answer to {tool}: {reason}")]
+    Tool { operation: String, server: String, tool: String, reason: String },
 }
 
 /// Why a gated call, a decision on one, or applying one was refused.
@@ -340,6 +343,7 @@ impl Refusal {
             Refusal::HookCancelled { .. } => "hook-cancelled",
             Refusal::Seal { .. } => "seal",
             Refusal::Approval(_) => "approval",
+            Refusal::Tool { .. } => "tool",
         }
     }
 }

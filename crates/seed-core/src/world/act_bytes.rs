@@ -42,6 +42,7 @@ pub(crate) fn write_common(body: &ActBody) -> Option<Vec<u8>> {
         || body.panel.is_some()
         || body.recall_query.is_some()
         || body.gate.is_some()
+        || body.tool.is_some()
         || !body.effects.is_empty()
     {
         return None;
@@ -207,6 +208,7 @@ mod tests {
             panel: None,
             recall_query: None,
             gate: None,
+            tool: None,
             cursor: 1006,
             content: None,
             digests: Digests {

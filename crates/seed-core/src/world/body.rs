@@ -217,6 +217,11 @@ pub struct ActBody {
     pub panel: Option<crate::moment::panel::PanelRecord>,
     /// Primary first (if any), then the modifiers, each with its digest.
     pub stack: Vec<RoleUse>,
+    /// The MCP tool a DO operation called and what its server answered
+    /// (`crate::tools`): replay gives it back instead of calling. Absent
+    /// (not null) otherwise, so other acts encode as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::tools::ToolRecord>,
     /// The budget found spent when the substrate, not the cognition, made
     /// this act: the being's summons to its owner (`crate::spend`). Absent
     /// (not null) otherwise, so other acts encode as they always did.

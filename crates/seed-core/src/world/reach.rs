@@ -116,6 +116,7 @@ mod tests {
             panel: None,
             recall_query: None,
             gate: None,
+            tool: None,
             cursor: 12,
             content: Some("hello".into()),
             digests: Digests { face: digest, context: digest, composed: digest, script_output: None },

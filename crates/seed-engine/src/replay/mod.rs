@@ -201,6 +201,7 @@ struct MomentInputs<'a> {
     panel: Option<&'a crate::moment::panel::PanelRecord>,
     importance: Option<u8>,
     recall_query: Option<&'a crate::embedding::QueryVector>,
+    tool: Option<&'a crate::tools::ToolRecord>,
 }
 
 impl<'a> MomentInputs<'a> {
@@ -214,6 +215,7 @@ impl<'a> MomentInputs<'a> {
             panel: body.panel.as_ref(),
             importance: body.importance,
             recall_query: body.recall_query.as_ref(),
+            tool: body.tool.as_ref(),
         }
     }
 }
@@ -764,6 +766,8 @@ impl<'a> Replayer<'a> {
 struct RecordedMoment<'a> {
     answers: &'a dyn crate::llm::LanguageModel,
     query: Option<&'a crate::embedding::QueryVector>,
+    /// The MCP tool's answer the act recorded: no server is started or called.
+    tool: Option<&'a crate::tools::ToolRecord>,
 }
 
 impl crate::llm::LanguageModel for RecordedMoment<'_> {
@@ -782,6 +786,20 @@ impl crate::llm::LanguageModel for RecordedMoment<'_> {
                 Some(reason) => Err(crate::llm::NoAnswer { reason: reason.clone(), attempts: 0 }),
             },
             None => Err(crate::llm::NoAnswer { reason: "the act records no recall query vector".into(), attempts: 0 }),
+        }
+    }
+
+    fn call_tool(
+        &self,
+        question: &crate::tools::ToolQuestion<'_>,
+    ) -> Result<crate::tools::ToolAnswer, crate::llm::NoAnswer> {
+        match self.tool {
+            Some(record) if record.server == question.server && record.tool == question.tool => Ok(record.answer()),
+            Some(record) => Err(crate::llm::NoAnswer {
+                reason: format!("the act records a call of {} on {:?}, not this one", record.tool, record.server),
+                attempts: 0,
+            }),
+            None => Err(crate::llm::NoAnswer { reason: "the act records no tool call".into(), attempts: 0 }),
         }
     }
 }
@@ -819,7 +837,7 @@ fn recompute(
         (None, None) => &crate::llm::NoModel,
     };
     // The recall query's vector is given back from the act as well.
-    let recorded_moment = RecordedMoment { answers, query: stored.recall_query };
+    let recorded_moment = RecordedMoment { answers, query: stored.recall_query, tool: stored.tool };
     let model: &dyn crate::llm::LanguageModel = &recorded_moment;
     let (mut clauses, mut clause_keys) = (Vec::new(), Vec::new());
     let (mut composed, mut face, mut context, mut llm_prompt) = (Json::Null, Json::Null, Json::Null, Json::Null);
@@ -839,7 +857,8 @@ fn recompute(
         // A request applied or closed is the substrate's moment, recomputed
         // from the world alone.
         if matches!(opened.wake, Wake::Approval { .. }) {
-            let resolved = moment::approval::resolve(substrate, world, &opened, &assigned, &folded);
+            let resolved = moment::approval::resolve(substrate, world, &opened, &assigned, &folded)
+                .and_then(|act| moment::with_tool_answer(substrate, model, act));
             if detail == Detail::Full {
                 face = folded.value();
             }
@@ -862,7 +881,8 @@ fn recompute(
         } else {
             moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?
         };
-        let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision);
+        let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision)
+            .and_then(|act| moment::with_tool_answer(substrate, model, act));
         if detail == Detail::Full {
             face = folded.value();
             if stored.llm.is_some() {

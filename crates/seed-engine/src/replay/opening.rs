@@ -35,6 +35,8 @@ pub(super) struct ActOpening {
     pub(super) importance: Option<u8>,
     #[serde(default)]
     pub(super) recall_query: Option<crate::embedding::QueryVector>,
+    #[serde(default)]
+    pub(super) tool: Option<crate::tools::ToolRecord>,
 }
 
 impl ActOpening {
@@ -56,6 +58,7 @@ impl ActOpening {
             panel: self.panel.as_ref(),
             importance: self.importance,
             recall_query: self.recall_query.as_ref(),
+            tool: self.tool.as_ref(),
         }
     }
 }
@@ -77,7 +80,7 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
             b"llm" if !llm_seen && reader.null() => llm_seen = true,
             b"llm" => return None,
             // A panel's deliberation too, and an importance (a person's word).
-            b"panel" | b"importance" | b"recall_query" => return None,
+            b"panel" | b"importance" | b"recall_query" | b"tool" => return None,
             _ => {
                 // Inside the body's map: one level of nesting is taken.
                 if !reader.skip_checked(CBOR_NESTING_DEPTH_MAX) {
@@ -99,6 +102,7 @@ fn read_directly(body: &[u8]) -> Option<ActOpening> {
         panel: None,
         importance: None,
         recall_query: None,
+        tool: None,
     })
 }
 
@@ -181,6 +185,7 @@ mod tests {
             panel: None,
             recall_query: None,
             gate: None,
+            tool: None,
             cursor: 1006,
             orientation: "forward".into(),
             primary: Some("onlooker".into()),

@@ -147,7 +147,12 @@ value=\"{}\" placeholder=\"2026-11-25T09:00:00Z\"></label> <button id=\"audit-go
             }
             _ => call_text,
         };
+        let tool_call = field(line, "toolCall");
         let came_back = match kind.as_str() {
+            "call" | "applied" if !tool_call.is_null() => {
+                let failed = if field(tool_call, "isError") == &Json::Bool(true) { " (it said it failed)" } else { "" };
+                format!("{}: {}{failed}", text(field(tool_call, "server")), text(field(tool_call, "text")))
+            }
             "call" | "applied" => field(line, "effects").to_string(),
             _ => String::new(),
         };

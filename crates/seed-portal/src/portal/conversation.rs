@@ -155,6 +155,7 @@ mod tests {
             panel: None,
             recall_query: None,
             gate: None,
+            tool: None,
             cursor: 7,
             content: None,
             digests: Digests {

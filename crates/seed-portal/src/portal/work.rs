@@ -60,6 +60,8 @@ enum RefusalClass {
     Invalid,
     /// What it names is not there (an account): 404.
     Missing,
+    /// Something outside the land gave no answer (an MCP server): 503.
+    Unavailable,
 }
 
 fn class_of_operation(error: &OpError) -> RefusalClass {
@@ -121,6 +123,7 @@ fn class_of_approval(problem: &ApprovalProblem) -> RefusalClass {
 fn class_of(refusal: &Refusal) -> RefusalClass {
     match refusal {
         Refusal::Approval(problem) => class_of_approval(problem),
+        Refusal::Tool { .. } => RefusalClass::Unavailable,
         Refusal::NotWithin { .. }
         | Refusal::NotAnAncestor { .. }
         | Refusal::NoPersonDrives { .. }
@@ -180,6 +183,11 @@ pub(super) fn refusal(refused: &Refused) -> PortalError {
             PortalError { status: StatusCode::PAYLOAD_TOO_LARGE, code: "too-large", ..PortalError::bad_request(reason) }
         }
         (RefusalClass::Missing, _) => PortalError::not_found(reason),
+        (RefusalClass::Unavailable, _) => PortalError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "unavailable",
+            ..PortalError::bad_request(reason)
+        },
         (RefusalClass::Conflict, _) | (RefusalClass::Invalid, Beat::Seal) => PortalError::conflict(reason),
         (RefusalClass::Invalid, Beat::Open | Beat::Assign | Beat::Face | Beat::Momentum | Beat::Decide) => {
             PortalError { code: "refused", ..PortalError::bad_request(reason) }

@@ -1,0 +1,256 @@
+//! The client of the MCP servers extensions declare (`seed::tools`): each
+//! server started over stdio at its first call and kept, each call bounded
+//! by the server's `timeout_ms`, retried `retries_max` times after the
+//! server failed to answer (restarted), `concurrency_max` at once, refused
+//! when its result is over `result_bytes_max`, and a circuit breaker that
+//! stops calling a server after `breaker_failures_max` failures in a row for
+//! `breaker_cooldown_ms`. [`WithMcpTools`] puts it beside a model: the
+//! moment's one door to the outside (`LanguageModel`).
+//!
+//! Replay never gets here: it answers from the act's record.
+
+use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
+use crate::tools::{McpServerSpec, ToolAnswer, ToolQuestion};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Threads of the client's runtime (calls wait on servers, not on CPU).
+pub const MCP_CLIENT_THREADS: usize = 1;
+/// The first wait before a retry, doubled each time, in milliseconds.
+pub const MCP_RETRY_BACKOFF_BASE_MS: u64 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpClientError {
+    #[error("the MCP client's runtime could not start: {0}")]
+    Runtime(std::io::Error),
+    #[error("two MCP servers are named {name:?} (in {first} and {second})")]
+    TwiceNamed { name: String, first: String, second: String },
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Failures in a row, and until when calls are refused.
+#[derive(Default)]
+struct Breaker {
+    failures: u32,
+    open_until: Option<Instant>,
+}
+
+struct Server {
+    spec: McpServerSpec,
+    /// The running server, started at the first call (and again after a failure).
+    client: tokio::sync::Mutex<Option<Arc<Client>>>,
+    in_flight: Semaphore,
+    breaker: Mutex<Breaker>,
+}
+
+/// Why one attempt failed, and whether another may help.
+enum Failed {
+    /// The server did not answer (it stopped, timed out, could not start): retried, restarted.
+    Transient(String),
+    /// It answered, and another call would answer the same (an unknown tool, a result too large).
+    Final(String),
+}
+
+/// The servers of a land's extensions.
+pub struct McpTools {
+    servers: Arc<BTreeMap<String, Arc<Server>>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl McpTools {
+    /// Nothing is started yet: a server starts at its first call.
+    pub fn new(specs: Vec<McpServerSpec>) -> Result<McpTools, McpClientError> {
+        let mut servers: BTreeMap<String, Arc<Server>> = BTreeMap::new();
+        for spec in specs {
+            if let Some(first) = servers.get(&spec.name) {
+                return Err(McpClientError::TwiceNamed {
+                    name: spec.name.clone(),
+                    first: first.spec.origin.clone(),
+                    second: spec.origin.clone(),
+                });
+            }
+            let server = Server {
+                in_flight: Semaphore::new(spec.concurrency_max),
+                client: tokio::sync::Mutex::new(None),
+                breaker: Mutex::new(Breaker::default()),
+                spec,
+            };
+            servers.insert(server.spec.name.clone(), Arc::new(server));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(MCP_CLIENT_THREADS)
+            .thread_name("seed-mcp-client")
+            .enable_all()
+            .build()
+            .map_err(McpClientError::Runtime)?;
+        Ok(McpTools { servers: Arc::new(servers), runtime })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// One call, waited for on the calling thread (a moment's, never this runtime's).
+    pub fn call(&self, question: &ToolQuestion<'_>) -> Result<ToolAnswer, NoAnswer> {
+        let Some(server) = self.servers.get(question.server).cloned() else {
+            return Err(NoAnswer { reason: format!("no MCP server {:?} is declared", question.server), attempts: 0 });
+        };
+        server.refuse_if_open()?;
+        let (tool, arguments, seed) = (question.tool.to_string(), question.arguments.clone(), question.seed);
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = send.send(server.call(&tool, &arguments, seed).await);
+        });
+        receive
+            .recv()
+            .unwrap_or_else(|_| Err(NoAnswer { reason: "the MCP client stopped mid-call".into(), attempts: 0 }))
+    }
+}
+
+impl Server {
+    fn refuse_if_open(&self) -> Result<(), NoAnswer> {
+        let breaker = self.breaker.lock().unwrap_or_else(PoisonError::into_inner);
+        match breaker.open_until {
+            Some(until) if Instant::now() < until => Err(NoAnswer {
+                reason: format!(
+                    "not called: its circuit breaker is open after {} failures in a row (breaker_failures_max = {}), \
+for {} ms more (breaker_cooldown_ms = {})",
+                    breaker.failures,
+                    self.spec.breaker_failures_max,
+                    until.saturating_duration_since(Instant::now()).as_millis(),
+                    self.spec.breaker_cooldown_ms
+                ),
+                attempts: 0,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn settle(&self, succeeded: bool) {
+        let mut breaker = self.breaker.lock().unwrap_or_else(PoisonError::into_inner);
+        if succeeded {
+            *breaker = Breaker::default();
+            return;
+        }
+        breaker.failures = breaker.failures.saturating_add(1);
+        if breaker.failures >= self.spec.breaker_failures_max {
+            breaker.open_until = Some(Instant::now() + Duration::from_millis(self.spec.breaker_cooldown_ms));
+        }
+    }
+
+    async fn call(&self, tool: &str, arguments: &Json, seed: u64) -> Result<ToolAnswer, NoAnswer> {
+        let _permit = self.in_flight.acquire().await.map_err(|_| NoAnswer { reason: "closed".into(), attempts: 0 })?;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let attempt =
+                tokio::time::timeout(Duration::from_millis(self.spec.timeout_ms), self.attempt(tool, arguments));
+            let failed = match attempt.await {
+                Ok(Ok(answer)) => {
+                    self.settle(true);
+                    return Ok(ToolAnswer { attempts, ..answer });
+                }
+                Ok(Err(failed)) => failed,
+                Err(_) => Failed::Transient(format!("timed out after {} ms (timeout_ms)", self.spec.timeout_ms)),
+            };
+            match failed {
+                Failed::Transient(reason) if attempts <= self.spec.retries_max => {
+                    tracing::debug!(server = %self.spec.name, %tool, %reason, attempts, "an MCP call is retried");
+                    // A server that did not answer is started again.
+                    *self.client.lock().await = None;
+                    let jitter = seed.rotate_left(attempts) % MCP_RETRY_BACKOFF_BASE_MS;
+                    let wait = MCP_RETRY_BACKOFF_BASE_MS.saturating_mul(1 << attempts.min(10)) + jitter;
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                }
+                Failed::Transient(reason) => {
+                    *self.client.lock().await = None;
+                    self.settle(false);
+                    return Err(NoAnswer { reason: format!("{reason} ({attempts} attempts)"), attempts });
+                }
+                Failed::Final(reason) => {
+                    self.settle(false);
+                    return Err(NoAnswer { reason, attempts });
+                }
+            }
+        }
+    }
+
+    /// The running server, started if it is not.
+    async fn client(&self) -> Result<Arc<Client>, Failed> {
+        let mut held = self.client.lock().await;
+        if let Some(client) = held.as_ref().filter(|client| !client.is_closed()) {
+            return Ok(client.clone());
+        }
+        let (program, arguments) = self.spec.command.split_first().expect("a validated command names its program");
+        let mut command = tokio::process::Command::new(program);
+        command.args(arguments).current_dir(&self.spec.dir);
+        let started = format!("{} (in {})", self.spec.command.join(" "), self.spec.dir.display());
+        let transport = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map(|(transport, _)| transport)
+            .map_err(|error| Failed::Transient(format!("could not start {started}: {error}")))?;
+        let client =
+            ().serve(transport)
+                .await
+                .map_err(|error| Failed::Transient(format!("{started} did not start: {error}")))?;
+        let client = Arc::new(client);
+        *held = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn attempt(&self, tool: &str, arguments: &Json) -> Result<ToolAnswer, Failed> {
+        let client = self.client().await?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments.as_object().cloned().or_else(|| Some(serde_json::Map::new()));
+        let result = match client.call_tool(params).await {
+            Ok(result) => result,
+            // It answered with an error of the protocol (an unknown tool, bad arguments).
+            Err(ServiceError::McpError(error)) => {
+                return Err(Failed::Final(format!("the server refused the call: {}", error.message)))
+            }
+            Err(error) => return Err(Failed::Transient(format!("the server did not answer: {error}"))),
+        };
+        let text = serde_json::to_string(&result).map_err(|error| Failed::Final(error.to_string()))?;
+        if text.len() > self.spec.result_bytes_max {
+            return Err(Failed::Final(format!(
+                "its result is {} bytes, over result_bytes_max = {}",
+                text.len(),
+                self.spec.result_bytes_max
+            )));
+        }
+        Ok(ToolAnswer { is_error: result.is_error.unwrap_or(false), result: text, attempts: 0 })
+    }
+}
+
+/// A model beside the land's MCP tools: the moment's one door to the outside.
+pub struct WithMcpTools {
+    pub model: Arc<dyn LanguageModel>,
+    pub tools: Arc<McpTools>,
+}
+
+impl LanguageModel for WithMcpTools {
+    fn answer(&self, question: &Question<'_>) -> Result<Answer, NoAnswer> {
+        self.model.answer(question)
+    }
+
+    fn embed(&self, question: &EmbedQuestion<'_>) -> Result<Embedded, NoAnswer> {
+        self.model.embed(question)
+    }
+
+    fn call_tool(&self, question: &ToolQuestion<'_>) -> Result<ToolAnswer, NoAnswer> {
+        self.tools.call(question)
+    }
+
+    fn concurrency(&self) -> usize {
+        self.model.concurrency()
+    }
+}
