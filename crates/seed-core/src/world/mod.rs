@@ -399,6 +399,18 @@ impl World {
                     row.ended = true;
                 }
                 self.inbox.remove(&being);
+                // An ended being's requests will never be applied: they leave.
+                let asked: Vec<FactId> = self
+                    .approvals
+                    .iter()
+                    .filter(|(_, pending)| pending.requester == being)
+                    .map(|(request, _)| *request)
+                    .collect();
+                for request in asked {
+                    if let Some(pending) = self.approvals.remove(&request) {
+                        self.forget_approval_summons(request, &pending.request.summoned);
+                    }
+                }
             }
             FoldBody::World(body) => {
                 for effect in &body.effects {
