@@ -8,10 +8,13 @@
 //! calling in a loop gives the rate; 20 clients at once the latency under
 //! load (p50, p99). Figures go in docs/performance.md.
 
+#[path = "common/up.rs"]
+mod up;
+
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use up::Up;
 
 /// A benchmark measures on the allocator the `seed` binary uses.
 #[global_allocator]
@@ -21,41 +24,6 @@ static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
 const CALL_SECONDS: u64 = 10;
 /// The clients calling at once for the latency under load.
 const CONCURRENT_CLIENTS: usize = 20;
-
-struct Land {
-    child: std::process::Child,
-    url: String,
-    token: String,
-    _dir: tempfile::TempDir,
-}
-
-fn up() -> Land {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let land = dir.path().join("land");
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp/mcp.toml");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
-        .arg("--land")
-        .arg(&land)
-        .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "900"])
-        .args(["--requests-per-minute-max", "1000000000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("seed up starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let (mut url, mut token) = (String::new(), String::new());
-    while url.is_empty() || token.is_empty() {
-        let line = lines.next().expect("seed up prints its URL and token").expect("readable");
-        if let Some(rest) = line.strip_prefix("seed is up: ") {
-            url = rest.trim_end_matches('/').to_string();
-        }
-        if let Some(rest) = line.strip_prefix("operator token (shown once, keep it): ") {
-            token = rest.to_string();
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    Land { child, url, token, _dir: dir }
-}
 
 fn http() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("an HTTP client")
@@ -198,11 +166,11 @@ fn main() {
     if !std::env::args().any(|arg| arg == "--bench") {
         return;
     }
-    let mut land = up();
-    let api = |land: &Land| -> Box<dyn Caller> {
+    let land = Up::start(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp/mcp.toml"), Stdio::null());
+    let api = |land: &Up| -> Box<dyn Caller> {
         Box::new(ApiCaller { http: http(), url: land.url.clone(), token: land.token.clone() })
     };
-    let mcp = |land: &Land| -> Box<dyn Caller> { Box::new(McpCaller::open(&land.url, &land.token)) };
+    let mcp = |land: &Up| -> Box<dyn Caller> { Box::new(McpCaller::open(&land.url, &land.token)) };
     println!("a verb sealed per call (see @crew), {CALL_SECONDS} s per measurement");
     let api_one = measure(vec![api(&land)]);
     let mcp_one = measure(vec![mcp(&land)]);
@@ -212,6 +180,4 @@ fn main() {
     report("/mcp tools/call, 1 client", &mcp_one, api_one.calls_per_second);
     report(&format!("JSON API, {CONCURRENT_CLIENTS} clients"), &api_many, api_many.calls_per_second);
     report(&format!("/mcp tools/call, {CONCURRENT_CLIENTS} clients"), &mcp_many, api_many.calls_per_second);
-    let _ = land.child.kill();
-    let _ = land.child.wait();
 }

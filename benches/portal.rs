@@ -5,8 +5,11 @@
 //! measured in the same run is the login page (static, no world read). Needs
 //! `wrk` (Debian: apt-get install wrk). Figures go in docs/performance.md.
 
-use std::io::{BufRead, BufReader};
+#[path = "common/up.rs"]
+mod up;
+
 use std::process::{Command, Stdio};
+use up::Up;
 
 /// A benchmark measures on the allocator the `seed` binary uses; it chooses the process's allocator (the library only offers it).
 #[global_allocator]
@@ -63,34 +66,14 @@ fn wrk(url: &str, token: &str) -> Load {
 /// `seed up` on a fresh land of `fixture`, loaded page by page; prints a
 /// table row per page with its ratio to the first (the reference).
 fn load_world(fixture: &str, beings: &str, settle_s: u64, pages: &[(&str, &str)]) {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let land = dir.path().join("land");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
-        .arg("--land")
-        .arg(&land)
-        .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "900"])
-        .args(["--requests-per-minute-max", "1000000000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("seed up starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let (mut url, mut token) = (String::new(), String::new());
-    while url.is_empty() || token.is_empty() {
-        let line = lines.next().expect("seed up prints its URL and token").expect("readable");
-        if let Some(rest) = line.strip_prefix("seed is up: ") {
-            url = rest.trim_end_matches('/').to_string();
-        }
-        if let Some(rest) = line.strip_prefix("operator token (shown once, keep it): ") {
-            token = rest.to_string();
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
+    let up = Up::start(fixture, Stdio::inherit());
+    let (url, token) = (up.url.as_str(), up.token.as_str());
     // Let rounds seal so the pages show moving reels.
     std::thread::sleep(std::time::Duration::from_secs(settle_s));
     let mut reference = f64::NAN;
     println!("portal under wrk: 1 thread, {CONNECTIONS} connections, {LOAD_SECONDS} s per page, {beings} beings");
     for (name, path) in pages {
-        let load = wrk(&format!("{url}{path}"), &token);
+        let load = wrk(&format!("{url}{path}"), token);
         if reference.is_nan() {
             reference = load.requests_per_second;
         }
@@ -103,8 +86,6 @@ fn load_world(fixture: &str, beings: &str, settle_s: u64, pages: &[(&str, &str)]
             load.errors
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn main() {
