@@ -363,12 +363,6 @@ impl Audit {
     /// One line of text per audit line.
     pub fn line_text(&self, line: &AuditLine) -> String {
         let short = |fact: &FactId| fact.to_hex()[..12].to_string();
-        let call_text = |call: &VerbCall| match call {
-            VerbCall::Do { target, action, args } => format!("do {action} {target} {args}"),
-            VerbCall::Summon { target, content, .. } => format!("summon {target}: {content}"),
-            VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
-            VerbCall::See { address } => format!("see {address}"),
-        };
         // What came back: the tool's answer when an MCP tool was called, else the effects.
         let came_back = match &line.tool_call {
             Some(record) if record.is_error => format!("{} said it failed: {}", record.server, record.result_text()),
@@ -376,27 +370,27 @@ impl Audit {
             None => line.effects.to_string(),
         };
         let what = match &line.entry {
-            AuditEntry::Call { call } => format!("{} → {came_back}", call_text(call)),
+            AuditEntry::Call { call } => format!("{} → {came_back}", call.summary()),
             AuditEntry::Request { call, rule, approvers, .. } => {
-                format!("{} waits for {} (gate {rule})", call_text(call), approvers.join(", "))
+                format!("{} waits for {} (gate {rule})", call.summary(), approvers.join(", "))
             }
             AuditEntry::Decision { request, approved, edited, reason } => format!(
                 "{} request {}{}{}",
                 if *approved { "approves" } else { "denies" },
                 short(request),
-                edited.as_ref().map(|call| format!(" as {}", call_text(call))).unwrap_or_default(),
+                edited.as_ref().map(|call| format!(" as {}", call.summary())).unwrap_or_default(),
                 reason.as_ref().map(|reason| format!(": {reason}")).unwrap_or_default()
             ),
             AuditEntry::Applied { call, request, decision } => format!(
                 "{} → {} (request {}, approved by {} in {})",
-                call_text(call),
+                call.summary(),
                 came_back,
                 short(request),
                 self.author_of(decision).unwrap_or_else(|| "a being whose reel was not read".into()),
                 short(decision)
             ),
             AuditEntry::Closed { call, request, outcome, reason, .. } => {
-                format!("{} not done, {outcome}: {reason} (request {})", call_text(call), short(request))
+                format!("{} not done, {outcome}: {reason} (request {})", call.summary(), short(request))
             }
         };
         format!(

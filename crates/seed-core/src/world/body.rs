@@ -166,6 +166,17 @@ impl VerbCall {
         }
     }
 
+    /// The call on one line, as people read it (`do move / {"to":"/a"}`,
+    /// `summon @ada: hello`): the being page's reel, the audit.
+    pub fn summary(&self) -> String {
+        match self {
+            VerbCall::See { address } => format!("see {address}"),
+            VerbCall::Do { target, action, args } => format!("do {action} {target} {args}"),
+            VerbCall::Summon { target, content, .. } => format!("summon {target}: {content}"),
+            VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
+        }
+    }
+
     pub fn verb(&self) -> &'static str {
         match self {
             VerbCall::See { .. } => "see",

@@ -328,12 +328,7 @@ pub fn being_json(
 /// One line for an act: its verb call and the prose with it.
 pub fn act_summary(world: &World, act: &ActBody) -> String {
     let _ = world;
-    let call = match &act.call {
-        crate::world::VerbCall::See { address } => format!("see {address}"),
-        crate::world::VerbCall::Do { target, action, args } => format!("do {action} {target} {args}"),
-        crate::world::VerbCall::Summon { target, content, .. } => format!("summon {target}: {content}"),
-        crate::world::VerbCall::Be { operation, payload } => format!("be {operation} {payload}"),
-    };
+    let call = act.call.summary();
     let call = match &act.gate {
         Some(crate::approval::Gate::Request(request)) => {
             format!("asks approval ({}, from {}): {call}", request.rule, request.approvers.join(", "))
