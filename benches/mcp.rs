@@ -26,6 +26,7 @@ const CALL_SECONDS: u64 = 10;
 const CONCURRENT_CLIENTS: usize = 20;
 
 fn http() -> reqwest::blocking::Client {
+    seed_portal::tls::install_crypto_provider();
     reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("an HTTP client")
 }
 

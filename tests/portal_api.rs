@@ -843,7 +843,7 @@ fn every_answer_carries_the_security_headers() {
 /// An HTTP client whose connections come from `address` (any address of
 /// 127.0.0.0/8 is this machine's): a second client, as the throttle sees it.
 fn client_from(address: &str) -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
+    crate::common::blocking_http()
         .redirect(reqwest::redirect::Policy::none())
         .local_address(address.parse::<std::net::IpAddr>().expect("an address"))
         .timeout(Duration::from_secs(30))
@@ -917,7 +917,7 @@ fn wrong_passwords_brake_the_account_but_never_its_token() {
     let (status, invited) = up.post("/api/v1/accounts", &json!({"account": "ann"}));
     assert_eq!(status, 201, "{invited}");
     let ann_token = invited["token"].as_str().expect("a token").to_string();
-    let ann = reqwest::blocking::Client::new();
+    let ann = crate::common::blocking_http().build().expect("an HTTP client");
     let set = ann
         .post(format!("{}/api/v1/password", up.url))
         .bearer_auth(&ann_token)
@@ -1731,7 +1731,7 @@ fn seed_up_plants_the_built_in_demo_world_from_any_folder() {
     let (mut child, started) = up_from_folder(&land, elsewhere.path());
     assert_eq!(started["world"], "court", "{started}");
     let token = started["operatorToken"].as_str().expect("a new land's token").to_string();
-    let http = reqwest::blocking::Client::new();
+    let http = crate::common::blocking_http().build().expect("an HTTP client");
     let world: Value = http
         .get(format!("{}api/v1/world", started["url"].as_str().expect("url")))
         .bearer_auth(&token)

@@ -483,7 +483,7 @@ fn a_second_seed_up_follows_the_live_land_and_takes_it_over_when_its_runner_stop
     let quick = ["--lifetime-s", "60", "--runner-lease-ms", "1000", "--round-ms", "100"];
     let (runner, runner_url) = spawn_up(&land_dir, &quick);
     let (follower, follower_url) = spawn_up(&land_dir, &quick);
-    let http = reqwest::blocking::Client::new();
+    let http = crate::common::blocking_http().build().expect("an HTTP client");
     let birth = |url: &str, name: &str| {
         let response = http
             .post(format!("{url}api/v1/birth"))

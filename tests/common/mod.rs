@@ -199,3 +199,11 @@ pub fn rewrite_as_sled_land(path: &Path) {
     drop(log);
     std::fs::remove_dir_all(path.join("log")).expect("remove log/");
 }
+
+/// A blocking HTTP client builder for the tests' own requests, with the
+/// process's TLS crypto provider installed first (the client is built
+/// without one of its own: seed_portal::tls).
+pub fn blocking_http() -> reqwest::blocking::ClientBuilder {
+    seed_portal::tls::install_crypto_provider();
+    reqwest::blocking::Client::builder()
+}

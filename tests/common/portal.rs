@@ -24,7 +24,7 @@ pub const TEST_PORTAL_LIFETIME_S: u64 = 600;
 
 /// The tests' HTTP client: redirects are answers to check, not to follow.
 fn test_client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
+    crate::common::blocking_http()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()

@@ -52,7 +52,7 @@ impl Browser {
             .spawn()
             .expect("chromedriver starts");
         let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("client");
+        let http = crate::common::blocking_http().timeout(Duration::from_secs(60)).build().expect("client");
         let started = Instant::now();
         while http.get(format!("{base}/status")).send().map(|r| !r.status().is_success()).unwrap_or(true) {
             assert!(started.elapsed() < Duration::from_secs(20), "chromedriver did not come up");

@@ -10,6 +10,7 @@
 pub mod llm_http;
 pub mod mcp_client;
 pub mod portal;
+pub mod tls;
 
 pub use seed_core::{
     approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,

@@ -52,10 +52,7 @@ impl LlmClient {
             .enable_all()
             .build()
             .map_err(LlmClientError::Runtime)?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("seed/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(LlmClientError::Http)?;
+        let http = crate::tls::http_client_builder().build().map_err(LlmClientError::Http)?;
         let in_flight = Semaphore::new(connections.concurrency_max);
         Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight }), runtime })
     }
