@@ -231,11 +231,25 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
         ok("worker", &worker);
         check("worker", &worker, "worker.json", false, &mut checked);
     }
+    // The recorded schemas of MCP tools, against the reference server: when those tests run.
+    let with_mcp = std::env::var("SEED_TEST_MCP").is_ok_and(|value| value == "1");
+    if with_mcp {
+        let bin = crate::mcp_tools::servers_bin();
+        let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+        let recorded = Command::new(env!("CARGO_BIN_EXE_seed"))
+            .args(["mcp-schemas", "tests/fixtures/mcp-tools/world.toml", "--check", "--json"])
+            .env("PATH", path)
+            .output()
+            .expect("seed mcp-schemas runs");
+        ok("mcp-schemas", &recorded);
+        check("mcp-schemas", &recorded, "mcp-schemas.json", false, &mut checked);
+    }
     let every_schema: BTreeSet<String> = std::fs::read_dir(schema_dir())
         .expect("docs/json")
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter(|name| name.ends_with(".json"))
         .filter(|name| pooled || name != "worker.json")
+        .filter(|name| with_mcp || name != "mcp-schemas.json")
         .collect();
     assert_eq!(checked, every_schema, "every schema in docs/json is checked against a verb's output");
 }
@@ -265,6 +279,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["flow", "check"], "flow-check.json"),
         (&["script", "check"], "script-check.json"),
         (&["script", "run"], "script-run.json"),
+        (&["mcp-schemas"], "mcp-schemas.json"),
     ];
     let top = stdout(&seed_without_land(&["help"]));
     let mut verbs: Vec<Vec<String>> = Vec::new();

@@ -7,6 +7,7 @@ mod flow;
 mod land;
 mod logging;
 mod mcp;
+mod mcp_schemas;
 mod memory;
 mod pool;
 mod progress;
@@ -248,6 +249,20 @@ enum Command {
     /// Works on any land, planted or simulated; stop `seed up` first.
     Token {
         /// Print `{"token": …}` instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record the input schemas of the MCP tools a world's extensions offer as
+    /// operations (asking each server's tools/list), in each extension's
+    /// mcp-schemas/ folder: the verb layer checks calls against them and a
+    /// model is offered them (docs/mcp.md).
+    McpSchemas {
+        /// The world file (world.toml) whose extensions declare the servers.
+        world: PathBuf,
+        /// Write nothing; exit 1 when a recorded schema is missing or differs from the server's.
+        #[arg(long)]
+        check: bool,
+        /// Print what became of each server's file as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -585,6 +600,7 @@ impl Arguments {
             | Command::RotateKey { json, .. }
             | Command::Token { json }
             | Command::Sim { json, .. }
+            | Command::McpSchemas { json, .. }
             | Command::Worker { json, .. }
             | Command::Copy { json, .. }
             | Command::Replay { json, .. } => *json,
@@ -688,6 +704,9 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         let store = land::store_for(arguments.land.as_deref(), arguments.store.as_deref())?;
         return sim(arguments.land.as_deref(), fixture, run, store, *json);
     }
+    if let Command::McpSchemas { world, check, json } = &arguments.command {
+        return mcp_schemas::mcp_schemas(world, *check, *json);
+    }
     if let Command::Copy { from, to, json } = &arguments.command {
         // `--store` names the copy's store here, not the source's.
         let store = land::store_for(None, arguments.store.as_deref())?;
@@ -773,7 +792,11 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             &fixture,
             pool::WorkerArguments { seed, threads, lease_ms, llm: llm.as_deref(), store: store.clone(), json },
         ),
-        Command::Sim { .. } | Command::Corpus { .. } | Command::Script { .. } | Command::Copy { .. } => {
+        Command::Sim { .. }
+        | Command::McpSchemas { .. }
+        | Command::Corpus { .. }
+        | Command::Script { .. }
+        | Command::Copy { .. } => {
             unreachable!("handled above")
         }
         Command::Replay {

@@ -179,6 +179,46 @@ impl ManifestReading {
     }
 }
 
+impl ManifestReading {
+    /// The tool schemas recorded for `spec` (`seed mcp-schemas`), if any: a
+    /// file that does not read, or names another server, is refused at load.
+    fn tool_schemas(
+        &mut self,
+        dir: &Path,
+        at: &str,
+        spec: &crate::tools::McpServerSpec,
+    ) -> BTreeMap<String, crate::tools::McpToolSchema> {
+        let path = crate::tools::schemas_file(dir, &spec.name);
+        let shown = format!("{}/{}.json", crate::tools::MCP_SCHEMAS_DIR, spec.name);
+        let size = match std::fs::metadata(&path) {
+            Ok(metadata) => metadata.len(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
+            Err(error) => {
+                self.fail(at, format!("{shown}: {error}"));
+                return BTreeMap::new();
+            }
+        };
+        if size > crate::tools::MCP_SCHEMAS_FILE_BYTES_MAX {
+            self.fail(at, format!("{shown} is {size} bytes, over {}", crate::tools::MCP_SCHEMAS_FILE_BYTES_MAX));
+            return BTreeMap::new();
+        }
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|error| error.to_string())
+            .and_then(|text| serde_json::from_str::<crate::tools::McpSchemasFile>(&text).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(file) if file.server == spec.name => file.tools,
+            Ok(file) => {
+                self.fail(at, format!("{shown} records the server {:?}, not {:?}", file.server, spec.name));
+                BTreeMap::new()
+            }
+            Err(error) => {
+                self.fail(at, format!("{shown}: {error} (run `seed mcp-schemas` to record it again)"));
+                BTreeMap::new()
+            }
+        }
+    }
+}
+
 fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
     let path = dir.join(MANIFEST_FILE);
     let file = path.display().to_string();
@@ -238,6 +278,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
                 schema,
                 handler: OpHandler::Script(source),
                 origin: manifest.name.clone(),
+                described: None,
             });
         }
     }
@@ -249,12 +290,21 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
         let at = format!("provides.mcp[{index}]");
         match server.read(&manifest.name, dir) {
             Ok(spec) => {
+                let recorded = reading.tool_schemas(dir, &at, &spec);
                 for (tool, operation) in &spec.tools {
+                    let described = recorded.get(tool).cloned();
+                    let schema = match &described {
+                        Some(described) => crate::tools::arg_schema_of(&described.input_schema)
+                            .map_err(|reason| reading.fail(&format!("{at}.tools.{tool}"), reason))
+                            .unwrap_or_else(|()| ArgSchema::open()),
+                        None => ArgSchema::open(),
+                    };
                     ops.push(OpSpec {
                         name: operation.clone(),
-                        schema: ArgSchema::open(),
+                        schema,
                         handler: OpHandler::Tool { server: spec.name.clone(), tool: tool.clone() },
                         origin: manifest.name.clone(),
+                        described: described.map(Arc::new),
                     });
                 }
                 mcp_servers.push(spec);

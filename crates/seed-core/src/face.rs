@@ -155,6 +155,11 @@ pub struct Face<'w> {
     pub(super) inbox: usize,
     /// What the being recalls (`half` and `inward` only; `moment::recall`).
     pub(super) recall: Option<RecallBlock>,
+    /// The MCP tools among `can_do`, with the description and input schema
+    /// their extension records, for a model's `do` tool. Not part of the
+    /// face (its digest, a script's view): the prompt built from it is
+    /// recorded, and the files are the land's definition, as its roles are.
+    pub can_do_described: BTreeMap<String, Arc<crate::tools::McpToolSchema>>,
     /// The recall query's vector, recorded in the act (not part of the face:
     /// the items' scores it gave are).
     pub query_vector: Option<crate::embedding::QueryVector>,
@@ -407,6 +412,7 @@ mod tests {
             prompt: "You look around.".into(),
             inbox: 3,
             recall: None,
+            can_do_described: BTreeMap::new(),
             query_vector: None,
             digest: Hash32::default(),
         }
@@ -440,6 +446,50 @@ mod tests {
     fn the_known_keys_are_the_face_keys_and_recall() {
         let known: Vec<&str> = FACE_KEYS.into_iter().chain([FACE_RECALL_KEY]).collect();
         assert_eq!(FACE_KEYS_KNOWN.to_vec(), known);
+    }
+
+    #[test]
+    fn a_models_do_tool_says_what_each_recorded_mcp_tool_takes_and_is_unchanged_without_one() {
+        let plain = row(json!({}), false);
+        let do_tool = |face: &Face<'_>| {
+            let (_, tools) = crate::llm::tools(face);
+            tools.into_iter().find(|tool| tool["function"]["name"] == "do").expect("a do tool")["function"].clone()
+        };
+        let names = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let without = Face {
+            can_do: names(&["echo", "move"]),
+            ..face(&plain, json!({"kind": "person"}), None, json!({}), Json::Null)
+        };
+        assert_eq!(
+            do_tool(&without),
+            json!({
+                "name": "do",
+                "description": "Do one of the actions you may do, on a target address, with its arguments.",
+                "parameters": {"type": "object", "required": ["action"], "properties": {
+                    "action": {"type": "string", "enum": ["echo", "move"]},
+                    "target": {"type": "string", "description": "the address acted on (default /)"},
+                    "args": {"type": "object"},
+                }},
+            })
+        );
+        let echo = crate::tools::McpToolSchema {
+            description: "Echoes back the input string".into(),
+            input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+        };
+        let with = Face { can_do_described: BTreeMap::from([("echo".to_string(), Arc::new(echo))]), ..without };
+        let described = do_tool(&with);
+        assert_eq!(
+            described["description"],
+            json!(
+                "Do one of the actions you may do, on a target address, with its arguments. What some actions do, \
+and the args each takes (a JSON Schema):\n- echo: Echoes back the input string. args: \
+{\"properties\":{\"message\":{\"type\":\"string\"}},\"required\":[\"message\"],\"type\":\"object\"}"
+            )
+        );
+        assert_eq!(
+            described["parameters"]["properties"]["args"]["description"],
+            json!("the action's arguments, as its schema above asks")
+        );
     }
 
     #[test]

@@ -136,13 +136,29 @@ pub fn tools(face: &Face) -> (Vec<&'static str>, Vec<Json>) {
         );
     }
     if !face.can_do.is_empty() {
+        let mut description = "Do one of the actions you may do, on a target address, with its arguments.".to_string();
+        let mut args = json!({ "type": "object" });
+        // An MCP tool's action says what it does and what it takes, as its
+        // server described it; a face without one is offered what it always was.
+        if !face.can_do_described.is_empty() {
+            description.push_str(" What some actions do, and the args each takes (a JSON Schema):");
+            for (action, described) in &face.can_do_described {
+                description.push_str(&format!("\n- {action}: "));
+                if !described.description.is_empty() {
+                    description.push_str(described.description.trim_end_matches('.'));
+                    description.push_str(". ");
+                }
+                description.push_str(&format!("args: {}", described.input_schema));
+            }
+            args["description"] = json!("the action's arguments, as its schema above asks");
+        }
         add(
             "do",
-            "Do one of the actions you may do, on a target address, with its arguments.",
+            &description,
             json!({
                 "action": enum_of(&face.can_do),
                 "target": { "type": "string", "description": "the address acted on (default /)" },
-                "args": { "type": "object" },
+                "args": args,
             }),
             &["action"],
         );

@@ -33,15 +33,39 @@ pub const MCP_SERVERS_PER_EXTENSION_MAX: usize = 8;
 /// Most tools one server offers as operations.
 pub const MCP_TOOLS_PER_SERVER_MAX: usize = 64;
 
+/// Most bytes of a server's `url`.
+pub const MCP_SERVER_URL_BYTES_MAX: usize = 2_048;
+
+/// How the land reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A command that serves it over stdio, run in `dir` (the extension's folder).
+    Stdio { command: Vec<String>, dir: PathBuf },
+    /// A server already running, reached over streamable HTTP at `url`
+    /// (http or https). `bearer_token_env` names the environment variable
+    /// whose value is sent as its bearer token: the token itself is never
+    /// written in a manifest, a fact or a log.
+    Url { url: String, bearer_token_env: Option<String> },
+}
+
+impl McpTransport {
+    /// Where the server is, for a message (never the token).
+    pub fn describe(&self) -> String {
+        match self {
+            McpTransport::Stdio { command, dir } => format!("{} (in {})", command.join(" "), dir.display()),
+            McpTransport::Url { url, .. } => url.clone(),
+        }
+    }
+}
+
 /// An MCP server an extension declares, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerSpec {
     /// The server's name in the land (kebab-case, unique).
     pub name: String,
-    /// The command that serves it over stdio, and its arguments.
-    pub command: Vec<String>,
-    /// The folder the command runs in (the extension's).
-    pub dir: PathBuf,
+    pub transport: McpTransport,
+    /// The declaring extension's folder (where its tool schemas are recorded).
+    pub extension_dir: PathBuf,
     /// Tool name → the DO operation it is offered as.
     pub tools: BTreeMap<String, String>,
     pub timeout_ms: u64,
@@ -59,7 +83,15 @@ pub struct McpServerSpec {
 #[serde(deny_unknown_fields)]
 pub struct McpServerManifest {
     pub name: String,
-    pub command: Vec<String>,
+    /// The command that serves it over stdio (run in the extension's folder) …
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// … or the URL it is served at over streamable HTTP: one of the two.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// With `url`: the environment variable holding its bearer token.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
     /// Tool name = "operation name".
     pub tools: BTreeMap<String, String>,
     #[serde(default)]
@@ -83,9 +115,46 @@ impl McpServerManifest {
         if let Some(reason) = crate::names::kebab_name_problem(&self.name) {
             problems.push(("name".to_string(), format!("{:?}: {reason}", self.name)));
         }
-        if self.command.first().is_none_or(|program| program.trim().is_empty()) {
-            problems.push(("command".into(), "names no program: give [\"program\", \"argument\", …]".into()));
-        }
+        let transport = match (&self.command, &self.url) {
+            (Some(command), None) => {
+                if command.first().is_none_or(|program| program.trim().is_empty()) {
+                    problems.push(("command".into(), "names no program: give [\"program\", \"argument\", …]".into()));
+                }
+                if self.bearer_token_env.is_some() {
+                    problems.push((
+                        "bearer_token_env".into(),
+                        "is for a server reached by url; a command's server gets its environment".into(),
+                    ));
+                }
+                McpTransport::Stdio { command: command.clone(), dir: dir.to_path_buf() }
+            }
+            (None, Some(url)) => {
+                if let Some(reason) = url_problem(url) {
+                    problems.push(("url".into(), format!("{url:?}: {reason}")));
+                }
+                if let Some(name) = &self.bearer_token_env {
+                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        problems.push((
+                            "bearer_token_env".into(),
+                            format!("{name:?} is not an environment variable's name (letters, digits, _)"),
+                        ));
+                    }
+                }
+                McpTransport::Url { url: url.clone(), bearer_token_env: self.bearer_token_env.clone() }
+            }
+            (Some(_), Some(_)) => {
+                problems.push(("url".into(), "give command or url, not both".into()));
+                McpTransport::Stdio { command: Vec::new(), dir: dir.to_path_buf() }
+            }
+            (None, None) => {
+                problems.push((
+                    "command".into(),
+                    "is missing: give command = [\"program\", …] (stdio) or url = \"http://…\" (streamable HTTP)"
+                        .into(),
+                ));
+                McpTransport::Stdio { command: Vec::new(), dir: dir.to_path_buf() }
+            }
+        };
         if self.tools.is_empty() {
             problems.push(("tools".into(), "offers no tool: give TOOL = \"operation-name\"".into()));
         }
@@ -104,8 +173,8 @@ impl McpServerManifest {
         };
         let spec = McpServerSpec {
             name: self.name.clone(),
-            command: self.command.clone(),
-            dir: dir.to_path_buf(),
+            transport,
+            extension_dir: dir.to_path_buf(),
             tools: self.tools.clone(),
             timeout_ms: self.timeout_ms.unwrap_or(MCP_TOOL_TIMEOUT_MS_DEFAULT),
             retries_max: self.retries_max.unwrap_or(MCP_TOOL_RETRIES_MAX_DEFAULT),
@@ -125,6 +194,119 @@ impl McpServerManifest {
             Err(problems)
         }
     }
+}
+
+/// The folder of an extension holding its servers' recorded tool schemas
+/// (`seed mcp-schemas` writes them): `mcp-schemas/SERVER.json`.
+pub const MCP_SCHEMAS_DIR: &str = "mcp-schemas";
+/// Largest recorded schemas file, in bytes.
+pub const MCP_SCHEMAS_FILE_BYTES_MAX: u64 = 1_048_576;
+
+/// The file recording `server`'s tool schemas in an extension's folder.
+pub fn schemas_file(extension_dir: &std::path::Path, server: &str) -> PathBuf {
+    extension_dir.join(MCP_SCHEMAS_DIR).join(format!("{server}.json"))
+}
+
+/// One tool as its server describes it in `tools/list`, recorded in the
+/// extension (so the verb layer's check and a model's prompt read a file,
+/// never the server: replay sees what the moment saw).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToolSchema {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Json,
+}
+
+/// A server's recorded tool schemas, by tool name (only the tools offered).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSchemasFile {
+    pub server: String,
+    pub tools: BTreeMap<String, McpToolSchema>,
+}
+
+/// An input schema the verb layer cannot check calls against.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("its inputSchema's {field} is {found}, not {expected}")]
+pub struct InputSchemaProblem {
+    pub field: &'static str,
+    pub found: String,
+    pub expected: &'static str,
+}
+
+/// The argument check a tool's input schema gives the verb layer: each
+/// top-level property typed (`string`, `integer`, `number` (a fact holds no
+/// fractions, so an integer), `boolean`; any other type is any value),
+/// `required` required, and other fields accepted unless
+/// `additionalProperties` is `false`. The server still checks the rest
+/// (ranges, patterns, nested objects) against its own schema.
+pub fn arg_schema_of(input_schema: &Json) -> Result<crate::moment::ops::ArgSchema, InputSchemaProblem> {
+    use crate::moment::ops::{ArgSchema, ArgType};
+    let wrong = |field: &'static str, expected: &'static str| InputSchemaProblem {
+        field,
+        found: input_schema[field].to_string(),
+        expected,
+    };
+    if input_schema.get("type").and_then(Json::as_str).is_some_and(|kind| kind != "object") {
+        return Err(wrong("type", "\"object\""));
+    }
+    let required: Vec<&str> = match input_schema.get("required") {
+        None | Some(Json::Null) => Vec::new(),
+        Some(Json::Array(names)) => names.iter().filter_map(Json::as_str).collect(),
+        Some(_) => return Err(wrong("required", "a list of names")),
+    };
+    let mut schema = ArgSchema::open();
+    schema.open = input_schema.get("additionalProperties") != Some(&Json::Bool(false));
+    let properties = match input_schema.get("properties") {
+        None | Some(Json::Null) => serde_json::Map::new(),
+        Some(Json::Object(properties)) => properties.clone(),
+        Some(_) => return Err(wrong("properties", "an object")),
+    };
+    for (name, property) in &properties {
+        let kind = match property.get("type").and_then(Json::as_str) {
+            Some("string") => ArgType::Text,
+            Some("integer" | "number") => ArgType::Integer,
+            Some("boolean") => ArgType::Bool,
+            _ => ArgType::Any,
+        };
+        schema = schema.field(name, kind, required.contains(&name.as_str()));
+    }
+    for name in required {
+        if !properties.contains_key(name) {
+            schema = schema.field(name, ArgType::Any, true);
+        }
+    }
+    Ok(schema)
+}
+
+/// Why `url` cannot be a server's address, if it cannot: an absolute http
+/// or https URL with a host, no credentials (a token goes in
+/// `bearer_token_env`) and no fragment.
+fn url_problem(url: &str) -> Option<String> {
+    if url.len() > MCP_SERVER_URL_BYTES_MAX {
+        return Some(format!("longer than {MCP_SERVER_URL_BYTES_MAX} bytes"));
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Some("is not an absolute URL: give http://HOST[:PORT]/PATH or https://…".into());
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Some(format!("the scheme {scheme:?} is not http or https"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Some("names no host".into());
+    }
+    if authority.contains('@') {
+        return Some("carries credentials: put the token in an environment variable named by bearer_token_env".into());
+    }
+    if url.contains('#') {
+        return Some("has a fragment (#…), which a server never sees".into());
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("contains whitespace".into());
+    }
+    None
 }
 
 /// What an act records of its tool call. Fields in canonical order.
@@ -177,5 +359,94 @@ impl ToolRecord {
         } else {
             texts.join("\n")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The problems reading `manifest` (TOML of one server) gives, as `field: reason` lines.
+    fn check(manifest: &str, expected: &[&str]) {
+        let parsed: McpServerManifest = toml::from_str(manifest).expect("the case's TOML");
+        let problems = match parsed.read("ext", std::path::Path::new("/ext")) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|(field, reason)| format!("{field}: {reason}")).collect(),
+        };
+        assert_eq!(problems, expected, "{manifest}");
+    }
+
+    #[test]
+    fn a_server_is_reached_by_one_command_or_one_url_and_each_mistake_is_named() {
+        let tools = "tools = { echo = \"echo\" }\n";
+        check(&format!("name = \"s\"\ncommand = [\"x\"]\n{tools}"), &[]);
+        check(&format!("name = \"s\"\nurl = \"http://127.0.0.1:9/mcp\"\n{tools}"), &[]);
+        check(
+            &format!("name = \"s\"\nurl = \"https://tools.example/mcp\"\nbearer_token_env = \"TOKEN_1\"\n{tools}"),
+            &[],
+        );
+        check(
+            &format!("name = \"s\"\n{tools}"),
+            &["command: is missing: give command = [\"program\", …] (stdio) or url = \"http://…\" (streamable HTTP)"],
+        );
+        check(
+            &format!("name = \"s\"\ncommand = [\"x\"]\nurl = \"http://h/mcp\"\n{tools}"),
+            &["url: give command or url, not both"],
+        );
+        check(
+            &format!("name = \"s\"\nurl = \"ftp://h/mcp\"\n{tools}"),
+            &["url: \"ftp://h/mcp\": the scheme \"ftp\" is not http or https"],
+        );
+        check(
+            &format!("name = \"s\"\nurl = \"h/mcp\"\n{tools}"),
+            &["url: \"h/mcp\": is not an absolute URL: give http://HOST[:PORT]/PATH or https://…"],
+        );
+        check(&format!("name = \"s\"\nurl = \"http:///mcp\"\n{tools}"), &["url: \"http:///mcp\": names no host"]);
+        check(
+            &format!("name = \"s\"\nurl = \"https://me:secret@h/mcp\"\n{tools}"),
+            &["url: \"https://me:secret@h/mcp\": carries credentials: put the token in an environment variable named by bearer_token_env"],
+        );
+        check(
+            &format!("name = \"s\"\nurl = \"http://h/mcp\"\nbearer_token_env = \"A-B\"\n{tools}"),
+            &["bearer_token_env: \"A-B\" is not an environment variable's name (letters, digits, _)"],
+        );
+        check(
+            &format!("name = \"s\"\ncommand = [\"x\"]\nbearer_token_env = \"A\"\n{tools}"),
+            &["bearer_token_env: is for a server reached by url; a command's server gets its environment"],
+        );
+    }
+
+    #[test]
+    fn an_input_schema_gives_the_verb_layer_its_fields_types_and_required() {
+        use crate::moment::refusal::ArgProblem;
+        let schema = arg_schema_of(&json!({
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"}, "count": {"type": "number"}, "loud": {"type": "boolean"},
+                "extra": {"type": "array"},
+            },
+            "required": ["message"],
+        }))
+        .expect("a schema");
+        let cases: &[(serde_json::Value, Result<(), ArgProblem>)] = &[
+            (json!({"message": "hi"}), Ok(())),
+            (json!({"message": "hi", "count": 3, "loud": true, "extra": [1], "other": "x"}), Ok(())),
+            (json!({}), Err(ArgProblem::Required { name: "message".into() })),
+            (json!({"message": 1}), Err(ArgProblem::WrongType { name: "message".into(), expected: "a string" })),
+            (
+                json!({"message": "hi", "count": "3"}),
+                Err(ArgProblem::WrongType { name: "count".into(), expected: "an integer" }),
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(&schema.validate(args), expected, "{args}");
+        }
+        let closed = arg_schema_of(&json!({"properties": {"a": {}}, "additionalProperties": false})).expect("closed");
+        assert_eq!(closed.validate(&json!({"b": 1})), Err(ArgProblem::Unknown { name: "b".into() }));
+        assert_eq!(
+            arg_schema_of(&json!({"type": "string"})).map(|_| ()).map_err(|problem| problem.to_string()),
+            Err("its inputSchema's type is \"string\", not \"object\"".to_string())
+        );
     }
 }

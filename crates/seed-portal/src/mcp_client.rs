@@ -1,7 +1,8 @@
 //! The client of the MCP servers extensions declare (`seed::tools`): each
-//! server started over stdio at its first call and kept, each call bounded
+//! server started over stdio (or connected to over streamable HTTP, at its
+//! `url`) at its first call and kept, each call bounded
 //! by the server's `timeout_ms`, retried `retries_max` times after the
-//! server failed to answer (restarted), `concurrency_max` at once, refused
+//! server failed to answer (restarted, or connected to again), `concurrency_max` at once, refused
 //! when its result is over `result_bytes_max`, and a circuit breaker that
 //! stops calling a server after `breaker_failures_max` failures in a row for
 //! `breaker_cooldown_ms`. [`WithMcpTools`] puts it beside a model: the
@@ -10,10 +11,11 @@
 //! Replay never gets here: it answers from the act's record.
 
 use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
-use crate::tools::{McpServerSpec, ToolAnswer, ToolQuestion};
+use crate::tools::{McpServerSpec, McpToolSchema, McpTransport, ToolAnswer, ToolQuestion};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -113,6 +115,48 @@ impl McpTools {
             .recv()
             .unwrap_or_else(|_| Err(NoAnswer { reason: "the MCP client stopped mid-call".into(), attempts: 0 }))
     }
+
+    /// The tools `server` offers, as its `tools/list` describes them (for
+    /// `seed mcp-schemas`, never a moment): one attempt, within `timeout_ms`.
+    pub fn list_tools(&self, server: &str) -> Result<BTreeMap<String, McpToolSchema>, NoAnswer> {
+        let Some(server) = self.servers.get(server).cloned() else {
+            return Err(NoAnswer { reason: format!("no MCP server {server:?} is declared"), attempts: 0 });
+        };
+        let timeout = Duration::from_millis(server.spec.timeout_ms);
+        self.runtime.block_on(async move {
+            let listed = tokio::time::timeout(timeout, async {
+                let client = server.client().await.map_err(Failed::reason)?;
+                client.list_all_tools().await.map_err(|error| format!("tools/list failed: {error}"))
+            })
+            .await
+            .map_err(|_| format!("timed out after {} ms (timeout_ms)", server.spec.timeout_ms))
+            .and_then(|listed| listed);
+            if let Some(client) = server.client.lock().await.take() {
+                if let Ok(client) = Arc::try_unwrap(client) {
+                    let _ = client.cancel().await;
+                }
+            }
+            let tools = listed.map_err(|reason| NoAnswer { reason, attempts: 1 })?;
+            Ok(tools
+                .into_iter()
+                .map(|tool| {
+                    let described = McpToolSchema {
+                        description: tool.description.as_deref().unwrap_or_default().to_string(),
+                        input_schema: Json::Object((*tool.input_schema).clone()),
+                    };
+                    (tool.name.to_string(), described)
+                })
+                .collect())
+        })
+    }
+}
+
+impl Failed {
+    fn reason(self) -> String {
+        match self {
+            Failed::Transient(reason) | Failed::Final(reason) => reason,
+        }
+    }
 }
 
 impl Server {
@@ -189,19 +233,38 @@ for {} ms more (breaker_cooldown_ms = {})",
         if let Some(client) = held.as_ref().filter(|client| !client.is_closed()) {
             return Ok(client.clone());
         }
-        let (program, arguments) = self.spec.command.split_first().expect("a validated command names its program");
-        let mut command = tokio::process::Command::new(program);
-        command.args(arguments).current_dir(&self.spec.dir);
-        let started = format!("{} (in {})", self.spec.command.join(" "), self.spec.dir.display());
-        let transport = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .map(|(transport, _)| transport)
-            .map_err(|error| Failed::Transient(format!("could not start {started}: {error}")))?;
-        let client =
-            ().serve(transport)
-                .await
-                .map_err(|error| Failed::Transient(format!("{started} did not start: {error}")))?;
+        let client = match &self.spec.transport {
+            McpTransport::Stdio { command, dir } => {
+                let (program, arguments) = command.split_first().expect("a validated command names its program");
+                let mut process = tokio::process::Command::new(program);
+                process.args(arguments).current_dir(dir);
+                let started = self.spec.transport.describe();
+                let transport = TokioChildProcess::builder(process)
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map(|(transport, _)| transport)
+                    .map_err(|error| Failed::Transient(format!("could not start {started}: {error}")))?;
+                ().serve(transport)
+                    .await
+                    .map_err(|error| Failed::Transient(format!("{started} did not start: {error}")))?
+            }
+            McpTransport::Url { url, bearer_token_env } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(name) = bearer_token_env {
+                    // Read at each connection, so a rotated token is picked up;
+                    // a missing one is this server's failure, named, never its value.
+                    let token = std::env::var(name).map_err(|_| {
+                        Failed::Transient(format!("the environment variable {name} (bearer_token_env) is not set"))
+                    })?;
+                    config = config.auth_header(token);
+                }
+                crate::tls::install_crypto_provider();
+                let transport = StreamableHttpClientTransport::from_config(config);
+                ().serve(transport)
+                    .await
+                    .map_err(|error| Failed::Transient(format!("{url} did not answer the handshake: {error}")))?
+            }
+        };
         let client = Arc::new(client);
         *held = Some(client.clone());
         Ok(client)

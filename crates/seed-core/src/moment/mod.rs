@@ -255,6 +255,10 @@ pub fn build_face<'w>(
     let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
     let can_see = expand(&composed.can_see);
     let can_do = expand(&composed.can_do);
+    let can_do_described = can_do
+        .iter()
+        .filter_map(|action| Some((action.clone(), substrate.ops.get(action)?.described.clone()?)))
+        .collect();
     let can_summon = as_being_entries(expand(&composed.can_summon));
     let can_be = expand(&composed.can_be);
     let mut seen = serde_json::Map::new();
@@ -314,6 +318,7 @@ pub fn build_face<'w>(
         prompt: composed.render_prompt(&assigned.context),
         inbox: world.inbox.get(&opened.being).map_or(0, |pending| pending.len()),
         recall,
+        can_do_described,
         query_vector,
         digest: Hash32::default(),
     };

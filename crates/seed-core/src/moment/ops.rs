@@ -137,6 +137,9 @@ pub struct OpSpec {
     pub handler: OpHandler,
     /// Where it came from (`core` or an extension's name).
     pub origin: String,
+    /// An MCP tool's description and input schema, as recorded in its
+    /// extension: offered to a model with the operation.
+    pub described: Option<Arc<crate::tools::McpToolSchema>>,
 }
 
 #[derive(Clone, Default)]
@@ -154,6 +157,7 @@ impl OpRegistry {
                 schema,
                 handler: OpHandler::Builtin(handler),
                 origin: "core".into(),
+                described: None,
             })
         };
         add("move", ArgSchema::default().field("to", ArgType::Text, true), op_move);

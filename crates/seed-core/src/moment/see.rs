@@ -256,5 +256,6 @@ pub fn register_grid_ops(ops: &mut OpRegistry) {
         schema: ArgSchema::default().field("dir", ArgType::Text, true),
         handler: OpHandler::Builtin(op_step),
         origin: "core".into(),
+        described: None,
     });
 }
