@@ -3,10 +3,15 @@
 //! (tests/fixtures/mcp), `@pilot` calling `see @crew`, each call one moment
 //! sealed on its reel and durable before it is answered. The reference is
 //! `POST /api/v1/beings/pilot/act`; the measured is `tools/call` of the
-//! `see` tool at `/mcp` (an `initialize` session of protocol 2025-11-25 per
-//! client, its answers read off the SSE stream the SDK sends). One client
-//! calling in a loop gives the rate; 20 clients at once the latency under
-//! load (p50, p99). Figures go in docs/performance.md.
+//! `see` tool at `/mcp`, both ways a client of the SDK speaks: an
+//! `initialize` session of protocol 2025-11-25 per client (its answers read
+//! off the event stream the SDK sends) and stateless requests of 2026-07-28
+//! (each carrying its revision; answered as plain JSON). One client calling
+//! in a loop gives the rate; 20 clients at once the latency under load
+//! (p50, p99). The three ways are measured in interleaved one-second slices
+//! (API, then each `/mcp` way, ten times over), so the machine's drift
+//! during a run (disk syncs, other work) falls on all three alike and the
+//! ratios compare like with like. Figures go in docs/performance.md.
 
 #[path = "common/up.rs"]
 mod up;
@@ -20,8 +25,10 @@ use up::Up;
 #[global_allocator]
 static GLOBAL_ALLOCATOR: seed::SeedAllocator = seed::SeedAllocator;
 
-/// How long each measurement calls for.
-const CALL_SECONDS: u64 = 10;
+/// How long one slice of one way of calling lasts.
+const SLICE_MS: u64 = 1_000;
+/// Slices of each way of calling, interleaved.
+const SLICES: usize = 10;
 /// The clients calling at once for the latency under load.
 const CONCURRENT_CLIENTS: usize = 20;
 
@@ -54,6 +61,7 @@ impl Caller for ApiCaller {
     }
 }
 
+/// A client of an `initialize` session (protocol 2025-11-25).
 struct McpCaller {
     http: reqwest::blocking::Client,
     endpoint: String,
@@ -95,15 +103,18 @@ impl McpCaller {
             .and_then(|value| value.to_str().ok())
             .unwrap_or(&self.session)
             .to_string();
-        let text = response.text().unwrap_or_default();
-        let answer = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .chain(std::iter::once(text.as_str()))
-            .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok().filter(|value| value.get("id").is_some()))
-            .unwrap_or(Value::Null);
-        (session, answer)
+        (session, answer_of(&response.text().unwrap_or_default()))
     }
+}
+
+/// The JSON-RPC answer in a body: plain JSON, or the `data:` line of an
+/// event stream that carries an `id`.
+fn answer_of(text: &str) -> Value {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text))
+        .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok().filter(|value| value.get("id").is_some()))
+        .unwrap_or(Value::Null)
 }
 
 impl Caller for McpCaller {
@@ -116,39 +127,99 @@ impl Caller for McpCaller {
     }
 }
 
+/// A client of the stateless revision (2026-07-28): no handshake, each
+/// request carrying its revision and capabilities (`_meta`) and the
+/// standard headers that name its method and tool.
+struct StatelessCaller {
+    http: reqwest::blocking::Client,
+    endpoint: String,
+    token: String,
+    next_id: u64,
+}
+
+impl Caller for StatelessCaller {
+    fn call(&mut self) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "see", "arguments": {"address": "@crew"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}});
+        let response = self
+            .http
+            .post(&self.endpoint)
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "see")
+            .body(message.to_string())
+            .send()
+            .expect("/mcp answered");
+        let status = response.status();
+        let text = response.text().unwrap_or_default();
+        assert!(status.is_success(), "/mcp: {status} {text}");
+        let answer = answer_of(&text);
+        assert_eq!(answer["result"]["isError"], false, "{text}");
+    }
+}
+
 struct Measured {
     calls_per_second: f64,
     p50_ms: f64,
     p99_ms: f64,
 }
 
-/// `clients` callers calling for `CALL_SECONDS` at once.
-fn measure(callers: Vec<Box<dyn Caller>>) -> Measured {
-    let started = Instant::now();
-    let until = started + Duration::from_secs(CALL_SECONDS);
-    let threads: Vec<_> = callers
+/// Each way's callers (the same count for each way) calling in
+/// interleaved slices: a slice of the first way, then of the second, …,
+/// `SLICES` times over. What each way achieved over its slices.
+fn measure_interleaved(mut ways: Vec<Vec<Box<dyn Caller>>>) -> Vec<Measured> {
+    let mut latencies: Vec<Vec<Duration>> = vec![Vec::new(); ways.len()];
+    let mut elapsed = vec![Duration::ZERO; ways.len()];
+    for _ in 0..SLICES {
+        for (way, callers) in ways.iter_mut().enumerate() {
+            let started = Instant::now();
+            let until = started + Duration::from_millis(SLICE_MS);
+            let slice: Vec<Duration> = std::thread::scope(|scope| {
+                let threads: Vec<_> = callers
+                    .iter_mut()
+                    .map(|caller| {
+                        scope.spawn(move || {
+                            let mut latencies = Vec::new();
+                            while Instant::now() < until {
+                                let call = Instant::now();
+                                caller.call();
+                                latencies.push(call.elapsed());
+                            }
+                            latencies
+                        })
+                    })
+                    .collect();
+                threads.into_iter().flat_map(|thread| thread.join().expect("a caller")).collect()
+            });
+            elapsed[way] += started.elapsed();
+            latencies[way].extend(slice);
+        }
+    }
+    latencies
         .into_iter()
-        .map(|mut caller| {
-            std::thread::spawn(move || {
-                let mut latencies = Vec::new();
-                while Instant::now() < until {
-                    let call = Instant::now();
-                    caller.call();
-                    latencies.push(call.elapsed());
-                }
-                latencies
-            })
+        .zip(elapsed)
+        .map(|(mut latencies, elapsed)| {
+            latencies.sort_unstable();
+            let quantile = |q: f64| {
+                let index = ((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1));
+                latencies.get(index).map_or(f64::NAN, |latency| latency.as_secs_f64() * 1000.0)
+            };
+            Measured {
+                calls_per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+                p50_ms: quantile(0.50),
+                p99_ms: quantile(0.99),
+            }
         })
-        .collect();
-    let mut latencies: Vec<Duration> =
-        threads.into_iter().flat_map(|thread| thread.join().expect("a caller")).collect();
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort_unstable();
-    let quantile = |q: f64| {
-        let index = ((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1));
-        latencies.get(index).map_or(f64::NAN, |latency| latency.as_secs_f64() * 1000.0)
-    };
-    Measured { calls_per_second: latencies.len() as f64 / elapsed, p50_ms: quantile(0.50), p99_ms: quantile(0.99) }
+        .collect()
 }
 
 fn report(name: &str, measured: &Measured, reference: f64) {
@@ -168,17 +239,29 @@ fn main() {
         return;
     }
     let land = Up::start(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp/mcp.toml"), Stdio::null());
-    let api = |land: &Up| -> Box<dyn Caller> {
-        Box::new(ApiCaller { http: http(), url: land.url.clone(), token: land.token.clone() })
+    let ways = |clients: usize| -> Vec<Vec<Box<dyn Caller>>> {
+        let api = (0..clients)
+            .map(|_| Box::new(ApiCaller { http: http(), url: land.url.clone(), token: land.token.clone() }) as _)
+            .collect();
+        let session = (0..clients).map(|_| Box::new(McpCaller::open(&land.url, &land.token)) as _).collect();
+        let stateless = (0..clients)
+            .map(|_| {
+                Box::new(StatelessCaller {
+                    http: http(),
+                    endpoint: format!("{}/mcp?being=pilot", land.url),
+                    token: land.token.clone(),
+                    next_id: 1,
+                }) as _
+            })
+            .collect();
+        vec![api, session, stateless]
     };
-    let mcp = |land: &Up| -> Box<dyn Caller> { Box::new(McpCaller::open(&land.url, &land.token)) };
-    println!("a verb sealed per call (see @crew), {CALL_SECONDS} s per measurement");
-    let api_one = measure(vec![api(&land)]);
-    let mcp_one = measure(vec![mcp(&land)]);
-    let api_many = measure((0..CONCURRENT_CLIENTS).map(|_| api(&land)).collect());
-    let mcp_many = measure((0..CONCURRENT_CLIENTS).map(|_| mcp(&land)).collect());
-    report("JSON API, 1 client (reference)", &api_one, api_one.calls_per_second);
-    report("/mcp tools/call, 1 client", &mcp_one, api_one.calls_per_second);
-    report(&format!("JSON API, {CONCURRENT_CLIENTS} clients"), &api_many, api_many.calls_per_second);
-    report(&format!("/mcp tools/call, {CONCURRENT_CLIENTS} clients"), &mcp_many, api_many.calls_per_second);
+    println!("a verb sealed per call (see @crew), {SLICES} interleaved slices of {SLICE_MS} ms per way");
+    for clients in [1, CONCURRENT_CLIENTS] {
+        let measured = measure_interleaved(ways(clients));
+        let reference = measured[0].calls_per_second;
+        report(&format!("JSON API, {clients} client(s) (reference)"), &measured[0], reference);
+        report(&format!("/mcp 2025-11-25 session, {clients} client(s)"), &measured[1], reference);
+        report(&format!("/mcp 2026-07-28 stateless, {clients} client(s)"), &measured[2], reference);
+    }
 }

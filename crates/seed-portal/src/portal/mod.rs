@@ -97,6 +97,8 @@ pub struct Portal {
     shutdown: serve::Shutdown,
     /// The world page's value, once per world snapshot.
     world_view: views::WorldViewCache,
+    /// The MCP tool list's digest per being, once per world snapshot.
+    mcp_tool_lists: mcp::ToolListDigests,
 }
 
 impl Portal {
@@ -105,7 +107,15 @@ impl Portal {
     pub fn open(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Arc<Portal> {
         let passwords = passwords::Passwords::in_land(live.land_dir());
         let sessions = Sessions::new(limits.requests_per_minute_max);
-        Arc::new(Portal { live, sessions, passwords, limits, shutdown, world_view: views::WorldViewCache::default() })
+        Arc::new(Portal {
+            live,
+            sessions,
+            passwords,
+            limits,
+            shutdown,
+            world_view: views::WorldViewCache::default(),
+            mcp_tool_lists: Default::default(),
+        })
     }
 }
 
@@ -125,7 +135,10 @@ fn mcp_router(portal: &Arc<Portal>) -> Router<Arc<Portal>> {
     let service: StreamableHttpService<mcp::SeedMcp, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(mcp::SeedMcp::for_http(for_sessions.clone())),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(cancel),
+        // A request of a stateless revision (2026-07-28) is answered as plain
+        // JSON when its handler sends nothing before the result (an event
+        // stream otherwise); an `initialize` session's answers stay streams.
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel).with_json_response(true),
     );
     Router::new()
         .route_service(mcp::MCP_PATH, service)

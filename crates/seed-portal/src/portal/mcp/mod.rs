@@ -18,6 +18,7 @@
 mod http;
 mod resources;
 mod tools;
+pub(super) use tools::ToolListDigests;
 
 pub use http::{caller_for, protected_resource_metadata, require_bearer, MCP_PATH};
 
@@ -32,6 +33,12 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// How long a connection's watch gathers the land's changes before it
+/// looks at what they changed, in milliseconds: the tool list (a face
+/// built) and the watched resources are computed at most once per this,
+/// not once per fact sealed, and a change is announced at most this late.
+pub const MCP_CHANGES_GATHERED_MS: u64 = 50;
 
 /// Who drives what through one MCP connection or request: the principal
 /// its bearer token (or, over stdio, the process) acts as, and the being
@@ -261,7 +268,7 @@ struct Watch {
 impl Watch {
     fn new(server: &SeedMcp, caller: McpCaller, wants_tools: bool, uris: Vec<String>, legacy: bool) -> Watch {
         let portal = &server.portal;
-        let tools_seen = tools::digest(&tools::listed(portal, &caller));
+        let tools_seen = portal.mcp_tool_lists.now(portal, &caller);
         let resources_seen =
             uris.into_iter().map(|uri| (uri.clone(), resources::version(portal, &caller, &uri))).collect();
         Watch {
@@ -278,12 +285,25 @@ impl Watch {
     /// Waits for the land to change: `false` once the portal stops, the
     /// land's feed ends or the caller's account is revoked.
     async fn next_change(&mut self, server: &SeedMcp) -> bool {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
         tokio::select! {
             _ = self.shutdown.changed() => return false,
             change = self.changes.recv() => {
-                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = change {
+                if let Err(RecvError::Closed) = change {
                     return false;
                 }
+            }
+        }
+        // The changes that follow within the window are looked at together.
+        tokio::select! {
+            _ = self.shutdown.changed() => return false,
+            _ = tokio::time::sleep(std::time::Duration::from_millis(MCP_CHANGES_GATHERED_MS)) => {}
+        }
+        loop {
+            match self.changes.try_recv() {
+                Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Closed) => return false,
             }
         }
         server.still_holds(&self.caller)
@@ -299,7 +319,7 @@ impl Watch {
         let portal = &server.portal;
         let mut tools_changed = false;
         if self.wants_tools {
-            let now = tools::digest(&tools::listed(portal, &self.caller));
+            let now = portal.mcp_tool_lists.now(portal, &self.caller);
             tools_changed = now != self.tools_seen;
             self.tools_seen = now;
         }

@@ -10,10 +10,11 @@ use super::super::{views, work, Portal};
 use super::McpCaller;
 use crate::llm;
 use crate::moment::{self, Outcome, PersonChoice};
-use crate::world::Wake;
+use crate::world::{Wake, World};
 use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Most beings `list_beings` names in one answer (`mcp_list_beings_max`).
@@ -84,10 +85,9 @@ fn read_tools() -> Vec<Tool> {
 
 /// The verbs the driven being's face offers now, with their tools (none
 /// when its moment cannot open: a person's moment would fail the same way).
-fn verbs(portal: &Portal, caller: &McpCaller) -> (Vec<&'static str>, Vec<Tool>) {
-    let world = portal.live.world();
+fn verbs(portal: &Portal, world: &World, caller: &McpCaller) -> (Vec<&'static str>, Vec<Tool>) {
     let Some(row) = world.being_named(&caller.being) else { return (Vec::new(), Vec::new()) };
-    let Ok((_, _, face)) = moment::preview(portal.live.substrate(), &world, row.id, Wake::Person, portal.live.now_ms())
+    let Ok((_, _, face)) = moment::preview(portal.live.substrate(), world, row.id, Wake::Person, portal.live.now_ms())
     else {
         return (Vec::new(), Vec::new());
     };
@@ -107,14 +107,46 @@ fn verbs(portal: &Portal, caller: &McpCaller) -> (Vec<&'static str>, Vec<Tool>) 
 
 /// Every tool the caller may call now: the verbs, then the read tools.
 pub(super) fn listed(portal: &Portal, caller: &McpCaller) -> Vec<Tool> {
-    let (_, mut tools) = verbs(portal, caller);
+    listed_in(portal, &portal.live.world(), caller)
+}
+
+fn listed_in(portal: &Portal, world: &World, caller: &McpCaller) -> Vec<Tool> {
+    let (_, mut tools) = verbs(portal, world, caller);
     tools.extend(read_tools());
     tools
 }
 
 /// What the tool list is, to tell when it changed (never stored).
-pub(super) fn digest(tools: &[Tool]) -> blake3::Hash {
+fn digest(tools: &[Tool]) -> blake3::Hash {
     blake3::hash(&serde_json::to_vec(tools).unwrap_or_default())
+}
+
+/// The tool list's digest per driven being, computed once per world
+/// snapshot: after a change every connection watching the same being asks
+/// for the same value, and twenty connections would otherwise build its
+/// face twenty times for one fact (the list depends on the being, never on
+/// who drives it).
+#[derive(Default)]
+pub struct ToolListDigests {
+    cached: std::sync::Mutex<Option<DigestsOfWorld>>,
+}
+
+/// A world and the tool lists' digests computed in it, by being name.
+type DigestsOfWorld = (Arc<World>, BTreeMap<String, blake3::Hash>);
+
+impl ToolListDigests {
+    /// The digest of the tool list `caller` would be given now.
+    pub(super) fn now(&self, portal: &Portal, caller: &McpCaller) -> blake3::Hash {
+        let world = portal.live.world();
+        // Held while computing: watchers racing on a new snapshot wait for
+        // the one computation instead of each doing it.
+        let mut cached = self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !cached.as_ref().is_some_and(|(seen, _)| Arc::ptr_eq(seen, &world)) {
+            *cached = Some((world.clone(), BTreeMap::new()));
+        }
+        let (_, digests) = cached.as_mut().expect("set above");
+        *digests.entry(caller.being.clone()).or_insert_with(|| digest(&listed_in(portal, &world, caller)))
+    }
 }
 
 /// A tool error the client reads: the code and the message, as text and
