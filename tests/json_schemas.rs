@@ -120,6 +120,13 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     ok("rotate-key", &rotated);
     check("rotate-key", &rotated, "rotate-key.json", false, &mut checked);
 
+    let configured = seed(&land, &["config", "set", "inbox_depth_max", "100", "--json"]);
+    ok("config set", &configured);
+    check("config set", &configured, "config-set.json", false, &mut checked);
+    let config = seed(&land, &["config", "--json"]);
+    ok("config", &config);
+    check("config", &config, "config.json", false, &mut checked);
+
     let token = seed(&land, &["token", "--json"]);
     ok("token", &token);
     check("token", &token, "token.json", false, &mut checked);
@@ -271,6 +278,8 @@ fn every_verb_offering_json_has_a_schema() {
         (&["copy"], "copy.json"),
         (&["rotate-key"], "rotate-key.json"),
         (&["token"], "token.json"),
+        (&["config"], "config.json"),
+        (&["config", "set"], "config-set.json"),
         (&["sim"], "sim.json"),
         (&["worker"], "worker.json"),
         (&["replay"], "replay.json"),
@@ -289,15 +298,16 @@ fn every_verb_offering_json_has_a_schema() {
             continue;
         }
         let help = stdout(&seed_without_land(&[verb, "--help"]));
+        // A verb with subcommands may offer --json itself too (`seed config`).
+        verbs.push(vec![verb.to_string()]);
         if help.contains("Commands:") {
             for sub in help.lines().skip_while(|line| !line.starts_with("Commands:")).skip(1) {
                 match sub.split_whitespace().next() {
-                    Some("help") | None => continue,
+                    Some("help") => continue,
+                    None => break,
                     Some(sub) => verbs.push(vec![verb.to_string(), sub.to_string()]),
                 }
             }
-        } else {
-            verbs.push(vec![verb.to_string()]);
         }
     }
     assert!(verbs.len() > 15, "the verbs were read from `seed help`: {verbs:?}");

@@ -52,6 +52,7 @@ mod bundle;
 mod cli;
 mod cli_help;
 mod code_rules;
+mod config;
 mod crash;
 mod fact_props;
 mod first_world;

@@ -455,3 +455,41 @@ fn a_person_approves_edits_and_denies_gated_calls_in_the_approvals_inbox() {
     browser.wait_for_text("body", "neither an RFC 3339 time");
     browser.screenshot("a09-audit-bad-since");
 }
+
+#[test]
+fn an_operator_reads_and_sets_the_lands_configuration_on_its_page() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let up = Up::start(&[]);
+    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
+    let browser = Browser::start(&screenshots);
+    browser.log_in(&up.url, &up.token);
+    browser.go(&format!("{}/config", up.url));
+    browser.wait_for_text("#key-inbox_depth_max", "its default");
+    browser.screenshot("c01-config-defaults");
+
+    // A value out of range is refused naming it; nothing changes.
+    browser.clear_and_type("#value-inbox_depth_max", "0");
+    browser.click("#set-inbox_depth_max");
+    browser.wait_for_text("body", "inbox_depth_max = 0 is out of range: 1 to 1000000 summons");
+    browser.screenshot("c02-config-out-of-range");
+
+    browser.go(&format!("{}/config", up.url));
+    browser.clear_and_type("#value-inbox_depth_max", "12");
+    browser.click("#set-inbox_depth_max");
+    browser.wait_for_text("#config-done", "inbox_depth_max set");
+    let row = browser.text("#key-inbox_depth_max");
+    assert!(row.contains("12") && row.contains("@operator at land seq"), "{row}");
+    browser.screenshot("c03-config-set");
+    let (_, config) = up.get("/api/v1/config");
+    let key = config["keys"].as_array().expect("keys").iter().find(|key| key["key"] == "inbox_depth_max").cloned();
+    assert_eq!(key.expect("the key")["value"], 12);
+
+    // Back to its default by typing `default`.
+    browser.clear_and_type("#value-inbox_depth_max", "default");
+    browser.click("#set-inbox_depth_max");
+    browser.wait_for_text("#config-done", "inbox_depth_max set");
+    assert!(browser.text("#key-inbox_depth_max").contains("its default"));
+    browser.screenshot("c04-config-back-to-default");
+}

@@ -1,6 +1,7 @@
 //! Command-line arguments and the commands behind them.
 
 mod audit;
+mod config;
 mod corpus;
 mod demo_world;
 mod flow;
@@ -245,6 +246,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The land's configuration: every key with its unit, range, default, the
+    /// value in force and the fact that set it; `seed config set KEY VALUE`
+    /// sets one (docs/config.md).
+    Config {
+        #[command(subcommand)]
+        command: Option<ConfigCommand>,
+        /// Print the configuration as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Issue a new operator token (shown once; the old one stops working).
     /// Works on any land, planted or simulated; stop `seed up` first.
     Token {
@@ -425,6 +436,23 @@ enum Command {
 }
 
 #[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Set one key (or `default` to return it to its default) by an act of the
+    /// operator, in force from the next moment. Stop `seed up` first, or use
+    /// its config page.
+    Set {
+        /// The key (`seed config` lists them).
+        key: String,
+        /// A whole number in the key's unit and range, or `default`.
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum ScriptCommand {
     /// Compile a script strictly: syntax, variables used but never defined, and (for a role
     /// script) keys of the face that do not exist. Exits 1 naming file, line and column.
@@ -599,6 +627,8 @@ impl Arguments {
             | Command::Reindex { json }
             | Command::RotateKey { json, .. }
             | Command::Token { json }
+            | Command::Config { command: None, json }
+            | Command::Config { command: Some(ConfigCommand::Set { json, .. }), .. }
             | Command::Sim { json, .. }
             | Command::McpSchemas { json, .. }
             | Command::Worker { json, .. }
@@ -780,6 +810,10 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::RecoverOperator { fixture } => recover::recover_operator(&dir, fixture.as_deref()),
         Command::Reindex { json } => land::reindex(&land::open(&dir)?, json),
         Command::Token { json } => land::token(&dir, json),
+        Command::Config { command: None, json } => config::show(&land::open_read_only(&dir)?, json),
+        Command::Config { command: Some(ConfigCommand::Set { key, value, json }), .. } => {
+            config::set(&dir, &store, &key, &value, json)
+        }
         Command::RotateKey { being, json } => land::rotate_key(&land::open(&dir)?, &being, json),
         Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {
             flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)

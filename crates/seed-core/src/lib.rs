@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod authoring;
+pub mod config;
 pub mod embedding;
 pub mod extensions;
 pub mod face;

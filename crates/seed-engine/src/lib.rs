@@ -7,13 +7,14 @@
 //! re-exported at their familiar paths (`crate::world`, `crate::land`, …).
 
 pub mod audit;
+pub mod config_view;
 pub mod engine;
 pub mod memory_view;
 pub mod replay;
 pub mod snapshots;
 
 pub use seed_core::{
-    approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,
+    approval, authoring, config, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,
 };
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};

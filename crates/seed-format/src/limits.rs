@@ -2,9 +2,9 @@
 //! foundation enforces is a field here with its unit in its name.
 //!
 //! These are the foundation's values. The moment's own limits (inbox depth,
-//! summon rate and length, the LLM's budgets) are read from the land's
-//! configuration where it names them (`set-config` effects folded into
-//! `World::config`, `MomentLimits::of`), so replay sees the limits in force.
+//! summon rate and length, the LLM's budgets) are configuration keys
+//! (`seed_core::config::CONFIG_KEYS`, docs/config.md): `set-config` effects
+//! folded into `World::config`, so replay sees the limits in force.
 
 /// Largest fact body a land accepts when sealing, in bytes.
 pub const FACT_BODY_BYTES_MAX_DEFAULT: usize = 64 * 1024;

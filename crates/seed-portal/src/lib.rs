@@ -13,8 +13,8 @@ pub mod portal;
 pub mod tls;
 
 pub use seed_core::{
-    approval, authoring, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,
+    approval, authoring, config, embedding, extensions, face, llm, memory, moment, roles, script, spend, tools, world,
 };
-pub use seed_engine::{audit, engine, memory_view, replay, snapshots};
+pub use seed_engine::{audit, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};

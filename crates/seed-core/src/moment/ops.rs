@@ -148,7 +148,8 @@ pub struct OpRegistry {
 }
 
 impl OpRegistry {
-    /// The core's operations: `move`, `publish-signal`, `set-quality`, `create-matter`.
+    /// The core's operations: `move`, `publish-signal`, `set-quality`,
+    /// `create-matter`, the role, account and budget operations, `set-config`.
     pub fn core() -> OpRegistry {
         let mut registry = OpRegistry::default();
         let mut add = |name: &str, schema: ArgSchema, handler: BuiltinOp| {
@@ -204,6 +205,11 @@ impl OpRegistry {
                 |schema, limit| schema.field(limit, ArgType::Integer, false),
             ),
             op_set_budget,
+        );
+        add(
+            "set-config",
+            ArgSchema::default().field("key", ArgType::Text, true).field("value", ArgType::Any, false),
+            op_set_config,
         );
         registry
     }
@@ -410,6 +416,17 @@ fn op_set_budget(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     budgets.roles.retain(|_, limits| !limits.is_empty());
     let value = (budgets != Budgets::default()).then(|| budgets.to_json());
     Ok(vec![Effect::SetConfig { key: BUDGETS_CONFIG_KEY.to_string(), value }])
+}
+
+/// Sets one configuration key (`config::CONFIG_KEYS`) to a value in its
+/// range, or back to its default (`value` null or absent). Who may is the
+/// verb layer's question: the operation is in the setter's `canDo`.
+fn op_set_config(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
+    let key = crate::config::key_for_setting(text_arg(call.args, "key")).map_err(OpError::Config)?;
+    let value = crate::config::check_value(key, call.args.get("value").unwrap_or(&Json::Null))
+        .map_err(OpError::Config)?
+        .map(Json::from);
+    Ok(vec![Effect::SetConfig { key: key.name.to_string(), value }])
 }
 
 /// Ends an account; only an ancestor of its being may.

@@ -232,6 +232,8 @@ pub enum OpError {
     BudgetNotAnAncestor { actor: String, being: String },
     #[error("@{actor} was born to a parent: only the land's operator sets a role's or the land's budget")]
     BudgetNotOperator { actor: String },
+    #[error("args.key: {0}")]
+    Config(crate::config::ConfigError),
 }
 
 /// An argument that does not fit its operation's schema.

@@ -13,6 +13,7 @@ mod approvals;
 mod approvals_html;
 mod audit_page;
 pub mod auth;
+mod config_page;
 pub mod conversation;
 pub mod error;
 pub mod extract;
@@ -182,6 +183,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/timeline", get(timeline_page))
         .route("/approvals", get(approvals::approvals_page))
         .route("/audit", get(audit_page::audit_page))
+        .route("/config", get(config_page::config_page).post(config_page::config_form))
         .route("/approvals/{request}", post(approvals::decide_form))
         .route("/accounts", get(accounts_page).post(invite_form))
         .route("/accounts/{account}/token", post(new_token_form))
@@ -215,6 +217,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/matter", get(api_matter))
         .route("/api/v1/approvals", get(approvals::api_approvals))
         .route("/api/v1/audit", get(audit_page::api_audit))
+        .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))
         .route("/api/v1/approvals/{request}", post(approvals::api_decide))
         .route("/api/v1/accounts", get(api_accounts).post(api_invite))
         .route("/api/v1/accounts/{account}/token", post(api_new_token))

@@ -75,6 +75,7 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         }
         OpError::NoAccount { .. } | OpError::NotAuthored { .. } => RefusalClass::Missing,
         OpError::NotRegistered { .. }
+        | OpError::Config(_)
         | OpError::Args(_)
         | OpError::Script(_)
         | OpError::BadEffects { .. }

@@ -1,0 +1,257 @@
+//! The land's configuration keys (docs/config.md): every limit a moment
+//! reads from the folded configuration, with its unit in its name, its
+//! default and the range it may be set to. A key is set by a `set-config`
+//! act (`seed config set`, the portal's config page, or any being whose role
+//! offers the operation) and folded into `World::config` like any effect, so
+//! a moment reads the value in force at its cursor and replay reads the same.
+//!
+//! What this module decides: which keys exist and whether a value fits one.
+//! What it does not know: who may set a key (the verb layer: the operation
+//! is in the setter's `canDo`), nor where a key's value is read (each reader
+//! names its key: `MomentLimits::of`, `llm::prompt_in`, `moment::recall`).
+
+use serde_json::Value as Json;
+
+/// One configuration key: a whole number with its unit in its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigKey {
+    pub name: &'static str,
+    /// The unit, spelled out for a person (the name's suffix says it too).
+    pub unit: &'static str,
+    pub default: u64,
+    /// The smallest value it may be set to.
+    pub min: u64,
+    /// The largest value it may be set to.
+    pub max: u64,
+    /// What it bounds, in a line.
+    pub about: &'static str,
+}
+
+/// Every key `set-config` sets, in name order. Another configuration value
+/// (`budgets`, `embedding_connection`) has an operation or a fixture field
+/// of its own and is shown beside these, never set through them.
+pub const CONFIG_KEYS: &[ConfigKey] = &[
+    ConfigKey {
+        name: "beings_per_land_max",
+        unit: "beings",
+        default: crate::moment::BEINGS_PER_LAND_MAX as u64,
+        min: 1,
+        max: 100_000_000,
+        about: "beings a land holds; a birth past it is refused",
+    },
+    ConfigKey {
+        name: "inbox_depth_max",
+        unit: "summons",
+        default: crate::moment::INBOX_DEPTH_MAX as u64,
+        min: 1,
+        max: 1_000_000,
+        about: "summons waiting in one being's inbox; a summons past it is refused",
+    },
+    ConfigKey {
+        name: "llm_prompt_chars_max",
+        unit: "characters",
+        default: crate::llm::LLM_PROMPT_CHARS_MAX as u64,
+        min: 1_000,
+        max: 10_000_000,
+        about: "characters of one model call's prompt (face, wake, recall)",
+    },
+    ConfigKey {
+        name: "llm_response_bytes_max",
+        unit: "bytes",
+        default: crate::llm::LLM_RESPONSE_BYTES_MAX as u64,
+        min: 1_024,
+        max: 64 * 1024 * 1024,
+        about: "bytes of one model answer the moment reads",
+    },
+    ConfigKey {
+        name: "recall_face_chars_max",
+        unit: "characters",
+        default: crate::moment::recall::RECALL_FACE_CHARS_MAX as u64,
+        min: 0,
+        max: 1_000_000,
+        about: "characters of recalled items in one half or inward face",
+    },
+    ConfigKey {
+        name: "summon_content_chars_max",
+        unit: "characters",
+        default: crate::moment::SUMMON_CONTENT_CHARS_MAX as u64,
+        min: 1,
+        max: 1_000_000,
+        about: "characters of one summons' content",
+    },
+    ConfigKey {
+        name: "summons_per_minute_max",
+        unit: "summons per minute of stored time",
+        default: crate::moment::SUMMONS_PER_MINUTE_MAX as u64,
+        min: 1,
+        max: 1_000_000,
+        about: "summons one being sends in a minute; one past it is refused",
+    },
+];
+
+/// The key named `name`, if there is one.
+pub fn key_named(name: &str) -> Option<&'static ConfigKey> {
+    CONFIG_KEYS.iter().find(|key| key.name == name)
+}
+
+/// Configuration values that are set another way, and the way.
+const SET_ELSEWHERE: &[(&str, &str)] = &[
+    ("budgets", "`do set-budget` (docs/llm.md)"),
+    ("embedding_connection", "the fixture's [config] (docs/memory.md)"),
+    ("embedding_model", "the fixture's [config] (docs/memory.md)"),
+];
+
+/// Why a value cannot be set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("there is no configuration key {key:?}{}", suggestion.map(|name| format!(" (did you mean {name}?)")).unwrap_or_default())]
+    UnknownKey { key: String, suggestion: Option<&'static str> },
+    #[error("{key} is not set with set-config: it is set with {way}")]
+    SetElsewhere { key: String, way: &'static str },
+    #[error("{key} is a whole number of {unit}, not {found}")]
+    NotAWholeNumber { key: &'static str, unit: &'static str, found: String },
+    #[error("{key} = {value} is out of range: {min} to {max} {unit}")]
+    OutOfRange { key: &'static str, unit: &'static str, value: u64, min: u64, max: u64 },
+}
+
+/// The key `name` names, or why it names none.
+pub fn key_for_setting(name: &str) -> Result<&'static ConfigKey, ConfigError> {
+    if let Some(key) = key_named(name) {
+        return Ok(key);
+    }
+    if let Some((_, way)) = SET_ELSEWHERE.iter().find(|(other, _)| *other == name) {
+        return Err(ConfigError::SetElsewhere { key: name.to_string(), way });
+    }
+    // A near miss (a typo), or a key the name begins (`inbox_depth`).
+    let suggestion = CONFIG_KEYS
+        .iter()
+        .map(|key| (strsim_distance(name, key.name), key.name))
+        .filter(|(distance, key)| *distance <= 3 || (name.len() >= 4 && key.starts_with(name)))
+        .min()
+        .map(|(_, name)| name);
+    Err(ConfigError::UnknownKey { key: name.to_string(), suggestion })
+}
+
+/// `value` checked against `key`: a whole number within its range (`null`
+/// is always allowed: the key goes back to its default).
+pub fn check_value(key: &'static ConfigKey, value: &Json) -> Result<Option<u64>, ConfigError> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let number = value.as_u64().ok_or_else(|| ConfigError::NotAWholeNumber {
+        key: key.name,
+        unit: key.unit,
+        found: value.to_string(),
+    })?;
+    if number < key.min || number > key.max {
+        return Err(ConfigError::OutOfRange {
+            key: key.name,
+            unit: key.unit,
+            value: number,
+            min: key.min,
+            max: key.max,
+        });
+    }
+    Ok(Some(number))
+}
+
+/// A value typed on a command line or in a form: a whole number (`_` may
+/// group digits), or `default` for none.
+pub fn parse_value(key: &'static ConfigKey, text: &str) -> Result<Option<u64>, ConfigError> {
+    let text = text.trim();
+    if text == "default" {
+        return Ok(None);
+    }
+    let digits: String = text.chars().filter(|c| *c != '_').collect();
+    let value = digits.parse::<u64>().map_err(|_| ConfigError::NotAWholeNumber {
+        key: key.name,
+        unit: key.unit,
+        found: format!("{text:?}"),
+    })?;
+    check_value(key, &Json::from(value))
+}
+
+/// The edit distance between two names (for "did you mean").
+fn strsim_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(key: &str, value: Json, expected: Result<Option<u64>, &str>) {
+        let got = key_for_setting(key).and_then(|key| check_value(key, &value)).map_err(|error| error.to_string());
+        assert_eq!(got, expected.map_err(str::to_string), "{key} = {value}");
+    }
+
+    #[test]
+    fn a_value_fits_its_key_or_the_error_names_what_is_wrong() {
+        check("inbox_depth_max", json!(5), Ok(Some(5)));
+        check("inbox_depth_max", json!(null), Ok(None));
+        check("recall_face_chars_max", json!(0), Ok(Some(0)));
+        check("inbox_depth_max", json!(0), Err("inbox_depth_max = 0 is out of range: 1 to 1000000 summons"));
+        check("inbox_depth_max", json!(-1), Err("inbox_depth_max is a whole number of summons, not -1"));
+        check("inbox_depth_max", json!("5"), Err("inbox_depth_max is a whole number of summons, not \"5\""));
+        check(
+            "llm_prompt_chars_max",
+            json!(999),
+            Err("llm_prompt_chars_max = 999 is out of range: 1000 to 10000000 characters"),
+        );
+        check(
+            "inbox_depth",
+            json!(5),
+            Err("there is no configuration key \"inbox_depth\" (did you mean inbox_depth_max?)"),
+        );
+        check(
+            "inbox_dept_max",
+            json!(5),
+            Err("there is no configuration key \"inbox_dept_max\" (did you mean inbox_depth_max?)"),
+        );
+        check("zzz", json!(5), Err("there is no configuration key \"zzz\""));
+        check(
+            "budgets",
+            json!(5),
+            Err("budgets is not set with set-config: it is set with `do set-budget` (docs/llm.md)"),
+        );
+    }
+
+    #[test]
+    fn a_typed_value_reads_digits_grouped_or_default() {
+        let key = key_named("summon_content_chars_max").expect("a key");
+        assert_eq!(parse_value(key, "1_000"), Ok(Some(1_000)));
+        assert_eq!(parse_value(key, " 40 "), Ok(Some(40)));
+        assert_eq!(parse_value(key, "default"), Ok(None));
+        assert_eq!(
+            parse_value(key, "4k").map_err(|error| error.to_string()),
+            Err("summon_content_chars_max is a whole number of characters, not \"4k\"".to_string())
+        );
+    }
+
+    #[test]
+    fn every_key_names_its_unit_and_holds_its_default_in_range_in_name_order() {
+        let names: Vec<&str> = CONFIG_KEYS.iter().map(|key| key.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        for key in CONFIG_KEYS {
+            assert!(key.min <= key.default && key.default <= key.max, "{}", key.name);
+            assert!(
+                ["_max", "_ms", "_bytes", "_chars"].iter().any(|unit| key.name.ends_with(unit)),
+                "{} names its unit or bound",
+                key.name
+            );
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The land's configuration (docs/config.md): every key read back with its
+//! default, set by an act and cited by its fact, refused when the key or
+//! the value is wrong (nothing sealed), in force from the next moment, and
+//! replayed with the limit that held at each moment's cursor.
+
+use crate::common::portal::Up;
+use crate::common::{seed, stderr, stdout};
+use serde_json::{json, Value};
+
+fn config_of(land: &std::path::Path) -> Value {
+    let output = seed(land, &["config", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&stdout(&output)).expect("JSON")
+}
+
+fn key<'a>(config: &'a Value, name: &str) -> &'a Value {
+    config["keys"].as_array().expect("keys").iter().find(|key| key["key"] == name).expect("the key")
+}
+
+/// `seed config set KEY VALUE` on a stopped land: what it prints and its exit.
+fn check_set(land: &std::path::Path, key: &str, value: &str, expected: Result<&str, &str>) {
+    let output = seed(land, &["config", "set", key, value]);
+    match expected {
+        Ok(printed) => {
+            assert!(output.status.success(), "{key} {value}: {}", stderr(&output));
+            assert!(stdout(&output).contains(printed), "{key} {value}: {}", stdout(&output));
+        }
+        Err(error) => {
+            assert_eq!(output.status.code(), Some(1), "{key} {value}: {}", stdout(&output));
+            assert_eq!(stderr(&output).trim(), format!("error: {error}"), "{key} {value}");
+        }
+    }
+}
+
+#[test]
+fn a_key_is_set_by_an_act_read_back_with_its_fact_and_every_mistake_is_named_sealing_nothing() {
+    let scratch = tempfile::tempdir().expect("a folder");
+    let land = scratch.path().join("land");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/court.toml");
+    assert!(seed(&land, &["sim", fixture, "--ticks", "2"]).status.success());
+
+    let before = config_of(&land);
+    let inbox = key(&before, "inbox_depth_max");
+    assert_eq!(
+        (inbox["value"].clone(), inbox["default"].clone(), inbox["isDefault"].clone(), inbox["setBy"].clone()),
+        (json!(64), json!(64), json!(true), Value::Null)
+    );
+    let cursor = before["landSeq"].clone();
+
+    let cases: &[(&str, &str, Result<&str, &str>)] = &[
+        ("inbox_depth", "5", Err("there is no configuration key \"inbox_depth\" (did you mean inbox_depth_max?)")),
+        ("inbox_depth_max", "0", Err("inbox_depth_max = 0 is out of range: 1 to 1000000 summons")),
+        ("inbox_depth_max", "4k", Err("inbox_depth_max is a whole number of summons, not \"4k\"")),
+        ("inbox_depth_max", "-3", Err("inbox_depth_max is a whole number of summons, not \"-3\"")),
+        ("budgets", "1", Err("budgets is not set with set-config: it is set with `do set-budget` (docs/llm.md)")),
+    ];
+    for (name, value, expected) in cases {
+        check_set(&land, name, value, *expected);
+    }
+    assert_eq!(config_of(&land)["landSeq"], cursor, "a refused change seals nothing");
+
+    check_set(&land, "inbox_depth_max", "1_000", Ok("inbox_depth_max = 1000 summons (was 64), sealed by @operator"));
+    let after = config_of(&land);
+    let inbox = key(&after, "inbox_depth_max");
+    assert_eq!((inbox["value"].clone(), inbox["isDefault"].clone()), (json!(1000), json!(false)));
+    assert_eq!(inbox["setBy"]["being"], "operator");
+    assert_eq!(inbox["setBy"]["landSeq"], cursor, "the act sealed at the next land seq");
+    assert_eq!(inbox["setBy"]["fact"].as_str().map(str::len), Some(64));
+    check_set(&land, "inbox_depth_max", "default", Ok("inbox_depth_max = 64 summons, its default (was 1000)"));
+    let back = config_of(&land);
+    assert_eq!(
+        (key(&back, "inbox_depth_max")["value"].clone(), key(&back, "inbox_depth_max")["isDefault"].clone()),
+        (json!(64), json!(true))
+    );
+
+    // Both changes are acts of the operator: the land verifies and replays.
+    assert!(seed(&land, &["verify"]).status.success());
+    let replayed = seed(&land, &["replay", "--all", "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!(replayed["divergences"], 0, "{replayed}");
+}
+
+#[test]
+fn a_limit_set_at_the_portal_holds_from_the_next_moment_and_replay_reads_the_one_that_held() {
+    let mut up = Up::start(&[]);
+    let summon = |content: &str| {
+        up.post("/api/v1/beings/operator/act", &json!({"verb": "summon", "target": "@ada", "content": content}))
+    };
+    let long = "a summons of thirty characters";
+    let (status, answer) = summon(long);
+    assert_eq!(status, 200, "{answer}");
+
+    // Each mistake is a 400 naming its field; nothing is sealed.
+    let cursor = up.cursor();
+    let cases = [
+        (json!({"key": "summon_chars", "value": 5}), "key", "there is no configuration key \"summon_chars\""),
+        (json!({"key": "summon_content_chars_max", "value": 0}), "value", "out of range: 1 to 1000000 characters"),
+        (json!({"key": "summon_content_chars_max", "value": "20"}), "value", "a whole number of characters"),
+        (json!({"key": "summon_content_chars_max", "value": 20, "why": "x"}), "why", "not a field"),
+        (json!({"value": 20}), "key", "key"),
+    ];
+    for (request, field, needle) in cases {
+        let (status, answer) = up.post("/api/v1/config", &request);
+        assert_eq!(status, 400, "{request}: {answer}");
+        assert_eq!(answer["error"]["field"], field, "{request}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains(needle), "{request}: {answer}");
+    }
+    assert_eq!(up.cursor(), cursor, "a refused change seals nothing");
+
+    let (status, answer) = up.post("/api/v1/config", &json!({"key": "summon_content_chars_max", "value": 20}));
+    assert_eq!(status, 200, "{answer}");
+    let (status, config) = up.get("/api/v1/config");
+    assert_eq!(status, 200);
+    let limit = key(&config, "summon_content_chars_max");
+    assert_eq!((limit["value"].clone(), limit["setBy"]["being"].clone()), (json!(20), json!("operator")), "{limit}");
+
+    // In force from the next moment: the same summons is now refused.
+    let (status, answer) = summon(long);
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("20"), "{answer}");
+    let (status, answer) = summon("short enough");
+    assert_eq!(status, 200, "{answer}");
+
+    // The page shows the key, its value and the fact that set it.
+    let (status, page) = up.page("/config");
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"key-summon_content_chars_max\"") && page.contains("@operator at land seq"), "{page}");
+
+    // Replay recomputes the long summons with the limit of its cursor (4000),
+    // not today's (20): no divergence.
+    up.stop();
+    let replayed = seed(&up.land(), &["replay", "--all", "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!(replayed["divergences"], 0, "{replayed}");
+}
+
+/// docs/config.md's table lists every key with its unit and default.
+#[test]
+fn the_config_doc_lists_every_key_with_its_unit_and_default() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/config.md")).expect("docs/config.md");
+    let grouped = |number: u64| {
+        let digits = number.to_string();
+        let mut out = String::new();
+        for (index, digit) in digits.chars().enumerate() {
+            if index > 0 && (digits.len() - index).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(digit);
+        }
+        out
+    };
+    for key in seed::config::CONFIG_KEYS {
+        let row = format!(
+            "| `{}` | {} | {} | {} to {} |",
+            key.name,
+            key.unit,
+            grouped(key.default),
+            grouped(key.min),
+            grouped(key.max)
+        );
+        assert!(doc.contains(&row), "docs/config.md lacks the row {row}");
+    }
+}
