@@ -2,7 +2,7 @@
 //! Cargo.toml): each file of this folder is a module, so a newcomer's
 //! `cargo test` links one test binary instead of eighteen.
 //!
-//! Four kinds of test need what a plain checkout does not have and run only
+//! Five kinds of test need what a plain checkout does not have and run only
 //! when asked (`.ci/run` asks for all, so every CI run runs them):
 //!
 //! - `SEED_TEST_BROWSER=1`: `portal_browser` drives Debian's `chromium`
@@ -15,6 +15,9 @@
 //!   `scripts/mcp-servers` installs from npm under `~/.cache/seed`, seconds);
 //!   the client `scripts/mcp-client` installs from PyPI under
 //!   `~/.cache/seed` the first time (seconds);
+//! - `SEED_TEST_PROMETHEUS=1`: `metrics` reads a `/metrics` scrape with the
+//!   Prometheus client library's own parser, which `scripts/prometheus-parse`
+//!   installs from PyPI under `~/.cache/seed` the first time (seconds);
 //! - `SEED_TEST_POSTGRES=1`: `postgres`, `pool`, and the PostgreSQL halves
 //!   of `store_rules`, `tamper`, `crash`, `replay` (the corpus),
 //!   `json_schemas` and `portal_browser`, start a throwaway cluster from
@@ -64,6 +67,7 @@ mod local_llm;
 mod mcp;
 mod mcp_tools;
 mod memory;
+mod metrics;
 mod pool;
 mod portal_accounts;
 mod portal_api;

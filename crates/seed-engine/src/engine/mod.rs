@@ -836,6 +836,12 @@ impl Engine {
         }
         self.scheduler.saw(&self.world, being);
         log_moment(&trace, self.mode);
+        let outcome = match (&failed, sealed_seq) {
+            (Some(_), _) => "failure",
+            (None, Some(_)) => "act",
+            (None, None) => "see",
+        };
+        report::record_moment_metrics(&trace, outcome);
         if let Some(log) = self.moment_log.as_mut() {
             log.push(MomentRecord {
                 tick,

@@ -142,3 +142,24 @@ pub(super) fn log_moment(trace: &MomentTrace, mode: Mode) {
         span.in_scope(|| tracing::debug!(outcome = %trace.outcome, duration_us, "done"));
     }
 }
+
+/// Counts a finished moment for `/metrics` (through the `metrics` facade:
+/// nothing is recorded unless the process installed a recorder). `outcome`
+/// is `act`, `see` or `failure`. Observability only: nothing here reaches a
+/// fact, a digest or a world hash.
+pub(super) fn record_moment_metrics(trace: &MomentTrace, outcome: &'static str) {
+    metrics::counter!("seed_moments_total", "outcome" => outcome).increment(1);
+    for (beat, micros) in &trace.timings_us {
+        metrics::histogram!("seed_moment_beat_seconds", "beat" => *beat).record(*micros as f64 / 1e6);
+    }
+    if let Some(llm) = &trace.llm {
+        let connection = llm.connection.clone();
+        metrics::counter!("seed_llm_calls_total", "connection" => connection.clone()).increment(1);
+        metrics::counter!("seed_llm_tokens_total", "connection" => connection.clone(), "kind" => "prompt")
+            .increment(llm.prompt_tokens);
+        metrics::counter!("seed_llm_tokens_total", "connection" => connection.clone(), "kind" => "completion")
+            .increment(llm.completion_tokens);
+        metrics::counter!("seed_llm_cost_micros_total", "connection" => connection.clone()).increment(llm.cost_micros);
+        metrics::histogram!("seed_llm_call_seconds", "connection" => connection).record(llm.latency_us as f64 / 1e6);
+    }
+}

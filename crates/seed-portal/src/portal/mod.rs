@@ -21,6 +21,7 @@ pub mod headers;
 pub mod html;
 pub mod live;
 pub mod mcp;
+mod metrics_page;
 mod pages;
 pub mod passwords;
 pub mod place;
@@ -108,6 +109,7 @@ impl Portal {
     pub fn open(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Arc<Portal> {
         let passwords = passwords::Passwords::in_land(live.land_dir());
         let sessions = Sessions::new(limits.requests_per_minute_max);
+        metrics_page::install();
         Arc::new(Portal {
             live,
             sessions,
@@ -218,6 +220,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/approvals", get(approvals::api_approvals))
         .route("/api/v1/audit", get(audit_page::api_audit))
         .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))
+        .route("/metrics", get(metrics_page::metrics_page))
         .route("/api/v1/approvals/{request}", post(approvals::api_decide))
         .route("/api/v1/accounts", get(api_accounts).post(api_invite))
         .route("/api/v1/accounts/{account}/token", post(api_new_token))
