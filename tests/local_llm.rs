@@ -203,10 +203,11 @@ fn drive_the_clerk(land: &Path, fixture: &Path, connections: &Path, trace: &Path
         assert!(moment["llm"]["promptTokens"].as_u64().unwrap() > 0, "{moment}");
     }
     assert!(acts >= 1, "the model never drove the clerk to a summons");
-    // The acts are sealed on the clerk's reel with their model calls.
+    // Every answered call is on the clerk's reel: an act's in the act, a
+    // failed moment's in a spend fact (each moment above was answered).
     let reel: serde_json::Value =
         serde_json::from_slice(&common::seed(land, &["reel", "@clerk", "--json"]).stdout).unwrap();
-    assert_eq!(reel["llm"]["calls"], acts, "{}", reel["llm"]);
+    assert_eq!(reel["llm"]["calls"], clerk.len(), "{}", reel["llm"]);
     let verify = common::seed(land, &["verify"]);
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
     acts
