@@ -87,7 +87,7 @@ the operator's and the role-manager's roles offer), in force from the next momen
 the same.</p>",
     );
     if let Some(done) = done {
-        out.push_str(&format!("<p class=\"flash\" id=\"config-done\">{}</p>", esc(done)));
+        out.push_str(&format!("<p class=\"ok\" id=\"config-done\">{}</p>", esc(done)));
     }
     out.push_str(&format!(
         "<p class=\"muted\" id=\"config-seq\">At land seq {}.</p><div class=\"scroll\"><table id=\"config\">\
