@@ -21,11 +21,17 @@ use std::sync::Arc;
 
 type Shared = State<Arc<Portal>>;
 
-/// The configuration at the land's latest world, each key citing its fact.
-fn view(portal: &Portal) -> Result<Json, PortalError> {
-    let world = portal.live.world();
-    let by = set_by(portal.live.store()).map_err(|error| PortalError::internal(error.to_string()))?;
-    Ok(config_json(&world, &by))
+/// The configuration at the land's latest world, each key citing its fact
+/// (which reads the land log: on a blocking thread, never the runtime's).
+async fn view(portal: &Arc<Portal>) -> Result<Json, PortalError> {
+    let portal = portal.clone();
+    tokio::task::spawn_blocking(move || {
+        let world = portal.live.world();
+        let by = set_by(portal.live.store()).map_err(|error| PortalError::internal(error.to_string()))?;
+        Ok(config_json(&world, &by))
+    })
+    .await
+    .map_err(|error| PortalError::internal(format!("the config task stopped: {error}")))?
 }
 
 /// Sets `key` to `value` (a whole number, or null for its default) as the
@@ -38,7 +44,7 @@ async fn set(portal: &Arc<Portal>, principal: &Principal, key: &str, value: Opti
 }
 
 pub(super) async fn api_config(State(portal): Shared, ApiCaller(_): ApiCaller) -> Result<Response, PortalError> {
-    Ok(axum::Json(view(&portal)?).into_response())
+    Ok(axum::Json(view(&portal).await?).into_response())
 }
 
 /// `POST /api/v1/config {"key": …, "value": N | null}`.
@@ -59,7 +65,7 @@ pub(super) async fn api_set_config(
 }
 
 pub(super) async fn config_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
-    match view(&portal) {
+    match view(&portal).await {
         Ok(config) => html(config_html(&config, query(&uri).get("done").map(String::as_str), credential.csrf())),
         Err(error) => error.as_html().into_response(),
     }
