@@ -125,7 +125,7 @@ pub fn key_for_setting(name: &str) -> Result<&'static ConfigKey, ConfigError> {
     // A near miss (a typo), or a key the name begins (`inbox_depth`).
     let suggestion = CONFIG_KEYS
         .iter()
-        .map(|key| (strsim_distance(name, key.name), key.name))
+        .map(|key| (strsim::damerau_levenshtein(name, key.name), key.name))
         .filter(|(distance, key)| *distance <= 3 || (name.len() >= 4 && key.starts_with(name)))
         .min()
         .map(|(_, name)| name);
@@ -169,21 +169,6 @@ pub fn parse_value(key: &'static ConfigKey, text: &str) -> Result<Option<u64>, C
         found: format!("{text:?}"),
     })?;
     check_value(key, &Json::from(value))
-}
-
-/// The edit distance between two names (for "did you mean").
-fn strsim_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 #[cfg(test)]
