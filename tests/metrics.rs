@@ -80,7 +80,9 @@ fn the_operator_scrapes_the_lands_metrics_and_a_prometheus_parser_reads_them() {
     for family in [
         "seed_moments_total",
         "seed_moment_beat_seconds_bucket",
+        "seed_facts_sealed_total",
         "seed_land_facts",
+        "seed_store_appends_waiting",
         "seed_beings",
         "seed_inbox_summons",
         "seed_approvals_waiting",
@@ -101,6 +103,11 @@ fn the_operator_scrapes_the_lands_metrics_and_a_prometheus_parser_reads_them() {
     assert!(failures >= 1.0, "{failures}");
     let facts = sample_value(&families, "seed_land_facts", &Value::Null).expect("facts");
     assert!((before..=after).contains(&(facts as u64)), "the land log's length: {facts} in {before}..={after}");
+    // This process sealed every act and failure-free moment's fact since it started.
+    let sealed = sample_value(&families, "seed_facts_sealed_total", &Value::Null).expect("facts sealed");
+    assert!(sealed >= acts && sealed <= facts, "{sealed} sealed, {acts} acts, {facts} in the land");
+    let waiting = sample_value(&families, "seed_store_appends_waiting", &Value::Null).expect("appends waiting");
+    assert!(waiting < 1024.0, "{waiting}");
     let beings = sample_value(&families, "seed_beings", &Value::Null).expect("beings");
     assert!(beings >= 5.0, "{beings}");
     assert!(sample_value(&families, "seed_store_bytes", &Value::Null).expect("bytes") > 0.0);

@@ -318,6 +318,8 @@ pub struct Engine {
     pub summary: RunSummary,
     pub tick: u64,
     facts_before: u64,
+    /// The land's length when `seed_facts_sealed_total` was last counted.
+    facts_counted: u64,
     /// Acts sealed this round, for the after: hooks.
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
     /// Acts sealed and not yet embedded (a land with an embedding
@@ -457,6 +459,7 @@ impl Engine {
             summary,
             tick: 0,
             facts_before,
+            facts_counted: facts_before,
             sealed_calls: Vec::new(),
             to_embed: Vec::new(),
             running: Arc::new(moment::RunningMoments::default()),
@@ -549,10 +552,20 @@ impl Engine {
             self.to_embed.retain(|(_, _, _, land_seq)| *land_seq < land_len);
             self.land.reload_writers();
             self.world = world_at_end(&self.land)?;
+            self.count_facts_sealed();
             return result;
         }
+        self.count_facts_sealed();
         self.write_snapshot_if_due();
         result
+    }
+
+    /// Adds the facts sealed since the last step to `/metrics`'
+    /// `seed_facts_sealed_total` (the world's cursor is the land's length
+    /// once a step has settled).
+    fn count_facts_sealed(&mut self) {
+        report::record_facts_sealed(self.world.cursor.saturating_sub(self.facts_counted));
+        self.facts_counted = self.facts_counted.max(self.world.cursor);
     }
 
     /// Writes a world snapshot when the land has grown by

@@ -147,6 +147,14 @@ pub(super) fn log_moment(trace: &MomentTrace, mode: Mode) {
 /// nothing is recorded unless the process installed a recorder). `outcome`
 /// is `act`, `see` or `failure`. Observability only: nothing here reaches a
 /// fact, a digest or a world hash.
+/// Counts facts sealed by this process (the `metrics` facade; a no-op
+/// unless a recorder is installed).
+pub(super) fn record_facts_sealed(facts: u64) {
+    if facts > 0 {
+        metrics::counter!("seed_facts_sealed_total").increment(facts);
+    }
+}
+
 pub(super) fn record_moment_metrics(trace: &MomentTrace, outcome: &'static str) {
     metrics::counter!("seed_moments_total", "outcome" => outcome).increment(1);
     for (beat, micros) in &trace.timings_us {

@@ -67,7 +67,9 @@ fn describe() {
         "Model cost in millionths of the connection's currency, by connection."
     );
     describe_histogram!("seed_llm_call_seconds", Unit::Seconds, "Latency of an answered model call, by connection.");
+    describe_counter!("seed_facts_sealed_total", "Facts this process sealed (moments, events, spend, births).");
     describe_gauge!("seed_land_facts", "Facts sealed in the land (its land log's length).");
+    describe_gauge!("seed_store_appends_waiting", "Facts queued for the store's committer and not yet written.");
     describe_gauge!("seed_beings", "Beings in the land's world.");
     describe_gauge!("seed_inbox_summons", "Summons waiting in every inbox of the land.");
     describe_gauge!("seed_approvals_waiting", "Gated calls waiting for an approval.");
@@ -99,6 +101,7 @@ fn read_state(portal: &Portal) {
     if let Ok(facts) = portal.live.store().land_len() {
         metrics::gauge!("seed_land_facts").set(facts as f64);
     }
+    metrics::gauge!("seed_store_appends_waiting").set(portal.live.store().appends_waiting() as f64);
     metrics::gauge!("seed_beings").set(world.beings.len() as f64);
     metrics::gauge!("seed_inbox_summons").set(world.inbox.values().map(|pending| pending.len()).sum::<usize>() as f64);
     metrics::gauge!("seed_approvals_waiting").set(world.approvals.len() as f64);

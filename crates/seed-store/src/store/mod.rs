@@ -269,6 +269,10 @@ pub trait Store: Send + Sync {
     /// Queues a fact for the next group commit.
     fn submit(&self, fact: Fact) -> AppendTicket;
 
+    /// Facts queued for the committer and not yet written (0 for a store
+    /// opened to read only).
+    fn appends_waiting(&self) -> u64;
+
     /// The wake queue a pool of workers shares, where the store keeps one.
     fn wake_queue(&self) -> Option<&dyn work::WakeQueue> {
         None

@@ -549,6 +549,10 @@ impl Store for LogStore {
         self.committing.submit(fact, self.no_committer())
     }
 
+    fn appends_waiting(&self) -> u64 {
+        self.committing.facts_waiting()
+    }
+
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
         self.shared.head(being)
     }

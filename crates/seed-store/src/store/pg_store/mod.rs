@@ -506,6 +506,10 @@ impl Store for PgStore {
         self.committing.submit(fact, self.no_committer())
     }
 
+    fn appends_waiting(&self) -> u64 {
+        self.committing.facts_waiting()
+    }
+
     fn wake_queue(&self) -> Option<&dyn crate::store::work::WakeQueue> {
         Some(self)
     }

@@ -216,6 +216,10 @@ impl Store for SledStore {
         self.committing.submit(fact, StoreError::Closed)
     }
 
+    fn appends_waiting(&self) -> u64 {
+        self.committing.facts_waiting()
+    }
+
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError> {
         read_head(&self.tree, being)
     }
