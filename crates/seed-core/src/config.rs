@@ -8,7 +8,8 @@
 //! What this module decides: which keys exist and whether a value fits one.
 //! What it does not know: who may set a key (the verb layer: the operation
 //! is in the setter's `canDo`), nor where a key's value is read (each reader
-//! names its key: `MomentLimits::of`, `llm::prompt_in`, `moment::recall`).
+//! names its key: `MomentLimits::of`, `llm::prompt_in`, `moment::recall`,
+//! `OpRegistry::run`).
 
 use serde_json::Value as Json;
 
@@ -62,6 +63,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         min: 1_024,
         max: 64 * 1024 * 1024,
         about: "bytes of one model answer the moment reads",
+    },
+    ConfigKey {
+        name: "op_effects_max",
+        unit: "effects",
+        default: crate::moment::ops::OP_EFFECTS_MAX as u64,
+        min: 1,
+        max: 4_096,
+        about: "effects one DO operation may make; an operation making more is refused",
     },
     ConfigKey {
         name: "recall_face_chars_max",

@@ -11,7 +11,8 @@ use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Most effects one DO operation may produce.
+/// Most effects one DO operation may produce, unless the land's
+/// `op_effects_max` key says otherwise (`crate::config`).
 pub const OP_EFFECTS_MAX: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,8 +262,10 @@ impl OpRegistry {
             }
             OpHandler::Tool { .. } => Vec::new(),
         };
-        if effects.len() > OP_EFFECTS_MAX {
-            return Err(OpError::TooManyEffects { count: effects.len(), most: OP_EFFECTS_MAX });
+        // The limit in force at the moment's cursor, so replay checks the same.
+        let most = call.world.config_u64("op_effects_max", OP_EFFECTS_MAX as u64) as usize;
+        if effects.len() > most {
+            return Err(OpError::TooManyEffects { count: effects.len(), most });
         }
         Ok(effects)
     }
@@ -477,6 +480,50 @@ fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operations_effects_are_bounded_by_the_op_effects_max_in_force_at_the_cursor() {
+        let scripts = ScriptEngine::new();
+        let roles = crate::roles::definition::RoleRegistry::new();
+        let target: Address = "/".parse().unwrap();
+        let mut registry = OpRegistry::default();
+        registry.register(OpSpec {
+            name: "ring-three".into(),
+            schema: ArgSchema::default(),
+            handler: OpHandler::Script(Arc::from(
+                r#"[#{op: "set-signal", key: "a", value: 1}, #{op: "set-signal", key: "b", value: 2},
+                    #{op: "set-signal", key: "c", value: 3}]"#,
+            )),
+            origin: "test".into(),
+            described: None,
+        });
+        let check = |limit: Option<u64>, expected: Result<usize, usize>| {
+            let mut world = World::default();
+            if let Some(limit) = limit {
+                world.config.insert("op_effects_max".into(), json!(limit));
+            }
+            let args = json!({});
+            let call = OpCall {
+                world: &world,
+                actor: "ada",
+                target: &target,
+                args: &args,
+                scripts: &scripts,
+                file_roles: &roles,
+            };
+            match (registry.run("ring-three", &call, &scripts, 7), expected) {
+                (Ok(effects), Ok(count)) => assert_eq!(effects.len(), count, "{limit:?}"),
+                (Err(OpError::TooManyEffects { count, most }), Err(expected_most)) => {
+                    assert_eq!((count, most), (3, expected_most), "{limit:?}")
+                }
+                (got, expected) => panic!("{limit:?}: {got:?} vs {expected:?}"),
+            }
+        };
+        check(None, Ok(3));
+        check(Some(3), Ok(3));
+        check(Some(2), Err(2));
+        check(Some(1), Err(1));
+    }
 
     #[test]
     fn a_budget_is_set_by_an_ancestor_for_a_being_and_by_the_operator_for_a_role_or_the_land() {
