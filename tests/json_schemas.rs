@@ -127,6 +127,20 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     ok("config", &config);
     check("config", &config, "config.json", false, &mut checked);
 
+    let health = seed(&land, &["health", "--json"]);
+    ok("health", &health);
+    check("health", &health, "health.json", false, &mut checked);
+    // A disk floor no disk meets trips the land at the setting's own step.
+    let floor = (1u64 << 50).to_string();
+    assert!(seed(&land, &["config", "set", "health_disk_free_bytes_min", &floor]).status.success());
+    let tripped = seed(&land, &["health", "--json"]);
+    let tripped = check("health", &tripped, "health.json", false, &mut checked);
+    assert_eq!(tripped[0]["tripped"], true, "{}", tripped[0]);
+    let revived = seed(&land, &["health", "revive", "--json"]);
+    ok("health revive", &revived);
+    check("health revive", &revived, "health-revive.json", false, &mut checked);
+    assert!(seed(&land, &["config", "set", "health_disk_free_bytes_min", "default"]).status.success());
+
     let token = seed(&land, &["token", "--json"]);
     ok("token", &token);
     check("token", &token, "token.json", false, &mut checked);
@@ -280,6 +294,8 @@ fn every_verb_offering_json_has_a_schema() {
         (&["token"], "token.json"),
         (&["config"], "config.json"),
         (&["config", "set"], "config-set.json"),
+        (&["health"], "health.json"),
+        (&["health", "revive"], "health-revive.json"),
         (&["sim"], "sim.json"),
         (&["worker"], "worker.json"),
         (&["replay"], "replay.json"),

@@ -60,6 +60,7 @@ mod crash;
 mod fact_props;
 mod first_world;
 mod flow_cli;
+mod health;
 mod hostile;
 mod json_schemas;
 mod llm;

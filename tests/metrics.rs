@@ -83,6 +83,8 @@ fn the_operator_scrapes_the_lands_metrics_and_a_prometheus_parser_reads_them() {
         "seed_facts_sealed_total",
         "seed_land_facts",
         "seed_store_appends_waiting",
+        "seed_health_score_permille",
+        "seed_land_tripped",
         "seed_beings",
         "seed_inbox_summons",
         "seed_approvals_waiting",
@@ -108,6 +110,9 @@ fn the_operator_scrapes_the_lands_metrics_and_a_prometheus_parser_reads_them() {
     assert!(sealed >= acts && sealed <= facts, "{sealed} sealed, {acts} acts, {facts} in the land");
     let waiting = sample_value(&families, "seed_store_appends_waiting", &Value::Null).expect("appends waiting");
     assert!(waiting < 1024.0, "{waiting}");
+    assert_eq!(sample_value(&families, "seed_land_tripped", &Value::Null), Some(0.0));
+    let score = sample_value(&families, "seed_health_score_permille", &Value::Null).expect("a score");
+    assert!((0.0..=1000.0).contains(&score), "a healthy land's score: {score}");
     let beings = sample_value(&families, "seed_beings", &Value::Null).expect("beings");
     assert!(beings >= 5.0, "{beings}");
     assert!(sample_value(&families, "seed_store_bytes", &Value::Null).expect("bytes") > 0.0);

@@ -10,6 +10,14 @@ use common::portal::Up;
 use common::webdriver::Browser;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+
+/// A browser logged in as the operator of `up`, saving its screenshots in
+/// `target/portal-screenshots/`.
+fn operator_browser(up: &Up) -> Browser {
+    let browser = Browser::start(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots"));
+    browser.log_in(&up.url, &up.token);
+    browser
+}
 use std::time::Duration;
 
 #[test]
@@ -378,9 +386,7 @@ fn a_person_approves_edits_and_denies_gated_calls_in_the_approvals_inbox() {
     }
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/approvals/approvals.toml");
     let up = Up::start(&["--fixture", fixture.to_str().expect("utf-8"), "--round-ms", "100"]);
-    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
-    let browser = Browser::start(&screenshots);
-    browser.log_in(&up.url, &up.token);
+    let browser = operator_browser(&up);
     browser.go(&format!("{}/approvals", up.url));
     browser.wait_for_text("#no-approvals", "Nothing is waiting");
     browser.screenshot("a01-approvals-empty");
@@ -462,9 +468,7 @@ fn an_operator_reads_and_sets_the_lands_configuration_on_its_page() {
         return;
     }
     let up = Up::start(&[]);
-    let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots");
-    let browser = Browser::start(&screenshots);
-    browser.log_in(&up.url, &up.token);
+    let browser = operator_browser(&up);
     browser.go(&format!("{}/config", up.url));
     browser.wait_for_text("#key-inbox_depth_max", "its default");
     browser.screenshot("c01-config-defaults");
@@ -492,4 +496,50 @@ fn an_operator_reads_and_sets_the_lands_configuration_on_its_page() {
     browser.wait_for_text("#config-done", "inbox_depth_max set");
     assert!(browser.text("#key-inbox_depth_max").contains("its default"));
     browser.screenshot("c04-config-back-to-default");
+}
+
+/// The health breaker in the browser (docs/health.md): a running land's
+/// health page, the banner every page carries once it trips, the page
+/// naming the sign, an act refused while tripped, and the operator's revival.
+#[test]
+fn an_operator_sees_the_tripped_land_on_every_page_and_revives_it_from_the_health_page() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let up = Up::start(&[]);
+    let browser = operator_browser(&up);
+    browser.go(&format!("{}/health", up.url));
+    browser.wait_for_text("#health-state", "Running");
+    browser.screenshot("h01-health-running");
+
+    // Two refused moments against a threshold of one trip the land.
+    let (status, answer) = up.post("/api/v1/config", &json!({"key": "health_failures_per_hour_max", "value": 1}));
+    assert_eq!(status, 200, "{answer}");
+    for _ in 0..2 {
+        let (status, _) = up
+            .post("/api/v1/beings/operator/act", &json!({"verb": "do", "target": "/", "action": "no-such-operation"}));
+        assert!(status >= 400);
+    }
+    browser.go(&format!("{}/world", up.url));
+    browser.wait_for_text("#tripped-banner", "The land is tripped");
+    browser.screenshot("h02-world-tripped-banner");
+    browser.go(&format!("{}/health", up.url));
+    browser.wait_for_text("#health-state", "Tripped by failures_per_hour");
+    assert!(browser.text("#sign-failures_per_hour").contains('2'));
+    browser.screenshot("h03-health-tripped");
+
+    // An act from a page is refused, naming the sign and the way out.
+    browser.go(&format!("{}/config", up.url));
+    browser.clear_and_type("#value-inbox_depth_max", "12");
+    browser.click("#set-inbox_depth_max");
+    browser.wait_for_text("body", "tripped by its health breaker (failures_per_hour is 2");
+    browser.screenshot("h04-act-refused-while-tripped");
+
+    browser.go(&format!("{}/health", up.url));
+    browser.click("#revive");
+    browser.wait_for_text("#health-done", "the land is revived");
+    assert!(browser.text("#revived").contains("after a trip by failures_per_hour"));
+    browser.screenshot("h05-health-revived");
+    let (_, health) = up.get("/api/v1/health");
+    assert_eq!(health["tripped"], false, "{health}");
 }

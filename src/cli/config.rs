@@ -6,10 +6,8 @@
 //! a running land is set from its portal's config page.
 
 use super::print_json;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use seed::config_view::{config_json, key_line, set_by};
-use seed::engine::fixture::Fixture;
-use seed::engine::Engine;
 use seed::land::Land;
 use seed::moment::PersonChoice;
 use seed::world::{VerbCall, Wake};
@@ -39,21 +37,7 @@ pub fn set(land_dir: &Path, store: &seed::land::StoreLocation, key: &str, value:
     // names itself and touches nothing.
     let config_key = seed::config::key_for_setting(key)?;
     let parsed = seed::config::parse_value(config_key, value)?;
-    if !land_dir.join(seed::land::LAND_META_FILE).is_file() {
-        bail!("there is no land at {}: plant one first (`seed up` or `seed plant`)", land_dir.display());
-    }
-    let fixture_path = match super::replay::recorded_fixture(land_dir)? {
-        Some(recorded) => recorded,
-        None => super::demo_world::in_land(land_dir)?,
-    };
-    let fixture = Fixture::load(&fixture_path)?;
-    let options = super::up::engine_options(land_dir, store, 1, None);
-    let mut engine = Engine::reopen(&fixture, &options).with_context(|| {
-        format!(
-            "opening the land at {} (is `seed up` running on it? set it from its portal's config page)",
-            land_dir.display()
-        )
-    })?;
+    let mut engine = super::up::stopped_land_engine(land_dir, store, "set it from its portal's config page")?;
     let before = engine.world.config.get(config_key.name).and_then(Json::as_u64);
     let operator = engine.land.operator();
     let call = VerbCall::Do {

@@ -5,6 +5,7 @@ mod config;
 mod corpus;
 mod demo_world;
 mod flow;
+mod health;
 mod land;
 mod logging;
 mod mcp;
@@ -256,6 +257,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The land's health breaker: whether it is tripped, by which sign, with
+    /// every reading; `seed health revive` revives it (docs/health.md).
+    Health {
+        #[command(subcommand)]
+        command: Option<HealthCommand>,
+        /// Print the state as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Issue a new operator token (shown once; the old one stops working).
     /// Works on any land, planted or simulated; stop `seed up` first.
     Token {
@@ -432,6 +442,17 @@ enum Command {
         /// Facts each being keeps in flight before it waits for an acknowledgement.
         #[arg(long, default_value_t = STRESS_WINDOW_FACTS_DEFAULT)]
         window: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum HealthCommand {
+    /// Revive a tripped land by a world fact of the operator; its signs are
+    /// counted afresh. Stop `seed up` first, or use its health page.
+    Revive {
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -629,6 +650,8 @@ impl Arguments {
             | Command::Token { json }
             | Command::Config { command: None, json }
             | Command::Config { command: Some(ConfigCommand::Set { json, .. }), .. }
+            | Command::Health { command: None, json }
+            | Command::Health { command: Some(HealthCommand::Revive { json }), .. }
             | Command::Sim { json, .. }
             | Command::McpSchemas { json, .. }
             | Command::Worker { json, .. }
@@ -814,6 +837,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         Command::Config { command: Some(ConfigCommand::Set { key, value, json }), .. } => {
             config::set(&dir, &store, &key, &value, json)
         }
+        Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
+        Command::Health { command: Some(HealthCommand::Revive { json }), .. } => health::revive(&dir, &store, json),
         Command::RotateKey { being, json } => land::rotate_key(&land::open(&dir)?, &being, json),
         Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {
             flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)

@@ -361,3 +361,26 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// The engine of a stopped land, for a verb that seals as the operator on
+/// it (`seed config set`, `seed health revive`): opened with the fixture it
+/// recorded (or the demo world). `instead` says what to use while `seed up`
+/// runs it (which holds the land, so opening fails).
+pub fn stopped_land_engine(
+    land_dir: &std::path::Path,
+    store: &seed::land::StoreLocation,
+    instead: &str,
+) -> anyhow::Result<seed::engine::Engine> {
+    use anyhow::Context;
+    if !land_dir.join(seed::land::LAND_META_FILE).is_file() {
+        anyhow::bail!("there is no land at {}: plant one first (`seed up` or `seed plant`)", land_dir.display());
+    }
+    let fixture_path = match super::replay::recorded_fixture(land_dir)? {
+        Some(recorded) => recorded,
+        None => super::demo_world::in_land(land_dir)?,
+    };
+    let fixture = seed::engine::fixture::Fixture::load(&fixture_path)?;
+    let options = engine_options(land_dir, store, 1, None);
+    seed::engine::Engine::reopen(&fixture, &options)
+        .with_context(|| format!("opening the land at {} (is `seed up` running on it? {instead})", land_dir.display()))
+}

@@ -41,6 +41,78 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "beings a land holds; a birth past it is refused",
     },
     ConfigKey {
+        name: "health_disk_free_bytes_min",
+        unit: "bytes",
+        default: 64 * 1024 * 1024,
+        min: 0,
+        max: 1 << 50,
+        about: "free disk under which the land trips before a write can fail (0: not watched)",
+    },
+    ConfigKey {
+        name: "health_facts_per_minute_max",
+        unit: "facts per minute of stored time",
+        default: 10_000_000,
+        min: 1,
+        max: 1_000_000_000_000,
+        about: "facts sealed in a minute at which that sign weighs its full weight",
+    },
+    ConfigKey {
+        name: "health_facts_weight_permille",
+        unit: "thousandths of the score",
+        default: 1_000,
+        min: 0,
+        max: 1_000_000,
+        about: "how much the facts-per-minute sign weighs (0: not counted)",
+    },
+    ConfigKey {
+        name: "health_failures_per_hour_max",
+        unit: "moments per hour of stored time",
+        default: 1_000_000,
+        min: 1,
+        max: 1_000_000_000_000,
+        about: "refused or failed moments in an hour at which that sign weighs its full weight",
+    },
+    ConfigKey {
+        name: "health_failures_weight_permille",
+        unit: "thousandths of the score",
+        default: 1_000,
+        min: 0,
+        max: 1_000_000,
+        about: "how much the failures-per-hour sign weighs (0: not counted)",
+    },
+    ConfigKey {
+        name: "health_hook_breakers_open_max",
+        unit: "hook handlers",
+        default: 16,
+        min: 1,
+        max: 1_000_000,
+        about: "hook handlers with an open breaker at which that sign weighs its full weight",
+    },
+    ConfigKey {
+        name: "health_hook_breakers_weight_permille",
+        unit: "thousandths of the score",
+        default: 1_000,
+        min: 0,
+        max: 1_000_000,
+        about: "how much the open-hook-breakers sign weighs (0: not counted)",
+    },
+    ConfigKey {
+        name: "health_store_errors_per_hour_max",
+        unit: "store errors per hour of stored time",
+        default: 10,
+        min: 1,
+        max: 1_000_000_000,
+        about: "failed writes in an hour at which that sign weighs its full weight",
+    },
+    ConfigKey {
+        name: "health_store_errors_weight_permille",
+        unit: "thousandths of the score",
+        default: 1_000,
+        min: 0,
+        max: 1_000_000,
+        about: "how much the store-errors sign weighs (0: not counted)",
+    },
+    ConfigKey {
         name: "inbox_depth_max",
         unit: "summons",
         default: crate::moment::INBOX_DEPTH_MAX as u64,
@@ -108,6 +180,8 @@ const SET_ELSEWHERE: &[(&str, &str)] = &[
     ("budgets", "`do set-budget` (docs/llm.md)"),
     ("embedding_connection", "the fixture's [config] (docs/memory.md)"),
     ("embedding_model", "the fixture's [config] (docs/memory.md)"),
+    ("land_tripped", "the health breaker, and cleared by `seed health revive` (docs/health.md)"),
+    ("land_revived", "`seed health revive` or the portal's /health page (docs/health.md)"),
 ];
 
 /// Why a value cannot be set.
@@ -242,7 +316,7 @@ mod tests {
         for key in CONFIG_KEYS {
             assert!(key.min <= key.default && key.default <= key.max, "{}", key.name);
             assert!(
-                ["_max", "_ms", "_bytes", "_chars"].iter().any(|unit| key.name.ends_with(unit)),
+                ["_max", "_min", "_ms", "_bytes", "_chars", "_permille"].iter().any(|unit| key.name.ends_with(unit)),
                 "{} names its unit or bound",
                 key.name
             );

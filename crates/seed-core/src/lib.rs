@@ -13,6 +13,7 @@ pub mod config;
 pub mod embedding;
 pub mod extensions;
 pub mod face;
+pub mod health;
 pub mod llm;
 pub mod memory;
 pub mod moment;

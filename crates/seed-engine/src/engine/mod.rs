@@ -16,6 +16,7 @@
 //! `fixture.rs` reads demo worlds.
 
 pub mod fixture;
+mod health;
 pub mod pool;
 mod report;
 mod scheduler;
@@ -83,6 +84,11 @@ pub enum EngineError {
         "this portal follows the land, which another process runs ({runner}): acts are sealed there; this portal takes over if that process stops"
     )]
     Follower { runner: String },
+    /// The land's health breaker is tripped: no moment runs (docs/health.md).
+    #[error("{}", crate::health::trip_line(trip))]
+    Tripped { trip: Box<crate::health::Trip> },
+    #[error("the land is not tripped: there is nothing to revive")]
+    NotTripped,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -320,6 +326,8 @@ pub struct Engine {
     facts_before: u64,
     /// The land's length when `seed_facts_sealed_total` was last counted.
     facts_counted: u64,
+    /// The health breaker's signs, counted as steps end.
+    health: health::HealthMonitor,
     /// Acts sealed this round, for the after: hooks.
     sealed_calls: Vec<(String, crate::world::VerbCall, u64)>,
     /// Acts sealed and not yet embedded (a land with an embedding
@@ -460,6 +468,7 @@ impl Engine {
             tick: 0,
             facts_before,
             facts_counted: facts_before,
+            health: health::HealthMonitor::default(),
             sealed_calls: Vec::new(),
             to_embed: Vec::new(),
             running: Arc::new(moment::RunningMoments::default()),
@@ -530,10 +539,14 @@ impl Engine {
     /// One round: the vectors of the acts sealed since the last, the tick's
     /// events, every wake's moment, the seals.
     pub fn round(&mut self) -> Result<(), EngineError> {
+        if self.idle_round_if_tripped() {
+            return Ok(());
+        }
         self.seal_embeddings()?;
         let mut sealing = Sealing::new(0, self.threads.max(1));
         let decided = self.round_sealing(&mut sealing);
-        self.seal_step(decided, sealing)
+        self.seal_step(decided, sealing)?;
+        self.check_health()
     }
 
     /// Ends a step. After a failure anywhere between deciding and sealing,
@@ -545,6 +558,9 @@ impl Engine {
     fn settle<T>(&mut self, result: Result<T, EngineError>, mut sealing: Sealing) -> Result<T, EngineError> {
         let waited = sealing.wait_all();
         let result = result.and_then(|value| waited.map(|()| value));
+        if let Err(EngineError::Store(_) | EngineError::Land(LandError::Store(_))) = &result {
+            self.health.store_failed(self.clock.now_ms());
+        }
         if result.is_err() {
             self.sealed_calls.clear();
             // Only acts the land holds get a vector.
@@ -564,8 +580,77 @@ impl Engine {
     /// `seed_facts_sealed_total` (the world's cursor is the land's length
     /// once a step has settled).
     fn count_facts_sealed(&mut self) {
-        report::record_facts_sealed(self.world.cursor.saturating_sub(self.facts_counted));
+        let sealed = self.world.cursor.saturating_sub(self.facts_counted);
+        report::record_facts_sealed(sealed);
+        self.health.facts_sealed(self.clock.now_ms(), sealed);
         self.facts_counted = self.facts_counted.max(self.world.cursor);
+    }
+
+    /// Hook handlers whose breaker opened since the land was opened.
+    fn hook_breakers_opened(&self) -> u64 {
+        self.substrate.hooks.incidents().iter().filter(|incident| incident.breaker_opened).count() as u64
+    }
+
+    /// Measures the health signs after a step and trips the land when they
+    /// call for it (`crate::health`): a world fact setting `land_tripped`,
+    /// sealed before the next step can write anything. A tripped land, or
+    /// one that watches no sign, measures nothing.
+    fn check_health(&mut self) -> Result<(), EngineError> {
+        if crate::health::trip_of(&self.world).is_some() || !crate::health::watched(&self.world) {
+            self.health.latest = None;
+            return Ok(());
+        }
+        let now_ms = self.clock.now_ms();
+        let breakers = self.hook_breakers_opened();
+        let measured = self.health.measure(now_ms, breakers, Some(self.land.dir()));
+        let health = crate::health::health_of(&self.world, &measured);
+        let trip = crate::health::trip_for(&health, now_ms);
+        report::record_health(&health);
+        self.health.latest = Some(health);
+        if let Some(trip) = trip {
+            tracing::warn!(sign = %trip.sign, score_permille = trip.score_permille, "the land's health breaker tripped");
+            seal_world(&self.land, crate::health::trip_effects(&trip))?;
+            fold_to_end(self.land.store(), &mut self.world)?;
+            self.count_facts_sealed();
+        }
+        Ok(())
+    }
+
+    /// The health measured after the latest step (none while tripped or
+    /// when no sign is watched).
+    pub fn health(&self) -> Option<&crate::health::Health> {
+        self.health.latest.as_ref()
+    }
+
+    /// Revives a tripped land as `by` (the operator): a world fact that
+    /// clears `land_tripped` and records the revival; the signs are counted
+    /// afresh from here.
+    pub fn revive(&mut self, by: &str) -> Result<crate::health::Revival, EngineError> {
+        let Some(trip) = crate::health::trip_of(&self.world) else { return Err(EngineError::NotTripped) };
+        if self.mode == Mode::Live {
+            self.clock.advance_to(wall_now_ms());
+        }
+        let at_ms = self.clock.now_ms();
+        seal_world(&self.land, crate::health::revival_effects(trip.clone(), by, at_ms))?;
+        fold_to_end(self.land.store(), &mut self.world)?;
+        self.count_facts_sealed();
+        self.health.clear(self.hook_breakers_opened());
+        tracing::info!(by, sign = %trip.sign, "the land was revived");
+        Ok(crate::health::Revival { by: by.to_string(), trip, at_ms })
+    }
+
+    /// A round of a tripped land: its tick passes (a simulation's clock with
+    /// it), and nothing is woken, run or sealed.
+    fn idle_round_if_tripped(&mut self) -> bool {
+        if crate::health::trip_of(&self.world).is_none() {
+            return false;
+        }
+        self.tick += 1;
+        if self.mode == Mode::Simulation {
+            self.clock.advance_ms(self.fixture.tick_ms);
+        }
+        self.summary.ticks = self.tick;
+        true
     }
 
     /// Writes a world snapshot when the land has grown by
@@ -837,6 +922,7 @@ impl Engine {
         }
         if let Some(failure) = &failed {
             self.summary.failures += 1;
+            self.health.moment_failed(self.clock.now_ms());
             *self.summary.failure_reasons.entry(failure.refusal.kind().to_string()).or_default() += 1;
             trace.outcome = failure.to_string();
             let script = self.script_where(being, trace.primary.as_deref(), &failure.refusal);
@@ -992,6 +1078,9 @@ impl Engine {
         wake: Wake,
         choice: &moment::PersonChoice,
     ) -> Result<PersonResult, EngineError> {
+        if let Some(trip) = crate::health::trip_of(&self.world) {
+            return Err(EngineError::Tripped { trip: Box::new(trip) });
+        }
         if self.mode == Mode::Live {
             self.clock.advance_to(wall_now_ms());
         }
@@ -1005,6 +1094,7 @@ impl Engine {
         let decided = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing);
         let sealed = sealing.next_land_seq > first_land_seq;
         let (outcome, failure) = self.seal_step(decided, sealing)?;
+        self.check_health()?;
         Ok(PersonResult { outcome, failure, land_seq: sealed.then_some(first_land_seq), sealed })
     }
 

@@ -199,6 +199,9 @@ impl Engine {
         &mut self,
         watch: &mut dyn FnMut() -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
+        if self.idle_round_if_tripped() {
+            return Ok(());
+        }
         let (tick, wakes) = self.begin_round()?;
         let queued = wakes
             .iter()
@@ -231,7 +234,7 @@ impl Engine {
         fold_to_end(self.land.store(), &mut self.world)?;
         self.summary.ticks = tick;
         self.write_snapshot_if_due();
-        Ok(())
+        self.check_health()
     }
 
     /// Folds the sealed results of round `tick` from wake `from` on, wake by

@@ -155,6 +155,11 @@ pub(super) fn record_facts_sealed(facts: u64) {
     }
 }
 
+/// The health score after a step, as a `/metrics` gauge.
+pub(super) fn record_health(health: &crate::health::Health) {
+    metrics::gauge!("seed_health_score_permille").set(health.score_permille as f64);
+}
+
 pub(super) fn record_moment_metrics(trace: &MomentTrace, outcome: &'static str) {
     metrics::counter!("seed_moments_total", "outcome" => outcome).increment(1);
     for (beat, micros) in &trace.timings_us {

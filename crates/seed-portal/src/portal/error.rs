@@ -192,6 +192,10 @@ impl From<crate::engine::EngineError> for PortalError {
         use crate::engine::EngineError;
         match error {
             EngineError::Follower { .. } => PortalError::new(StatusCode::CONFLICT, "follower", error.to_string()),
+            EngineError::Tripped { .. } => {
+                PortalError::new(StatusCode::SERVICE_UNAVAILABLE, "tripped", error.to_string())
+            }
+            EngineError::NotTripped => PortalError::new(StatusCode::CONFLICT, "not-tripped", error.to_string()),
             other => PortalError::internal(other.to_string()),
         }
     }

@@ -182,13 +182,22 @@ pub fn stylesheet() -> String {
 
 /// The page frame. `csrf` (a logged-in page) adds the navigation and the
 /// token scripts send back.
+/// Whether the land this process serves is tripped by its health breaker:
+/// every page then says so under its menu. One land is served per process;
+/// the live land sets it whenever it publishes a new world.
+static LAND_TRIPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn set_land_tripped(tripped: bool) {
+    LAND_TRIPPED.store(tripped, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
     let (meta, nav) = match csrf {
         Some(csrf) => (
             format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
             format!(
                 "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
-<a href=\"/moments\">Moments</a><a href=\"/timeline\">Timeline</a><a href=\"/approvals\">Approvals</a><a href=\"/audit\">Audit</a><a href=\"/config\">Config</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
+<a href=\"/moments\">Moments</a><a href=\"/timeline\">Timeline</a><a href=\"/approvals\">Approvals</a><a href=\"/audit\">Audit</a><a href=\"/config\">Config</a><a href=\"/health\">Health</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
 <input name=\"q\" id=\"search\" placeholder=\"search names\" aria-label=\"search\"></form> \
 <form class=\"inline\" method=\"post\" action=\"/logout\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",
@@ -196,6 +205,15 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
             ),
         ),
         None => (String::new(), String::new()),
+    };
+    let nav = if LAND_TRIPPED.load(std::sync::atomic::Ordering::Relaxed) && !nav.is_empty() {
+        format!(
+            "{nav}<p class=\"error\" id=\"tripped-banner\" role=\"alert\">The land is tripped by its health \
+breaker: pages and reads stay open; no moment runs and nothing new is sealed until an operator revives it on the \
+<a href=\"/health\">health page</a>.</p>"
+        )
+    } else {
+        nav
     };
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\

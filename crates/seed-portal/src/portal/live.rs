@@ -143,6 +143,7 @@ pub struct Refused {
 
 impl LiveLand {
     pub fn new(engine: Engine) -> Result<Arc<LiveLand>, EngineError> {
+        super::html::set_land_tripped(crate::health::trip_of(&engine.world).is_some());
         let operator = engine.land.operator();
         let root = engine.land.root();
         let store = engine.land.shared_store();
@@ -264,12 +265,28 @@ impl LiveLand {
             *self.recent_traces.write().unwrap_or_else(|p| p.into_inner()) = traces;
         }
         if engine.world.cursor != cursor_before {
+            super::html::set_land_tripped(crate::health::trip_of(&engine.world).is_some());
             let world = Arc::new(engine.world.clone());
             let cursor = world.cursor;
             *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = world;
             let _ = self.events.send(cursor);
         }
         Some(result)
+    }
+
+    /// The health measured after the latest step (none while the land is
+    /// tripped, or when it watches no sign).
+    pub fn health(&self) -> Option<crate::health::Health> {
+        self.with_engine(|engine| engine.health().cloned()).flatten()
+    }
+
+    /// Revives the tripped land as `by` (see `Engine::revive`).
+    pub fn revive(&self, by: &str) -> Result<crate::health::Revival, EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
+        self.with_engine(|engine| engine.revive(by))
+            .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
     }
 
     /// One round of the scheduler: signal, summon, tick and self-continue

@@ -71,6 +71,11 @@ fn describe() {
     describe_gauge!("seed_land_facts", "Facts sealed in the land (its land log's length).");
     describe_gauge!("seed_store_appends_waiting", "Facts queued for the store's committer and not yet written.");
     describe_gauge!("seed_beings", "Beings in the land's world.");
+    describe_gauge!(
+        "seed_health_score_permille",
+        "The health breaker's score after the latest step, in thousandths (the land trips past 1000)."
+    );
+    describe_gauge!("seed_land_tripped", "1 while the land is tripped by its health breaker, else 0.");
     describe_gauge!("seed_inbox_summons", "Summons waiting in every inbox of the land.");
     describe_gauge!("seed_approvals_waiting", "Gated calls waiting for an approval.");
     describe_gauge!("seed_hook_failures", "Hook handler failures since the process started.");
@@ -103,6 +108,8 @@ fn read_state(portal: &Portal) {
     }
     metrics::gauge!("seed_store_appends_waiting").set(portal.live.store().appends_waiting() as f64);
     metrics::gauge!("seed_beings").set(world.beings.len() as f64);
+    let tripped = crate::health::trip_of(&world).is_some();
+    metrics::gauge!("seed_land_tripped").set(if tripped { 1.0 } else { 0.0 });
     metrics::gauge!("seed_inbox_summons").set(world.inbox.values().map(|pending| pending.len()).sum::<usize>() as f64);
     metrics::gauge!("seed_approvals_waiting").set(world.approvals.len() as f64);
     let incidents = portal.live.substrate().hooks.incidents();

@@ -18,6 +18,7 @@ pub mod conversation;
 pub mod error;
 pub mod extract;
 pub mod headers;
+mod health_page;
 pub mod html;
 pub mod live;
 pub mod mcp;
@@ -186,6 +187,8 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/approvals", get(approvals::approvals_page))
         .route("/audit", get(audit_page::audit_page))
         .route("/config", get(config_page::config_page).post(config_page::config_form))
+        .route("/health", get(health_page::health_page))
+        .route("/health/revive", post(health_page::revive_form))
         .route("/approvals/{request}", post(approvals::decide_form))
         .route("/accounts", get(accounts_page).post(invite_form))
         .route("/accounts/{account}/token", post(new_token_form))
@@ -220,6 +223,8 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/approvals", get(approvals::api_approvals))
         .route("/api/v1/audit", get(audit_page::api_audit))
         .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))
+        .route("/api/v1/health", get(health_page::api_health))
+        .route("/api/v1/health/revive", post(health_page::api_revive))
         .route("/metrics", get(metrics_page::metrics_page))
         .route("/api/v1/approvals/{request}", post(approvals::api_decide))
         .route("/api/v1/accounts", get(api_accounts).post(api_invite))

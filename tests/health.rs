@@ -1,0 +1,193 @@
+//! The land's health breaker (docs/health.md): each sign a portal can
+//! provoke trips a live land past its threshold; while tripped, acts are
+//! refused with a 503 naming the sign and every read stays open; the
+//! operator (only) revives it; the trip and the revival are world facts a
+//! stopped land shows with `seed health`, and verify and replay pass over
+//! them. A simulation trips the same way and `seed health revive` revives
+//! the stopped land.
+
+use crate::common::portal::Up;
+use crate::common::{seed, stderr, stdout};
+use serde_json::{json, Value};
+
+fn act(up: &Up, body: Value) -> (u16, Value) {
+    up.post("/api/v1/beings/operator/act", &body)
+}
+
+fn set_config(up: &Up, key: &str, value: Value) {
+    let (status, answer) = up.post("/api/v1/config", &json!({"key": key, "value": value}));
+    assert_eq!(status, 200, "{key}: {answer}");
+}
+
+fn refused_act() -> Value {
+    json!({"verb": "do", "target": "/", "action": "no-such-operation"})
+}
+
+/// An act that seals a fact (a `see` seals none).
+fn good_act() -> Value {
+    json!({"verb": "summon", "target": "@ada", "content": "the health breaker's test"})
+}
+
+/// Provokes one sign after setting its threshold (or floor): the land trips
+/// within `most_acts` acts, named by `sign`.
+struct Case {
+    sign: &'static str,
+    key: &'static str,
+    value: u64,
+    provoke: fn() -> Value,
+    most_acts: usize,
+}
+
+fn check(case: &Case) {
+    let mut up = Up::start(&[]);
+    let (status, health) = up.get("/api/v1/health");
+    assert_eq!((status, &health["tripped"]), (200, &json!(false)), "{health}");
+    let (status, invited) = up.post("/api/v1/accounts", &json!({"account": "ann"}));
+    assert_eq!(status, 201, "{invited}");
+
+    // The setting is itself a step: the disk floor trips the land at once.
+    set_config(&up, case.key, json!(case.value));
+    let mut acts = 0;
+    loop {
+        let (_, health) = up.get("/api/v1/health");
+        if health["tripped"] == true {
+            assert_eq!(health["trip"]["sign"], case.sign, "{health}");
+            break;
+        }
+        assert!(acts < case.most_acts, "{}: not tripped after {acts} acts: {health}", case.sign);
+        let (status, answer) = act(&up, (case.provoke)());
+        assert_ne!(status, 503, "{}: refused as tripped before the health API said so: {answer}", case.sign);
+        acts += 1;
+    }
+
+    // Tripped: an act is a 503 naming the sign and the way out; nothing is sealed.
+    let cursor = up.cursor();
+    let (status, answer) = act(&up, good_act());
+    assert_eq!(status, 503, "{answer}");
+    assert_eq!(answer["error"]["code"], "tripped", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(case.sign) || case.sign == "disk_free_bytes", "{message}");
+    assert!(message.contains("revive"), "{message}");
+    assert_eq!(up.cursor(), cursor, "a tripped land seals nothing");
+
+    // Reads stay open: the world, a being, the pages (each with the banner).
+    assert_eq!(up.get("/api/v1/world").0, 200);
+    assert_eq!(up.get("/api/v1/beings/operator").0, 200);
+    for path in ["/world", "/config", "/health"] {
+        let (status, page) = up.page(path);
+        assert_eq!(status, 200, "{path}");
+        assert!(page.contains("id=\"tripped-banner\""), "{path}: {page}");
+    }
+    let (_, page) = up.page("/health");
+    assert!(page.contains(&format!("id=\"sign-{}\" class=\"error\"", case.sign)) || case.sign == "disk_free_bytes");
+
+    // Only the operator revives: a person's token is a 403; the operator's
+    // revives, and a second revival is a 409.
+    let response = up
+        .http
+        .post(format!("{}/api/v1/health/revive", up.url))
+        .bearer_auth(invited["token"].as_str().expect("a token"))
+        .body("{}")
+        .send()
+        .expect("answered");
+    assert_eq!(response.status().as_u16(), 403);
+    let (status, answer) = up.post("/api/v1/health/revive", &json!({"why": "x"}));
+    assert_eq!((status, &answer["error"]["field"]), (400, &json!("why")), "{answer}");
+    let (status, answer) = up.post("/api/v1/health/revive", &json!({}));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["revived"]["trip"]["sign"], case.sign, "{answer}");
+    let (status, answer) = up.post("/api/v1/health/revive", &json!({}));
+    assert_eq!((status, &answer["error"]["code"]), (409, &json!("not-tripped")), "{answer}");
+
+    // Revived: the threshold back to its default, and acts run again.
+    set_config(&up, case.key, Value::Null);
+    let (status, answer) = act(&up, good_act());
+    assert_eq!(status, 200, "{answer}");
+    let (_, page) = up.page("/world");
+    assert!(!page.contains("tripped-banner"), "the banner is gone");
+    up.stop();
+
+    // The trip and the revival are facts: shown by `seed health`, verified, replayed.
+    let land = up.land();
+    let shown = seed(&land, &["health", "--json"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let shown: Value = serde_json::from_str(&stdout(&shown)).expect("JSON");
+    assert_eq!((&shown["tripped"], &shown["revived"]["trip"]["sign"]), (&json!(false), &json!(case.sign)), "{shown}");
+    assert!(seed(&land, &["verify"]).status.success());
+    let replayed = seed(&land, &["replay", "--all", "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!(replayed["divergences"], 0, "{replayed}");
+}
+
+#[test]
+fn each_sign_trips_a_live_land_reads_stay_open_and_the_operator_revives_it() {
+    let cases = [
+        Case {
+            sign: "failures_per_hour",
+            key: "health_failures_per_hour_max",
+            value: 2,
+            provoke: refused_act,
+            most_acts: 4,
+        },
+        Case {
+            sign: "facts_per_minute",
+            key: "health_facts_per_minute_max",
+            value: 4,
+            provoke: good_act,
+            most_acts: 8,
+        },
+        Case {
+            sign: "disk_free_bytes",
+            key: "health_disk_free_bytes_min",
+            value: 1 << 50,
+            provoke: good_act,
+            most_acts: 2,
+        },
+    ];
+    for case in &cases {
+        check(case);
+    }
+}
+
+#[test]
+fn a_simulation_trips_and_seed_health_revive_revives_the_stopped_land() {
+    let scratch = tempfile::tempdir().expect("a folder");
+    let court = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/court.toml")).expect("court");
+    // Beside the fixtures' roles and extensions, as the court's own file is.
+    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::create_dir(scratch.path().join("fixtures")).expect("a folder");
+    for shared in ["roles", "extensions", "fixtures/roles", "fixtures/scripts"] {
+        std::os::unix::fs::symlink(repository.join(shared), scratch.path().join(shared)).expect("linked");
+    }
+    let fixture = scratch.path().join("fixtures/court.toml");
+    std::fs::write(&fixture, format!("{court}\n[config]\nhealth_disk_free_bytes_min = {}\n", 1u64 << 50))
+        .expect("written");
+    let land = scratch.path().join("land");
+    let ran = seed(&land, &["sim", fixture.to_str().unwrap(), "--ticks", "5", "--json"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let summary: Value = serde_json::from_str(&stdout(&ran)).expect("JSON");
+    assert_eq!(summary["ticks"], 5, "{summary}");
+
+    let shown = seed(&land, &["health"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("tripped at land seq") && stdout(&shown).contains("free disk"),
+        "{}",
+        stdout(&shown)
+    );
+    let before = seed(&land, &["health", "--json"]);
+    let before: Value = serde_json::from_str(&stdout(&before)).expect("JSON");
+    assert_eq!(before["trip"]["sign"], "disk_free_bytes", "{before}");
+
+    let revived = seed(&land, &["health", "revive", "--json"]);
+    assert!(revived.status.success(), "{}", stderr(&revived));
+    let revived: Value = serde_json::from_str(&stdout(&revived)).expect("JSON");
+    assert_eq!(revived["revived"]["by"], "operator", "{revived}");
+    let again = seed(&land, &["health", "revive"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("is not tripped: there is nothing to revive"), "{}", stderr(&again));
+    assert!(seed(&land, &["verify"]).status.success());
+    let replayed = seed(&land, &["replay", "--all", "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!(replayed["divergences"], 0, "{replayed}");
+}
