@@ -10,6 +10,11 @@
 //! run: its rate against the `forward` crowd's is the cost of recall
 //! (target: at least 80%).
 //!
+//! The health breaker measures its signs as each round ends (docs/health.md):
+//! the same crowd whose land watches no sign (every weight and the disk
+//! floor 0) runs in the same run, and the default crowd's rate against it is
+//! the cost of the health score (target: at least 95%).
+//!
 //! Under `cargo test --benches` (no `--bench` argument) the crowd shrinks to
 //! 200 beings so the suite stays fast; the figures come from `cargo bench`.
 
@@ -44,20 +49,32 @@ fn bench(c: &mut Criterion) {
     fixture.generate[0].count = beings;
     let mut recollecting = fixture.clone();
     recollecting.generate[0].template.flow.push(serde_json::json!({"stack": true, "role": "recollecting"}));
+    let mut unwatched = fixture.clone();
+    for key in [
+        "health_facts_weight_permille",
+        "health_failures_weight_permille",
+        "health_store_errors_weight_permille",
+        "health_hook_breakers_weight_permille",
+        "health_disk_free_bytes_min",
+    ] {
+        unwatched.config.insert(key.to_string(), serde_json::json!(0));
+    }
     let dir = tempfile::tempdir().expect("folder");
     let half_dir = tempfile::tempdir().expect("folder");
-    let options = EngineOptions {
+    let unwatched_dir = tempfile::tempdir().expect("folder");
+    let options_in = |land_dir: std::path::PathBuf| EngineOptions {
         snapshot_every_facts: None,
         store: Default::default(),
         ticks: None,
         seed: 0,
         threads: THREADS,
-        land_dir: dir.path().join("land"),
+        land_dir,
         trace_file: None,
         progress: std::sync::Arc::new(seed::progress::NoProgress),
         model: None,
         mode: seed::engine::Mode::Simulation,
     };
+    let options = options_in(dir.path().join("land"));
     let before = resident_bytes();
     let mut simulation = Engine::plant(&fixture, &options).expect("plant the crowd");
     simulation.round().expect("a first round");
@@ -73,9 +90,17 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(beings));
     group.sample_size(10);
     group.bench_function("crowd_round", |b| b.iter(|| simulation.round().expect("round")));
+    assert!(simulation.health().is_some(), "the default crowd measures its health");
     let summary = simulation.finish().expect("finish");
     assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
-    let half_options = EngineOptions { land_dir: half_dir.path().join("land"), ..options };
+    let unwatched_options = options_in(unwatched_dir.path().join("land"));
+    let mut quiet = Engine::plant(&unwatched, &unwatched_options).expect("plant the unwatched crowd");
+    quiet.round().expect("a first round");
+    assert!(quiet.health().is_none(), "a land watching no sign measures nothing");
+    group.bench_function("crowd_round_unwatched", |b| b.iter(|| quiet.round().expect("round")));
+    let summary = quiet.finish().expect("finish");
+    assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
+    let half_options = options_in(half_dir.path().join("land"));
     let mut half = Engine::plant(&recollecting, &half_options).expect("plant the recollecting crowd");
     half.round().expect("a first round");
     group.bench_function("crowd_round_half", |b| b.iter(|| half.round().expect("round")));
@@ -93,6 +118,12 @@ fn print_ratios() {
     println!("\n== figures of this run (per second) ==");
     println!("raw ed25519 sign (reference)          {sign:>10.0}/s");
     println!("sealed moments, 10,000 beings         {moments:>10.0}/s  = {:.1}% of the sign rate (target >= 40%, or >= 20,000/s)", 100.0 * moments / sign);
+    if let Some(unwatched) = rate("moments/crowd_round_unwatched", CROWD_BEINGS as f64) {
+        println!(
+            "sealed moments, health watched (default) {moments:>8.0}/s  = {:.1}% of the crowd watching no sign ({unwatched:.0}/s; target >= 95%)",
+            100.0 * moments / unwatched
+        );
+    }
     if let Some(half) = rate("moments/crowd_round_half", CROWD_BEINGS as f64) {
         println!(
             "sealed moments, the same crowd `half`  {half:>10.0}/s  = {:.1}% of the `forward` crowd's (target >= 80%)",
