@@ -152,16 +152,8 @@ fn each_sign_trips_a_live_land_reads_stay_open_and_the_operator_revives_it() {
 #[test]
 fn a_simulation_trips_and_seed_health_revive_revives_the_stopped_land() {
     let scratch = tempfile::tempdir().expect("a folder");
-    let court = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/court.toml")).expect("court");
-    // Beside the fixtures' roles and extensions, as the court's own file is.
-    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    std::fs::create_dir(scratch.path().join("fixtures")).expect("a folder");
-    for shared in ["roles", "extensions", "fixtures/roles", "fixtures/scripts"] {
-        std::os::unix::fs::symlink(repository.join(shared), scratch.path().join(shared)).expect("linked");
-    }
-    let fixture = scratch.path().join("fixtures/court.toml");
-    std::fs::write(&fixture, format!("{court}\n[config]\nhealth_disk_free_bytes_min = {}\n", 1u64 << 50))
-        .expect("written");
+    let fixture =
+        crate::common::court_with_config(scratch.path(), &format!("health_disk_free_bytes_min = {}", 1u64 << 50));
     let land = scratch.path().join("land");
     let ran = seed(&land, &["sim", fixture.to_str().unwrap(), "--ticks", "5", "--json"]);
     assert!(ran.status.success(), "{}", stderr(&ran));
@@ -190,4 +182,66 @@ fn a_simulation_trips_and_seed_health_revive_revives_the_stopped_land() {
     let replayed = seed(&land, &["replay", "--all", "--json"]);
     let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
     assert_eq!(replayed["divergences"], 0, "{replayed}");
+}
+
+/// The hostile world's two failing hook handlers open their breakers in its
+/// third round; with a threshold of one open breaker the land trips there,
+/// and its fourth round runs no moment.
+#[test]
+fn hook_breakers_opening_trip_a_simulation_whose_threshold_they_pass() {
+    use seed::engine::{self, fixture::Fixture, EngineOptions};
+    let dir = tempfile::tempdir().expect("folder");
+    let mut fixture = Fixture::load(std::path::Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
+    fixture.config.insert("health_hook_breakers_open_max".into(), json!(1));
+    let options = EngineOptions { seed: 1, threads: 2, ..crate::common::simulation_options(dir.path().join("land")) };
+    let summary = engine::simulate(&fixture, &options).expect("the simulation runs");
+    assert_eq!(summary.ticks, 4, "every tick passes, tripped or not");
+    assert_eq!(summary.hook_incidents.iter().filter(|incident| incident.breaker_opened).count(), 2);
+    let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
+    let world = engine::world_at_end(&land).expect("the world");
+    let trip = seed::health::trip_of(&world).expect("tripped");
+    assert_eq!(trip.sign, "hook_breakers_open", "{trip:?}");
+    let reading = trip.readings.iter().find(|reading| reading.sign == "hook_breakers_open").expect("the reading");
+    assert_eq!((reading.value, reading.threshold, reading.part_permille), (2, 1, 2000));
+    // Every being woke in each of the three rounds before the trip and none
+    // after: three quarters of the moments of the same world untripped.
+    let untripped_dir = tempfile::tempdir().expect("folder");
+    fixture.config.remove("health_hook_breakers_open_max");
+    let untripped =
+        engine::simulate(&fixture, &EngineOptions { land_dir: untripped_dir.path().join("land"), ..options })
+            .expect("the simulation runs");
+    assert_eq!(summary.moments * 4, untripped.moments * 3, "{} vs {}", summary.moments, untripped.moments);
+}
+
+/// A land on a small disk (a 16 MB tmpfs) whose floor is 8 MiB: filled to
+/// about 4 MB free, its next step still writes and then trips it, so no
+/// later write can fail; what it refuses while tripped writes nothing; once
+/// space returns the operator revives it and the land verifies clean.
+#[test]
+fn a_land_on_a_filling_disk_trips_before_a_write_fails() {
+    let Some(disk) = crate::store_damage::small_tmpfs() else { return };
+    let land = disk.mount.join("land");
+    assert!(seed(&land, &["plant"]).status.success());
+    let floor = (8u64 << 20).to_string();
+    let set = seed(&land, &["config", "set", "health_disk_free_bytes_min", &floor]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    let filler = disk.mount.join("filler");
+    let free = fs2::available_space(&disk.mount).expect("free space");
+    std::fs::write(&filler, vec![0u8; free.saturating_sub(4 << 20) as usize]).expect("fill the disk");
+
+    let step = seed(&land, &["config", "set", "inbox_depth_max", "40"]);
+    assert!(step.status.success(), "the step before the trip still writes: {}", stderr(&step));
+    let shown: Value = serde_json::from_str(&stdout(&seed(&land, &["health", "--json"]))).expect("JSON");
+    assert_eq!(shown["trip"]["sign"], "disk_free_bytes", "{shown}");
+    assert!(shown["trip"]["diskFreeBytes"].as_u64().expect("free bytes") < 8 << 20, "{shown}");
+    let refused = seed(&land, &["config", "set", "inbox_depth_max", "41"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("free disk is"), "{}", stderr(&refused));
+    assert!(!stderr(&refused).contains("No space left"), "{}", stderr(&refused));
+
+    std::fs::remove_file(&filler).expect("free the space");
+    let revived = seed(&land, &["health", "revive"]);
+    assert!(revived.status.success(), "{}", stderr(&revived));
+    assert!(seed(&land, &["config", "set", "inbox_depth_max", "41"]).status.success());
+    assert!(seed(&land, &["verify", "--no-checkpoint"]).status.success());
 }

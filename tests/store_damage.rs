@@ -85,7 +85,7 @@ fn every_flipped_byte_of_the_store_files_gives_one_clear_answer_and_no_panic() {
 /// A 16 MB tmpfs mounted in a fresh folder, unmounted when dropped; `None`
 /// where this process may not mount (the test then says so and passes: it
 /// needs root, as CI has).
-fn small_tmpfs() -> Option<SmallDisk> {
+pub(crate) fn small_tmpfs() -> Option<SmallDisk> {
     let dir = tempfile::tempdir().expect("folder");
     let mount = dir.path().join("small");
     std::fs::create_dir(&mount).expect("mount point");
@@ -115,10 +115,10 @@ impl Drop for KilledOnDrop {
 /// The size of the disks the full-disk tests fill.
 const SMALL_DISK_MEGABYTES: u64 = 16;
 
-struct SmallDisk {
-    mount: std::path::PathBuf,
+pub(crate) struct SmallDisk {
+    pub(crate) mount: std::path::PathBuf,
     /// The folder holding the mount point (and anything else a test keeps off the small disk).
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Drop for SmallDisk {
@@ -174,6 +174,10 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
     let Some(disk) = small_tmpfs() else { return };
     let (mount, dir) = (&disk.mount, disk.dir.path());
     let land = mount.join("land");
+    // This test is the store's behaviour on a full disk: the health
+    // breaker's disk floor (64 MiB, over this whole disk) is turned off, or
+    // the land would trip before any write could fail (tests/health.rs).
+    let fixture = common::court_with_config(dir, "health_disk_free_bytes_min = 0");
     let log = dir.join("up.log");
     let out = dir.join("up.out");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
@@ -184,7 +188,8 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .arg("--land")
             .arg(&land)
-            .args(["up", "--addr", &addr, "--round-ms", "50"])
+            .args(["up", "--addr", &addr, "--round-ms", "50", "--fixture"])
+            .arg(&fixture)
             .env_remove("SEED_LAND")
             .env("RUST_LOG", "info")
             .stdout(std::fs::File::create(&out).expect("output file"))

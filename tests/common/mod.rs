@@ -44,6 +44,21 @@ pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
     }
 }
 
+/// The court (fixtures/court.toml) with `config` lines added to its
+/// `[config]`, written as `DIR/fixtures/court.toml` beside links to the
+/// roles, extensions and scripts it names, so it loads as the court does.
+pub fn court_with_config(dir: &Path, config: &str) -> PathBuf {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::create_dir_all(dir.join("fixtures")).expect("a folder");
+    for shared in ["roles", "extensions", "fixtures/roles", "fixtures/scripts"] {
+        std::os::unix::fs::symlink(repository.join(shared), dir.join(shared)).expect("linked");
+    }
+    let court = std::fs::read_to_string(repository.join("fixtures/court.toml")).expect("the court");
+    let fixture = dir.join("fixtures/court.toml");
+    std::fs::write(&fixture, format!("{court}\n[config]\n{config}\n")).expect("written");
+    fixture
+}
+
 pub fn core_rules() -> seed::check::BodyRules<'static> {
     CORE_SCHEMAS.rules(&Limits::default())
 }

@@ -545,8 +545,10 @@ impl Engine {
         self.seal_embeddings()?;
         let mut sealing = Sealing::new(0, self.threads.max(1));
         let decided = self.round_sealing(&mut sealing);
-        self.seal_step(decided, sealing)?;
-        self.check_health()
+        let sealed = self.seal_step(decided, sealing);
+        // Measured after a failed step too: a failed write is a sign.
+        self.check_health();
+        sealed
     }
 
     /// Ends a step. After a failure anywhere between deciding and sealing,
@@ -558,7 +560,7 @@ impl Engine {
     fn settle<T>(&mut self, result: Result<T, EngineError>, mut sealing: Sealing) -> Result<T, EngineError> {
         let waited = sealing.wait_all();
         let result = result.and_then(|value| waited.map(|()| value));
-        if let Err(EngineError::Store(_) | EngineError::Land(LandError::Store(_))) = &result {
+        if let Err(EngineError::Store(_) | EngineError::Land(LandError::Store(_) | LandError::Io { .. })) = &result {
             self.health.store_failed(self.clock.now_ms());
         }
         if result.is_err() {
@@ -594,8 +596,16 @@ impl Engine {
     /// Measures the health signs after a step and trips the land when they
     /// call for it (`crate::health`): a world fact setting `land_tripped`,
     /// sealed before the next step can write anything. A tripped land, or
-    /// one that watches no sign, measures nothing.
-    fn check_health(&mut self) -> Result<(), EngineError> {
+    /// one that watches no sign, measures nothing. A trip that cannot be
+    /// sealed (the store failing) is logged, never the step's failure: the
+    /// next step measures again.
+    fn check_health(&mut self) {
+        if let Err(error) = self.measure_health() {
+            tracing::warn!(%error, "the land's health breaker could not seal its trip");
+        }
+    }
+
+    fn measure_health(&mut self) -> Result<(), EngineError> {
         if crate::health::trip_of(&self.world).is_some() || !crate::health::watched(&self.world) {
             self.health.latest = None;
             return Ok(());
@@ -1093,8 +1103,9 @@ impl Engine {
         let mut sealing = Sealing::new(first_land_seq, 1);
         let decided = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing);
         let sealed = sealing.next_land_seq > first_land_seq;
-        let (outcome, failure) = self.seal_step(decided, sealing)?;
-        self.check_health()?;
+        let sealed_step = self.seal_step(decided, sealing);
+        self.check_health();
+        let (outcome, failure) = sealed_step?;
         Ok(PersonResult { outcome, failure, land_seq: sealed.then_some(first_land_seq), sealed })
     }
 

@@ -234,7 +234,8 @@ impl Engine {
         fold_to_end(self.land.store(), &mut self.world)?;
         self.summary.ticks = tick;
         self.write_snapshot_if_due();
-        self.check_health()
+        self.check_health();
+        Ok(())
     }
 
     /// Folds the sealed results of round `tick` from wake `from` on, wake by
