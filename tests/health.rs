@@ -245,3 +245,33 @@ fn a_land_on_a_filling_disk_trips_before_a_write_fails() {
     assert!(seed(&land, &["config", "set", "inbox_depth_max", "41"]).status.success());
     assert!(seed(&land, &["verify", "--no-checkpoint"]).status.success());
 }
+
+/// `seed up` on a 16 MB tmpfs (its disk floor off, one store error an hour
+/// its threshold) whose disk fills: its rounds' writes fail; the trip they
+/// call for cannot be sealed while the disk is full and is said once; once
+/// space returns the next step seals it, and the land is tripped by
+/// `store_errors_per_hour`.
+#[test]
+fn failed_writes_trip_a_live_land_once_a_write_succeeds_again() {
+    use crate::store_damage::{fill_to_the_last_byte, small_tmpfs, UpOnSmallDisk};
+    let Some(disk) = small_tmpfs() else { return };
+    let fixture = crate::common::court_with_config(
+        disk.dir.path(),
+        "health_disk_free_bytes_min = 0\nhealth_store_errors_per_hour_max = 1",
+    );
+    let mut up = UpOnSmallDisk::start(&disk, &fixture);
+    let filler = fill_to_the_last_byte(&disk.mount);
+    up.wait_for("the trip cannot be sealed", &|| up.logged().contains("could not seal its trip"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(up.logged().matches("could not seal its trip").count(), 1, "said once: {}", up.logged());
+    assert!(!up.logged().contains("breaker tripped"), "{}", up.logged());
+    std::fs::remove_file(&filler).expect("free the space");
+    up.wait_for("the land trips", &|| up.logged().contains("health breaker tripped"));
+    assert!(up.logged().contains("sign=store_errors_per_hour"), "{}", up.logged());
+    let _ = up.child.0.kill();
+    let _ = up.child.0.wait();
+    let land = disk.mount.join("land");
+    let shown: Value = serde_json::from_str(&stdout(&seed(&land, &["health", "--json"]))).expect("JSON");
+    assert_eq!(shown["trip"]["sign"], "store_errors_per_hour", "{shown}");
+    assert!(seed(&land, &["verify", "--no-checkpoint"]).status.success());
+}

@@ -103,13 +103,73 @@ pub(crate) fn small_tmpfs() -> Option<SmallDisk> {
 
 /// A child process killed if a test fails while it runs, so that the small
 /// disk it holds open can be unmounted.
-struct KilledOnDrop(std::process::Child);
+pub(crate) struct KilledOnDrop(pub(crate) std::process::Child);
 
 impl Drop for KilledOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `seed up` on a small disk with `fixture` (rounds every 50 ms, its log
+/// and output beside the mount point), killed when dropped.
+pub(crate) struct UpOnSmallDisk {
+    pub(crate) child: KilledOnDrop,
+    log: std::path::PathBuf,
+    out: std::path::PathBuf,
+}
+
+impl UpOnSmallDisk {
+    pub(crate) fn start(disk: &SmallDisk, fixture: &Path) -> UpOnSmallDisk {
+        let (log, out) = (disk.dir.path().join("up.log"), disk.dir.path().join("up.out"));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let addr = listener.local_addr().expect("address").to_string();
+        drop(listener);
+        let child = KilledOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_seed"))
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .arg("--land")
+                .arg(disk.mount.join("land"))
+                .args(["up", "--addr", &addr, "--round-ms", "50", "--fixture"])
+                .arg(fixture)
+                .env_remove("SEED_LAND")
+                .env("RUST_LOG", "info")
+                .stdout(std::fs::File::create(&out).expect("output file"))
+                .stderr(std::fs::File::create(&log).expect("log file"))
+                .spawn()
+                .expect("start seed up"),
+        );
+        let up = UpOnSmallDisk { child, log, out };
+        up.wait_for("the land is up", &|| up.printed().contains("seed is up"));
+        up
+    }
+
+    pub(crate) fn logged(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub(crate) fn printed(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Waits until `done` holds, or fails naming `what` with the log.
+    pub(crate) fn wait_for(&self, what: &str, done: &dyn Fn() -> bool) {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "{what}: {}", self.logged());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// Fills the disk at `mount` to its last byte with a file, returned to be removed.
+pub(crate) fn fill_to_the_last_byte(mount: &Path) -> std::path::PathBuf {
+    let filler = mount.join("filler");
+    let mut file = std::fs::File::create(&filler).expect("filler");
+    while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
+    let _ = std::io::Write::write_all(&mut file, &[0u8; 1]);
+    filler
 }
 
 /// The size of the disks the full-disk tests fill.
@@ -178,60 +238,27 @@ fn seed_up_on_a_full_disk_logs_it_once_goes_on_when_space_returns_and_stops_on_c
     // breaker's disk floor (64 MiB, over this whole disk) is turned off, or
     // the land would trip before any write could fail (tests/health.rs).
     let fixture = common::court_with_config(dir, "health_disk_free_bytes_min = 0");
-    let log = dir.join("up.log");
-    let out = dir.join("up.out");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let addr = listener.local_addr().expect("address").to_string();
-    drop(listener);
-    let mut up = KilledOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_seed"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .arg("--land")
-            .arg(&land)
-            .args(["up", "--addr", &addr, "--round-ms", "50", "--fixture"])
-            .arg(&fixture)
-            .env_remove("SEED_LAND")
-            .env("RUST_LOG", "info")
-            .stdout(std::fs::File::create(&out).expect("output file"))
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start seed up"),
-    );
-    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
-    let printed = || std::fs::read_to_string(&out).unwrap_or_default();
-    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
-        let started = std::time::Instant::now();
-        while !done() {
-            assert!(started.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "{what}: {}", logged());
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    };
-    wait_for("the land is up", &|| printed().contains("seed is up"));
-    // Fill the disk to the last byte.
-    let filler = mount.join("filler");
-    let mut file = std::fs::File::create(&filler).expect("filler");
-    while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
-    let _ = std::io::Write::write_all(&mut file, &[0u8; 1]);
-    drop(file);
-    wait_for("a round fails", &|| logged().contains("No space left on device"));
+    let mut up = UpOnSmallDisk::start(&disk, &fixture);
+    let filler = fill_to_the_last_byte(mount);
+    up.wait_for("a round fails", &|| up.logged().contains("No space left on device"));
     std::thread::sleep(std::time::Duration::from_millis(1_000));
-    let failures = logged().lines().filter(|line| line.contains("a round failed")).count();
-    assert_eq!(failures, 1, "one line for a lasting failure: {}", logged());
-    assert!(!logged().contains("restore") && !logged().contains("re-import"), "{}", logged());
+    let failures = up.logged().lines().filter(|line| line.contains("a round failed")).count();
+    assert_eq!(failures, 1, "one line for a lasting failure: {}", up.logged());
+    assert!(!up.logged().contains("restore") && !up.logged().contains("re-import"), "{}", up.logged());
     std::fs::remove_file(&filler).expect("free the space");
-    wait_for("rounds go on", &|| logged().contains("rounds go on again"));
+    up.wait_for("rounds go on", &|| up.logged().contains("rounds go on again"));
     let interrupted = std::time::Instant::now();
     // SAFETY: kill only sends a signal to the child this test started.
-    assert_eq!(unsafe { libc::kill(up.0.id() as libc::pid_t, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(up.child.0.id() as libc::pid_t, libc::SIGINT) }, 0);
     let status = loop {
-        if let Some(status) = up.0.try_wait().expect("wait for seed up") {
+        if let Some(status) = up.child.0.try_wait().expect("wait for seed up") {
             break status;
         }
-        assert!(interrupted.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "ctrl-c: {}", logged());
+        assert!(interrupted.elapsed().as_millis() < u128::from(UP_FULL_DISK_WAIT_MS), "ctrl-c: {}", up.logged());
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    assert!(status.success(), "{status:?}: {}", logged());
-    assert!(printed().contains("seed is down: the land is closed"), "{}", printed());
+    assert!(status.success(), "{status:?}: {}", up.logged());
+    assert!(up.printed().contains("seed is down: the land is closed"), "{}", up.printed());
     let verify = common::seed(&land, &["verify", "--no-checkpoint"]);
     assert!(verify.status.success(), "{}", stdout(&verify));
 }

@@ -26,6 +26,8 @@ pub(super) struct HealthMonitor {
     hook_breakers_before: u64,
     /// The latest health measured (for the portal and `/metrics`).
     pub(super) latest: Option<crate::health::Health>,
+    /// A trip is due and could not be sealed yet (said once in the log).
+    pub(super) trip_unsealed: bool,
 }
 
 impl HealthMonitor {

@@ -600,8 +600,14 @@ impl Engine {
     /// sealed (the store failing) is logged, never the step's failure: the
     /// next step measures again.
     fn check_health(&mut self) {
-        if let Err(error) = self.measure_health() {
-            tracing::warn!(%error, "the land's health breaker could not seal its trip");
+        match self.measure_health() {
+            // Said once for a lasting failure, as a failed round is.
+            Err(error) if !self.health.trip_unsealed => {
+                self.health.trip_unsealed = true;
+                tracing::warn!(%error, "the land's health breaker could not seal its trip; it tries after each step");
+            }
+            Err(_) => {}
+            Ok(()) => self.health.trip_unsealed = false,
         }
     }
 
@@ -618,10 +624,10 @@ impl Engine {
         report::record_health(&health);
         self.health.latest = Some(health);
         if let Some(trip) = trip {
-            tracing::warn!(sign = %trip.sign, score_permille = trip.score_permille, "the land's health breaker tripped");
             seal_world(&self.land, crate::health::trip_effects(&trip))?;
             fold_to_end(self.land.store(), &mut self.world)?;
             self.count_facts_sealed();
+            tracing::warn!(sign = %trip.sign, score_permille = trip.score_permille, "the land's health breaker tripped");
         }
         Ok(())
     }
