@@ -159,6 +159,10 @@ fn a_simulation_trips_and_seed_health_revive_revives_the_stopped_land() {
     assert!(ran.status.success(), "{}", stderr(&ran));
     let summary: Value = serde_json::from_str(&stdout(&ran)).expect("JSON");
     assert_eq!(summary["ticks"], 5, "{summary}");
+    assert_eq!((&summary["tripped"]["tick"], &summary["tripped"]["sign"]), (&json!(1), &json!("disk_free_bytes")));
+    let untripped = seed(&scratch.path().join("other"), &["sim", fixture.to_str().unwrap(), "--ticks", "1", "--json"]);
+    let untripped: Value = serde_json::from_str(&stdout(&untripped)).expect("JSON");
+    assert_eq!(summary["moments"], untripped["moments"], "moments ran in the first round only");
 
     let shown = seed(&land, &["health"]);
     assert!(shown.status.success(), "{}", stderr(&shown));
@@ -196,6 +200,10 @@ fn hook_breakers_opening_trip_a_simulation_whose_threshold_they_pass() {
     let options = EngineOptions { seed: 1, threads: 2, ..crate::common::simulation_options(dir.path().join("land")) };
     let summary = engine::simulate(&fixture, &options).expect("the simulation runs");
     assert_eq!(summary.ticks, 4, "every tick passes, tripped or not");
+    assert_eq!(
+        summary.tripped.as_ref().map(|(tick, trip)| (*tick, trip.sign.as_str())),
+        Some((3, "hook_breakers_open"))
+    );
     assert_eq!(summary.hook_incidents.iter().filter(|incident| incident.breaker_opened).count(), 2);
     let land = seed::land::Land::open(&dir.path().join("land")).expect("open");
     let world = engine::world_at_end(&land).expect("the world");

@@ -1113,6 +1113,13 @@ fn sim(
             }
         }
         println!("  facts     {} sealed", summary.facts_sealed);
+        if let Some((tick, trip)) = &summary.tripped {
+            println!(
+                "  tripped   after tick {tick} by {} (score {}‰): no moment ran after it; `seed health` says why, \
+                 `seed health revive` revives the land (docs/health.md)",
+                trip.sign, trip.score_permille
+            );
+        }
         if summary.llm_calls > 0 {
             println!(
                 "  llm       {} calls, {} prompt + {} completion tokens, cost {} micros",

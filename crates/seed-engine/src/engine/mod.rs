@@ -628,6 +628,7 @@ impl Engine {
             fold_to_end(self.land.store(), &mut self.world)?;
             self.count_facts_sealed();
             tracing::warn!(sign = %trip.sign, score_permille = trip.score_permille, "the land's health breaker tripped");
+            self.summary.tripped = Some((self.tick, trip));
         }
         Ok(())
     }

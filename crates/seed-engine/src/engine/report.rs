@@ -50,6 +50,8 @@ pub struct RunSummary {
     pub llm_prompt_tokens: u64,
     pub llm_completion_tokens: u64,
     pub llm_cost_micros: u64,
+    /// The health breaker's trip during the run: the tick it tripped after and why.
+    pub tripped: Option<(u64, crate::health::Trip)>,
 }
 
 /// One failure standing for its kind in a run's summary.
@@ -88,6 +90,9 @@ impl RunSummary {
             "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
             "skippedExtensions": self.skipped_extensions.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
             "warnings": self.warnings.iter().map(crate::authoring::Problem::to_json).collect::<Vec<_>>(),
+            "tripped": self.tripped.as_ref().map(|(tick, trip)| json!({
+                "tick": tick, "sign": trip.sign, "scorePermille": trip.score_permille,
+            })),
         })
     }
 }

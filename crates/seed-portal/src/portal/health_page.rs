@@ -32,12 +32,17 @@ fn health_json(portal: &Portal) -> Json {
     })
 }
 
-pub(super) async fn api_health(State(portal): Shared, ApiCaller(_): ApiCaller) -> Result<Response, PortalError> {
+/// The view, read on a blocking thread: the latest health waits for the
+/// engine, which a round may hold.
+async fn view(portal: &Arc<Portal>) -> Result<Json, PortalError> {
     let portal = portal.clone();
-    let view = tokio::task::spawn_blocking(move || health_json(&portal))
+    tokio::task::spawn_blocking(move || health_json(&portal))
         .await
-        .map_err(|error| PortalError::internal(format!("the health task stopped: {error}")))?;
-    Ok(axum::Json(view).into_response())
+        .map_err(|error| PortalError::internal(format!("the health task stopped: {error}")))
+}
+
+pub(super) async fn api_health(State(portal): Shared, ApiCaller(_): ApiCaller) -> Result<Response, PortalError> {
+    Ok(axum::Json(view(&portal).await?).into_response())
 }
 
 /// Revives the land as the operator: 403 for anyone else, 409 when the
@@ -66,8 +71,10 @@ pub(super) async fn api_revive(
 
 pub(super) async fn health_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
     let operator = credential.principal == Principal::Operator;
-    let view = health_json(&portal);
-    html(health_html(&view, operator, query(&uri).get("done").map(String::as_str), credential.csrf()))
+    match view(&portal).await {
+        Ok(view) => html(health_html(&view, operator, query(&uri).get("done").map(String::as_str), credential.csrf())),
+        Err(error) => error.as_html().into_response(),
+    }
 }
 
 /// The page's revive button.
