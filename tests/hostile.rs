@@ -158,3 +158,19 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
     assert!(enabled.enabled.iter().any(|e| e.name == "factory"));
     assert_eq!(count_decks(), before);
 }
+
+/// `hook_breaker_failures_max` (docs/config.md) is read at each act's world:
+/// set to 1, each failing handler's breaker opens at its first failure.
+#[test]
+fn a_hooks_breaker_opens_after_the_failures_the_land_configures() {
+    let dir = tempfile::tempdir().expect("folder");
+    let mut fixture = Fixture::load(Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
+    fixture.config.insert("hook_breaker_failures_max".into(), serde_json::json!(1));
+    let options = EngineOptions { seed: 1, threads: 2, ..crate::common::simulation_options(dir.path().join("land")) };
+    let summary = engine::simulate(&fixture, &options).expect("the simulation survives hostile scripts");
+    for handler in ["guard/1", "guard/2"] {
+        let incidents: Vec<bool> =
+            summary.hook_incidents.iter().filter(|i| i.handler == handler).map(|i| i.breaker_opened).collect();
+        assert_eq!(incidents, vec![true], "{handler}: opened at its first failure");
+    }
+}

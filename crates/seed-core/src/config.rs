@@ -9,7 +9,7 @@
 //! What it does not know: who may set a key (the verb layer: the operation
 //! is in the setter's `canDo`), nor where a key's value is read (each reader
 //! names its key: `MomentLimits::of`, `llm::prompt_in`, `moment::recall`,
-//! `OpRegistry::run`).
+//! `OpRegistry::run`, `Hooks::run`).
 
 use serde_json::Value as Json;
 
@@ -111,6 +111,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         min: 0,
         max: 1_000_000,
         about: "how much the store-errors sign weighs (0: not counted)",
+    },
+    ConfigKey {
+        name: "hook_breaker_failures_max",
+        unit: "consecutive failures",
+        default: crate::moment::hooks::HOOK_FAILURES_BEFORE_BREAK as u64,
+        min: 1,
+        max: 1_000,
+        about: "failures in a row after which a hook handler's breaker opens and it is not run again",
     },
     ConfigKey {
         name: "inbox_depth_max",

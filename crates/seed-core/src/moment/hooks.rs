@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex};
 
 /// Operations one hook handler may take per run.
 pub const HOOK_OPERATIONS_MAX: u64 = 10_000;
-/// Consecutive failures after which a handler's breaker opens.
+/// Consecutive failures after which a handler's breaker opens, unless the
+/// land's `hook_breaker_failures_max` says otherwise (`crate::config`).
 pub const HOOK_FAILURES_BEFORE_BREAK: u32 = 3;
 /// Most handlers one hook point may have.
 pub const HOOK_HANDLERS_PER_POINT_MAX: usize = 16;
@@ -162,7 +163,9 @@ impl Hooks {
                 }
                 Err(error) => {
                     state.consecutive_failures += 1;
-                    state.open = state.consecutive_failures >= HOOK_FAILURES_BEFORE_BREAK;
+                    // The land's `hook_breaker_failures_max` at this act's world.
+                    let most = world.config_u64("hook_breaker_failures_max", u64::from(HOOK_FAILURES_BEFORE_BREAK));
+                    state.open = u64::from(state.consecutive_failures) >= most;
                     self.incidents.lock().unwrap_or_else(|p| p.into_inner()).push(HookIncident {
                         handler: spec.name.clone(),
                         reason: error.to_string(),
