@@ -1114,9 +1114,12 @@ fn sim(
         }
         println!("  facts     {} sealed", summary.facts_sealed);
         if let Some((tick, trip)) = &summary.tripped {
+            let next = match land {
+                Some(_) => "`seed health` says why, `seed health revive` revives the land",
+                None => "change its key in the fixture's [config] and run again (the land was temporary)",
+            };
             println!(
-                "  tripped   after tick {tick} by {} (score {}‰): no moment ran after it; `seed health` says why, \
-                 `seed health revive` revives the land (docs/health.md)",
+                "  tripped   after tick {tick} by {} (score {}‰): no moment ran after it; {next} (docs/health.md)",
                 trip.sign, trip.score_permille
             );
         }
