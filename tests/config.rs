@@ -74,10 +74,7 @@ fn a_key_is_set_by_an_act_read_back_with_its_fact_and_every_mistake_is_named_sea
     );
 
     // Both changes are acts of the operator: the land verifies and replays.
-    assert!(seed(&land, &["verify"]).status.success());
-    let replayed = seed(&land, &["replay", "--all", "--json"]);
-    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
-    assert_eq!(replayed["divergences"], 0, "{replayed}");
+    crate::common::assert_verifies_and_replays_clean(&land);
 }
 
 #[test]

@@ -113,10 +113,7 @@ fn check(case: &Case) {
     assert!(shown.status.success(), "{}", stderr(&shown));
     let shown: Value = serde_json::from_str(&stdout(&shown)).expect("JSON");
     assert_eq!((&shown["tripped"], &shown["revived"]["trip"]["sign"]), (&json!(false), &json!(case.sign)), "{shown}");
-    assert!(seed(&land, &["verify"]).status.success());
-    let replayed = seed(&land, &["replay", "--all", "--json"]);
-    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
-    assert_eq!(replayed["divergences"], 0, "{replayed}");
+    crate::common::assert_verifies_and_replays_clean(&land);
 }
 
 #[test]
@@ -182,10 +179,7 @@ fn a_simulation_trips_and_seed_health_revive_revives_the_stopped_land() {
     let again = seed(&land, &["health", "revive"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("is not tripped: there is nothing to revive"), "{}", stderr(&again));
-    assert!(seed(&land, &["verify"]).status.success());
-    let replayed = seed(&land, &["replay", "--all", "--json"]);
-    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
-    assert_eq!(replayed["divergences"], 0, "{replayed}");
+    crate::common::assert_verifies_and_replays_clean(&land);
 }
 
 /// The hostile world's two failing hook handlers open their breakers in its

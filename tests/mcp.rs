@@ -7,9 +7,9 @@
 //! done, and every act it caused replays byte for byte.
 
 use crate::common::portal::Up;
-use crate::common::{seed, stderr, stdout};
+use crate::common::stderr;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn repo() -> PathBuf {
@@ -73,13 +73,6 @@ fn check_scenario(seen: &Value, protocol: &str) {
     assert_eq!(seen["captain"]["structured"]["outcome"], "act: do");
     // A tool never listed is the protocol's error, not a tool result.
     assert_eq!(seen["unknownTool"]["code"], -32602, "{seen}");
-}
-
-fn verify_and_replay_clean(land: &Path) {
-    let verified = seed(land, &["verify"]);
-    assert!(verified.status.success(), "verify: {}{}", stdout(&verified), stderr(&verified));
-    let replayed = seed(land, &["replay", "--all"]);
-    assert!(replayed.status.success(), "replay --all: {}{}", stdout(&replayed), stderr(&replayed));
 }
 
 /// A raw POST to `/mcp` with `token` (or none): its status and headers.
@@ -186,5 +179,5 @@ fn a_real_mcp_client_drives_a_being_over_http_and_stdio_and_every_act_replays() 
     assert!(stderr(&refused).contains("SEED_MCP_TOKEN is not a current token"), "{}", stderr(&refused));
 
     // Three scenarios' acts (sees, refusals sealed nowhere, signals, matter) replay.
-    verify_and_replay_clean(&land);
+    crate::common::assert_verifies_and_replays_clean(&land);
 }

@@ -59,6 +59,17 @@ pub fn court_with_config(dir: &Path, config: &str) -> PathBuf {
     fixture
 }
 
+/// `seed verify` passes on `land` and `seed replay --all` recomputes every
+/// stored act with no divergence.
+pub fn assert_verifies_and_replays_clean(land: &Path) {
+    let verified = seed(land, &["verify"]);
+    assert!(verified.status.success(), "verify: {}{}", stdout(&verified), stderr(&verified));
+    let replayed = seed(land, &["replay", "--all", "--json"]);
+    assert!(replayed.status.success(), "replay --all: {}{}", stdout(&replayed), stderr(&replayed));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!(report["divergences"], 0, "{report}");
+}
+
 pub fn core_rules() -> seed::check::BodyRules<'static> {
     CORE_SCHEMAS.rules(&Limits::default())
 }
