@@ -141,6 +141,16 @@ fn every_verbs_json_holds_to_its_schema_in_docs() {
     check("health revive", &revived, "health-revive.json", false, &mut checked);
     assert!(seed(&land, &["config", "set", "health_disk_free_bytes_min", "default"]).status.success());
 
+    // A cascade: the relay's first signal, by the id of the act that announced it.
+    let relay = scratch.path().join("relay");
+    let relay_str = relay.to_str().expect("utf-8 path");
+    assert!(seed_without_land(&["sim", "fixtures/relay.toml", "--land", relay_str, "--ticks", "3"]).status.success());
+    let crier: Value = serde_json::from_str(&stdout(&seed(&relay, &["reel", "@crier", "--json"]))).expect("JSON");
+    let act = crier["facts"][1]["id"].as_str().expect("the crier's act").to_string();
+    let cascade = seed(&relay, &["cascade", &act, "--json"]);
+    ok("cascade", &cascade);
+    check("cascade", &cascade, "cascade.json", false, &mut checked);
+
     let token = seed(&land, &["token", "--json"]);
     ok("token", &token);
     check("token", &token, "token.json", false, &mut checked);
@@ -295,6 +305,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["config"], "config.json"),
         (&["config", "set"], "config-set.json"),
         (&["health"], "health.json"),
+        (&["cascade"], "cascade.json"),
         (&["health", "revive"], "health-revive.json"),
         (&["sim"], "sim.json"),
         (&["worker"], "worker.json"),

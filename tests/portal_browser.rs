@@ -543,3 +543,68 @@ fn an_operator_sees_the_tripped_land_on_every_page_and_revives_it_from_the_healt
     let (_, health) = up.get("/api/v1/health");
     assert_eq!(health["tripped"], false, "{health}");
 }
+
+/// Cascade in the browser (docs/cascade.md): a marked space's page lists
+/// the signals that arrived, a click draws a signal's tree, a drop is shown
+/// with its reason, and a bad id is a page saying what is wrong.
+#[test]
+fn a_visitor_follows_a_cascade_from_a_space_to_its_tree() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let relay = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/relay.toml");
+    let up = Up::start(&["--fixture", relay.to_str().expect("utf-8 path"), "--round-ms", "200"]);
+    let browser = operator_browser(&up);
+    // The kitchen is not marked; news from the hall arrives there.
+    let arrived = |space: &str| {
+        let (_, page) = up.get(&format!("/api/v1/spaces?path={space}"));
+        page["cascade"]["arrivals"].as_array().is_some_and(|arrivals| !arrivals.is_empty())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !arrived("/house/kitchen") {
+        assert!(std::time::Instant::now() < deadline, "no cascade reached the kitchen");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    browser.go(&format!("{}/spaces?path=/house/kitchen", up.url));
+    browser.wait_for_text("#cascade-marked", "Not marked for cascade");
+    browser.screenshot("k01-kitchen-arrivals");
+    let arrivals = browser.text("#arrivals");
+    assert!(arrivals.contains("/house") && arrivals.contains("@crier"), "{arrivals}");
+    browser.click("#arrivals a[href^='/cascade/']");
+    browser.wait_for_text("#cascade-counts", "3 delivered, 0 dropped");
+    let tree = browser.text("#cascade-tree");
+    assert!(
+        tree.contains("/house/attic") && tree.contains("/house/attic/loft") && tree.contains("/house/kitchen"),
+        "{tree}"
+    );
+    browser.screenshot("k02-signal-tree");
+
+    // One hop only: the attic's onward delivery to the loft is dropped, saying why.
+    let (status, answer) = up.post("/api/v1/config", &json!({"key": "cascade_depth_max", "value": 1}));
+    assert_eq!(status, 200, "{answer}");
+    let dropped_tree = || {
+        let (_, page) = up.get("/api/v1/spaces?path=/house");
+        let signals: Vec<String> = page["cascade"]["arrivals"]
+            .as_array()
+            .map(|arrivals| {
+                arrivals.iter().filter_map(|arrival| arrival["signal"].as_str().map(str::to_string)).collect()
+            })
+            .unwrap_or_default();
+        signals.into_iter().find(|signal| up.get(&format!("/api/v1/cascade/{signal}")).1["signals"][0]["dropped"] == 1)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let signal = loop {
+        if let Some(signal) = dropped_tree() {
+            break signal;
+        }
+        assert!(std::time::Instant::now() < deadline, "no signal was cut at the depth limit");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    browser.go(&format!("{}/cascade/{signal}", up.url));
+    browser.wait_for_text("#cascade-tree", "dropped, depth: /house/attic/loft would be 2 hops deep, over 1");
+    browser.screenshot("k03-signal-tree-with-a-drop");
+
+    browser.go(&format!("{}/cascade/not-a-fact", up.url));
+    browser.wait_for_text("body", "\"not-a-fact\" is not a fact id");
+    browser.screenshot("k04-bad-id");
+}

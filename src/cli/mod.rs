@@ -1,6 +1,7 @@
 //! Command-line arguments and the commands behind them.
 
 mod audit;
+mod cascade;
 mod config;
 mod corpus;
 mod demo_world;
@@ -263,6 +264,16 @@ enum Command {
         #[command(subcommand)]
         command: Option<HealthCommand>,
         /// Print the state as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One cascade signal's flow as a tree: every delivery and every drop
+    /// (with why), each citing its fact (docs/cascade.md). SIGNAL is the
+    /// signal's fact id (12 or more hex digits), one of its deliveries', or
+    /// the id of the act that announced it.
+    Cascade {
+        signal: String,
+        /// Print the tree as one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -652,6 +663,7 @@ impl Arguments {
             | Command::Config { command: Some(ConfigCommand::Set { json, .. }), .. }
             | Command::Health { command: None, json }
             | Command::Health { command: Some(HealthCommand::Revive { json }), .. }
+            | Command::Cascade { json, .. }
             | Command::Sim { json, .. }
             | Command::McpSchemas { json, .. }
             | Command::Worker { json, .. }
@@ -838,6 +850,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             config::set(&dir, &store, &key, &value, json)
         }
         Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
+        Command::Cascade { signal, json } => cascade::show(&land::open_read_only(&dir)?, &signal, json),
         Command::Health { command: Some(HealthCommand::Revive { json }), .. } => health::revive(&dir, &store, json),
         Command::RotateKey { being, json } => land::rotate_key(&land::open(&dir)?, &being, json),
         Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {

@@ -40,6 +40,13 @@ struct HookManifest {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct CascadeManifest {
+    /// Rhai: reads `signal` and `here`, returns the spaces to deliver to.
+    script: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SeeManifest {
     name: String,
     script: String,
@@ -52,6 +59,9 @@ struct Provides {
     see_resolvers: Vec<SeeManifest>,
     #[serde(default, rename = "hook")]
     hooks: Vec<HookManifest>,
+    /// Cascade handlers (`crate::cascade`).
+    #[serde(default)]
+    cascade: Vec<CascadeManifest>,
     #[serde(default)]
     roles: Option<String>,
     #[serde(default, rename = "op")]
@@ -93,6 +103,7 @@ pub struct Extension {
     pub roles_dir: Option<PathBuf>,
     pub ops: Vec<OpSpec>,
     pub hooks: Vec<HookSpec>,
+    pub cascade_handlers: Vec<crate::cascade::CascadeHandler>,
     /// (name, Rhai source) of each see-resolver.
     pub see_resolvers: Vec<(String, Arc<str>)>,
     pub space_types: Vec<String>,
@@ -122,6 +133,11 @@ impl LoadedExtensions {
     /// Every hook handler, in extension order, then manifest order.
     pub fn hooks(&self) -> Vec<HookSpec> {
         self.enabled.iter().flat_map(|extension| extension.hooks.iter().cloned()).collect()
+    }
+
+    /// Every cascade handler, in extension order, then manifest order.
+    pub fn cascade_handlers(&self) -> Vec<crate::cascade::CascadeHandler> {
+        self.enabled.iter().flat_map(|extension| extension.cascade_handlers.iter().cloned()).collect()
     }
 
     pub fn register_see_resolvers(&self, registry: &mut crate::moment::see::SeeResolvers) {
@@ -325,6 +341,17 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
             hooks.push(HookSpec { name: format!("{}/{index}", manifest.name), point, source });
         }
     }
+    let mut cascade_handlers = Vec::new();
+    for (index, handler) in manifest.provides.cascade.iter().enumerate() {
+        let at = format!("provides.cascade[{index}]");
+        if let Some(source) = reading.script(dir, &at, &handler.script) {
+            cascade_handlers.push(crate::cascade::CascadeHandler {
+                name: format!("{}/cascade-{index}", manifest.name),
+                extension: manifest.name.clone(),
+                source,
+            });
+        }
+    }
     let mut see_resolvers = Vec::new();
     for (index, see) in manifest.provides.see_resolvers.iter().enumerate() {
         let at = format!("provides.see[{index}]");
@@ -356,6 +383,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
             roles_dir,
             ops,
             hooks,
+            cascade_handlers,
             see_resolvers,
             space_types: manifest.provides.space_types,
             matter_types: manifest.provides.matter_types,

@@ -13,9 +13,9 @@ pub mod portal;
 pub mod tls;
 
 pub use seed_core::{
-    approval, authoring, config, embedding, extensions, face, health, llm, memory, moment, roles, script, spend, tools,
-    world,
+    approval, authoring, cascade, config, embedding, extensions, face, health, llm, memory, moment, roles, script,
+    spend, tools, world,
 };
-pub use seed_engine::{audit, config_view, engine, memory_view, replay, snapshots};
+pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};

@@ -186,6 +186,21 @@ pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenConte
     if summon.is_some() {
         context.insert("verb", "summon");
     }
+    if let Wake::Cascade { arrival } = &opened.wake {
+        if let Some(arrival) = world.cascade.arrival(&row.location, arrival) {
+            context.insert("cascade.depth", arrival.depth);
+            if let Some(writer) = arrival.writer.and_then(|writer| world.name_of(&writer)) {
+                context.insert("cascade.from", writer);
+            }
+            context.insert("cascade.origin", arrival.origin.as_str());
+            if let Json::Object(payload) = &arrival.payload {
+                for (key, value) in payload {
+                    context.insert(format!("cascade.payload.{key}"), value.clone());
+                }
+            }
+            context.insert("cascade.write", arrival.kind.as_str());
+        }
+    }
     for (key, value) in &world.signals {
         context.insert(format!("world.{key}"), value.clone());
     }
@@ -295,6 +310,10 @@ pub fn build_face<'w>(
         (Wake::Tick { tick }, _) => json!({ "kind": "tick", "tick": tick }),
         (Wake::SelfContinue, _) => json!({ "kind": "self-continue" }),
         (Wake::Person, _) => json!({ "kind": "person" }),
+        (Wake::Cascade { arrival }, _) => match world.cascade.arrival(&row.location, arrival) {
+            Some(arrival) => arrival.to_json(world),
+            None => json!({ "kind": "cascade", "arrival": arrival.to_hex() }),
+        },
         (Wake::Approval { request, decision }, _) => json!({
             "kind": "approval", "request": request.to_hex(), "decision": decision.map(|fact| fact.to_hex()),
         }),

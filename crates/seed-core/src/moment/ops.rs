@@ -254,11 +254,21 @@ impl OpRegistry {
                 let output = scripts
                     .run(source, &[("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)], seed)
                     .map_err(OpError::Script)?;
-                match output {
+                let effects: Vec<Effect> = match output {
                     Json::Null => Vec::new(),
                     other => serde_json::from_value(other)
                         .map_err(|error| OpError::BadEffects { reason: error.to_string() })?,
+                };
+                // Cascade records are the kernel's, sealed after the act.
+                if effects
+                    .iter()
+                    .any(|effect| matches!(effect, Effect::CascadeSignal { .. } | Effect::CascadeDelivery { .. }))
+                {
+                    return Err(OpError::BadEffects {
+                        reason: "an operation cannot make cascade records: the land seals them after the act".into(),
+                    });
                 }
+                effects
             }
             OpHandler::Tool { .. } => Vec::new(),
         };

@@ -27,6 +27,8 @@ pub struct Substrate {
     pub see: SeeResolvers,
     pub scripts: ScriptEngine,
     pub hooks: hooks::Hooks,
+    /// The extensions' cascade handlers (`crate::cascade`).
+    pub cascade: crate::cascade::CascadeHandlers,
     /// Compiled flows by flow digest, one for each default role and
     /// authored-role registry they were bound with.
     flows: RwLock<BTreeMap<Hash32, Vec<FlowBinding>>>,
@@ -54,6 +56,7 @@ impl Substrate {
             see: SeeResolvers::core(),
             scripts: ScriptEngine::new(),
             hooks: hooks::Hooks::default(),
+            cascade: crate::cascade::CascadeHandlers::default(),
             flows: RwLock::new(BTreeMap::new()),
             composed_digests: RwLock::new(BTreeMap::new()),
             overlays: RwLock::new(BTreeMap::new()),

@@ -147,6 +147,12 @@ impl RoleFlow {
         self.paths.paths().iter().filter(|path| path.starts_with("world.")).cloned().collect()
     }
 
+    /// Whether the flow reads a cascade arrival (a `cascade.` key): a being
+    /// wearing it wakes when a cascade signal arrives at its space.
+    pub fn reads_cascade(&self) -> bool {
+        self.paths.paths().iter().any(|path| path.starts_with("cascade."))
+    }
+
     /// Resolves every role the flow names (and the default) in the registry.
     /// `fallback_default` is the being's own `defaultRole` when the flow has none.
     pub fn bind(self, registry: &RoleRegistry, fallback_default: Option<&str>) -> Result<BoundFlow, FlowError> {

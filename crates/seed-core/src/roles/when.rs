@@ -36,9 +36,14 @@ pub const KNOWN_KEYS: &[&str] = &[
     "me.cognition",
     "me.previousRole",
     "me.memory.importanceSinceReflection",
+    "cascade.depth",
+    "cascade.from",
+    "cascade.origin",
+    "cascade.write",
 ];
 /// Open families of keys: the prefix and how many segments follow it at least.
-pub const KNOWN_PREFIXES: &[(&str, usize)] = &[("world.", 2), ("space.quality.", 2), ("me.quality.", 2)];
+pub const KNOWN_PREFIXES: &[(&str, usize)] =
+    &[("world.", 2), ("space.quality.", 2), ("me.quality.", 2), ("cascade.payload.", 1)];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {reason}")]

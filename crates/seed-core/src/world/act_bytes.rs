@@ -147,6 +147,13 @@ pub(crate) fn write_wake(wake: &Wake, out: &mut Vec<u8>) {
             write_text("kind", out);
             write_text(if matches!(wake, Wake::Person) { "person" } else { "self-continue" }, out);
         }
+        Wake::Cascade { arrival } => {
+            write_map_head(2, out);
+            write_text("kind", out);
+            write_text("cascade", out);
+            write_text("arrival", out);
+            write_bytes(&arrival.0, out);
+        }
         Wake::Approval { request, decision } => {
             write_map_head(3, out);
             write_text("kind", out);
@@ -247,6 +254,7 @@ mod tests {
             Wake::Tick { tick: 70_000 },
             Wake::Signal { key: "bell".into() },
             Wake::Summon { fact: id, from: BeingId([8; 32]) },
+            Wake::Cascade { arrival: id },
             Wake::SelfContinue,
             Wake::Person,
             Wake::Approval { request: id, decision: None },

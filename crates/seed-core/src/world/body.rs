@@ -84,6 +84,15 @@ pub enum Effect {
     RevokeAccount {
         account: String,
     },
+    /// A write at a space marked for cascade, announced (`crate::cascade`):
+    /// folded only from a `world` fact, which the engine seals after the act.
+    CascadeSignal {
+        signal: crate::cascade::CascadeSignal,
+    },
+    /// One delivery of a cascade signal, or one not made and why.
+    CascadeDelivery {
+        delivery: crate::cascade::CascadeDelivery,
+    },
 }
 
 /// What opened a moment.
@@ -101,6 +110,9 @@ pub enum Wake {
     /// A person at the portal opened the moment (human cognition acting
     /// without a summon to answer).
     Person,
+    /// A cascade signal arrived at the being's space (the fact that
+    /// brought it: the signal's own, or a delivery's).
+    Cascade { arrival: FactId },
     /// A gated call of the being's was decided (`decision`) or expired
     /// undecided (`None`): the moment applies or closes it
     /// (`crate::approval`), whatever the being's cognition.
@@ -117,6 +129,7 @@ impl Wake {
             Wake::SelfContinue => "self-continue",
             Wake::Person => "person",
             Wake::Approval { .. } => "approval",
+            Wake::Cascade { .. } => "cascade",
         }
     }
 
@@ -130,6 +143,7 @@ impl Wake {
             Wake::Signal { key } => serde_json::json!({"kind": "signal", "key": key}),
             Wake::Tick { tick } => serde_json::json!({"kind": "tick", "tick": tick}),
             Wake::SelfContinue | Wake::Person => serde_json::json!({"kind": self.kind()}),
+            Wake::Cascade { arrival } => serde_json::json!({"kind": "cascade", "arrival": arrival.to_hex()}),
             Wake::Approval { request, decision } => serde_json::json!({
                 "kind": "approval", "request": request.to_hex(), "decision": decision.map(|fact| fact.to_hex()),
             }),

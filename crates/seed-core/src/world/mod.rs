@@ -295,6 +295,10 @@ pub struct World {
     /// the canonical state (the world hash is as it always was); a snapshot
     /// carries it.
     pub approvals: imbl::OrdMap<FactId, crate::approval::PendingApproval>,
+    /// Cascade signals and their deliveries as the beings at each space
+    /// read them, and the counts the cascade's limits read
+    /// (`crate::cascade`), folded from the cascade `world` facts.
+    pub cascade: crate::cascade::CascadeState,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -414,7 +418,13 @@ impl World {
             }
             FoldBody::World(body) => {
                 for effect in &body.effects {
-                    self.apply_effect(Some(being), land_seq, effect);
+                    match effect {
+                        Effect::CascadeSignal { signal } => {
+                            self.cascade.fold_signal(id, land_seq, Some(being), signal);
+                        }
+                        Effect::CascadeDelivery { delivery } => self.cascade.fold_delivery(id, land_seq, delivery),
+                        other => self.apply_effect(Some(being), land_seq, other),
+                    }
                 }
             }
             FoldBody::Act(act) => self.apply_act(land_seq, header, id, &act),
@@ -659,6 +669,9 @@ impl World {
             Effect::RevokeAccount { account } => {
                 self.accounts.remove(account);
             }
+            // Folded from their own `world` fact only (see `apply_folded`):
+            // an act carrying one changes nothing.
+            Effect::CascadeSignal { .. } | Effect::CascadeDelivery { .. } => {}
         }
     }
 
@@ -780,6 +793,37 @@ impl World {
                 })
                 .collect();
             state.push((text("accounts"), Cbor::Map(accounts)));
+        }
+        // Likewise cascades: a land that never cascaded hashes as before.
+        if !self.cascade.is_empty() {
+            let arrivals = self
+                .cascade
+                .arrivals
+                .iter()
+                .map(|(space, arrivals)| {
+                    (
+                        text(space),
+                        Cbor::Array(arrivals.iter().map(|arrival| Cbor::Bytes(arrival.fact.0.to_vec())).collect()),
+                    )
+                })
+                .collect();
+            let recent = self
+                .cascade
+                .recent_signals
+                .iter()
+                .map(|(space, times)| {
+                    (text(space), Cbor::Array(times.iter().map(|at| Cbor::Integer((*at).into())).collect()))
+                })
+                .collect();
+            state.push((
+                text("cascade"),
+                Cbor::Map(vec![
+                    (text("arrivals"), Cbor::Map(arrivals)),
+                    (text("recentSignals"), Cbor::Map(recent)),
+                    (text("day"), Cbor::Integer(self.cascade.day.into())),
+                    (text("deliveredInDay"), Cbor::Integer(self.cascade.delivered_in_day.into())),
+                ]),
+            ));
         }
         let state = Cbor::Map(state);
         canonical::encode_value(&state).expect("world state holds no floats or tags")

@@ -887,6 +887,7 @@ impl Engine {
                         },
                     };
                     let (prepared_act, prepared_birth) = prepared;
+                    let act_fact = prepared_act.unsigned.id();
                     let unsigned = &prepared_act.unsigned;
                     sealed_seq = Some(unsigned.header.seq);
                     self.world.apply_act(sealing.next_land_seq, &unsigned.header, unsigned.id(), &act.body);
@@ -904,6 +905,7 @@ impl Engine {
                             self.scheduler.subscribe(&self.world, child, &birth.role_flow);
                         }
                     }
+                    self.seal_cascades(being, act_fact, &act, sealing)?;
                     if act.rotate_key && sealing.is_holding() {
                         // A pool worker's turn: the rotation rides in the turn
                         // after the act; its key is promoted once it is sealed.
@@ -1020,6 +1022,73 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Seals what an act's writes at spaces marked for cascade announce
+    /// (`crate::cascade`): each signal, then its deliveries and drops, as
+    /// `world` facts on the actor's reel right after the act, each folded
+    /// before the next is decided. Nothing while the land is tripped. A
+    /// fault of this being's alone stops its cascade there, logged.
+    fn seal_cascades(
+        &mut self,
+        being: BeingId,
+        cause: crate::fact::FactId,
+        act: &moment::Act,
+        sealing: &mut Sealing,
+    ) -> Result<(), EngineError> {
+        if crate::health::trip_of(&self.world).is_some() {
+            return Ok(());
+        }
+        let announcements = crate::cascade::announcements(&self.world, &being, &act.body);
+        let writer = self.world.name_of(&being).map(str::to_string);
+        for announcement in announcements {
+            let signal = crate::cascade::signal_of(&self.world, announcement, cause, act.stored_time_ms);
+            let effect = Effect::CascadeSignal { signal: signal.clone() };
+            let Some(signal_fact) = self.seal_own_world_fact(being, effect, sealing)? else { return Ok(()) };
+            report::record_cascade("seed_cascade_signals_total", signal.dropped.as_ref());
+            let deliveries = crate::cascade::propagate(
+                &self.world,
+                &self.substrate.cascade,
+                signal_fact,
+                writer.as_deref(),
+                &signal,
+            );
+            for delivery in deliveries {
+                let dropped = delivery.dropped.clone();
+                if self.seal_own_world_fact(being, Effect::CascadeDelivery { delivery }, sealing)?.is_none() {
+                    return Ok(());
+                }
+                report::record_cascade("seed_cascade_deliveries_total", dropped.as_ref());
+            }
+        }
+        Ok(())
+    }
+
+    /// One `world` fact of `effect` on `being`'s reel, folded and queued:
+    /// its id, or `None` (logged) when a fault of this being's alone stops it.
+    fn seal_own_world_fact(
+        &mut self,
+        being: BeingId,
+        effect: Effect,
+        sealing: &mut Sealing,
+    ) -> Result<Option<crate::fact::FactId>, EngineError> {
+        let body = WorldBody { effects: vec![effect] };
+        let body =
+            CanonicalBody::encode(&body).map_err(|error| EngineError::Internal(format!("world body: {error}")))?;
+        match self.land.prepare_canonical(&being, KIND_WORLD, body) {
+            Ok(prepared) => {
+                let unsigned = &prepared.unsigned;
+                let id = unsigned.id();
+                self.world.apply_parts(sealing.next_land_seq, &unsigned.header, id, unsigned.body());
+                sealing.push(prepared);
+                Ok(Some(id))
+            }
+            Err(error) if being_fault(&error).is_some() => {
+                tracing::warn!(being = %being.to_hex(), %error, "a cascade record could not be sealed");
+                Ok(None)
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// Prepares a fact of `being`'s own beside its moments (a `spend` or

@@ -160,6 +160,14 @@ pub(super) fn record_facts_sealed(facts: u64) {
     }
 }
 
+/// A cascade signal or delivery sealed, by outcome (`announced` or
+/// `delivered`, or why it was dropped).
+pub(super) fn record_cascade(counter: &'static str, dropped: Option<&crate::cascade::CascadeDrop>) {
+    let made = if counter == "seed_cascade_signals_total" { "announced" } else { "delivered" };
+    let outcome = dropped.map_or(made, |dropped| dropped.reason.as_str());
+    metrics::counter!(counter, "outcome" => outcome).increment(1);
+}
+
 /// The health score after a step, as a `/metrics` gauge.
 pub(super) fn record_health(health: &crate::health::Health) {
     metrics::gauge!("seed_health_score_permille").set(health.score_permille as f64);

@@ -1,5 +1,6 @@
 //! The scheduler: which beings wake in a round. A summon not yet delivered,
-//! a signal the being's flow reads that changed, a self-continue, or its
+//! a self-continue, a cascade signal that arrived at its space (when its
+//! roleFlow reads one), a signal the being's flow reads that changed, or its
 //! `wake_every` tick; each being is subscribed to the signals its roleFlow
 //! reads.
 
@@ -18,6 +19,9 @@ pub(super) struct Scheduler {
     seen_signals: BTreeMap<BeingId, BTreeMap<String, Option<Json>>>,
     subscriptions: BTreeMap<BeingId, Vec<String>>,
     pub(super) wake_every: BTreeMap<BeingId, u64>,
+    /// Beings whose flow reads a cascade arrival, each with the land seq
+    /// from which an arrival at its space is new to it.
+    cascade_from: BTreeMap<BeingId, u64>,
 }
 
 impl Scheduler {
@@ -30,6 +34,16 @@ impl Scheduler {
             .unwrap_or_default();
         self.seen_signals.insert(being, Scheduler::signals_now(world, &keys));
         self.subscriptions.insert(being, keys);
+        let reads_cascade = crate::roles::RoleFlow::from_json(flow).is_ok_and(|flow| flow.reads_cascade());
+        match reads_cascade {
+            true => {
+                let from = self.cascade_from.get(&being).copied().unwrap_or(world.cursor);
+                self.cascade_from.insert(being, from);
+            }
+            false => {
+                self.cascade_from.remove(&being);
+            }
+        }
     }
 
     /// Whether `being` was subscribed (every being the world held at the
@@ -87,6 +101,16 @@ impl Scheduler {
             if self.continuing.remove(id) {
                 wakes.push((*id, Wake::SelfContinue));
                 continue;
+            }
+            if let Some(from) = self.cascade_from.get(id).copied() {
+                let arrived = world.cascade.arrivals.get(&row.location).and_then(|arrivals| {
+                    arrivals.iter().find(|arrival| arrival.land_seq >= from && arrival.writer != Some(*id))
+                });
+                if let Some(arrival) = arrived {
+                    self.cascade_from.insert(*id, arrival.land_seq + 1);
+                    wakes.push((*id, Wake::Cascade { arrival: arrival.fact }));
+                    continue;
+                }
             }
             if let Some(keys) = self.subscriptions.get(id) {
                 let now = Scheduler::signals_now(world, keys);

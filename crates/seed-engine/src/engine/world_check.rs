@@ -8,7 +8,7 @@
 //! single moment; warnings are told and the world runs:
 //!
 //! - a being that can never wake: no `wake_every`, its flow reads no world
-//!   signal, and no role a being of the fixture wears may summon it;
+//!   signal nor cascade arrival, and no role a being of the fixture wears may summon it;
 //! - a space kind or signal that neither an enabled extension nor the
 //!   fixture's `[declares]` table declares (with the closest declared one);
 //! - an extension skipped because it needs one the fixture disabled.
@@ -63,6 +63,7 @@ pub fn check_world(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Result<Che
     extensions.register_ops(&mut substrate.ops);
     extensions.register_see_resolvers(&mut substrate.see);
     substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
+    substrate.cascade = crate::cascade::CascadeHandlers::new(extensions.cascade_handlers());
     Ok(CheckedWorld { substrate, skipped_extensions: extensions.skipped.clone(), planned, warnings: problems })
 }
 
@@ -137,7 +138,8 @@ fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegi
         if being.cognition == Cognition::Human || being.wake_every > 0 {
             continue;
         }
-        let reads_a_signal = RoleFlow::from_json(&being.flow).is_ok_and(|flow| !flow.world_subscriptions().is_empty());
+        let reads_a_signal = RoleFlow::from_json(&being.flow)
+            .is_ok_and(|flow| !flow.world_subscriptions().is_empty() || flow.reads_cascade());
         if reads_a_signal || summonable.contains(&format!("@{}", being.name)) {
             continue;
         }
@@ -146,7 +148,7 @@ fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegi
             continue;
         }
         let reason = format!(
-            "@{} can never wake: wake_every is 0, its flow reads no world signal, and no role a being of this \
+            "@{} can never wake: wake_every is 0, its flow reads no world signal nor cascade arrival, and no role a being of this \
 world wears may summon it (set wake_every, or give a role canSummon = [\"@{}\"])",
             being.name, being.name
         );

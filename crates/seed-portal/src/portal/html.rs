@@ -234,6 +234,11 @@ fn space_link(path: &str) -> String {
     linked("/spaces", "path", path)
 }
 
+/// A link to a space's page, the path as its text.
+pub(super) fn space_anchor(path: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", space_link(path), esc(path))
+}
+
 fn matter_link(address: &str) -> String {
     linked("/matter", "address", address)
 }
@@ -353,6 +358,38 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
     if let Some(next) = field(space, "beingsNext").as_str() {
         let query = serde_urlencoded::to_string([("path", path.as_str()), ("beingsAfter", next)]).unwrap_or_default();
         body.push_str(&format!("<p><a id=\"here-next\" href=\"/spaces?{}\">the next beings</a></p>", esc(&query)));
+    }
+    let cascade = field(space, "cascade");
+    let arrivals = list(field(cascade, "arrivals"));
+    if field(cascade, "marked").as_bool() == Some(true) || !arrivals.is_empty() {
+        body.push_str(&format!(
+            "<h2>Cascade</h2><p id=\"cascade-marked\">{}</p>",
+            if field(cascade, "marked").as_bool() == Some(true) {
+                "Marked for cascade: a write here is announced and delivered by the extensions' handlers."
+            } else {
+                "Not marked for cascade; signals from elsewhere arrive here."
+            }
+        ));
+        if !arrivals.is_empty() {
+            body.push_str(
+                "<table id=\"arrivals\"><tr><th>signal</th><th>written at</th><th>by</th><th>write</th><th>depth</th><th>land seq</th></tr>",
+            );
+            for arrival in arrivals {
+                let signal = text(field(arrival, "signal"));
+                let from = field(arrival, "from");
+                body.push_str(&format!(
+                    "<tr><td><a href=\"/cascade/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&signal),
+                    esc(&signal[..signal.len().min(12)]),
+                    space_anchor(&text(field(arrival, "origin"))),
+                    if from.is_null() { "—".to_string() } else { being_link(&text(from)) },
+                    esc(&text(field(arrival, "write"))),
+                    text(field(arrival, "depth")),
+                    text(field(arrival, "landSeq")),
+                ));
+            }
+            body.push_str("</table>");
+        }
     }
     body.push_str("<h2>Matter</h2>");
     let matter = list(field(space, "matter"));

@@ -13,6 +13,7 @@ mod approvals;
 mod approvals_html;
 mod audit_page;
 pub mod auth;
+mod cascade_page;
 mod config_page;
 pub mod conversation;
 pub mod error;
@@ -186,6 +187,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/timeline", get(timeline_page))
         .route("/approvals", get(approvals::approvals_page))
         .route("/audit", get(audit_page::audit_page))
+        .route("/cascade/{fact}", get(cascade_page::cascade_page))
         .route("/config", get(config_page::config_page).post(config_page::config_form))
         .route("/health", get(health_page::health_page))
         .route("/health/revive", post(health_page::revive_form))
@@ -220,6 +222,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/search", get(api_search))
         .route("/api/v1/spaces", get(api_space))
         .route("/api/v1/matter", get(api_matter))
+        .route("/api/v1/cascade/{fact}", get(cascade_page::api_cascade))
         .route("/api/v1/approvals", get(approvals::api_approvals))
         .route("/api/v1/audit", get(audit_page::api_audit))
         .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))

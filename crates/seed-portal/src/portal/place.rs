@@ -47,9 +47,23 @@ pub fn space_json(world: &World, path: &str, beings_after: Option<&str>) -> Resu
     let matter_count = here.clone().count();
     let matter: Vec<Json> =
         here.take(SPACE_PAGE_MATTER_MAX).map(|(address, matter)| matter_summary_json(world, address, matter)).collect();
+    // The cascade signals that arrived here, newest first (the world keeps the latest).
+    let arrivals: Vec<Json> = world
+        .cascade
+        .arrivals
+        .get(path)
+        .map(|arrivals| arrivals.iter().rev().map(|arrival| arrival_json(world, arrival)).collect())
+        .unwrap_or_default();
+    let cascade = json!({"marked": crate::cascade::is_marked(world, path), "arrivals": arrivals});
     Ok(json!({"path": path, "kind": space.kind, "qualities": space.qualities, "parent": parent, "below": below,
               "beings": beings, "beingCount": being_count, "beingsAfter": beings_after, "beingsNext": next.flatten(),
-              "matter": matter, "matterCount": matter_count}))
+              "matter": matter, "matterCount": matter_count, "cascade": cascade}))
+}
+
+fn arrival_json(world: &World, arrival: &crate::cascade::Arrival) -> Json {
+    json!({"signal": arrival.signal.to_hex(), "fact": arrival.fact.to_hex(), "landSeq": arrival.land_seq,
+           "origin": arrival.origin, "write": arrival.kind.as_str(), "depth": arrival.depth,
+           "from": arrival.writer.and_then(|writer| world.name_of(&writer))})
 }
 
 /// The space directly above `path` (`/` for a top-level space).
