@@ -70,6 +70,7 @@ mod mcp;
 mod mcp_tools;
 mod memory;
 mod metrics;
+mod ownership;
 mod pool;
 mod portal_accounts;
 mod portal_api;

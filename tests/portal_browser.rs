@@ -608,3 +608,43 @@ fn a_visitor_follows_a_cascade_from_a_space_to_its_tree() {
     browser.wait_for_text("body", "\"not-a-fact\" is not a fact id");
     browser.screenshot("k04-bad-id");
 }
+
+/// Ownership and scoping on a space's page (docs/ownership.md): the
+/// operator hands the court to @ada, names @ben a contributor and blocks an
+/// extension there through the page's forms, each an act; a refused change
+/// is a page saying why.
+#[test]
+fn an_operator_hands_a_space_over_names_a_contributor_and_blocks_an_extension_from_its_page() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let up = Up::start(&[]);
+    let browser = operator_browser(&up);
+    browser.go(&format!("{}/spaces?path=/court", up.url));
+    browser.wait_for_text("#owner", "Unowned: any being may write here.");
+    browser.screenshot("o01-court-unowned");
+    browser.select("#owner-action", "set-owner");
+    browser.clear_and_type("#owner-being", "@ada");
+    browser.click("#owner-submit");
+    browser.wait_for_text("#rules-done", "set-owner done at /court");
+    assert!(browser.text("#owner").contains("Owned by @ada (named here)"));
+    browser.select("#owner-action", "add-contributor");
+    browser.clear_and_type("#owner-being", "ben");
+    browser.click("#owner-submit");
+    browser.wait_for_text("#contributors", "@ben");
+    browser.clear_and_type("#scope-extension", "court");
+    browser.select("#scope-value", "blocked");
+    browser.click("#scope-submit");
+    browser.wait_for_text("#scopes", "blocked");
+    browser.screenshot("o02-court-owned-with-a-contributor-and-a-block");
+    let (_, space) = up.get("/api/v1/spaces?path=/court");
+    assert_eq!(space["ownership"]["owner"], "@ada", "{space}");
+    assert_eq!(space["ownership"]["scopes"][0]["extension"], "court", "{space}");
+    // The land's root is nobody's to hand over.
+    browser.go(&format!("{}/spaces?path=/", up.url));
+    browser.select("#owner-action", "set-owner");
+    browser.clear_and_type("#owner-being", "ada");
+    browser.click("#owner-submit");
+    browser.wait_for_text("body", "set-owner refuses the land's system space /");
+    browser.screenshot("o03-root-refused");
+}

@@ -584,7 +584,8 @@ pub fn propagate(
         let here = route.last().expect("a route has its space").clone();
         let inputs_here = here_json(world, &here);
         let inputs_signal = signal_json(&route);
-        for handler in handlers.iter() {
+        for handler in handlers.iter().filter(|handler| !crate::ownership::is_blocked(world, &handler.extension, &here))
+        {
             let output = handlers
                 .engine
                 .run(&handler.source, &[("signal", &inputs_signal), ("here", &inputs_here)], seed)

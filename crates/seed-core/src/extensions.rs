@@ -143,7 +143,7 @@ impl LoadedExtensions {
     pub fn register_see_resolvers(&self, registry: &mut crate::moment::see::SeeResolvers) {
         for extension in &self.enabled {
             for (name, source) in &extension.see_resolvers {
-                registry.register(name, crate::moment::see::SeeResolver::Script(source.clone()));
+                registry.register_from(&extension.name, name, crate::moment::see::SeeResolver::Script(source.clone()));
             }
         }
     }

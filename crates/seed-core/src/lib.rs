@@ -18,6 +18,7 @@ pub mod health;
 pub mod llm;
 pub mod memory;
 pub mod moment;
+pub mod ownership;
 pub mod roles;
 pub mod script;
 pub mod spend;

@@ -13,8 +13,8 @@ pub mod portal;
 pub mod tls;
 
 pub use seed_core::{
-    approval, authoring, cascade, config, embedding, extensions, face, health, llm, memory, moment, roles, script,
-    spend, tools, world,
+    approval, authoring, cascade, config, embedding, extensions, face, health, llm, memory, moment, ownership, roles,
+    script, spend, tools, world,
 };
 pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};

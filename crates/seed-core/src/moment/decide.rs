@@ -132,6 +132,21 @@ pub fn decide(
         }
         VerbCall::Do { target, action, args } => {
             if !face.can_do.contains(&action) {
+                // Offered by the role but blocked where the being stands: say so.
+                let offered =
+                    || substrate.resolvers.expand(&assigned.composed.can_do, &row.name, world).contains(&action);
+                if let Some(spec) = substrate
+                    .ops
+                    .get(&action)
+                    .filter(|spec| crate::ownership::is_blocked(world, &spec.origin, &row.location) && offered())
+                {
+                    let error = OpError::ExtensionBlocked {
+                        operation: action.clone(),
+                        extension: spec.origin.clone(),
+                        space: row.location.clone(),
+                    };
+                    return Err(refuse(Refusal::Operation { action: action.clone(), error }));
+                }
                 return Err(refuse(Refusal::NotWithin { what: format!("do {action:?}"), list: "canDo" }));
             }
             let target_address: Address = target.parse().map_err(|error| refuse(Refusal::Address(error)))?;

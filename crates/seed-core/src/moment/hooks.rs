@@ -133,9 +133,15 @@ impl Hooks {
     fn run(&self, phase: Phase, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), Refusal> {
         let verb = call.verb();
         let call = call_json(call);
+        // Where the actor stands decides which extensions' handlers run (`crate::ownership`).
+        let location = world.being_named(actor).map(|row| row.location.clone()).unwrap_or_default();
         let actor = json!(actor);
         let view = json!({ "signals": world.signals });
         for (spec, state) in self.handlers.iter().filter(|(spec, _)| spec.point.matches(phase, verb)) {
+            let extension = spec.name.split('/').next().unwrap_or_default();
+            if crate::ownership::is_blocked(world, extension, &location) {
+                continue;
+            }
             let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
             if state.open {
                 continue;

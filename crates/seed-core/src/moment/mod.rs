@@ -269,7 +269,10 @@ pub fn build_face<'w>(
     let composed = &assigned.composed;
     let expand = |entries| substrate.resolvers.expand(entries, &row.name, world);
     let can_see = expand(&composed.can_see);
-    let can_do = expand(&composed.can_do);
+    // An extension blocked where the being stands offers it nothing (`crate::ownership`).
+    let blocked = |origin: &str| crate::ownership::is_blocked(world, origin, &row.location);
+    let mut can_do = expand(&composed.can_do);
+    can_do.retain(|action| substrate.ops.get(action).is_none_or(|spec| !blocked(&spec.origin)));
     let can_do_described = can_do
         .iter()
         .filter_map(|action| Some((action.clone(), substrate.ops.get(action)?.described.clone()?)))
@@ -278,7 +281,7 @@ pub fn build_face<'w>(
     let can_be = expand(&composed.can_be);
     let mut seen = serde_json::Map::new();
     let seed = u64::from_be_bytes(opened.id.0[16..24].try_into().expect("32 bytes"));
-    for name in &composed.see {
+    for name in composed.see.iter().filter(|name| !blocked(substrate.see.origin(name))) {
         let output = substrate
             .see
             .resolve(name, world, row, &substrate.scripts, seed)

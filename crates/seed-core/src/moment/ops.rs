@@ -212,6 +212,17 @@ impl OpRegistry {
             ArgSchema::default().field("key", ArgType::Text, true).field("value", ArgType::Any, false),
             op_set_config,
         );
+        let being = || ArgSchema::default().field("being", ArgType::Text, true);
+        add("set-owner", being(), |call| ownership_call(call, "set-owner")?.set_owner());
+        add("remove-owner", ArgSchema::default(), |call| ownership_call(call, "remove-owner")?.remove_owner());
+        add("transfer-ownership", being(), |call| ownership_call(call, "transfer-ownership")?.transfer());
+        add("add-contributor", being(), |call| ownership_call(call, "add-contributor")?.add_contributor());
+        add("remove-contributor", being(), |call| ownership_call(call, "remove-contributor")?.remove_contributor());
+        add(
+            "scope-extension",
+            ArgSchema::default().field("extension", ArgType::Text, true).field("scope", ArgType::Any, false),
+            |call| ownership_call(call, "scope-extension")?.scope_extension(),
+        );
         registry
     }
 
@@ -244,6 +255,16 @@ impl OpRegistry {
         seed: u64,
     ) -> Result<Vec<Effect>, OpError> {
         let spec = self.ops.get(name).ok_or_else(|| OpError::NotRegistered { name: name.to_string() })?;
+        // An extension blocked where its caller stands offers nothing there.
+        if let Some(row) = call.world.being_named(call.actor) {
+            if crate::ownership::is_blocked(call.world, &spec.origin, &row.location) {
+                return Err(OpError::ExtensionBlocked {
+                    operation: name.to_string(),
+                    extension: spec.origin.clone(),
+                    space: row.location.clone(),
+                });
+            }
+        }
         spec.schema.validate(call.args).map_err(OpError::Args)?;
         let effects = match &spec.handler {
             OpHandler::Builtin(handler) => handler(call)?,
@@ -268,6 +289,19 @@ impl OpRegistry {
                         reason: "an operation cannot make cascade records: the land seals them after the act".into(),
                     });
                 }
+                // Ownership and scoping change only through the core's operations, which hold their rules.
+                if effects.iter().any(|effect| {
+                    matches!(
+                        effect,
+                        Effect::SetSpaceOwner { .. }
+                            | Effect::SetSpaceContributor { .. }
+                            | Effect::ScopeExtension { .. }
+                    )
+                }) {
+                    return Err(OpError::BadEffects {
+                        reason: "an extension's operation cannot change a space's owner, contributors or scopes".into(),
+                    });
+                }
                 effects
             }
             OpHandler::Tool { .. } => Vec::new(),
@@ -277,6 +311,7 @@ impl OpRegistry {
         if effects.len() > most {
             return Err(OpError::TooManyEffects { count: effects.len(), most });
         }
+        crate::ownership::check_writes(call.world, call.actor, &effects)?;
         Ok(effects)
     }
 }
@@ -429,6 +464,17 @@ fn op_set_budget(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     budgets.roles.retain(|_, limits| !limits.is_empty());
     let value = (budgets != Budgets::default()).then(|| budgets.to_json());
     Ok(vec![Effect::SetConfig { key: BUDGETS_CONFIG_KEY.to_string(), value }])
+}
+
+/// An ownership operation's call: its target must be a space.
+fn ownership_call<'a>(
+    call: &'a OpCall<'a>,
+    operation: &'static str,
+) -> Result<crate::ownership::OwnershipCall<'a>, OpError> {
+    let Address::Space(space) = call.target else {
+        return Err(OpError::WrongTarget { operation, wanted: "a space" });
+    };
+    Ok(crate::ownership::OwnershipCall { world: call.world, actor: call.actor, space, args: call.args })
 }
 
 /// Sets one configuration key (`config::CONFIG_KEYS`) to a value in its

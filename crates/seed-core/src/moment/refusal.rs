@@ -234,6 +234,26 @@ pub enum OpError {
     BudgetNotOperator { actor: String },
     #[error("args.key: {0}")]
     Config(crate::config::ConfigError),
+    #[error("{actor} may not write into {space}: it is @{owner}'s, and {actor} is neither its owner nor a contributor there")]
+    MayNotWrite { actor: String, space: String, owner: String },
+    #[error("{actor} may not {operation} at {space}: only {who} may")]
+    NotOwner { operation: &'static str, actor: String, space: String, who: &'static str },
+    #[error("{operation} refuses the land's system space {space}")]
+    SystemSpace { operation: &'static str, space: String },
+    #[error("{space} names no owner of its own")]
+    NoOwnerNamed { space: String },
+    #[error("{space} already names {most} contributors, its most")]
+    TooManyContributors { space: String, most: usize },
+    #[error("@{being} is not a contributor at {space}")]
+    NotAContributor { being: String, space: String },
+    #[error("args.extension: {reason}")]
+    ExtensionName { reason: String },
+    #[error("args.scope: the scope is \"blocked\", \"allowed\" or null, not {given}")]
+    ExtensionScopeValue { given: String },
+    #[error("{space} already scopes {most} extensions, its most")]
+    TooManyScopes { space: String, most: usize },
+    #[error("{operation} is the {extension} extension's, and {extension} is blocked at {space}")]
+    ExtensionBlocked { operation: String, extension: String, space: String },
 }
 
 /// An argument that does not fit its operation's schema.

@@ -26,6 +26,8 @@ pub enum SeeResolver {
 #[derive(Clone, Default)]
 pub struct SeeResolvers {
     resolvers: BTreeMap<String, SeeResolver>,
+    /// The extension each resolver an extension registered came from.
+    origins: BTreeMap<String, String>,
 }
 
 /// What a script see-resolver reads: the being's surroundings, nothing more.
@@ -68,6 +70,17 @@ impl SeeResolvers {
 
     pub fn register(&mut self, name: &str, resolver: SeeResolver) {
         self.resolvers.insert(name.to_string(), resolver);
+    }
+
+    /// Registers an extension's resolver, remembering whose it is.
+    pub fn register_from(&mut self, extension: &str, name: &str, resolver: SeeResolver) {
+        self.origins.insert(name.to_string(), extension.to_string());
+        self.register(name, resolver);
+    }
+
+    /// The extension a resolver came from (`core` for the core's).
+    pub fn origin(&self, name: &str) -> &str {
+        self.origins.get(name).map_or("core", String::as_str)
     }
 
     pub fn get(&self, name: &str) -> Option<&SeeResolver> {

@@ -84,6 +84,24 @@ pub enum Effect {
     RevokeAccount {
         account: String,
     },
+    /// A space's own owner set (or removed: ownership falls back to the
+    /// next owner up) (`crate::ownership`).
+    SetSpaceOwner {
+        path: String,
+        owner: Option<BeingId>,
+    },
+    /// A contributor named at a space, or no longer.
+    SetSpaceContributor {
+        path: String,
+        being: BeingId,
+        contributor: bool,
+    },
+    /// An extension blocked or allowed at a space and below (or neither).
+    ScopeExtension {
+        path: String,
+        extension: String,
+        scope: Option<crate::ownership::ExtensionScope>,
+    },
     /// A write at a space marked for cascade, announced (`crate::cascade`):
     /// folded only from a `world` fact, which the engine seals after the act.
     CascadeSignal {

@@ -299,6 +299,9 @@ pub struct World {
     /// read them, and the counts the cascade's limits read
     /// (`crate::cascade`), folded from the cascade `world` facts.
     pub cascade: crate::cascade::CascadeState,
+    /// Owners, contributors and extension scopes of spaces, by path
+    /// (`crate::ownership`), folded from their effects.
+    pub space_rules: BTreeMap<String, crate::ownership::SpaceRule>,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -669,6 +672,9 @@ impl World {
             Effect::RevokeAccount { account } => {
                 self.accounts.remove(account);
             }
+            Effect::SetSpaceOwner { .. } | Effect::SetSpaceContributor { .. } | Effect::ScopeExtension { .. } => {
+                self.apply_space_rule(effect);
+            }
             // Folded from their own `world` fact only (see `apply_folded`):
             // an act carrying one changes nothing.
             Effect::CascadeSignal { .. } | Effect::CascadeDelivery { .. } => {}
@@ -793,6 +799,26 @@ impl World {
                 })
                 .collect();
             state.push((text("accounts"), Cbor::Map(accounts)));
+        }
+        // Likewise owners and scopes: a land that never named one hashes as before.
+        if !self.space_rules.is_empty() {
+            let rules = self
+                .space_rules
+                .iter()
+                .map(|(path, rule)| {
+                    let extensions =
+                        rule.extensions.iter().map(|(name, scope)| (text(name), text(scope.as_str()))).collect();
+                    (
+                        text(path),
+                        Cbor::Map(vec![
+                            (text("owner"), optional_id(&rule.owner)),
+                            (text("contributors"), Cbor::Array(rule.contributors.iter().map(id).collect())),
+                            (text("extensions"), Cbor::Map(extensions)),
+                        ]),
+                    )
+                })
+                .collect();
+            state.push((text("spaceRules"), Cbor::Map(rules)));
         }
         // Likewise cascades: a land that never cascaded hashes as before.
         if !self.cascade.is_empty() {

@@ -359,6 +359,7 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
         let query = serde_urlencoded::to_string([("path", path.as_str()), ("beingsAfter", next)]).unwrap_or_default();
         body.push_str(&format!("<p><a id=\"here-next\" href=\"/spaces?{}\">the next beings</a></p>", esc(&query)));
     }
+    body.push_str(&ownership_section(space, &path, csrf));
     let cascade = field(space, "cascade");
     let arrivals = list(field(cascade, "arrivals"));
     if field(cascade, "marked").as_bool() == Some(true) || !arrivals.is_empty() {
@@ -423,6 +424,70 @@ pub fn space_page(space: &Json, csrf: &str) -> String {
 }
 
 /// One piece of matter: its kind, fields, maker, when and where.
+/// A space's owner, contributors and extension scopes, and the forms that
+/// change them (each an act of the visitor's own being, checked by the verb layer).
+fn ownership_section(space: &Json, path: &str, csrf: &str) -> String {
+    let ownership = field(space, "ownership");
+    let mut out = String::from("<h2>Ownership</h2>");
+    if let Some(done) = field(space, "done").as_str() {
+        out.push_str(&format!("<p class=\"ok\" id=\"rules-done\">{}</p>", esc(done)));
+    }
+    let owner = field(ownership, "owner");
+    out.push_str(&format!(
+        "<p id=\"owner\">{}</p>",
+        match (owner.as_str(), field(ownership, "boundary").as_str()) {
+            (Some(owner), Some(boundary)) if boundary == path =>
+                format!("Owned by {} (named here).", being_link(owner.trim_start_matches('@'))),
+            (Some(owner), Some(boundary)) => format!(
+                "Owned by {}, as named at {}.",
+                being_link(owner.trim_start_matches('@')),
+                space_anchor(boundary)
+            ),
+            _ => "Unowned: any being may write here.".to_string(),
+        }
+    ));
+    let contributors = list(field(ownership, "contributors"));
+    if !contributors.is_empty() {
+        out.push_str("<p id=\"contributors\">Contributors named here: ");
+        let links: Vec<String> =
+            contributors.iter().map(|being| being_link(text(being).trim_start_matches('@'))).collect();
+        out.push_str(&links.join(", "));
+        out.push_str("</p>");
+    }
+    let scopes = list(field(ownership, "scopes"));
+    if !scopes.is_empty() {
+        out.push_str("<table id=\"scopes\"><tr><th>extension</th><th>here</th><th>as marked at</th></tr>");
+        for scope in scopes {
+            out.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&text(field(scope, "extension"))),
+                esc(&text(field(scope, "scope"))),
+                space_anchor(&text(field(scope, "at")))
+            ));
+        }
+        out.push_str("</table>");
+    }
+    out.push_str(&format!(
+        "<form method=\"post\" action=\"/spaces/rules\" class=\"inline\" id=\"owner-form\">{}\
+<input type=\"hidden\" name=\"path\" value=\"{path}\"><select name=\"action\" id=\"owner-action\" aria-label=\"what to do\">\
+<option value=\"set-owner\">set the owner</option><option value=\"transfer-ownership\">transfer ownership</option>\
+<option value=\"remove-owner\">remove the owner</option><option value=\"add-contributor\">add a contributor</option>\
+<option value=\"remove-contributor\">remove a contributor</option></select> \
+<input name=\"being\" id=\"owner-being\" placeholder=\"@being\" aria-label=\"being\" size=\"14\"> \
+<button id=\"owner-submit\">Do it</button></form> \
+<form method=\"post\" action=\"/spaces/rules\" class=\"inline\" id=\"scope-form\">{}\
+<input type=\"hidden\" name=\"path\" value=\"{path}\"><input type=\"hidden\" name=\"action\" value=\"scope-extension\">\
+<input name=\"extension\" id=\"scope-extension\" placeholder=\"extension\" aria-label=\"extension\" size=\"14\"> \
+<select name=\"scope\" id=\"scope-value\" aria-label=\"scope\"><option value=\"blocked\">blocked</option>\
+<option value=\"allowed\">allowed</option><option value=\"\">neither</option></select> \
+<button id=\"scope-submit\">Scope it</button></form>",
+        hidden_csrf(csrf),
+        hidden_csrf(csrf),
+        path = esc(path),
+    ));
+    out
+}
+
 pub fn matter_page(matter: &Json, csrf: &str) -> String {
     let address = text(field(matter, "address"));
     let space = text(field(matter, "space"));

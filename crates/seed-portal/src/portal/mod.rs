@@ -30,6 +30,7 @@ pub mod place;
 pub mod request_log;
 pub mod role_form;
 pub mod serve;
+mod space_rules;
 pub mod throttle;
 pub mod timeline;
 mod timeline_html;
@@ -181,6 +182,7 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/signals", post(signal_form))
         .route("/search", get(search_page))
         .route("/spaces", get(space_page))
+        .route("/spaces/rules", post(space_rules::rules_form))
         .route("/matter", get(matter_page))
         .route("/moments", get(moments_page))
         .route("/moments/live", get(moments_live))

@@ -536,7 +536,12 @@ pub(super) async fn search_page(State(portal): Shared, PageVisitor(credential): 
 
 pub(super) async fn space_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
     match place(&portal, Place::Space, uri.query()) {
-        Ok(space) => html(html::space_page(&space, credential.csrf())),
+        Ok(mut space) => {
+            if let Some(done) = super::work::query(&uri).get("done") {
+                space["done"] = serde_json::json!(done);
+            }
+            html(html::space_page(&space, credential.csrf()))
+        }
         Err(error) => error.as_html().into_response(),
     }
 }

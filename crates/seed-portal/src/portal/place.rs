@@ -55,9 +55,39 @@ pub fn space_json(world: &World, path: &str, beings_after: Option<&str>) -> Resu
         .map(|arrivals| arrivals.iter().rev().map(|arrival| arrival_json(world, arrival)).collect())
         .unwrap_or_default();
     let cascade = json!({"marked": crate::cascade::is_marked(world, path), "arrivals": arrivals});
+    let ownership = ownership_json(world, path);
     Ok(json!({"path": path, "kind": space.kind, "qualities": space.qualities, "parent": parent, "below": below,
               "beings": beings, "beingCount": being_count, "beingsAfter": beings_after, "beingsNext": next.flatten(),
-              "matter": matter, "matterCount": matter_count, "cascade": cascade}))
+              "matter": matter, "matterCount": matter_count, "cascade": cascade, "ownership": ownership}))
+}
+
+/// Who owns a space (and where that is named), its own contributors and
+/// owner, and the scope in force there of every extension scoped on its walk.
+fn ownership_json(world: &World, path: &str) -> Json {
+    use crate::ownership::{extension_scope_at, owner_of, walk_up};
+    let name = |being: &crate::fact::BeingId| world.name_of(being).map(|name| format!("@{name}"));
+    let own = world.space_rules.get(path);
+    let (owner, boundary) = match owner_of(world, path) {
+        Some((owner, boundary)) => (name(&owner), Some(boundary.to_string())),
+        None => (None, None),
+    };
+    let contributors: Vec<Option<String>> =
+        own.map(|rule| rule.contributors.iter().map(name).collect()).unwrap_or_default();
+    let mut scoped: std::collections::BTreeMap<String, (&str, String)> = std::collections::BTreeMap::new();
+    for here in walk_up(path) {
+        for extension in world.space_rules.get(here).map(|rule| rule.extensions.keys()).into_iter().flatten() {
+            if let Some(scope) = extension_scope_at(world, extension, here).filter(|_| !scoped.contains_key(extension))
+            {
+                scoped.insert(extension.clone(), (scope.as_str(), here.to_string()));
+            }
+        }
+    }
+    let scopes: Vec<Json> = scoped
+        .into_iter()
+        .map(|(extension, (scope, at))| json!({"extension": extension, "scope": scope, "at": at}))
+        .collect();
+    json!({"owner": owner, "boundary": boundary, "ownOwner": own.and_then(|rule| rule.owner.as_ref()).and_then(name),
+           "contributors": contributors, "scopes": scopes})
 }
 
 fn arrival_json(world: &World, arrival: &crate::cascade::Arrival) -> Json {

@@ -69,7 +69,11 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         OpError::NotOwnOrDescendant { .. }
         | OpError::AccountNotDescendant { .. }
         | OpError::BudgetNotAnAncestor { .. }
-        | OpError::BudgetNotOperator { .. } => RefusalClass::Forbidden,
+        | OpError::BudgetNotOperator { .. }
+        | OpError::MayNotWrite { .. }
+        | OpError::NotOwner { .. }
+        | OpError::SystemSpace { .. }
+        | OpError::ExtensionBlocked { .. } => RefusalClass::Forbidden,
         OpError::MatterExists { .. } | OpError::CellTaken { .. } | OpError::AccountBeingTaken { .. } => {
             RefusalClass::Conflict
         }
@@ -100,7 +104,13 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::AccountBeingNotHuman { .. }
         | OpError::NoFileDefinition { .. }
         | OpError::BudgetScope
-        | OpError::BudgetLimit { .. } => RefusalClass::Invalid,
+        | OpError::BudgetLimit { .. }
+        | OpError::NoOwnerNamed { .. }
+        | OpError::TooManyContributors { .. }
+        | OpError::NotAContributor { .. }
+        | OpError::ExtensionName { .. }
+        | OpError::ExtensionScopeValue { .. }
+        | OpError::TooManyScopes { .. } => RefusalClass::Invalid,
     }
 }
 
@@ -762,7 +772,7 @@ pub(super) fn place(portal: &Portal, kind: Place, query: Option<&str>) -> Result
     match kind {
         Place::Search => search_json(&portal.live, &world, required(&query_params(query, &["q"])?, "q")?),
         Place::Space => {
-            let params = query_params(query, &["path", "beingsAfter"])?;
+            let params = query_params(query, &["path", "beingsAfter", "done"])?;
             space_json(&world, required(&params, "path")?, params.get("beingsAfter").map(String::as_str))
         }
         Place::Matter => matter_json(&world, required(&query_params(query, &["address"])?, "address")?),
