@@ -100,22 +100,16 @@ fn bench(c: &mut Criterion) {
         let moments = iteration(land);
         assert_eq!(moments, beings + 1, "{name}: every listener woke, and the crier");
     }
-    let (mut cascade_time, mut direct_time) = (Duration::ZERO, Duration::ZERO);
     let pairs = if benchmarking { ITERATION_PAIRS } else { 1 };
-    for pair in 0..pairs {
-        let timed = |engine: &mut Engine| {
-            let started = std::time::Instant::now();
-            iteration(engine);
-            started.elapsed()
-        };
-        if pair % 2 == 0 {
-            cascade_time += timed(&mut cascade_land);
-            direct_time += timed(&mut direct_land);
-        } else {
-            direct_time += timed(&mut direct_land);
-            cascade_time += timed(&mut cascade_land);
-        }
-    }
+    let (cascade_time, direct_time) = common::interleaved(
+        pairs,
+        || {
+            iteration(&mut cascade_land);
+        },
+        || {
+            iteration(&mut direct_land);
+        },
+    );
     let rate = |time: Duration| (pairs as u64 * beings) as f64 / time.as_secs_f64();
     let _ = RATES.set((rate(cascade_time), rate(direct_time)));
     let mut group = c.benchmark_group("cascade");

@@ -95,21 +95,11 @@ fn bench(c: &mut Criterion) {
     if benchmarking {
         // Interleaved rounds, in ABBA order, on two lands of the same
         // size, so the machine's drift and the lands' growth fall on both alike.
-        let (mut watched_time, mut unwatched_time) = (Duration::ZERO, Duration::ZERO);
-        for pair in 0..HEALTH_ROUND_PAIRS {
-            let timed = |engine: &mut Engine| {
-                let started = std::time::Instant::now();
-                engine.round().expect("round");
-                started.elapsed()
-            };
-            if pair % 2 == 0 {
-                watched_time += timed(&mut simulation);
-                unwatched_time += timed(&mut quiet);
-            } else {
-                unwatched_time += timed(&mut quiet);
-                watched_time += timed(&mut simulation);
-            }
-        }
+        let (watched_time, unwatched_time) = common::interleaved(
+            HEALTH_ROUND_PAIRS,
+            || simulation.round().expect("round"),
+            || quiet.round().expect("round"),
+        );
         let rate = |time: Duration| (HEALTH_ROUND_PAIRS as u64 * beings) as f64 / time.as_secs_f64();
         let _ = HEALTH_RATES.set((rate(watched_time), rate(unwatched_time)));
     }
