@@ -81,6 +81,7 @@ mod postgres;
 mod read_only;
 mod reel_format_doc;
 mod replay;
+mod resume;
 mod role_flow;
 mod script_cli;
 mod sim_cli;

@@ -336,6 +336,12 @@ enum Command {
         /// How long a worker's claim on a wake holds without renewal (with --workers).
         #[arg(long, default_value_t = seed::engine::pool::WORKER_LEASE_MS_DEFAULT)]
         lease_ms: u64,
+        /// Finish the run whose driver stopped in --land (killed, or a
+        /// crash) from its resume checkpoint, with the fixture and --seed it
+        /// was started with: it ends with the world hash an uninterrupted run
+        /// has (docs/resume.md).
+        #[arg(long)]
+        resume: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -751,6 +757,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
         workers,
         pool,
         lease_ms,
+        resume,
         json,
     } = &arguments.command
     {
@@ -765,6 +772,7 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             workers: *workers,
             pooled: *pool || *workers > 0,
             lease_ms: *lease_ms,
+            resume: *resume,
         };
         let store = land::store_for(arguments.land.as_deref(), arguments.store.as_deref())?;
         return sim(arguments.land.as_deref(), fixture, run, store, *json);
@@ -1015,6 +1023,8 @@ struct SimRun {
     /// Moments run in the pool (`--pool`, or any `--workers`).
     pooled: bool,
     lease_ms: u64,
+    /// Finish a stopped run (`--resume`).
+    resume: bool,
 }
 
 /// The LLM client for `--llm FILE`, if given.
@@ -1056,10 +1066,27 @@ fn sim(
     json: bool,
 ) -> Result<ExitCode> {
     use seed::engine::{self, fixture::Fixture, EngineOptions};
-    let SimRun { ticks, seed, threads, trace, llm, fail_on_failure, snapshot_every_facts, workers, pooled, lease_ms } =
-        run;
+    let SimRun {
+        ticks,
+        seed,
+        threads,
+        trace,
+        llm,
+        fail_on_failure,
+        snapshot_every_facts,
+        workers,
+        pooled,
+        lease_ms,
+        resume,
+    } = run;
     if threads == 0 {
         bail!("--threads must be at least 1");
+    }
+    if resume && land.is_none() {
+        bail!("--resume finishes the run in a land folder: name it with --land DIR");
+    }
+    if resume && pooled {
+        bail!("--resume finishes a run played in this process; a pool's run (--workers, --pool) cannot be resumed yet");
     }
     if pooled && !matches!(store, seed::land::StoreLocation::Postgres { .. }) {
         bail!(
@@ -1091,6 +1118,8 @@ fn sim(
         mode: seed::engine::Mode::Simulation,
     };
     let summary = match pooled {
+        false if resume => engine::resume_simulation(&fixture, &options),
+        false if land.is_some() => engine::simulate_resumably(&fixture, &options),
         false => engine::simulate(&fixture, &options),
         true => {
             let mut pool =

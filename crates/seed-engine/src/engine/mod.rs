@@ -19,6 +19,7 @@ pub mod fixture;
 mod health;
 pub mod pool;
 mod report;
+mod resume;
 mod scheduler;
 mod sealing;
 pub mod world_check;
@@ -26,6 +27,7 @@ pub mod world_check;
 use crate::embedding::EMBEDDING_CONNECTION_CONFIG_KEY;
 use report::{log_moment, trace_json};
 pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
+pub use resume::RESUME_CHECKPOINT_FILE;
 use scheduler::Scheduler;
 use sealing::Sealing;
 pub use world_check::{check_world, CheckedWorld};
@@ -89,6 +91,28 @@ pub enum EngineError {
     Tripped { trip: Box<crate::health::Trip> },
     #[error("the land is not tripped: there is nothing to revive")]
     NotTripped,
+    /// `seed sim --resume` on a land no run kept a checkpoint in.
+    #[error(
+        "no run to resume at {dir}: it holds no {} (a run keeps one before each round when `seed sim` is given --land; one stopped before its first round has none: start it again in an empty folder)",
+        resume::RESUME_CHECKPOINT_FILE
+    )]
+    NoCheckpoint { dir: PathBuf },
+    #[error("the resume checkpoint {path} is damaged: {reason}; the run cannot be resumed from it")]
+    CheckpointDamaged { path: PathBuf, reason: String },
+    #[error("the resume checkpoint {path} could not be written: {source}")]
+    CheckpointWrite { path: PathBuf, source: std::io::Error },
+    /// The checkpoint is another run's (another fixture, seed or definitions).
+    #[error(
+        "the land's run is {found}, not this fixture and seed's {expected}: resume it with the fixture and --seed it was started with"
+    )]
+    ResumeOtherRun { expected: Hash32, found: Hash32 },
+    #[error("the resume checkpoint does not belong to this land: {reason}")]
+    CheckpointNotOfThisLand { reason: String },
+    /// Catching up, a fact computed again is not the one the land holds.
+    #[error(
+        "resuming, the fact computed for land seq {land_seq} ({computed}) is not the one the land holds ({stored}): the fixture, its definitions or this build changed since the run started; nothing was written"
+    )]
+    ResumeDiverged { land_seq: u64, stored: crate::fact::FactId, computed: crate::fact::FactId },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -354,6 +378,11 @@ pub struct Engine {
     next_snapshot_at: u64,
     /// A pool worker's moment traces, handed back with each wake's result.
     pool_traces: Option<Vec<Json>>,
+    /// Whether a resume checkpoint is written before each round (`resume.rs`).
+    resume_checkpoints: bool,
+    /// A resumed run's catch-up: facts prepared at land seqs below it are
+    /// compared with the land's, never submitted (0: not catching up).
+    catch_up_until: u64,
 }
 
 /// What a simulation's keys derive from: the fixture's name and the seed.
@@ -403,6 +432,19 @@ impl Engine {
         clock: Arc<LogicalClock>,
         checked: CheckedWorld,
     ) -> Result<Engine, EngineError> {
+        Engine::start_with(fixture, options, land, clock, checked, None)
+    }
+
+    /// `start`, with the world and the scheduler a resumed run picks up
+    /// (`None`: the land's end, every being subscribed afresh).
+    fn start_with(
+        fixture: &Fixture,
+        options: &EngineOptions,
+        land: Land,
+        clock: Arc<LogicalClock>,
+        checked: CheckedWorld,
+        resumed: Option<(World, Scheduler)>,
+    ) -> Result<Engine, EngineError> {
         let CheckedWorld { substrate, skipped_extensions, planned, warnings } = checked;
         let planned = &planned;
         let being_scripts =
@@ -414,16 +456,22 @@ impl Engine {
             .chain(role_scripts)
             .map(|(source, file)| (crate::fact::blake3_of(source.as_bytes()), file))
             .collect();
-        let world = world_at_end(&land)?;
-        let mut scheduler = Scheduler::default();
-        let wake_every: BTreeMap<&str, u64> =
-            planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
-        for (id, row) in &world.beings {
-            scheduler.subscribe(&world, *id, &row.role_flow);
-            if let Some(every) = wake_every.get(row.name.as_str()) {
-                scheduler.wake_every.insert(*id, *every);
+        let (world, scheduler) = match resumed {
+            Some(resumed) => resumed,
+            None => {
+                let world = world_at_end(&land)?;
+                let mut scheduler = Scheduler::default();
+                let wake_every: BTreeMap<&str, u64> =
+                    planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
+                for (id, row) in &world.beings {
+                    scheduler.subscribe(&world, *id, &row.role_flow);
+                    if let Some(every) = wake_every.get(row.name.as_str()) {
+                        scheduler.wake_every.insert(*id, *every);
+                    }
+                }
+                (world, scheduler)
             }
-        }
+        };
         let trace_out = match &options.trace_file {
             Some(path) => Some((
                 path.clone(),
@@ -489,7 +537,86 @@ impl Engine {
             snapshot_every_facts,
             next_snapshot_at,
             pool_traces: None,
+            resume_checkpoints: false,
+            catch_up_until: 0,
         })
+    }
+
+    /// Writes a resume checkpoint before each round from now on (`seed sim
+    /// --land`): a killed run is resumed with [`Engine::resume`].
+    pub fn keep_resume_checkpoints(&mut self) {
+        self.resume_checkpoints = true;
+    }
+
+    /// Opens the land a simulation of `fixture` (with `options.seed`) was
+    /// playing when its driver stopped, from its resume checkpoint: the
+    /// world at the checkpoint, the scheduler's state, the round, the clock;
+    /// the round it stopped in is played again and what the land already
+    /// holds of it is compared, not sealed again (`resume.rs`).
+    pub fn resume(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
+        let checkpoint = resume::read(&options.land_dir)?;
+        let checked = check_world(fixture, &[])?;
+        let clock = Arc::new(LogicalClock::starting_at(checkpoint.clock_ms));
+        let mut land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
+        land.set_key_source(KeySource::Seeded(simulation_key_seed(fixture, options.seed)));
+        let land_len = land.store().land_len()?;
+        if land_len < checkpoint.land_len {
+            return Err(EngineError::CheckpointNotOfThisLand {
+                reason: format!("it counts {} facts; the land holds {land_len}", checkpoint.land_len),
+            });
+        }
+        if checkpoint.land_len > 0 {
+            let last = read_land_log(land.store(), checkpoint.land_len - 1, checkpoint.land_len)?;
+            let held = last.first().map(|(_, fact)| fact.id()).unwrap_or(crate::fact::FactId::ZERO);
+            if held != checkpoint.last_fact {
+                return Err(EngineError::CheckpointNotOfThisLand {
+                    reason: format!(
+                        "it names {} as the fact at land seq {}; the land holds {}",
+                        checkpoint.last_fact.to_hex(),
+                        checkpoint.land_len - 1,
+                        held.to_hex()
+                    ),
+                });
+            }
+        }
+        let world = world_before(&land, checkpoint.land_len)?;
+        land.rewind_writers_to(checkpoint.land_len)?;
+        let mut engine =
+            Engine::start_with(fixture, options, land, clock, checked, Some((world, checkpoint.scheduler)))?;
+        let run = pool::run_digest(fixture, options.seed, &engine);
+        if run != checkpoint.run {
+            return Err(EngineError::ResumeOtherRun { expected: run, found: checkpoint.run });
+        }
+        engine.tick = checkpoint.tick;
+        engine.summary.ticks = checkpoint.tick;
+        engine.facts_before = checkpoint.land_len;
+        engine.facts_counted = checkpoint.land_len;
+        engine.catch_up_until = land_len;
+        engine.resume_checkpoints = true;
+        Ok(engine)
+    }
+
+    /// The checkpoint a resumed run starts from, written before a round.
+    fn write_resume_checkpoint(&mut self) -> Result<(), EngineError> {
+        let land_len = self.world.cursor;
+        let last_fact = match land_len {
+            0 => crate::fact::FactId::ZERO,
+            _ => read_land_log(self.land.store(), land_len - 1, land_len)?
+                .first()
+                .map_or(crate::fact::FactId::ZERO, |(_, fact)| fact.id()),
+        };
+        let checkpoint = resume::Checkpoint {
+            version: resume::RESUME_CHECKPOINT_VERSION,
+            run: pool::run_digest(&self.fixture, self.summary.seed, self),
+            tick: self.tick,
+            clock_ms: self.clock.now_ms(),
+            land_len,
+            last_fact,
+            scheduler: std::mem::take(&mut self.scheduler),
+        };
+        let written = resume::write(self.land.dir(), &checkpoint);
+        self.scheduler = checkpoint.scheduler;
+        written
     }
 
     /// Uses other definitions from the next round on (a what-if fork).
@@ -539,11 +666,15 @@ impl Engine {
     /// One round: the vectors of the acts sealed since the last, the tick's
     /// events, every wake's moment, the seals.
     pub fn round(&mut self) -> Result<(), EngineError> {
+        if self.resume_checkpoints && self.mode == Mode::Simulation {
+            self.write_resume_checkpoint()?;
+        }
         if self.idle_round_if_tripped() {
             return Ok(());
         }
         self.seal_embeddings()?;
         let mut sealing = Sealing::new(0, self.threads.max(1));
+        sealing.catch_up_until = self.catch_up_until;
         let decided = self.round_sealing(&mut sealing);
         let sealed = self.seal_step(decided, sealing);
         // Measured after a failed step too: a failed write is a sign.
@@ -718,21 +849,46 @@ impl Engine {
         events
     }
 
+    /// A round's events as a resumed run prepares them again: compared with
+    /// the fact the land holds at the world's cursor, never submitted.
+    fn seal_world_again(&mut self, effects: Vec<Effect>) -> Result<(), EngineError> {
+        if effects.is_empty() {
+            return Ok(());
+        }
+        let body = CanonicalBody::encode(&WorldBody { effects })
+            .map_err(|error| EngineError::Internal(format!("world body: {error}")))?;
+        let prepared = self.land.prepare_canonical(&self.land.root(), KIND_WORLD, body)?;
+        sealing::same_as_stored(&self.land, &[(self.world.cursor, prepared)])
+    }
+
     /// Starts the next round: its tick, its scripted events sealed and
     /// folded, and who wakes in it (in being-id order).
     fn begin_round(&mut self) -> Result<(u64, Vec<(BeingId, Wake)>), EngineError> {
         self.tick += 1;
         let tick = self.tick;
         let events = self.advance_to_round(tick);
-        seal_world(&self.land, events)?;
-        fold_to_end(self.land.store(), &mut self.world)?;
+        if self.world.cursor < self.catch_up_until {
+            // Catching up: the events fact is the land's already (or the
+            // resume diverged); fold no further than it.
+            let after = self.world.cursor + u64::from(!events.is_empty());
+            self.seal_world_again(events)?;
+            fold_until(self.land.store(), &mut self.world, after)?;
+        } else {
+            seal_world(&self.land, events)?;
+            fold_to_end(self.land.store(), &mut self.world)?;
+        }
         Ok((tick, self.scheduler.wakes(&self.world, tick, self.clock.now_ms())))
     }
 
     fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
         let (tick, wakes) = self.begin_round()?;
         let now_ms = self.clock.now_ms();
-        sealing.next_land_seq = self.land.store().land_len()?;
+        // The world is folded to exactly what the land holds, but while a
+        // resumed run catches up, when it is folded to the round's start.
+        sealing.next_land_seq = match self.world.cursor < self.catch_up_until {
+            true => self.world.cursor,
+            false => self.land.store().land_len()?,
+        };
         // Every moment of the round opens at the same cursor: blocking tasks on
         // the runtime compute them from one snapshot while this thread seals
         // finished ones, in being-id order.
@@ -1128,7 +1284,8 @@ impl Engine {
             return Ok(());
         };
         let connection = connection.to_string();
-        let mut sealing = Sealing::new(self.land.store().land_len()?, 1);
+        let mut sealing = Sealing::new(self.world.cursor, 1);
+        sealing.catch_up_until = self.catch_up_until;
         let sealed = (|| {
             for (being, fact, text, _) in waiting {
                 let seed = u64::from_be_bytes(fact.0[..8].try_into().expect("32 bytes"));
@@ -1226,13 +1383,32 @@ impl Engine {
 
 /// Plants the fixture in `options.land_dir` and runs it as a simulation.
 pub fn simulate(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
+    play(Engine::plant(fixture, options)?, fixture, options)
+}
+
+/// [`simulate`], writing a resume checkpoint before each round (`seed sim
+/// --land`), so a killed run is finished by [`resume_simulation`].
+pub fn simulate_resumably(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
     let mut simulation = Engine::plant(fixture, options)?;
+    simulation.keep_resume_checkpoints();
+    play(simulation, fixture, options)
+}
+
+/// Finishes the simulation whose driver stopped in `options.land_dir`
+/// (`seed sim --resume`): the rounds from its checkpoint to the fixture's
+/// (or `--ticks`) last, ending with the world hash an uninterrupted run has.
+pub fn resume_simulation(fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
+    play(Engine::resume(fixture, options)?, fixture, options)
+}
+
+/// Plays the rounds left until the run's last tick, then finishes.
+fn play(mut simulation: Engine, fixture: &Fixture, options: &EngineOptions) -> Result<RunSummary, EngineError> {
     let ticks = options.ticks.unwrap_or(fixture.ticks);
     let progress = &options.progress;
-    progress.stage("running rounds", ticks, "rounds");
+    progress.stage("running rounds", ticks.saturating_sub(simulation.tick), "rounds");
     // The wall clock measures the run for the summary only; no fact sees it.
     let started = std::time::Instant::now();
-    for _ in 0..ticks {
+    while simulation.tick < ticks {
         simulation.round()?;
         progress.advance(1);
     }
@@ -1271,7 +1447,8 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::Store(_)
         | LandError::Fact(_)
         | LandError::Checkpoint { .. }
-        | LandError::Snapshot(_) => None,
+        | LandError::Snapshot(_)
+        | LandError::RewindPastRotation { .. } => None,
     }
 }
 

@@ -9,8 +9,9 @@ use crate::world::{Wake, World};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// What the scheduler remembers between rounds (derived, not truth).
-#[derive(Default)]
+/// What the scheduler remembers between rounds (derived, not truth: a run
+/// that resumes reads it from its checkpoint, `resume.rs`).
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Scheduler {
     /// Summons delivered, by the being they woke: one request for
     /// approval is one fact in several approvers' inboxes.

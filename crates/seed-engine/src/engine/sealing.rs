@@ -23,11 +23,44 @@ pub(super) struct Sealing {
     held: Option<Vec<(u64, SignedFact)>>,
     /// Key rotations prepared in a held turn, finished once it is sealed.
     pub(super) rotations: Vec<(BeingId, StagedKey)>,
+    /// A resumed run's catch-up (`resume.rs`): facts prepared at land seqs
+    /// below it are the land's already, compared with the stored ones and
+    /// never submitted.
+    pub(super) catch_up_until: u64,
+    /// The first prepared fact that differed from the stored one.
+    diverged: Option<EngineError>,
+}
+
+/// Whether each prepared fact is the one the land holds at its land seq
+/// (a resumed run's catch-up): the first that is not is the error.
+pub(super) fn same_as_stored(land: &Land, prepared: &[(u64, Prepared)]) -> Result<(), EngineError> {
+    let (Some((first, _)), Some((last, _))) = (prepared.first(), prepared.last()) else { return Ok(()) };
+    let stored = land.store().land_log_with_envelopes(*first, last + 1)?;
+    for ((land_seq, fact), (entry, envelope)) in prepared.iter().zip(&stored) {
+        let held = crate::store::decode_entry_envelope(entry, envelope)?.fact.id();
+        let computed = fact.unsigned.id();
+        if entry.land_seq != *land_seq || held != computed {
+            return Err(EngineError::ResumeDiverged { land_seq: *land_seq, stored: held, computed });
+        }
+    }
+    if (stored.len() as u64) < last + 1 - first {
+        return Err(EngineError::Internal(format!("the land holds no fact at land seq {last} to compare")));
+    }
+    Ok(())
 }
 
 impl Sealing {
     pub(super) fn new(next_land_seq: u64, threads: usize) -> Sealing {
-        Sealing { prepared: Vec::new(), pending: Vec::new(), next_land_seq, threads, held: None, rotations: Vec::new() }
+        Sealing {
+            prepared: Vec::new(),
+            pending: Vec::new(),
+            next_land_seq,
+            threads,
+            held: None,
+            rotations: Vec::new(),
+            catch_up_until: 0,
+            diverged: None,
+        }
     }
 
     /// A pool worker's sealing: facts are signed and held for one turn.
@@ -49,7 +82,7 @@ impl Sealing {
     /// that nothing is still on its way to the store when the caller reloads
     /// the writers from it; returns the first failure.
     pub(super) fn wait_all(&mut self) -> Result<(), EngineError> {
-        let mut first_failure = None;
+        let mut first_failure = self.diverged.take();
         for (expected, seal) in std::mem::take(&mut self.pending) {
             let failure = match seal.wait() {
                 Ok(done) if done.land_seq == expected => continue,
@@ -76,7 +109,19 @@ impl Sealing {
 
     /// Signs what is prepared on `threads` threads, then submits it in order.
     pub(super) fn flush(&mut self, land: &Land) {
-        let prepared = std::mem::take(&mut self.prepared);
+        let mut prepared = std::mem::take(&mut self.prepared);
+        if self.diverged.is_some() {
+            return;
+        }
+        let again = prepared.iter().take_while(|(land_seq, _)| *land_seq < self.catch_up_until).count();
+        if again > 0 {
+            let fresh = prepared.split_off(again);
+            if let Err(diverged) = same_as_stored(land, &prepared) {
+                self.diverged = Some(diverged);
+                return;
+            }
+            prepared = fresh;
+        }
         if prepared.is_empty() {
             return;
         }

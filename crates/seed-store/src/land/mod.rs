@@ -102,6 +102,9 @@ pub enum LandError {
     Checkpoint { path: PathBuf, source: crate::check::checkpoint::CheckpointError },
     #[error(transparent)]
     Snapshot(#[from] crate::snapshot::SnapshotError),
+    /// A resumed run cannot prepare again the facts after a key rotation.
+    #[error("{being}'s key was rotated after land seq {cursor}: a run cannot be resumed from before a rotation")]
+    RewindPastRotation { being: BeingId, cursor: u64 },
 }
 
 /// The contents of `land.toml`.
@@ -685,6 +688,43 @@ impl Land {
         let writer = Arc::new(Mutex::new(self.load_writer(being)?));
         writers.insert(*being, writer.clone());
         Ok(writer)
+    }
+
+    /// Sets the writer of every being with a fact at land seq `cursor` or
+    /// later back to its head before that fact, so those facts are prepared
+    /// again at the places they hold: a run resumed from `cursor` prepares
+    /// the same facts again, and the caller compares each with the stored
+    /// one instead of submitting it. A being born after `cursor` gets no
+    /// writer (its genesis is prepared again). A key rotated after `cursor`
+    /// is refused: the key before it is no longer the ring's.
+    pub fn rewind_writers_to(&self, cursor: u64) -> Result<(), LandError> {
+        let end = self.store.land_len()?;
+        let mut first_seq: std::collections::BTreeMap<BeingId, u64> = std::collections::BTreeMap::new();
+        for entry in self.store.land_log(cursor, end)? {
+            first_seq.entry(entry.being).or_insert(entry.seq);
+        }
+        let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (being, seq) in first_seq {
+            writers.remove(&being);
+            if seq == 0 {
+                continue;
+            }
+            let head = self.store.head(&being)?.ok_or(LandError::UnknownBeing { being })?;
+            let after = self.store.reel(&being, seq - 1, head.seq + 1)?;
+            if after.iter().skip(1).any(|stored| stored.fact.kind() == crate::fact::body::KIND_ROTATE_KEY) {
+                return Err(LandError::RewindPastRotation { being, cursor });
+            }
+            let before = &after.first().ok_or(LandError::UnknownBeing { being })?.fact;
+            let rewound = crate::store::Head {
+                seq: seq - 1,
+                id: before.id(),
+                stored_time_ms: before.header.stored_time_ms,
+                public_key: head.public_key,
+                ended: before.kind() == crate::fact::body::KIND_END,
+            };
+            writers.insert(being, Arc::new(Mutex::new(self.writer_at(&being, &rewound)?)));
+        }
+        Ok(())
     }
 
     /// Loads the writers of `beings` that are not loaded yet, their heads
