@@ -158,3 +158,58 @@ fn the_config_doc_lists_every_key_with_its_unit_and_default() {
         assert!(doc.contains(&row), "docs/config.md lacks the row {row}");
     }
 }
+
+/// `act_body_bytes_max` and `role_flow_clauses_max` (issue 48, item 4):
+/// each refuses past its value at the moment's cursor, naming the key, and
+/// holds from the next moment once set again; the land replays.
+#[test]
+fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_replay() {
+    use seed::moment::PersonChoice;
+    use seed::world::{VerbCall, Wake};
+    let scratch = tempfile::tempdir().expect("a folder");
+    let fixture_path =
+        crate::common::court_with_config(scratch.path(), "act_body_bytes_max = 1024\nrole_flow_clauses_max = 1");
+    let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("the court");
+    let land = scratch.path().join("land");
+    let mut engine =
+        seed::engine::Engine::plant(&fixture, &crate::common::simulation_options(land.clone())).expect("planted");
+    let operator = engine.world.names["operator"];
+    let act = |engine: &mut seed::engine::Engine, action: &str, args: Value| {
+        let call = VerbCall::Do { target: "/".into(), action: action.into(), args };
+        let done =
+            engine.act_as_person(operator, Wake::Person, &PersonChoice { call, content: None, importance: None });
+        done.expect("sealed or refused").failure.map(|failure| failure.to_string())
+    };
+    let big = "x".repeat(2_000);
+    let two_clauses = json!([{"role": "operator"}, {"role": "person"}]);
+    let cases: &[(&str, Value, Option<&str>)] = &[
+        (
+            "publish-signal",
+            json!({"key": "court.note", "value": big}),
+            Some("over the land's act_body_bytes_max of 1024"),
+        ),
+        ("publish-signal", json!({"key": "court.note", "value": "short"}), None),
+        (
+            "edit-role-flow",
+            json!({"being": "operator", "flow": two_clauses}),
+            Some("args.flow has 2 clauses, over the land's role_flow_clauses_max of 1"),
+        ),
+        ("set-config", json!({"key": "act_body_bytes_max", "value": 65_536}), None),
+        ("set-config", json!({"key": "role_flow_clauses_max", "value": null}), None),
+        // In force from the next moment.
+        ("publish-signal", json!({"key": "court.note", "value": big}), None),
+        ("edit-role-flow", json!({"being": "operator", "flow": two_clauses}), None),
+    ];
+    for (action, args, expected) in cases {
+        let failure = act(&mut engine, action, args.clone());
+        match expected {
+            None => assert_eq!(failure, None, "{action} {args}"),
+            Some(said) => assert!(failure.as_deref().is_some_and(|text| text.contains(said)), "{action}: {failure:?}"),
+        }
+    }
+    engine.finish().expect("finished");
+    let replayed = seed(&land, &["replay", "--all", "--json", "--fixture", fixture_path.to_str().expect("utf-8")]);
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    let report: Value = serde_json::from_str(&String::from_utf8_lossy(&replayed.stdout)).expect("JSON");
+    assert_eq!(report["divergences"], 0, "{report}");
+}

@@ -33,6 +33,15 @@ pub struct ConfigKey {
 /// of its own and is shown beside these, never set through them.
 pub const CONFIG_KEYS: &[ConfigKey] = &[
     ConfigKey {
+        name: "act_body_bytes_max",
+        unit: "bytes",
+        default: crate::limits::FACT_BODY_BYTES_MAX_DEFAULT as u64,
+        min: 1_024,
+        max: crate::fact::FACT_BODY_BYTES_CEILING as u64,
+        about:
+            "bytes of one act's body; a moment whose act is larger is refused (the land's own fact limit still holds)",
+    },
+    ConfigKey {
         name: "beings_per_land_max",
         unit: "beings",
         default: crate::moment::BEINGS_PER_LAND_MAX as u64,
@@ -199,6 +208,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         min: 0,
         max: 1_000_000,
         about: "characters of recalled items in one half or inward face",
+    },
+    ConfigKey {
+        name: "role_flow_clauses_max",
+        unit: "clauses",
+        default: crate::roles::flow::ROLE_FLOW_CLAUSES_MAX as u64,
+        min: 1,
+        max: crate::roles::flow::ROLE_FLOW_CLAUSES_MAX as u64,
+        about: "clauses of a roleFlow an edit or a birth sets; a longer one is refused",
     },
     ConfigKey {
         name: "summon_content_chars_max",

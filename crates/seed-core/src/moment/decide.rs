@@ -246,7 +246,13 @@ pub fn decide(
     body.panel = decision.panel;
     body.digests.script_output = decision.output_digest;
     body.gate = gate;
-    let encoded = Some(body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?);
+    let encoded = body.canonical().map_err(|error| refuse(Refusal::ActBody(error)))?;
+    // The land's `act_body_bytes_max` at the moment's cursor (the store's own limit still holds at seal).
+    let most = MomentLimits::of(world).act_body_bytes_max;
+    if encoded.len() > most {
+        return Err(refuse(Refusal::ActBodyTooLarge { len: encoded.len(), most }));
+    }
+    let encoded = Some(encoded);
     Ok(Some(Act {
         body,
         birth,
@@ -511,6 +517,11 @@ fn check_birth(
     }
     let default_role = text("defaultRole").or(flow_default).unwrap_or_else(|| "idle".to_string());
     let flow = RoleFlow::from_json(&role_flow).map_err(Refusal::RoleFlow)?;
+    let clauses = role_flow.as_array().map_or(0, Vec::len);
+    let most_clauses = MomentLimits::of(world).role_flow_clauses_max;
+    if clauses > most_clauses {
+        return Err(Refusal::BirthFlowClauses { clauses, most: most_clauses });
+    }
     let overlay = substrate.registry_for(world);
     flow.bind(overlay.as_deref().unwrap_or(&substrate.roles), Some(&default_role)).map_err(Refusal::RoleFlow)?;
     Ok(BirthRequest {

@@ -383,6 +383,12 @@ fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     }
     let flow = call.args.get("flow").cloned().unwrap_or(Json::Null);
     crate::roles::RoleFlow::from_json(&flow).map_err(OpError::Flow)?;
+    // The land's `role_flow_clauses_max` at the moment's cursor.
+    let clauses = flow.as_array().map_or(0, Vec::len);
+    let most = super::MomentLimits::of(call.world).role_flow_clauses_max;
+    if clauses > most {
+        return Err(OpError::FlowClauses { clauses, most });
+    }
     Ok(vec![Effect::SetRoleFlow { being: name.to_string(), flow }])
 }
 

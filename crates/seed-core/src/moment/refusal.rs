@@ -48,6 +48,10 @@ pub enum Refusal {
     Encoding(CanonicalError),
     #[error("the act body: {0}")]
     ActBody(FactError),
+    #[error("the act's body is {len} bytes, over the land's act_body_bytes_max of {most}")]
+    ActBodyTooLarge { len: usize, most: usize },
+    #[error("the child's roleFlow has {clauses} clauses, over the land's role_flow_clauses_max of {most}")]
+    BirthFlowClauses { clauses: usize, most: usize },
     #[error("llm: {0}")]
     Llm(LlmFailure),
     #[error("panel: {0}")]
@@ -252,6 +256,8 @@ pub enum OpError {
     ExtensionScopeValue { given: String },
     #[error("{space} already scopes {most} extensions, its most")]
     TooManyScopes { space: String, most: usize },
+    #[error("args.flow has {clauses} clauses, over the land's role_flow_clauses_max of {most}")]
+    FlowClauses { clauses: usize, most: usize },
     #[error("{operation} is the {extension} extension's, and {extension} is blocked at {space}")]
     ExtensionBlocked { operation: String, extension: String, space: String },
 }
@@ -334,6 +340,8 @@ impl Refusal {
             Refusal::WakingSummonGone => "waking-summon-gone",
             Refusal::Encoding(_) => "encoding",
             Refusal::ActBody(_) => "act-body",
+            Refusal::ActBodyTooLarge { .. } => "act-body-too-large",
+            Refusal::BirthFlowClauses { .. } => "birth-flow-clauses",
             Refusal::Llm(LlmFailure::OverBudget(_)) => "budget",
             Refusal::Llm(_) => "llm",
             Refusal::Panel(_) => "panel",

@@ -174,6 +174,8 @@ pub struct MomentLimits {
     pub summons_per_minute_max: usize,
     pub summon_content_chars_max: usize,
     pub beings_per_land_max: usize,
+    pub act_body_bytes_max: usize,
+    pub role_flow_clauses_max: usize,
 }
 
 impl MomentLimits {
@@ -184,6 +186,8 @@ impl MomentLimits {
             summons_per_minute_max: get("summons_per_minute_max", SUMMONS_PER_MINUTE_MAX),
             summon_content_chars_max: get("summon_content_chars_max", SUMMON_CONTENT_CHARS_MAX),
             beings_per_land_max: get("beings_per_land_max", BEINGS_PER_LAND_MAX),
+            act_body_bytes_max: get("act_body_bytes_max", crate::limits::FACT_BODY_BYTES_MAX_DEFAULT),
+            role_flow_clauses_max: get("role_flow_clauses_max", crate::roles::flow::ROLE_FLOW_CLAUSES_MAX),
         }
     }
 }

@@ -110,7 +110,8 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::NotAContributor { .. }
         | OpError::ExtensionName { .. }
         | OpError::ExtensionScopeValue { .. }
-        | OpError::TooManyScopes { .. } => RefusalClass::Invalid,
+        | OpError::TooManyScopes { .. }
+        | OpError::FlowClauses { .. } => RefusalClass::Invalid,
     }
 }
 
@@ -140,9 +141,9 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::NoPersonDrives { .. }
         | Refusal::NotScripted { .. } => RefusalClass::Forbidden,
         Refusal::Operation { error, .. } => class_of_operation(error),
-        Refusal::Seal { fault: BeingFault::BodyTooLarge, .. } | Refusal::ActBody(FactError::BodyTooLarge { .. }) => {
-            RefusalClass::TooLarge
-        }
+        Refusal::Seal { fault: BeingFault::BodyTooLarge, .. }
+        | Refusal::ActBody(FactError::BodyTooLarge { .. })
+        | Refusal::ActBodyTooLarge { .. } => RefusalClass::TooLarge,
         Refusal::NameTaken { .. } => RefusalClass::Conflict,
         Refusal::BeingNotInWorld
         | Refusal::ActorNotInWorld
@@ -171,6 +172,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::BirthCognition { .. }
         | Refusal::BirthPanel
         | Refusal::BirthFlowShape
+        | Refusal::BirthFlowClauses { .. }
         | Refusal::HookCancelled { .. }
         // The caller may make the change, but not this one: it is the
         // change that is wrong, not who asks.
