@@ -230,5 +230,31 @@ fn the_relay_carries_the_criers_news_down_the_house_and_the_attics_note_on_to_th
     // The bat hears the hall's news two hops down, and the ghost's notes one hop down from the attic.
     let bat = heard("bat");
     assert!(bat.contains(&hall(2)) && bat.contains(&("/house/attic".to_string(), 1)), "{bat:?}");
+    // The crier's first signal names who each arrival woke, and by which act.
+    let crier = json_of(&seed(&land, &["reel", "@crier", "--json"]));
+    let act = crier["facts"][1]["id"].as_str().expect("the crier's act").to_string();
+    let trees = json_of(&seed(&land, &["cascade", &act, "--json"]));
+    let tree = &trees["signals"][0]["tree"];
+    let woke_at = |space: &str| -> Vec<String> {
+        fn find<'a>(node: &'a Value, space: &str) -> Option<&'a Value> {
+            if node["space"] == space {
+                return Some(node);
+            }
+            node["children"].as_array()?.iter().find_map(|child| find(child, space))
+        }
+        let node = find(tree, space).unwrap_or_else(|| panic!("{space} in {tree}"));
+        node["woke"]
+            .as_array()
+            .expect("woke")
+            .iter()
+            .map(|entry| entry["being"].as_str().expect("a being").to_string())
+            .collect()
+    };
+    assert_eq!(woke_at("/house/kitchen"), ["@cook"]);
+    assert_eq!(woke_at("/house/attic"), ["@ghost"]);
+    assert_eq!(woke_at("/house/attic/loft"), ["@bat"]);
+    assert_eq!(woke_at("/house"), Vec::<String>::new(), "the crier does not wake on its own write");
+    let text = stdout(&seed(&land, &["cascade", &act]));
+    assert!(text.contains("; woke @cook (act "), "{text}");
     assert_verifies_and_replays_clean(&land);
 }

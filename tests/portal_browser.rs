@@ -603,6 +603,20 @@ fn a_visitor_follows_a_cascade_from_a_space_to_its_tree() {
     browser.go(&format!("{}/cascade/{signal}", up.url));
     browser.wait_for_text("#cascade-tree", "dropped, depth: /house/attic/loft would be 2 hops deep, over 1");
     browser.screenshot("k03-signal-tree-with-a-drop");
+    // The next round, the listeners the arrivals reached wake; the tree names them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        browser.go(&format!("{}/cascade/{signal}", up.url));
+        if browser.text("#cascade-tree").contains("woke @cook") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the tree never named @cook: {}", browser.text("#cascade-tree"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(browser.text("#cascade-tree").contains("woke @ghost"));
+    browser.click("a.woke");
+    browser.wait_for_text("body", "cascade");
+    browser.screenshot("k03b-a-woken-moment");
 
     browser.go(&format!("{}/cascade/not-a-fact", up.url));
     browser.wait_for_text("body", "\"not-a-fact\" is not a fact id");

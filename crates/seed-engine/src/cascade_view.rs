@@ -7,8 +7,10 @@
 //! looked for from the land's end backwards, a window at a time, so a
 //! recent signal is found after reading little. Its deliveries are the facts that follow it on the same
 //! reel (the engine seals them there, one after another), so building the
-//! tree reads the tree and nothing else. An act's id may be given too: its
-//! signals are shown, each as its own tree.
+//! tree reads the tree and nothing else. The acts each arrival woke are read
+//! from the facts after the signal, at most [`CASCADE_WAKES_SCAN_FACTS_MAX`]
+//! of them (the answer says where it stopped). An act's id may be given
+//! too: its signals are shown, each as its own tree.
 
 use crate::cascade::{CascadeDelivery, CascadeDrop, CascadeSignal};
 use crate::engine::EngineError;
@@ -23,6 +25,8 @@ pub const FACT_ID_PREFIX_HEX_MIN: usize = 12;
 const SEARCH_WINDOW_ENTRIES: u64 = 4_096;
 /// Reel facts read at a time while gathering a signal's deliveries.
 const REEL_WINDOW_FACTS: u64 = 1_024;
+/// Facts after a signal read for the acts its arrivals woke.
+pub const CASCADE_WAKES_SCAN_FACTS_MAX: u64 = 100_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CascadeViewError {
@@ -69,6 +73,11 @@ pub struct SignalTree {
     pub writer: String,
     pub signal: CascadeSignal,
     pub deliveries: Vec<(Cited, CascadeDelivery)>,
+    /// The acts each arrival (the signal's own fact, or a delivery's) woke:
+    /// the being's name and the act.
+    pub woke: std::collections::BTreeMap<FactId, Vec<(String, Cited)>>,
+    /// Land seqs read for them, and whether the land went on past the last.
+    pub woke_scanned: (u64, u64, bool),
 }
 
 impl SignalTree {
@@ -117,16 +126,36 @@ impl SignalTree {
             "delivered": made,
             "dropped": dropped,
             "targetsDropped": targets_dropped,
+            "wokeScanned": {"from": self.woke_scanned.0, "to": self.woke_scanned.1, "cut": self.woke_scanned.2},
             "tree": {
                 "space": self.signal.space,
+                "woke": self.woke_json(&self.cited.fact),
                 "children": self.children_of(&parents, None).into_iter().map(|child| self.node_json(&parents, child)).collect::<Vec<_>>(),
             },
         })
     }
 
+    fn woke_json(&self, arrival: &FactId) -> Json {
+        let woke = self.woke.get(arrival).map(Vec::as_slice).unwrap_or_default();
+        Json::Array(
+            woke.iter().map(|(being, act)| json!({"being": format!("@{being}"), "act": act.to_json()})).collect(),
+        )
+    }
+
+    fn woke_line(&self, arrival: &FactId) -> String {
+        let woke = self.woke.get(arrival).map(Vec::as_slice).unwrap_or_default();
+        if woke.is_empty() {
+            return String::new();
+        }
+        let names: Vec<String> =
+            woke.iter().map(|(being, act)| format!("@{being} (act {})", act.fact.short())).collect();
+        format!("; woke {}", names.join(", "))
+    }
+
     fn node_json(&self, parents: &[Option<usize>], index: usize) -> Json {
         let (cited, delivery) = &self.deliveries[index];
         json!({
+            "woke": self.woke_json(&cited.fact),
             "space": delivery.to(),
             "depth": delivery.depth(),
             "path": delivery.path,
@@ -159,6 +188,7 @@ impl SignalTree {
             if targets_dropped > dropped as u64 { format!(" ({targets_dropped} targets)") } else { String::new() }
         ));
         out.push_str(&self.signal.space);
+        out.push_str(&self.woke_line(&self.cited.fact));
         out.push('\n');
         self.draw(&parents, None, "", &mut out);
         out
@@ -171,7 +201,13 @@ impl SignalTree {
             let (cited, delivery) = &self.deliveries[*child];
             let (branch, deeper) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
             let line = match &delivery.dropped {
-                None => format!("{} ({}, fact {})", delivery.to(), delivery.handler, cited.fact.short()),
+                None => format!(
+                    "{} ({}, fact {}){}",
+                    delivery.to(),
+                    delivery.handler,
+                    cited.fact.short(),
+                    self.woke_line(&cited.fact)
+                ),
                 Some(drop) => format!(
                     "✗ {} dropped, {}: {} (fact {})",
                     delivery.to(),
@@ -234,7 +270,16 @@ pub fn trees_of(store: &dyn Store, given: &str) -> Result<Vec<SignalTree>, Casca
     match (found.kind(), cascade_fact(&found)) {
         (_, Some(CascadeFact::Signal(signal))) => {
             let deliveries = deliveries_after(&found, &after(found.header.seq)?)?;
-            Ok(vec![SignalTree { cited: Cited::of(&found, land_seq), writer: name, signal, deliveries }])
+            let mut tree = SignalTree {
+                cited: Cited::of(&found, land_seq),
+                writer: name,
+                signal,
+                deliveries,
+                woke: Default::default(),
+                woke_scanned: (0, 0, false),
+            };
+            find_woken(store, &mut tree)?;
+            Ok(vec![tree])
         }
         (_, Some(CascadeFact::Delivery(delivery))) => {
             let hex = delivery.signal.to_hex();
@@ -249,12 +294,16 @@ pub fn trees_of(store: &dyn Store, given: &str) -> Result<Vec<SignalTree>, Casca
                     Some(CascadeFact::Signal(signal)) if signal.cause == found.id() => {
                         let deliveries = deliveries_after(fact, tail)?;
                         let skip = deliveries.len();
-                        trees.push(SignalTree {
+                        let mut tree = SignalTree {
                             cited: Cited::of(fact, *land_seq),
                             writer: name.clone(),
                             signal,
                             deliveries,
-                        });
+                            woke: Default::default(),
+                            woke_scanned: (0, 0, false),
+                        };
+                        find_woken(store, &mut tree)?;
+                        trees.push(tree);
                         rest = &tail[skip.min(tail.len())..];
                     }
                     _ => break,
@@ -267,6 +316,44 @@ pub fn trees_of(store: &dyn Store, given: &str) -> Result<Vec<SignalTree>, Casca
         }
         (kind, None) => Err(CascadeViewError::NotACascade { fact: found.id().to_hex(), kind: kind.to_string() }),
     }
+}
+
+/// The acts woken by the tree's arrivals, read from the facts after the
+/// signal (at most [`CASCADE_WAKES_SCAN_FACTS_MAX`] of them).
+fn find_woken(store: &dyn Store, tree: &mut SignalTree) -> Result<(), CascadeViewError> {
+    let arrivals: std::collections::BTreeSet<FactId> = std::iter::once(tree.cited.fact)
+        .chain(tree.deliveries.iter().filter(|(_, delivery)| delivery.dropped.is_none()).map(|(cited, _)| cited.fact))
+        .collect();
+    let from = tree.cited.land_seq + 1;
+    let land_len = store.land_len()?;
+    let to = land_len.min(from.saturating_add(CASCADE_WAKES_SCAN_FACTS_MAX));
+    let mut woken: Vec<(FactId, BeingId, Cited)> = Vec::new();
+    crate::engine::for_each_land_fact(store, from.min(to), to, |land_seq, fact| {
+        if fact.kind() != KIND_ACT {
+            return;
+        }
+        if let Ok(act) = fact.body_as::<crate::world::ActBody>() {
+            if let crate::world::Wake::Cascade { arrival } = act.wake {
+                if arrivals.contains(&arrival) {
+                    woken.push((arrival, fact.header.being, Cited::of(&fact, land_seq)));
+                }
+            }
+        }
+    })?;
+    let mut names: std::collections::BTreeMap<BeingId, String> = std::collections::BTreeMap::new();
+    for (arrival, being, act) in woken {
+        let name = match names.get(&being) {
+            Some(name) => name.clone(),
+            None => {
+                let name = being_name(store, &being)?;
+                names.insert(being, name.clone());
+                name
+            }
+        };
+        tree.woke.entry(arrival).or_default().push((name, act));
+    }
+    tree.woke_scanned = (from, to, to < land_len);
+    Ok(())
 }
 
 /// The deliveries of `signal_fact` among `following` (the reel's facts

@@ -88,10 +88,33 @@ fn cascade_html(trees: &Json, csrf: &str) -> String {
             text(field(tree, "dropped")),
             space_anchor(&text(field(field(tree, "tree"), "space"))),
         ));
+        body.push_str(&woke_html(field(field(tree, "tree"), "woke")));
         nodes(field(field(tree, "tree"), "children"), &mut body);
         body.push_str("</li></ul></section>");
     }
     page("Cascade", &body, Some(csrf))
+}
+
+/// The beings an arrival woke, each linking to the moment it woke them for.
+fn woke_html(woke: &Json) -> String {
+    let woke = list(woke);
+    if woke.is_empty() {
+        return String::new();
+    }
+    let links: Vec<String> = woke
+        .iter()
+        .map(|entry| {
+            let being = text(field(entry, "being"));
+            let name = being.trim_start_matches('@');
+            format!(
+                "<a class=\"woke\" href=\"/beings/{}/moments/{}\">{}</a>",
+                esc(name),
+                text(field(field(entry, "act"), "reelSeq")),
+                esc(&being)
+            )
+        })
+        .collect();
+    format!(" <span class=\"woke-list\">woke {}</span>", links.join(", "))
 }
 
 /// Each child as a list item (a drop marked with its reason), its own children nested.
@@ -107,10 +130,11 @@ fn nodes(children: &Json, out: &mut String) {
         let dropped = field(child, "dropped");
         if dropped.is_null() {
             out.push_str(&format!(
-                "<li class=\"delivered\">{} <span class=\"muted\">depth {}, {}, fact {short}</span>",
+                "<li class=\"delivered\">{} <span class=\"muted\">depth {}, {}, fact {short}</span>{}",
                 space_anchor(&text(field(child, "space"))),
                 text(field(child, "depth")),
                 esc(&text(field(child, "handler"))),
+                woke_html(field(child, "woke")),
             ));
         } else {
             out.push_str(&format!(
