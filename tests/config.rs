@@ -159,7 +159,7 @@ fn the_config_doc_lists_every_key_with_its_unit_and_default() {
     }
 }
 
-/// `act_body_bytes_max` and `role_flow_clauses_max` (issue 48, item 4):
+/// `act_body_bytes_max`, `role_flow_clauses_max` and `when_nesting_depth_max` (issue 48, item 4):
 /// each refuses past its value at the moment's cursor, naming the key, and
 /// holds from the next moment once set again; the land replays.
 #[test]
@@ -167,8 +167,10 @@ fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_re
     use seed::moment::PersonChoice;
     use seed::world::{VerbCall, Wake};
     let scratch = tempfile::tempdir().expect("a folder");
-    let fixture_path =
-        crate::common::court_with_config(scratch.path(), "act_body_bytes_max = 1024\nrole_flow_clauses_max = 1");
+    let fixture_path = crate::common::court_with_config(
+        scratch.path(),
+        "act_body_bytes_max = 1024\nrole_flow_clauses_max = 1\nwhen_nesting_depth_max = 1",
+    );
     let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("the court");
     let land = scratch.path().join("land");
     let mut engine =
@@ -182,6 +184,7 @@ fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_re
     };
     let big = "x".repeat(2_000);
     let two_clauses = json!([{"role": "operator"}, {"role": "person"}]);
+    let nested_twice = json!([{"role": "operator", "when": {"not": {"not": {"me.name": "operator"}}}}]);
     let cases: &[(&str, Value, Option<&str>)] = &[
         (
             "publish-signal",
@@ -194,6 +197,13 @@ fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_re
             json!({"being": "operator", "flow": two_clauses}),
             Some("args.flow has 2 clauses, over the land's role_flow_clauses_max of 1"),
         ),
+        (
+            "edit-role-flow",
+            json!({"being": "operator", "flow": nested_twice}),
+            Some("args.flow nests `when` 2 levels deep, over the land's when_nesting_depth_max of 1"),
+        ),
+        ("set-config", json!({"key": "when_nesting_depth_max", "value": null}), None),
+        ("edit-role-flow", json!({"being": "operator", "flow": nested_twice}), None),
         ("set-config", json!({"key": "act_body_bytes_max", "value": 65_536}), None),
         ("set-config", json!({"key": "role_flow_clauses_max", "value": null}), None),
         // In force from the next moment.

@@ -233,6 +233,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         max: 1_000_000,
         about: "summons one being sends in a minute; one past it is refused",
     },
+    ConfigKey {
+        name: "when_nesting_depth_max",
+        unit: "levels",
+        default: crate::roles::when::WHEN_NESTING_DEPTH_MAX as u64,
+        min: 0,
+        max: crate::roles::when::WHEN_NESTING_DEPTH_MAX as u64,
+        about: "levels `not`, `or` and `and` nest in a roleFlow an edit or a birth sets; a deeper one is refused",
+    },
 ];
 
 /// The key named `name`, if there is one.

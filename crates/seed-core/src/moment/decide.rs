@@ -518,9 +518,13 @@ fn check_birth(
     let default_role = text("defaultRole").or(flow_default).unwrap_or_else(|| "idle".to_string());
     let flow = RoleFlow::from_json(&role_flow).map_err(Refusal::RoleFlow)?;
     let clauses = role_flow.as_array().map_or(0, Vec::len);
-    let most_clauses = MomentLimits::of(world).role_flow_clauses_max;
-    if clauses > most_clauses {
-        return Err(Refusal::BirthFlowClauses { clauses, most: most_clauses });
+    let limits = MomentLimits::of(world);
+    if clauses > limits.role_flow_clauses_max {
+        return Err(Refusal::BirthFlowClauses { clauses, most: limits.role_flow_clauses_max });
+    }
+    let depth = crate::roles::when::flow_nesting_depth(&role_flow);
+    if depth > limits.when_nesting_depth_max {
+        return Err(Refusal::BirthFlowNesting { depth, most: limits.when_nesting_depth_max });
     }
     let overlay = substrate.registry_for(world);
     flow.bind(overlay.as_deref().unwrap_or(&substrate.roles), Some(&default_role)).map_err(Refusal::RoleFlow)?;

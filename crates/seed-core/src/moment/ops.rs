@@ -385,9 +385,13 @@ fn op_edit_role_flow(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
     crate::roles::RoleFlow::from_json(&flow).map_err(OpError::Flow)?;
     // The land's `role_flow_clauses_max` at the moment's cursor.
     let clauses = flow.as_array().map_or(0, Vec::len);
-    let most = super::MomentLimits::of(call.world).role_flow_clauses_max;
-    if clauses > most {
-        return Err(OpError::FlowClauses { clauses, most });
+    let limits = super::MomentLimits::of(call.world);
+    if clauses > limits.role_flow_clauses_max {
+        return Err(OpError::FlowClauses { clauses, most: limits.role_flow_clauses_max });
+    }
+    let depth = crate::roles::when::flow_nesting_depth(&flow);
+    if depth > limits.when_nesting_depth_max {
+        return Err(OpError::FlowNesting { depth, most: limits.when_nesting_depth_max });
     }
     Ok(vec![Effect::SetRoleFlow { being: name.to_string(), flow }])
 }

@@ -52,6 +52,8 @@ pub enum Refusal {
     ActBodyTooLarge { len: usize, most: usize },
     #[error("the child's roleFlow has {clauses} clauses, over the land's role_flow_clauses_max of {most}")]
     BirthFlowClauses { clauses: usize, most: usize },
+    #[error("the child's roleFlow nests `when` {depth} levels deep, over the land's when_nesting_depth_max of {most}")]
+    BirthFlowNesting { depth: usize, most: usize },
     #[error("llm: {0}")]
     Llm(LlmFailure),
     #[error("panel: {0}")]
@@ -258,6 +260,8 @@ pub enum OpError {
     TooManyScopes { space: String, most: usize },
     #[error("args.flow has {clauses} clauses, over the land's role_flow_clauses_max of {most}")]
     FlowClauses { clauses: usize, most: usize },
+    #[error("args.flow nests `when` {depth} levels deep, over the land's when_nesting_depth_max of {most}")]
+    FlowNesting { depth: usize, most: usize },
     #[error("{operation} is the {extension} extension's, and {extension} is blocked at {space}")]
     ExtensionBlocked { operation: String, extension: String, space: String },
 }
@@ -342,6 +346,7 @@ impl Refusal {
             Refusal::ActBody(_) => "act-body",
             Refusal::ActBodyTooLarge { .. } => "act-body-too-large",
             Refusal::BirthFlowClauses { .. } => "birth-flow-clauses",
+            Refusal::BirthFlowNesting { .. } => "birth-flow-nesting",
             Refusal::Llm(LlmFailure::OverBudget(_)) => "budget",
             Refusal::Llm(_) => "llm",
             Refusal::Panel(_) => "panel",

@@ -176,6 +176,7 @@ pub struct MomentLimits {
     pub beings_per_land_max: usize,
     pub act_body_bytes_max: usize,
     pub role_flow_clauses_max: usize,
+    pub when_nesting_depth_max: usize,
 }
 
 impl MomentLimits {
@@ -188,6 +189,7 @@ impl MomentLimits {
             beings_per_land_max: get("beings_per_land_max", BEINGS_PER_LAND_MAX),
             act_body_bytes_max: get("act_body_bytes_max", crate::limits::FACT_BODY_BYTES_MAX_DEFAULT),
             role_flow_clauses_max: get("role_flow_clauses_max", crate::roles::flow::ROLE_FLOW_CLAUSES_MAX),
+            when_nesting_depth_max: get("when_nesting_depth_max", crate::roles::when::WHEN_NESTING_DEPTH_MAX),
         }
     }
 }

@@ -140,6 +140,28 @@ pub fn compile(value: &Value, paths: &mut PathTable, at: &str) -> Result<Conditi
     compile_at(value, paths, at, 0)
 }
 
+/// How deep `not` / `or` / `and` nest in a `when` (0: none), as the
+/// compiler counts it; what is not a `when` object counts 0.
+pub fn nesting_depth(value: &Value) -> usize {
+    let Value::Object(object) = value else { return 0 };
+    object
+        .iter()
+        .map(|(key, item)| match (key.as_str(), item) {
+            ("not", item) => 1 + nesting_depth(item),
+            ("or" | "and", Value::Array(items)) => 1 + items.iter().map(nesting_depth).max().unwrap_or(0),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The deepest `when` nesting of a roleFlow's clauses (its JSON form).
+pub fn flow_nesting_depth(flow: &Value) -> usize {
+    flow.as_array().map_or(0, |clauses| {
+        clauses.iter().filter_map(|clause| clause.get("when")).map(nesting_depth).max().unwrap_or(0)
+    })
+}
+
 fn error(path: &str, reason: impl Into<String>) -> WhenError {
     WhenError { path: path.to_string(), reason: reason.into() }
 }
@@ -361,4 +383,30 @@ pub fn check_key(key: &str) -> Option<KeyWarning> {
         }
     }
     Some(KeyWarning { key: key.to_string(), suggestion: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The nesting `when_nesting_depth_max` bounds is the compiler's own:
+    /// a `when` nested one level deeper than a ceiling fails to compile.
+    #[test]
+    fn nesting_depth_counts_not_or_and_as_the_compiler_does() {
+        let check = |when: Value, expected: usize| assert_eq!(nesting_depth(&when), expected, "{when}");
+        check(json!({"me.name": "ada"}), 0);
+        check(json!({"not": {"me.name": "ada"}}), 1);
+        check(json!({"or": [{"me.name": "ada"}, {"not": {"not": {"verb": "summon"}}}]}), 3);
+        check(json!({"and": [{"a.b": 1}], "not": {"a.b": 2}}), 1);
+        check(json!("not a when"), 0);
+        let mut deepest = json!({"me.name": "ada"});
+        for _ in 0..=WHEN_NESTING_DEPTH_MAX {
+            deepest = json!({"not": deepest});
+        }
+        assert_eq!(nesting_depth(&deepest), WHEN_NESTING_DEPTH_MAX + 1);
+        assert!(compile(&deepest, &mut PathTable::default(), "when").is_err(), "the compiler refuses it too");
+        let flow = json!([{"role": "a"}, {"role": "b", "when": {"not": {"not": {"x.y": 1}}}}]);
+        assert_eq!(flow_nesting_depth(&flow), 2);
+    }
 }

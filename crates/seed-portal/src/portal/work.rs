@@ -111,7 +111,8 @@ fn class_of_operation(error: &OpError) -> RefusalClass {
         | OpError::ExtensionName { .. }
         | OpError::ExtensionScopeValue { .. }
         | OpError::TooManyScopes { .. }
-        | OpError::FlowClauses { .. } => RefusalClass::Invalid,
+        | OpError::FlowClauses { .. }
+        | OpError::FlowNesting { .. } => RefusalClass::Invalid,
     }
 }
 
@@ -173,6 +174,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::BirthPanel
         | Refusal::BirthFlowShape
         | Refusal::BirthFlowClauses { .. }
+        | Refusal::BirthFlowNesting { .. }
         | Refusal::HookCancelled { .. }
         // The caller may make the change, but not this one: it is the
         // change that is wrong, not who asks.
