@@ -743,6 +743,12 @@ impl Engine {
     }
 
     fn measure_health(&mut self) -> Result<(), EngineError> {
+        // A resumed run catching up seals nothing of its own: a trip the
+        // stopped run sealed is in the land, and one it did not must not be
+        // sealed where the land holds another fact.
+        if self.world.cursor < self.catch_up_until {
+            return Ok(());
+        }
         if crate::health::trip_of(&self.world).is_some() || !crate::health::watched(&self.world) {
             self.health.latest = None;
             return Ok(());
