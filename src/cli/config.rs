@@ -27,7 +27,12 @@ pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
         println!("{}", key_line(key));
     }
     for other in view["other"].as_array().into_iter().flatten() {
-        println!("{:<28} (set another way) {}", other["key"].as_str().unwrap_or_default(), other["value"]);
+        let name = other["key"].as_str().unwrap_or_default();
+        println!(
+            "{name:<width$} (set another way) {}",
+            other["value"],
+            width = seed::config_view::CONFIG_KEY_COLUMN_CHARS
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -88,6 +88,9 @@ pub fn config_json(world: &World, set_by: &BTreeMap<String, SetBy>) -> Json {
 }
 
 /// One key's line for a terminal.
+/// Characters of the key's column in `seed config` (the longest key's).
+pub const CONFIG_KEY_COLUMN_CHARS: usize = 40;
+
 pub fn key_line(key: &Json) -> String {
     let value = &key["value"];
     let source = match key["setBy"].as_object() {
@@ -100,13 +103,14 @@ pub fn key_line(key: &Json) -> String {
         None => "default".to_string(),
     };
     format!(
-        "{:<28} {:>12}  {} ({} to {}; default {})  {}",
+        "{:<width$} {:>12}  {} ({} to {}; default {})  {}",
         key["key"].as_str().unwrap_or_default(),
         value,
         key["unit"].as_str().unwrap_or_default(),
         key["min"],
         key["max"],
         key["default"],
-        source
+        source,
+        width = CONFIG_KEY_COLUMN_CHARS
     )
 }
