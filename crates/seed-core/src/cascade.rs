@@ -454,33 +454,19 @@ impl CascadeHandlers {
 
 /// `space`'s place in the tree, as a handler reads it.
 fn here_json(world: &World, space: &str) -> Json {
-    let parent = parent_of(space);
+    // The walk up from `space` (itself first) gives its parent and ancestors.
+    let ancestors: Vec<&str> = crate::ownership::walk_up(space).skip(1).collect();
+    let parent = ancestors.first().copied();
     let children = children_of(world, space);
-    let siblings: Vec<String> = match &parent {
+    let siblings: Vec<String> = match parent {
         Some(parent) => children_of(world, parent).into_iter().filter(|child| child != space).collect(),
         None => Vec::new(),
     };
-    let mut ancestors = Vec::new();
-    let mut up = parent.clone();
-    while let Some(space) = up {
-        up = parent_of(&space);
-        ancestors.push(space);
-    }
     let (kind, qualities) =
         world.spaces.get(space).map_or((Json::Null, Json::Null), |space| (json!(space.kind), json!(space.qualities)));
     json!({
         "path": space, "kind": kind, "qualities": qualities, "parent": parent,
         "children": children, "siblings": siblings, "ancestors": ancestors,
-    })
-}
-
-fn parent_of(space: &str) -> Option<String> {
-    if space == "/" {
-        return None;
-    }
-    Some(match space.rfind('/') {
-        Some(0) | None => "/".to_string(),
-        Some(at) => space[..at].to_string(),
     })
 }
 

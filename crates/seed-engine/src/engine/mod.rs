@@ -1207,7 +1207,7 @@ impl Engine {
             let signal = crate::cascade::signal_of(&self.world, announcement, cause, act.stored_time_ms);
             let effect = Effect::CascadeSignal { signal: signal.clone() };
             let Some(signal_fact) = self.seal_own_world_fact(being, effect, sealing)? else { return Ok(()) };
-            report::record_cascade("seed_cascade_signals_total", signal.dropped.as_ref());
+            report::record_cascade("seed_cascade_signals_total", "announced", signal.dropped.as_ref());
             let deliveries = crate::cascade::propagate(
                 &self.world,
                 &self.substrate.cascade,
@@ -1220,7 +1220,7 @@ impl Engine {
                 if self.seal_own_world_fact(being, Effect::CascadeDelivery { delivery }, sealing)?.is_none() {
                     return Ok(());
                 }
-                report::record_cascade("seed_cascade_deliveries_total", dropped.as_ref());
+                report::record_cascade("seed_cascade_deliveries_total", "delivered", dropped.as_ref());
             }
         }
         Ok(())

@@ -160,10 +160,9 @@ pub(super) fn record_facts_sealed(facts: u64) {
     }
 }
 
-/// A cascade signal or delivery sealed, by outcome (`announced` or
-/// `delivered`, or why it was dropped).
-pub(super) fn record_cascade(counter: &'static str, dropped: Option<&crate::cascade::CascadeDrop>) {
-    let made = if counter == "seed_cascade_signals_total" { "announced" } else { "delivered" };
+/// A cascade signal or delivery sealed, by outcome (`made`: `announced` or
+/// `delivered`; or why it was dropped).
+pub(super) fn record_cascade(counter: &'static str, made: &'static str, dropped: Option<&crate::cascade::CascadeDrop>) {
     let outcome = dropped.map_or(made, |dropped| dropped.reason.as_str());
     metrics::counter!(counter, "outcome" => outcome).increment(1);
 }
