@@ -16,6 +16,13 @@
 //! (16 pairs, ABBA), and the default crowd's rate against it is the cost of
 //! the health score (target: at least 95%).
 //!
+//! A land keeps the files its world loads as definition facts, sealed as it
+//! plants (docs/definitions.md): the same crowd planted as lands were before
+//! (no definition facts) runs in the same run, round for round with the
+//! default crowd (16 pairs, ABBA), and the default crowd's rate against it
+//! is the cost of definition facts on sealed moments (target: at least
+//! 95%); the two plantings are timed too.
+//!
 //! Under `cargo test --benches` (no `--bench` argument) the crowd shrinks to
 //! 200 beings so the suite stays fast; the figures come from `cargo bench`.
 
@@ -41,6 +48,12 @@ const HEALTH_ROUND_PAIRS: usize = 16;
 /// Sealed moments per second of the crowd measuring its health and of the
 /// one watching no sign, from the interleaved rounds.
 static HEALTH_RATES: std::sync::OnceLock<(f64, f64)> = std::sync::OnceLock::new();
+/// Rounds of each crowd, interleaved, for the cost of definition facts.
+const DEFINITIONS_ROUND_PAIRS: usize = 16;
+/// Sealed moments per second of the crowd whose land recorded its
+/// definitions and of the one planted as before, from the interleaved
+/// rounds; and the seconds each took to plant.
+static DEFINITIONS_RATES: std::sync::OnceLock<(f64, f64, f64, f64)> = std::sync::OnceLock::new();
 
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -82,7 +95,9 @@ fn bench(c: &mut Criterion) {
     };
     let options = options_in(dir.path().join("land"));
     let before = resident_bytes();
+    let planting = std::time::Instant::now();
     let mut simulation = Engine::plant(&fixture, &options).expect("plant the crowd");
+    let planted_recording = planting.elapsed();
     simulation.round().expect("a first round");
     let per_being = resident_bytes().saturating_sub(before) / beings;
     println!("resident memory after planting and one round: {per_being} bytes per being ({beings} beings)");
@@ -104,6 +119,29 @@ fn bench(c: &mut Criterion) {
         let _ = HEALTH_RATES.set((rate(watched_time), rate(unwatched_time)));
     }
     let summary = quiet.finish().expect("finish");
+    assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
+
+    let unrecorded_dir = tempfile::tempdir().expect("folder");
+    let planting = std::time::Instant::now();
+    let mut unrecorded = Engine::plant_as_before_definitions(&fixture, &options_in(unrecorded_dir.path().join("land")))
+        .expect("plant the crowd as before");
+    let planted_as_before = planting.elapsed();
+    unrecorded.round().expect("a first round");
+    if benchmarking {
+        let (recorded_time, unrecorded_time) = common::interleaved(
+            DEFINITIONS_ROUND_PAIRS,
+            || simulation.round().expect("round"),
+            || unrecorded.round().expect("round"),
+        );
+        let rate = |time: Duration| (DEFINITIONS_ROUND_PAIRS as u64 * beings) as f64 / time.as_secs_f64();
+        let _ = DEFINITIONS_RATES.set((
+            rate(recorded_time),
+            rate(unrecorded_time),
+            planted_recording.as_secs_f64(),
+            planted_as_before.as_secs_f64(),
+        ));
+    }
+    let summary = unrecorded.finish().expect("finish");
     assert_eq!(summary.failures, 0, "{:?}", summary.failure_reasons);
 
     let mut group = c.benchmark_group("moments");
@@ -139,6 +177,15 @@ fn print_ratios() {
         println!(
             "interleaved rounds: health watched {watched:>8.0}/s  = {:.1}% of the crowd watching no sign ({unwatched:.0}/s; target >= 95%)",
             100.0 * watched / unwatched
+        );
+    }
+    if let Some((recorded, unrecorded, planted_recording, planted_as_before)) = DEFINITIONS_RATES.get() {
+        println!(
+            "interleaved rounds: definitions recorded {recorded:>6.0}/s  = {:.1}% of the crowd planted as before ({unrecorded:.0}/s; target >= 95%)",
+            100.0 * recorded / unrecorded
+        );
+        println!(
+            "planting 10,000 beings: {planted_recording:.2} s recording the definitions, {planted_as_before:.2} s as before"
         );
     }
     if let Some(half) = rate("moments/crowd_round_half", CROWD_BEINGS as f64) {

@@ -9,6 +9,11 @@
 //! verification checkpoint a clean `seed verify` leaves (the checkpoint stands
 //! in for the signature arithmetic of the facts it covers, nothing else).
 //!
+//! Each moment runs with the definitions the land recorded at its cursor
+//! (docs/definitions.md), as `seed replay --all` does; the same replay with
+//! today's files for every moment (`--fixture`) is measured beside it, the
+//! cost of looking the recorded set up.
+//!
 //! Under `cargo test --benches` the crowd shrinks to 200 beings.
 
 mod common;
@@ -63,6 +68,8 @@ fn bench(c: &mut Criterion) {
     let checkpoint = land.write_verified_checkpoint(facts, digest).expect("checkpoint");
     let trusted = TrustedCheckpoint { checkpoint: &checkpoint, root: land.root() };
 
+    // As `seed replay --all` runs: the definitions the land recorded.
+    let definitions = seed::replay::ReplayDefinitions::recorded(store, Some(&substrate));
     let mut group = c.benchmark_group("replay");
     group.throughput(Throughput::Elements(moments));
     group.sample_size(10);
@@ -72,7 +79,16 @@ fn bench(c: &mut Criterion) {
     group.bench_function("crowd_land_full_recomputation", |b| {
         b.iter(|| {
             let report =
-                replay_land(store, &substrate, THREADS, None, &Default::default(), &seed::progress::NoProgress)
+                replay_land(store, &definitions, THREADS, None, &Default::default(), &seed::progress::NoProgress)
+                    .expect("replay");
+            assert!(report.clean() && report.moments == moments, "{report:?}");
+        })
+    });
+    let todays_files = seed::replay::ReplayDefinitions::files(store, &substrate, None);
+    group.bench_function("crowd_land_full_recomputation_todays_files", |b| {
+        b.iter(|| {
+            let report =
+                replay_land(store, &todays_files, THREADS, None, &Default::default(), &seed::progress::NoProgress)
                     .expect("replay");
             assert!(report.clean() && report.moments == moments, "{report:?}");
         })
@@ -81,7 +97,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let report = replay_land(
                 store,
-                &substrate,
+                &definitions,
                 THREADS,
                 Some(trusted),
                 &Default::default(),
@@ -110,6 +126,12 @@ fn print_figures() {
         "full replay, every signature checked       {replay:>10.0}/s  = {:.1}% of the verification rate",
         100.0 * replay / verify
     );
+    if let Some(files) = rate("replay/crowd_land_full_recomputation_todays_files", moments) {
+        println!(
+            "full replay with today's files everywhere {files:>10.0}/s  (the recorded definitions: {:.1}% of it)",
+            100.0 * replay / files
+        );
+    }
     println!(
         "full replay with the verify checkpoint     {checkpointed:>10.0}/s  = {:.1}% of the verification rate (target >= 100,000/s)",
         100.0 * checkpointed / verify

@@ -10,8 +10,8 @@
 mod allocator;
 
 pub use seed_core::{
-    approval, authoring, cascade, config, embedding, extensions, face, health, llm, memory, moment, ownership, roles,
-    script, spend, tools, world,
+    approval, authoring, cascade, config, definitions, embedding, extensions, face, health, llm, memory, moment,
+    ownership, roles, script, spend, tools, world,
 };
 pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};

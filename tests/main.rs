@@ -58,6 +58,7 @@ mod cli_help;
 mod code_rules;
 mod config;
 mod crash;
+mod definitions;
 mod fact_props;
 mod first_world;
 mod flow_cli;

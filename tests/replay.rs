@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{folder_snapshot, seed, stderr, stdout};
+use common::{copy_definitions, copy_tree, folder_snapshot, seed, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -169,28 +169,6 @@ fn a_verification_checkpoint_vouches_only_for_the_facts_it_covers_and_a_tampered
     assert_eq!(std::fs::read(&checkpoint_file).expect("read"), before, "a land with problems gets no checkpoint");
 }
 
-/// Copies the fixtures, core roles and extensions into `into`, keeping their
-/// relative layout, so a definition can be edited without touching the tree.
-fn copy_definitions(into: &Path) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for folder in ["fixtures", "roles", "extensions"] {
-        copy_tree(&root.join(folder), &into.join(folder));
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let path = entry.expect("entry").path();
-        let target = to.join(path.file_name().expect("name"));
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).expect("copy");
-        }
-    }
-}
-
 /// A copy of the definitions in `dir` whose `emotions:bored` prompt says
 /// something else; returns the copy's factory fixture.
 fn factory_with_bored_changed(dir: &Path) -> PathBuf {
@@ -261,9 +239,11 @@ fn replay_refuses_bad_input_with_a_clear_error() {
     let no_definitions = tempfile::tempdir().expect("folder");
     let planted = no_definitions.path().join("land");
     assert!(seed(&planted, &["plant"]).status.success());
-    let missing = seed(&planted, &["replay", "@operator"]);
-    assert!(!missing.status.success());
-    assert!(stderr(&missing).contains("--fixture"), "{}", stderr(&missing));
+    // No fixture is recorded beside it, and none is needed: the operator
+    // has no moment to rebuild (a land that recorded no definitions and has
+    // moments asks for --fixture: `definitions::an_older_land...`).
+    let nothing = seed(&planted, &["replay", "@operator"]);
+    assert!(nothing.status.success(), "{}", stderr(&nothing));
     // No land at all is said so, for one being and for all.
     let nowhere = no_definitions.path().join("nowhere");
     for arguments in [&["replay", "@operator"][..], &["replay", "--all"]] {
@@ -891,30 +871,36 @@ fn replaying_the_land_in_windows_of_any_size_reports_what_the_default_reading_re
     let (_dance_dir, dance) = simulated("dance.toml", 8);
     append_act_with_keys_out_of_order(&dance);
     let dance_fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dance.toml");
-    let report = check_replay_in_windows(&dance, &dance_fixture);
+    let report = check_replay_in_windows(&dance, &dance_fixture, true);
     assert!(report.problems.iter().any(|problem| problem.contains("canonical")), "{report:?}");
     assert_eq!(report.divergences_total, 0, "{report:?}");
     let (factory_dir, factory) = simulated("factory.toml", 16);
-    let report = check_replay_in_windows(&factory, &factory_with_bored_changed(factory_dir.path()));
+    let report = check_replay_in_windows(&factory, &factory_with_bored_changed(factory_dir.path()), false);
     assert!(report.problems.is_empty() && report.divergences_total > 0, "{report:?}");
 }
 
 /// Replays `land` against `fixture` reading the land log in windows of
 /// several sizes, on one thread and two, and holds each report to the
 /// default reading's; returns that.
-fn check_replay_in_windows(land: &Path, fixture: &Path) -> seed::replay::land::LandReplayReport {
+fn check_replay_in_windows(land: &Path, fixture: &Path, recorded: bool) -> seed::replay::land::LandReplayReport {
     use seed::replay::land::{replay_land, replay_land_in_windows, LandWindows};
     let land = seed::land::Land::open_read_only(land).expect("open");
     let loaded = seed::engine::fixture::Fixture::load(fixture).expect("fixture");
     let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
     let claims = Default::default();
     let progress = seed::progress::NoProgress;
-    let default = replay_land(land.store(), &substrate, 2, None, &claims, &progress).expect("replay");
+    // The land's recorded definitions (these files before any), or these
+    // files everywhere: the reading must not change which a moment runs with.
+    let definitions = match recorded {
+        true => seed::replay::ReplayDefinitions::recorded(land.store(), Some(&substrate)),
+        false => seed::replay::ReplayDefinitions::files(land.store(), &substrate, None),
+    };
+    let default = replay_land(land.store(), &definitions, 2, None, &claims, &progress).expect("replay");
     assert!(default.moments >= 20, "{default:?}");
     for (window_facts, read_ahead_facts_max) in [(1, 0), (1, 1), (2, 3), (5, 0), (7, 40), (1_000, 1_000)] {
         let windows = LandWindows { window_facts, read_ahead_facts_max };
         for threads in [1, 2] {
-            let report = replay_land_in_windows(land.store(), &substrate, threads, None, &claims, &progress, windows)
+            let report = replay_land_in_windows(land.store(), &definitions, threads, None, &claims, &progress, windows)
                 .expect("replay");
             assert_eq!(report, default, "{windows:?} on {threads} threads");
         }
@@ -955,7 +941,8 @@ fn a_land_wide_replay_names_every_problem_verification_names_in_the_same_order()
             for (threads, windows) in
                 [(2, LandWindows::default()), (1, LandWindows { window_facts: 5, read_ahead_facts_max: 0 })]
             {
-                let replayed = replay_land_in_windows(store, &substrate, threads, None, &claims, &progress, windows)
+                let definitions = seed::replay::ReplayDefinitions::files(store, &substrate, None);
+                let replayed = replay_land_in_windows(store, &definitions, threads, None, &claims, &progress, windows)
                     .expect("replay");
                 assert_eq!(replayed.problems, named, "byte {at} of land seq {}, {windows:?}", entry.land_seq);
             }

@@ -207,12 +207,13 @@ fn check_one(manifest_path: &Path, location: &StoreLocation, index: usize) -> Re
     let manifest: Manifest = toml::from_str(&text).context("the manifest")?;
     let base = manifest_path.parent().unwrap_or(Path::new("."));
     let fixture = Fixture::load(&base.join(&manifest.fixture))?;
-    let (substrate, _) = seed::engine::substrate_for(&fixture, &[])?;
+    let (checked, read) = seed::engine::definitions::check_world_recording(&fixture, &[])?;
+    let substrate = checked.substrate;
     let capture_path = base.join(&manifest.capture);
     let bytes = std::fs::read(&capture_path).with_context(|| format!("{}", capture_path.display()))?;
     let envelopes = read_capture(&bytes).with_context(|| format!("{}", capture_path.display()))?;
     let scratch = ScratchStore::open(location, index)?;
-    let checked = check_in(&manifest, &substrate, &envelopes, scratch.store());
+    let checked = check_in(&manifest, &substrate, &read, &envelopes, scratch.store());
     scratch.remove()?;
     checked
 }
@@ -220,6 +221,7 @@ fn check_one(manifest_path: &Path, location: &StoreLocation, index: usize) -> Re
 fn check_in(
     manifest: &Manifest,
     substrate: &seed::moment::Substrate,
+    read: &seed::definitions::DefinitionFiles,
     envelopes: &[Vec<u8>],
     store: &dyn Store,
 ) -> Result<Vec<String>> {
@@ -236,9 +238,12 @@ fn check_in(
     if facts != manifest.expected.facts {
         problems.push(format!("{facts} facts where {} were captured", manifest.expected.facts));
     }
+    // Today's files for every moment, the corpus's point: a change that
+    // reinterprets history shows, naming the files that differ.
+    let definitions = seed::replay::ReplayDefinitions::files(store, substrate, Some(read));
     let report = seed::replay::land::replay_land(
         store,
-        substrate,
+        &definitions,
         CORPUS_THREADS,
         None,
         &Default::default(),

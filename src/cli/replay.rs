@@ -112,6 +112,88 @@ pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<
     }
 }
 
+/// The files a replay may run moments with: `--fixture`, used for every
+/// moment (a what-if against today's files: a divergence names the files
+/// that differ from those the land recorded); or the fixture the land
+/// folder names, used only for moments sealed before the land recorded its
+/// definitions (older lands). Elsewhere each moment runs with the
+/// definitions the land recorded in force at its cursor.
+pub(super) struct ReplayFiles {
+    substrate: Option<seed::moment::Substrate>,
+    read: Option<seed::definitions::DefinitionFiles>,
+    given: bool,
+    /// Why the fixture the folder names did not load (told if a moment needs it).
+    unloaded: Option<String>,
+}
+
+impl ReplayFiles {
+    pub(super) fn load(land_dir: &Path, given: Option<&Path>) -> Result<ReplayFiles> {
+        if let Some(path) = given {
+            let fixture = Fixture::load(path)?;
+            let (checked, read) = seed::engine::definitions::check_world_recording(&fixture, &[])?;
+            return Ok(ReplayFiles {
+                substrate: Some(checked.substrate),
+                read: Some(read),
+                given: true,
+                unloaded: None,
+            });
+        }
+        if !land_dir.is_dir() {
+            return Err(seed::land::LandError::NoLand { dir: land_dir.to_path_buf() }.into());
+        }
+        if !land_dir.join(seed::land::LAND_META_FILE).is_file() {
+            return Err(seed::land::LandError::NotALand { dir: land_dir.to_path_buf() }.into());
+        }
+        let path = land_dir.join(DEFINITIONS_FILE);
+        let recorded = match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ReplayFiles { substrate: None, read: None, given: false, unloaded: None })
+            }
+            Err(error) => return Err(error).with_context(|| format!("{}", path.display())),
+        };
+        let loaded = Fixture::load(&recorded.fixture)
+            .map_err(anyhow::Error::from)
+            .and_then(|fixture| Ok(seed::engine::substrate_for(&fixture, &recorded.role_dirs)?.0));
+        Ok(match loaded {
+            Ok(substrate) => ReplayFiles { substrate: Some(substrate), read: None, given: false, unloaded: None },
+            Err(error) => ReplayFiles {
+                substrate: None,
+                read: None,
+                given: false,
+                unloaded: Some(format!(
+                    "{} names {}, which does not load: {error:#}",
+                    path.display(),
+                    recorded.fixture.display()
+                )),
+            },
+        })
+    }
+
+    pub(super) fn definitions<'a>(&'a self, store: &'a dyn seed::store::Store) -> seed::replay::ReplayDefinitions<'a> {
+        match (&self.substrate, self.given) {
+            (Some(substrate), true) => seed::replay::ReplayDefinitions::files(store, substrate, self.read.as_ref()),
+            (substrate, _) => seed::replay::ReplayDefinitions::recorded(store, substrate.as_ref()),
+        }
+    }
+
+    /// The files' substrate, if any (to show how a changed role differs).
+    fn substrate(&self) -> Option<&seed::moment::Substrate> {
+        self.substrate.as_ref()
+    }
+
+    /// A replay's error, with why the folder's fixture was not used when a
+    /// moment needed files.
+    pub(super) fn explain(&self, error: seed::replay::ReplayError) -> anyhow::Error {
+        match (&error, &self.unloaded) {
+            (seed::replay::ReplayError::NoDefinitions { .. }, Some(unloaded)) => {
+                anyhow::Error::from(error).context(unloaded.clone())
+            }
+            _ => error.into(),
+        }
+    }
+}
+
 /// Which world snapshots a replay of one being may start from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotTrust {
@@ -140,19 +222,16 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
             bail!("--from {from} is after --to {to}");
         }
     }
-    let definitions = land_definitions(land_dir, arguments.fixture)?;
-    // The definitions are checked while the land opens: neither needs the
+    // The files are checked while the land opens: neither needs the
     // other, and each takes a noticeable part of a short replay. A problem
-    // with the definitions is told first, as when they were checked first.
-    let (substrate, land) = std::thread::scope(|scope| {
+    // with the files is told first, as when they were checked first.
+    let (files, land) = std::thread::scope(|scope| {
         let opening = scope.spawn(|| Land::open_read_only(land_dir));
-        let substrate = Fixture::load(&definitions.fixture)
-            .map_err(anyhow::Error::from)
-            .and_then(|fixture| Ok(seed::engine::substrate_for(&fixture, &definitions.role_dirs)?.0));
+        let files = ReplayFiles::load(land_dir, arguments.fixture);
         let land = opening.join().expect("opening a land does not panic");
-        (substrate, land)
+        (files, land)
     });
-    let (substrate, land) = (substrate?, land?);
+    let (files, land) = (files?, land?);
     let being = land.resolve(arguments.being)?;
     let options = ReplayOptions {
         from_seq: arguments.from.unwrap_or(0),
@@ -163,13 +242,18 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
         SnapshotTrust::None => VouchedWorlds::none(land_dir, land.store()),
         trust => VouchedWorlds::open(land_dir, land.store(), land.root(), trust == SnapshotTrust::Paranoid)?,
     };
-    let replayer = seed::replay::Replayer::new(land.store(), &substrate, being, options)?.with_snapshots(&worlds);
+    let replayer =
+        seed::replay::Replayer::with_definitions(land.store(), files.definitions(land.store()), being, options)
+            .map_err(|error| files.explain(error))?
+            .with_snapshots(&worlds);
     if arguments.step {
         let clean = super::step::run(replayer, std::io::stdin().lock(), &mut std::io::stdout().lock())?;
         return Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    let report = replayer.run()?;
-    let role_diff = |change: &seed::replay::RoleChange| role_change_differences(land_dir, &substrate, change);
+    let report = replayer.run().map_err(|error| files.explain(error))?;
+    let role_diff = |change: &seed::replay::RoleChange| {
+        files.substrate().and_then(|substrate| role_change_differences(land_dir, substrate, change))
+    };
     let usage = worlds.usage();
     if arguments.json {
         print_json(&report, &role_diff, &usage)?;
@@ -222,7 +306,7 @@ fn print_json(report: &ReplayReport, role_diff: RoleDiff<'_>, usage: &SnapshotUs
             "seq": divergence.seq, "landSeq": divergence.land_seq, "cause": divergence.cause.to_json(),
             "differences": differences_json(&divergence.differences),
             "roleDefinitionDifferences": match &divergence.cause {
-                seed::replay::DivergenceCause::DefinitionChanged { roles } => json!(roles.iter().map(|change| json!({
+                seed::replay::DivergenceCause::DefinitionChanged { roles, .. } => json!(roles.iter().map(|change| json!({
                     "role": change.role,
                     "differences": role_diff(change).map(|differences| differences_json(&differences)),
                 })).collect::<Vec<_>>()),
@@ -285,7 +369,16 @@ fn print_text(report: &ReplayReport, role_diff: RoleDiff<'_>, usage: &SnapshotUs
     for divergence in &report.divergences {
         println!("divergence at #{} (land {}): {}", divergence.seq, divergence.land_seq, divergence.cause.label());
         match &divergence.cause {
-            seed::replay::DivergenceCause::DefinitionChanged { roles } => {
+            seed::replay::DivergenceCause::DefinitionChanged { roles, files } => {
+                if let Some(files) = files {
+                    println!(
+                        "    files differ from the definitions the land recorded at land seq {}:",
+                        files.recorded_at
+                    );
+                    for change in &files.changes {
+                        println!("      {} {}", change.path, change.how.as_str());
+                    }
+                }
                 for change in roles {
                     let current = change.current.map_or("(no longer defined)".to_string(), |digest| digest.short());
                     println!("    role {}: recorded {} now {current}", change.role, change.recorded.short());
@@ -524,9 +617,7 @@ pub fn replay_all(
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let definitions = land_definitions(land_dir, fixture)?;
-    let fixture = Fixture::load(&definitions.fixture)?;
-    let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
+    let files = ReplayFiles::load(land_dir, fixture)?;
     let land = Land::open_read_only(land_dir)?;
     // An unreadable checkpoint is not fatal: every signature is checked instead.
     let (checkpoint, mut checkpoint_note) = match use_checkpoint.then(|| land.verified_checkpoint()) {
@@ -541,9 +632,10 @@ pub fn replay_all(
     let started = std::time::Instant::now();
     let watcher = super::progress::for_command("seed replay --all");
     let claims = seed::snapshots::shelf_claims(land_dir);
-    let report = seed::replay::land::replay_land(land.store(), &substrate, threads, trusted, &claims, &*watcher);
+    let definitions = files.definitions(land.store());
+    let report = seed::replay::land::replay_land(land.store(), &definitions, threads, trusted, &claims, &*watcher);
     watcher.finish();
-    let report = report?;
+    let report = report.map_err(|error| files.explain(error))?;
     if let Some(reason) = &report.checkpoint_refused {
         checkpoint_note = Some(format!("checkpoint not used: {reason}"));
     } else if report.signatures_covered > 0 {

@@ -233,3 +233,25 @@ pub fn blocking_http() -> reqwest::blocking::ClientBuilder {
     seed_portal::tls::install_crypto_provider();
     reqwest::blocking::Client::builder()
 }
+
+/// Copies the fixtures, core roles and extensions into `into`, keeping their
+/// relative layout, so a definition can be edited without touching the tree.
+pub fn copy_definitions(into: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for folder in ["fixtures", "roles", "extensions"] {
+        copy_tree(&root.join(folder), &into.join(folder));
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy");
+        }
+    }
+}

@@ -180,7 +180,7 @@ impl ManifestReading {
     /// refused at load rather than at first use.
     fn script(&mut self, dir: &Path, at: &str, file: &str) -> Option<Arc<str>> {
         let path = dir.join(file);
-        let source = match std::fs::read_to_string(&path) {
+        let source = match crate::definitions::read_to_string(&path) {
             Ok(source) => source,
             Err(error) => {
                 self.fail(&format!("{at}.script"), format!("{file}: {error}"));
@@ -206,8 +206,8 @@ impl ManifestReading {
     ) -> BTreeMap<String, crate::tools::McpToolSchema> {
         let path = crate::tools::schemas_file(dir, &spec.name);
         let shown = format!("{}/{}.json", crate::tools::MCP_SCHEMAS_DIR, spec.name);
-        let size = match std::fs::metadata(&path) {
-            Ok(metadata) => metadata.len(),
+        let size = match crate::definitions::file_len(&path) {
+            Ok(size) => size,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
             Err(error) => {
                 self.fail(at, format!("{shown}: {error}"));
@@ -218,7 +218,7 @@ impl ManifestReading {
             self.fail(at, format!("{shown} is {size} bytes, over {}", crate::tools::MCP_SCHEMAS_FILE_BYTES_MAX));
             return BTreeMap::new();
         }
-        let parsed = std::fs::read_to_string(&path)
+        let parsed = crate::definitions::read_to_string(&path)
             .map_err(|error| error.to_string())
             .and_then(|text| serde_json::from_str::<crate::tools::McpSchemasFile>(&text).map_err(|e| e.to_string()));
         match parsed {
@@ -239,11 +239,11 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
     let path = dir.join(MANIFEST_FILE);
     let file = path.display().to_string();
     let whole = |reason: String| vec![Problem::error(file.clone(), "", reason)];
-    let size = std::fs::metadata(&path).map_err(|error| whole(error.to_string()))?.len();
+    let size = crate::definitions::file_len(&path).map_err(|error| whole(error.to_string()))?;
     if size > MANIFEST_BYTES_MAX {
         return Err(whole(format!("the manifest is {size} bytes, over {MANIFEST_BYTES_MAX}")));
     }
-    let text = std::fs::read_to_string(&path).map_err(|error| whole(error.to_string()))?;
+    let text = crate::definitions::read_to_string(&path).map_err(|error| whole(error.to_string()))?;
     let source = TomlSource::parse(&file, &text).map_err(|syntax| vec![*syntax])?;
     // Every problem of the TOML is listed, and the rest is still checked.
     let (parsed, found) = deserialize_toml_pruning::<Manifest>(&source);
@@ -365,7 +365,7 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
     let roles_dir = match &manifest.provides.roles {
         Some(folder) => {
             let path = dir.join(folder);
-            if !path.is_dir() {
+            if !crate::definitions::is_dir(&path) {
                 reading.fail("provides.roles", format!("{} is not a folder", path.display()));
             }
             Some(path)
@@ -398,12 +398,10 @@ fn parse_manifest(dir: &Path) -> Result<Extension, Vec<Problem>> {
 pub fn load(root: &Path, disabled: &[String]) -> LoadedExtensions {
     let mut loaded = LoadedExtensions::default();
     let mut found: BTreeMap<String, Extension> = BTreeMap::new();
-    let mut folders: Vec<PathBuf> = match std::fs::read_dir(root) {
-        Ok(entries) => entries
-            .filter_map(|entry| entry.ok())
-            .map(|entry| entry.path())
-            .filter(|path| path.join(MANIFEST_FILE).is_file())
-            .collect(),
+    let mut folders: Vec<PathBuf> = match crate::definitions::read_dir(root) {
+        Ok(entries) => {
+            entries.into_iter().filter(|path| crate::definitions::is_file(&path.join(MANIFEST_FILE))).collect()
+        }
         Err(error) => {
             let reason = format!("cannot read the extensions folder: {error}");
             loaded.problems.push(Problem::error(root.display().to_string(), "", reason.clone()));

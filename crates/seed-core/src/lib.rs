@@ -11,6 +11,7 @@ pub mod approval;
 pub mod authoring;
 pub mod cascade;
 pub mod config;
+pub mod definitions;
 pub mod embedding;
 pub mod extensions;
 pub mod face;

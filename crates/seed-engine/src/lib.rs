@@ -15,8 +15,8 @@ pub mod replay;
 pub mod snapshots;
 
 pub use seed_core::{
-    approval, authoring, cascade, config, embedding, extensions, face, health, llm, memory, moment, ownership, roles,
-    script, spend, tools, world,
+    approval, authoring, cascade, config, definitions, embedding, extensions, face, health, llm, memory, moment,
+    ownership, roles, script, spend, tools, world,
 };
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};

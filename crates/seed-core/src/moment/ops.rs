@@ -289,6 +289,15 @@ impl OpRegistry {
                         reason: "an operation cannot make cascade records: the land seals them after the act".into(),
                     });
                 }
+                // So are definition records, sealed when the land loads its files.
+                if effects
+                    .iter()
+                    .any(|effect| matches!(effect, Effect::DefinitionText { .. } | Effect::Definitions { .. }))
+                {
+                    return Err(OpError::BadEffects {
+                        reason: "an operation cannot record definitions: the land records the files it loads".into(),
+                    });
+                }
                 // Ownership and scoping change only through the core's operations, which hold their rules.
                 if effects.iter().any(|effect| {
                     matches!(
@@ -589,6 +598,36 @@ mod tests {
         check(Some(3), Ok(3));
         check(Some(2), Err(2));
         check(Some(1), Err(1));
+    }
+
+    #[test]
+    fn an_operation_cannot_make_the_records_only_the_land_seals() {
+        let scripts = ScriptEngine::new();
+        let roles = crate::roles::definition::RoleRegistry::new();
+        let target: Address = "/".parse().unwrap();
+        let world = World::default();
+        let args = json!({});
+        let call =
+            OpCall { world: &world, actor: "ada", target: &target, args: &args, scripts: &scripts, file_roles: &roles };
+        let check = |script: &str, expected: &str| {
+            let mut registry = OpRegistry::default();
+            registry.register(OpSpec {
+                name: "forge".into(),
+                schema: ArgSchema::default(),
+                handler: OpHandler::Script(Arc::from(script)),
+                origin: "test".into(),
+                described: None,
+            });
+            match registry.run("forge", &call, &scripts, 7) {
+                Err(OpError::BadEffects { reason }) => assert!(reason.contains(expected), "{script}: {reason}"),
+                other => panic!("{script}: {other:?}"),
+            }
+        };
+        check(r#"[#{op: "definitions", set: #{fixture: "w.toml", entries: #{}}}]"#, "cannot record definitions");
+        check(
+            r#"[#{op: "set-signal", key: "a", value: 1}, #{op: "definitions", set: #{fixture: "w.toml", entries: #{}}}]"#,
+            "cannot record definitions",
+        );
     }
 
     #[test]

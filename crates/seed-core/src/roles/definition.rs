@@ -466,7 +466,7 @@ impl Role {
                     None
                 }
             }
-            (Some(path), ScriptField::RelativeTo(base)) => match std::fs::read_to_string(base.join(path)) {
+            (Some(path), ScriptField::RelativeTo(base)) => match crate::definitions::read_to_string(&base.join(path)) {
                 Ok(source) if source.len() <= crate::script::SCRIPT_SOURCE_BYTES_MAX => {
                     // A file role's script is compiled now, so a syntax error
                     // stops the world loading instead of failing moment by moment.
@@ -532,11 +532,11 @@ impl Role {
             Some("json") => RoleFormat::Json,
             _ => return Err(fail("a role file ends in .toml or .json".into())),
         };
-        let size = std::fs::metadata(path).map_err(|error| fail(error.to_string()))?.len();
+        let size = crate::definitions::file_len(path).map_err(|error| fail(error.to_string()))?;
         if size > ROLE_FILE_BYTES_MAX {
             return Err(fail(format!("{size} bytes, over the limit of {ROLE_FILE_BYTES_MAX}")));
         }
-        let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
+        let text = crate::definitions::read_to_string(path).map_err(|error| fail(error.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         Role::parse_in(&text, format, &origin, ScriptField::RelativeTo(base))
     }
@@ -701,7 +701,7 @@ impl RoleRegistry {
 /// may be wrong in every other way); its file name when even that fails.
 fn role_name_written_in(path: &Path) -> Option<String> {
     let written = || -> Option<String> {
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = crate::definitions::read_to_string(path).ok()?;
         let value: serde_json::Value = match path.extension().and_then(|e| e.to_str()) {
             Some("json") => serde_json::from_str(&text).ok()?,
             _ => serde_json::to_value(toml::from_str::<toml::Table>(&text).ok()?).ok()?,
@@ -712,9 +712,8 @@ fn role_name_written_in(path: &Path) -> Option<String> {
 }
 
 fn collect_role_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
+    for path in crate::definitions::read_dir(dir)? {
+        if crate::definitions::is_dir(&path) {
             collect_role_files(&path, out)?;
         } else if matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "json")) {
             out.push(path);

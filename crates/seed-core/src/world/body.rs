@@ -111,6 +111,17 @@ pub enum Effect {
     CascadeDelivery {
         delivery: crate::cascade::CascadeDelivery,
     },
+    /// A definition file's text, kept by its BLAKE3 (`crate::definitions`):
+    /// folded only from a `world` fact the land seals when it loads
+    /// definitions it has not recorded.
+    DefinitionText {
+        digest: crate::fact::Hash32,
+        text: String,
+    },
+    /// The definitions in force from here on (their texts kept before).
+    Definitions {
+        set: crate::definitions::DefinitionSet,
+    },
 }
 
 /// What opened a moment.

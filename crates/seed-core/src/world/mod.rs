@@ -302,6 +302,9 @@ pub struct World {
     /// Owners, contributors and extension scopes of spaces, by path
     /// (`crate::ownership`), folded from their effects.
     pub space_rules: BTreeMap<String, crate::ownership::SpaceRule>,
+    /// The definition files the land recorded and the set in force
+    /// (`crate::definitions`), folded from their `world` facts.
+    pub definitions: crate::definitions::RecordedDefinitions,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -426,6 +429,8 @@ impl World {
                             self.cascade.fold_signal(id, land_seq, Some(being), signal);
                         }
                         Effect::CascadeDelivery { delivery } => self.cascade.fold_delivery(id, land_seq, delivery),
+                        Effect::DefinitionText { digest, .. } => self.definitions.fold_text(land_seq, *digest),
+                        Effect::Definitions { set } => self.definitions.fold_set(land_seq, set),
                         other => self.apply_effect(Some(being), land_seq, other),
                     }
                 }
@@ -677,7 +682,10 @@ impl World {
             }
             // Folded from their own `world` fact only (see `apply_folded`):
             // an act carrying one changes nothing.
-            Effect::CascadeSignal { .. } | Effect::CascadeDelivery { .. } => {}
+            Effect::CascadeSignal { .. }
+            | Effect::CascadeDelivery { .. }
+            | Effect::DefinitionText { .. }
+            | Effect::Definitions { .. } => {}
         }
     }
 
@@ -848,6 +856,23 @@ impl World {
                     (text("recentSignals"), Cbor::Map(recent)),
                     (text("day"), Cbor::Integer(self.cascade.day.into())),
                     (text("deliveredInDay"), Cbor::Integer(self.cascade.delivered_in_day.into())),
+                ]),
+            ));
+        }
+        // Likewise definitions: a land that never recorded them hashes as before.
+        if let Some(in_force) = &self.definitions.in_force {
+            let texts = self
+                .definitions
+                .texts
+                .iter()
+                .map(|(digest, land_seq)| (Cbor::Bytes(digest.0.to_vec()), Cbor::Integer((*land_seq).into())))
+                .collect();
+            state.push((
+                text("definitions"),
+                Cbor::Map(vec![
+                    (text("inForce"), Cbor::Bytes(in_force.digest.0.to_vec())),
+                    (text("recordedAt"), Cbor::Integer(in_force.land_seq.into())),
+                    (text("texts"), Cbor::Map(texts)),
                 ]),
             ));
         }

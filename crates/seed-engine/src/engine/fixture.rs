@@ -224,11 +224,12 @@ impl Fixture {
     pub fn load(path: &Path) -> Result<Fixture, FixtureError> {
         let file = path.display().to_string();
         let fail = |reason: String| FixtureError { problems: vec![Problem::error(file.clone(), "", reason)] };
-        let size = std::fs::metadata(path).map_err(|error| fail(error.to_string()))?.len();
+        // Through `definitions`: replay serves a land's recorded fixture.
+        let size = crate::definitions::file_len(path).map_err(|error| fail(error.to_string()))?;
         if size > FIXTURE_BYTES_MAX {
             return Err(fail(format!("{size} bytes, over the limit of {FIXTURE_BYTES_MAX}")));
         }
-        let text = std::fs::read_to_string(path).map_err(|error| fail(error.to_string()))?;
+        let text = crate::definitions::read_to_string(path).map_err(|error| fail(error.to_string()))?;
         let source = TomlSource::parse(&file, &text).map_err(|syntax| FixtureError { problems: vec![*syntax] })?;
         let (parsed, found) = deserialize_toml_pruning::<Fixture>(&source);
         let problems: Vec<Problem> = found.into_iter().map(|found| found.in_file(&file, &source)).collect();
@@ -266,7 +267,7 @@ impl Fixture {
         let read = |file: &Json, field: String| -> Result<Json, PanelSourceProblem> {
             let file = file.as_str().ok_or_else(|| PanelSourceProblem::NotAFile { field: field.clone() })?.to_string();
             let path = self.dir.join(&file);
-            let source = std::fs::read_to_string(&path).map_err(|error| PanelSourceProblem::Unread {
+            let source = crate::definitions::read_to_string(&path).map_err(|error| PanelSourceProblem::Unread {
                 field: field.clone(),
                 file: file.clone(),
                 reason: error.to_string(),
@@ -432,7 +433,7 @@ impl Fixture {
                 Some(file) => {
                     let source = scripts.entry(file.clone()).or_insert_with(|| {
                         let path = self.dir.join(file);
-                        match std::fs::read_to_string(&path) {
+                        match crate::definitions::read_to_string(&path) {
                             Ok(source) => match crate::script::check_syntax(&source) {
                                 Ok(()) => Some(source),
                                 Err(error) => {

@@ -15,6 +15,7 @@
 //! carries a step's facts to the store, `report.rs` is what a run reports,
 //! `fixture.rs` reads demo worlds.
 
+pub mod definitions;
 pub mod fixture;
 mod health;
 pub mod pool;
@@ -113,6 +114,21 @@ pub enum EngineError {
         "resuming, the fact computed for land seq {land_seq} ({computed}) is not the one the land holds ({stored}): the fixture, its definitions or this build changed since the run started; nothing was written"
     )]
     ResumeDiverged { land_seq: u64, stored: crate::fact::FactId, computed: crate::fact::FactId },
+    /// A definition file too large to keep in one fact.
+    #[error(
+        "the definition file {path} is {bytes} bytes; the land keeps definition files of at most {max} bytes (its fact_body_bytes_max less {} for the fact's own fields)",
+        definitions::DEFINITION_FACT_OVERHEAD_BYTES
+    )]
+    DefinitionTooLarge { path: String, bytes: usize, max: usize },
+    /// The facts recording the definitions in force do not read.
+    #[error("the definitions recorded at land seq {land_seq} do not read: {reason}")]
+    DefinitionsUnreadable { land_seq: u64, reason: String },
+    /// A resumed run or a pool's worker whose definition files are not
+    /// the ones the run started with.
+    #[error(
+        "the definition files differ from those the run started with ({changes}): a resumed run and a pool's workers run the definitions the run started with; restore them, or start a new run"
+    )]
+    DefinitionsChangedSinceStart { changes: String },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -383,6 +399,10 @@ pub struct Engine {
     /// A resumed run's catch-up: facts prepared at land seqs below it are
     /// compared with the land's, never submitted (0: not catching up).
     catch_up_until: u64,
+    /// The definition files this engine loaded, until they are sealed as
+    /// the land's definitions before its first step (`definitions.rs`):
+    /// not when opened, since a live land's follower never writes.
+    definitions_to_seal: Option<crate::definitions::DefinitionFiles>,
 }
 
 /// What a simulation's keys derive from: the fixture's name and the seed.
@@ -400,7 +420,19 @@ fn next_snapshot_at(cursor: u64, every: u64) -> u64 {
 impl Engine {
     /// Plants the fixture in `options.land_dir`.
     pub fn plant(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
-        let checked = check_world(fixture, &[])?;
+        Engine::plant_recording(fixture, options, true)
+    }
+
+    /// Plants as lands were planted before they recorded their definitions
+    /// (no definition facts): the reference of the benchmark that measures
+    /// what recording them costs, and an older land for tests.
+    #[doc(hidden)]
+    pub fn plant_as_before_definitions(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
+        Engine::plant_recording(fixture, options, false)
+    }
+
+    fn plant_recording(fixture: &Fixture, options: &EngineOptions, record: bool) -> Result<Engine, EngineError> {
+        let (checked, files) = definitions::check_world_recording(fixture, &[])?;
         let key_seed = simulation_key_seed(fixture, options.seed);
         let (clock, key_source) = match options.mode {
             Mode::Live => (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os),
@@ -408,6 +440,10 @@ impl Engine {
         };
         let (land, report) =
             Land::plant_in(&options.land_dir, clock.clone(), Limits::default(), key_source, &options.store)?;
+        // The definitions first: every fact after them was made with them.
+        if record {
+            definitions::seal_if_changed(&land, &mut world_at_end(&land)?, &files)?;
+        }
         plant(fixture, &checked.planned, &land)?;
         let operator_token = report.operator_token;
         let mut simulation = Engine::start(fixture, options, land, clock, checked)?;
@@ -419,10 +455,47 @@ impl Engine {
     /// from its log, every being subscribed to the signals its flow reads.
     /// Summons still waiting in inboxes are delivered again.
     pub fn reopen(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
-        let checked = check_world(fixture, &[])?;
+        let (checked, files) = definitions::check_world_recording(fixture, &[])?;
         let clock = Arc::new(LogicalClock::starting_at(wall_now_ms()));
         let land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
-        Engine::start(fixture, options, land, clock, checked)
+        let mut engine = Engine::start(fixture, options, land, clock, checked)?;
+        engine.definitions_to_seal = Some(files);
+        Ok(engine)
+    }
+
+    /// Seals the definitions this engine loaded as the land's, if they are
+    /// not the set in force (before the first step that could use them).
+    fn seal_definitions(&mut self) -> Result<(), EngineError> {
+        if let Some(files) = self.definitions_to_seal.take() {
+            if let Err(error) = definitions::seal_if_changed(&self.land, &mut self.world, &files) {
+                self.definitions_to_seal = Some(files);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses to go on with definition files other than those in force
+    /// on the land (a resumed run, a pool's worker): they would compute
+    /// other moments than the run it continues.
+    pub(crate) fn check_definitions_unchanged(
+        &self,
+        files: &crate::definitions::DefinitionFiles,
+    ) -> Result<(), EngineError> {
+        let Some(recorded) = definitions::recorded_files(self.land.store(), &self.world)? else { return Ok(()) };
+        let changes = recorded.set.changes_to(&files.set);
+        if recorded.set.digest() == files.set.digest() {
+            return Ok(());
+        }
+        let changes = match changes.is_empty() {
+            true => "the files were read at other paths".to_string(),
+            false => changes
+                .iter()
+                .map(|change| format!("{} {}", change.path, change.how.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        Err(EngineError::DefinitionsChangedSinceStart { changes })
     }
 
     fn start(
@@ -539,6 +612,7 @@ impl Engine {
             pool_traces: None,
             resume_checkpoints: false,
             catch_up_until: 0,
+            definitions_to_seal: None,
         })
     }
 
@@ -555,7 +629,7 @@ impl Engine {
     /// holds of it is compared, not sealed again (`resume.rs`).
     pub fn resume(fixture: &Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
         let checkpoint = resume::read(&options.land_dir)?;
-        let checked = check_world(fixture, &[])?;
+        let (checked, files) = definitions::check_world_recording(fixture, &[])?;
         let clock = Arc::new(LogicalClock::starting_at(checkpoint.clock_ms));
         let mut land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
         land.set_key_source(KeySource::Seeded(simulation_key_seed(fixture, options.seed)));
@@ -583,6 +657,7 @@ impl Engine {
         land.rewind_writers_to(checkpoint.land_len)?;
         let mut engine =
             Engine::start_with(fixture, options, land, clock, checked, Some((world, checkpoint.scheduler)))?;
+        engine.check_definitions_unchanged(&files)?;
         let run = pool::run_digest(fixture, options.seed, &engine);
         if run != checkpoint.run {
             return Err(EngineError::ResumeOtherRun { expected: run, found: checkpoint.run });
@@ -672,6 +747,7 @@ impl Engine {
         if self.idle_round_if_tripped() {
             return Ok(());
         }
+        self.seal_definitions()?;
         self.seal_embeddings()?;
         let mut sealing = Sealing::new(0, self.threads.max(1));
         sealing.catch_up_until = self.catch_up_until;
@@ -1330,6 +1406,7 @@ impl Engine {
         if let Some(trip) = crate::health::trip_of(&self.world) {
             return Err(EngineError::Tripped { trip: Box::new(trip) });
         }
+        self.seal_definitions()?;
         if self.mode == Mode::Live {
             self.clock.advance_to(wall_now_ms());
         }

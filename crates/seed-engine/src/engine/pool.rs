@@ -23,10 +23,7 @@
 //! for byte, for any number of workers.
 
 use super::sealing::Sealing;
-use super::{
-    check_world, fold_to_end, world_at_end, world_before, Engine, EngineError, EngineOptions, FailureExample,
-    RunSummary,
-};
+use super::{fold_to_end, world_at_end, world_before, Engine, EngineError, EngineOptions, FailureExample, RunSummary};
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, Hash32};
@@ -181,14 +178,16 @@ impl Engine {
 
     /// Opens the land a simulation planted, as one worker of its pool.
     pub fn join_pool(fixture: &super::fixture::Fixture, options: &EngineOptions) -> Result<Engine, EngineError> {
-        let checked = check_world(fixture, &[])?;
+        let (checked, files) = super::definitions::check_world_recording(fixture, &[])?;
         let clock = Arc::new(LogicalClock::starting_at(fixture.start_ms));
         let mut land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
         if land.store().wake_queue().is_none() {
             return Err(EngineError::Store(StoreError::NoWakeQueue));
         }
         land.set_key_source(KeySource::Seeded(super::simulation_key_seed(fixture, options.seed)));
-        Engine::start(fixture, options, land, clock, checked)
+        let engine = Engine::start(fixture, options, land, clock, checked)?;
+        engine.check_definitions_unchanged(&files)?;
+        Ok(engine)
     }
 
     /// One round with its moments served by the pool: open it in the queue,

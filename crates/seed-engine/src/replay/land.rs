@@ -34,7 +34,7 @@
 
 use super::{
     act_differences, agrees_before_seal, classify, recompute, sealed_as_stored, ActOpening, Detail, Divergence,
-    DivergenceCause, FieldDifference, Recomputed, StoredAct,
+    DivergenceCause, FieldDifference, Recomputed, ReplayDefinitions, ReplayError, StoredAct,
 };
 use crate::check::checkpoint::TrustedCheckpoint;
 use crate::check::{verify_land, verify_land_trusting, HowToVerify, LandOrderVerification, LandReport, SignatureMode};
@@ -104,7 +104,7 @@ pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport
     Ok(LandReplayReport::verified(&verified))
 }
 
-/// Replays every being of the land against `substrate` on `threads` threads.
+/// Replays every being of the land with `definitions` on `threads` threads.
 /// With a verification checkpoint, the signatures it covers are not
 /// recomputed if it holds ([`crate::check::checkpoint`]); every other check
 /// and every moment still are.
@@ -113,14 +113,14 @@ pub fn verify_only(store: &dyn Store, threads: usize) -> Result<LandReplayReport
 /// claims, by cursor; the fold names every one its world does not give.
 pub fn replay_land(
     store: &dyn Store,
-    substrate: &Substrate,
+    definitions: &ReplayDefinitions<'_>,
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
     snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
-) -> Result<LandReplayReport, StoreError> {
+) -> Result<LandReplayReport, ReplayError> {
     let windows = LandWindows::default();
-    replay_land_in_windows(store, substrate, threads, checkpoint, snapshot_claims, progress, windows)
+    replay_land_in_windows(store, definitions, threads, checkpoint, snapshot_claims, progress, windows)
 }
 
 /// How a land-wide replay reads the land log: [`LandWindows::default`] is
@@ -147,13 +147,13 @@ impl Default for LandWindows {
 /// [`replay_land`], reading the land log as `windows` says.
 pub fn replay_land_in_windows(
     store: &dyn Store,
-    substrate: &Substrate,
+    definitions: &ReplayDefinitions<'_>,
     threads: usize,
     checkpoint: Option<TrustedCheckpoint<'_>>,
     snapshot_claims: &BTreeMap<u64, Hash32>,
     progress: &dyn Progress,
     windows: LandWindows,
-) -> Result<LandReplayReport, StoreError> {
+) -> Result<LandReplayReport, ReplayError> {
     let threads = threads.max(1);
     let mode = SignatureMode::Batch { batch_facts: LAND_SIGNATURE_BATCH_FACTS };
     // Every stored act is recomputed and compared byte for byte by the fold,
@@ -168,7 +168,7 @@ pub fn replay_land_in_windows(
     // decoded once for both. Acts open near where they are sealed, so the
     // fold first learns where each opened from the windows it reads ahead.
     let verification = LandOrderVerification::new(store.land_len()?, checkpoint, how);
-    let (verified, replayed) = match fold_and_recompute(store, substrate, &plan, false, Some(verification)) {
+    let (verified, replayed) = match fold_and_recompute(store, definitions, &plan, false, Some(verification)) {
         (Err(error), _) => return Err(error),
         (Ok(Some(replayed)), Some(verification)) => (verification.finish(store), Ok(replayed)),
         (Ok(Some(_)), None) => unreachable!("the reader hands back the verification it was given"),
@@ -178,7 +178,7 @@ pub fn replay_land_in_windows(
         // beside it, each filling the other's single-threaded stretches.
         (Ok(None), _) => std::thread::scope(|scope| {
             let verifying = scope.spawn(|| verify_land_trusting(store, checkpoint, how));
-            let replayed = fold_and_recompute(store, substrate, &plan, true, None)
+            let replayed = fold_and_recompute(store, definitions, &plan, true, None)
                 .0
                 .map(|replayed| replayed.expect("with every opening read first, no act is found late"));
             // A verifier that panicked is a bug in this build, not in the land.
@@ -239,14 +239,14 @@ impl Replayed {
 /// `Fact::decode_envelope` would have left it out.
 fn fold_and_recompute<'v>(
     store: &dyn Store,
-    substrate: &Substrate,
+    definitions: &ReplayDefinitions<'_>,
     plan: &FoldPlan<'_>,
     openings_first: bool,
     verification: Option<LandOrderVerification<'v>>,
-) -> (Result<Option<Replayed>, StoreError>, Option<LandOrderVerification<'v>>) {
+) -> (Result<Option<Replayed>, ReplayError>, Option<LandOrderVerification<'v>>) {
     let land_len = match store.land_len() {
         Ok(land_len) => land_len,
-        Err(error) => return (Err(error), verification),
+        Err(error) => return (Err(error.into()), verification),
     };
     let flows = GenesisFlows::default();
     std::thread::scope(|scope| {
@@ -259,7 +259,7 @@ fn fold_and_recompute<'v>(
         let window = LandWindow::new(store, land_len, plan.windows, flows, read_ahead);
         // The window (and with it the channel) is gone once the fold
         // returns, so a reader still sending stops.
-        let replayed = fold_windows(store, substrate, plan, openings_first, window);
+        let replayed = fold_windows(store, definitions, plan, openings_first, window);
         // A reader that panicked is a bug in this build, not in the land.
         (replayed, reader.join().expect("the land log's reader panicked"))
     })
@@ -338,11 +338,11 @@ const LAND_REPLAY_WINDOWS_READ_AHEAD: usize = 2;
 /// [`fold_and_recompute`]'s fold, taking the land log from `window`.
 fn fold_windows(
     store: &dyn Store,
-    substrate: &Substrate,
+    definitions: &ReplayDefinitions<'_>,
     plan: &FoldPlan<'_>,
     openings_first: bool,
     mut window: LandWindow<'_>,
-) -> Result<Option<Replayed>, StoreError> {
+) -> Result<Option<Replayed>, ReplayError> {
     let FoldPlan { threads, windows, snapshot_claims, progress } = *plan;
     let land_len = window.land_len;
     let mut replayed =
@@ -377,7 +377,8 @@ fn fold_windows(
         if let Some(opening) = window.take_openings(world.cursor) {
             window.read_acts(&opening)?;
             let acts: Vec<(BeingId, &LandAct)> = opening.iter().filter_map(|seq| window.act(*seq)).collect();
-            let outcomes = recompute_all(substrate, &world, &acts, threads);
+            let substrate = definitions.at(&world)?;
+            let outcomes = recompute_all(&substrate, &world, &acts, threads);
             // Each outcome waits in its act's slot until the fold reaches it.
             for (land_seq, recomputed) in outcomes {
                 if let Some(act) = window.act_mut(land_seq) {
@@ -411,7 +412,7 @@ fn fold_windows(
         // byte for byte the stored one, so it is what the fold applies.
         let verdict = match act.recomputed.take() {
             Some(LandRecomputed { outcome, unstable, encoded_as_stored }) => {
-                match sealed_as_stored(substrate, &world, act.fact.body(), outcome, encoded_as_stored) {
+                match sealed_as_stored(&*definitions.at(&world)?, &world, act.fact.body(), outcome, encoded_as_stored) {
                     Ok(sealed) => {
                         replayed.moments += 1;
                         world.apply_act(land_seq, &act.fact.header, act.fact.id(), &sealed.body);
@@ -442,10 +443,12 @@ fn fold_windows(
             }
         };
         let stored = StoredAct { seq: act.seq, land_seq, fact: Cow::Borrowed(fact), body };
-        let (differences, unstable) = act_differences(substrate, &world, &stored, verdict);
+        let substrate = definitions.at(&world)?;
+        let (differences, unstable) = act_differences(&substrate, &world, &stored, verdict);
         if !differences.is_empty() {
             replayed.diverged(being, || {
-                let cause = classify(&[], &stored.body, substrate, &world, unstable);
+                let files = definitions.files_changed_at(&world);
+                let cause = classify(&[], &stored.body, &substrate, &world, unstable, files);
                 Divergence { seq: act.seq, land_seq, differences, cause, context: serde_json::Value::Null }
             });
         }

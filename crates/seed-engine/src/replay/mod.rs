@@ -18,6 +18,7 @@
 
 pub mod breakpoint;
 pub mod corpus;
+pub mod definitions_at;
 pub mod fork;
 pub mod land;
 mod opening;
@@ -30,6 +31,7 @@ use crate::snapshots::WorldSnapshots;
 use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
 use crate::world::{ActBody, CoreSchemas, FoldBody, World};
+pub use definitions_at::{FilesChanged, ReplayDefinitions};
 use opening::ActOpening;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +48,15 @@ pub enum ReplayError {
     NoReel { being: BeingId },
     #[error("land seq {land_seq} points at a fact the store does not hold")]
     DanglingLandEntry { land_seq: u64 },
+    /// The definitions the land recorded do not load in this build.
+    #[error("the definitions the land recorded at land seq {land_seq} do not load: {reason}")]
+    Definitions { land_seq: u64, reason: String },
+    /// A moment sealed before the land recorded any definitions, and no
+    /// files were given to replay it with.
+    #[error(
+        "the moment at land seq {land_seq} was sealed before the land recorded its definitions: give the fixture it ran (--fixture FILE)"
+    )]
+    NoDefinitions { land_seq: u64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,8 +82,9 @@ pub enum DivergenceCause {
     StoredInputChanged { problems: Vec<String> },
     /// The act was sealed by another evaluator version.
     EvaluatorChanged { recorded: String, current: String },
-    /// A role the moment wore is defined differently now (or is gone).
-    DefinitionChanged { roles: Vec<RoleChange> },
+    /// A role the moment wore is defined differently now (or is gone), or
+    /// the files replayed with are not those the land recorded for it.
+    DefinitionChanged { roles: Vec<RoleChange>, files: Option<FilesChanged> },
     /// Two recomputations in this build disagree.
     Nondeterminism,
     /// Nothing recorded explains it (for instance an input outside the
@@ -105,11 +117,20 @@ impl DivergenceCause {
             DivergenceCause::EvaluatorChanged { recorded, current } => {
                 json!({"kind": self.label(), "recorded": recorded, "current": current})
             }
-            DivergenceCause::DefinitionChanged { roles } => {
-                json!({"kind": self.label(), "roles": roles.iter().map(|change| json!({
+            DivergenceCause::DefinitionChanged { roles, files } => {
+                let mut value = json!({"kind": self.label(), "roles": roles.iter().map(|change| json!({
                 "role": change.role, "recorded": change.recorded.to_hex(),
                 "current": change.current.map(|digest| digest.to_hex()),
-            })).collect::<Vec<_>>()})
+            })).collect::<Vec<_>>()});
+                if let Some(files) = files {
+                    value["files"] = json!({
+                        "recordedAt": files.recorded_at,
+                        "changes": files.changes.iter()
+                            .map(|change| json!({"path": change.path, "how": change.how.as_str()}))
+                            .collect::<Vec<_>>(),
+                    });
+                }
+                value
             }
             DivergenceCause::Nondeterminism | DivergenceCause::Unexplained => json!({"kind": self.label()}),
         }
@@ -303,7 +324,7 @@ struct ReadAhead {
 /// re-run): the engine of `seed replay` and of its stepping mode.
 pub struct Replayer<'a> {
     store: &'a dyn Store,
-    substrate: &'a Substrate,
+    definitions: ReplayDefinitions<'a>,
     being: BeingId,
     keep_going: bool,
     /// Land-log entries read ahead, from `chunk_start` on, each with its
@@ -341,10 +362,22 @@ pub struct Replayer<'a> {
 }
 
 impl<'a> Replayer<'a> {
-    /// Verifies the reel and collects its stored acts; nothing is replayed yet.
+    /// Verifies the reel and collects its stored acts; nothing is replayed
+    /// yet. Every moment runs with `substrate` (today's files).
     pub fn new(
         store: &'a dyn Store,
         substrate: &'a Substrate,
+        being: BeingId,
+        options: ReplayOptions,
+    ) -> Result<Replayer<'a>, ReplayError> {
+        Replayer::with_definitions(store, ReplayDefinitions::files(store, substrate, None), being, options)
+    }
+
+    /// [`Replayer::new`], each moment run with the definitions `definitions`
+    /// gives for its cursor (the land's recorded ones, or files).
+    pub fn with_definitions(
+        store: &'a dyn Store,
+        definitions: ReplayDefinitions<'a>,
         being: BeingId,
         options: ReplayOptions,
     ) -> Result<Replayer<'a>, ReplayError> {
@@ -375,7 +408,7 @@ impl<'a> Replayer<'a> {
         };
         let mut replayer = Replayer {
             store,
-            substrate,
+            definitions,
             being,
             keep_going: options.keep_going,
             chunk: Vec::new(),
@@ -658,8 +691,9 @@ impl<'a> Replayer<'a> {
                         if !self.recomputed.contains_key(land_seq) {
                             let inputs = MomentInputs::of(&act.body, &act.fact);
                             let agrees = |recomputed: &moment::Act| agrees_before_seal(&recomputed.body, &act.body);
+                            let substrate = self.definitions.at(&self.world)?;
                             let recomputed =
-                                recompute(self.substrate, &self.world, self.being, inputs, &agrees, Detail::Full);
+                                recompute(&substrate, &self.world, self.being, inputs, &agrees, Detail::Full);
                             self.recomputed.insert(*land_seq, recomputed);
                         }
                     }
@@ -689,7 +723,9 @@ impl<'a> Replayer<'a> {
             let mut compared = None;
             if let Some(act) = self.acts.get(&entry.land_seq) {
                 let recomputed = self.recomputed.remove(&entry.land_seq);
-                let stop = compare(self.substrate, &self.world, act, recomputed, &mut self.report, self.keep_going);
+                let substrate = self.definitions.at(&self.world)?;
+                let (world, report) = (&self.world, &mut self.report);
+                let stop = compare(&substrate, &self.definitions, world, act, recomputed, report, self.keep_going);
                 compared = Some(self.report.moments.len() - 1);
                 if stop {
                     self.report.stopped_early = true;
@@ -1047,6 +1083,7 @@ fn act_differences(
 /// (and its divergence, if any); returns whether to stop.
 fn compare(
     substrate: &Substrate,
+    definitions: &ReplayDefinitions<'_>,
     world: &World,
     act: &StoredAct<'_>,
     recomputed: Option<Recomputed>,
@@ -1064,7 +1101,8 @@ fn compare(
     let (differences, unstable) = act_differences(substrate, world, act, verdict);
     let matches = differences.is_empty();
     if !matches {
-        let cause = classify(&report.problems, body, substrate, world, unstable);
+        let files = definitions.files_changed_at(world);
+        let cause = classify(&report.problems, body, substrate, world, unstable, files);
         report.divergences.push(Divergence { seq, land_seq, differences, cause, context: context.clone() });
     }
     let stored_time_ms = fact.header.stored_time_ms;
@@ -1091,6 +1129,7 @@ fn classify(
     substrate: &Substrate,
     world: &World,
     unstable: bool,
+    files: Option<FilesChanged>,
 ) -> DivergenceCause {
     if !problems.is_empty() {
         return DivergenceCause::StoredInputChanged { problems: problems.to_vec() };
@@ -1116,8 +1155,8 @@ fn classify(
             })
         })
         .collect();
-    if !roles.is_empty() {
-        return DivergenceCause::DefinitionChanged { roles };
+    if !roles.is_empty() || files.is_some() {
+        return DivergenceCause::DefinitionChanged { roles, files };
     }
     if unstable {
         return DivergenceCause::Nondeterminism;

@@ -189,7 +189,10 @@ impl LiveLand {
         let store = self.store();
         let worlds = crate::snapshots::VouchedWorlds::open(&self.land_dir, store, self.root, false)
             .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(&self.land_dir, store));
-        crate::replay::Replayer::new(store, self.substrate(), being, options)?.with_snapshots(&worlds).run()
+        // Each moment with the definitions the land recorded at its cursor;
+        // the land's own files for moments sealed before it recorded any.
+        let definitions = crate::replay::ReplayDefinitions::recorded(store, Some(self.substrate()));
+        crate::replay::Replayer::with_definitions(store, definitions, being, options)?.with_snapshots(&worlds).run()
     }
 
     pub fn store(&self) -> &dyn Store {

@@ -1,0 +1,140 @@
+//! The code a moment ran, kept on the land (docs/definitions.md): a role
+//! file edited between two runs of one land is sealed as a new definition
+//! set before the second run's moments; replay rebuilds the first run's
+//! moments from the first set and the second's from the second, even once
+//! the files are gone; replayed against today's files instead, the first
+//! run's moments diverge and the divergence names the file that changed.
+
+use crate::common::{assert_verifies_and_replays_clean, copy_definitions, seed, stdout};
+use seed::world::body::KIND_WORLD;
+use seed::world::{Effect, WorldBody};
+use std::path::{Path, PathBuf};
+
+/// The definition facts of the land's root reel: for each, how many texts
+/// it keeps and whether it records a set.
+fn definition_facts(land: &Path) -> Vec<(usize, bool)> {
+    let opened = seed::land::Land::open_read_only(land).expect("open");
+    let store = opened.store();
+    let mut found = Vec::new();
+    for stored in store.reel(&opened.root(), 0, u64::MAX).expect("root reel") {
+        if stored.fact.kind() != KIND_WORLD {
+            continue;
+        }
+        let body: WorldBody = stored.fact.body_as().expect("a world body");
+        let texts = body.effects.iter().filter(|effect| matches!(effect, Effect::DefinitionText { .. })).count();
+        let set = body.effects.iter().any(|effect| matches!(effect, Effect::Definitions { .. }));
+        if texts > 0 || set {
+            found.push((texts, set));
+        }
+    }
+    found
+}
+
+/// A second run of the land planted by `seed sim`, with the files as they
+/// are now: the land opened again, `rounds` rounds played.
+fn run_again(land: &Path, fixture: &Path, rounds: u64) {
+    let fixture = seed::engine::fixture::Fixture::load(fixture).expect("fixture");
+    let options = crate::common::simulation_options(land.to_path_buf());
+    let mut engine = seed::engine::Engine::reopen(&fixture, &options).expect("reopen");
+    for _ in 0..rounds {
+        engine.round().expect("round");
+    }
+    engine.finish().expect("finish");
+}
+
+fn replay_json(land: &Path, arguments: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let output = seed(land, arguments);
+    let text = stdout(&output);
+    let last = text.lines().last().unwrap_or_default().to_string();
+    (output.status.code(), serde_json::from_str(&last).unwrap_or_else(|_| panic!("JSON: {text}")))
+}
+
+#[test]
+fn a_role_edited_between_two_runs_replays_with_the_definitions_each_moment_ran() {
+    let dir = tempfile::tempdir().expect("folder");
+    let files = dir.path().join("definitions");
+    copy_definitions(&files);
+    let fixture: PathBuf = files.join("fixtures/court.toml");
+    let land = dir.path().join("land");
+    let fixture_text = fixture.to_str().expect("utf-8");
+    let planted = seed(dir.path(), &["sim", fixture_text, "--land", land.to_str().expect("utf-8"), "--ticks", "4"]);
+    assert!(planted.status.success(), "{}", stdout(&planted));
+    let first = definition_facts(&land);
+    assert!(first.len() >= 2 && first.last() == Some(&(0, true)), "texts, then the set: {first:?}");
+    assert!(first[..first.len() - 1].iter().all(|(texts, set)| *texts > 0 && !set), "{first:?}");
+
+    // The same files again: nothing more is sealed.
+    run_again(&land, &fixture, 1);
+    assert_eq!(definition_facts(&land), first, "unchanged files are not recorded again");
+
+    let watcher = files.join("fixtures/roles/court-watcher.toml");
+    let text = std::fs::read_to_string(&watcher).expect("read");
+    let edited = text.replace("keep quiet while it sits", "whisper to the next seat");
+    assert_ne!(edited, text, "the edit applies");
+    std::fs::write(&watcher, edited).expect("edit");
+    run_again(&land, &fixture, 3);
+    let second = definition_facts(&land);
+    assert_eq!(second.len(), first.len() + 2, "{second:?}");
+    assert_eq!(&second[first.len()..], &[(1, false), (0, true)], "only the edited file's text is kept again");
+
+    // Every moment replays with the definitions it ran.
+    assert_verifies_and_replays_clean(&land);
+    let (code, report) = replay_json(&land, &["replay", "@ada", "--json", "--no-snapshots"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report["summary"]["moments"].as_u64().expect("moments") >= 4, "{report}");
+
+    // Against today's files, the first run's moments diverge, naming the file.
+    let (code, report) = replay_json(&land, &["replay", "@ada", "--json", "--keep-going", "--fixture", fixture_text]);
+    assert_eq!(code, Some(1), "{report}");
+    let divergences = report["summary"]["divergences"].as_array().expect("divergences");
+    assert!(!divergences.is_empty(), "{report}");
+    for divergence in divergences {
+        let cause = &divergence["cause"];
+        assert_eq!(cause["kind"], "definition changed", "{divergence}");
+        let changes = cause["files"]["changes"].as_array().expect("the files that changed");
+        let named: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|change| (change["path"].as_str().expect("path"), change["how"].as_str().expect("how")))
+            .collect();
+        assert_eq!(named, [("roles/court-watcher.toml", "changed")], "{divergence}");
+    }
+    let text_report = stdout(&seed(&land, &["replay", "--all", "--fixture", fixture_text]));
+    assert!(text_report.contains("definition changed"), "{text_report}");
+
+    // The files gone, the land still replays from what it recorded.
+    std::fs::remove_dir_all(&files).expect("remove the files");
+    assert_verifies_and_replays_clean(&land);
+    let (code, report) = replay_json(&land, &["replay", "@ben", "--json"]);
+    assert_eq!(code, Some(0), "{report}");
+}
+
+/// A land sealed before lands recorded their definitions (the court's
+/// replay-corpus capture as it was then, kept in tests/fixtures): replayed
+/// with the recorded definitions alone it asks for the fixture, naming the
+/// first moment; with the fixture's files it replays as it always did.
+#[test]
+fn an_older_land_without_definition_facts_replays_with_the_files_as_before() {
+    use seed::replay::land::replay_land;
+    use seed::replay::{ReplayDefinitions, ReplayError};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(root.join("tests/fixtures/definitions/court-before-definitions.land")).expect("capture");
+    let envelopes = seed::replay::corpus::read_capture(&bytes).expect("a capture");
+    let dir = tempfile::tempdir().expect("folder");
+    let limits = seed::limits::Limits::default();
+    let store = seed::store::LogStore::open(&dir.path().join("store"), None, &limits).expect("a store");
+    seed::replay::corpus::load_capture(&envelopes, &store).expect("loads");
+    let fixture = seed::engine::fixture::Fixture::load(&root.join("fixtures/court.toml")).expect("fixture");
+    let (substrate, _) = seed::engine::substrate_for(&fixture, &[]).expect("substrate");
+    let (claims, progress) = (Default::default(), seed::progress::NoProgress);
+
+    let without = replay_land(&store, &ReplayDefinitions::recorded(&store, None), 2, None, &claims, &progress);
+    match without {
+        Err(error @ ReplayError::NoDefinitions { .. }) => {
+            assert!(error.to_string().contains("--fixture"), "{error}");
+        }
+        other => panic!("expected the fixture to be asked for: {other:?}"),
+    }
+    let with_files = ReplayDefinitions::recorded(&store, Some(&substrate));
+    let report = replay_land(&store, &with_files, 2, None, &claims, &progress).expect("replays");
+    assert!(report.clean() && report.moments > 0, "{report:?}");
+}
