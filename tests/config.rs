@@ -223,3 +223,46 @@ fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_re
     let report: Value = serde_json::from_str(&String::from_utf8_lossy(&replayed.stdout)).expect("JSON");
     assert_eq!(report["divergences"], 0, "{report}");
 }
+
+/// `script_operations_max` (issue 48, item 4): a being's script past the
+/// land's limit fails its moment as out of budget, naming the limit; set
+/// higher by an act, the next moment's script runs; the land replays, each
+/// moment under the limit that held at its cursor.
+#[test]
+fn a_script_past_the_lands_operations_limit_fails_until_the_limit_is_raised_and_replay_agrees() {
+    use seed::moment::PersonChoice;
+    use seed::world::{VerbCall, Wake};
+    let scratch = tempfile::tempdir().expect("a folder");
+    let counter = "\n[[being]]\nname = \"counter\"\nhome = \"/court\"\ndefault_role = \"court-watcher\"\nwake_every = 1\nscript = \"counter.rhai\"\n";
+    let fixture_path =
+        crate::common::court_with_config(scratch.path(), &format!("script_operations_max = 1000\n{counter}"));
+    std::fs::write(
+        scratch.path().join("fixtures/counter.rhai"),
+        "let n = 0;\nfor i in 0..2000 { n += 1; }\n#{ verb: \"see\", address: \"/court\" }\n",
+    )
+    .expect("written");
+    let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("the court");
+    let land = scratch.path().join("land");
+    let mut engine =
+        seed::engine::Engine::plant(&fixture, &crate::common::simulation_options(land.clone())).expect("planted");
+    let counter_id = engine.world.names["counter"];
+    let acts_of =
+        |engine: &seed::engine::Engine| engine.land.store().head(&counter_id).expect("head").map_or(0, |head| head.seq);
+    engine.round().expect("a round");
+    assert_eq!(acts_of(&engine), 0, "the counting script ran out of budget: nothing sealed");
+    let operator = engine.world.names["operator"];
+    let call = VerbCall::Do {
+        target: "/".into(),
+        action: "set-config".into(),
+        args: json!({"key": "script_operations_max", "value": 100_000}),
+    };
+    let raised = engine.act_as_person(operator, Wake::Person, &PersonChoice { call, content: None, importance: None });
+    assert_eq!(raised.expect("sealed").failure.map(|failure| failure.to_string()), None);
+    engine.round().expect("a round");
+    assert_eq!(acts_of(&engine), 1, "in force from the next moment: the script ran");
+    let summary = engine.finish().expect("finished");
+    assert_eq!(summary.failure_reasons.get("script"), Some(&1), "{:?}", summary.failure_reasons);
+    let example = &summary.failure_examples["script"];
+    assert!(example.being == "counter" && example.reason.contains("more than 1000 operations"), "{example:?}");
+    crate::common::assert_verifies_and_replays_clean(&land);
+}

@@ -218,6 +218,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "clauses of a roleFlow an edit or a birth sets; a longer one is refused",
     },
     ConfigKey {
+        name: "script_operations_max",
+        unit: "operations",
+        default: crate::script::SCRIPT_OPERATIONS_MAX,
+        min: 1_000,
+        max: crate::script::SCRIPT_OPERATIONS_CEILING,
+        about: "operations one run of a role's, an operation's, a see-resolver's or a panel's Rhai script may take; a run past it fails as out of budget (hooks and cascade handlers keep their own)",
+    },
+    ConfigKey {
         name: "summon_content_chars_max",
         unit: "characters",
         default: crate::moment::SUMMON_CONTENT_CHARS_MAX as u64,

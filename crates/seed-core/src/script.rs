@@ -22,8 +22,11 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
-/// Operations one script run may take.
+/// Operations one script run may take, unless the land's
+/// `script_operations_max` says otherwise (`crate::config`).
 pub const SCRIPT_OPERATIONS_MAX: u64 = 100_000;
+/// The most the land's `script_operations_max` may allow.
+pub const SCRIPT_OPERATIONS_CEILING: u64 = 10_000_000;
 /// Function call depth.
 pub const SCRIPT_CALL_DEPTH_MAX: usize = 32;
 /// Expression nesting depth (global, in functions).
@@ -58,6 +61,28 @@ pub enum ScriptError {
 thread_local! {
     /// The generator state of the run on this thread (seeded per run).
     static RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
+    /// The operations the land allows a run on this thread, set around a
+    /// run by [`within_operations`] (`None`: the engine's own).
+    static LAND_OPERATIONS_MAX: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The operations the run under way may take (read as it counts them).
+    static RUN_OPERATIONS_MAX: Cell<u64> = const { Cell::new(SCRIPT_OPERATIONS_MAX) };
+}
+
+/// The land's `script_operations_max` at `world`'s cursor.
+pub fn operations_max_in(world: &crate::world::World) -> u64 {
+    world.config_u64("script_operations_max", SCRIPT_OPERATIONS_MAX)
+}
+
+/// Runs `work` with each run of an engine that follows the land's limit
+/// ([`ScriptEngine::new`]: the substrate's, for roles, operations,
+/// see-resolvers and panels) allowed at most `most` operations: the land's
+/// `script_operations_max` at the moment's cursor, so replay sees the
+/// limit that held. Hooks and cascade handlers keep their own budgets.
+pub fn within_operations<T>(most: u64, work: impl FnOnce() -> T) -> T {
+    let outer = LAND_OPERATIONS_MAX.with(|cell| cell.replace(Some(most)));
+    let result = work();
+    LAND_OPERATIONS_MAX.with(|cell| cell.set(outer));
+    result
 }
 
 fn next_random() -> u64 {
@@ -78,7 +103,11 @@ pub struct ScriptEngine {
     /// Shared sources by address. Each entry holds its source, so that
     /// address cannot be reused by another while the entry stands.
     by_address: RwLock<BTreeMap<usize, SharedSourceEntry>>,
+    /// Operations a run may take (for an engine that follows the land's
+    /// limit: when no [`within_operations`] says otherwise).
     operations_max: u64,
+    /// Whether [`within_operations`] sets this engine's runs' budget.
+    follows_land_limit: bool,
 }
 
 /// A shared source and its compiled script, kept together by the source's address.
@@ -321,10 +350,14 @@ pub fn check_syntax(source: &str) -> Result<(), ScriptError> {
 
 impl ScriptEngine {
     pub fn new() -> ScriptEngine {
-        ScriptEngine::with_operations_max(SCRIPT_OPERATIONS_MAX)
+        let mut engine = ScriptEngine::with_operations_max(SCRIPT_OPERATIONS_CEILING);
+        engine.operations_max = SCRIPT_OPERATIONS_MAX;
+        engine.follows_land_limit = true;
+        engine
     }
 
-    /// An engine whose runs may take at most `operations_max` operations.
+    /// An engine whose runs may take at most `operations_max` operations,
+    /// whatever the land says.
     pub fn with_operations_max(operations_max: u64) -> ScriptEngine {
         let mut engine = Engine::new_raw();
         use rhai::packages::Package;
@@ -334,6 +367,12 @@ impl ScriptEngine {
         engine.register_global_module(rhai::packages::BasicMapPackage::new().as_shared_module());
         engine.register_global_module(rhai::packages::MoreStringPackage::new().as_shared_module());
         engine.set_max_operations(operations_max);
+        // The run's own budget, at most the engine's: the land's limit, read
+        // per run (`within_operations`), is enforced here.
+        engine.on_progress(|count| match count > RUN_OPERATIONS_MAX.with(Cell::get) {
+            true => Some(Dynamic::UNIT),
+            false => None,
+        });
         engine.set_max_call_levels(SCRIPT_CALL_DEPTH_MAX);
         engine.set_max_expr_depths(SCRIPT_EXPRESSION_DEPTH_MAX, SCRIPT_EXPRESSION_DEPTH_MAX);
         engine.set_max_string_size(SCRIPT_STRING_BYTES_MAX);
@@ -354,6 +393,7 @@ impl ScriptEngine {
             cache: RwLock::new(BTreeMap::new()),
             by_address: RwLock::new(BTreeMap::new()),
             operations_max,
+            follows_land_limit: false,
         }
     }
 
@@ -453,8 +493,13 @@ impl ScriptEngine {
             scope.push_constant_dynamic(*name, dynamic);
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
+        let most = match self.follows_land_limit {
+            true => LAND_OPERATIONS_MAX.with(Cell::get).unwrap_or(self.operations_max),
+            false => self.operations_max,
+        };
+        RUN_OPERATIONS_MAX.with(|cell| cell.set(most));
         let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast);
-        let value = result.map_err(|error| classify(*error, self.operations_max))?;
+        let value = result.map_err(|error| classify(*error, most))?;
         if value.is_unit() {
             return Ok(Json::Null);
         }
@@ -611,7 +656,7 @@ fn json_to_dynamic(value: &Json) -> Option<Dynamic> {
 fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
     use rhai::EvalAltResult as E;
     match error {
-        E::ErrorTooManyOperations(..) => {
+        E::ErrorTooManyOperations(..) | E::ErrorTerminated(..) => {
             ScriptError::Budget { reason: format!("more than {operations_max} operations") }
         }
         E::ErrorStackOverflow(..) => ScriptError::Budget { reason: "call stack overflow".into() },
@@ -669,6 +714,31 @@ mod tests {
         check("face.me.name = \"eve\"", Err(""));
         check("let x = ;", Err("does not compile"));
         check("import \"x\" as y; 1", Err("does not compile"));
+    }
+
+    #[test]
+    fn the_lands_operations_limit_bounds_the_runs_of_an_engine_that_follows_it_and_no_other() {
+        let counting = "let x = 0; for i in 0..2000 { x += i; } x";
+        let check = |engine: &ScriptEngine, most: Option<u64>, expected: Result<Json, &str>| {
+            let result = match most {
+                Some(most) => within_operations(most, || engine.run(counting, &[], 1)),
+                None => engine.run(counting, &[], 1),
+            };
+            match (result, expected) {
+                (Ok(value), Ok(expected)) => assert_eq!(value, expected, "{most:?}"),
+                (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "{most:?}: {error}"),
+                (result, expected) => panic!("{most:?}: got {result:?}, expected {expected:?}"),
+            }
+        };
+        let following = ScriptEngine::new();
+        check(&following, None, Ok(json!(1_999_000)));
+        check(&following, Some(1_000), Err("more than 1000 operations"));
+        check(&following, Some(SCRIPT_OPERATIONS_CEILING), Ok(json!(1_999_000)));
+        check(&following, None, Ok(json!(1_999_000)));
+        // A budget of its own (a hook's) is not the land's to change.
+        let own = ScriptEngine::with_operations_max(1_000);
+        check(&own, None, Err("more than 1000 operations"));
+        check(&own, Some(1_000_000), Err("more than 1000 operations"));
     }
 
     /// How far `keys` reach, written `me{name,space},time` (a key without

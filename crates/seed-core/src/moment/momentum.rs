@@ -309,7 +309,8 @@ pub fn momentum(
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
     let (output, output_digest) =
-        script_output(substrate, compiled, face, seed).map_err(|refusal| failure(Beat::Momentum, refusal))?;
+        script_output(substrate, compiled, face, seed, crate::script::operations_max_in(world))
+            .map_err(|refusal| failure(Beat::Momentum, refusal))?;
     let refused = |error| failure(Beat::Momentum, Refusal::ScriptCall(error));
     let (call, content) = parse_call(&output).map_err(refused)?;
     let importance = parse_importance(&output).map_err(refused)?;
@@ -333,10 +334,13 @@ pub(super) fn script_output(
     compiled: Result<std::sync::Arc<crate::script::Compiled>, crate::script::ScriptError>,
     face: &Face,
     seed: u64,
+    operations_max: u64,
 ) -> Result<(Json, Hash32), Refusal> {
     let output = compiled
         .and_then(|compiled| {
-            substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
+            crate::script::within_operations(operations_max, || {
+                substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
+            })
         })
         .map_err(Refusal::Script)?;
     let output_bytes = canonical::encode_json(&output).map_err(Refusal::Encoding)?;

@@ -272,8 +272,10 @@ impl OpRegistry {
                 let actor = json!(call.actor);
                 let target = json!(call.target.to_string());
                 let view = json!({ "signals": call.world.signals });
-                let output = scripts
-                    .run(source, &[("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)], seed)
+                let inputs: [(&str, &Json); 4] =
+                    [("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)];
+                let most = crate::script::operations_max_in(call.world);
+                let output = crate::script::within_operations(most, || scripts.run(source, &inputs, seed))
                     .map_err(OpError::Script)?;
                 let effects: Vec<Effect> = match output {
                     Json::Null => Vec::new(),
@@ -556,37 +558,37 @@ fn op_create_matter(call: &OpCall<'_>) -> Result<Vec<Effect>, OpError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_operations_effects_are_bounded_by_the_op_effects_max_in_force_at_the_cursor() {
+    /// Runs a scripted operation made of `script` as @ada at `/`, in a world
+    /// whose configuration holds `config`.
+    fn run_script_op(script: &str, config: &[(&str, u64)]) -> Result<Vec<Effect>, OpError> {
         let scripts = ScriptEngine::new();
         let roles = crate::roles::definition::RoleRegistry::new();
         let target: Address = "/".parse().unwrap();
         let mut registry = OpRegistry::default();
         registry.register(OpSpec {
-            name: "ring-three".into(),
+            name: "scripted".into(),
             schema: ArgSchema::default(),
-            handler: OpHandler::Script(Arc::from(
-                r#"[#{op: "set-signal", key: "a", value: 1}, #{op: "set-signal", key: "b", value: 2},
-                    #{op: "set-signal", key: "c", value: 3}]"#,
-            )),
+            handler: OpHandler::Script(Arc::from(script)),
             origin: "test".into(),
             described: None,
         });
+        let mut world = World::default();
+        for (key, value) in config {
+            world.config.insert((*key).into(), json!(value));
+        }
+        let args = json!({});
+        let call =
+            OpCall { world: &world, actor: "ada", target: &target, args: &args, scripts: &scripts, file_roles: &roles };
+        registry.run("scripted", &call, &scripts, 7)
+    }
+
+    #[test]
+    fn an_operations_effects_are_bounded_by_the_op_effects_max_in_force_at_the_cursor() {
+        let ring_three = r#"[#{op: "set-signal", key: "a", value: 1}, #{op: "set-signal", key: "b", value: 2},
+                    #{op: "set-signal", key: "c", value: 3}]"#;
         let check = |limit: Option<u64>, expected: Result<usize, usize>| {
-            let mut world = World::default();
-            if let Some(limit) = limit {
-                world.config.insert("op_effects_max".into(), json!(limit));
-            }
-            let args = json!({});
-            let call = OpCall {
-                world: &world,
-                actor: "ada",
-                target: &target,
-                args: &args,
-                scripts: &scripts,
-                file_roles: &roles,
-            };
-            match (registry.run("ring-three", &call, &scripts, 7), expected) {
+            let config: Vec<(&str, u64)> = limit.map(|limit| ("op_effects_max", limit)).into_iter().collect();
+            match (run_script_op(ring_three, &config), expected) {
                 (Ok(effects), Ok(count)) => assert_eq!(effects.len(), count, "{limit:?}"),
                 (Err(OpError::TooManyEffects { count, most }), Err(expected_most)) => {
                     assert_eq!((count, most), (3, expected_most), "{limit:?}")
@@ -601,27 +603,28 @@ mod tests {
     }
 
     #[test]
-    fn an_operation_cannot_make_the_records_only_the_land_seals() {
-        let scripts = ScriptEngine::new();
-        let roles = crate::roles::definition::RoleRegistry::new();
-        let target: Address = "/".parse().unwrap();
-        let world = World::default();
-        let args = json!({});
-        let call =
-            OpCall { world: &world, actor: "ada", target: &target, args: &args, scripts: &scripts, file_roles: &roles };
-        let check = |script: &str, expected: &str| {
-            let mut registry = OpRegistry::default();
-            registry.register(OpSpec {
-                name: "forge".into(),
-                schema: ArgSchema::default(),
-                handler: OpHandler::Script(Arc::from(script)),
-                origin: "test".into(),
-                described: None,
-            });
-            match registry.run("forge", &call, &scripts, 7) {
-                Err(OpError::BadEffects { reason }) => assert!(reason.contains(expected), "{script}: {reason}"),
-                other => panic!("{script}: {other:?}"),
+    fn an_operations_script_runs_within_the_script_operations_max_in_force_at_the_cursor() {
+        let counting = r#"let n = 0; for i in 0..3000 { n += 1; } [#{op: "set-signal", key: "n", value: n}]"#;
+        let check = |limit: Option<u64>, allowed: bool| {
+            let config: Vec<(&str, u64)> = limit.map(|limit| ("script_operations_max", limit)).into_iter().collect();
+            match (run_script_op(counting, &config), allowed) {
+                (Ok(effects), true) => assert_eq!(effects.len(), 1, "{limit:?}"),
+                (Err(OpError::Script(crate::script::ScriptError::Budget { reason })), false) => {
+                    assert!(reason.contains(&format!("more than {} operations", limit.unwrap_or(0))), "{reason}")
+                }
+                (got, allowed) => panic!("{limit:?}: {got:?}, allowed {allowed}"),
             }
+        };
+        check(None, true);
+        check(Some(1_000), false);
+        check(Some(50_000), true);
+    }
+
+    #[test]
+    fn an_operation_cannot_make_the_records_only_the_land_seals() {
+        let check = |script: &str, expected: &str| match run_script_op(script, &[]) {
+            Err(OpError::BadEffects { reason }) => assert!(reason.contains(expected), "{script}: {reason}"),
+            other => panic!("{script}: {other:?}"),
         };
         check(r#"[#{op: "definitions", set: #{fixture: "w.toml", entries: #{}}}]"#, "cannot record definitions");
         check(

@@ -293,7 +293,7 @@ pub(super) fn panel_momentum(
     for (index, member) in config.proposers().enumerate() {
         let seed = moment_seed ^ (index as u64 + 1);
         let record = match member.kind {
-            MemberKind::Script => script_member(substrate, member, face, seed),
+            MemberKind::Script => script_member(substrate, member, face, seed, crate::script::operations_max_in(world)),
             MemberKind::Llm => match prompt.get_or_insert_with(|| llm::prompt_in(world, face)) {
                 Ok(prompt) => {
                     let connection = member.connection.as_deref().or(super::llm_connection(world, row, assigned));
@@ -349,18 +349,21 @@ pub(super) fn panel_momentum(
             ChooseBy::Rule => {
                 let source = config.rule.as_deref().unwrap_or_default();
                 let proposals = proposals_json(&members);
+                let most = crate::script::operations_max_in(world);
                 let chosen = substrate
                     .scripts
                     .compile(source)
                     .and_then(|compiled| {
-                        substrate.scripts.run_compiled(
-                            &compiled,
-                            &[
-                                ("face", crate::script::Input::Entries(face)),
-                                ("proposals", crate::script::Input::Json(&proposals)),
-                            ],
-                            moment_seed,
-                        )
+                        crate::script::within_operations(most, || {
+                            substrate.scripts.run_compiled(
+                                &compiled,
+                                &[
+                                    ("face", crate::script::Input::Entries(face)),
+                                    ("proposals", crate::script::Input::Json(&proposals)),
+                                ],
+                                moment_seed,
+                            )
+                        })
                     })
                     .map_err(|error| fail(PanelFailure::Rule { reason: error.to_string() }));
                 match chosen {
@@ -432,10 +435,16 @@ fn member_failure_text(member: &MemberRecord) -> String {
 
 /// A script member's proposal: its script run on the face, as a scripted
 /// being's would be (its seed differs per member).
-fn script_member(substrate: &super::Substrate, member: &MemberConfig, face: &Face, seed: u64) -> MemberRecord {
+fn script_member(
+    substrate: &super::Substrate,
+    member: &MemberConfig,
+    face: &Face,
+    seed: u64,
+    operations_max: u64,
+) -> MemberRecord {
     let mut record = MemberRecord::named(&member.name);
     let source = member.script.as_deref().unwrap_or_default();
-    let output = match script_output(substrate, substrate.scripts.compile(source), face, seed) {
+    let output = match script_output(substrate, substrate.scripts.compile(source), face, seed, operations_max) {
         Ok((output, digest)) => {
             record.output = Some(digest);
             output

@@ -104,19 +104,15 @@ impl SeeResolvers {
                 let fields = |key: &str| view.get(key).cloned().unwrap_or(Json::Null);
                 let (me_view, space, beings, matter, signals) =
                     (fields("me"), fields("space"), fields("beings"), fields("matter"), fields("signals"));
-                scripts
-                    .run(
-                        source,
-                        &[
-                            ("me", &me_view),
-                            ("space", &space),
-                            ("beings", &beings),
-                            ("matter", &matter),
-                            ("signals", &signals),
-                        ],
-                        seed,
-                    )
-                    .map_err(SeeError::Script)
+                let inputs: [(&str, &Json); 5] = [
+                    ("me", &me_view),
+                    ("space", &space),
+                    ("beings", &beings),
+                    ("matter", &matter),
+                    ("signals", &signals),
+                ];
+                let most = crate::script::operations_max_in(world);
+                crate::script::within_operations(most, || scripts.run(source, &inputs, seed)).map_err(SeeError::Script)
             }
         }
     }
