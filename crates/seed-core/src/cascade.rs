@@ -43,8 +43,11 @@ pub const CASCADE_DELIVERIES_PER_SIGNAL_MAX: u64 = 500;
 /// Deliveries the land records per day of stored time, unless
 /// `cascade_deliveries_per_day_max` says otherwise.
 pub const CASCADE_DELIVERIES_PER_DAY_MAX: u64 = 10_000;
-/// Operations one run of a cascade handler may take.
+/// Operations one run of a cascade handler may take, unless the land's
+/// `cascade_handler_operations_max` says otherwise.
 pub const CASCADE_HANDLER_OPERATIONS_MAX: u64 = 10_000;
+/// The most the land's `cascade_handler_operations_max` may allow.
+pub const CASCADE_HANDLER_OPERATIONS_CEILING: u64 = 1_000_000;
 /// Spaces one run of a handler may name.
 pub const CASCADE_HANDLER_TARGETS_MAX: usize = 10_000;
 /// Arrivals the world keeps per space (the latest), for the beings there to wake on.
@@ -440,7 +443,9 @@ impl std::fmt::Debug for CascadeHandlers {
 
 impl CascadeHandlers {
     pub fn new(handlers: Vec<CascadeHandler>) -> CascadeHandlers {
-        CascadeHandlers { handlers, engine: ScriptEngine::with_operations_max(CASCADE_HANDLER_OPERATIONS_MAX) }
+        let engine =
+            ScriptEngine::following_land_limit(CASCADE_HANDLER_OPERATIONS_MAX, CASCADE_HANDLER_OPERATIONS_CEILING);
+        CascadeHandlers { handlers, engine }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -572,9 +577,9 @@ pub fn propagate(
         let inputs_signal = signal_json(&route);
         for handler in handlers.iter().filter(|handler| !crate::ownership::is_blocked(world, &handler.extension, &here))
         {
-            let output = handlers
-                .engine
-                .run(&handler.source, &[("signal", &inputs_signal), ("here", &inputs_here)], seed)
+            let inputs: [(&str, &Json); 2] = [("signal", &inputs_signal), ("here", &inputs_here)];
+            let most = world.config_u64("cascade_handler_operations_max", CASCADE_HANDLER_OPERATIONS_MAX);
+            let output = crate::script::within_operations(most, || handlers.engine.run(&handler.source, &inputs, seed))
                 .map_err(HandlerFailure::from)
                 .and_then(targets_of);
             let targets = match output {
@@ -753,6 +758,10 @@ mod tests {
         let tree = world_of(&[("/hall", true), ("/hall/a", false)]);
         check(&tree, &[], &["throw \"no\"", CHILDREN], "/hall", &["handler:/hallx0", "/hall/a@1"]);
         check(&tree, &[], &["loop {}", CHILDREN], "/hall", &["handler:/hallx0", "/hall/a@1"]);
+        // A handler counting 2,000 times: within the default budget, past a land's lower one.
+        let counting = "let n = 0; for i in 0..2000 { n += 1; } here.children";
+        check(&tree, &[], &[counting], "/hall", &["/hall/a@1"]);
+        check(&tree, &[("cascade_handler_operations_max", 1_000)], &[counting], "/hall", &["handler:/hallx0"]);
         check(&tree, &[], &["42"], "/hall", &["handler:/hallx0"]);
         check(&tree, &[], &[r#"["Not A Space"]"#], "/hall", &["handler:/hallx0"]);
         check(&tree, &[], &[r#"["/nowhere", "/hall/a"]"#], "/hall", &["no-space:/nowherex1", "/hall/a@1"]);

@@ -74,6 +74,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "hops a cascade signal travels from where it was written; a deeper delivery is dropped",
     },
     ConfigKey {
+        name: "cascade_handler_operations_max",
+        unit: "operations",
+        default: crate::cascade::CASCADE_HANDLER_OPERATIONS_MAX,
+        min: 100,
+        max: crate::cascade::CASCADE_HANDLER_OPERATIONS_CEILING,
+        about: "operations one run of an extension's cascade handler may take; a run past it is a delivery dropped with why",
+    },
+    ConfigKey {
         name: "cascade_payload_bytes_max",
         unit: "bytes",
         default: crate::cascade::CASCADE_PAYLOAD_BYTES_MAX,
@@ -170,6 +178,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "failures in a row after which a hook handler's breaker opens and it is not run again",
     },
     ConfigKey {
+        name: "hook_operations_max",
+        unit: "operations",
+        default: crate::moment::hooks::HOOK_OPERATIONS_MAX,
+        min: 100,
+        max: crate::moment::hooks::HOOK_OPERATIONS_CEILING,
+        about: "operations one run of a hook handler may take; a run past it is a failure of the handler (counted toward its breaker)",
+    },
+    ConfigKey {
         name: "inbox_depth_max",
         unit: "summons",
         default: crate::moment::INBOX_DEPTH_MAX as u64,
@@ -223,7 +239,7 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         default: crate::script::SCRIPT_OPERATIONS_MAX,
         min: 1_000,
         max: crate::script::SCRIPT_OPERATIONS_CEILING,
-        about: "operations one run of a role's, an operation's, a see-resolver's or a panel's Rhai script may take; a run past it fails as out of budget (hooks and cascade handlers keep their own)",
+        about: "operations one run of a role's, an operation's, a see-resolver's or a panel's Rhai script may take; a run past it fails as out of budget (hooks and cascade handlers have keys of their own)",
     },
     ConfigKey {
         name: "summon_content_chars_max",

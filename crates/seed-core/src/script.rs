@@ -74,10 +74,10 @@ pub fn operations_max_in(world: &crate::world::World) -> u64 {
 }
 
 /// Runs `work` with each run of an engine that follows the land's limit
-/// ([`ScriptEngine::new`]: the substrate's, for roles, operations,
-/// see-resolvers and panels) allowed at most `most` operations: the land's
-/// `script_operations_max` at the moment's cursor, so replay sees the
-/// limit that held. Hooks and cascade handlers keep their own budgets.
+/// ([`ScriptEngine::following_land_limit`]) allowed at most `most`
+/// operations (at most its ceiling): the land's key at the moment's cursor,
+/// so replay sees the limit that held. Each place a script runs sets its
+/// own key's value around its run.
 pub fn within_operations<T>(most: u64, work: impl FnOnce() -> T) -> T {
     let outer = LAND_OPERATIONS_MAX.with(|cell| cell.replace(Some(most)));
     let result = work();
@@ -106,6 +106,8 @@ pub struct ScriptEngine {
     /// Operations a run may take (for an engine that follows the land's
     /// limit: when no [`within_operations`] says otherwise).
     operations_max: u64,
+    /// The most any run may take (the rhai engine's own limit).
+    operations_ceiling: u64,
     /// Whether [`within_operations`] sets this engine's runs' budget.
     follows_land_limit: bool,
 }
@@ -350,8 +352,16 @@ pub fn check_syntax(source: &str) -> Result<(), ScriptError> {
 
 impl ScriptEngine {
     pub fn new() -> ScriptEngine {
-        let mut engine = ScriptEngine::with_operations_max(SCRIPT_OPERATIONS_CEILING);
-        engine.operations_max = SCRIPT_OPERATIONS_MAX;
+        ScriptEngine::following_land_limit(SCRIPT_OPERATIONS_MAX, SCRIPT_OPERATIONS_CEILING)
+    }
+
+    /// An engine whose runs take at most `default_most` operations, or what
+    /// [`within_operations`] sets around them (at most `ceiling`): the
+    /// substrate's (`script_operations_max`), the hooks' (`hook_operations_max`)
+    /// and the cascade handlers' (`cascade_handler_operations_max`).
+    pub fn following_land_limit(default_most: u64, ceiling: u64) -> ScriptEngine {
+        let mut engine = ScriptEngine::with_operations_max(ceiling);
+        engine.operations_max = default_most;
         engine.follows_land_limit = true;
         engine
     }
@@ -393,6 +403,7 @@ impl ScriptEngine {
             cache: RwLock::new(BTreeMap::new()),
             by_address: RwLock::new(BTreeMap::new()),
             operations_max,
+            operations_ceiling: operations_max,
             follows_land_limit: false,
         }
     }
@@ -494,7 +505,7 @@ impl ScriptEngine {
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
         let most = match self.follows_land_limit {
-            true => LAND_OPERATIONS_MAX.with(Cell::get).unwrap_or(self.operations_max),
+            true => LAND_OPERATIONS_MAX.with(Cell::get).unwrap_or(self.operations_max).min(self.operations_ceiling),
             false => self.operations_max,
         };
         RUN_OPERATIONS_MAX.with(|cell| cell.set(most));

@@ -19,8 +19,11 @@ use crate::world::{VerbCall, World};
 use serde_json::{json, Value as Json};
 use std::sync::{Arc, Mutex};
 
-/// Operations one hook handler may take per run.
+/// Operations one hook handler may take per run, unless the land's
+/// `hook_operations_max` says otherwise (`crate::config`).
 pub const HOOK_OPERATIONS_MAX: u64 = 10_000;
+/// The most the land's `hook_operations_max` may allow.
+pub const HOOK_OPERATIONS_CEILING: u64 = 1_000_000;
 /// Consecutive failures after which a handler's breaker opens, unless the
 /// land's `hook_breaker_failures_max` says otherwise (`crate::config`).
 pub const HOOK_FAILURES_BEFORE_BREAK: u32 = 3;
@@ -115,7 +118,7 @@ fn call_json(call: &VerbCall) -> Json {
 impl Hooks {
     pub fn new(handlers: Vec<HookSpec>) -> Hooks {
         Hooks {
-            engine: ScriptEngine::with_operations_max(HOOK_OPERATIONS_MAX),
+            engine: ScriptEngine::following_land_limit(HOOK_OPERATIONS_MAX, HOOK_OPERATIONS_CEILING),
             handlers: handlers.into_iter().map(|spec| (spec, Mutex::new(BreakerState::default()))).collect(),
             incidents: Mutex::new(Vec::new()),
         }
@@ -137,6 +140,7 @@ impl Hooks {
         let location = world.being_named(actor).map(|row| row.location.clone()).unwrap_or_default();
         let actor = json!(actor);
         let view = json!({ "signals": world.signals });
+        let most = world.config_u64("hook_operations_max", HOOK_OPERATIONS_MAX);
         for (spec, state) in self.handlers.iter().filter(|(spec, _)| spec.point.matches(phase, verb)) {
             let extension = spec.name.split('/').next().unwrap_or_default();
             if crate::ownership::is_blocked(world, extension, &location) {
@@ -146,8 +150,8 @@ impl Hooks {
             if state.open {
                 continue;
             }
-            let outcome =
-                self.engine.run(&spec.source, &[("actor", &actor), ("request", &call), ("world", &view)], seed);
+            let inputs: [(&str, &Json); 3] = [("actor", &actor), ("request", &call), ("world", &view)];
+            let outcome = crate::script::within_operations(most, || self.engine.run(&spec.source, &inputs, seed));
             let verdict = match outcome {
                 Ok(Json::Null) | Ok(Json::Bool(true)) => Ok(None),
                 Ok(Json::Bool(false)) => Ok(Some("cancelled".to_string())),
@@ -191,5 +195,35 @@ impl Hooks {
     /// Runs the `after:` handlers for a durable act; nothing they do undoes it.
     pub fn after(&self, actor: &str, call: &VerbCall, world: &World, seed: u64) {
         let _ = self.run(Phase::After, actor, call, world, seed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `before:do` handler counting 2,000 times, run on an act in a world
+    /// whose `hook_operations_max` is `limit`: the incident it leaves, if any.
+    fn incidents_with(limit: Option<u64>) -> Vec<String> {
+        let hooks = Hooks::new(vec![HookSpec {
+            name: "test/0".into(),
+            point: HookPoint::parse("before:do").expect("a point"),
+            source: Arc::from("let n = 0; for i in 0..2000 { n += 1; } true"),
+        }]);
+        let mut world = World::default();
+        if let Some(limit) = limit {
+            world.config.insert("hook_operations_max".into(), json!(limit));
+        }
+        let call = VerbCall::Do { target: "/".into(), action: "ring".into(), args: json!({}) };
+        hooks.before("ada", &call, &world, 7).expect("a failing handler never cancels");
+        hooks.incidents().into_iter().map(|incident| incident.reason).collect()
+    }
+
+    #[test]
+    fn a_hook_runs_within_the_hook_operations_max_in_force_at_the_act() {
+        assert_eq!(incidents_with(None), Vec::<String>::new(), "within the default 10,000");
+        let failed = incidents_with(Some(1_000));
+        assert!(failed.len() == 1 && failed[0].contains("more than 1000 operations"), "{failed:?}");
+        assert_eq!(incidents_with(Some(100_000)), Vec::<String>::new());
     }
 }
