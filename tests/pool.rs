@@ -263,3 +263,36 @@ fn an_expired_claim_is_taken_over_at_a_higher_epoch_and_its_first_holder_is_fenc
     assert_eq!(results, expected);
     assert_eq!(queue.results(1, 0).expect("results").len(), 6);
 }
+
+/// A worker whose definition files differ from those the driver planted
+/// with (an operation's script edited) is another run: it is refused,
+/// saying so, and the run finishes with a worker holding the same files,
+/// to the world hash of the run in one process (docs/definitions.md).
+#[test]
+fn a_worker_with_other_definition_files_is_refused_and_the_run_ends_as_in_one_process() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let (same, edited) = (dir.path().join("same"), dir.path().join("edited"));
+    common::copy_definitions(&same);
+    common::copy_definitions(&edited);
+    let rule = edited.join("extensions/court/ops/rule.rhai");
+    let text = std::fs::read_to_string(&rule).expect("the rule operation");
+    std::fs::write(&rule, format!("// edited after the run started\n{text}")).expect("edited");
+    let fixture_in = |root: &Path| root.join("fixtures/court.toml").to_string_lossy().into_owned();
+    let expected = folder_hash(dir.path(), &fixture_in(&same), "6");
+    let url = common::postgres::fresh_database();
+    let land = dir.path().join("pooled");
+    let same_fixture = fixture_in(&same);
+    let mut driver = spawn_seed(&land, &["--store", &url, "sim", &same_fixture, "--ticks", "6", "--pool", "--json"]);
+    wait_for_planting(&land, &mut driver);
+    let refused = common::seed(&land, &["worker", &fixture_in(&edited)]);
+    assert!(!refused.status.success(), "the edited worker ran");
+    let said = common::stderr(&refused);
+    assert!(said.contains("not this worker's") || said.contains("extensions/court/ops/rule.rhai changed"), "{said}");
+    let worker = common::seed(&land, &["worker", &same_fixture]);
+    assert!(worker.status.success(), "{}", common::stderr(&worker));
+    let output = driver.wait_with_output().expect("driver");
+    assert_eq!(world_hash(&output), expected);
+}

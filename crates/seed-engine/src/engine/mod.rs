@@ -403,6 +403,10 @@ pub struct Engine {
     /// the land's definitions before its first step (`definitions.rs`):
     /// not when opened, since a live land's follower never writes.
     definitions_to_seal: Option<crate::definitions::DefinitionFiles>,
+    /// The digest of the definition files this engine loaded: part of a
+    /// run's digest, so a pool's worker or a resume with other files is
+    /// another run.
+    definitions_digest: Hash32,
 }
 
 /// What a simulation's keys derive from: the fixture's name and the seed.
@@ -447,6 +451,7 @@ impl Engine {
         plant(fixture, &checked.planned, &land)?;
         let operator_token = report.operator_token;
         let mut simulation = Engine::start(fixture, options, land, clock, checked)?;
+        simulation.definitions_digest = files.set.digest();
         simulation.operator_token = Some(operator_token);
         Ok(simulation)
     }
@@ -459,6 +464,7 @@ impl Engine {
         let clock = Arc::new(LogicalClock::starting_at(wall_now_ms()));
         let land = Land::open_with(&options.land_dir, clock.clone(), Limits::default())?;
         let mut engine = Engine::start(fixture, options, land, clock, checked)?;
+        engine.definitions_digest = files.set.digest();
         engine.definitions_to_seal = Some(files);
         Ok(engine)
     }
@@ -613,6 +619,7 @@ impl Engine {
             resume_checkpoints: false,
             catch_up_until: 0,
             definitions_to_seal: None,
+            definitions_digest: Hash32::ZERO,
         })
     }
 
@@ -658,6 +665,7 @@ impl Engine {
         let mut engine =
             Engine::start_with(fixture, options, land, clock, checked, Some((world, checkpoint.scheduler)))?;
         engine.check_definitions_unchanged(&files)?;
+        engine.definitions_digest = files.set.digest();
         let run = pool::run_digest(fixture, options.seed, &engine);
         if run != checkpoint.run {
             return Err(EngineError::ResumeOtherRun { expected: run, found: checkpoint.run });

@@ -53,7 +53,8 @@ pub const WORKER_LEASE_MS_DEFAULT: u64 = 5_000;
 pub const POOL_WAIT_MS: u64 = 200;
 
 /// The identity every process of a pool must share: the fixture's world
-/// (name, clock, roles, beings) and the seed its keys derive from.
+/// (name, clock, roles, beings, every definition file it loaded) and the
+/// seed its keys derive from.
 pub fn run_digest(fixture: &super::fixture::Fixture, seed: u64, engine: &Engine) -> Hash32 {
     let mut hasher = blake3::Hasher::new_derive_key("seed pool run v1");
     hasher.update(fixture.name.as_bytes());
@@ -67,6 +68,9 @@ pub fn run_digest(fixture: &super::fixture::Fixture, seed: u64, engine: &Engine)
     for script in engine.script_files.keys() {
         hasher.update(script.as_bytes());
     }
+    // Every file the world loaded (operations, see-resolvers, hooks and
+    // cascade handlers too: docs/definitions.md).
+    hasher.update(engine.definitions_digest.as_bytes());
     Hash32(*hasher.finalize().as_bytes())
 }
 
@@ -185,8 +189,9 @@ impl Engine {
             return Err(EngineError::Store(StoreError::NoWakeQueue));
         }
         land.set_key_source(KeySource::Seeded(super::simulation_key_seed(fixture, options.seed)));
-        let engine = Engine::start(fixture, options, land, clock, checked)?;
+        let mut engine = Engine::start(fixture, options, land, clock, checked)?;
         engine.check_definitions_unchanged(&files)?;
+        engine.definitions_digest = files.set.digest();
         Ok(engine)
     }
 
