@@ -138,3 +138,35 @@ fn an_older_land_without_definition_facts_replays_with_the_files_as_before() {
     let report = replay_land(&store, &with_files, 2, None, &claims, &progress).expect("replays");
     assert!(report.clean() && report.moments > 0, "{report:?}");
 }
+
+/// A definition file too large to keep in one fact is refused before the
+/// land is planted, naming the file, its size and the limit: no land folder
+/// is left behind.
+#[test]
+fn a_definition_file_too_large_to_keep_is_refused_before_anything_is_planted() {
+    let dir = tempfile::tempdir().expect("folder");
+    let files = dir.path().join("definitions");
+    copy_definitions(&files);
+    let line = format!("// {}\n", "x".repeat(100));
+    let script = format!("{}#{{ verb: \"see\", address: \"/court\" }}\n", line.repeat(620));
+    std::fs::write(files.join("fixtures/big.rhai"), &script).expect("written");
+    let court = std::fs::read_to_string(files.join("fixtures/court.toml")).expect("the court");
+    let with_script = court.replacen(
+        "name = \"ada\"\nhome = \"/court\"",
+        "name = \"ada\"\nhome = \"/court\"\nscript = \"big.rhai\"",
+        1,
+    );
+    assert_ne!(with_script, court, "ada reads the big script");
+    std::fs::write(files.join("fixtures/court.toml"), with_script).expect("written");
+    let land = dir.path().join("land");
+    let fixture = files.join("fixtures/court.toml");
+    let output = seed(dir.path(), &["sim", fixture.to_str().expect("utf-8"), "--land", land.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    let said = crate::common::stderr(&output);
+    let expected = format!(
+        "the definition file big.rhai is {} bytes; the land keeps definition files of at most 61440 bytes",
+        script.len()
+    );
+    assert!(said.contains(&expected), "{said}");
+    assert!(!land.exists(), "nothing was planted");
+}

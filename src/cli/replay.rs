@@ -72,27 +72,37 @@ fn role_change_differences(
     Some(seed::replay::definition_differences(&recorded, &current))
 }
 
-/// The fixture a land folder records, if it records one.
-pub fn recorded_fixture(land_dir: &Path) -> Result<Option<PathBuf>> {
+/// What the land folder's `definitions.toml` records, if it has one.
+fn recorded_definitions(land_dir: &Path) -> Result<Option<Definitions>> {
     let path = land_dir.join(DEFINITIONS_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            Ok(Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?.fixture))
-        }
+        Ok(text) => Ok(Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(error).with_context(|| format!("{}", path.display())),
     }
 }
 
+/// No land at all, or a folder that is not one: the clearer thing to say
+/// when a land folder has no `definitions.toml`.
+fn not_a_land(land_dir: &Path) -> Option<anyhow::Error> {
+    if !land_dir.is_dir() {
+        return Some(seed::land::LandError::NoLand { dir: land_dir.to_path_buf() }.into());
+    }
+    if !land_dir.join(seed::land::LAND_META_FILE).is_file() {
+        return Some(seed::land::LandError::NotALand { dir: land_dir.to_path_buf() }.into());
+    }
+    None
+}
+
+/// The fixture a land folder records, if it records one.
+pub fn recorded_fixture(land_dir: &Path) -> Result<Option<PathBuf>> {
+    Ok(recorded_definitions(land_dir)?.map(|recorded| recorded.fixture))
+}
+
 /// The definitions a land's moments used: `--fixture` if given (with the
 /// recorded seed, if any), else what the land folder records.
 pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<Definitions> {
-    let path = land_dir.join(DEFINITIONS_FILE);
-    let recorded = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => return Err(error).with_context(|| format!("{}", path.display())),
-    };
+    let recorded = recorded_definitions(land_dir)?;
     match (given, recorded) {
         (Some(given), recorded) => Ok(Definitions {
             fixture: given.to_path_buf(),
@@ -100,15 +110,13 @@ pub(super) fn land_definitions(land_dir: &Path, given: Option<&Path>) -> Result<
             role_dirs: Vec::new(),
         }),
         (None, Some(recorded)) => Ok(recorded),
-        // No land at all is the clearer thing to say.
-        (None, None) if !land_dir.is_dir() => Err(seed::land::LandError::NoLand { dir: land_dir.to_path_buf() }.into()),
-        (None, None) if !land_dir.join(seed::land::LAND_META_FILE).is_file() => {
-            Err(seed::land::LandError::NotALand { dir: land_dir.to_path_buf() }.into())
-        }
-        (None, None) => bail!(
-            "{} is missing: pass --fixture FILE (the world whose roles and extensions the moments used)",
-            path.display()
-        ),
+        (None, None) => match not_a_land(land_dir) {
+            Some(error) => Err(error),
+            None => bail!(
+                "{} is missing: pass --fixture FILE (the world whose roles and extensions the moments used)",
+                land_dir.join(DEFINITIONS_FILE).display()
+            ),
+        },
     }
 }
 
@@ -138,19 +146,11 @@ impl ReplayFiles {
                 unloaded: None,
             });
         }
-        if !land_dir.is_dir() {
-            return Err(seed::land::LandError::NoLand { dir: land_dir.to_path_buf() }.into());
+        if let Some(error) = not_a_land(land_dir) {
+            return Err(error);
         }
-        if !land_dir.join(seed::land::LAND_META_FILE).is_file() {
-            return Err(seed::land::LandError::NotALand { dir: land_dir.to_path_buf() }.into());
-        }
-        let path = land_dir.join(DEFINITIONS_FILE);
-        let recorded = match std::fs::read_to_string(&path) {
-            Ok(text) => toml::from_str::<Definitions>(&text).with_context(|| format!("{}", path.display()))?,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(ReplayFiles { substrate: None, read: None, given: false, unloaded: None })
-            }
-            Err(error) => return Err(error).with_context(|| format!("{}", path.display())),
+        let Some(recorded) = recorded_definitions(land_dir)? else {
+            return Ok(ReplayFiles { substrate: None, read: None, given: false, unloaded: None });
         };
         let loaded = Fixture::load(&recorded.fixture)
             .map_err(anyhow::Error::from)
@@ -163,7 +163,7 @@ impl ReplayFiles {
                 given: false,
                 unloaded: Some(format!(
                     "{} names {}, which does not load: {error:#}",
-                    path.display(),
+                    land_dir.join(DEFINITIONS_FILE).display(),
                     recorded.fixture.display()
                 )),
             },

@@ -11,7 +11,6 @@ use super::fixture::Fixture;
 use super::world_check::{check_world, CheckedWorld};
 use super::{read_land_log, EngineError};
 use crate::definitions::{DefinitionEntry, DefinitionFiles};
-use crate::fact::Hash32;
 use crate::land::Land;
 use crate::moment::Substrate;
 use crate::store::Store;
@@ -50,28 +49,12 @@ pub fn seal_if_changed(land: &Land, world: &mut World, files: &DefinitionFiles) 
     if world.definitions.in_force.map(|in_force| in_force.digest) == Some(digest) {
         return Ok(false);
     }
-    let room = land.limits().fact_body_bytes_max.saturating_sub(DEFINITION_FACT_OVERHEAD_BYTES);
-    let paths: BTreeMap<Hash32, &str> = files
-        .set
-        .entries
-        .iter()
-        .filter_map(|(path, entry)| match entry {
-            DefinitionEntry::File { digest } => Some((*digest, path.as_str())),
-            _ => None,
-        })
-        .collect();
+    let room = check_fits(files, land.limits().fact_body_bytes_max)?;
     let mut batches: Vec<Vec<Effect>> = Vec::new();
     let mut batch_bytes = 0usize;
     for (digest, text) in &files.texts {
         if world.definitions.texts.contains_key(digest) {
             continue;
-        }
-        if text.len() > room {
-            return Err(EngineError::DefinitionTooLarge {
-                path: paths.get(digest).map_or_else(|| digest.to_hex(), |path| path.to_string()),
-                bytes: text.len(),
-                max: room,
-            });
         }
         if batches.is_empty() || batch_bytes + text.len() > room {
             batches.push(Vec::new());
@@ -89,6 +72,21 @@ pub fn seal_if_changed(land: &Land, world: &mut World, files: &DefinitionFiles) 
     }
     super::fold_to_end(land.store(), world)?;
     Ok(true)
+}
+
+/// Refuses `files` if a text does not fit in one definition fact under
+/// `fact_body_bytes_max`, naming the file; else the room a fact has for
+/// texts. Checked before a land is planted, so a refused world plants nothing.
+pub fn check_fits(files: &DefinitionFiles, fact_body_bytes_max: usize) -> Result<usize, EngineError> {
+    let room = fact_body_bytes_max.saturating_sub(DEFINITION_FACT_OVERHEAD_BYTES);
+    for (path, entry) in &files.set.entries {
+        let DefinitionEntry::File { digest } = entry else { continue };
+        let bytes = files.texts.get(digest).map_or(0, String::len);
+        if bytes > room {
+            return Err(EngineError::DefinitionTooLarge { path: path.clone(), bytes, max: room });
+        }
+    }
+    Ok(room)
 }
 
 /// The definition set in force in `world` with its texts, read from the

@@ -437,6 +437,9 @@ impl Engine {
 
     fn plant_recording(fixture: &Fixture, options: &EngineOptions, record: bool) -> Result<Engine, EngineError> {
         let (checked, files) = definitions::check_world_recording(fixture, &[])?;
+        if record {
+            definitions::check_fits(&files, Limits::default().fact_body_bytes_max)?;
+        }
         let key_seed = simulation_key_seed(fixture, options.seed);
         let (clock, key_source) = match options.mode {
             Mode::Live => (Arc::new(LogicalClock::starting_at(wall_now_ms())), KeySource::Os),
@@ -488,11 +491,13 @@ impl Engine {
         &self,
         files: &crate::definitions::DefinitionFiles,
     ) -> Result<(), EngineError> {
+        // The world holds the digest in force: the land is read only to name what differs.
+        match self.world.definitions.in_force {
+            Some(in_force) if in_force.digest != files.set.digest() => {}
+            _ => return Ok(()),
+        }
         let Some(recorded) = definitions::recorded_files(self.land.store(), &self.world)? else { return Ok(()) };
         let changes = recorded.set.changes_to(&files.set);
-        if recorded.set.digest() == files.set.digest() {
-            return Ok(());
-        }
         let changes = match changes.is_empty() {
             true => "the files were read at other paths".to_string(),
             false => changes
