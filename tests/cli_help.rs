@@ -115,3 +115,24 @@ fn up_listens_on_a_host_name() {
     let wrong = seed(&["--land", land.path().join("other").to_str().unwrap(), "up", "--addr", "nowhere"]);
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("is not HOST:PORT (e.g. 127.0.0.1:7777 or localhost:7777)"));
 }
+
+/// The request limits left `seed up`'s flags for the land's configuration:
+/// an old script's flag is refused naming the key and how to set it, and
+/// no land is created.
+#[test]
+fn up_refuses_the_request_limit_flags_naming_the_keys_that_replaced_them() {
+    let scratch = tempfile::tempdir().expect("folder");
+    let land = scratch.path().join("land");
+    for (flag, key) in [
+        ("--requests-per-minute-max", "portal_requests_per_minute_max"),
+        ("--body-bytes-max", "portal_body_bytes_max"),
+    ] {
+        let output = seed(&["--land", land.to_str().unwrap(), "up", flag, "4096", "--lifetime-s", "1"]);
+        assert_eq!(output.status.code(), Some(1), "{flag}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        let expected = format!("{flag} is no longer a flag of seed up: the limit is the land's configuration key {key}");
+        assert!(error.contains(&expected), "{error}");
+        assert!(error.contains(&format!("seed config set {key} 4096")), "{error}");
+        assert!(!land.exists(), "{flag}: nothing is created");
+    }
+}

@@ -316,6 +316,42 @@ fn the_land_wide_cap_bounds_calls_in_flight() {
     assert_eq!(endpoint.in_flight_max(), 2, "two calls at once, never more");
 }
 
+/// The land's call limits (`[config]` of the fixture, folded like any key)
+/// bound what the connection asks for: the smaller holds, and the message
+/// names the limit that held.
+#[test]
+fn the_lands_call_limits_bound_what_a_connection_asks_for() {
+    let endpoint = FakeEndpoint::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let check = |config: &str, connection: &str, replies: Vec<Reply>, expected: &str, attempts: u64| {
+        let fixture = fixture_variant(dir.path(), "court.toml", &format!("[config]\n{config}"));
+        endpoint.push(replies.clone());
+        let run = simulate(&fixture, &one_connection(&endpoint, connection), 1);
+        let clerk = &run.moments_of("clerk")[0];
+        let outcome = clerk["outcome"].as_str().unwrap();
+        assert!(outcome.contains(expected), "{config} / {connection}: expected {expected:?} in {outcome:?}");
+        assert_eq!(clerk["llm"]["attempts"], attempts, "{config} / {connection}: {clerk}");
+        assert_replays_clean(&run.land, &fixture);
+    };
+    let hang = || vec![Reply::Hang { ms: 1500 }];
+    check("llm_call_timeout_ms = 200", "timeout_ms = 800", hang(), "timed out after 200 ms (llm_call_timeout_ms)", 1);
+    check("llm_call_timeout_ms = 800", "timeout_ms = 200", hang(), "timed out after 200 ms (timeout_ms)", 1);
+    let errors = || vec![Reply::ServerError; 4];
+    check("llm_call_retries_max = 1", "", errors(), "fake: status 500", 2);
+    check("llm_call_retries_max = 0", "", vec![Reply::ServerError], "fake: status 500", 1);
+    // The connection's own three retries hold under the land's default.
+    check("inbox_depth_max = 64", "", errors(), "fake: status 500", 4);
+
+    // In flight: the file allows eight, the land one.
+    let endpoint = FakeEndpoint::start().unwrap();
+    endpoint.push(vec![Reply::Hang { ms: 100 }; 6]);
+    let crowd = "[[generate]]\ncount = 6\nhomes = [\"/hall\"]\n[generate.template]\nname = \"scribe-{i}\"\ncognition = \"llm\"\nhome = \"/hall\"\ndefault_role = \"clerk\"\nwake_every = 1\n";
+    let fixture = fixture_variant(dir.path(), "court.toml", &format!("{crowd}\n[config]\nllm_calls_in_flight_max = 1\n"));
+    let run = simulate(&fixture, &format!("concurrency_max = 8\n{}", one_connection(&endpoint, "")), 1);
+    assert_eq!(run.summary.llm_calls, 7, "six scribes and the clerk");
+    assert_eq!(endpoint.in_flight_max(), 1, "one call at once: the land's key, below the file's eight");
+}
+
 #[test]
 fn bad_connection_files_are_refused_with_the_field() {
     let base = Path::new(".");

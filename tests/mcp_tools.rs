@@ -132,15 +132,19 @@ fn an_mcp_servers_limits_each_fail_the_moment_naming_the_limit_and_seal_nothing(
     std::fs::create_dir_all(world.join("extensions/everything")).expect("extension");
     let fixture = repo().join("tests/fixtures/mcp-tools");
     let world_text = std::fs::read_to_string(fixture.join("world.toml")).expect("world");
-    std::fs::write(world.join("world.toml"), world_text.replace("ticks = 5", "ticks = 4")).expect("world");
+    // The land's mcp_call_timeout_ms (above the server's 1500 ms: the
+    // server's holds) and mcp_call_retries_max (below the server's one
+    // retry: the land's holds, so the timed-out call is not retried).
+    let config = "\n[config]\nmcp_call_timeout_ms = 60000\nmcp_call_retries_max = 0\n";
+    std::fs::write(world.join("world.toml"), world_text.replace("ticks = 5", "ticks = 4") + config).expect("world");
     std::fs::write(
         world.join("roles/asker.toml"),
         "name = \"asker\"\ncanSee = [\"/\"]\ncanDo = [\"echo\", \"wait\"]\nscript = \"asker.rhai\"\n",
     )
     .expect("role");
     // Round 1: a short echo (answered); 2: a long one (its result over
-    // result_bytes_max); 3: an operation that outlasts timeout_ms (retried
-    // once, then failed: the breaker's second failure); 4: a short echo
+    // result_bytes_max); 3: an operation that outlasts timeout_ms (not
+    // retried: the land allows none; the breaker's second failure); 4: a short echo
     // again, refused by the open breaker.
     std::fs::write(
         world.join("roles/asker.rhai"),
@@ -185,7 +189,7 @@ breaker_cooldown_ms = 600000
     assert_eq!(outcomes[0], "act: do");
     for (outcome, needle) in [
         (&outcomes[1], "over result_bytes_max = 80"),
-        (&outcomes[2], "timed out after 1500 ms (timeout_ms) (2 attempts)"),
+        (&outcomes[2], "timed out after 1500 ms (timeout_ms) (1 attempts)"),
         (&outcomes[3], "circuit breaker is open after 2 failures in a row (breaker_failures_max = 2)"),
     ] {
         assert!(outcome.starts_with("failure in decide: do "), "{outcome}");

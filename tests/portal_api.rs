@@ -393,13 +393,22 @@ fn cookie_sessions_need_the_csrf_token_on_every_write() {
     assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
 }
 
+/// The request limits are the land's keys, read at each request: a body
+/// the default takes is refused once the key is lowered, and the flood is
+/// limited at the lowered rate.
 #[test]
 fn oversized_bodies_and_floods_are_refused() {
-    let up = Up::start(&["--requests-per-minute-max", "40", "--body-bytes-max", "4096"]);
-    let before = up.cursor();
+    let up = Up::start(&[]);
     let huge = json!({"key": "court.big", "value": "x".repeat(10_000)});
     let (status, body) = up.post("/api/v1/signals", &huge);
+    assert_eq!(status, 200, "under the default portal_body_bytes_max: {body}");
+    up.set_config("portal_body_bytes_max", 4096);
+    up.set_config("portal_requests_per_minute_max", 40);
+    let before = up.cursor();
+    let (status, body) = up.post("/api/v1/signals", &huge);
     assert_eq!((status, body["error"]["code"].clone()), (413, json!("too-large")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("portal_body_bytes_max = 4096 bytes"), "{message}");
     let (status, _) = up.post("/api/v1/roles", &json!({"definition": {"name": "big", "prompt": "p".repeat(20_000)}}));
     assert_eq!(status, 413);
     assert_eq!(up.cursor(), before);
@@ -530,7 +539,8 @@ fn a_being_inhabited_when_the_land_stopped_is_released_after_a_restart() {
 fn a_body_over_the_land_fact_limit_is_413_naming_the_field_not_500() {
     // The request limit is raised far past the land's fact body limit
     // (64 KiB), so the land's limit is the one that refuses.
-    let up = Up::start(&["--body-bytes-max", "400000"]);
+    let up = Up::start(&[]);
+    up.set_config("portal_body_bytes_max", 400_000);
     let big = "x".repeat(131_000);
     let cases = [
         case(
@@ -806,7 +816,8 @@ fn get_requests_never_change_the_land() {
 
 #[test]
 fn every_answer_carries_the_security_headers() {
-    let up = Up::start(&["--requests-per-minute-max", "30"]);
+    let up = Up::start(&[]);
+    up.set_config("portal_requests_per_minute_max", 30);
     let (cookie, _) = up.login();
     for path in ["/world", "/roles", "/beings/ada", "/login", "/api/v1/world", "/no-such-page"] {
         let response = up.http.get(format!("{}{path}", up.url)).header("cookie", &cookie).send().expect("answered");

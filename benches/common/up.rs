@@ -1,5 +1,5 @@
-//! `seed up` on a fresh land of a fixture, on a free loopback port, with no
-//! request limit: the land the benchmarks that load the portal measure
+//! `seed up` on a fresh land of a fixture, on a free loopback port, with its
+//! `portal_requests_per_minute_max` raised to a billion (no limit a load reaches): the land the benchmarks that load the portal measure
 //! (benches/portal.rs, benches/mcp.rs). Stopped when dropped.
 
 use std::io::{BufRead, BufReader};
@@ -18,24 +18,34 @@ impl Up {
     pub fn start(fixture: &str, stderr: Stdio) -> Up {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let land = dir.path().join("land");
+        let seed_at_land = |arguments: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_seed")).arg("--land").arg(&land).args(arguments).output();
+            let output = output.expect("seed runs");
+            assert!(output.status.success(), "seed {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+            output
+        };
+        // Planted first, so the request limit can be raised as a key before
+        // it serves; a land that exists prints no token when it comes up, so
+        // one is issued here.
+        seed_at_land(&["sim", fixture, "--ticks", "0"]);
+        seed_at_land(&["config", "set", "portal_requests_per_minute_max", "1000000000"]);
+        let issued = seed_at_land(&["token", "--json"]);
+        let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).expect("seed token --json");
+        let token = issued["token"].as_str().expect("a token").to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
             .arg("--land")
             .arg(&land)
             .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "900"])
-            .args(["--requests-per-minute-max", "1000000000"])
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
             .expect("seed up starts");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (mut url, mut token) = (String::new(), String::new());
-        while url.is_empty() || token.is_empty() {
-            let line = lines.next().expect("seed up prints its URL and token").expect("readable");
+        let mut url = String::new();
+        while url.is_empty() {
+            let line = lines.next().expect("seed up prints its URL").expect("readable");
             if let Some(rest) = line.strip_prefix("seed is up: ") {
                 url = rest.trim_end_matches('/').to_string();
-            }
-            if let Some(rest) = line.strip_prefix("operator token (shown once, keep it): ") {
-                token = rest.to_string();
             }
         }
         // Keep draining stdout so the process never blocks on a full pipe.

@@ -82,12 +82,13 @@ enum Command {
         /// Threads computing the moments of a round.
         #[arg(long, default_value_t = 2)]
         threads: usize,
-        /// Requests per minute per session (portal_requests_per_minute_max).
-        #[arg(long, default_value_t = seed::portal::PORTAL_REQUESTS_PER_MINUTE_MAX)]
-        requests_per_minute_max: u64,
-        /// Most bytes in a request body (portal_body_bytes_max).
-        #[arg(long, default_value_t = seed::portal::PORTAL_BODY_BYTES_MAX)]
-        body_bytes_max: usize,
+        /// No longer a flag: the land's key portal_requests_per_minute_max
+        /// (`seed config set`); given, it is refused saying so.
+        #[arg(long, hide = true)]
+        requests_per_minute_max: Option<String>,
+        /// No longer a flag: the land's key portal_body_bytes_max.
+        #[arg(long, hide = true)]
+        body_bytes_max: Option<String>,
         /// How long an inhabited being stays inhabited after its last tab closed.
         #[arg(long, default_value_t = seed::portal::INHABIT_RELEASE_GRACE_MS)]
         release_grace_ms: u64,
@@ -793,6 +794,20 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             return audit::audit_of_bundles(audit::AuditArguments { being, tool, since, bundles, json: *json });
         }
     }
+    if let Command::Up { requests_per_minute_max, body_bytes_max, .. } = &arguments.command {
+        for (flag, key, given) in [
+            ("--requests-per-minute-max", "portal_requests_per_minute_max", requests_per_minute_max),
+            ("--body-bytes-max", "portal_body_bytes_max", body_bytes_max),
+        ] {
+            if let Some(value) = given {
+                anyhow::bail!(
+                    "{flag} is no longer a flag of seed up: the limit is the land's configuration key {key}, \
+read at each request (docs/config.md). Set it with `seed config set {key} {value}` on a stopped land, \
+or on the portal's /config page while it runs"
+                );
+            }
+        }
+    }
     let dir = arguments.land.unwrap_or_else(|| PathBuf::from("land"));
     let store = land::store_for(Some(&dir), arguments.store.as_deref())?;
     match arguments.command {
@@ -801,8 +816,8 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
             addr,
             round_ms,
             threads,
-            requests_per_minute_max,
-            body_bytes_max,
+            requests_per_minute_max: _,
+            body_bytes_max: _,
             release_grace_ms,
             header_read_timeout_ms,
             body_read_timeout_ms,
@@ -818,8 +833,6 @@ pub fn run(arguments: Arguments) -> Result<ExitCode> {
                 round_ms,
                 threads,
                 limits: seed::portal::PortalLimits {
-                    body_bytes_max,
-                    requests_per_minute_max,
                     release_grace_ms,
                     header_read_timeout_ms,
                     body_read_timeout_ms,

@@ -58,6 +58,13 @@ impl Up {
         Up { child, url, token, dir, http }
     }
 
+    /// Sets the land's configuration key `key` to `value` as the operator
+    /// (`POST /api/v1/config`): in force from the next request or moment.
+    pub fn set_config(&self, key: &str, value: u64) {
+        let (status, answer) = self.post("/api/v1/config", &serde_json::json!({"key": key, "value": value}));
+        assert_eq!(status, 200, "{key} = {value}: {answer}");
+    }
+
     /// Stops the process and starts `seed up` again on the same land.
     pub fn restart(&mut self, extra: &[&str]) {
         self.stop();

@@ -13,6 +13,11 @@
 
 use serde_json::Value as Json;
 
+/// Most bytes of one request's body to the portal (`portal_body_bytes_max`).
+pub const PORTAL_BODY_BYTES_MAX_DEFAULT: usize = 64 * 1024;
+/// Requests per minute per session or bearer (`portal_requests_per_minute_max`).
+pub const PORTAL_REQUESTS_PER_MINUTE_MAX_DEFAULT: u64 = 600;
+
 /// One configuration key: a whole number with its unit in its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConfigKey {
@@ -194,6 +199,30 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "summons waiting in one being's inbox; a summons past it is refused",
     },
     ConfigKey {
+        name: "llm_call_retries_max",
+        unit: "retries",
+        default: crate::llm::LLM_CALL_RETRIES_MAX_DEFAULT as u64,
+        min: 0,
+        max: 100,
+        about: "retries of one model call after a 429, a 5xx or no connection; a connection's own `retries_max` may ask for fewer, never more",
+    },
+    ConfigKey {
+        name: "llm_call_timeout_ms",
+        unit: "milliseconds",
+        default: crate::llm::LLM_CALL_TIMEOUT_MS_DEFAULT,
+        min: 100,
+        max: 3_600_000,
+        about: "how long one attempt of a model call may take; a connection's own `timeout_ms` may be shorter, never longer",
+    },
+    ConfigKey {
+        name: "llm_calls_in_flight_max",
+        unit: "calls",
+        default: crate::llm::LLM_CALLS_IN_FLIGHT_MAX_DEFAULT as u64,
+        min: 1,
+        max: 1_024,
+        about: "model calls (chat and embeddings) the land has in flight at once; the connections file's `concurrency_max` may allow fewer, never more",
+    },
+    ConfigKey {
         name: "llm_prompt_chars_max",
         unit: "characters",
         default: crate::llm::LLM_PROMPT_CHARS_MAX as u64,
@@ -210,12 +239,52 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "bytes of one model answer the moment reads",
     },
     ConfigKey {
+        name: "mcp_call_retries_max",
+        unit: "retries",
+        default: crate::tools::MCP_CALL_RETRIES_MAX_DEFAULT as u64,
+        min: 0,
+        max: 100,
+        about: "retries of one MCP tool call after its server failed to answer; a server's own `retries_max` may ask for fewer, never more",
+    },
+    ConfigKey {
+        name: "mcp_call_timeout_ms",
+        unit: "milliseconds",
+        default: crate::tools::MCP_CALL_TIMEOUT_MS_DEFAULT,
+        min: 100,
+        max: 3_600_000,
+        about: "how long one attempt of an MCP tool call may take; a server's own `timeout_ms` may be shorter, never longer",
+    },
+    ConfigKey {
+        name: "mcp_calls_in_flight_max",
+        unit: "calls",
+        default: crate::tools::MCP_CALLS_IN_FLIGHT_MAX_DEFAULT as u64,
+        min: 1,
+        max: 1_024,
+        about: "tool calls one MCP server has in flight at once; a server's own `concurrency_max` may allow fewer, never more",
+    },
+    ConfigKey {
         name: "op_effects_max",
         unit: "effects",
         default: crate::moment::ops::OP_EFFECTS_MAX as u64,
         min: 1,
         max: 4_096,
         about: "effects one DO operation may make; an operation making more is refused",
+    },
+    ConfigKey {
+        name: "portal_body_bytes_max",
+        unit: "bytes",
+        default: PORTAL_BODY_BYTES_MAX_DEFAULT as u64,
+        min: 1_024,
+        max: 16_777_216,
+        about: "bytes of one request's body to the portal; a larger one is refused with 413 (a field that would make a fact over the land's own fact limit is refused too)",
+    },
+    ConfigKey {
+        name: "portal_requests_per_minute_max",
+        unit: "requests per minute of wall time",
+        default: PORTAL_REQUESTS_PER_MINUTE_MAX_DEFAULT,
+        min: 1,
+        max: 1_000_000_000,
+        about: "requests one session (or one bearer's account) makes to the portal and its MCP endpoint in a minute; one past it is refused with 429",
     },
     ConfigKey {
         name: "recall_face_chars_max",

@@ -13,7 +13,7 @@
 use crate::face::{Face, RecallBlock};
 use crate::fact::{blake3_of, Hash32};
 pub use crate::world::body::{LlmParams, LlmRecord, Prices};
-use crate::world::VerbCall;
+use crate::world::{VerbCall, World};
 use serde_json::{json, Value as Json};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -498,6 +498,58 @@ pub enum ResponseError {
     NotAVerb { name: String },
 }
 
+/// The land's ceiling on one attempt of a model call (`llm_call_timeout_ms`);
+/// a connection's own `timeout_ms` (60,000 unless it says) may be shorter.
+pub const LLM_CALL_TIMEOUT_MS_DEFAULT: u64 = 300_000;
+/// The land's ceiling on one model call's retries (`llm_call_retries_max`);
+/// a connection's own `retries_max` (3 unless it says) may be fewer.
+pub const LLM_CALL_RETRIES_MAX_DEFAULT: u32 = 10;
+/// The land's ceiling on model calls in flight at once
+/// (`llm_calls_in_flight_max`); the connections file's `concurrency_max`
+/// (8 unless it says) may be lower.
+pub const LLM_CALLS_IN_FLIGHT_MAX_DEFAULT: usize = 64;
+
+/// The land's limits on one call through the moment's door to the outside
+/// (a model's or an MCP server's), read at the world the calling moment
+/// opened on: a connection or a server may ask for less, never more. They
+/// change what the call may cost in time, never what a moment records, so
+/// replay (which calls nothing) never reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    pub timeout_ms: u64,
+    pub retries_max: u32,
+    pub in_flight_max: usize,
+}
+
+impl CallLimits {
+    /// A model call's limits at `world` (`llm_call_timeout_ms`,
+    /// `llm_call_retries_max`, `llm_calls_in_flight_max`).
+    pub fn of_models(world: &World) -> CallLimits {
+        CallLimits {
+            timeout_ms: world.config_u64("llm_call_timeout_ms", LLM_CALL_TIMEOUT_MS_DEFAULT),
+            retries_max: world.config_u64("llm_call_retries_max", LLM_CALL_RETRIES_MAX_DEFAULT as u64) as u32,
+            in_flight_max: world.config_u64("llm_calls_in_flight_max", LLM_CALLS_IN_FLIGHT_MAX_DEFAULT as u64) as usize,
+        }
+    }
+
+    /// An MCP tool call's limits at `world` (`mcp_call_timeout_ms`,
+    /// `mcp_call_retries_max`, `mcp_calls_in_flight_max`).
+    pub fn of_tools(world: &World) -> CallLimits {
+        use crate::tools::{MCP_CALLS_IN_FLIGHT_MAX_DEFAULT, MCP_CALL_RETRIES_MAX_DEFAULT, MCP_CALL_TIMEOUT_MS_DEFAULT};
+        CallLimits {
+            timeout_ms: world.config_u64("mcp_call_timeout_ms", MCP_CALL_TIMEOUT_MS_DEFAULT),
+            retries_max: world.config_u64("mcp_call_retries_max", MCP_CALL_RETRIES_MAX_DEFAULT as u64) as u32,
+            in_flight_max: world.config_u64("mcp_calls_in_flight_max", MCP_CALLS_IN_FLIGHT_MAX_DEFAULT as u64) as usize,
+        }
+    }
+
+    /// The smaller of what the land allows and what the connection or the
+    /// server asks (`own`), and which of the two it is, for a message.
+    pub fn timeout_ms_within(&self, own: u64, land_key: &'static str) -> (u64, &'static str) {
+        if self.timeout_ms < own { (self.timeout_ms, land_key) } else { (own, "timeout_ms") }
+    }
+}
+
 /// What the moment asks of a language model.
 pub struct Question<'a> {
     /// The connection the resolution chain named (being → role → land), if any;
@@ -509,6 +561,8 @@ pub struct Question<'a> {
     /// The panel member asking (`crate::moment::panel`), if one: replay
     /// answers each member from its own record.
     pub member: Option<&'a str>,
+    /// The land's limits on the call, at the moment's world.
+    pub limits: CallLimits,
 }
 
 /// A text to embed, and the connection to embed it with.
@@ -518,6 +572,8 @@ pub struct EmbedQuestion<'a> {
     pub text: &'a str,
     /// Seeds retry jitter.
     pub seed: u64,
+    /// The land's limits on the call, at the world it is asked from.
+    pub limits: CallLimits,
 }
 
 /// A text's vector, quantised (`crate::embedding::quantise`).

@@ -22,6 +22,12 @@ pub const MCP_TOOL_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 pub const MCP_TOOL_RETRIES_MAX_DEFAULT: u32 = 2;
 /// Calls to one server at once (`concurrency_max`).
 pub const MCP_TOOL_CONCURRENCY_MAX_DEFAULT: usize = 4;
+/// The land's ceiling on one attempt of a tool call (`mcp_call_timeout_ms`).
+pub const MCP_CALL_TIMEOUT_MS_DEFAULT: u64 = 300_000;
+/// The land's ceiling on one tool call's retries (`mcp_call_retries_max`).
+pub const MCP_CALL_RETRIES_MAX_DEFAULT: u32 = 10;
+/// The land's ceiling on one server's calls at once (`mcp_calls_in_flight_max`).
+pub const MCP_CALLS_IN_FLIGHT_MAX_DEFAULT: usize = 64;
 /// Largest result recorded, in bytes of its JSON (`result_bytes_max`).
 pub const MCP_TOOL_RESULT_BYTES_MAX_DEFAULT: usize = 65_536;
 /// Failures in a row after which the server is not called (`breaker_failures_max`).
@@ -330,6 +336,8 @@ pub struct ToolQuestion<'a> {
     pub arguments: &'a Json,
     /// Seeds the retries' backoff (the moment's).
     pub seed: u64,
+    /// The land's limits on the call, at the moment's world.
+    pub limits: crate::llm::CallLimits,
 }
 
 /// The server's answer.

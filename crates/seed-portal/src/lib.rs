@@ -7,6 +7,7 @@
 //! starts a process.
 //! The layers below are re-exported at their familiar paths.
 
+pub mod in_flight;
 pub mod llm_http;
 pub mod mcp_client;
 pub mod portal;

@@ -2,7 +2,9 @@
 //! server started over stdio (or connected to over streamable HTTP, at its
 //! `url`) at its first call and kept, each call bounded
 //! by the server's `timeout_ms`, retried `retries_max` times after the
-//! server failed to answer (restarted, or connected to again), `concurrency_max` at once, refused
+//! server failed to answer (restarted, or connected to again), `concurrency_max` at once (each within
+//! the land's `mcp_call_timeout_ms`, `mcp_call_retries_max` and `mcp_calls_in_flight_max`, read at the
+//! calling moment's world: the smaller holds), refused
 //! when its result is over `result_bytes_max`, and a circuit breaker that
 //! stops calling a server after `breaker_failures_max` failures in a row for
 //! `breaker_cooldown_ms`. [`WithMcpTools`] puts it beside a model: the
@@ -10,7 +12,7 @@
 //!
 //! Replay never gets here: it answers from the act's record.
 
-use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
+use crate::llm::{Answer, CallLimits, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
 use crate::tools::{McpServerSpec, McpToolSchema, McpTransport, ToolAnswer, ToolQuestion};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceError};
@@ -21,7 +23,6 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
 
 /// Threads of the client's runtime (calls wait on servers, not on CPU).
 pub const MCP_CLIENT_THREADS: usize = 1;
@@ -49,7 +50,9 @@ struct Server {
     spec: McpServerSpec,
     /// The running server, started at the first call (and again after a failure).
     client: tokio::sync::Mutex<Option<Arc<Client>>>,
-    in_flight: Semaphore,
+    /// Calls in flight, capped at each call by the smaller of the server's
+    /// `concurrency_max` and the land's `mcp_calls_in_flight_max`.
+    in_flight: crate::in_flight::InFlight,
     breaker: Mutex<Breaker>,
 }
 
@@ -80,7 +83,7 @@ impl McpTools {
                 });
             }
             let server = Server {
-                in_flight: Semaphore::new(spec.concurrency_max),
+                in_flight: Default::default(),
                 client: tokio::sync::Mutex::new(None),
                 breaker: Mutex::new(Breaker::default()),
                 spec,
@@ -106,10 +109,11 @@ impl McpTools {
             return Err(NoAnswer { reason: format!("no MCP server {:?} is declared", question.server), attempts: 0 });
         };
         server.refuse_if_open()?;
-        let (tool, arguments, seed) = (question.tool.to_string(), question.arguments.clone(), question.seed);
+        let (tool, arguments, seed, limits) =
+            (question.tool.to_string(), question.arguments.clone(), question.seed, question.limits);
         let (send, receive) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {
-            let _ = send.send(server.call(&tool, &arguments, seed).await);
+            let _ = send.send(server.call(&tool, &arguments, seed, limits).await);
         });
         receive
             .recv()
@@ -190,23 +194,25 @@ for {} ms more (breaker_cooldown_ms = {})",
         }
     }
 
-    async fn call(&self, tool: &str, arguments: &Json, seed: u64) -> Result<ToolAnswer, NoAnswer> {
-        let _permit = self.in_flight.acquire().await.map_err(|_| NoAnswer { reason: "closed".into(), attempts: 0 })?;
+    async fn call(&self, tool: &str, arguments: &Json, seed: u64, limits: CallLimits) -> Result<ToolAnswer, NoAnswer> {
+        let _slot = self.in_flight.acquire(self.spec.concurrency_max.min(limits.in_flight_max)).await;
+        let (timeout_ms, timeout_name) = limits.timeout_ms_within(self.spec.timeout_ms, "mcp_call_timeout_ms");
+        let retries_max = self.spec.retries_max.min(limits.retries_max);
         let mut attempts = 0;
         loop {
             attempts += 1;
             let attempt =
-                tokio::time::timeout(Duration::from_millis(self.spec.timeout_ms), self.attempt(tool, arguments));
+                tokio::time::timeout(Duration::from_millis(timeout_ms), self.attempt(tool, arguments));
             let failed = match attempt.await {
                 Ok(Ok(answer)) => {
                     self.settle(true);
                     return Ok(ToolAnswer { attempts, ..answer });
                 }
                 Ok(Err(failed)) => failed,
-                Err(_) => Failed::Transient(format!("timed out after {} ms (timeout_ms)", self.spec.timeout_ms)),
+                Err(_) => Failed::Transient(format!("timed out after {timeout_ms} ms ({timeout_name})")),
             };
             match failed {
-                Failed::Transient(reason) if attempts <= self.spec.retries_max => {
+                Failed::Transient(reason) if attempts <= retries_max => {
                     tracing::debug!(server = %self.spec.name, %tool, %reason, attempts, "an MCP call is retried");
                     // A server that did not answer is started again.
                     *self.client.lock().await = None;

@@ -353,6 +353,7 @@ pub fn build_face<'w>(
 /// act. Replay's `model` answers from the record. No answer, no act.
 pub fn with_tool_answer(
     substrate: &Substrate,
+    world: &World,
     model: &dyn LanguageModel,
     act: Option<Act>,
 ) -> Result<Option<Act>, Failure> {
@@ -362,7 +363,8 @@ pub fn with_tool_answer(
         return Ok(Some(act));
     }
     let Some((server, tool)) = substrate.ops.tool_of(action) else { return Ok(Some(act)) };
-    let question = crate::tools::ToolQuestion { server, tool, arguments: args, seed: act.op_seed };
+    let limits = crate::llm::CallLimits::of_tools(world);
+    let question = crate::tools::ToolQuestion { server, tool, arguments: args, seed: act.op_seed, limits };
     let answer = model.call_tool(&question).map_err(|no_answer| {
         let refusal = Refusal::Tool {
             operation: action.clone(),
@@ -532,7 +534,7 @@ fn run_beats(
         if matches!(opened.wake, Wake::Approval { .. }) {
             lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
             let resolved = approval::resolve(substrate, world, &opened, &assigned, &face)
-                .and_then(|act| with_tool_answer(substrate, model, act));
+                .and_then(|act| with_tool_answer(substrate, world, model, act));
             lap(&mut trace, Beat::Decide, None);
             return resolved;
         }
@@ -540,7 +542,7 @@ fn run_beats(
         lap(&mut trace, Beat::Momentum, Some(Beat::Decide));
         trace.see_reason = decision.see.as_ref().map(ToString::to_string);
         let decided = decide(substrate, world, &opened, &assigned, &face, decision)
-            .and_then(|act| with_tool_answer(substrate, model, act));
+            .and_then(|act| with_tool_answer(substrate, world, model, act));
         lap(&mut trace, Beat::Decide, None);
         decided
     })();

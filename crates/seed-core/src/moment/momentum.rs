@@ -194,7 +194,7 @@ pub(super) fn ask_model(
     seed: u64,
     model: &dyn LanguageModel,
 ) -> ModelTurn {
-    let question = llm::Question { connection, prompt, seed, member };
+    let question = llm::Question { connection, prompt, seed, member, limits: llm::CallLimits::of_models(world) };
     let answer = match model.answer(&question) {
         Ok(answer) => answer,
         Err(no_answer) => {

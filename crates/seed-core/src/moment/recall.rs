@@ -122,7 +122,7 @@ fn query_vector(world: &World, opened: &Opened, text: &str, model: &dyn Language
         return None;
     }
     let seed = u64::from_be_bytes(opened.id.0[16..24].try_into().expect("32 bytes"));
-    let question = EmbedQuestion { connection, text, seed };
+    let question = EmbedQuestion { connection, text, seed, limits: crate::llm::CallLimits::of_models(world) };
     Some(match model.embed(&question) {
         Ok(embedded) => QueryVector {
             connection: embedded.connection,

@@ -1379,12 +1379,13 @@ impl Engine {
             return Ok(());
         };
         let connection = connection.to_string();
+        let limits = crate::llm::CallLimits::of_models(&self.world);
         let mut sealing = Sealing::new(self.world.cursor, 1);
         sealing.catch_up_until = self.catch_up_until;
         let sealed = (|| {
             for (being, fact, text, _) in waiting {
                 let seed = u64::from_be_bytes(fact.0[..8].try_into().expect("32 bytes"));
-                let question = crate::llm::EmbedQuestion { connection: &connection, text: &text, seed };
+                let question = crate::llm::EmbedQuestion { connection: &connection, text: &text, seed, limits };
                 let embedded = match self.model.embed(&question) {
                     Ok(embedded) => embedded,
                     Err(no_answer) => {

@@ -894,7 +894,7 @@ fn recompute(
         // from the world alone.
         if matches!(opened.wake, Wake::Approval { .. }) {
             let resolved = moment::approval::resolve(substrate, world, &opened, &assigned, &folded)
-                .and_then(|act| moment::with_tool_answer(substrate, model, act));
+                .and_then(|act| moment::with_tool_answer(substrate, world, model, act));
             if detail == Detail::Full {
                 face = folded.value();
             }
@@ -918,7 +918,7 @@ fn recompute(
             moment::momentum(substrate, world, &opened, &assigned, &folded, model, &mut None)?
         };
         let decided = moment::decide(substrate, world, &opened, &assigned, &folded, decision)
-            .and_then(|act| moment::with_tool_answer(substrate, model, act));
+            .and_then(|act| moment::with_tool_answer(substrate, world, model, act));
         if detail == Detail::Full {
             face = folded.value();
             if stored.llm.is_some() {

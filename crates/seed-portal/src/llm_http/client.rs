@@ -1,16 +1,19 @@
 //! The real model client: one HTTP POST to `{base_url}/chat/completions` (or
 //! `{base_url}/embeddings`) per attempt, retries on 429 (honouring Retry-After) and 5xx with exponential
 //! backoff and seeded jitter, a per-call timeout, failover along the
-//! connection's chain, and a land-wide cap on calls in flight. Moments run on
+//! connection's chain, and a land-wide cap on calls in flight. The land's
+//! `llm_call_timeout_ms`, `llm_call_retries_max` and
+//! `llm_calls_in_flight_max` (read at the calling moment's world, carried in
+//! the question) bound what a connection asks for: the smaller holds. Moments run on
 //! blocking threads; `answer` hands the call to the client's own runtime and
 //! waits for it.
 
 use super::connections::{Connection, Connections};
 use crate::embedding;
-use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
+use crate::in_flight::InFlight;
+use crate::llm::{Answer, CallLimits, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
 
 /// Threads of the client's own runtime (it only waits on sockets).
 pub const LLM_CLIENT_THREADS: usize = 1;
@@ -24,7 +27,9 @@ pub struct LlmClient {
 struct Inner {
     connections: Connections,
     http: reqwest::Client,
-    in_flight: Semaphore,
+    /// Calls in flight, capped at each attempt by the smaller of the
+    /// connections file's `concurrency_max` and the land's `llm_calls_in_flight_max`.
+    in_flight: InFlight,
 }
 
 /// Why one attempt failed, and whether another attempt may help.
@@ -53,8 +58,7 @@ impl LlmClient {
             .build()
             .map_err(LlmClientError::Runtime)?;
         let http = crate::tls::http_client_builder().build().map_err(LlmClientError::Http)?;
-        let in_flight = Semaphore::new(connections.concurrency_max);
-        Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight }), runtime })
+        Ok(LlmClient { inner: Arc::new(Inner { connections, http, in_flight: InFlight::default() }), runtime })
     }
 }
 
@@ -65,9 +69,9 @@ impl LanguageModel for LlmClient {
             return Err(NoAnswer { reason: format!("no LLM connection named {first:?}"), attempts: 0 });
         }
         let prompt = question.prompt.clone();
-        let seed = question.seed;
+        let (seed, limits) = (question.seed, question.limits);
         let called = self.wait(move |inner| async move {
-            inner.call(&first, CHAT_PATH, |connection| prompt.request_body(&connection.params), seed).await
+            inner.call(&first, CHAT_PATH, |connection| prompt.request_body(&connection.params), seed, limits).await
         })?;
         Ok(Answer {
             connection: called.connection.name.clone(),
@@ -85,7 +89,7 @@ impl LanguageModel for LlmClient {
             return Err(NoAnswer { reason: format!("no embedding connection named {first:?}"), attempts: 0 });
         }
         let text = question.text.to_string();
-        let seed = question.seed;
+        let (seed, limits) = (question.seed, question.limits);
         let called = self.wait(move |inner| async move {
             inner
                 .call(
@@ -93,6 +97,7 @@ impl LanguageModel for LlmClient {
                     EMBEDDINGS_PATH,
                     |connection| embedding::request_body(&connection.embedding_model, &text),
                     seed,
+                    limits,
                 )
                 .await
         })?;
@@ -156,13 +161,15 @@ pub fn backoff_ms(connection: &Connection, retry: u32, seed: u64) -> u64 {
 
 impl Inner {
     /// POSTs `body_of(connection)` to `{base_url}/{path}` along `first`'s
-    /// failover chain, retrying as the connection says.
+    /// failover chain, retrying as the connection says within the land's
+    /// `limits` (the smaller of the two holds).
     async fn call(
         &self,
         first: &str,
         path: (&str, usize, &str),
         body_of: impl Fn(&Connection) -> Vec<u8>,
         seed: u64,
+        limits: CallLimits,
     ) -> Result<Called, NoAnswer> {
         let started = Instant::now();
         let mut attempts = 0u32;
@@ -172,7 +179,7 @@ impl Inner {
             let mut retry = 0u32;
             loop {
                 attempts += 1;
-                match self.attempt(connection, path, &body).await {
+                match self.attempt(connection, path, &body, limits).await {
                     Ok(response) => {
                         return Ok(Called {
                             connection: connection.clone(),
@@ -181,7 +188,7 @@ impl Inner {
                             latency_us: started.elapsed().as_micros() as u64,
                         })
                     }
-                    Err(AttemptError::Retry { reason, after_ms }) if retry < connection.retries_max => {
+                    Err(AttemptError::Retry { reason, after_ms }) if retry < connection.retries_max.min(limits.retries_max) => {
                         let wait = after_ms.map_or_else(
                             || backoff_ms(connection, retry, seed),
                             |after| after.min(connection.backoff_max_ms),
@@ -205,10 +212,12 @@ impl Inner {
         connection: &Connection,
         (path, bytes_max, limit_name): (&str, usize, &str),
         body: &[u8],
+        limits: CallLimits,
     ) -> Result<String, AttemptError> {
         // Held for the attempt only: a being waiting out a backoff takes no slot.
-        let _slot = self.in_flight.acquire().await.map_err(|_| AttemptError::GiveUp("the client is closing".into()))?;
-        let timeout = Duration::from_millis(connection.timeout_ms);
+        let _slot = self.in_flight.acquire(self.connections.concurrency_max.min(limits.in_flight_max)).await;
+        let (timeout_ms, timeout_name) = limits.timeout_ms_within(connection.timeout_ms, "llm_call_timeout_ms");
+        let timeout = Duration::from_millis(timeout_ms);
         let mut request = self
             .http
             .post(format!("{}/{path}", connection.base_url))
@@ -218,7 +227,7 @@ impl Inner {
         if let Some(key) = &connection.key {
             request = request.bearer_auth(key.expose());
         }
-        let timed_out = || AttemptError::GiveUp(format!("timed out after {} ms (timeout_ms)", connection.timeout_ms));
+        let timed_out = || AttemptError::GiveUp(format!("timed out after {timeout_ms} ms ({timeout_name})"));
         let mut response = match request.send().await {
             Ok(response) => response,
             Err(error) if error.is_timeout() => return Err(timed_out()),

@@ -83,10 +83,10 @@ struct Budget {
     used: u64,
 }
 
+#[derive(Default)]
 pub struct Sessions {
     sessions: Mutex<BTreeMap<String, Session>>,
     budgets: Mutex<BTreeMap<String, Budget>>,
-    requests_per_minute_max: u64,
     pub throttle: LoginThrottle,
 }
 
@@ -108,15 +108,6 @@ pub fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 impl Sessions {
-    pub fn new(requests_per_minute_max: u64) -> Sessions {
-        Sessions {
-            sessions: Mutex::new(BTreeMap::new()),
-            budgets: Mutex::new(BTreeMap::new()),
-            requests_per_minute_max,
-            throttle: LoginThrottle::default(),
-        }
-    }
-
     /// A new session of `account`: (id, CSRF token). Past the account's
     /// cap its own least recently used session ends; past the land's cap
     /// the login is refused, so no one's login ends another's session.
@@ -153,7 +144,8 @@ impl Sessions {
     }
 
     /// Who the request is, from its cookie or bearer token; 401 if neither
-    /// holds, 429 once its budget for this minute is spent.
+    /// holds, 429 once its budget for this minute (`requests_per_minute_max`,
+    /// the land's key read at this request) is spent.
     /// `principal_of_token` names whose token one is; `grant_of` says under
     /// which grant an account holds now (`None` once it is revoked), so a
     /// session from an earlier grant is ended.
@@ -163,6 +155,7 @@ impl Sessions {
         client: &str,
         principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
         grant_of: impl Fn(&Principal) -> Option<u64>,
+        requests_per_minute_max: u64,
     ) -> Result<Credential, PortalError> {
         let credential = if let Some(bearer) = headers
             .get(axum::http::header::AUTHORIZATION)
@@ -187,7 +180,7 @@ impl Sessions {
             Via::Session { id, .. } => id.clone(),
             Via::Bearer => format!("bearer {}", credential.principal.account()),
         };
-        self.spend(&key)?;
+        self.spend(&key, requests_per_minute_max)?;
         Ok(credential)
     }
 
@@ -216,13 +209,14 @@ impl Sessions {
         token: &str,
         client: &str,
         principal_of_token: impl Fn(&str) -> Option<(Principal, u64)>,
+        requests_per_minute_max: u64,
     ) -> Result<Principal, PortalError> {
         let principal = self.bearer_principal(token, client, principal_of_token)?;
-        self.spend(&format!("bearer {}", principal.account()))?;
+        self.spend(&format!("bearer {}", principal.account()), requests_per_minute_max)?;
         Ok(principal)
     }
 
-    fn spend(&self, key: &str) -> Result<(), PortalError> {
+    fn spend(&self, key: &str, requests_per_minute_max: u64) -> Result<(), PortalError> {
         let mut budgets = self.budgets.lock().unwrap_or_else(|p| p.into_inner());
         if budgets.len() > PORTAL_SESSIONS_MAX * 2 {
             budgets.retain(|_, budget| budget.window_start.elapsed() < Duration::from_secs(60));
@@ -232,8 +226,8 @@ impl Sessions {
             *budget = Budget { window_start: Instant::now(), used: 0 };
         }
         budget.used += 1;
-        if budget.used > self.requests_per_minute_max {
-            return Err(PortalError::rate_limited(self.requests_per_minute_max));
+        if budget.used > requests_per_minute_max {
+            return Err(PortalError::rate_limited(requests_per_minute_max));
         }
         Ok(())
     }
@@ -292,17 +286,19 @@ mod tests {
 
     #[test]
     fn the_budget_refuses_past_its_limit() {
-        let sessions = Sessions::new(3);
+        let sessions = Sessions::default();
         for _ in 0..3 {
-            sessions.spend("s").expect("within the budget");
+            sessions.spend("s", 3).expect("within the budget");
         }
-        assert_eq!(sessions.spend("s").map_err(|e| e.code), Err("rate-limited"));
-        sessions.spend("other").expect("budgets are per caller");
+        assert_eq!(sessions.spend("s", 3).map_err(|e| e.code), Err("rate-limited"));
+        sessions.spend("other", 3).expect("budgets are per caller");
+        // The limit is read at each request: raised, the same minute goes on.
+        sessions.spend("s", 5).expect("within the raised budget");
     }
 
     #[test]
     fn a_login_past_the_account_cap_ends_only_that_accounts_oldest_session() {
-        let sessions = Sessions::new(100);
+        let sessions = Sessions::default();
         let someone = Principal::Person { account: "someone-else".into() };
         let (other, _) = sessions.open(&someone, 3).expect("open");
         let (first, _) = sessions.open(&Principal::Operator, 0).expect("open");
@@ -318,20 +314,20 @@ mod tests {
 
     #[test]
     fn a_session_ends_when_its_account_is_granted_again_or_revoked() {
-        let sessions = Sessions::new(100);
+        let sessions = Sessions::default();
         let ann = Principal::Person { account: "ann".into() };
         let (id, _) = sessions.open(&ann, 5).expect("open");
         let mut headers = HeaderMap::new();
         headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
         let identify =
-            |grant: Option<u64>| sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant).map(|c| c.principal);
+            |grant: Option<u64>| sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant, 100).map(|c| c.principal);
         assert_eq!(identify(Some(5)).expect("the same grant"), ann);
         for (what, grant) in [("granted again", Some(6)), ("revoked", None)] {
-            let sessions = Sessions::new(100);
+            let sessions = Sessions::default();
             let (id, _) = sessions.open(&ann, 5).expect("open");
             let mut headers = HeaderMap::new();
             headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
-            let refused = sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant).expect_err(what);
+            let refused = sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant, 100).expect_err(what);
             assert_eq!(refused.status, axum::http::StatusCode::UNAUTHORIZED, "{what}");
             assert_eq!(sessions.count_of("ann"), 0, "{what}: the session is gone");
         }

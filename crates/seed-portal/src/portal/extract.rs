@@ -46,6 +46,7 @@ fn identify(portal: &Portal, parts: &Parts) -> Result<Credential, PortalError> {
         &client_of(parts),
         |token| portal.live.principal_of_token(token),
         |principal| portal.live.grant_of(principal),
+        portal.requests_per_minute_max(),
     )
 }
 
@@ -124,14 +125,16 @@ impl FromRequest<Arc<Portal>> for FormWrite {
     }
 }
 
-/// The request's body: 413 past the limit, 408 if the client does not send
-/// all of it within `body_read_timeout_ms` (a slow client must not hold a
-/// connection and a worker open).
+/// The request's body: 413 past the land's `portal_body_bytes_max` (read
+/// at this request), 408 if the client does not send all of it within
+/// `body_read_timeout_ms` (a slow client must not hold a connection and a
+/// worker open).
 pub async fn read_body(portal: &Portal, body: Body) -> Result<Bytes, PortalError> {
     let timeout = Duration::from_millis(portal.limits.body_read_timeout_ms);
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, portal.limits.body_bytes_max)).await {
+    let body_bytes_max = portal.body_bytes_max();
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, body_bytes_max)).await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(PortalError::too_large(portal.limits.body_bytes_max)),
+        Ok(Err(_)) => Err(PortalError::too_large(body_bytes_max)),
         Err(_) => Err(PortalError::body_timeout(portal.limits.body_read_timeout_ms)),
     }
 }

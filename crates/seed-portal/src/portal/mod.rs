@@ -49,10 +49,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use work::release_unless_held;
 
-/// Most bytes of a request body (`portal_body_bytes_max`).
-pub const PORTAL_BODY_BYTES_MAX: usize = 64 * 1024;
-/// Requests per minute per session or bearer (`portal_requests_per_minute_max`).
-pub const PORTAL_REQUESTS_PER_MINUTE_MAX: u64 = 600;
 /// How long a being stays inhabited after its last tab closed (`inhabit_release_grace_ms`).
 pub const INHABIT_RELEASE_GRACE_MS: u64 = 3_000;
 /// How long an inhabit page has to open its event stream before the
@@ -68,11 +64,11 @@ pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
 /// Seconds between keep-alive comments on event streams.
 const SSE_KEEP_ALIVE_S: u64 = 15;
 
-/// The portal's settings (from `seed up`'s flags).
+/// The portal's settings (from `seed up`'s flags). Its body bytes and
+/// requests per minute are the land's configuration keys, read at each
+/// request ([`Portal::body_bytes_max`], [`Portal::requests_per_minute_max`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortalLimits {
-    pub body_bytes_max: usize,
-    pub requests_per_minute_max: u64,
     pub release_grace_ms: u64,
     /// How long a client has to send a request's line and headers.
     pub header_read_timeout_ms: u64,
@@ -83,8 +79,6 @@ pub struct PortalLimits {
 impl Default for PortalLimits {
     fn default() -> PortalLimits {
         PortalLimits {
-            body_bytes_max: PORTAL_BODY_BYTES_MAX,
-            requests_per_minute_max: PORTAL_REQUESTS_PER_MINUTE_MAX,
             release_grace_ms: INHABIT_RELEASE_GRACE_MS,
             header_read_timeout_ms: serve::HEADER_READ_TIMEOUT_MS,
             body_read_timeout_ms: BODY_READ_TIMEOUT_MS,
@@ -111,7 +105,7 @@ impl Portal {
     /// MCP connection over stdio share.
     pub fn open(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Arc<Portal> {
         let passwords = passwords::Passwords::in_land(live.land_dir());
-        let sessions = Sessions::new(limits.requests_per_minute_max);
+        let sessions = Sessions::default();
         metrics_page::install();
         Arc::new(Portal {
             live,
@@ -122,6 +116,22 @@ impl Portal {
             world_view: views::WorldViewCache::default(),
             mcp_tool_lists: Default::default(),
         })
+    }
+}
+
+impl Portal {
+    /// Most bytes of one request's body: the land's `portal_body_bytes_max`
+    /// in the world now, so a value set by an act holds from the next request.
+    pub fn body_bytes_max(&self) -> usize {
+        let default = seed_core::config::PORTAL_BODY_BYTES_MAX_DEFAULT as u64;
+        self.live.world().config_u64("portal_body_bytes_max", default) as usize
+    }
+
+    /// Requests one session (or bearer account) makes in a minute: the
+    /// land's `portal_requests_per_minute_max` in the world now.
+    pub fn requests_per_minute_max(&self) -> u64 {
+        let default = seed_core::config::PORTAL_REQUESTS_PER_MINUTE_MAX_DEFAULT;
+        self.live.world().config_u64("portal_requests_per_minute_max", default)
     }
 }
 

@@ -91,7 +91,12 @@ pub async fn require_bearer(State(portal): State<Arc<Portal>>, mut request: Requ
         return refused(&headers, error, None);
     };
     let client = super::super::extract::client_of_request(&request);
-    let principal = match portal.sessions.identify_bearer(token, &client, |token| portal.live.principal_of_token(token))
+    let principal = match portal.sessions.identify_bearer(
+        token,
+        &client,
+        |token| portal.live.principal_of_token(token),
+        portal.requests_per_minute_max(),
+    )
     {
         Ok(principal) => principal,
         Err(error) if error.status == StatusCode::UNAUTHORIZED => {
