@@ -123,14 +123,14 @@ fn up_listens_on_a_host_name() {
 fn up_refuses_the_request_limit_flags_naming_the_keys_that_replaced_them() {
     let scratch = tempfile::tempdir().expect("folder");
     let land = scratch.path().join("land");
-    for (flag, key) in [
-        ("--requests-per-minute-max", "portal_requests_per_minute_max"),
-        ("--body-bytes-max", "portal_body_bytes_max"),
-    ] {
+    for (flag, key) in
+        [("--requests-per-minute-max", "portal_requests_per_minute_max"), ("--body-bytes-max", "portal_body_bytes_max")]
+    {
         let output = seed(&["--land", land.to_str().unwrap(), "up", flag, "4096", "--lifetime-s", "1"]);
         assert_eq!(output.status.code(), Some(1), "{flag}");
         let error = String::from_utf8_lossy(&output.stderr);
-        let expected = format!("{flag} is no longer a flag of seed up: the limit is the land's configuration key {key}");
+        let expected =
+            format!("{flag} is no longer a flag of seed up: the limit is the land's configuration key {key}");
         assert!(error.contains(&expected), "{error}");
         assert!(error.contains(&format!("seed config set {key} 4096")), "{error}");
         assert!(!land.exists(), "{flag}: nothing is created");

@@ -228,17 +228,19 @@ fn the_act_body_and_roleflow_clause_limits_refuse_past_the_value_in_force_and_re
 /// land's limit fails its moment as out of budget, naming the limit; set
 /// higher by an act, the next moment's script runs; the land replays, each
 /// moment under the limit that held at its cursor.
-#[test]
-fn a_script_past_the_lands_operations_limit_fails_until_the_limit_is_raised_and_replay_agrees() {
+/// A being's script past the land's `key` (set to `low` by the fixture)
+/// fails naming it; raised to `high` by an act, the script runs from the
+/// next moment; the land verifies and replays with the limit each moment
+/// read.
+fn check_script_limit(key: &str, low: u64, high: u64, script: &str, needle: &str) {
     use seed::moment::PersonChoice;
     use seed::world::{VerbCall, Wake};
     let scratch = tempfile::tempdir().expect("a folder");
     let counter = "\n[[being]]\nname = \"counter\"\nhome = \"/court\"\ndefault_role = \"court-watcher\"\nwake_every = 1\nscript = \"counter.rhai\"\n";
-    let fixture_path =
-        crate::common::court_with_config(scratch.path(), &format!("script_operations_max = 1000\n{counter}"));
+    let fixture_path = crate::common::court_with_config(scratch.path(), &format!("{key} = {low}\n{counter}"));
     std::fs::write(
         scratch.path().join("fixtures/counter.rhai"),
-        "let n = 0;\nfor i in 0..2000 { n += 1; }\n#{ verb: \"see\", address: \"/court\" }\n",
+        format!("{script}\n#{{ verb: \"see\", address: \"/court\" }}\n"),
     )
     .expect("written");
     let fixture = seed::engine::fixture::Fixture::load(&fixture_path).expect("the court");
@@ -249,20 +251,54 @@ fn a_script_past_the_lands_operations_limit_fails_until_the_limit_is_raised_and_
     let acts_of =
         |engine: &seed::engine::Engine| engine.land.store().head(&counter_id).expect("head").map_or(0, |head| head.seq);
     engine.round().expect("a round");
-    assert_eq!(acts_of(&engine), 0, "the counting script ran out of budget: nothing sealed");
+    assert_eq!(acts_of(&engine), 0, "{key}: the script ran past the limit: nothing sealed");
     let operator = engine.world.names["operator"];
-    let call = VerbCall::Do {
-        target: "/".into(),
-        action: "set-config".into(),
-        args: json!({"key": "script_operations_max", "value": 100_000}),
-    };
+    let call =
+        VerbCall::Do { target: "/".into(), action: "set-config".into(), args: json!({"key": key, "value": high}) };
     let raised = engine.act_as_person(operator, Wake::Person, &PersonChoice { call, content: None, importance: None });
-    assert_eq!(raised.expect("sealed").failure.map(|failure| failure.to_string()), None);
+    assert_eq!(raised.expect("sealed").failure.map(|failure| failure.to_string()), None, "{key}");
     engine.round().expect("a round");
-    assert_eq!(acts_of(&engine), 1, "in force from the next moment: the script ran");
+    assert_eq!(acts_of(&engine), 1, "{key}: in force from the next moment: the script ran");
     let summary = engine.finish().expect("finished");
-    assert_eq!(summary.failure_reasons.get("script"), Some(&1), "{:?}", summary.failure_reasons);
+    assert_eq!(summary.failure_reasons.get("script"), Some(&1), "{key}: {:?}", summary.failure_reasons);
     let example = &summary.failure_examples["script"];
-    assert!(example.being == "counter" && example.reason.contains("more than 1000 operations"), "{example:?}");
+    assert!(example.being == "counter" && example.reason.contains(needle), "{key}: {example:?}");
     crate::common::assert_verifies_and_replays_clean(&land);
+}
+
+#[test]
+fn a_script_past_a_lands_script_limit_fails_until_the_limit_is_raised_and_replay_agrees() {
+    let cases = [
+        (
+            "script_operations_max",
+            1_000,
+            100_000,
+            "let n = 0;\nfor i in 0..2000 { n += 1; }",
+            "more than 1000 operations",
+        ),
+        (
+            "script_array_items_max",
+            100,
+            4_096,
+            "let a = [];\nfor i in 0..2000 { a.push(i); }",
+            "over 100 items (script_array_items_max)",
+        ),
+        (
+            "script_call_depth_max",
+            4,
+            64,
+            "fn f(n) { if n == 0 { 0 } else { 1 + f(n - 1) } }\nf(10);",
+            "deeper than 4 calls (script_call_depth_max)",
+        ),
+        (
+            "script_string_bytes_max",
+            64,
+            100_000,
+            "let s = \"\";\nfor i in 0..200 { s += \"x\"; }",
+            "over 64 bytes (script_string_bytes_max)",
+        ),
+    ];
+    for (key, low, high, script, needle) in cases {
+        check_script_limit(key, low, high, script, needle);
+    }
 }

@@ -36,7 +36,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
     let expected = [
         ("loop", "failure in momentum: script exceeded its budget: more than 100000 operations"),
         ("huge", "failure in momentum: script exceeded its budget"),
-        ("deep", "failure in momentum: script exceeded its budget: call stack overflow"),
+        ("deep", "failure in momentum: script exceeded its budget: call stack overflow: deeper than 32 calls (script_call_depth_max)"),
         ("bad-verb", "failure in momentum: unknown verb \"dance\""),
         ("bad-args", "failure in decide: do move: args.to must be a string"),
         ("off-summon", "failure in decide: summon @operator is not within canSummon"),

@@ -346,7 +346,8 @@ fn the_lands_call_limits_bound_what_a_connection_asks_for() {
     let endpoint = FakeEndpoint::start().unwrap();
     endpoint.push(vec![Reply::Hang { ms: 100 }; 6]);
     let crowd = "[[generate]]\ncount = 6\nhomes = [\"/hall\"]\n[generate.template]\nname = \"scribe-{i}\"\ncognition = \"llm\"\nhome = \"/hall\"\ndefault_role = \"clerk\"\nwake_every = 1\n";
-    let fixture = fixture_variant(dir.path(), "court.toml", &format!("{crowd}\n[config]\nllm_calls_in_flight_max = 1\n"));
+    let fixture =
+        fixture_variant(dir.path(), "court.toml", &format!("{crowd}\n[config]\nllm_calls_in_flight_max = 1\n"));
     let run = simulate(&fixture, &format!("concurrency_max = 8\n{}", one_connection(&endpoint, "")), 1);
     assert_eq!(run.summary.llm_calls, 7, "six scribes and the clerk");
     assert_eq!(endpoint.in_flight_max(), 1, "one call at once: the land's key, below the file's eight");

@@ -832,11 +832,7 @@ or on the portal's /config page while it runs"
                 addr,
                 round_ms,
                 threads,
-                limits: seed::portal::PortalLimits {
-                    release_grace_ms,
-                    header_read_timeout_ms,
-                    body_read_timeout_ms,
-                },
+                limits: seed::portal::PortalLimits { release_grace_ms, header_read_timeout_ms, body_read_timeout_ms },
                 lifetime_s,
                 runner_lease_ms,
                 llm,

@@ -578,10 +578,12 @@ pub fn propagate(
         for handler in handlers.iter().filter(|handler| !crate::ownership::is_blocked(world, &handler.extension, &here))
         {
             let inputs: [(&str, &Json); 2] = [("signal", &inputs_signal), ("here", &inputs_here)];
-            let most = world.config_u64("cascade_handler_operations_max", CASCADE_HANDLER_OPERATIONS_MAX);
-            let output = crate::script::within_operations(most, || handlers.engine.run(&handler.source, &inputs, seed))
-                .map_err(HandlerFailure::from)
-                .and_then(targets_of);
+            let run_limits =
+                crate::script::RunLimits::of(world, "cascade_handler_operations_max", CASCADE_HANDLER_OPERATIONS_MAX);
+            let output =
+                crate::script::within_limits(run_limits, || handlers.engine.run(&handler.source, &inputs, seed))
+                    .map_err(HandlerFailure::from)
+                    .and_then(targets_of);
             let targets = match output {
                 Ok(targets) => targets,
                 Err(error) => {

@@ -9,7 +9,8 @@
 //! What it does not know: who may set a key (the verb layer: the operation
 //! is in the setter's `canDo`), nor where a key's value is read (each reader
 //! names its key: `MomentLimits::of`, `llm::prompt_in`, `moment::recall`,
-//! `OpRegistry::run`, `Hooks::run`).
+//! `OpRegistry::run`, `Hooks::run`, `script::RunLimits`, `llm::CallLimits`,
+//! the portal's request limits).
 
 use serde_json::Value as Json;
 
@@ -183,6 +184,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "failures in a row after which a hook handler's breaker opens and it is not run again",
     },
     ConfigKey {
+        name: "hook_handlers_per_point_max",
+        unit: "handlers",
+        default: crate::moment::hooks::HOOK_HANDLERS_PER_POINT_MAX as u64,
+        min: 1,
+        max: crate::moment::hooks::HOOK_HANDLERS_PER_POINT_CEILING as u64,
+        about: "hook handlers run at one point (before or after a verb) for one act, in load order; those past it are not run, each leaving an incident",
+    },
+    ConfigKey {
         name: "hook_operations_max",
         unit: "operations",
         default: crate::moment::hooks::HOOK_OPERATIONS_MAX,
@@ -303,12 +312,44 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "clauses of a roleFlow an edit or a birth sets; a longer one is refused",
     },
     ConfigKey {
+        name: "script_array_items_max",
+        unit: "items",
+        default: crate::script::SCRIPT_ARRAY_ITEMS_MAX as u64,
+        min: 1,
+        max: crate::script::SCRIPT_COLLECTION_ITEMS_CEILING as u64,
+        about: "items of one array a script run builds; a larger one fails the run as out of budget",
+    },
+    ConfigKey {
+        name: "script_call_depth_max",
+        unit: "calls",
+        default: crate::script::SCRIPT_CALL_DEPTH_MAX as u64,
+        min: 1,
+        max: crate::script::SCRIPT_CALL_DEPTH_CEILING as u64,
+        about: "function calls a script run may nest; a deeper run fails as out of budget",
+    },
+    ConfigKey {
+        name: "script_map_entries_max",
+        unit: "entries",
+        default: crate::script::SCRIPT_MAP_ENTRIES_MAX as u64,
+        min: 1,
+        max: crate::script::SCRIPT_COLLECTION_ITEMS_CEILING as u64,
+        about: "entries of one map a script run builds; a larger one fails the run as out of budget",
+    },
+    ConfigKey {
         name: "script_operations_max",
         unit: "operations",
         default: crate::script::SCRIPT_OPERATIONS_MAX,
         min: 1_000,
         max: crate::script::SCRIPT_OPERATIONS_CEILING,
         about: "operations one run of a role's, an operation's, a see-resolver's or a panel's Rhai script may take; a run past it fails as out of budget (hooks and cascade handlers have keys of their own)",
+    },
+    ConfigKey {
+        name: "script_string_bytes_max",
+        unit: "bytes",
+        default: crate::script::SCRIPT_STRING_BYTES_MAX as u64,
+        min: 64,
+        max: crate::script::SCRIPT_STRING_BYTES_CEILING as u64,
+        about: "bytes of one string a script run builds; a longer one fails the run as out of budget",
     },
     ConfigKey {
         name: "summon_content_chars_max",

@@ -535,7 +535,9 @@ impl CallLimits {
     /// An MCP tool call's limits at `world` (`mcp_call_timeout_ms`,
     /// `mcp_call_retries_max`, `mcp_calls_in_flight_max`).
     pub fn of_tools(world: &World) -> CallLimits {
-        use crate::tools::{MCP_CALLS_IN_FLIGHT_MAX_DEFAULT, MCP_CALL_RETRIES_MAX_DEFAULT, MCP_CALL_TIMEOUT_MS_DEFAULT};
+        use crate::tools::{
+            MCP_CALLS_IN_FLIGHT_MAX_DEFAULT, MCP_CALL_RETRIES_MAX_DEFAULT, MCP_CALL_TIMEOUT_MS_DEFAULT,
+        };
         CallLimits {
             timeout_ms: world.config_u64("mcp_call_timeout_ms", MCP_CALL_TIMEOUT_MS_DEFAULT),
             retries_max: world.config_u64("mcp_call_retries_max", MCP_CALL_RETRIES_MAX_DEFAULT as u64) as u32,
@@ -546,7 +548,11 @@ impl CallLimits {
     /// The smaller of what the land allows and what the connection or the
     /// server asks (`own`), and which of the two it is, for a message.
     pub fn timeout_ms_within(&self, own: u64, land_key: &'static str) -> (u64, &'static str) {
-        if self.timeout_ms < own { (self.timeout_ms, land_key) } else { (own, "timeout_ms") }
+        if self.timeout_ms < own {
+            (self.timeout_ms, land_key)
+        } else {
+            (own, "timeout_ms")
+        }
     }
 }
 

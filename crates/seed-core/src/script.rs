@@ -27,15 +27,26 @@ use std::sync::{Arc, RwLock};
 pub const SCRIPT_OPERATIONS_MAX: u64 = 100_000;
 /// The most the land's `script_operations_max` may allow.
 pub const SCRIPT_OPERATIONS_CEILING: u64 = 10_000_000;
-/// Function call depth.
+/// Function call depth, unless the land's `script_call_depth_max` says otherwise.
 pub const SCRIPT_CALL_DEPTH_MAX: usize = 32;
-/// Expression nesting depth (global, in functions).
+/// The most the land's `script_call_depth_max` may allow.
+pub const SCRIPT_CALL_DEPTH_CEILING: usize = 256;
+/// Expression nesting depth (global, in functions): checked when a script
+/// compiles, before any land's world is at hand, so it is not a key.
 pub const SCRIPT_EXPRESSION_DEPTH_MAX: usize = 64;
-/// Longest string a script may build, in bytes.
+/// Longest string a script may build, in bytes (`script_string_bytes_max`).
 pub const SCRIPT_STRING_BYTES_MAX: usize = 16 * 1024;
-/// Most elements in one array / entries in one map.
+/// The most the land's `script_string_bytes_max` may allow.
+pub const SCRIPT_STRING_BYTES_CEILING: usize = 16 * 1024 * 1024;
+/// Most elements in one array (`script_array_items_max`).
 pub const SCRIPT_ARRAY_ITEMS_MAX: usize = 1024;
+/// Most entries in one map (`script_map_entries_max`).
 pub const SCRIPT_MAP_ENTRIES_MAX: usize = 256;
+/// The most the land's `script_array_items_max` and `script_map_entries_max` may allow.
+pub const SCRIPT_COLLECTION_ITEMS_CEILING: usize = 1_000_000;
+/// Engines kept for limit sets other than the defaults, before that cache
+/// starts over (a land changes its limits rarely).
+pub const SCRIPT_ENGINES_KEPT_MAX: usize = 16;
 /// Shared sources remembered by address before that cache starts over.
 pub const SCRIPT_ADDRESS_CACHE_ENTRIES_MAX: usize = 4096;
 /// Longest script source, in bytes.
@@ -61,27 +72,80 @@ pub enum ScriptError {
 thread_local! {
     /// The generator state of the run on this thread (seeded per run).
     static RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
-    /// The operations the land allows a run on this thread, set around a
-    /// run by [`within_operations`] (`None`: the engine's own).
-    static LAND_OPERATIONS_MAX: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The limits the land sets a run on this thread, set around a run by
+    /// [`within_limits`] (`None`: the engine's own).
+    static LAND_LIMITS: Cell<Option<RunLimits>> = const { Cell::new(None) };
     /// The operations the run under way may take (read as it counts them).
     static RUN_OPERATIONS_MAX: Cell<u64> = const { Cell::new(SCRIPT_OPERATIONS_MAX) };
 }
 
-/// The land's `script_operations_max` at `world`'s cursor.
-pub fn operations_max_in(world: &crate::world::World) -> u64 {
-    world.config_u64("script_operations_max", SCRIPT_OPERATIONS_MAX)
+/// What a script may build and how deep it may call, each a land key with
+/// its ceiling (`crate::config`), set on the rhai engine that runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ScriptSizes {
+    pub call_depth_max: usize,
+    pub string_bytes_max: usize,
+    pub array_items_max: usize,
+    pub map_entries_max: usize,
 }
 
-/// Runs `work` with each run of an engine that follows the land's limit
-/// ([`ScriptEngine::following_land_limit`]) allowed at most `most`
-/// operations (at most its ceiling): the land's key at the moment's cursor,
-/// so replay sees the limit that held. Each place a script runs sets its
-/// own key's value around its run.
-pub fn within_operations<T>(most: u64, work: impl FnOnce() -> T) -> T {
-    let outer = LAND_OPERATIONS_MAX.with(|cell| cell.replace(Some(most)));
+impl ScriptSizes {
+    /// The sizes a land that set none runs with.
+    pub const DEFAULT: ScriptSizes = ScriptSizes {
+        call_depth_max: SCRIPT_CALL_DEPTH_MAX,
+        string_bytes_max: SCRIPT_STRING_BYTES_MAX,
+        array_items_max: SCRIPT_ARRAY_ITEMS_MAX,
+        map_entries_max: SCRIPT_MAP_ENTRIES_MAX,
+    };
+
+    /// The land's `script_call_depth_max`, `script_string_bytes_max`,
+    /// `script_array_items_max` and `script_map_entries_max` at `world`'s
+    /// cursor, each held to its ceiling.
+    pub fn of(world: &crate::world::World) -> ScriptSizes {
+        let key = |name: &str, default: usize, ceiling: usize| {
+            (world.config_u64(name, default as u64).min(ceiling as u64)) as usize
+        };
+        ScriptSizes {
+            call_depth_max: key("script_call_depth_max", SCRIPT_CALL_DEPTH_MAX, SCRIPT_CALL_DEPTH_CEILING),
+            string_bytes_max: key("script_string_bytes_max", SCRIPT_STRING_BYTES_MAX, SCRIPT_STRING_BYTES_CEILING),
+            array_items_max: key("script_array_items_max", SCRIPT_ARRAY_ITEMS_MAX, SCRIPT_COLLECTION_ITEMS_CEILING),
+            map_entries_max: key("script_map_entries_max", SCRIPT_MAP_ENTRIES_MAX, SCRIPT_COLLECTION_ITEMS_CEILING),
+        }
+    }
+}
+
+/// The land's limits on one script run: its operations (each kind of
+/// script has its own key) and its sizes (one set for every kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    pub operations_max: u64,
+    pub sizes: ScriptSizes,
+}
+
+impl RunLimits {
+    /// A run whose operations are the land's `operations_key` (`default`
+    /// when unset) at `world`'s cursor: `hook_operations_max`,
+    /// `cascade_handler_operations_max`.
+    pub fn of(world: &crate::world::World, operations_key: &str, default: u64) -> RunLimits {
+        RunLimits { operations_max: world.config_u64(operations_key, default), sizes: ScriptSizes::of(world) }
+    }
+}
+
+/// The limits of a role's, an operation's, a see-resolver's or a panel's
+/// script run at `world`'s cursor (`script_operations_max` and the sizes).
+pub fn limits_in(world: &crate::world::World) -> RunLimits {
+    RunLimits::of(world, "script_operations_max", SCRIPT_OPERATIONS_MAX)
+}
+
+/// Runs `work` with each run of an engine that follows the land's limits
+/// ([`ScriptEngine::following_land_limit`]) held to `limits` (each at most
+/// its ceiling): the land's keys at the moment's cursor, so replay sees the
+/// limits that held. Each place a script runs sets its own kind's limits
+/// around its run.
+pub fn within_limits<T>(limits: RunLimits, work: impl FnOnce() -> T) -> T {
+    let outer = LAND_LIMITS.with(|cell| cell.replace(Some(limits)));
     let result = work();
-    LAND_OPERATIONS_MAX.with(|cell| cell.set(outer));
+    LAND_LIMITS.with(|cell| cell.set(outer));
     result
 }
 
@@ -98,17 +162,21 @@ fn next_random() -> u64 {
 }
 
 pub struct ScriptEngine {
-    engine: Engine,
+    /// The engine with the default sizes.
+    engine: Arc<Engine>,
+    /// Engines for other sizes a land set, built at the first run that
+    /// needs one (an engine's sizes are fixed once it runs).
+    engines_by_sizes: RwLock<BTreeMap<ScriptSizes, Arc<Engine>>>,
     cache: RwLock<BTreeMap<Hash32, Arc<Compiled>>>,
     /// Shared sources by address. Each entry holds its source, so that
     /// address cannot be reused by another while the entry stands.
     by_address: RwLock<BTreeMap<usize, SharedSourceEntry>>,
     /// Operations a run may take (for an engine that follows the land's
-    /// limit: when no [`within_operations`] says otherwise).
+    /// limit: when no [`within_limits`] says otherwise).
     operations_max: u64,
     /// The most any run may take (the rhai engine's own limit).
     operations_ceiling: u64,
-    /// Whether [`within_operations`] sets this engine's runs' budget.
+    /// Whether [`within_limits`] sets this engine's runs' budget and sizes.
     follows_land_limit: bool,
 }
 
@@ -325,13 +393,13 @@ pub fn check_script(source: &str, kind: ScriptKind) -> Result<Vec<ScriptWarning>
     if source.len() > SCRIPT_SOURCE_BYTES_MAX {
         return Err(ScriptError::TooLarge { len: source.len() });
     }
-    let mut checker = ScriptEngine::new();
-    checker.engine.set_strict_variables(true);
+    let mut checker = rhai_engine(SCRIPT_OPERATIONS_MAX, ScriptSizes::DEFAULT);
+    checker.set_strict_variables(true);
     let mut scope = Scope::new();
     for input in kind.inputs() {
         scope.push_dynamic(*input, Dynamic::UNIT);
     }
-    let ast = checker.engine.compile_with_scope(&scope, source).map_err(compile_error)?;
+    let ast = checker.compile_with_scope(&scope, source).map_err(compile_error)?;
     let mut warnings = Vec::new();
     if kind == ScriptKind::Role {
         if let InputRead::Keys(keys) = InputReads::of(&ast).of_input("face") {
@@ -356,7 +424,8 @@ impl ScriptEngine {
     }
 
     /// An engine whose runs take at most `default_most` operations, or what
-    /// [`within_operations`] sets around them (at most `ceiling`): the
+    /// [`within_limits`] sets around them (at most `ceiling`), with the sizes
+    /// it sets: the
     /// substrate's (`script_operations_max`), the hooks' (`hook_operations_max`)
     /// and the cascade handlers' (`cascade_handler_operations_max`).
     pub fn following_land_limit(default_most: u64, ceiling: u64) -> ScriptEngine {
@@ -369,43 +438,33 @@ impl ScriptEngine {
     /// An engine whose runs may take at most `operations_max` operations,
     /// whatever the land says.
     pub fn with_operations_max(operations_max: u64) -> ScriptEngine {
-        let mut engine = Engine::new_raw();
-        use rhai::packages::Package;
-        engine.register_global_module(rhai::packages::CorePackage::new().as_shared_module());
-        engine.register_global_module(rhai::packages::LogicPackage::new().as_shared_module());
-        engine.register_global_module(rhai::packages::BasicArrayPackage::new().as_shared_module());
-        engine.register_global_module(rhai::packages::BasicMapPackage::new().as_shared_module());
-        engine.register_global_module(rhai::packages::MoreStringPackage::new().as_shared_module());
-        engine.set_max_operations(operations_max);
-        // The run's own budget, at most the engine's: the land's limit, read
-        // per run (`within_operations`), is enforced here.
-        engine.on_progress(|count| match count > RUN_OPERATIONS_MAX.with(Cell::get) {
-            true => Some(Dynamic::UNIT),
-            false => None,
-        });
-        engine.set_max_call_levels(SCRIPT_CALL_DEPTH_MAX);
-        engine.set_max_expr_depths(SCRIPT_EXPRESSION_DEPTH_MAX, SCRIPT_EXPRESSION_DEPTH_MAX);
-        engine.set_max_string_size(SCRIPT_STRING_BYTES_MAX);
-        engine.set_max_array_size(SCRIPT_ARRAY_ITEMS_MAX);
-        engine.set_max_map_size(SCRIPT_MAP_ENTRIES_MAX);
-        engine.set_max_strings_interned(1024);
-        engine.on_print(|_| {});
-        engine.on_debug(|_, _, _| {});
-        engine.register_fn("rand", |bound: i64| -> i64 {
-            if bound <= 0 {
-                0
-            } else {
-                (next_random() % bound as u64) as i64
-            }
-        });
         ScriptEngine {
-            engine,
+            engine: Arc::new(rhai_engine(operations_max, ScriptSizes::DEFAULT)),
+            engines_by_sizes: RwLock::new(BTreeMap::new()),
             cache: RwLock::new(BTreeMap::new()),
             by_address: RwLock::new(BTreeMap::new()),
             operations_max,
             operations_ceiling: operations_max,
             follows_land_limit: false,
         }
+    }
+
+    /// The rhai engine for a run with `sizes`: the default one, or one
+    /// built for them once.
+    fn engine_for(&self, sizes: ScriptSizes) -> Arc<Engine> {
+        if sizes == ScriptSizes::DEFAULT {
+            return self.engine.clone();
+        }
+        if let Some(engine) = self.engines_by_sizes.read().unwrap_or_else(|p| p.into_inner()).get(&sizes) {
+            return engine.clone();
+        }
+        let engine = Arc::new(rhai_engine(self.operations_ceiling, sizes));
+        let mut built = self.engines_by_sizes.write().unwrap_or_else(|p| p.into_inner());
+        if built.len() >= SCRIPT_ENGINES_KEPT_MAX {
+            built.clear();
+        }
+        built.insert(sizes, engine.clone());
+        engine
     }
 
     /// Compiles `source` only to find a syntax error in it, caching nothing:
@@ -504,18 +563,54 @@ impl ScriptEngine {
             scope.push_constant_dynamic(*name, dynamic);
         }
         RANDOM_STATE.with(|state| state.set(seed | 1));
-        let most = match self.follows_land_limit {
-            true => LAND_OPERATIONS_MAX.with(Cell::get).unwrap_or(self.operations_max).min(self.operations_ceiling),
-            false => self.operations_max,
+        let land = LAND_LIMITS.with(Cell::get).filter(|_| self.follows_land_limit);
+        let (most, sizes) = match land {
+            Some(limits) => (limits.operations_max.min(self.operations_ceiling), limits.sizes),
+            None => (self.operations_max, ScriptSizes::DEFAULT),
         };
         RUN_OPERATIONS_MAX.with(|cell| cell.set(most));
-        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast);
-        let value = result.map_err(|error| classify(*error, most))?;
+        let result = self.engine_for(sizes).eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast);
+        let value = result.map_err(|error| classify(*error, most, sizes))?;
         if value.is_unit() {
             return Ok(Json::Null);
         }
         rhai::serde::from_dynamic::<Json>(&value).map_err(|error| ScriptError::Output { reason: error.to_string() })
     }
+}
+
+/// A rhai engine with seed's packages and functions, at most
+/// `operations_max` operations a run, and `sizes`.
+fn rhai_engine(operations_max: u64, sizes: ScriptSizes) -> Engine {
+    let mut engine = Engine::new_raw();
+    use rhai::packages::Package;
+    engine.register_global_module(rhai::packages::CorePackage::new().as_shared_module());
+    engine.register_global_module(rhai::packages::LogicPackage::new().as_shared_module());
+    engine.register_global_module(rhai::packages::BasicArrayPackage::new().as_shared_module());
+    engine.register_global_module(rhai::packages::BasicMapPackage::new().as_shared_module());
+    engine.register_global_module(rhai::packages::MoreStringPackage::new().as_shared_module());
+    engine.set_max_operations(operations_max);
+    // The run's own budget, at most the engine's: the land's limit, read
+    // per run (`within_limits`), is enforced here.
+    engine.on_progress(|count| match count > RUN_OPERATIONS_MAX.with(Cell::get) {
+        true => Some(Dynamic::UNIT),
+        false => None,
+    });
+    engine.set_max_call_levels(sizes.call_depth_max);
+    engine.set_max_expr_depths(SCRIPT_EXPRESSION_DEPTH_MAX, SCRIPT_EXPRESSION_DEPTH_MAX);
+    engine.set_max_string_size(sizes.string_bytes_max);
+    engine.set_max_array_size(sizes.array_items_max);
+    engine.set_max_map_size(sizes.map_entries_max);
+    engine.set_max_strings_interned(1024);
+    engine.on_print(|_| {});
+    engine.on_debug(|_, _, _| {});
+    engine.register_fn("rand", |bound: i64| -> i64 {
+        if bound <= 0 {
+            0
+        } else {
+            (next_random() % bound as u64) as i64
+        }
+    });
+    engine
 }
 
 /// An input a script is run with.
@@ -664,14 +759,29 @@ fn json_to_dynamic(value: &Json) -> Option<Dynamic> {
     })
 }
 
-fn classify(error: rhai::EvalAltResult, operations_max: u64) -> ScriptError {
+/// A run's error as seed names it: a budget names the land's key that held.
+fn classify(error: rhai::EvalAltResult, operations_max: u64, sizes: ScriptSizes) -> ScriptError {
     use rhai::EvalAltResult as E;
     match error {
         E::ErrorTooManyOperations(..) | E::ErrorTerminated(..) => {
             ScriptError::Budget { reason: format!("more than {operations_max} operations") }
         }
-        E::ErrorStackOverflow(..) => ScriptError::Budget { reason: "call stack overflow".into() },
-        E::ErrorDataTooLarge(what, ..) => ScriptError::Budget { reason: format!("{what} too large") },
+        E::ErrorStackOverflow(..) => ScriptError::Budget {
+            reason: format!("call stack overflow: deeper than {} calls (script_call_depth_max)", sizes.call_depth_max),
+        },
+        E::ErrorDataTooLarge(what, ..) => {
+            let lowered = what.to_lowercase();
+            let limit = if lowered.contains("string") {
+                format!(": over {} bytes (script_string_bytes_max)", sizes.string_bytes_max)
+            } else if lowered.contains("array") {
+                format!(": over {} items (script_array_items_max)", sizes.array_items_max)
+            } else if lowered.contains("map") {
+                format!(": over {} entries (script_map_entries_max)", sizes.map_entries_max)
+            } else {
+                String::new()
+            };
+            ScriptError::Budget { reason: format!("{what} too large{limit}") }
+        }
         E::ErrorTooManyModules(..) => ScriptError::Budget { reason: "too many modules".into() },
         other => {
             let position = other.position();
@@ -703,11 +813,15 @@ mod tests {
     fn check(source: &str, expected: Result<Json, &str>) {
         let engine = ScriptEngine::new();
         let face = json!({"me": {"name": "ada"}, "n": 3});
-        let result = engine.run(source, &[("face", &face)], 42);
+        assert_result(engine.run(source, &[("face", &face)], 42), expected, source);
+    }
+
+    /// The value, or that the error contains the expected text.
+    fn assert_result(result: Result<Json, ScriptError>, expected: Result<Json, &str>, case: &str) {
         match (result, expected) {
-            (Ok(value), Ok(expected)) => assert_eq!(value, expected, "{source}"),
-            (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "{source}: {error}"),
-            (result, expected) => panic!("{source}: got {result:?}, expected {expected:?}"),
+            (Ok(value), Ok(expected)) => assert_eq!(value, expected, "{case}"),
+            (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "{case}: {error}"),
+            (result, expected) => panic!("{case}: got {result:?}, expected {expected:?}"),
         }
     }
 
@@ -727,19 +841,70 @@ mod tests {
         check("import \"x\" as y; 1", Err("does not compile"));
     }
 
+    /// Runs `source` on `engine` (within `limits`, if given) and checks it.
+    fn assert_run(
+        engine: &ScriptEngine,
+        source: &str,
+        limits: Option<RunLimits>,
+        expected: Result<Json, &str>,
+        case: &str,
+    ) {
+        let result = match limits {
+            Some(limits) => within_limits(limits, || engine.run(source, &[], 1)),
+            None => engine.run(source, &[], 1),
+        };
+        assert_result(result, expected, case);
+    }
+
+    /// Each size key, lowered and raised from its default, holds for the
+    /// runs inside `within_limits` and for no other run, and its message
+    /// names the key.
+    #[test]
+    fn the_lands_script_sizes_bound_each_run_within_them_and_name_the_key() {
+        let engine = ScriptEngine::new();
+        let check = |source: &str, sizes: Option<ScriptSizes>, expected: Result<Json, &str>| {
+            let limits = sizes.map(|sizes| RunLimits { operations_max: SCRIPT_OPERATIONS_MAX, sizes });
+            assert_run(&engine, source, limits, expected, &format!("{source} {sizes:?}"));
+        };
+        let with = |change: fn(&mut ScriptSizes)| {
+            let mut sizes = ScriptSizes::DEFAULT;
+            change(&mut sizes);
+            Some(sizes)
+        };
+        let deep = "fn f(n) { if n == 0 { 0 } else { 1 + f(n - 1) } } f(40)";
+        let string = "let s = \"\"; for i in 0..2000 { s += \"x\"; } s.len";
+        let array = "let a = []; for i in 0..2000 { a.push(i); } a.len";
+        let map = "let m = #{}; for i in 0..300 { m[`k${i}`] = i; } m.len()";
+        let cases: &[(&str, Option<ScriptSizes>, Result<Json, &str>)] = &[
+            (deep, None, Err("deeper than 32 calls (script_call_depth_max)")),
+            (deep, with(|s| s.call_depth_max = 64), Ok(json!(40))),
+            (deep, with(|s| s.call_depth_max = 8), Err("deeper than 8 calls (script_call_depth_max)")),
+            (string, None, Ok(json!(2000))),
+            (string, with(|s| s.string_bytes_max = 1_000), Err("over 1000 bytes (script_string_bytes_max)")),
+            (array, None, Err("over 1024 items (script_array_items_max)")),
+            (array, with(|s| s.array_items_max = 4_096), Ok(json!(2000))),
+            (map, None, Err("over 256 entries (script_map_entries_max)")),
+            (map, with(|s| s.map_entries_max = 512), Ok(json!(300))),
+            // Back to the defaults: the engine built for other sizes changed nothing.
+            (deep, None, Err("deeper than 32 calls (script_call_depth_max)")),
+            (array, Some(ScriptSizes::DEFAULT), Err("over 1024 items (script_array_items_max)")),
+        ];
+        for (source, sizes, expected) in cases {
+            check(source, *sizes, expected.clone());
+        }
+        // An engine with a budget of its own keeps the default sizes.
+        let own = ScriptEngine::with_operations_max(1_000_000);
+        let limits = RunLimits { operations_max: 1_000_000, sizes: with(|s| s.array_items_max = 4_096).unwrap() };
+        let result = within_limits(limits, || own.run(array, &[], 1));
+        assert!(result.is_err_and(|error| error.to_string().contains("over 1024 items")), "its own sizes");
+    }
+
     #[test]
     fn the_lands_operations_limit_bounds_the_runs_of_an_engine_that_follows_it_and_no_other() {
         let counting = "let x = 0; for i in 0..2000 { x += i; } x";
         let check = |engine: &ScriptEngine, most: Option<u64>, expected: Result<Json, &str>| {
-            let result = match most {
-                Some(most) => within_operations(most, || engine.run(counting, &[], 1)),
-                None => engine.run(counting, &[], 1),
-            };
-            match (result, expected) {
-                (Ok(value), Ok(expected)) => assert_eq!(value, expected, "{most:?}"),
-                (Err(error), Err(needle)) => assert!(error.to_string().contains(needle), "{most:?}: {error}"),
-                (result, expected) => panic!("{most:?}: got {result:?}, expected {expected:?}"),
-            }
+            let limits = most.map(|most| RunLimits { operations_max: most, sizes: ScriptSizes::DEFAULT });
+            assert_run(engine, counting, limits, expected, &format!("{most:?}"));
         };
         let following = ScriptEngine::new();
         check(&following, None, Ok(json!(1_999_000)));

@@ -201,8 +201,7 @@ for {} ms more (breaker_cooldown_ms = {})",
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let attempt =
-                tokio::time::timeout(Duration::from_millis(timeout_ms), self.attempt(tool, arguments));
+            let attempt = tokio::time::timeout(Duration::from_millis(timeout_ms), self.attempt(tool, arguments));
             let failed = match attempt.await {
                 Ok(Ok(answer)) => {
                     self.settle(true);

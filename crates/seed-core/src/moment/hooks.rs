@@ -27,8 +27,12 @@ pub const HOOK_OPERATIONS_CEILING: u64 = 1_000_000;
 /// Consecutive failures after which a handler's breaker opens, unless the
 /// land's `hook_breaker_failures_max` says otherwise (`crate::config`).
 pub const HOOK_FAILURES_BEFORE_BREAK: u32 = 3;
-/// Most handlers one hook point may have.
+/// Handlers run at one hook point for one act, unless the land's
+/// `hook_handlers_per_point_max` says otherwise (`crate::config`): those
+/// past it (in load order) are not run, each leaving an incident.
 pub const HOOK_HANDLERS_PER_POINT_MAX: usize = 16;
+/// The most the land's `hook_handlers_per_point_max` may allow.
+pub const HOOK_HANDLERS_PER_POINT_CEILING: usize = 1_024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -140,10 +144,24 @@ impl Hooks {
         let location = world.being_named(actor).map(|row| row.location.clone()).unwrap_or_default();
         let actor = json!(actor);
         let view = json!({ "signals": world.signals });
-        let most = world.config_u64("hook_operations_max", HOOK_OPERATIONS_MAX);
+        let limits = crate::script::RunLimits::of(world, "hook_operations_max", HOOK_OPERATIONS_MAX);
+        let handlers_max = world.config_u64("hook_handlers_per_point_max", HOOK_HANDLERS_PER_POINT_MAX as u64);
+        let mut at_point = 0u64;
         for (spec, state) in self.handlers.iter().filter(|(spec, _)| spec.point.matches(phase, verb)) {
             let extension = spec.name.split('/').next().unwrap_or_default();
             if crate::ownership::is_blocked(world, extension, &location) {
+                continue;
+            }
+            at_point += 1;
+            if at_point > handlers_max {
+                let point = format!("{}:{verb}", if phase == Phase::Before { "before" } else { "after" });
+                self.incidents.lock().unwrap_or_else(|p| p.into_inner()).push(HookIncident {
+                    handler: spec.name.clone(),
+                    reason: format!(
+                        "not run: {point} has more than {handlers_max} handlers for this act (hook_handlers_per_point_max)"
+                    ),
+                    breaker_opened: false,
+                });
                 continue;
             }
             let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
@@ -151,7 +169,7 @@ impl Hooks {
                 continue;
             }
             let inputs: [(&str, &Json); 3] = [("actor", &actor), ("request", &call), ("world", &view)];
-            let outcome = crate::script::within_operations(most, || self.engine.run(&spec.source, &inputs, seed));
+            let outcome = crate::script::within_limits(limits, || self.engine.run(&spec.source, &inputs, seed));
             let verdict = match outcome {
                 Ok(Json::Null) | Ok(Json::Bool(true)) => Ok(None),
                 Ok(Json::Bool(false)) => Ok(Some("cancelled".to_string())),
@@ -217,6 +235,62 @@ mod tests {
         let call = VerbCall::Do { target: "/".into(), action: "ring".into(), args: json!({}) };
         hooks.before("ada", &call, &world, 7).expect("a failing handler never cancels");
         hooks.incidents().into_iter().map(|incident| incident.reason).collect()
+    }
+
+    /// Three `before:do` handlers (the third cancels) under a land whose
+    /// `hook_handlers_per_point_max` is `limit`: the act's verdict and the incidents.
+    fn verdict_with_handlers_max(limit: Option<u64>) -> (Result<(), String>, Vec<String>) {
+        let handler = |index: usize, source: &str| HookSpec {
+            name: format!("test/{index}"),
+            point: HookPoint::parse("before:do").expect("a point"),
+            source: Arc::from(source),
+        };
+        let hooks = Hooks::new(vec![handler(0, "true"), handler(1, "()"), handler(2, "\"closed\"")]);
+        let mut world = World::default();
+        if let Some(limit) = limit {
+            world.config.insert("hook_handlers_per_point_max".into(), json!(limit));
+        }
+        let call = VerbCall::Do { target: "/".into(), action: "ring".into(), args: json!({}) };
+        let verdict = hooks.before("ada", &call, &world, 7).map_err(|refusal| refusal.to_string());
+        (
+            verdict,
+            hooks
+                .incidents()
+                .into_iter()
+                .map(|incident| format!("{}: {}", incident.handler, incident.reason))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn handlers_past_the_hook_handlers_per_point_max_in_force_are_not_run_and_say_so() {
+        type Case<'a> = (Option<u64>, Result<(), &'a str>, &'a [&'a str]);
+        let cases: &[Case] = &[
+            (None, Err("closed"), &[]),
+            (Some(3), Err("closed"), &[]),
+            (
+                Some(2),
+                Ok(()),
+                &["test/2: not run: before:do has more than 2 handlers for this act (hook_handlers_per_point_max)"],
+            ),
+            (
+                Some(1),
+                Ok(()),
+                &[
+                    "test/1: not run: before:do has more than 1 handlers for this act (hook_handlers_per_point_max)",
+                    "test/2: not run: before:do has more than 1 handlers for this act (hook_handlers_per_point_max)",
+                ],
+            ),
+        ];
+        for (limit, verdict, incidents) in cases {
+            let (seen, seen_incidents) = verdict_with_handlers_max(*limit);
+            match (&seen, verdict) {
+                (Ok(()), Ok(())) => {}
+                (Err(refusal), Err(needle)) => assert!(refusal.contains(needle), "{limit:?}: {refusal}"),
+                _ => panic!("{limit:?}: got {seen:?}, expected {verdict:?}"),
+            }
+            assert_eq!(seen_incidents, *incidents, "{limit:?}");
+        }
     }
 
     #[test]

@@ -308,9 +308,8 @@ pub fn momentum(
         },
     };
     let seed = u64::from_be_bytes(opened.id.0[..8].try_into().expect("32 bytes"));
-    let (output, output_digest) =
-        script_output(substrate, compiled, face, seed, crate::script::operations_max_in(world))
-            .map_err(|refusal| failure(Beat::Momentum, refusal))?;
+    let (output, output_digest) = script_output(substrate, compiled, face, seed, crate::script::limits_in(world))
+        .map_err(|refusal| failure(Beat::Momentum, refusal))?;
     let refused = |error| failure(Beat::Momentum, Refusal::ScriptCall(error));
     let (call, content) = parse_call(&output).map_err(refused)?;
     let importance = parse_importance(&output).map_err(refused)?;
@@ -334,11 +333,11 @@ pub(super) fn script_output(
     compiled: Result<std::sync::Arc<crate::script::Compiled>, crate::script::ScriptError>,
     face: &Face,
     seed: u64,
-    operations_max: u64,
+    limits: crate::script::RunLimits,
 ) -> Result<(Json, Hash32), Refusal> {
     let output = compiled
         .and_then(|compiled| {
-            crate::script::within_operations(operations_max, || {
+            crate::script::within_limits(limits, || {
                 substrate.scripts.run_compiled(&compiled, &[("face", crate::script::Input::Entries(face))], seed)
             })
         })

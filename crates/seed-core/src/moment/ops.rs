@@ -274,8 +274,8 @@ impl OpRegistry {
                 let view = json!({ "signals": call.world.signals });
                 let inputs: [(&str, &Json); 4] =
                     [("actor", &actor), ("target", &target), ("args", call.args), ("world", &view)];
-                let most = crate::script::operations_max_in(call.world);
-                let output = crate::script::within_operations(most, || scripts.run(source, &inputs, seed))
+                let limits = crate::script::limits_in(call.world);
+                let output = crate::script::within_limits(limits, || scripts.run(source, &inputs, seed))
                     .map_err(OpError::Script)?;
                 let effects: Vec<Effect> = match output {
                     Json::Null => Vec::new(),

@@ -293,7 +293,7 @@ pub(super) fn panel_momentum(
     for (index, member) in config.proposers().enumerate() {
         let seed = moment_seed ^ (index as u64 + 1);
         let record = match member.kind {
-            MemberKind::Script => script_member(substrate, member, face, seed, crate::script::operations_max_in(world)),
+            MemberKind::Script => script_member(substrate, member, face, seed, crate::script::limits_in(world)),
             MemberKind::Llm => match prompt.get_or_insert_with(|| llm::prompt_in(world, face)) {
                 Ok(prompt) => {
                     let connection = member.connection.as_deref().or(super::llm_connection(world, row, assigned));
@@ -349,12 +349,12 @@ pub(super) fn panel_momentum(
             ChooseBy::Rule => {
                 let source = config.rule.as_deref().unwrap_or_default();
                 let proposals = proposals_json(&members);
-                let most = crate::script::operations_max_in(world);
+                let limits = crate::script::limits_in(world);
                 let chosen = substrate
                     .scripts
                     .compile(source)
                     .and_then(|compiled| {
-                        crate::script::within_operations(most, || {
+                        crate::script::within_limits(limits, || {
                             substrate.scripts.run_compiled(
                                 &compiled,
                                 &[
@@ -440,11 +440,11 @@ fn script_member(
     member: &MemberConfig,
     face: &Face,
     seed: u64,
-    operations_max: u64,
+    limits: crate::script::RunLimits,
 ) -> MemberRecord {
     let mut record = MemberRecord::named(&member.name);
     let source = member.script.as_deref().unwrap_or_default();
-    let output = match script_output(substrate, substrate.scripts.compile(source), face, seed, operations_max) {
+    let output = match script_output(substrate, substrate.scripts.compile(source), face, seed, limits) {
         Ok((output, digest)) => {
             record.output = Some(digest);
             output

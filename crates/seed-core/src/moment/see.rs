@@ -111,8 +111,8 @@ impl SeeResolvers {
                     ("matter", &matter),
                     ("signals", &signals),
                 ];
-                let most = crate::script::operations_max_in(world);
-                crate::script::within_operations(most, || scripts.run(source, &inputs, seed)).map_err(SeeError::Script)
+                let limits = crate::script::limits_in(world);
+                crate::script::within_limits(limits, || scripts.run(source, &inputs, seed)).map_err(SeeError::Script)
             }
         }
     }

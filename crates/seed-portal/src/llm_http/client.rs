@@ -11,7 +11,9 @@
 use super::connections::{Connection, Connections};
 use crate::embedding;
 use crate::in_flight::InFlight;
-use crate::llm::{Answer, CallLimits, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX};
+use crate::llm::{
+    Answer, CallLimits, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question, LLM_RESPONSE_BYTES_MAX,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -188,7 +190,9 @@ impl Inner {
                             latency_us: started.elapsed().as_micros() as u64,
                         })
                     }
-                    Err(AttemptError::Retry { reason, after_ms }) if retry < connection.retries_max.min(limits.retries_max) => {
+                    Err(AttemptError::Retry { reason, after_ms })
+                        if retry < connection.retries_max.min(limits.retries_max) =>
+                    {
                         let wait = after_ms.map_or_else(
                             || backoff_ms(connection, retry, seed),
                             |after| after.min(connection.backoff_max_ms),

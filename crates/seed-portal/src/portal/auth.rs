@@ -319,8 +319,9 @@ mod tests {
         let (id, _) = sessions.open(&ann, 5).expect("open");
         let mut headers = HeaderMap::new();
         headers.insert(axum::http::header::COOKIE, format!("{SESSION_COOKIE}={id}").parse().expect("a header"));
-        let identify =
-            |grant: Option<u64>| sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant, 100).map(|c| c.principal);
+        let identify = |grant: Option<u64>| {
+            sessions.identify(&headers, "127.0.0.1", |_| None, |_| grant, 100).map(|c| c.principal)
+        };
         assert_eq!(identify(Some(5)).expect("the same grant"), ann);
         for (what, grant) in [("granted again", Some(6)), ("revoked", None)] {
             let sessions = Sessions::default();

@@ -96,8 +96,7 @@ pub async fn require_bearer(State(portal): State<Arc<Portal>>, mut request: Requ
         &client,
         |token| portal.live.principal_of_token(token),
         portal.requests_per_minute_max(),
-    )
-    {
+    ) {
         Ok(principal) => principal,
         Err(error) if error.status == StatusCode::UNAUTHORIZED => {
             let error = PortalError {
