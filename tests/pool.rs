@@ -296,3 +296,82 @@ fn a_worker_with_other_definition_files_is_refused_and_the_run_ends_as_in_one_pr
     let output = driver.wait_with_output().expect("driver");
     assert_eq!(world_hash(&output), expected);
 }
+
+/// Where a killed driver's run is stopped, after its land is planted, and
+/// whether every worker is killed with it (else one of the two).
+const DRIVER_KILLED_AFTER: [(Duration, bool); 3] =
+    [(Duration::from_millis(400), true), (Duration::from_millis(1_500), false), (Duration::from_millis(3_000), false)];
+
+/// A pooled run whose driver is killed (SIGKILL) mid-run, with one or both
+/// of its workers killed beside it, is finished by `seed sim --resume` with
+/// the pool: the round the driver stopped in is the one its wake queue
+/// holds, served on by the surviving worker and a new one started after the
+/// resumed driver (or, when every worker was killed, by the workers the
+/// resumed driver starts itself, `--workers 2`), and the run ends with
+/// the world hash of one process; the land verifies and replays.
+#[test]
+fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let ring = fixture("tests/fixtures/worlds/ring/world.toml");
+    let ticks = "120";
+    let expected = folder_hash(dir.path(), &ring, ticks);
+    let mut interrupted = 0;
+    for (point, (after, every_worker)) in DRIVER_KILLED_AFTER.iter().enumerate() {
+        let url = common::postgres::fresh_database();
+        let land = dir.path().join(format!("killed-{point}"));
+        let run = ["--store", &url, "sim", &ring, "--ticks", ticks, "--pool", "--json"];
+        let mut driver = spawn_seed(&land, &run);
+        wait_for_planting(&land, &mut driver);
+        let worker_log = dir.path().join(format!("workers-{point}.stderr"));
+        let start_worker = || spawn_seed_logging(&land, &["worker", &ring, "--lease-ms", "300"], &worker_log);
+        let mut workers: Vec<Child> = (0..2).map(|_| start_worker()).collect();
+        std::thread::sleep(*after);
+        if driver.try_wait().expect("driver").is_none() {
+            interrupted += 1;
+        }
+        driver.kill().expect("SIGKILL");
+        let _ = driver.wait();
+        let killed = if *every_worker { 2 } else { 1 };
+        for worker in &mut workers[..killed] {
+            worker.kill().expect("SIGKILL");
+            let _ = worker.wait();
+        }
+        // With every worker gone, the resumed driver starts its own
+        // (`--workers 2`); else the survivor and a new one serve it (`--pool`).
+        let resumed = match every_worker {
+            true => {
+                workers.clear();
+                common::seed(&land, &["sim", &ring, "--ticks", ticks, "--resume", "--workers", "2", "--json"])
+            }
+            false => {
+                let resume = ["sim", &ring, "--ticks", ticks, "--resume", "--pool", "--json"];
+                let resumed = spawn_seed(&land, &resume);
+                std::thread::sleep(Duration::from_millis(300));
+                workers[0] = start_worker();
+                resumed.wait_with_output().expect("the resumed driver")
+            }
+        };
+        assert_eq!(world_hash(&resumed), expected, "the driver killed {after:?} into its run, then resumed");
+        for mut worker in workers {
+            let status = worker.wait().expect("worker");
+            assert!(status.success(), "a worker failed: {}", std::fs::read_to_string(&worker_log).unwrap_or_default());
+        }
+        for verb in [&["verify"][..], &["replay", "--all"]] {
+            let output = common::seed(&land, verb);
+            assert!(output.status.success(), "seed {verb:?}: {}", common::stderr(&output));
+        }
+    }
+    assert!(interrupted >= 2, "only {interrupted} of the kills stopped a running driver: make the run longer");
+
+    // A pool's resume on a land whose queue holds no run is refused, naming why.
+    let folder = dir.path().join("folder");
+    let output = common::seed(
+        &folder,
+        &["sim", &ring, "--ticks", "2", "--land", &folder.to_string_lossy(), "--resume", "--pool"],
+    );
+    assert!(!output.status.success());
+    assert!(common::stderr(&output).contains("need a land on PostgreSQL"), "{}", common::stderr(&output));
+}

@@ -339,8 +339,8 @@ enum Command {
         lease_ms: u64,
         /// Finish the run whose driver stopped in --land (killed, or a
         /// crash) from its resume checkpoint, with the fixture and --seed it
-        /// was started with: it ends with the world hash an uninterrupted run
-        /// has (docs/resume.md).
+        /// was started with (and --workers N or --pool for a pool's run): it
+        /// ends with the world hash an uninterrupted run has (docs/resume.md).
         #[arg(long)]
         resume: bool,
         /// Print the summary as JSON.
@@ -1094,9 +1094,6 @@ fn sim(
     if resume && land.is_none() {
         bail!("--resume finishes the run in a land folder: name it with --land DIR");
     }
-    if resume && pooled {
-        bail!("--resume finishes a run played in this process; a pool's run (--workers, --pool) cannot be resumed yet");
-    }
     if pooled && !matches!(store, seed::land::StoreLocation::Postgres { .. }) {
         bail!(
             "--workers and --pool need a land on PostgreSQL (--store postgres://…): the pool's wake queue lives there"
@@ -1133,7 +1130,11 @@ fn sim(
         true => {
             let mut pool =
                 pool::LocalWorkers::new(workers, &land_dir, fixture_path, &options, lease_ms, llm.as_deref());
-            let summary = engine::pool::simulate_pooled(&fixture, &options, &mut || pool.watch());
+            let summary = match (resume, land.is_some()) {
+                (true, _) => engine::pool::resume_pooled(&fixture, &options, &mut || pool.watch()),
+                (false, true) => engine::pool::simulate_pooled_resumably(&fixture, &options, &mut || pool.watch()),
+                (false, false) => engine::pool::simulate_pooled(&fixture, &options, &mut || pool.watch()),
+            };
             pool.finish(summary.is_ok());
             summary
         }

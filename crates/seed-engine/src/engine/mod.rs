@@ -114,6 +114,15 @@ pub enum EngineError {
         "resuming, the fact computed for land seq {land_seq} ({computed}) is not the one the land holds ({stored}): the fixture, its definitions or this build changed since the run started; nothing was written"
     )]
     ResumeDiverged { land_seq: u64, stored: crate::fact::FactId, computed: crate::fact::FactId },
+    /// A resumed pool driver finds the round its predecessor opened with
+    /// other wakes than the ones it computes again.
+    #[error(
+        "resuming, round {tick} computed again has {computed_wakes} wakes opening at land seq {computed_cursor}; the wake queue holds it with {queued_wakes} at {queued_cursor}: the fixture, its definitions or this build changed since the run started"
+    )]
+    ResumeRoundDiffers { tick: u64, computed_wakes: u64, computed_cursor: u64, queued_wakes: u64, queued_cursor: u64 },
+    /// `seed sim --resume --workers` on a land whose wake queue holds no run.
+    #[error("the land's wake queue holds no run to resume: a pool's run is resumed on the land it was started on (--resume without --workers or --pool finishes a run played in one process)")]
+    NoPoolRunToResume,
     /// A definition file too large to keep in one fact.
     #[error(
         "the definition file {path} is {bytes} bytes; the land keeps definition files of at most {max} bytes (its fact_body_bytes_max less {} for the fact's own fields)",

@@ -203,20 +203,63 @@ impl Engine {
         &mut self,
         watch: &mut dyn FnMut() -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
+        if self.resume_checkpoints {
+            self.write_resume_checkpoint()?;
+        }
         if self.idle_round_if_tripped() {
             return Ok(());
         }
-        let (tick, wakes) = self.begin_round()?;
-        let queued = wakes
-            .iter()
-            .enumerate()
-            .map(|(index, (being, wake))| {
-                let wake = canonical::to_canonical_bytes(wake)
-                    .map_err(|error| EngineError::Internal(format!("wake: {error}")))?;
-                Ok(QueuedWake { index: index as u64, being: *being, wake })
-            })
-            .collect::<Result<Vec<_>, EngineError>>()?;
-        self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
+        let state = self.wake_queue()?.state()?;
+        // A resumed driver re-attaching to the round its predecessor opened
+        // starts the round at its events, never at the land's end: the
+        // round's own facts are the workers', and some may still be sealing.
+        let resumed_until = self.catch_up_until;
+        if state.round.is_some_and(|round| round.tick == self.tick + 1) {
+            self.catch_up_until = self.catch_up_until.max(self.world.cursor + 1);
+        }
+        let begun = self.begin_round();
+        self.catch_up_until = resumed_until;
+        let (tick, wakes) = begun?;
+        match state.round.filter(|round| round.tick == tick) {
+            // A resumed driver finds the round its stopped predecessor
+            // opened: the workers go on with it, and it folds the results
+            // from the first wake as that driver would have.
+            Some(opened) => {
+                tracing::info!(
+                    tick,
+                    sealed = opened.turn,
+                    wakes = opened.wakes,
+                    "resuming: the round the stopped driver opened goes on; its results are folded from the first wake"
+                );
+                if opened.wakes != wakes.len() as u64 || opened.cursor != self.world.cursor {
+                    return Err(EngineError::ResumeRoundDiffers {
+                        tick,
+                        computed_wakes: wakes.len() as u64,
+                        computed_cursor: self.world.cursor,
+                        queued_wakes: opened.wakes,
+                        queued_cursor: opened.cursor,
+                    });
+                }
+            }
+            None => {
+                // A resumed run asked for more rounds than it first played:
+                // its finished run is started again (the same digest).
+                if matches!(state.run, RunState::Finished { .. }) {
+                    let digest = run_digest(&self.fixture, self.summary.seed, self);
+                    self.wake_queue()?.start_run(digest, self.trace_out.is_some())?;
+                }
+                let queued = wakes
+                    .iter()
+                    .enumerate()
+                    .map(|(index, (being, wake))| {
+                        let wake = canonical::to_canonical_bytes(wake)
+                            .map_err(|error| EngineError::Internal(format!("wake: {error}")))?;
+                        Ok(QueuedWake { index: index as u64, being: *being, wake })
+                    })
+                    .collect::<Result<Vec<_>, EngineError>>()?;
+                self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
+            }
+        }
         // The wakes below the turn are sealed for good: they are folded as
         // the turn moves, while the workers seal the rest.
         let mut folded = 0usize;
@@ -602,6 +645,34 @@ impl PoolDriver {
         Ok(PoolDriver { engine })
     }
 
+    /// A driver that writes a resume checkpoint before each round (`seed sim
+    /// --land … --workers`): a killed driver is resumed with [`PoolDriver::resume`].
+    pub fn keep_resume_checkpoints(&mut self) {
+        self.engine.keep_resume_checkpoints();
+    }
+
+    /// Takes over the run whose driver stopped in `options.land_dir`, from
+    /// its resume checkpoint (`Engine::resume`'s checks, and the wake queue
+    /// must hold this run): the round it stopped in is the one the queue
+    /// holds, if it was opened, and its results are folded from the first.
+    pub fn resume(fixture: &super::fixture::Fixture, options: &EngineOptions) -> Result<PoolDriver, EngineError> {
+        let engine = Engine::resume(fixture, options)?;
+        let digest = run_digest(fixture, options.seed, &engine);
+        match engine.wake_queue()?.state()?.run {
+            RunState::None => return Err(EngineError::NoPoolRunToResume),
+            RunState::Running { digest: held } | RunState::Finished { digest: held } if held != digest => {
+                return Err(EngineError::ResumeOtherRun { expected: digest, found: held })
+            }
+            RunState::Running { .. } | RunState::Finished { .. } => {}
+        }
+        Ok(PoolDriver { engine })
+    }
+
+    /// The rounds the run has played.
+    pub fn tick(&self) -> u64 {
+        self.engine.tick
+    }
+
     /// One round: opened in the queue, waited for (`watch` is called while
     /// waiting; its error stops the wait), folded.
     pub fn round(&mut self, watch: &mut dyn FnMut() -> Result<(), EngineError>) -> Result<(), EngineError> {
@@ -624,12 +695,46 @@ pub fn simulate_pooled(
     options: &EngineOptions,
     watch: &mut dyn FnMut() -> Result<(), EngineError>,
 ) -> Result<RunSummary, EngineError> {
+    play_pooled(PoolDriver::plant(fixture, options)?, fixture, options, watch)
+}
+
+/// [`simulate_pooled`] writing a resume checkpoint before each round, so a
+/// killed driver is finished by [`resume_pooled`].
+pub fn simulate_pooled_resumably(
+    fixture: &super::fixture::Fixture,
+    options: &EngineOptions,
+    watch: &mut dyn FnMut() -> Result<(), EngineError>,
+) -> Result<RunSummary, EngineError> {
     let mut driver = PoolDriver::plant(fixture, options)?;
+    driver.keep_resume_checkpoints();
+    play_pooled(driver, fixture, options, watch)
+}
+
+/// Finishes the pooled run whose driver stopped in `options.land_dir`
+/// (`seed sim --resume --workers N`, or `--pool`): the rounds from its
+/// checkpoint to the run's last, served by the pool, ending with the world
+/// hash an uninterrupted run has.
+pub fn resume_pooled(
+    fixture: &super::fixture::Fixture,
+    options: &EngineOptions,
+    watch: &mut dyn FnMut() -> Result<(), EngineError>,
+) -> Result<RunSummary, EngineError> {
+    play_pooled(PoolDriver::resume(fixture, options)?, fixture, options, watch)
+}
+
+/// Plays a driver's rounds until the run's last tick, then finishes.
+fn play_pooled(
+    mut driver: PoolDriver,
+    fixture: &super::fixture::Fixture,
+    options: &EngineOptions,
+    watch: &mut dyn FnMut() -> Result<(), EngineError>,
+) -> Result<RunSummary, EngineError> {
     let ticks = options.ticks.unwrap_or(fixture.ticks);
     let progress = &options.progress;
-    progress.stage("running rounds", ticks, "rounds");
+    progress.stage("running rounds", ticks.saturating_sub(driver.tick()), "rounds");
+    // The wall clock measures the run for the summary only; no fact sees it.
     let started = std::time::Instant::now();
-    for _ in 0..ticks {
+    while driver.tick() < ticks {
         driver.round(watch)?;
         progress.advance(1);
     }
