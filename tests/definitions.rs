@@ -49,16 +49,24 @@ fn replay_json(land: &Path, arguments: &[&str]) -> (Option<i32>, serde_json::Val
     (output.status.code(), serde_json::from_str(&last).unwrap_or_else(|_| panic!("JSON: {text}")))
 }
 
-#[test]
-fn a_role_edited_between_two_runs_replays_with_the_definitions_each_moment_ran() {
+/// The court copied into a scratch folder and simulated `ticks` rounds into
+/// a land there: the folder, the copied files, the fixture and the land.
+fn court_simulated(ticks: u64) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().expect("folder");
     let files = dir.path().join("definitions");
     copy_definitions(&files);
     let fixture: PathBuf = files.join("fixtures/court.toml");
     let land = dir.path().join("land");
-    let fixture_text = fixture.to_str().expect("utf-8");
-    let planted = seed(dir.path(), &["sim", fixture_text, "--land", land.to_str().expect("utf-8"), "--ticks", "4"]);
+    let (fixture_text, land_text) = (fixture.to_str().expect("utf-8"), land.to_str().expect("utf-8"));
+    let planted = seed(dir.path(), &["sim", fixture_text, "--land", land_text, "--ticks", &ticks.to_string()]);
     assert!(planted.status.success(), "{}", stdout(&planted));
+    (dir, files, fixture, land)
+}
+
+#[test]
+fn a_role_edited_between_two_runs_replays_with_the_definitions_each_moment_ran() {
+    let (_dir, files, fixture, land) = court_simulated(4);
+    let fixture_text = fixture.to_str().expect("utf-8");
     let first = definition_facts(&land);
     assert!(first.len() >= 2 && first.last() == Some(&(0, true)), "texts, then the set: {first:?}");
     assert!(first[..first.len() - 1].iter().all(|(texts, set)| *texts > 0 && !set), "{first:?}");
@@ -169,4 +177,53 @@ fn a_definition_file_too_large_to_keep_is_refused_before_anything_is_planted() {
     );
     assert!(said.contains(&expected), "{said}");
     assert!(!land.exists(), "nothing was planted");
+}
+
+/// A what-if fork plants its sandboxes from the definitions the land
+/// recorded in force at the forked moment: a role file edited since changes
+/// nothing of the fork, `--fixture` forks against today's files (and names
+/// why they do not reproduce the land), and a kept branch with role folders
+/// of its own records them, so it replays clean.
+#[test]
+fn a_fork_runs_the_definitions_the_land_recorded_after_the_files_changed() {
+    let (dir, files, fixture, land) = court_simulated(5);
+    let fixture_text = fixture.to_str().expect("utf-8");
+    let fork = |extra: &[&str]| {
+        let mut arguments = vec!["replay", "@ada", "--fork", "1", "--ticks", "3", "--json"];
+        arguments.extend_from_slice(extra);
+        let output = seed(&land, &arguments);
+        (output.status.code(), stdout(&output), crate::common::stderr(&output))
+    };
+    let (code, before, error) = fork(&[]);
+    assert_eq!(code, Some(0), "{before}{error}");
+    let report: serde_json::Value = serde_json::from_str(&before).expect("JSON");
+    assert!(report["controlDiffersAt"].is_null(), "the control reproduces the land: {report}");
+
+    let watcher = files.join("fixtures/roles/court-watcher.toml");
+    let text = std::fs::read_to_string(&watcher).expect("read");
+    std::fs::write(&watcher, text.replace("keep quiet while it sits", "whisper to the next seat")).expect("edit");
+    let (code, after, error) = fork(&[]);
+    assert_eq!((code, &after), (Some(0), &before), "the edited file changes nothing of the fork: {error}");
+
+    let (code, _, error) = fork(&["--fixture", fixture_text]);
+    assert_eq!(code, Some(1), "today's files do not reproduce the land");
+    assert!(error.contains("the fixture does not reproduce this land"), "{error}");
+
+    // A branch with a role folder of its own, kept: it replays clean.
+    let what_if = dir.path().join("what-if");
+    std::fs::create_dir_all(&what_if).expect("folder");
+    std::fs::write(what_if.join("court-watcher.toml"), text.replace("keep quiet while it sits", "hum softly"))
+        .expect("role");
+    std::fs::copy(files.join("fixtures/roles/court-watcher.rhai"), what_if.join("court-watcher.rhai")).expect("script");
+    let kept = dir.path().join("kept");
+    let (code, branch, error) =
+        fork(&["--roles", what_if.to_str().expect("utf-8"), "--keep", kept.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{branch}{error}");
+    let sets = definition_facts(&kept).iter().filter(|(_, set)| *set).count();
+    assert_eq!(sets, 2, "the original's set, then the branch's with its own role folder");
+    std::fs::remove_dir_all(&what_if).expect("the fork's roles gone");
+    let output = seed(&kept, &["replay", "--all", "--json"]);
+    let replayed: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!((output.status.code(), replayed["divergences"].clone()), (Some(0), serde_json::json!(0)), "{replayed}");
+    assert!(replayed["moments"].as_u64().is_some_and(|moments| moments > 0), "{replayed}");
 }

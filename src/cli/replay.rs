@@ -439,16 +439,69 @@ pub struct ForkArguments<'a> {
 const FORK_THREADS: usize = 2;
 
 pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
-    let definitions = land_definitions(land_dir, arguments.fixture)?;
-    let fixture = Fixture::load(&definitions.fixture)?;
+    let mut extra_roles = Vec::new();
     for dir in arguments.roles {
         if !dir.is_dir() {
             bail!("--roles {}: no such folder", dir.display());
         }
+        extra_roles.push(dir.canonicalize().with_context(|| format!("--roles {}", dir.display()))?);
     }
-    let mut branch_role_dirs = definitions.role_dirs.clone();
-    branch_role_dirs.extend(arguments.roles.iter().cloned());
-    let (branch_substrate, _) = seed::engine::substrate_for(&fixture, &branch_role_dirs)?;
+    let land = Land::open_read_only(land_dir)?;
+    let being = land.resolve(arguments.being)?;
+    // The definitions the land recorded in force at the forked moment: the
+    // sandboxes plant and run from them, whatever the files say now. With
+    // --fixture (or on an older land that recorded none), today's files.
+    let recorded = match arguments.fixture {
+        Some(_) => None,
+        None => match land.store().reel(&being, arguments.at_seq, arguments.at_seq + 1)?.first() {
+            Some(stored) => seed::engine::definitions::recorded_files_before(&land, stored.land_seq)?,
+            None => None,
+        },
+    };
+    let (seed, kept_fixture, branch_role_dirs) = match recorded {
+        Some(files) => {
+            let named = recorded_definitions(land_dir)?;
+            let seed = named.as_ref().map_or(0, |named| named.seed);
+            let fixture_path = files.fixture_path();
+            // The fork's own role folders are read from the disk beside them.
+            let branch_role_dirs = seed::definitions::serving_beside_folders(&files, &extra_roles, || {
+                fork_from(&land, being, &fixture_path, &[], seed, &extra_roles, &arguments)
+            })?;
+            (seed, named.map(|named| named.fixture), branch_role_dirs)
+        }
+        None => {
+            let definitions = land_definitions(land_dir, arguments.fixture)?;
+            let (fixture, role_dirs) = (&definitions.fixture, &definitions.role_dirs);
+            let branch_role_dirs =
+                fork_from(&land, being, fixture, role_dirs, definitions.seed, &extra_roles, &arguments)?;
+            (definitions.seed, Some(definitions.fixture.clone()), branch_role_dirs)
+        }
+    };
+    // A kept branch replays from its own definition facts; the file names
+    // the original's fixture for the tools that read it.
+    if let (Some(keep), Some(fixture)) = (arguments.keep, kept_fixture) {
+        record_definitions(keep, &fixture, seed, &branch_role_dirs)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The fork of `being`'s moment, its sandboxes planted from the fixture at
+/// `fixture_path` (served, or on the disk) with `role_dirs`, the branch's
+/// definitions adding `extra_roles`; its report printed. Returns the
+/// branch's role folders.
+fn fork_from(
+    land: &Land,
+    being: seed::fact::BeingId,
+    fixture_path: &Path,
+    role_dirs: &[PathBuf],
+    seed: u64,
+    extra_roles: &[PathBuf],
+    arguments: &ForkArguments<'_>,
+) -> Result<Vec<PathBuf>> {
+    let fixture = Fixture::load(fixture_path)?;
+    let mut branch_role_dirs = role_dirs.to_vec();
+    branch_role_dirs.extend(extra_roles.iter().cloned());
+    let (checked, branch_files) = seed::engine::definitions::check_world_recording(&fixture, &branch_role_dirs)?;
     let flow = match arguments.flow {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("--flow {}", path.display()))?;
@@ -465,8 +518,6 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
         Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("--script {}", path.display()))?),
         None => None,
     };
-    let land = Land::open_read_only(land_dir)?;
-    let being = land.resolve(arguments.being)?;
     let temporary = tempfile::tempdir()?;
     let branch_dir = match arguments.keep {
         Some(keep) => keep.to_path_buf(),
@@ -476,10 +527,11 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
         land.store(),
         seed::replay::fork::ForkRequest {
             fixture: &fixture,
-            seed: definitions.seed,
+            seed,
             being,
             at_seq: arguments.at_seq,
-            branch_substrate,
+            branch_substrate: checked.substrate,
+            branch_files: Some(branch_files),
             flow,
             script,
             ticks: arguments.ticks,
@@ -487,15 +539,12 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
             threads: FORK_THREADS,
         },
     )?;
-    if arguments.keep.is_some() {
-        record_definitions(&branch_dir, &definitions.fixture, definitions.seed, &branch_role_dirs)?;
-    }
     if arguments.json {
         print_fork_json(&report, arguments.keep)?;
     } else {
         print_fork_text(&report, arguments.at_seq, arguments.keep);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(branch_role_dirs)
 }
 
 fn print_fork_json(report: &seed::replay::fork::ForkReport, kept: Option<&Path>) -> Result<()> {

@@ -189,10 +189,19 @@ impl DefinitionFiles {
 }
 
 enum Source {
-    /// Reading the disk, noting each answer under its path relative to `base`.
-    Recording { base: PathBuf, files: DefinitionFiles },
-    /// Answering from `files` (the fixture loaded from the empty folder).
-    Serving(DefinitionFiles),
+    /// Reading the disk (or, inside [`serving`], the served set), noting
+    /// each answer under its path relative to `base`.
+    Recording { base: PathBuf, files: DefinitionFiles, served: Option<Served> },
+    /// Answering from the served set (the fixture loaded from the empty folder).
+    Serving(Served),
+}
+
+/// A recorded set served back, and the folders still read from the disk
+/// beside it (a what-if fork's own role folders).
+#[derive(Clone)]
+struct Served {
+    files: DefinitionFiles,
+    disk_folders: Vec<PathBuf>,
 }
 
 thread_local! {
@@ -202,9 +211,15 @@ thread_local! {
 /// Runs `load` with every definition read from the disk and noted under
 /// its path relative to `base` (the fixture's folder); returns what it
 /// returned and what it read. Loads nest by replacing: the inner one's
-/// reads are its own.
+/// reads are its own. Inside [`serving`], the reads are answered from the
+/// served set (and noted as read), never the disk: a land planted from a
+/// recorded set records the same set.
 pub fn recording<T>(base: &Path, load: impl FnOnce() -> T) -> (T, DefinitionFiles) {
-    let source = Source::Recording { base: base.to_path_buf(), files: DefinitionFiles::default() };
+    let served = SOURCE.with(|cell| match &*cell.borrow() {
+        Some(Source::Serving(served)) | Some(Source::Recording { served: Some(served), .. }) => Some(served.clone()),
+        _ => None,
+    });
+    let source = Source::Recording { base: base.to_path_buf(), files: DefinitionFiles::default(), served };
     let outer = SOURCE.with(|cell| cell.replace(Some(source)));
     let result = load();
     let recorded = SOURCE.with(|cell| cell.replace(outer));
@@ -218,7 +233,14 @@ pub fn recording<T>(base: &Path, load: impl FnOnce() -> T) -> (T, DefinitionFile
 /// does not hold reads as not found, and the disk is never touched. The
 /// load names the fixture as [`DefinitionFiles::fixture_path`] does.
 pub fn serving<T>(files: &DefinitionFiles, load: impl FnOnce() -> T) -> T {
-    let outer = SOURCE.with(|cell| cell.replace(Some(Source::Serving(files.clone()))));
+    serving_beside_folders(files, &[], load)
+}
+
+/// [`serving`], except that what lies under `disk_folders` (absolute
+/// paths) is read from the disk (and recorded by a recording inside).
+pub fn serving_beside_folders<T>(files: &DefinitionFiles, disk_folders: &[PathBuf], load: impl FnOnce() -> T) -> T {
+    let served = Served { files: files.clone(), disk_folders: disk_folders.to_vec() };
+    let outer = SOURCE.with(|cell| cell.replace(Some(Source::Serving(served))));
     let result = load();
     SOURCE.with(|source| source.replace(outer));
     result
@@ -256,7 +278,7 @@ fn not_recorded(path: &Path) -> io::Error {
 /// answer replaces a lesser one: a file read after its existence was asked).
 fn note(path: &Path, entry: DefinitionEntry, text: Option<&str>) {
     SOURCE.with(|source| {
-        if let Some(Source::Recording { base, files }) = &mut *source.borrow_mut() {
+        if let Some(Source::Recording { base, files, .. }) = &mut *source.borrow_mut() {
             let path = key_under(path, base);
             let lesser = matches!(
                 (files.set.entries.get(&path), &entry),
@@ -277,9 +299,31 @@ fn note(path: &Path, entry: DefinitionEntry, text: Option<&str>) {
 /// The served entry for `path`, or `None` when not serving.
 fn served<T>(path: &Path, answer: impl FnOnce(Option<&DefinitionEntry>, &DefinitionFiles) -> T) -> Option<T> {
     SOURCE.with(|source| match &*source.borrow() {
-        Some(Source::Serving(files)) => Some(answer(files.set.entries.get(&key_under(path, Path::new(""))), files)),
+        Some(Source::Serving(served)) | Some(Source::Recording { served: Some(served), .. }) => {
+            if served.disk_folders.iter().any(|folder| path.starts_with(folder)) {
+                return None;
+            }
+            let files = &served.files;
+            Some(answer(files.set.entries.get(&key_under(path, Path::new(""))), files))
+        }
         _ => None,
     })
+}
+
+/// Notes a served answer as read, as the disk's would be (while recording).
+fn note_served<T>(
+    path: &Path,
+    answer: io::Result<T>,
+    entry: impl FnOnce(&T) -> (DefinitionEntry, Option<String>),
+) -> io::Result<T> {
+    match &answer {
+        Ok(value) => {
+            let (entry, text) = entry(value);
+            note(path, entry, text.as_deref());
+        }
+        Err(_) => note(path, DefinitionEntry::Absent, None),
+    }
+    answer
 }
 
 /// A definition file's text.
@@ -288,7 +332,9 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
         Some(DefinitionEntry::File { digest }) => files.texts.get(digest).cloned().ok_or_else(|| not_recorded(path)),
         _ => Err(not_recorded(path)),
     }) {
-        return answer;
+        return note_served(path, answer, |text| {
+            (DefinitionEntry::File { digest: blake3_of(text.as_bytes()) }, Some(text.clone()))
+        });
     }
     match std::fs::read_to_string(path) {
         Ok(text) => {
@@ -313,7 +359,7 @@ pub fn file_len(path: &Path) -> io::Result<u64> {
         }
         _ => Err(not_recorded(path)),
     }) {
-        return answer;
+        return note_served(path, answer, |_| (DefinitionEntry::FileSeen, None));
     }
     match std::fs::metadata(path) {
         Ok(metadata) => {
@@ -334,6 +380,7 @@ pub fn is_file(path: &Path) -> bool {
     if let Some(answer) =
         served(path, |entry, _| matches!(entry, Some(DefinitionEntry::File { .. } | DefinitionEntry::FileSeen)))
     {
+        note(path, if answer { DefinitionEntry::FileSeen } else { DefinitionEntry::Absent }, None);
         return answer;
     }
     let is_file = path.is_file();
@@ -346,6 +393,7 @@ pub fn is_dir(path: &Path) -> bool {
     if let Some(answer) =
         served(path, |entry, _| matches!(entry, Some(DefinitionEntry::Folder { .. } | DefinitionEntry::FolderSeen)))
     {
+        note(path, if answer { DefinitionEntry::FolderSeen } else { DefinitionEntry::Absent }, None);
         return answer;
     }
     let is_dir = path.is_dir();
@@ -357,10 +405,11 @@ pub fn is_dir(path: &Path) -> bool {
 /// load reads its folders the same way on every machine).
 pub fn read_dir(path: &Path) -> io::Result<Vec<PathBuf>> {
     if let Some(answer) = served(path, |entry, _| match entry {
-        Some(DefinitionEntry::Folder { names }) => Ok(names.iter().map(|name| path.join(name)).collect()),
+        Some(DefinitionEntry::Folder { names }) => Ok(names.clone()),
         _ => Err(not_recorded(path)),
     }) {
-        return answer;
+        let names = note_served(path, answer, |names| (DefinitionEntry::Folder { names: names.clone() }, None))?;
+        return Ok(names.iter().map(|name| path.join(name)).collect());
     }
     let mut names = Vec::new();
     for entry in std::fs::read_dir(path)? {
@@ -416,6 +465,19 @@ mod tests {
         assert_eq!(files.texts.len(), 2, "the texts read, each once");
         // Outside a scope the disk is read again (the folder is gone).
         assert!(read_to_string(&root.join("a.toml")).is_err());
+    }
+
+    /// A recording inside a served scope (a land planted again from the set
+    /// another land recorded) answers from the set, never the disk, and
+    /// records the same set.
+    #[test]
+    fn a_recording_inside_a_served_scope_records_the_served_set() {
+        let dir = folder_with(&[("a.toml", "name = 'a'"), ("b/extension.toml", "x"), ("c.rhai", "42")]);
+        let (read, files) = recording(dir.path(), || load(dir.path()));
+        drop(dir);
+        let (again, recorded) = serving(&files, || recording(Path::new(""), || load(Path::new(""))));
+        assert_eq!(again, read, "served, not read from the (gone) folder");
+        assert_eq!(recorded, files, "the same set, with the same texts");
     }
 
     #[test]

@@ -140,6 +140,15 @@ fn effects_at(store: &dyn Store, land_seq: u64) -> Result<Vec<Effect>, EngineErr
         .map_err(|error| EngineError::DefinitionsUnreadable { land_seq, reason: error.to_string() })
 }
 
+/// The definition set in force just before `land_seq`, with its texts
+/// (`None`: the land had recorded none by then): what a what-if fork
+/// plants its sandboxes from, so they run the moments' own definitions
+/// whatever the files on disk say now.
+pub fn recorded_files_before(land: &Land, land_seq: u64) -> Result<Option<DefinitionFiles>, EngineError> {
+    let world = super::world_before(land, land_seq)?;
+    recorded_files(land.store(), &world)
+}
+
 /// What moments consult, loaded from a recorded set alone: the fixture and
 /// every file its world reads are served from `files`, the disk untouched.
 pub fn substrate_from_recorded(files: &DefinitionFiles) -> Result<Substrate, EngineError> {

@@ -65,6 +65,10 @@ pub struct ForkRequest<'a> {
     pub at_seq: u64,
     /// The branch's definitions (the original's, or with other role folders).
     pub branch_substrate: Substrate,
+    /// The files the branch's definitions were loaded from: sealed in the
+    /// branch before the fork's round when they are not the set in force
+    /// there (other role folders), so a kept branch replays with them.
+    pub branch_files: Option<crate::definitions::DefinitionFiles>,
     /// A new roleFlow for the being (a JSON array of clauses).
     pub flow: Option<Json>,
     /// A new Rhai script for the being (its source).
@@ -228,6 +232,9 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
     // The change: other definitions from this round on, and the being's new
     // flow or script sealed as one world fact before the fork's round.
     branch.set_substrate(request.branch_substrate);
+    if let Some(files) = &request.branch_files {
+        crate::engine::definitions::seal_if_changed(&branch.land, &mut branch.world, files)?;
+    }
     let mut change = Vec::new();
     if let Some(flow) = request.flow {
         change.push(Effect::SetRoleFlow { being: name.clone(), flow });
