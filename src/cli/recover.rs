@@ -8,8 +8,8 @@
 //! Whoever holds the land folder (its store lock and key ring) is the
 //! operator's last resort: this seals, on the reality root's reel, one
 //! `world` fact that sets `@operator`'s roleFlow back to its genesis flow
-//! and puts back the file definition of every role that flow names, in case
-//! an authored role shadows it. It is a fact like any other, so it verifies,
+//! and puts back the file definition of every role that flow names (as the
+//! land recorded it, docs/definitions.md), in case an authored role shadows it. It is a fact like any other, so it verifies,
 //! replays, and shows in the root's reel.
 
 use super::replay::land_definitions;
@@ -29,9 +29,25 @@ const OPERATOR_NAME: &str = "operator";
 pub fn recover_operator(land_dir: &Path, fixture: Option<&Path>) -> Result<ExitCode> {
     // The land first: its absence or its lock is the likelier mistake.
     let land = Land::open(land_dir)?;
-    let definitions = land_definitions(land_dir, fixture)?;
-    let fixture = Fixture::load(&definitions.fixture)?;
-    let (substrate, _) = seed::engine::substrate_for(&fixture, &definitions.role_dirs)?;
+    // The role files the land recorded in force now (docs/definitions.md),
+    // whatever the disk holds; with --fixture, or on an older land that
+    // recorded none, the files on the disk.
+    let recorded = match fixture {
+        Some(_) => None,
+        None => seed::engine::definitions::recorded_files_before(&land, land.store().land_len()?)?,
+    };
+    let (substrate, source) = match recorded {
+        Some(files) => {
+            let source = format!("the definitions the land recorded ({})", files.set.fixture);
+            (seed::engine::definitions::substrate_from_recorded(&files)?, source)
+        }
+        None => {
+            let definitions = land_definitions(land_dir, fixture)?;
+            let fixture = Fixture::load(&definitions.fixture)?;
+            let source = definitions.fixture.display().to_string();
+            (seed::engine::substrate_for(&fixture, &definitions.role_dirs)?.0, source)
+        }
+    };
     let operator = land.resolve(&format!("@{OPERATOR_NAME}"))?;
     let genesis_fact = land
         .store()
@@ -63,9 +79,8 @@ pub fn recover_operator(land_dir: &Path, fixture: Option<&Path>) -> Result<ExitC
     }
     if restored.is_empty() {
         bail!(
-            "none of the roles @{OPERATOR_NAME} was planted with ({}) is defined in {} or its role folders",
+            "none of the roles @{OPERATOR_NAME} was planted with ({}) is defined in {source} or its role folders",
             role_names.join(", "),
-            definitions.fixture.display()
         );
     }
     effects.push(Effect::SetRoleFlow { being: OPERATOR_NAME.to_string(), flow });
