@@ -97,7 +97,7 @@ the same.</p>",
     }
     out.push_str(&format!(
         "<p class=\"muted\" id=\"config-seq\">At land seq {}.</p><div class=\"scroll\"><table id=\"config\">\
-<tr><th>key</th><th>value</th><th>unit</th><th>range</th><th>default</th><th>set by</th><th>what it bounds</th><th>change</th></tr>",
+<tr><th>key, and what it bounds</th><th>value</th><th>range</th><th>set by</th><th>change</th></tr>",
         field(config, "landSeq")
     ));
     for key in list(field(config, "keys")) {
@@ -116,18 +116,19 @@ the same.</p>",
             )
         };
         out.push_str(&format!(
-            "<tr id=\"key-{name}\"><td><code>{name}</code></td><td class=\"value\">{}</td><td>{}</td><td>{} to {}</td>\
-<td>{}</td><td>{set_by}</td><td>{}</td><td><form method=\"post\" action=\"/config\" class=\"inline\">{}\
-<input type=\"hidden\" name=\"key\" value=\"{name}\"><input name=\"value\" id=\"value-{name}\" size=\"10\" \
+            "<tr id=\"key-{name}\"><td><code>{name}</code><br><span class=\"muted\">{about}</span></td>\
+<td class=\"value\">{}<br><span class=\"muted\">{unit}</span></td><td>{} to {}<br><span class=\"muted\">default {}</span></td>\
+<td>{set_by}</td><td><form method=\"post\" action=\"/config\" class=\"inline\">{}\
+<input type=\"hidden\" name=\"key\" value=\"{name}\"><input name=\"value\" id=\"value-{name}\" size=\"8\" \
 placeholder=\"default\" aria-label=\"new value of {name}\"> <button id=\"set-{name}\">Set</button></form></td></tr>",
-            field(key, "value"),
-            esc(&text(field(key, "unit"))),
-            field(key, "min"),
-            field(key, "max"),
-            field(key, "default"),
-            esc(&text(field(key, "about"))),
+            grouped(field(key, "value")),
+            grouped(field(key, "min")),
+            grouped(field(key, "max")),
+            grouped(field(key, "default")),
             hidden_csrf(csrf),
             name = esc(&name),
+            unit = esc(&text(field(key, "unit"))),
+            about = esc(&text(field(key, "about"))),
         ));
     }
     out.push_str("</table></div>");
@@ -144,4 +145,38 @@ placeholder=\"default\" aria-label=\"new value of {name}\"> <button id=\"set-{na
         out.push_str("</ul>");
     }
     page("Configuration", &out, Some(csrf))
+}
+
+/// A whole number with its thousands grouped (`65,536`), as docs/config.md
+/// writes them; anything else as JSON.
+fn grouped(value: &Json) -> String {
+    let Some(number) = value.as_u64() else { return esc(&value.to_string()) };
+    let digits = number.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_are_grouped_by_thousands_as_the_docs_write_them() {
+        for (value, expected) in [
+            (serde_json::json!(0), "0"),
+            (serde_json::json!(999), "999"),
+            (serde_json::json!(1_000), "1,000"),
+            (serde_json::json!(65_536), "65,536"),
+            (serde_json::json!(1_125_899_906_842_624u64), "1,125,899,906,842,624"),
+            (serde_json::json!(null), "null"),
+        ] {
+            assert_eq!(grouped(&value), expected, "{value}");
+        }
+    }
 }
