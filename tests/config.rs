@@ -77,6 +77,38 @@ fn a_key_is_set_by_an_act_read_back_with_its_fact_and_every_mistake_is_named_sea
     crate::common::assert_verifies_and_replays_clean(&land);
 }
 
+/// Every key of the registry, one by one: set at an end of its range and
+/// read back with the fact that set it, refused one past each end (nothing
+/// sealed), and returned to its default; the land then verifies and replays.
+#[test]
+fn every_key_is_set_read_back_refused_past_its_range_and_returned_to_its_default() {
+    let scratch = tempfile::tempdir().expect("a folder");
+    let land = scratch.path().join("land");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/court.toml");
+    assert!(seed(&land, &["sim", fixture, "--ticks", "1"]).status.success());
+    for key in seed::config::CONFIG_KEYS {
+        // An end of the range that leaves the land able to act: a health
+        // threshold at its most (its floor at its least), anything else at its least.
+        let health = key.name.starts_with("health_");
+        let value = if health && !key.name.ends_with("_min") { key.max } else { key.min };
+        let cursor = config_of(&land)["landSeq"].clone();
+        let past = key.min.checked_sub(1).into_iter().chain(key.max.checked_add(1));
+        for outside in past {
+            let refused = format!("{} = {outside} is out of range: {} to {} {}", key.name, key.min, key.max, key.unit);
+            check_set(&land, key.name, &outside.to_string(), Err(&refused));
+        }
+        assert_eq!(config_of(&land)["landSeq"], cursor, "{}: a refused value seals nothing", key.name);
+        check_set(&land, key.name, &value.to_string(), Ok(&format!("{} = {value} {}", key.name, key.unit)));
+        let set = config_of(&land);
+        let read = self::key(&set, key.name);
+        assert_eq!((read["value"].clone(), read["isDefault"].clone()), (json!(value), json!(value == key.default)));
+        assert_eq!((read["setBy"]["being"].clone(), read["setBy"]["landSeq"].clone()), (json!("operator"), cursor));
+        check_set(&land, key.name, "default", Ok(&format!("{} = {} {}, its default", key.name, key.default, key.unit)));
+        assert_eq!(self::key(&config_of(&land), key.name)["isDefault"], json!(true), "{}", key.name);
+    }
+    crate::common::assert_verifies_and_replays_clean(&land);
+}
+
 #[test]
 fn a_limit_set_at_the_portal_holds_from_the_next_moment_and_replay_reads_the_one_that_held() {
     let mut up = Up::start(&[]);
