@@ -135,7 +135,10 @@ fn an_mcp_servers_limits_each_fail_the_moment_naming_the_limit_and_seal_nothing(
     // The land's mcp_call_timeout_ms (above the server's 1500 ms: the
     // server's holds) and mcp_call_retries_max (below the server's one
     // retry: the land's holds, so the timed-out call is not retried).
-    let config = "\n[config]\nmcp_call_timeout_ms = 60000\nmcp_call_retries_max = 0\n";
+    // Its mcp_result_bytes_max (above the server's 80: the server's holds)
+    // and mcp_breaker_failures_max (below the server's 5: the land's holds).
+    let config = "\n[config]\nmcp_call_timeout_ms = 60000\nmcp_call_retries_max = 0\n\
+                  mcp_result_bytes_max = 1024\nmcp_breaker_failures_max = 2\n";
     std::fs::write(world.join("world.toml"), world_text.replace("ticks = 5", "ticks = 4") + config).expect("world");
     std::fs::write(
         world.join("roles/asker.toml"),
@@ -172,7 +175,7 @@ tools = { echo = "echo", trigger-long-running-operation = "wait" }
 timeout_ms = 1500
 retries_max = 1
 result_bytes_max = 80
-breaker_failures_max = 2
+breaker_failures_max = 5
 breaker_cooldown_ms = 600000
 "#,
     )
@@ -190,7 +193,7 @@ breaker_cooldown_ms = 600000
     for (outcome, needle) in [
         (&outcomes[1], "over result_bytes_max = 80"),
         (&outcomes[2], "timed out after 1500 ms (timeout_ms) (1 attempts)"),
-        (&outcomes[3], "circuit breaker is open after 2 failures in a row (breaker_failures_max = 2)"),
+        (&outcomes[3], "circuit breaker is open after 2 failures in a row (mcp_breaker_failures_max = 2)"),
     ] {
         assert!(outcome.starts_with("failure in decide: do "), "{outcome}");
         assert!(outcome.contains(needle), "{outcome} names {needle}");

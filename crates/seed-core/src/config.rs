@@ -248,6 +248,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         about: "bytes of one model answer the moment reads",
     },
     ConfigKey {
+        name: "mcp_breaker_failures_max",
+        unit: "consecutive failures",
+        default: crate::tools::MCP_LAND_BREAKER_FAILURES_MAX_DEFAULT as u64,
+        min: 1,
+        max: 1_000,
+        about: "failures in a row after which an MCP server's breaker opens; a server's own `breaker_failures_max` may be lower, never higher",
+    },
+    ConfigKey {
         name: "mcp_call_retries_max",
         unit: "retries",
         default: crate::tools::MCP_CALL_RETRIES_MAX_DEFAULT as u64,
@@ -270,6 +278,14 @@ pub const CONFIG_KEYS: &[ConfigKey] = &[
         min: 1,
         max: 1_024,
         about: "tool calls one MCP server has in flight at once; a server's own `concurrency_max` may allow fewer, never more",
+    },
+    ConfigKey {
+        name: "mcp_result_bytes_max",
+        unit: "bytes",
+        default: crate::tools::MCP_LAND_RESULT_BYTES_MAX_DEFAULT as u64,
+        min: 1_024,
+        max: 16_777_216,
+        about: "bytes of one MCP tool call's result the act records; a server's own `result_bytes_max` may be lower, never higher",
     },
     ConfigKey {
         name: "op_effects_max",

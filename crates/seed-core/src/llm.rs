@@ -533,7 +533,8 @@ impl CallLimits {
     }
 
     /// An MCP tool call's limits at `world` (`mcp_call_timeout_ms`,
-    /// `mcp_call_retries_max`, `mcp_calls_in_flight_max`).
+    /// `mcp_call_retries_max`, `mcp_calls_in_flight_max`); with the tools'
+    /// own, [`crate::tools::ToolLimits::of`].
     pub fn of_tools(world: &World) -> CallLimits {
         use crate::tools::{
             MCP_CALLS_IN_FLIGHT_MAX_DEFAULT, MCP_CALL_RETRIES_MAX_DEFAULT, MCP_CALL_TIMEOUT_MS_DEFAULT,

@@ -28,6 +28,11 @@ pub const MCP_CALL_TIMEOUT_MS_DEFAULT: u64 = 300_000;
 pub const MCP_CALL_RETRIES_MAX_DEFAULT: u32 = 10;
 /// The land's ceiling on one server's calls at once (`mcp_calls_in_flight_max`).
 pub const MCP_CALLS_IN_FLIGHT_MAX_DEFAULT: usize = 64;
+/// The land's ceiling on a tool call's result (`mcp_result_bytes_max`).
+pub const MCP_LAND_RESULT_BYTES_MAX_DEFAULT: usize = 1_048_576;
+/// The land's ceiling on a server's failures in a row before its breaker
+/// opens (`mcp_breaker_failures_max`).
+pub const MCP_LAND_BREAKER_FAILURES_MAX_DEFAULT: u32 = 100;
 /// Largest result recorded, in bytes of its JSON (`result_bytes_max`).
 pub const MCP_TOOL_RESULT_BYTES_MAX_DEFAULT: usize = 65_536;
 /// Failures in a row after which the server is not called (`breaker_failures_max`).
@@ -337,7 +342,32 @@ pub struct ToolQuestion<'a> {
     /// Seeds the retries' backoff (the moment's).
     pub seed: u64,
     /// The land's limits on the call, at the moment's world.
-    pub limits: crate::llm::CallLimits,
+    pub limits: ToolLimits,
+}
+
+/// The land's limits on one MCP tool call, read at the calling moment's
+/// world: ceilings over the server's own (its manifest's), the smaller of
+/// the two holding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolLimits {
+    pub call: crate::llm::CallLimits,
+    pub result_bytes_max: usize,
+    pub breaker_failures_max: u32,
+}
+
+impl ToolLimits {
+    /// The limits at `world` (the `mcp_call_*` keys, `mcp_result_bytes_max`,
+    /// `mcp_breaker_failures_max`).
+    pub fn of(world: &crate::world::World) -> ToolLimits {
+        ToolLimits {
+            call: crate::llm::CallLimits::of_tools(world),
+            result_bytes_max: world.config_u64("mcp_result_bytes_max", MCP_LAND_RESULT_BYTES_MAX_DEFAULT as u64)
+                as usize,
+            breaker_failures_max: world
+                .config_u64("mcp_breaker_failures_max", u64::from(MCP_LAND_BREAKER_FAILURES_MAX_DEFAULT))
+                .min(u64::from(u32::MAX)) as u32,
+        }
+    }
 }
 
 /// The server's answer.

@@ -12,8 +12,8 @@
 //!
 //! Replay never gets here: it answers from the act's record.
 
-use crate::llm::{Answer, CallLimits, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
-use crate::tools::{McpServerSpec, McpToolSchema, McpTransport, ToolAnswer, ToolQuestion};
+use crate::llm::{Answer, EmbedQuestion, Embedded, LanguageModel, NoAnswer, Question};
+use crate::tools::{McpServerSpec, McpToolSchema, McpTransport, ToolAnswer, ToolLimits, ToolQuestion};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -108,7 +108,7 @@ impl McpTools {
         let Some(server) = self.servers.get(question.server).cloned() else {
             return Err(NoAnswer { reason: format!("no MCP server {:?} is declared", question.server), attempts: 0 });
         };
-        server.refuse_if_open()?;
+        server.refuse_if_open(question.limits)?;
         let (tool, arguments, seed, limits) =
             (question.tool.to_string(), question.arguments.clone(), question.seed, question.limits);
         let (send, receive) = std::sync::mpsc::sync_channel(1);
@@ -164,15 +164,23 @@ impl Failed {
 }
 
 impl Server {
-    fn refuse_if_open(&self) -> Result<(), NoAnswer> {
+    /// Failures in a row that open the breaker, and the limit that says so.
+    fn breaker_failures_max(&self, limits: ToolLimits) -> (u32, &'static str) {
+        match limits.breaker_failures_max < self.spec.breaker_failures_max {
+            true => (limits.breaker_failures_max, "mcp_breaker_failures_max"),
+            false => (self.spec.breaker_failures_max, "breaker_failures_max"),
+        }
+    }
+
+    fn refuse_if_open(&self, limits: ToolLimits) -> Result<(), NoAnswer> {
         let breaker = self.breaker.lock().unwrap_or_else(PoisonError::into_inner);
+        let (failures_max, failures_name) = self.breaker_failures_max(limits);
         match breaker.open_until {
             Some(until) if Instant::now() < until => Err(NoAnswer {
                 reason: format!(
-                    "not called: its circuit breaker is open after {} failures in a row (breaker_failures_max = {}), \
+                    "not called: its circuit breaker is open after {} failures in a row ({failures_name} = {failures_max}), \
 for {} ms more (breaker_cooldown_ms = {})",
                     breaker.failures,
-                    self.spec.breaker_failures_max,
                     until.saturating_duration_since(Instant::now()).as_millis(),
                     self.spec.breaker_cooldown_ms
                 ),
@@ -182,29 +190,31 @@ for {} ms more (breaker_cooldown_ms = {})",
         }
     }
 
-    fn settle(&self, succeeded: bool) {
+    fn settle(&self, succeeded: bool, limits: ToolLimits) {
         let mut breaker = self.breaker.lock().unwrap_or_else(PoisonError::into_inner);
         if succeeded {
             *breaker = Breaker::default();
             return;
         }
         breaker.failures = breaker.failures.saturating_add(1);
-        if breaker.failures >= self.spec.breaker_failures_max {
+        if breaker.failures >= self.breaker_failures_max(limits).0 {
             breaker.open_until = Some(Instant::now() + Duration::from_millis(self.spec.breaker_cooldown_ms));
         }
     }
 
-    async fn call(&self, tool: &str, arguments: &Json, seed: u64, limits: CallLimits) -> Result<ToolAnswer, NoAnswer> {
-        let _slot = self.in_flight.acquire(self.spec.concurrency_max.min(limits.in_flight_max)).await;
-        let (timeout_ms, timeout_name) = limits.timeout_ms_within(self.spec.timeout_ms, "mcp_call_timeout_ms");
-        let retries_max = self.spec.retries_max.min(limits.retries_max);
+    async fn call(&self, tool: &str, arguments: &Json, seed: u64, limits: ToolLimits) -> Result<ToolAnswer, NoAnswer> {
+        let call = limits.call;
+        let _slot = self.in_flight.acquire(self.spec.concurrency_max.min(call.in_flight_max)).await;
+        let (timeout_ms, timeout_name) = call.timeout_ms_within(self.spec.timeout_ms, "mcp_call_timeout_ms");
+        let retries_max = self.spec.retries_max.min(call.retries_max);
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let attempt = tokio::time::timeout(Duration::from_millis(timeout_ms), self.attempt(tool, arguments));
+            let attempt =
+                tokio::time::timeout(Duration::from_millis(timeout_ms), self.attempt(tool, arguments, limits));
             let failed = match attempt.await {
                 Ok(Ok(answer)) => {
-                    self.settle(true);
+                    self.settle(true, limits);
                     return Ok(ToolAnswer { attempts, ..answer });
                 }
                 Ok(Err(failed)) => failed,
@@ -221,11 +231,11 @@ for {} ms more (breaker_cooldown_ms = {})",
                 }
                 Failed::Transient(reason) => {
                     *self.client.lock().await = None;
-                    self.settle(false);
+                    self.settle(false, limits);
                     return Err(NoAnswer { reason: format!("{reason} ({attempts} attempts)"), attempts });
                 }
                 Failed::Final(reason) => {
-                    self.settle(false);
+                    self.settle(false, limits);
                     return Err(NoAnswer { reason, attempts });
                 }
             }
@@ -275,7 +285,7 @@ for {} ms more (breaker_cooldown_ms = {})",
         Ok(client)
     }
 
-    async fn attempt(&self, tool: &str, arguments: &Json) -> Result<ToolAnswer, Failed> {
+    async fn attempt(&self, tool: &str, arguments: &Json, limits: ToolLimits) -> Result<ToolAnswer, Failed> {
         let client = self.client().await?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments.as_object().cloned().or_else(|| Some(serde_json::Map::new()));
@@ -288,12 +298,12 @@ for {} ms more (breaker_cooldown_ms = {})",
             Err(error) => return Err(Failed::Transient(format!("the server did not answer: {error}"))),
         };
         let text = serde_json::to_string(&result).map_err(|error| Failed::Final(error.to_string()))?;
-        if text.len() > self.spec.result_bytes_max {
-            return Err(Failed::Final(format!(
-                "its result is {} bytes, over result_bytes_max = {}",
-                text.len(),
-                self.spec.result_bytes_max
-            )));
+        let (bytes_max, bytes_name) = match limits.result_bytes_max < self.spec.result_bytes_max {
+            true => (limits.result_bytes_max, "mcp_result_bytes_max"),
+            false => (self.spec.result_bytes_max, "result_bytes_max"),
+        };
+        if text.len() > bytes_max {
+            return Err(Failed::Final(format!("its result is {} bytes, over {bytes_name} = {bytes_max}", text.len())));
         }
         Ok(ToolAnswer { is_error: result.is_error.unwrap_or(false), result: text, attempts: 0 })
     }

@@ -363,7 +363,7 @@ pub fn with_tool_answer(
         return Ok(Some(act));
     }
     let Some((server, tool)) = substrate.ops.tool_of(action) else { return Ok(Some(act)) };
-    let limits = crate::llm::CallLimits::of_tools(world);
+    let limits = crate::tools::ToolLimits::of(world);
     let question = crate::tools::ToolQuestion { server, tool, arguments: args, seed: act.op_seed, limits };
     let answer = model.call_tool(&question).map_err(|no_answer| {
         let refusal = Refusal::Tool {
