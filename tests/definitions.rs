@@ -209,7 +209,9 @@ fn a_fork_runs_the_definitions_the_land_recorded_after_the_files_changed() {
     assert_eq!(code, Some(1), "today's files do not reproduce the land");
     assert!(error.contains("the fixture does not reproduce this land"), "{error}");
 
-    // A branch with a role folder of its own, kept: it replays clean.
+    // A branch with a role folder of its own, kept, with the fixture itself
+    // gone from the disk: one report, and the branch replays clean.
+    std::fs::remove_file(&fixture).expect("the fixture gone");
     let what_if = dir.path().join("what-if");
     std::fs::create_dir_all(&what_if).expect("folder");
     std::fs::write(what_if.join("court-watcher.toml"), text.replace("keep quiet while it sits", "hum softly"))
@@ -219,6 +221,8 @@ fn a_fork_runs_the_definitions_the_land_recorded_after_the_files_changed() {
     let (code, branch, error) =
         fork(&["--roles", what_if.to_str().expect("utf-8"), "--keep", kept.to_str().expect("utf-8")]);
     assert_eq!(code, Some(0), "{branch}{error}");
+    let report: serde_json::Value = serde_json::from_str(&branch).expect("one JSON report");
+    assert!(report["moments"].is_array(), "{report}");
     let sets = definition_facts(&kept).iter().filter(|(_, set)| *set).count();
     assert_eq!(sets, 2, "the original's set, then the branch's with its own role folder");
     std::fs::remove_dir_all(&what_if).expect("the fork's roles gone");

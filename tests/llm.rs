@@ -336,11 +336,12 @@ fn the_lands_call_limits_bound_what_a_connection_asks_for() {
     let hang = || vec![Reply::Hang { ms: 1500 }];
     check("llm_call_timeout_ms = 200", "timeout_ms = 800", hang(), "timed out after 200 ms (llm_call_timeout_ms)", 1);
     check("llm_call_timeout_ms = 800", "timeout_ms = 200", hang(), "timed out after 200 ms (timeout_ms)", 1);
-    let errors = || vec![Reply::ServerError; 4];
-    check("llm_call_retries_max = 1", "", errors(), "fake: status 500", 2);
-    check("llm_call_retries_max = 0", "", vec![Reply::ServerError], "fake: status 500", 1);
+    // Exactly the replies each call takes, so none is left for the next case.
+    let errors = |count: usize| vec![Reply::ServerError; count];
+    check("llm_call_retries_max = 1", "", errors(2), "fake: status 500", 2);
+    check("llm_call_retries_max = 0", "", errors(1), "fake: status 500", 1);
     // The connection's own three retries hold under the land's default.
-    check("inbox_depth_max = 64", "", errors(), "fake: status 500", 4);
+    check("inbox_depth_max = 64", "", errors(4), "fake: status 500", 4);
 
     // In flight: the file allows eight, the land one.
     let endpoint = FakeEndpoint::start().unwrap();

@@ -318,7 +318,7 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
     let ring = fixture("tests/fixtures/worlds/ring/world.toml");
     let ticks = "120";
     let expected = folder_hash(dir.path(), &ring, ticks);
-    let mut interrupted = 0;
+    let (mut interrupted, mut reattached) = (0, 0);
     for (point, (after, every_worker)) in DRIVER_KILLED_AFTER.iter().enumerate() {
         let url = common::postgres::fresh_database();
         let land = dir.path().join(format!("killed-{point}"));
@@ -327,7 +327,15 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
         wait_for_planting(&land, &mut driver);
         let worker_log = dir.path().join(format!("workers-{point}.stderr"));
         let start_worker = || spawn_seed_logging(&land, &["worker", &ring, "--lease-ms", "300"], &worker_log);
+        // The kill's time counts from the driver's first checkpoint (its
+        // first round), which the workers reach once they run.
         let mut workers: Vec<Child> = (0..2).map(|_| start_worker()).collect();
+        let checkpoint = land.join(seed::engine::RESUME_CHECKPOINT_FILE);
+        let waited = Instant::now();
+        while !checkpoint.exists() {
+            assert!(waited.elapsed() < Duration::from_secs(60), "the driver wrote no checkpoint");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         std::thread::sleep(*after);
         if driver.try_wait().expect("driver").is_none() {
             interrupted += 1;
@@ -355,6 +363,12 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
             }
         };
         assert_eq!(world_hash(&resumed), expected, "the driver killed {after:?} into its run, then resumed");
+        // The resumed driver's log: its stderr, or (spawned) the land's log file.
+        let file = std::fs::read_to_string(land.with_extension("stderr")).unwrap_or_default();
+        let logged = format!("{}{file}", common::stderr(&resumed));
+        if logged.contains("resuming: the round the stopped driver opened goes on") {
+            reattached += 1;
+        }
         for mut worker in workers {
             let status = worker.wait().expect("worker");
             assert!(status.success(), "a worker failed: {}", std::fs::read_to_string(&worker_log).unwrap_or_default());
@@ -365,13 +379,20 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
         }
     }
     assert!(interrupted >= 2, "only {interrupted} of the kills stopped a running driver: make the run longer");
+    assert!(reattached >= 1, "no resumed driver found the round its predecessor opened");
 
-    // A pool's resume on a land whose queue holds no run is refused, naming why.
+    // A pool's resume on a folder land is refused, and on a land on
+    // PostgreSQL whose queue holds no run (it ran in one process), naming why.
     let folder = dir.path().join("folder");
-    let output = common::seed(
-        &folder,
-        &["sim", &ring, "--ticks", "2", "--land", &folder.to_string_lossy(), "--resume", "--pool"],
-    );
+    let output = common::seed(&folder, &["sim", &ring, "--ticks", "2", "--resume", "--pool"]);
     assert!(!output.status.success());
     assert!(common::stderr(&output).contains("need a land on PostgreSQL"), "{}", common::stderr(&output));
+    let url = common::postgres::fresh_database();
+    let alone = dir.path().join("alone");
+    let planted = common::seed(&alone, &["--store", &url, "sim", &ring, "--ticks", "2", "--json"]);
+    assert!(planted.status.success(), "{}", common::stderr(&planted));
+    let output = common::seed(&alone, &["sim", &ring, "--ticks", "4", "--resume", "--pool"]);
+    assert_eq!(output.status.code(), Some(1));
+    let said = common::stderr(&output);
+    assert!(said.contains("the land's wake queue holds no run to resume"), "{said}");
 }

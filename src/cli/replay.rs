@@ -38,15 +38,29 @@ pub const ROLE_ARCHIVE_DIR: &str = "definitions/roles";
 /// replay against changed definitions can show what changed.
 pub fn record_definitions(land_dir: &Path, fixture: &Path, seed: u64, role_dirs: &[PathBuf]) -> Result<()> {
     let role_dirs = role_dirs.iter().map(|dir| absolute(dir)).collect::<Result<Vec<_>>>()?;
-    let text = toml::to_string(&Definitions { fixture: absolute(fixture)?, seed, role_dirs: role_dirs.clone() })?;
-    std::fs::write(land_dir.join(DEFINITIONS_FILE), text)
-        .with_context(|| format!("writing {}", land_dir.join(DEFINITIONS_FILE).display()))?;
     let (substrate, _) = seed::engine::substrate_for(&Fixture::load(fixture)?, &role_dirs)?;
+    let archived = archived_roles(&substrate);
+    write_definitions(land_dir, &Definitions { fixture: absolute(fixture)?, seed, role_dirs }, &archived)
+}
+
+/// Each role definition of `substrate` by its digest, as the archive keeps them.
+fn archived_roles(substrate: &seed::moment::Substrate) -> Vec<(String, serde_json::Value)> {
+    substrate.roles.iter().map(|role| (role.digest.to_hex(), role.definition_json())).collect()
+}
+
+/// Writes `definitions.toml` and the role archive beside a land.
+fn write_definitions(
+    land_dir: &Path,
+    definitions: &Definitions,
+    archived: &[(String, serde_json::Value)],
+) -> Result<()> {
+    std::fs::write(land_dir.join(DEFINITIONS_FILE), toml::to_string(definitions)?)
+        .with_context(|| format!("writing {}", land_dir.join(DEFINITIONS_FILE).display()))?;
     let archive = land_dir.join(ROLE_ARCHIVE_DIR);
     std::fs::create_dir_all(&archive).with_context(|| format!("{}", archive.display()))?;
-    for role in substrate.roles.iter() {
-        let path = archive.join(format!("{}.json", role.digest.to_hex()));
-        std::fs::write(&path, serde_json::to_string_pretty(&role.definition_json())?)
+    for (digest, definition) in archived {
+        let path = archive.join(format!("{digest}.json"));
+        std::fs::write(&path, serde_json::to_string_pretty(definition)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -458,37 +472,56 @@ pub fn fork(land_dir: &Path, arguments: ForkArguments<'_>) -> Result<ExitCode> {
             None => None,
         },
     };
-    let (seed, kept_fixture, branch_role_dirs) = match recorded {
+    let (definitions, forked) = match recorded {
         Some(files) => {
-            let named = recorded_definitions(land_dir)?;
-            let seed = named.as_ref().map_or(0, |named| named.seed);
+            // The seed is not among the definitions: the file beside the land keeps it.
+            let Some(named) = recorded_definitions(land_dir)? else {
+                bail!(
+                    "{} is missing: it keeps the seed the land was simulated with, which a fork runs again",
+                    land_dir.join(DEFINITIONS_FILE).display()
+                );
+            };
             let fixture_path = files.fixture_path();
             // The fork's own role folders are read from the disk beside them.
-            let branch_role_dirs = seed::definitions::serving_beside_folders(&files, &extra_roles, || {
-                fork_from(&land, being, &fixture_path, &[], seed, &extra_roles, &arguments)
+            let forked = seed::definitions::serving_beside_folders(&files, &extra_roles, || {
+                fork_from(&land, being, &fixture_path, &[], named.seed, &extra_roles, &arguments)
             })?;
-            (seed, named.map(|named| named.fixture), branch_role_dirs)
+            (named, forked)
         }
         None => {
             let definitions = land_definitions(land_dir, arguments.fixture)?;
             let (fixture, role_dirs) = (&definitions.fixture, &definitions.role_dirs);
-            let branch_role_dirs =
-                fork_from(&land, being, fixture, role_dirs, definitions.seed, &extra_roles, &arguments)?;
-            (definitions.seed, Some(definitions.fixture.clone()), branch_role_dirs)
+            let forked = fork_from(&land, being, fixture, role_dirs, definitions.seed, &extra_roles, &arguments)?;
+            (definitions, forked)
         }
     };
-    // A kept branch replays from its own definition facts; the file names
-    // the original's fixture for the tools that read it.
-    if let (Some(keep), Some(fixture)) = (arguments.keep, kept_fixture) {
-        record_definitions(keep, &fixture, seed, &branch_role_dirs)?;
+    // A kept branch replays from its own definition facts; the file beside
+    // it names the original's fixture and keeps the seed, and the archive
+    // holds the roles the branch ran (never read again from the disk).
+    if let Some(keep) = arguments.keep {
+        let fixture = absolute(&definitions.fixture).unwrap_or(definitions.fixture);
+        let kept = Definitions { fixture, seed: definitions.seed, role_dirs: forked.role_dirs };
+        write_definitions(keep, &kept, &forked.archived)?;
+    }
+    if arguments.json {
+        print_fork_json(&forked.report, arguments.keep)?;
+    } else {
+        print_fork_text(&forked.report, arguments.at_seq, arguments.keep);
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a fork gives back to be kept and printed.
+struct Forked {
+    report: seed::replay::fork::ForkReport,
+    /// The branch's role folders, and the role definitions it ran by digest.
+    role_dirs: Vec<PathBuf>,
+    archived: Vec<(String, serde_json::Value)>,
+}
+
 /// The fork of `being`'s moment, its sandboxes planted from the fixture at
 /// `fixture_path` (served, or on the disk) with `role_dirs`, the branch's
-/// definitions adding `extra_roles`; its report printed. Returns the
-/// branch's role folders.
+/// definitions adding `extra_roles`.
 fn fork_from(
     land: &Land,
     being: seed::fact::BeingId,
@@ -497,11 +530,12 @@ fn fork_from(
     seed: u64,
     extra_roles: &[PathBuf],
     arguments: &ForkArguments<'_>,
-) -> Result<Vec<PathBuf>> {
+) -> Result<Forked> {
     let fixture = Fixture::load(fixture_path)?;
     let mut branch_role_dirs = role_dirs.to_vec();
     branch_role_dirs.extend(extra_roles.iter().cloned());
     let (checked, branch_files) = seed::engine::definitions::check_world_recording(&fixture, &branch_role_dirs)?;
+    let archived = archived_roles(&checked.substrate);
     let flow = match arguments.flow {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("--flow {}", path.display()))?;
@@ -539,12 +573,7 @@ fn fork_from(
             threads: FORK_THREADS,
         },
     )?;
-    if arguments.json {
-        print_fork_json(&report, arguments.keep)?;
-    } else {
-        print_fork_text(&report, arguments.at_seq, arguments.keep);
-    }
-    Ok(branch_role_dirs)
+    Ok(Forked { report, role_dirs: branch_role_dirs, archived })
 }
 
 fn print_fork_json(report: &seed::replay::fork::ForkReport, kept: Option<&Path>) -> Result<()> {

@@ -93,6 +93,9 @@ pub struct HookSpec {
 struct BreakerState {
     consecutive_failures: u32,
     open: bool,
+    /// Its last act passed it by (past `hook_handlers_per_point_max`), and
+    /// an incident said so: not said again until it runs.
+    skip_noted: bool,
 }
 
 /// A failure or an opened breaker, for the run's report.
@@ -153,18 +156,24 @@ impl Hooks {
                 continue;
             }
             at_point += 1;
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
             if at_point > handlers_max {
-                let point = format!("{}:{verb}", if phase == Phase::Before { "before" } else { "after" });
-                self.incidents.lock().unwrap_or_else(|p| p.into_inner()).push(HookIncident {
-                    handler: spec.name.clone(),
-                    reason: format!(
-                        "not run: {point} has more than {handlers_max} handlers for this act (hook_handlers_per_point_max)"
-                    ),
-                    breaker_opened: false,
-                });
+                // Said once while it keeps being passed by: a live land's
+                // incidents must not grow with every act.
+                if !state.skip_noted {
+                    state.skip_noted = true;
+                    let point = format!("{}:{verb}", if phase == Phase::Before { "before" } else { "after" });
+                    self.incidents.lock().unwrap_or_else(|p| p.into_inner()).push(HookIncident {
+                        handler: spec.name.clone(),
+                        reason: format!(
+                            "not run: {point} has more than {handlers_max} handlers for this act (hook_handlers_per_point_max)"
+                        ),
+                        breaker_opened: false,
+                    });
+                }
                 continue;
             }
-            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            state.skip_noted = false;
             if state.open {
                 continue;
             }
@@ -252,6 +261,9 @@ mod tests {
         }
         let call = VerbCall::Do { target: "/".into(), action: "ring".into(), args: json!({}) };
         let verdict = hooks.before("ada", &call, &world, 7).err().map(|refusal| refusal.to_string());
+        // A second act passes the same handlers by: nothing more is said.
+        let again = hooks.before("ada", &call, &world, 8).err().map(|refusal| refusal.to_string());
+        assert_eq!(again, verdict, "the same verdict for the same act");
         (
             verdict,
             hooks

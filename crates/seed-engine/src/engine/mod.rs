@@ -117,7 +117,7 @@ pub enum EngineError {
     /// A resumed pool driver finds the round its predecessor opened with
     /// other wakes than the ones it computes again.
     #[error(
-        "resuming, round {tick} computed again has {computed_wakes} wakes opening at land seq {computed_cursor}; the wake queue holds it with {queued_wakes} at {queued_cursor}: the fixture, its definitions or this build changed since the run started"
+        "resuming, round {tick} computed again ({computed_wakes} wakes opening at land seq {computed_cursor}) is not the round the wake queue holds ({queued_wakes} wakes at {queued_cursor}, compared being for being and byte for byte): the fixture, its definitions or this build changed since the run started"
     )]
     ResumeRoundDiffers { tick: u64, computed_wakes: u64, computed_cursor: u64, queued_wakes: u64, queued_cursor: u64 },
     /// `seed sim --resume --workers` on a land whose wake queue holds no run.

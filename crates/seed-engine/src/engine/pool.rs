@@ -220,6 +220,15 @@ impl Engine {
         let begun = self.begin_round();
         self.catch_up_until = resumed_until;
         let (tick, wakes) = begun?;
+        let queued = wakes
+            .iter()
+            .enumerate()
+            .map(|(index, (being, wake))| {
+                let wake = canonical::to_canonical_bytes(wake)
+                    .map_err(|error| EngineError::Internal(format!("wake: {error}")))?;
+                Ok(QueuedWake { index: index as u64, being: *being, wake })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
         match state.round.filter(|round| round.tick == tick) {
             // A resumed driver finds the round its stopped predecessor
             // opened: the workers go on with it, and it folds the results
@@ -231,7 +240,10 @@ impl Engine {
                     wakes = opened.wakes,
                     "resuming: the round the stopped driver opened goes on; its results are folded from the first wake"
                 );
-                if opened.wakes != wakes.len() as u64 || opened.cursor != self.world.cursor {
+                // The same wakes, being for being and byte for byte: the
+                // results are folded as the wakes this driver computed.
+                let same_wakes = opened.wakes == wakes.len() as u64 && self.wake_queue()?.wakes(tick)? == queued;
+                if !same_wakes || opened.cursor != self.world.cursor {
                     return Err(EngineError::ResumeRoundDiffers {
                         tick,
                         computed_wakes: wakes.len() as u64,
@@ -248,15 +260,6 @@ impl Engine {
                     let digest = run_digest(&self.fixture, self.summary.seed, self);
                     self.wake_queue()?.start_run(digest, self.trace_out.is_some())?;
                 }
-                let queued = wakes
-                    .iter()
-                    .enumerate()
-                    .map(|(index, (being, wake))| {
-                        let wake = canonical::to_canonical_bytes(wake)
-                            .map_err(|error| EngineError::Internal(format!("wake: {error}")))?;
-                        Ok(QueuedWake { index: index as u64, being: *being, wake })
-                    })
-                    .collect::<Result<Vec<_>, EngineError>>()?;
                 self.wake_queue()?.open_round(tick, self.world.cursor, self.clock.now_ms(), &queued)?;
             }
         }

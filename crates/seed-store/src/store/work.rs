@@ -138,6 +138,10 @@ pub trait WakeQueue: Send + Sync {
     /// at once: the worker computes its next claim while this one commits.
     fn submit_turn(&self, facts: Vec<Fact>, turn: SealTurn) -> TurnTicket;
 
+    /// Round `tick`'s wakes, by index (what a resumed driver checks the
+    /// round it computes again against).
+    fn wakes(&self, tick: u64) -> Result<Vec<QueuedWake>, StoreError>;
+
     /// The results of round `tick`'s sealed wakes from index `from` on, by index.
     fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
 

@@ -477,6 +477,25 @@ impl WakeQueue for PgStore {
         self.committing.submit_turn(facts, turn, self.no_committer())
     }
 
+    fn wakes(&self, tick: u64) -> Result<Vec<QueuedWake>, StoreError> {
+        let tick = to_i64(tick)?;
+        self.with_client(move |client| async move {
+            let rows = client
+                .query("SELECT idx, being, wake FROM seed_wakes WHERE tick = $1 ORDER BY idx", &[&tick])
+                .await
+                .map_err(pg_error)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(QueuedWake {
+                        index: to_u64(row.get(0)),
+                        being: being_of(row.get::<_, &[u8]>(1))?,
+                        wake: row.get(2),
+                    })
+                })
+                .collect()
+        })
+    }
+
     fn results(&self, tick: u64, from: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         let tick = to_i64(tick)?;
         self.with_client(move |client| async move {
