@@ -9,6 +9,7 @@
 //! specification; docs/ARCHITECTURE.md places it among the layers.
 
 pub mod canonical;
+pub mod canopy;
 pub mod fact;
 pub mod limits;
 pub mod names;
