@@ -88,9 +88,11 @@ fn every_key_is_set_read_back_refused_past_its_range_and_returned_to_its_default
     assert!(seed(&land, &["sim", fixture, "--ticks", "1"]).status.success());
     for key in seed::config::CONFIG_KEYS {
         // An end of the range that leaves the land able to act: a health
-        // threshold at its most (its floor at its least), anything else at its least.
+        // threshold at its most (its floor at its least), anything else at
+        // its least, unless its least is its default (a value set to its
+        // default reads as set, not as the default).
         let health = key.name.starts_with("health_");
-        let value = if health && !key.name.ends_with("_min") { key.max } else { key.min };
+        let value = if (health && !key.name.ends_with("_min")) || key.min == key.default { key.max } else { key.min };
         let cursor = config_of(&land)["landSeq"].clone();
         let past = key.min.checked_sub(1).into_iter().chain(key.max.checked_add(1));
         for outside in past {

@@ -52,6 +52,7 @@ mod common;
 mod approvals;
 mod authoring;
 mod bundle;
+mod canopy;
 mod cascade;
 mod cli;
 mod cli_help;

@@ -662,3 +662,48 @@ fn an_operator_hands_a_space_over_names_a_contributor_and_blocks_an_extension_fr
     browser.wait_for_text("body", "set-owner refuses the land's system space /");
     browser.screenshot("o03-root-refused");
 }
+
+/// Canopy's peers page (docs/canopy.md): an operator adds a land by URL
+/// and sees it greeted and up, sees a refusal's reason, and removes it.
+#[test]
+fn an_operator_adds_a_land_as_a_peer_watches_it_and_removes_it_from_the_peers_page() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let (up, other) = (Up::start(&[]), Up::start(&[]));
+    let other_id = other.get("/canopy/v1/land").1["land"].as_str().expect("a land id").to_string();
+    let short: String = other_id.chars().take(12).collect();
+    let browser = operator_browser(&up);
+    browser.go(&format!("{}/peers", up.url));
+    browser.wait_for_text("#no-peers", "No peers yet");
+    assert!(browser.text("#this-land-url").starts_with("http://127.0.0.1:"), "this land's URL is shown");
+    browser.screenshot("p01-peers-none");
+
+    // A URL that is no land is refused naming why; nothing is recorded.
+    browser.clear_and_type("#peer-url", "http://127.0.0.1:9");
+    browser.click("#add");
+    browser.wait_for_text("body", "did not answer");
+    browser.screenshot("p02-peers-unreachable");
+    assert!(up.get("/api/v1/peers").1["peers"].as_array().is_some_and(Vec::is_empty));
+
+    // The other land does not take first contact: added, not greeted, with the reason.
+    browser.go(&format!("{}/peers", up.url));
+    browser.clear_and_type("#peer-url", &other.url);
+    browser.click("#add");
+    browser.wait_for_text("#peers-done", "did not answer the greeting yet");
+    let row = browser.text(&format!("#peer-{short}"));
+    assert!(row.contains("down") && row.contains("canopy_first_contacts_per_hour_max"), "{row}");
+    browser.screenshot("p03-peers-added-refused");
+
+    // The other operator adds this land back: the greeting makes it up here.
+    let (status, added) = other.post("/api/v1/peers", &json!({"url": up.url}));
+    assert_eq!(status, 200, "{added}");
+    browser.go(&format!("{}/peers", up.url));
+    browser.wait_for_text(&format!("#peer-{short}"), "up");
+    browser.screenshot("p04-peers-up");
+
+    browser.click(&format!("#remove-{short}"));
+    browser.wait_for_text("#peers-done", "removed");
+    browser.wait_for_text("#no-peers", "No peers yet");
+    browser.screenshot("p05-peers-removed");
+}

@@ -12,6 +12,7 @@ mod logging;
 mod mcp;
 mod mcp_schemas;
 mod memory;
+mod peer;
 mod pool;
 mod progress;
 mod recover;
@@ -109,6 +110,11 @@ enum Command {
         /// LLM connections (a TOML file, docs/llm.md) for the world's LLM beings.
         #[arg(long)]
         llm: Option<PathBuf>,
+        /// The URL other lands reach this land at (Canopy, docs/canopy.md):
+        /// what it tells the lands it greets. Default: http:// and the address
+        /// it listens on.
+        #[arg(long)]
+        public_url: Option<String>,
         /// Print the start (URL, land, world, operator token) and the stop as one JSON line each.
         #[arg(long)]
         json: bool,
@@ -258,6 +264,12 @@ enum Command {
         /// Print the configuration as one JSON object.
         #[arg(long)]
         json: bool,
+    },
+    /// The lands this land speaks with (Canopy, docs/canopy.md): `seed peer
+    /// list`, `seed peer add URL`, `seed peer remove PEER`.
+    Peer {
+        #[command(subcommand)]
+        command: PeerCommand,
     },
     /// The land's health breaker: whether it is tripped, by which sign, with
     /// every reading; `seed health revive` revives it (docs/health.md).
@@ -492,6 +504,35 @@ enum ConfigCommand {
 }
 
 #[derive(Subcommand, Debug)]
+enum PeerCommand {
+    /// This land's id, URL and key, and its peers: status, key and heartbeats.
+    List {
+        /// Print them as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove the land at URL (its key history from its genesis) and record it
+    /// as a peer; it is greeted when this land is up. Stop `seed up` first, or
+    /// use its peers page.
+    Add {
+        /// The land's URL (http:// or https://, as its `seed up` is reached).
+        url: String,
+        /// Print the peer recorded as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a peer: nothing from it is accepted after. Stop `seed up` first,
+    /// or use its peers page.
+    Remove {
+        /// The peer's URL, or its land id (8 or more of its first hex digits).
+        peer: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum ScriptCommand {
     /// Compile a script strictly: syntax, variables used but never defined, and (for a role
     /// script) keys of the face that do not exist. Exits 1 naming file, line and column.
@@ -671,6 +712,9 @@ impl Arguments {
             | Command::Health { command: None, json }
             | Command::Health { command: Some(HealthCommand::Revive { json }), .. }
             | Command::Cascade { json, .. }
+            | Command::Peer {
+                command: PeerCommand::List { json } | PeerCommand::Add { json, .. } | PeerCommand::Remove { json, .. },
+            }
             | Command::Sim { json, .. }
             | Command::McpSchemas { json, .. }
             | Command::Worker { json, .. }
@@ -824,6 +868,7 @@ or on the portal's /config page while it runs"
             lifetime_s,
             runner_lease_ms,
             llm,
+            public_url,
             json,
         } => up::up(
             &dir,
@@ -836,6 +881,7 @@ or on the portal's /config page while it runs"
                 lifetime_s,
                 runner_lease_ms,
                 llm,
+                public_url,
                 store: store.clone(),
                 json,
             },
@@ -866,6 +912,9 @@ or on the portal's /config page while it runs"
         Command::Config { command: Some(ConfigCommand::Set { key, value, json }), .. } => {
             config::set(&dir, &store, &key, &value, json)
         }
+        Command::Peer { command: PeerCommand::List { json } } => peer::list(&land::open_read_only(&dir)?, json),
+        Command::Peer { command: PeerCommand::Add { url, json } } => peer::add(&dir, &store, &url, json),
+        Command::Peer { command: PeerCommand::Remove { peer, json } } => peer::remove(&dir, &store, &peer, json),
         Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
         Command::Cascade { signal, json } => cascade::show(&land::open_read_only(&dir)?, &signal, json),
         Command::Health { command: Some(HealthCommand::Revive { json }), .. } => health::revive(&dir, &store, json),

@@ -19,6 +19,8 @@ pub struct UpArguments {
     pub lifetime_s: Option<u64>,
     pub runner_lease_ms: u64,
     pub llm: Option<PathBuf>,
+    /// The URL other lands reach this land at (default: http:// and the bound address).
+    pub public_url: Option<String>,
     /// Where a land planted by this start keeps its facts.
     pub store: seed::land::StoreLocation,
     /// The start and stop lines as JSON.
@@ -242,6 +244,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         bail!("--runner-lease-ms must be at least {RUNNER_LEASE_MS_MIN} (it is renewed every third of it)");
     }
     let addr = listen_address(&arguments.addr)?;
+    let public_url =
+        arguments.public_url.as_deref().map(seed::canopy::normalize_peer_url).transpose().context("--public-url")?;
     let model = model_of(arguments.llm.as_deref())?;
     let planted = land_dir.join(seed::land::LAND_META_FILE).is_file();
     // A land planted before runs the definitions it recorded, unless told
@@ -283,6 +287,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let listener =
         runtime.block_on(tokio::net::TcpListener::bind(addr)).with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
+    let public_url = public_url.unwrap_or_else(|| format!("http://{bound}"));
     let (stop_portal, shutdown) = tokio::sync::watch::channel(false);
     let stop_portal = Arc::new(stop_portal);
     // One process runs a live land: where others can open it, this one
@@ -308,6 +313,7 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
                 Some(token) => println!("operator token (shown once, keep it): {token}"),
                 None => println!("operator token: the one printed when this land was planted"),
             }
+            println!("canopy    other lands reach this land at {public_url} (its peers: http://{bound}/peers)");
             if let Some(runner) = live.following() {
                 println!("following the land another process runs ({runner}): acts are sealed there;");
                 println!("          this portal shows the land as it goes and takes over if that process stops");
@@ -315,7 +321,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         }
         use std::io::Write;
         std::io::stdout().flush()?;
-        let router = seed::portal::router(live.clone(), arguments.limits, shutdown.clone());
+        let router =
+            seed::portal::router_reached_at(live.clone(), arguments.limits, shutdown.clone(), Some(public_url.clone()));
         let lifetime = arguments.lifetime_s;
         let stopping_live = live.clone();
         tokio::spawn(async move {

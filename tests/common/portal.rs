@@ -88,7 +88,12 @@ impl Up {
         if !extra.contains(&"--fixture") {
             arguments.extend(["--fixture", fixture.to_str().expect("utf-8 path")]);
         }
-        arguments.extend(["--addr", "127.0.0.1:0", "--lifetime-s", &lifetime]);
+        // A free port unless the caller names the address (a land that must
+        // come back where its peers know it).
+        if !extra.contains(&"--addr") {
+            arguments.extend(["--addr", "127.0.0.1:0"]);
+        }
+        arguments.extend(["--lifetime-s", &lifetime]);
         arguments.extend_from_slice(extra);
         // Its log lines, kept for the tests that read them (and printed if
         // the test fails); appended to across restarts.
@@ -169,6 +174,27 @@ impl Up {
             .expect("POST answered");
         let status = response.status().as_u16();
         (status, response.json().unwrap_or(Value::Null))
+    }
+
+    /// DELETE with the operator's token as a bearer.
+    pub fn delete(&self, path: &str) -> (u16, Value) {
+        let response =
+            self.http.delete(format!("{}{path}", self.url)).bearer_auth(&self.token).send().expect("DELETE answered");
+        let status = response.status().as_u16();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+
+    /// The port this portal listens on.
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().and_then(|port| port.parse().ok()).expect("a port in the URL")
+    }
+
+    /// Stops the process and starts it again on the same land and port.
+    pub fn restart_at_same_port(&mut self, extra: &[&str]) {
+        let address = format!("127.0.0.1:{}", self.port());
+        let mut arguments = vec!["--addr", address.as_str()];
+        arguments.extend_from_slice(extra);
+        self.restart(&arguments);
     }
 
     pub fn cursor(&self) -> u64 {

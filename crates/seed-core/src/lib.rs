@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod authoring;
+pub mod canopy;
 pub mod cascade;
 pub mod config;
 pub mod definitions;

@@ -143,6 +143,103 @@ impl CanopyRequest {
     }
 }
 
+/// Why a land's key history (its reality root's genesis, then each
+/// rotation of the root's key) does not prove the key it ends with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyHistoryError {
+    #[error("the key history is empty: it must begin with the land's genesis")]
+    Empty,
+    #[error("fact {index} of the key history does not decode: {reason}")]
+    Undecodable { index: usize, reason: String },
+    #[error("the key history begins with a {kind} fact, not the land's genesis at seq 0")]
+    NotGenesis { kind: String },
+    #[error("the genesis is land {genesis}'s, not land {land}'s (a land's id is the BLAKE3 of its genesis)")]
+    OtherLand { land: BeingId, genesis: BeingId },
+    #[error("fact {index} of the key history is {being}'s, not the land's")]
+    OtherReel { index: usize, being: BeingId },
+    #[error("fact {index} of the key history is a {kind} fact, not a rotate-key")]
+    NotRotation { index: usize, kind: String },
+    #[error("fact {index} of the key history is at seq {seq}, not after the one before it (seq {after})")]
+    OutOfOrder { index: usize, seq: u64, after: u64 },
+    #[error("fact {index} of the key history is not signed by the key before it")]
+    NotSignedByPreviousKey { index: usize },
+    #[error("fact {index} of the key history names a key that is not an Ed25519 public key")]
+    BadKey { index: usize },
+}
+
+/// A land's keys as its history proves them: its id, every key in order
+/// with the seq of the fact that set it, the current key last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvenKeys {
+    pub land: BeingId,
+    /// (seq of the genesis or rotation, the key it set), oldest first.
+    pub keys: Vec<(u64, [u8; 32])>,
+}
+
+impl ProvenKeys {
+    /// The key the land signs with now.
+    pub fn current(&self) -> ([u8; 32], u64) {
+        let (seq, key) = *self.keys.last().expect("a proven history holds the genesis key");
+        (key, seq)
+    }
+
+    /// Whether `key` is one the land has held.
+    pub fn held(&self, key: &[u8; 32]) -> bool {
+        self.keys.iter().any(|(_, held)| held == key)
+    }
+}
+
+/// Verifies a land's key history from its encoded fact envelopes: the
+/// first is the genesis whose BLAKE3 is `land`, signed by the key it
+/// names; each next is a rotation of the same reel at a later seq, signed
+/// by the key before it. What a peer says about itself is proven here or
+/// not believed: the receiving land trusts no more than these signatures.
+pub fn verify_key_history(land: BeingId, envelopes: &[Vec<u8>]) -> Result<ProvenKeys, KeyHistoryError> {
+    use crate::fact::body::{GenesisBodyFlowSkipped, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
+    use crate::fact::Fact;
+    let decode = |index: usize, bytes: &[u8]| {
+        Fact::decode_envelope(bytes).map_err(|error| KeyHistoryError::Undecodable { index, reason: error.to_string() })
+    };
+    let first = envelopes.first().ok_or(KeyHistoryError::Empty)?;
+    let genesis = decode(0, first)?;
+    if genesis.kind() != KIND_GENESIS || genesis.header.seq != 0 {
+        return Err(KeyHistoryError::NotGenesis { kind: genesis.kind().to_string() });
+    }
+    let genesis_land = BeingId(blake3_of(genesis.body()).0);
+    if genesis_land != land || genesis.header.being != land {
+        return Err(KeyHistoryError::OtherLand { land, genesis: genesis_land });
+    }
+    let body: GenesisBodyFlowSkipped =
+        genesis.body_as().map_err(|error| KeyHistoryError::Undecodable { index: 0, reason: error.to_string() })?;
+    let mut key = VerifyingKey::from_bytes(&body.public_key.0).map_err(|_| KeyHistoryError::BadKey { index: 0 })?;
+    if !genesis.verify_signature(&key) {
+        return Err(KeyHistoryError::NotSignedByPreviousKey { index: 0 });
+    }
+    let mut proven = ProvenKeys { land, keys: vec![(0, key.to_bytes())] };
+    let mut after = 0;
+    for (index, bytes) in envelopes.iter().enumerate().skip(1) {
+        let fact = decode(index, bytes)?;
+        if fact.header.being != land {
+            return Err(KeyHistoryError::OtherReel { index, being: fact.header.being });
+        }
+        if fact.kind() != KIND_ROTATE_KEY {
+            return Err(KeyHistoryError::NotRotation { index, kind: fact.kind().to_string() });
+        }
+        if fact.header.seq <= after {
+            return Err(KeyHistoryError::OutOfOrder { index, seq: fact.header.seq, after });
+        }
+        if !fact.verify_signature(&key) {
+            return Err(KeyHistoryError::NotSignedByPreviousKey { index });
+        }
+        let rotation: RotateKeyBody =
+            fact.body_as().map_err(|error| KeyHistoryError::Undecodable { index, reason: error.to_string() })?;
+        key = VerifyingKey::from_bytes(&rotation.new_public_key.0).map_err(|_| KeyHistoryError::BadKey { index })?;
+        after = fact.header.seq;
+        proven.keys.push((after, key.to_bytes()));
+    }
+    Ok(proven)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +330,66 @@ mod tests {
         assert_eq!(items[0], Value::Text(CANOPY_REQUEST_DOMAIN.into()));
         assert_eq!(items[1], Value::Integer(CANOPY_REQUEST_VERSION.into()));
         assert_eq!(request().signing_bytes().expect("encodes"), bytes, "the same request, the same bytes");
+    }
+
+    /// A land's genesis and its rotations, signed as the land signs them.
+    fn history(rotations: &[(u8, u8)]) -> (BeingId, Vec<Vec<u8>>) {
+        use crate::fact::body::{Cognition, GenesisBody, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
+        use crate::fact::{Fact, FactId, PublicKeyBytes};
+        let genesis_body = GenesisBody {
+            name: "reality".into(),
+            parent: None,
+            cognition: Cognition::Scripted,
+            public_key: PublicKeyBytes::of(&key(1)),
+            role_flow: Vec::new(),
+            default_role: "idle".into(),
+            home_space: "/".into(),
+            nonce: [3; 16],
+        };
+        let body = canonical::to_canonical_bytes(&genesis_body).expect("encodes");
+        let land = BeingId(blake3_of(&body).0);
+        let genesis = Fact::seal(land, 0, FactId::ZERO, 1, KIND_GENESIS, body, &key(1)).expect("seals");
+        let mut envelopes = vec![genesis.encode_envelope()];
+        for (index, (signer, next)) in rotations.iter().enumerate() {
+            let body =
+                canonical::to_canonical_bytes(&RotateKeyBody { new_public_key: PublicKeyBytes::of(&key(*next)) })
+                    .expect("encodes");
+            let seq = 10 * (index as u64 + 1);
+            let fact = Fact::seal(land, seq, FactId::ZERO, 1, KIND_ROTATE_KEY, body, &key(*signer)).expect("seals");
+            envelopes.push(fact.encode_envelope());
+        }
+        (land, envelopes)
+    }
+
+    #[test]
+    fn a_key_history_proves_each_key_only_when_the_key_before_signed_it() {
+        let (land, envelopes) = history(&[(1, 2), (2, 3)]);
+        let proven = verify_key_history(land, &envelopes).expect("a true history");
+        assert_eq!(proven.current(), (key(3).verifying_key().to_bytes(), 20));
+        assert!(proven.held(&key(1).verifying_key().to_bytes()));
+        // A rotation signed by the key it introduces (a thief's rotation).
+        let (land, envelopes) = history(&[(1, 2), (3, 3)]);
+        assert_eq!(verify_key_history(land, &envelopes), Err(KeyHistoryError::NotSignedByPreviousKey { index: 2 }));
+        // Someone else's genesis under this land's id.
+        let (genesis_land, envelopes) = history(&[]);
+        assert_eq!(
+            verify_key_history(BeingId([9; 32]), &envelopes),
+            Err(KeyHistoryError::OtherLand { land: BeingId([9; 32]), genesis: genesis_land })
+        );
+        // Rotations out of order, the genesis missing, nothing at all, junk.
+        let (land, mut envelopes) = history(&[(1, 2), (2, 3)]);
+        envelopes.swap(1, 2);
+        assert!(matches!(verify_key_history(land, &envelopes), Err(KeyHistoryError::NotSignedByPreviousKey { .. })));
+        let (land, envelopes) = history(&[(1, 2)]);
+        assert!(matches!(verify_key_history(land, &envelopes[1..]), Err(KeyHistoryError::NotGenesis { .. })));
+        assert_eq!(verify_key_history(land, &[]), Err(KeyHistoryError::Empty));
+        assert!(matches!(
+            verify_key_history(land, &[b"junk".to_vec()]),
+            Err(KeyHistoryError::Undecodable { index: 0, .. })
+        ));
+        let (land, mut envelopes) = history(&[(1, 2)]);
+        let genesis = envelopes[0].clone();
+        envelopes.push(genesis);
+        assert!(matches!(verify_key_history(land, &envelopes), Err(KeyHistoryError::NotRotation { index: 2, .. })));
     }
 }

@@ -300,6 +300,21 @@ impl OpRegistry {
                         reason: "an operation cannot record definitions: the land records the files it loads".into(),
                     });
                 }
+                // So are peer records, sealed by the land's edge after it proved them.
+                if effects.iter().any(|effect| {
+                    matches!(
+                        effect,
+                        Effect::PeerAdded { .. }
+                            | Effect::PeerKey { .. }
+                            | Effect::PeerHeartbeats { .. }
+                            | Effect::PeerRemoved { .. }
+                    )
+                }) {
+                    return Err(OpError::BadEffects {
+                        reason: "an operation cannot record peers: the land records what it proved of other lands"
+                            .into(),
+                    });
+                }
                 // Ownership and scoping change only through the core's operations, which hold their rules.
                 if effects.iter().any(|effect| {
                     matches!(

@@ -122,6 +122,26 @@ pub enum Effect {
     Definitions {
         set: crate::definitions::DefinitionSet,
     },
+    /// A land this land peers with, added with the key its history proved
+    /// (`crate::canopy`): folded only from a `world` fact of the root.
+    PeerAdded {
+        peer: crate::canopy::PeerAdded,
+    },
+    /// A peer's key changed to one its history proves (each rotation
+    /// signed by the key before it).
+    PeerKey {
+        land: BeingId,
+        key: crate::fact::PublicKeyBytes,
+        key_seq: u64,
+    },
+    /// A peer's heartbeats since the last record, and its status.
+    PeerHeartbeats {
+        beats: crate::canopy::PeerHeartbeats,
+    },
+    /// A peer removed: nothing from it is accepted any more.
+    PeerRemoved {
+        land: BeingId,
+    },
 }
 
 /// What opened a moment.

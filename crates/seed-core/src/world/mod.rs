@@ -305,6 +305,12 @@ pub struct World {
     /// The definition files the land recorded and the set in force
     /// (`crate::definitions`), folded from their `world` facts.
     pub definitions: crate::definitions::RecordedDefinitions,
+    /// The reality root: the being whose genesis is the land's first fact.
+    /// Its id is the land's id among lands.
+    pub root: Option<BeingId>,
+    /// The lands this land peers with (`crate::canopy`), folded from the
+    /// root's `world` facts.
+    pub canopy: crate::canopy::CanopyState,
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -401,6 +407,9 @@ impl World {
         let being = header.being;
         match body {
             FoldBody::Genesis(row) => {
+                if land_seq == 0 {
+                    self.root = Some(being);
+                }
                 self.names.insert(row.name.clone(), being);
                 self.beings.insert(being, *row);
             }
@@ -431,6 +440,17 @@ impl World {
                         Effect::CascadeDelivery { delivery } => self.cascade.fold_delivery(id, land_seq, delivery),
                         Effect::DefinitionText { digest, .. } => self.definitions.fold_text(land_seq, *digest),
                         Effect::Definitions { set } => self.definitions.fold_set(land_seq, set),
+                        // A land's peers are the root's to record: another
+                        // being's world fact naming one changes nothing.
+                        Effect::PeerAdded { .. }
+                        | Effect::PeerKey { .. }
+                        | Effect::PeerHeartbeats { .. }
+                        | Effect::PeerRemoved { .. }
+                            if self.root != Some(being) => {}
+                        Effect::PeerAdded { peer } => self.canopy.fold_added(land_seq, peer),
+                        Effect::PeerKey { land, key, key_seq } => self.canopy.fold_key(land, *key, *key_seq),
+                        Effect::PeerHeartbeats { beats } => self.canopy.fold_heartbeats(land_seq, beats),
+                        Effect::PeerRemoved { land } => self.canopy.fold_removed(land),
                         other => self.apply_effect(Some(being), land_seq, other),
                     }
                 }
@@ -685,7 +705,11 @@ impl World {
             Effect::CascadeSignal { .. }
             | Effect::CascadeDelivery { .. }
             | Effect::DefinitionText { .. }
-            | Effect::Definitions { .. } => {}
+            | Effect::Definitions { .. }
+            | Effect::PeerAdded { .. }
+            | Effect::PeerKey { .. }
+            | Effect::PeerHeartbeats { .. }
+            | Effect::PeerRemoved { .. } => {}
         }
     }
 
@@ -875,6 +899,10 @@ impl World {
                     (text("texts"), Cbor::Map(texts)),
                 ]),
             ));
+        }
+        // Likewise peers: a land that never peered hashes as before.
+        if !self.canopy.is_empty() {
+            state.push((text("canopy"), crate::canopy::canonical_peers(&self.canopy)));
         }
         let state = Cbor::Map(state);
         canonical::encode_value(&state).expect("world state holds no floats or tags")

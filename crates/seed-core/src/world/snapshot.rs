@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 /// The version of the written form; a build reads only its own (2: the
 /// beings' memories are written too; 3: and the spend ledger; 4: and the
 /// acts' vectors; 5: and the pending approvals; 6: and the cascades and
-/// the spaces' owners and scopes; 7: and the definitions recorded).
-pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 7;
+/// the spaces' owners and scopes; 7: and the definitions recorded; 8:
+/// and the root and the land's peers).
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldSnapshotError {

@@ -149,7 +149,7 @@ placeholder=\"default\" aria-label=\"new value of {name}\"> <button id=\"set-{na
 
 /// A whole number with its thousands grouped (`65,536`), as docs/config.md
 /// writes them; anything else as JSON.
-fn grouped(value: &Json) -> String {
+pub(super) fn grouped(value: &Json) -> String {
     let Some(number) = value.as_u64() else { return esc(&value.to_string()) };
     let digits = number.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);

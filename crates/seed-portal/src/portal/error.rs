@@ -60,6 +60,12 @@ impl PortalError {
         PortalError::new(StatusCode::NOT_FOUND, "not-found", message)
     }
 
+    /// 503: the land cannot do it now (this process follows another's
+    /// land, the land is tripped or stopping).
+    pub fn unavailable(message: impl Into<String>) -> PortalError {
+        PortalError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+
     pub fn conflict(message: impl Into<String>) -> PortalError {
         PortalError::new(StatusCode::CONFLICT, "conflict", message)
     }

@@ -197,7 +197,7 @@ pub fn page(title: &str, body: &str, csrf: Option<&str>) -> String {
             format!("<meta name=\"csrf\" content=\"{}\">", esc(csrf)),
             format!(
                 "<nav><a href=\"/world\">World</a><a href=\"/beings/birther\">@birther</a><a href=\"/roles\">Roles</a>\
-<a href=\"/moments\">Moments</a><a href=\"/timeline\">Timeline</a><a href=\"/approvals\">Approvals</a><a href=\"/audit\">Audit</a><a href=\"/config\">Config</a><a href=\"/health\">Health</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
+<a href=\"/moments\">Moments</a><a href=\"/timeline\">Timeline</a><a href=\"/approvals\">Approvals</a><a href=\"/audit\">Audit</a><a href=\"/config\">Config</a><a href=\"/peers\">Peers</a><a href=\"/health\">Health</a><a href=\"/accounts\">Accounts</a><form class=\"inline\" method=\"get\" action=\"/search\" role=\"search\">\
 <input name=\"q\" id=\"search\" placeholder=\"search names\" aria-label=\"search\"></form> \
 <form class=\"inline\" method=\"post\" action=\"/logout\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button id=\"logout\">Log out</button></form></nav>",

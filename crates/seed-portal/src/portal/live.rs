@@ -351,6 +351,34 @@ impl LiveLand {
         }
     }
 
+    /// Seals `effects` as one `world` fact of the root now and folds it
+    /// (Canopy's peer records, decided at the edge). Refused while this
+    /// process follows another's land, or the land is tripped.
+    pub fn seal_world_change(&self, effects: Vec<crate::world::Effect>) -> Result<(), EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
+        self.with_engine(|engine| {
+            if let Some(trip) = crate::health::trip_of(&engine.world) {
+                return Err(EngineError::Tripped { trip: Box::new(trip) });
+            }
+            engine.seal_change(effects)
+        })
+        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
+    /// What the land signs with when it speaks to other lands: its id (the
+    /// root's), the root's key now and the root's key history (encoded
+    /// envelopes, genesis first).
+    pub fn canopy_keys(&self) -> Result<(BeingId, ed25519_dalek::SigningKey, Vec<Vec<u8>>), EngineError> {
+        self.with_engine(|engine| {
+            let key = engine.land.root_signing_key()?;
+            let history = engine.land.root_key_history()?;
+            Ok((engine.land.root(), key, history))
+        })
+        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
     /// About the stored time a moment would open at now (for previews: it
     /// reads the clock and the wall time and advances nothing, so the
     /// writer's next step stamps its facts with the time it read itself).

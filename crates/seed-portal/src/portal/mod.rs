@@ -13,6 +13,7 @@ mod approvals;
 mod approvals_html;
 mod audit_page;
 pub mod auth;
+pub mod canopy_routes;
 mod cascade_page;
 mod config_page;
 pub mod conversation;
@@ -26,6 +27,7 @@ pub mod mcp;
 mod metrics_page;
 mod pages;
 pub mod passwords;
+mod peers_page;
 pub mod place;
 pub mod request_log;
 pub mod role_form;
@@ -98,16 +100,38 @@ pub struct Portal {
     world_view: views::WorldViewCache,
     /// The MCP tool list's digest per being, once per world snapshot.
     mcp_tool_lists: mcp::ToolListDigests,
+    /// How this land speaks to other lands (none where this process cannot
+    /// sign for the land: it follows another process's).
+    pub canopy: Option<Arc<canopy_routes::Canopy>>,
 }
 
 impl Portal {
     /// The portal's state over `live`: what the router's handlers and an
     /// MCP connection over stdio share.
     pub fn open(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Arc<Portal> {
+        Portal::open_reached_at(live, limits, shutdown, None)
+    }
+
+    /// The portal's state, its land speaking to other lands as reached at
+    /// `public_url` (Canopy; none: it does not greet or answer other lands).
+    pub fn open_reached_at(
+        live: Arc<LiveLand>,
+        limits: PortalLimits,
+        shutdown: serve::Shutdown,
+        public_url: Option<String>,
+    ) -> Arc<Portal> {
         let passwords = passwords::Passwords::in_land(live.land_dir());
         let sessions = Sessions::default();
         metrics_page::install();
+        let canopy = public_url.and_then(|url| match canopy_routes::Canopy::open(&live, url) {
+            Ok(canopy) => Some(Arc::new(canopy)),
+            Err(error) => {
+                tracing::warn!(target: "seed::canopy", %error, "this process does not speak to other lands");
+                None
+            }
+        });
         Arc::new(Portal {
+            canopy,
             live,
             sessions,
             passwords,
@@ -162,7 +186,19 @@ fn mcp_router(portal: &Arc<Portal>) -> Router<Arc<Portal>> {
 }
 
 pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdown) -> Router {
-    let portal = Portal::open(live, limits, shutdown);
+    router_reached_at(live, limits, shutdown, None)
+}
+
+/// The router of a land reached at `public_url` by other lands (Canopy's
+/// routes answer, and its heartbeats to its peers start).
+pub fn router_reached_at(
+    live: Arc<LiveLand>,
+    limits: PortalLimits,
+    shutdown: serve::Shutdown,
+    public_url: Option<String>,
+) -> Router {
+    let portal = Portal::open_reached_at(live, limits, shutdown, public_url);
+    canopy_routes::start_heartbeats(portal.clone());
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -201,6 +237,11 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/audit", get(audit_page::audit_page))
         .route("/cascade/{fact}", get(cascade_page::cascade_page))
         .route("/config", get(config_page::config_page).post(config_page::config_form))
+        .route("/peers", get(peers_page::peers_page).post(peers_page::peers_form))
+        .route("/peers/remove", post(peers_page::remove_form))
+        .route(crate::canopy_http::CANOPY_IDENTITY_PATH, get(canopy_routes::identity))
+        .route(crate::canopy_http::CANOPY_HELLO_PATH, post(canopy_routes::hello))
+        .route(crate::canopy_http::CANOPY_HEARTBEAT_PATH, post(canopy_routes::heartbeat))
         .route("/health", get(health_page::health_page))
         .route("/health/revive", post(health_page::revive_form))
         .route("/approvals/{request}", post(approvals::decide_form))
@@ -238,6 +279,8 @@ pub fn router(live: Arc<LiveLand>, limits: PortalLimits, shutdown: serve::Shutdo
         .route("/api/v1/approvals", get(approvals::api_approvals))
         .route("/api/v1/audit", get(audit_page::api_audit))
         .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))
+        .route("/api/v1/peers", get(peers_page::api_peers).post(peers_page::api_add_peer))
+        .route("/api/v1/peers/{peer}", axum::routing::delete(peers_page::api_remove_peer))
         .route("/api/v1/health", get(health_page::api_health))
         .route("/api/v1/health/revive", post(health_page::api_revive))
         .route("/metrics", get(metrics_page::metrics_page))

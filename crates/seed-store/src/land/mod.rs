@@ -939,6 +939,33 @@ impl Land {
         self.current_key(&self.root, &head.public_key)
     }
 
+    /// The land's key history as other lands verify it
+    /// (`seed_format::canopy::verify_key_history`): the root's genesis,
+    /// then every rotation of the root's key, as stored envelopes, oldest
+    /// first. Reads the root's reel once, in bounded chunks.
+    pub fn root_key_history(&self) -> Result<Vec<Vec<u8>>, LandError> {
+        const FACTS_PER_READ: u64 = 4_096;
+        let head = self.store.head(&self.root)?.ok_or(LandError::UnknownBeing { being: self.root })?;
+        let mut history = Vec::new();
+        let mut from = 0;
+        while from <= head.seq {
+            let to = (from + FACTS_PER_READ).min(head.seq + 1);
+            for stored in self.store.reel(&self.root, from, to)? {
+                if matches!(stored.fact.kind(), KIND_GENESIS | KIND_ROTATE_KEY) {
+                    history.push(stored.fact.encode_envelope());
+                }
+            }
+            from = to;
+        }
+        Ok(history)
+    }
+
+    /// The root's signing key as its reel names it now, for a caller that
+    /// signs many requests (`seed_format::canopy::CanopyRequest::sign`).
+    pub fn root_signing_key(&self) -> Result<SigningKey, LandError> {
+        self.root_key()
+    }
+
     /// Signs, with the root's key, a snapshot of the world whose canonical
     /// bytes are `world` and writes it; returns the file's BLAKE3.
     pub fn write_snapshot(

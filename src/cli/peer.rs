@@ -1,0 +1,114 @@
+//! `seed peer list|add|remove` (docs/canopy.md): the lands this land speaks
+//! with. Listing reads the land as it is (running or not); adding and
+//! removing are the operator's changes, sealed as `world` facts of the
+//! root on a stopped land, as `seed config set` is (a running land changes
+//! its peers on its portal's peers page). Adding proves the other land
+//! first: its key history must verify from its genesis; the greeting
+//! (a signed hello) is sent when this land is up.
+
+use super::print_json;
+use anyhow::{Context, Result};
+use seed::canopy::{decide_added, normalize_peer_url, peer_json, peer_named, CanopyLimits, PeerOrigin};
+use seed::fact::PublicKeyBytes;
+use seed::land::Land;
+use seed::world::Effect;
+use serde_json::{json, Value as Json};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// This land as other lands know it: its id, its key now and the seq of
+/// the root's fact that set the key.
+fn this_land(land: &Land) -> Result<Json> {
+    let history = land.root_key_history()?;
+    let proven = seed_format::canopy::verify_key_history(land.root(), &history)?;
+    let (key, key_seq) = proven.current();
+    Ok(json!({"land": land.root().to_hex(), "key": PublicKeyBytes(key).to_hex(), "keySeq": key_seq}))
+}
+
+pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
+    let world = seed::engine::world_at_end(land)?;
+    let this = this_land(land)?;
+    let peers: Vec<Json> = world.canopy.peers.iter().map(|(id, peer)| peer_json(id, peer)).collect();
+    if json {
+        print_json(&json!({"landSeq": world.cursor, "this": this, "peers": peers}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "this land {} (key {}, set at its root's seq {})",
+        this["land"].as_str().unwrap_or_default(),
+        this["key"].as_str().unwrap_or_default(),
+        this["keySeq"]
+    );
+    if peers.is_empty() {
+        println!("no peers at land seq {} (`seed peer add URL`)", world.cursor);
+    }
+    for peer in &peers {
+        let reason = peer["heartbeats"]
+            .as_array()
+            .and_then(|records| records.last())
+            .and_then(|record| record["reason"].as_str())
+            .map(|reason| format!(": {reason}"))
+            .unwrap_or_default();
+        println!(
+            "{}  {:<5} {:<13} {}  {} answered, {} missed{}",
+            &peer["land"].as_str().unwrap_or_default()[..12],
+            peer["status"].as_str().unwrap_or_default(),
+            peer["origin"].as_str().unwrap_or_default(),
+            peer["url"].as_str().unwrap_or_default(),
+            peer["answered"],
+            peer["missed"],
+            reason
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn add(land_dir: &Path, store: &seed::land::StoreLocation, url: &str, json: bool) -> Result<ExitCode> {
+    // The URL is checked before anything is opened or fetched.
+    let url = normalize_peer_url(url)?;
+    let mut engine = super::up::stopped_land_engine(land_dir, store, "add the peer from its portal's peers page")?;
+    let limits = CanopyLimits::in_world(&engine.world);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting a runtime")?;
+    let client = seed::canopy_http::client::http_client()?;
+    let timeout = std::time::Duration::from_millis(limits.peer_timeout_ms);
+    let identity = runtime
+        .block_on(seed::canopy_http::client::fetch_identity(&client, &url, timeout))
+        .with_context(|| format!("proving the land at {url}"))?;
+    let root = engine.land.root();
+    let own_key = PublicKeyBytes(engine.land.root_signing_key()?.verifying_key().to_bytes());
+    let added =
+        decide_added(&engine.world.canopy, root, &own_key, &identity.keys, &url, PeerOrigin::Added, limits.peers_max)?;
+    let land = added.land;
+    engine.seal_change(vec![Effect::PeerAdded { peer: added }])?;
+    let land_seq = engine.world.cursor.saturating_sub(1);
+    let peer = engine.world.canopy.peers.get(&land).map(|peer| peer_json(&land, peer)).unwrap_or(Json::Null);
+    engine.finish()?;
+    if json {
+        print_json(&json!({"ok": true, "peer": peer, "landSeq": land_seq}))?;
+    } else {
+        println!(
+            "land {} at {url} proven (key set at its seq {}) and added at land seq {land_seq}; it is greeted when this land is up",
+            land.to_hex(),
+            peer["keySeq"]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(land_dir: &Path, store: &seed::land::StoreLocation, named: &str, json: bool) -> Result<ExitCode> {
+    let mut engine = super::up::stopped_land_engine(land_dir, store, "remove the peer from its portal's peers page")?;
+    let land = peer_named(&engine.world.canopy, named)?;
+    let url = engine.world.canopy.peers.get(&land).map(|peer| peer.url.clone()).unwrap_or_default();
+    engine.seal_change(vec![Effect::PeerRemoved { land }])?;
+    let land_seq = engine.world.cursor.saturating_sub(1);
+    engine.finish()?;
+    if json {
+        print_json(&json!({"ok": true, "removed": land.to_hex(), "url": url, "landSeq": land_seq}))?;
+    } else {
+        println!(
+            "land {} at {url} removed at land seq {land_seq}: nothing from it is accepted from now on",
+            land.to_hex()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,342 @@
+//! Canopy (docs/canopy.md): lands on loopback, each a `seed up` of its own,
+//! peering by a signed handshake, keeping heartbeats, following a peer's
+//! proven key rotation, and refusing a hostile land's requests with a
+//! reason while nothing stored is harmed. After each test every land
+//! verifies and replays clean with no peer reachable.
+
+use crate::common::portal::Up;
+use crate::common::{assert_verifies_and_replays_clean, seed, stderr, stdout};
+use ed25519_dalek::SigningKey;
+use seed::fact::BeingId;
+use seed_format::canopy::CanopyRequest;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Heartbeats this often in these tests, in milliseconds.
+const TEST_HEARTBEAT_MS: u64 = 1_000;
+/// How long a test waits for a peer's record to change.
+const PEER_WAIT: Duration = Duration::from_secs(30);
+
+fn land_id(up: &Up) -> String {
+    let (status, identity) = up.get("/canopy/v1/land");
+    assert_eq!(status, 200, "{identity}");
+    identity["land"].as_str().expect("a land id").to_string()
+}
+
+/// The peer `land` as `up` records it (null when it is not a peer).
+fn peer_of(up: &Up, land: &str) -> Value {
+    let (status, view) = up.get("/api/v1/peers");
+    assert_eq!(status, 200, "{view}");
+    view["peers"]
+        .as_array()
+        .and_then(|peers| peers.iter().find(|peer| peer["land"] == land).cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// Waits until `check` holds for `up`'s record of `land`.
+fn wait_for_peer(up: &Up, land: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let peer = peer_of(up, land);
+        if check(&peer) {
+            return peer;
+        }
+        assert!(started.elapsed() < PEER_WAIT, "{what} never happened: {peer}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn add_peer(from: &Up, to: &Up) -> Value {
+    let (status, added) = from.post("/api/v1/peers", &json!({"url": to.url}));
+    assert_eq!(status, 200, "{added}");
+    added
+}
+
+#[test]
+fn three_lands_peer_by_a_signed_handshake_keep_heartbeats_and_follow_a_proven_key_rotation() {
+    let heartbeat = ["--round-ms", "200"];
+    let (a, mut b, c) = (Up::start(&heartbeat), Up::start(&heartbeat), Up::start(&heartbeat));
+    for up in [&a, &b, &c] {
+        up.set_config("canopy_heartbeat_ms", TEST_HEARTBEAT_MS);
+    }
+    c.set_config("canopy_first_contacts_per_hour_max", 5);
+    let (a_id, b_id, c_id) = (land_id(&a), land_id(&b), land_id(&c));
+    assert!(a_id != b_id && b_id != c_id && a_id != c_id, "three lands, three ids");
+
+    // A adds B; B takes no first contact: A's greeting is refused, and B
+    // remembers why.
+    let added = add_peer(&a, &b);
+    assert_eq!(added["greeted"], false, "{added}");
+    assert_eq!(added["peer"]["status"], "down", "{added}");
+    let reason = added["reason"].as_str().expect("a reason");
+    assert!(reason.contains("403") && reason.contains("canopy_first_contacts_per_hour_max"), "{reason}");
+    let refused = b.get("/api/v1/peers").1["refused"].clone();
+    assert!(
+        refused
+            .as_array()
+            .is_some_and(|all| all.iter().any(|r| r["from"] == a_id.as_str() && r["path"] == "/canopy/v1/hello")),
+        "{refused}"
+    );
+    // Adding it again is a conflict naming the peer.
+    let (status, again) = a.post("/api/v1/peers", &json!({"url": b.url}));
+    assert_eq!(status, 409, "{again}");
+
+    // B adds A: the greeting is answered, and A hears it: B is up on both sides.
+    let added = add_peer(&b, &a);
+    assert_eq!((&added["greeted"], &added["peer"]["status"]), (&json!(true), &json!("up")), "{added}");
+    wait_for_peer(&a, &b_id, "A recording B up", |peer| peer["status"] == "up");
+
+    // A adds C, which accepts first contact: C records A as a peer that is up.
+    let added = add_peer(&a, &c);
+    assert_eq!(added["greeted"], true, "{added}");
+    let a_at_c = peer_of(&c, &a_id);
+    assert_eq!((&a_at_c["origin"], &a_at_c["status"]), (&json!("first-contact"), &json!("up")), "{a_at_c}");
+    assert_eq!(a_at_c["url"], a.url.as_str());
+
+    // Heartbeats are counted: A's record of C grows.
+    wait_for_peer(&c, &a_id, "C hearing A's heartbeats", |peer| peer["answered"].as_u64() >= Some(1));
+
+    // B stops: A records it down with the reason; B comes back at the same
+    // URL: A records it up again.
+    b.stop();
+    let down = wait_for_peer(&a, &b_id, "A recording B down", |peer| peer["status"] == "down");
+    let last = down["heartbeats"].as_array().and_then(|records| records.last()).cloned().unwrap_or_default();
+    assert!(last["reason"].as_str().is_some_and(|reason| reason.contains("did not answer")), "{down}");
+    b.restart_at_same_port(&heartbeat);
+    wait_for_peer(&a, &b_id, "A recording B up again", |peer| peer["status"] == "up");
+
+    // B's root key is rotated (signed by its old key) while it is stopped;
+    // its next heartbeat to A is signed by the new key, and A proves the
+    // rotation from B's key history before it believes it.
+    let old_key = peer_of(&a, &b_id)["key"].clone();
+    b.stop();
+    let rotated = seed(&b.land(), &["rotate-key", "@reality"]);
+    assert!(rotated.status.success(), "{}{}", stdout(&rotated), stderr(&rotated));
+    b.restart_at_same_port(&heartbeat);
+    let (_, identity) = b.get("/canopy/v1/land");
+    assert!(identity["keySeq"].as_u64() > Some(0), "{identity}");
+    assert_eq!(identity["keyHistory"].as_array().map(Vec::len), Some(2), "{identity}");
+    let after = wait_for_peer(&a, &b_id, "A proving B's new key", |peer| peer["key"] != old_key);
+    assert_eq!(after["key"], identity["key"], "{after}");
+    assert_eq!(after["keySeq"], identity["keySeq"], "{after}");
+    wait_for_peer(&a, &b_id, "A hearing B under its new key", |peer| peer["status"] == "up");
+
+    // The peers page shows all of it to the operator.
+    let (status, page) = a.page("/peers");
+    assert_eq!(status, 200);
+    for shown in [&b_id[..12], &c_id[..12], "Add a peer", "This land"] {
+        assert!(page.contains(shown), "the peers page shows {shown}");
+    }
+
+    // A removes C: C's next heartbeat to A is refused, and A's record is gone.
+    let (status, removed) = a.delete(&format!("/api/v1/peers/{}", &c_id[..12]));
+    assert_eq!(status, 200, "{removed}");
+    assert!(peer_of(&a, &c_id).is_null());
+
+    // Every land verifies and replays clean with no peer reachable.
+    let mut lands = vec![a, b, c];
+    for up in &mut lands {
+        up.stop();
+    }
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+    // The record survives the restart, read by the CLI from the facts alone.
+    let listed = seed(&lands[0].land(), &["peer", "list", "--json"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).expect("JSON");
+    let peers = listed["peers"].as_array().expect("peers");
+    assert_eq!(peers.len(), 1, "B stays, C was removed: {listed}");
+    assert_eq!(peers[0]["land"], b_id.as_str());
+    crate::json_schemas::holds_to("peer list", &listed, "peer-list.json");
+}
+
+/// A request signed as `from` with `key`, as a land sends it.
+struct Forged {
+    from: BeingId,
+    to: BeingId,
+    timestamp_ms: u64,
+    nonce: [u8; 16],
+    path: &'static str,
+    body: Vec<u8>,
+}
+
+impl Forged {
+    fn new(from: BeingId, to: BeingId, path: &'static str) -> Forged {
+        let mut nonce = [0u8; 16];
+        getrandom_nonce(&mut nonce);
+        Forged { from, to, timestamp_ms: now_ms(), nonce, path, body: b"{\"url\":\"http://127.0.0.1:9\"}".to_vec() }
+    }
+
+    fn headers(&self, key: &SigningKey, signed_body: &[u8]) -> Vec<(&'static str, String)> {
+        let request =
+            CanopyRequest::new("POST", self.path, self.from, self.to, self.timestamp_ms, self.nonce, signed_body);
+        let signature = request.sign(key).expect("signs");
+        vec![
+            ("seed-land-from", self.from.to_hex()),
+            ("seed-land-to", self.to.to_hex()),
+            ("seed-timestamp-ms", self.timestamp_ms.to_string()),
+            ("seed-nonce", hex::encode(self.nonce)),
+            ("seed-signature", hex::encode(signature)),
+        ]
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis() as u64
+}
+
+fn getrandom_nonce(out: &mut [u8; 16]) {
+    // Distinct per call within the test: a counter and the time suffice.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    out[..8].copy_from_slice(&count.to_be_bytes());
+    out[8..].copy_from_slice(&now_ms().to_be_bytes());
+}
+
+fn send(up: &Up, path: &str, headers: &[(&'static str, String)], body: Vec<u8>) -> (u16, Value) {
+    let mut request = up.http.post(format!("{}{path}", up.url)).body(body);
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = request.send().expect("answered");
+    let status = response.status().as_u16();
+    (status, response.json().unwrap_or(Value::Null))
+}
+
+#[test]
+fn a_hostile_lands_requests_are_refused_with_a_reason_and_harm_nothing() {
+    let a = Up::start(&["--round-ms", "200"]);
+    let mut h = Up::start(&["--round-ms", "200"]);
+    let (a_id, h_id) = (land_id(&a), land_id(&h));
+    let (a_land, h_land) = (BeingId::from_hex(&a_id).expect("hex"), BeingId::from_hex(&h_id).expect("hex"));
+    // A knows H as a peer (H refuses the greeting: it takes no first contact).
+    add_peer(&a, &h);
+    a.set_config("canopy_requests_per_peer_per_minute_max", 10);
+    a.set_config("canopy_request_bytes_max", 1_024);
+    // The test holds H's root key from here on (its land stopped): the
+    // hostile peer is a real land's key in the wrong hands.
+    h.stop();
+    let h_key = {
+        let land = seed::land::Land::open(&h.land()).expect("H opens");
+        land.root_signing_key().expect("H's root key")
+    };
+    let stranger = SigningKey::from_bytes(&[7; 32]);
+    let before = a.cursor();
+
+    // (what, request, expected status, expected code)
+    let heartbeat = "/canopy/v1/heartbeat";
+    let check = |what: &str, headers: Vec<(&'static str, String)>, body: Vec<u8>, status: u16, code: &str| {
+        let (got, answer) = send(&a, heartbeat, &headers, body);
+        assert_eq!(got, status, "{what}: {answer}");
+        if !code.is_empty() {
+            assert_eq!(answer["error"]["code"], code, "{what}: {answer}");
+            assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: a reason");
+        }
+    };
+    // A genuine heartbeat from H is answered (the control).
+    let genuine = Forged::new(h_land, a_land, heartbeat);
+    let genuine_headers = genuine.headers(&h_key, &genuine.body);
+    check("a genuine heartbeat", genuine_headers.clone(), genuine.body.clone(), 200, "");
+    // The same request again, byte for byte: a replay.
+    check("a replayed request", genuine_headers, genuine.body.clone(), 409, "replayed");
+    // Signed by a key that is not H's.
+    let forged = Forged::new(h_land, a_land, heartbeat);
+    check("a forged signature", forged.headers(&stranger, &forged.body), forged.body.clone(), 401, "bad-signature");
+    // The body changed after signing.
+    let changed = Forged::new(h_land, a_land, heartbeat);
+    check(
+        "a changed body",
+        changed.headers(&h_key, &changed.body),
+        b"{\"url\":\"http://evil\"}".to_vec(),
+        401,
+        "bad-signature",
+    );
+    // Signed two minutes ago, or two minutes ahead.
+    let mut stale = Forged::new(h_land, a_land, heartbeat);
+    stale.timestamp_ms -= 120_000;
+    check("a stale request", stale.headers(&h_key, &stale.body), stale.body.clone(), 401, "outside-window");
+    let mut ahead = Forged::new(h_land, a_land, heartbeat);
+    ahead.timestamp_ms += 120_000;
+    check("a request from the future", ahead.headers(&h_key, &ahead.body), ahead.body.clone(), 401, "outside-window");
+    // Addressed to another land.
+    let elsewhere = Forged::new(h_land, BeingId([9; 32]), heartbeat);
+    check(
+        "a request for another land",
+        elsewhere.headers(&h_key, &elsewhere.body),
+        elsewhere.body.clone(),
+        421,
+        "other-land",
+    );
+    // From a land that is no peer.
+    let unknown = Forged::new(BeingId([8; 32]), a_land, heartbeat);
+    check("a stranger's heartbeat", unknown.headers(&stranger, &unknown.body), unknown.body.clone(), 403, "not-a-peer");
+    // Larger than canopy_request_bytes_max.
+    let mut oversized = Forged::new(h_land, a_land, heartbeat);
+    oversized.body = vec![b' '; 2_048];
+    check("an oversized body", oversized.headers(&h_key, &oversized.body), oversized.body.clone(), 413, "too-large");
+    // Headers missing or malformed.
+    check("no headers", Vec::new(), b"{}".to_vec(), 400, "bad-request");
+    let mut bad = Forged::new(h_land, a_land, heartbeat).headers(&h_key, b"{}");
+    bad[4].1 = "not hex".into();
+    check("a signature that is not hex", bad, b"{}".to_vec(), 400, "bad-request");
+    // A flood: the genuine heartbeat counted one of ten; nine more pass, the next is refused.
+    for sent in 0..9 {
+        let request = Forged::new(h_land, a_land, heartbeat);
+        check(
+            &format!("heartbeat {sent} of the minute"),
+            request.headers(&h_key, &request.body),
+            request.body.clone(),
+            200,
+            "",
+        );
+    }
+    let flood = Forged::new(h_land, a_land, heartbeat);
+    check("a flood", flood.headers(&h_key, &flood.body), flood.body.clone(), 429, "rate-limited");
+
+    // Every refusal is remembered with its reason; nothing was sealed for
+    // them (the genuine heartbeats changed no record: H was down and a
+    // heartbeat from it is not a hello).
+    let refused = a.get("/api/v1/peers").1["refused"].as_array().cloned().unwrap_or_default();
+    assert!(refused.len() >= 10, "{refused:?}");
+    assert!(refused.iter().all(|r| r["reason"].as_str().is_some_and(|reason| !reason.is_empty())), "{refused:?}");
+    let sealed_since = a.cursor() - before;
+    assert!(sealed_since < 40, "only the land's own moments sealed since: {sealed_since}");
+    let mut a = a;
+    a.stop();
+    assert_verifies_and_replays_clean(&a.land());
+    assert_verifies_and_replays_clean(&h.land());
+}
+
+#[test]
+fn peer_add_and_remove_on_a_stopped_land_prove_the_peer_first_and_name_every_mistake() {
+    let b = Up::start(&[]);
+    let b_id = land_id(&b);
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let a = scratch.path().join("a");
+    let planted = seed(&a, &["plant"]);
+    assert!(planted.status.success(), "{}", stderr(&planted));
+    let refused = |arguments: &[&str], expected: &str| {
+        let output = seed(&a, arguments);
+        assert_eq!(output.status.code(), Some(1), "{arguments:?}: {}", stdout(&output));
+        assert!(stderr(&output).contains(expected), "{arguments:?}: {}", stderr(&output));
+    };
+    refused(&["peer", "add", "ftp://x"], "http:// or https://");
+    refused(&["peer", "add", "http://127.0.0.1:9"], "did not answer");
+    refused(&["peer", "remove", "http://127.0.0.1:9"], "no peer is");
+    let added = seed(&a, &["peer", "add", &b.url, "--json"]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let added: Value = serde_json::from_str(&stdout(&added)).expect("JSON");
+    assert_eq!((&added["peer"]["land"], &added["peer"]["status"]), (&json!(b_id), &json!("new")), "{added}");
+    crate::json_schemas::holds_to("peer add", &added, "peer-add.json");
+    refused(&["peer", "add", &b.url], "a peer already");
+    let listed = seed(&a, &["peer", "list"]);
+    assert!(stdout(&listed).contains(&b_id[..12]), "{}", stdout(&listed));
+    let removed = seed(&a, &["peer", "remove", &b_id[..10], "--json"]);
+    assert!(removed.status.success(), "{}", stderr(&removed));
+    let removed: Value = serde_json::from_str(&stdout(&removed)).expect("JSON");
+    crate::json_schemas::holds_to("peer remove", &removed, "peer-remove.json");
+    assert_eq!(removed["removed"], b_id.as_str());
+    assert_verifies_and_replays_clean(&a);
+}
