@@ -340,3 +340,250 @@ fn peer_add_and_remove_on_a_stopped_land_prove_the_peer_first_and_name_every_mis
     assert_eq!(removed["removed"], b_id.as_str());
     assert_verifies_and_replays_clean(&a);
 }
+
+/// Canopy's test world, on a land of its own: @ada and @bo, people who may
+/// summon anyone here and on a peer land.
+fn correspondents() -> Up {
+    let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/canopy/world.toml");
+    Up::start(&["--fixture", world.to_str().expect("utf-8 path"), "--round-ms", "200"])
+}
+
+/// Two lands that peer with each other (each added the other).
+fn peer_both(one: &Up, other: &Up) {
+    add_peer(one, other);
+    let added = add_peer(other, one);
+    assert_eq!(added["greeted"], true, "{added}");
+}
+
+/// `name`'s inbox on `up`: each waiting summons with its sender and content.
+fn inbox(up: &Up, name: &str) -> Vec<Value> {
+    let (status, being) = up.get(&format!("/api/v1/beings/{name}"));
+    assert_eq!(status, 200, "{being}");
+    being["inbox"].as_array().cloned().unwrap_or_default()
+}
+
+fn wait_for_inbox(up: &Up, name: &str, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let waiting = inbox(up, name);
+        if check(&waiting) {
+            return waiting;
+        }
+        assert!(started.elapsed() < PEER_WAIT, "{what} never happened: {waiting:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `name` on `up` summons `target` (or answers `wake` when given, the target empty).
+fn summon(up: &Up, name: &str, target: &str, content: &str, wake: Option<&str>) -> (u16, Value) {
+    up.post(
+        &format!("/api/v1/beings/{name}/act"),
+        &json!({"verb": "summon", "target": target, "content": content, "wake": wake}),
+    )
+}
+
+fn outbox(up: &Up) -> Vec<Value> {
+    up.get("/api/v1/peers").1["outbox"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_summons_and_its_reply_cross_lands_and_summons_queued_for_a_stopped_peer_arrive_once_in_order() {
+    let (a, mut b, c) = (correspondents(), correspondents(), correspondents());
+    let (a_id, b_id, c_id) = (land_id(&a), land_id(&b), land_id(&c));
+    peer_both(&a, &b);
+    peer_both(&c, &a);
+
+    // @ada of A summons @bo of B, naming B by the first digits of its id.
+    let (status, sent) = summon(&a, "ada", &format!("@bo@{}", &b_id[..10]), "hello from A", None);
+    assert_eq!(status, 200, "{sent}");
+    let arrived = wait_for_inbox(&b, "bo", "the summons arriving at B", |waiting| !waiting.is_empty());
+    assert_eq!(arrived.len(), 1, "{arrived:?}");
+    assert_eq!(arrived[0]["from"], format!("@ada@{a_id}"), "{arrived:?}");
+    assert_eq!(arrived[0]["content"], "hello from A");
+    assert!(outbox(&a).is_empty(), "delivered, and recorded so");
+
+    // @bo answers it (no target: the summoner, on its land).
+    let wake = arrived[0]["summon"].as_str().expect("the summons's fact").to_string();
+    let (status, answered) = summon(&b, "bo", "", "hello back from B", Some(&wake));
+    assert_eq!(status, 200, "{answered}");
+    let replies = wait_for_inbox(&a, "ada", "the reply arriving at A", |waiting| !waiting.is_empty());
+    assert_eq!(
+        (&replies[0]["from"], &replies[0]["content"]),
+        (&json!(format!("@bo@{b_id}")), &json!("hello back from B"))
+    );
+    assert!(inbox(&b, "bo").is_empty(), "the summons answered leaves @bo's inbox");
+
+    // A third land's being reaches @ada too.
+    let (status, sent) = summon(&c, "bo", &format!("@ada@{a_id}"), "hello from C", None);
+    assert_eq!(status, 200, "{sent}");
+    wait_for_inbox(&a, "ada", "C's summons arriving at A", |waiting| {
+        waiting.iter().any(|summons| summons["from"] == format!("@bo@{c_id}"))
+    });
+
+    // A land that is no peer, and a being on a peer that is not there.
+    let (status, refused) = summon(&b, "ada", &format!("@bo@{}", &c_id[..10]), "who?", None);
+    assert!(status >= 400, "{refused}");
+    assert!(refused.to_string().contains("no peer of this land"), "{refused}");
+    let (status, _) = summon(&a, "ada", &format!("@nobody@{}", &b_id[..10]), "anyone?", None);
+    assert_eq!(status, 200, "sealed here: only B knows its beings");
+    let refused_at_b = wait_for_peer_view(&b, "B recording the refusal", |view| {
+        view["summonsRefused"].as_array().is_some_and(|all| {
+            all.iter().any(|r| r["reason"].as_str().is_some_and(|reason| reason.contains("no being @nobody")))
+        })
+    });
+    assert_eq!(refused_at_b["summonsRefused"][0]["land"], a_id.as_str());
+    let given_up = wait_for_peer_view(&a, "A recording the summons as undelivered", |view| {
+        view["outbox"].as_array().is_some_and(Vec::is_empty)
+    });
+    assert!(given_up["outbox"].as_array().is_some_and(Vec::is_empty));
+
+    // B stops; five summons wait in A's outbox; B comes back and each
+    // arrives once, in order.
+    b.stop();
+    for n in 1..=5 {
+        let (status, sent) = summon(&a, "ada", &format!("@bo@{b_id}"), &format!("queued {n}"), None);
+        assert_eq!(status, 200, "{sent}");
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(outbox(&a).len(), 5, "nothing is lost while B is down");
+    b.restart_at_same_port(&[]);
+    let started = Instant::now();
+    while !outbox(&a).is_empty() {
+        assert!(started.elapsed() < PEER_WAIT, "the queued summons were never delivered: {:?}", outbox(&a));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let arrived = inbox(&b, "bo");
+    let contents: Vec<&str> = arrived.iter().filter_map(|summons| summons["content"].as_str()).collect();
+    assert_eq!(contents, ["queued 1", "queued 2", "queued 3", "queued 4", "queued 5"], "once each, in order");
+
+    let mut lands = vec![a, b, c];
+    for up in &mut lands {
+        up.stop();
+    }
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}
+
+fn wait_for_peer_view(up: &Up, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, view) = up.get("/api/v1/peers");
+        if check(&view) {
+            return view;
+        }
+        assert!(started.elapsed() < PEER_WAIT, "{what} never happened: {view}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The sealed fact at `seq` of `being` on the land at `dir`, and the
+/// being's key history (genesis and rotations), as a land delivers them.
+fn sealed_and_keys(dir: &std::path::Path, being: &BeingId, seq: u64) -> (seed::fact::Fact, Vec<String>) {
+    let land = seed::land::Land::open_read_only(dir).expect("the land opens to read");
+    let reel = land.store().reel(being, 0, seq + 1).expect("the reel reads");
+    let keys = reel
+        .iter()
+        .filter(|stored| matches!(stored.fact.kind(), "genesis" | "rotate-key"))
+        .map(|stored| hex::encode(stored.fact.encode_envelope()))
+        .collect();
+    (reel[seq as usize].fact.clone(), keys)
+}
+
+/// Delivers `fact` (hex envelope bytes) with `keys` to `to` as land `from`
+/// signing with `key`, as `/canopy/v1/summons` is called.
+fn deliver(to: &Up, from: BeingId, to_land: BeingId, key: &SigningKey, fact: &[u8], keys: &[String]) -> (u16, Value) {
+    let path = "/canopy/v1/summons";
+    let mut request = Forged::new(from, to_land, path);
+    request.body = serde_json::to_vec(&json!({"fact": hex::encode(fact), "keys": keys})).expect("JSON");
+    send(to, path, &request.headers(key, &request.body), request.body.clone())
+}
+
+#[test]
+fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing() {
+    let (a, b, mut h) = (correspondents(), correspondents(), correspondents());
+    let (a_id, h_id) = (land_id(&a), land_id(&h));
+    let (a_land, h_land) = (BeingId::from_hex(&a_id).expect("hex"), BeingId::from_hex(&h_id).expect("hex"));
+    peer_both(&a, &b);
+    peer_both(&a, &h);
+    // Honest summons first: B's @bo and H's @ada each reach A's @ada.
+    for (up, name) in [(&b, "bo"), (&h, "ada")] {
+        let (status, sent) = summon(up, name, &format!("@ada@{a_id}"), &format!("honest {name}"), None);
+        assert_eq!(status, 200, "{sent}");
+    }
+    wait_for_inbox(&a, "ada", "the honest summons arriving", |waiting| waiting.len() == 2);
+    let h_ada = BeingId::from_hex(h.get("/api/v1/beings/ada").1["id"].as_str().expect("an id")).expect("hex");
+    let b_bo = BeingId::from_hex(b.get("/api/v1/beings/bo").1["id"].as_str().expect("an id")).expect("hex");
+    // H's land stops: the test holds its root key and its beings' keys.
+    h.stop();
+    let h_key = seed::land::Land::open(&h.land()).expect("H opens").root_signing_key().expect("H's root key");
+    let ada_key =
+        seed::keys::KeyRing::open(&h.land().join("keys")).expect("H's key ring").load(&h_ada).expect("@ada's key");
+    let (honest, ada_keys) = sealed_and_keys(&h.land(), &h_ada, 1);
+    let (bos, bo_keys) = sealed_and_keys(&b.land(), &b_bo, 1);
+    a.set_config("canopy_summons_bytes_max", 1_024);
+    let before = a.cursor();
+
+    // (what, the envelope, the keys, the status, what the reason says)
+    type Case<'k> = (&'static str, Vec<u8>, &'k [String], u16, &'static str);
+    let fork = {
+        let mut act: seed::world::ActBody = honest.body_as().expect("an act");
+        act.content = Some("a second fact at the same seq".into());
+        let body = seed::canonical::to_canonical_bytes(&act).expect("encodes");
+        let header = &honest.header;
+        seed::fact::Fact::seal(header.being, header.seq, header.prev, header.stored_time_ms, "act", body, &ada_key)
+            .expect("seals")
+    };
+    let forged = {
+        let header = &honest.header;
+        let stranger = SigningKey::from_bytes(&[5; 32]);
+        seed::fact::Fact::seal(
+            header.being,
+            header.seq + 1,
+            honest.id(),
+            header.stored_time_ms + 1,
+            "act",
+            honest.body().to_vec(),
+            &stranger,
+        )
+        .expect("seals")
+    };
+    let envelope = honest.encode_envelope();
+    let cases: Vec<Case> = vec![
+        ("the same summons again", envelope.clone(), &ada_keys, 200, "duplicate"),
+        ("a fork of it", fork.encode_envelope(), &ada_keys, 422, "a fork"),
+        ("a fact of a reel H does not own", bos.encode_envelope(), &bo_keys, 422, "came from land"),
+        ("a fact its being's key did not sign", forged.encode_envelope(), &ada_keys, 422, "not signed by the key"),
+        ("a truncated envelope", envelope[..envelope.len() / 2].to_vec(), &ada_keys, 422, "does not decode"),
+        ("an oversized envelope", vec![0u8; 2_048], &ada_keys, 422, "canopy_summons_bytes_max"),
+        ("a key history that is not the being's", envelope.clone(), &bo_keys, 422, "key history"),
+    ];
+    for (what, fact, keys, status, says) in cases {
+        let (got, answer) = deliver(&a, h_land, a_land, &h_key, &fact, keys);
+        assert_eq!(got, status, "{what}: {answer}");
+        assert!(answer.to_string().contains(says), "{what}: {answer}");
+    }
+    // A flood: past canopy_summons_per_peer_per_minute_max, summons wait (429) and nothing is recorded.
+    a.set_config("canopy_summons_per_peer_per_minute_max", 1);
+    let flooded: Vec<u16> = (0..3).map(|_| deliver(&a, h_land, a_land, &h_key, &envelope, &ada_keys).0).collect();
+    assert!(flooded.contains(&429), "{flooded:?}");
+
+    // Each refusal of a proven peer's summons is recorded with its reason;
+    // @ada's inbox holds the two honest summons only.
+    let (_, view) = a.get("/api/v1/peers");
+    let refused = view["summonsRefused"].as_array().cloned().unwrap_or_default();
+    assert_eq!(refused.len(), 6, "{refused:?}");
+    assert!(refused
+        .iter()
+        .all(|r| r["land"] == h_id.as_str() && r["reason"].as_str().is_some_and(|reason| !reason.is_empty())));
+    assert_eq!(inbox(&a, "ada").len(), 2);
+    assert!(a.cursor() - before <= 10, "the refusals and the two config changes, nothing else");
+
+    let mut lands = vec![a, b, h];
+    for up in &mut lands {
+        up.stop();
+    }
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}

@@ -10,7 +10,7 @@
 //! times, nonces and round-trip times. None of them reaches a fact, so the
 //! folded state is the same on every replay.
 
-use crate::fact::{BeingId, PublicKeyBytes};
+use crate::fact::{BeingId, FactId, PublicKeyBytes};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -43,6 +43,16 @@ pub const CANOPY_REQUEST_BYTES_MAX: u64 = 1_048_576;
 /// `canopy_requests_per_peer_per_minute_max` says otherwise.
 pub const CANOPY_REQUESTS_PER_PEER_PER_MINUTE_MAX: u64 = 600;
 
+/// Bytes of one delivered summons's sealed fact, unless
+/// `canopy_summons_bytes_max` says otherwise.
+pub const CANOPY_SUMMONS_BYTES_MAX: u64 = 65_536;
+/// Summons one land may deliver in a minute, unless
+/// `canopy_summons_per_peer_per_minute_max` says otherwise.
+pub const CANOPY_SUMMONS_PER_PEER_PER_MINUTE_MAX: u64 = 600;
+/// How long a summons to another land is tried before it is given up,
+/// unless `canopy_undelivered_retention_ms` says otherwise: 30 days.
+pub const CANOPY_UNDELIVERED_RETENTION_MS: u64 = 2_592_000_000;
+
 /// The land's Canopy limits as the world holds them now (configuration keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CanopyLimits {
@@ -53,6 +63,9 @@ pub struct CanopyLimits {
     pub peers_max: u64,
     pub request_bytes_max: u64,
     pub requests_per_peer_per_minute_max: u64,
+    pub summons_bytes_max: u64,
+    pub summons_per_peer_per_minute_max: u64,
+    pub undelivered_retention_ms: u64,
 }
 
 impl CanopyLimits {
@@ -68,6 +81,11 @@ impl CanopyLimits {
             request_bytes_max: world.config_u64("canopy_request_bytes_max", CANOPY_REQUEST_BYTES_MAX),
             requests_per_peer_per_minute_max: world
                 .config_u64("canopy_requests_per_peer_per_minute_max", CANOPY_REQUESTS_PER_PEER_PER_MINUTE_MAX),
+            summons_bytes_max: world.config_u64("canopy_summons_bytes_max", CANOPY_SUMMONS_BYTES_MAX),
+            summons_per_peer_per_minute_max: world
+                .config_u64("canopy_summons_per_peer_per_minute_max", CANOPY_SUMMONS_PER_PEER_PER_MINUTE_MAX),
+            undelivered_retention_ms: world
+                .config_u64("canopy_undelivered_retention_ms", CANOPY_UNDELIVERED_RETENTION_MS),
         }
     }
 }
@@ -163,15 +181,170 @@ pub struct Peer {
     pub heartbeats: Vec<HeartbeatRecord>,
 }
 
-/// The peers, by land id.
+/// Inbound refusals the world keeps (older ones stay on the reel).
+pub const CANOPY_INBOUND_REFUSALS_KEPT: usize = 50;
+
+/// A being on another land, as a summons names it: `@name@LAND`, LAND the
+/// land's id in hex (a sealed summons always holds the whole id; a being
+/// may write 8 or more of its first digits, resolved against the peers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteAddress {
+    pub name: String,
+    pub land: BeingId,
+}
+
+impl RemoteAddress {
+    /// The address as a sealed summons holds it: `@name@<64 hex digits>`.
+    pub fn to_target(&self) -> String {
+        format!("@{}@{}", self.name, self.land.to_hex())
+    }
+
+    /// The address a sealed summons holds, if its target is one (the fold
+    /// reads it so: no peer is looked up, decide did that).
+    pub fn of_sealed_target(target: &str) -> Option<RemoteAddress> {
+        let (name, land) = target.trim_start_matches('@').split_once('@')?;
+        Some(RemoteAddress { name: name.to_string(), land: BeingId::from_hex(land)? })
+    }
+}
+
+/// Why a summons's remote target is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteTargetError {
+    #[error("{target:?}: the being's name {problem}")]
+    BadName { target: String, problem: String },
+    #[error("{target:?}: name the land by 8 or more hex digits of its id")]
+    BadLand { target: String },
+    #[error("{target:?}: no peer of this land has an id starting {land}")]
+    NoPeer { target: String, land: String },
+    #[error("{target:?}: more than one peer's id starts {land}: give more digits")]
+    AmbiguousLand { target: String, land: String },
+}
+
+/// The summons target `target` as an address on another land, resolved
+/// against the peers; `None` when it names a being of this land (one '@').
+pub fn remote_target(state: &CanopyState, target: &str) -> Option<Result<RemoteAddress, RemoteTargetError>> {
+    let (name, land) = target.trim_start_matches('@').split_once('@')?;
+    let resolved = (|| {
+        if let Some(problem) = crate::names::being_name_problem(name) {
+            return Err(RemoteTargetError::BadName { target: target.to_string(), problem });
+        }
+        let prefix = land.to_ascii_lowercase();
+        if prefix.len() < 8 || prefix.len() > 64 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(RemoteTargetError::BadLand { target: target.to_string() });
+        }
+        let mut found = state.peers.keys().filter(|peer| peer.to_hex().starts_with(&prefix));
+        match (found.next(), found.next()) {
+            (Some(land), None) => Ok(RemoteAddress { name: name.to_string(), land: *land }),
+            (Some(_), Some(_)) => Err(RemoteTargetError::AmbiguousLand { target: target.to_string(), land: prefix }),
+            (None, _) => Err(RemoteTargetError::NoPeer { target: target.to_string(), land: prefix }),
+        }
+    })();
+    Some(resolved)
+}
+
+/// Whether a being whose canSummon is `can_summon` may summon `address`:
+/// an entry `@NAME@LAND` names beings of other lands, NAME a glob of the
+/// being's name and LAND a glob of the land's id in hex, or its first digits
+/// (`@*@*`: anyone on any peer; `@ada@46ed8644`: @ada on that land).
+pub fn may_summon_remote(can_summon: &[String], address: &RemoteAddress) -> bool {
+    let land = address.land.to_hex();
+    can_summon.iter().any(|entry| {
+        let Some((name_glob, land_glob)) = entry.trim_start_matches('@').split_once('@') else { return false };
+        let land_matches = if land_glob.contains('*') {
+            crate::roles::resolve::glob_matches(land_glob, &land)
+        } else {
+            !land_glob.is_empty() && land.starts_with(&land_glob.to_ascii_lowercase())
+        };
+        land_matches && crate::roles::resolve::glob_matches(name_glob, &address.name)
+    })
+}
+
+/// A summons sealed here for a being on another land, not yet delivered
+/// (nor given up): the outbox is the land's summons acts to other lands
+/// minus the records of their delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outgoing {
+    pub fact: FactId,
+    pub being: BeingId,
+    pub seq: u64,
+    pub to: RemoteAddress,
+    pub stored_time_ms: u64,
+}
+
+/// A summons from a being of another land, as the receiving land seals it:
+/// which land delivered it, the sender's being, name and fact (its seq on
+/// the sender's reel), the local being it is for and what it says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arrival {
+    pub land: BeingId,
+    pub being: BeingId,
+    pub name: String,
+    pub seq: u64,
+    pub fact: FactId,
+    pub target: BeingId,
+    pub content: String,
+    pub in_reply_to: Option<FactId>,
+    pub caller_role: Option<String>,
+}
+
+/// A summons from another land this land refused, and why (the being,
+/// seq and fact when the envelope said them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboundRefusal {
+    pub land: BeingId,
+    pub being: Option<BeingId>,
+    pub seq: Option<u64>,
+    pub fact: Option<FactId>,
+    pub reason: String,
+}
+
+/// The last fact of a remote being this land took, from which land, and
+/// the land seq where its arrival was sealed (the sender's receipt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastArrival {
+    pub land: BeingId,
+    pub seq: u64,
+    pub fact: FactId,
+    pub receipt: u64,
+}
+
+/// The peers, by land id, and the summons between this land and them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CanopyState {
     pub peers: BTreeMap<BeingId, Peer>,
+    /// Summons to other lands not yet delivered, by land seq (send order).
+    pub outbox: BTreeMap<u64, Outgoing>,
+    /// Per remote being, the last of its facts this land took.
+    pub arrived: BTreeMap<BeingId, LastArrival>,
+    /// The latest inbound refusals, newest last.
+    pub refused: Vec<(u64, InboundRefusal)>,
 }
 
 impl CanopyState {
     pub fn is_empty(&self) -> bool {
-        self.peers.is_empty()
+        self.peers.is_empty() && self.outbox.is_empty() && self.arrived.is_empty() && self.refused.is_empty()
+    }
+
+    /// Folds a summons act to another land: it waits in the outbox.
+    pub fn fold_sent(&mut self, land_seq: u64, outgoing: Outgoing) {
+        self.outbox.insert(land_seq, outgoing);
+    }
+
+    /// Folds the end of a summons's wait: delivered, or given up.
+    pub fn fold_settled(&mut self, fact: &FactId) {
+        self.outbox.retain(|_, outgoing| outgoing.fact != *fact);
+    }
+
+    /// Folds an arrival's bookkeeping (the inbox is the world's).
+    pub fn fold_arrived(&mut self, land_seq: u64, arrival: &Arrival) {
+        let last = LastArrival { land: arrival.land, seq: arrival.seq, fact: arrival.fact, receipt: land_seq };
+        self.arrived.insert(arrival.being, last);
+    }
+
+    pub fn fold_refused(&mut self, land_seq: u64, refusal: &InboundRefusal) {
+        self.refused.push((land_seq, refusal.clone()));
+        let over = self.refused.len().saturating_sub(CANOPY_INBOUND_REFUSALS_KEPT);
+        self.refused.drain(..over);
     }
 
     /// Folds a peer added (or added again: its record starts over).
@@ -332,13 +505,145 @@ pub fn peer_json(land: &BeingId, peer: &Peer) -> serde_json::Value {
     })
 }
 
+/// What a land does with a summons another land delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArrivalVerdict {
+    /// Taken: sealed as an arrival, the target woken as for a local summons.
+    Arrive(Arrival),
+    /// Taken before (the same fact, or one before the last taken from its
+    /// being): answered again with the receipt, nothing sealed.
+    Duplicate { receipt: Option<u64> },
+    /// Refused for good, sealed with its reason.
+    Refuse(InboundRefusal),
+    /// Not now (the target's inbox is full): the sender tries again later.
+    Wait { reason: String },
+}
+
+/// Decides what to do with `envelope`, the sealed fact land `from` says is
+/// a summons of one of its beings, with that being's key history
+/// (`key_history`: its genesis and rotations). The fact is believed only as
+/// far as this land can check it: its being's id is its genesis's BLAKE3,
+/// its signature is the key its history proves at its seq, it is an
+/// applied summons to a being of this land, it comes after the last fact
+/// taken from its being (the same seq with another fact is a fork), and its
+/// being's facts came from no other land before.
+pub fn decide_arrival(
+    world: &crate::world::World,
+    this: BeingId,
+    from: BeingId,
+    envelope: &[u8],
+    key_history: &[Vec<u8>],
+    summons_bytes_max: u64,
+) -> ArrivalVerdict {
+    use crate::fact::body::GenesisBodyFlowSkipped;
+    use crate::world::body::KIND_ACT;
+    use crate::world::{ActBody, VerbCall};
+    let refuse = |being: Option<BeingId>, seq: Option<u64>, fact: Option<FactId>, reason: String| {
+        ArrivalVerdict::Refuse(InboundRefusal { land: from, being, seq, fact, reason: bounded_reason(&reason) })
+    };
+    if envelope.len() as u64 > summons_bytes_max {
+        let reason =
+            format!("the summons is {} bytes, over canopy_summons_bytes_max = {summons_bytes_max}", envelope.len());
+        return refuse(None, None, None, reason);
+    }
+    let fact = match crate::fact::Fact::decode_envelope(envelope) {
+        Ok(fact) => fact,
+        Err(error) => return refuse(None, None, None, format!("the summons's fact does not decode: {error}")),
+    };
+    let (being, seq, id) = (fact.header.being, fact.header.seq, fact.id());
+    let refuse = |reason: String| refuse(Some(being), Some(seq), Some(id), reason);
+    if let Some(last) = world.canopy.arrived.get(&being) {
+        if last.land != from {
+            return refuse(format!(
+                "being {being}'s facts came from land {} before: a land delivers only its own beings' facts",
+                last.land
+            ));
+        }
+    }
+    let proven = match seed_format::canopy::verify_key_history(being, key_history) {
+        Ok(proven) => proven,
+        Err(error) => return refuse(format!("the sender's key history does not prove its key: {error}")),
+    };
+    if !proven.signed(&fact) {
+        return refuse(format!("the fact at seq {seq} is not signed by the key its being held there"));
+    }
+    if fact.kind() != KIND_ACT {
+        return refuse(format!("a {} fact is not a summons", fact.kind()));
+    }
+    let act: ActBody = match fact.body_as() {
+        Ok(act) => act,
+        Err(error) => return refuse(format!("the act does not read: {error}")),
+    };
+    let VerbCall::Summon { target, content, in_reply_to } = &act.call else {
+        return refuse(format!("the act is a {}, not a summons", act.call.verb()));
+    };
+    if !crate::approval::Gate::call_applied(act.gate.as_ref()) {
+        return refuse("the summons waits for an approval on its land: it was not made".into());
+    }
+    let Some(address) = RemoteAddress::of_sealed_target(target) else {
+        return refuse(format!("the summons is for {target}, not a being of another land"));
+    };
+    if address.land != this {
+        return refuse(format!("the summons is for land {}, not this land", address.land));
+    }
+    if let Some(last) = world.canopy.arrived.get(&being) {
+        if seq < last.seq {
+            return ArrivalVerdict::Duplicate { receipt: None };
+        }
+        if seq == last.seq {
+            if id == last.fact {
+                return ArrivalVerdict::Duplicate { receipt: Some(last.receipt) };
+            }
+            return refuse(format!(
+                "a fork: being {being} has two facts at seq {seq}, {} taken before and {id} now",
+                last.fact
+            ));
+        }
+    }
+    let limits = crate::moment::MomentLimits::of(world);
+    if content.chars().count() > limits.summon_content_chars_max {
+        return refuse(format!(
+            "the summons is longer than {} characters (summon_content_chars_max)",
+            limits.summon_content_chars_max
+        ));
+    }
+    let Some(row) = world.being_named(&address.name) else {
+        return refuse(format!("no being @{} on this land", address.name));
+    };
+    if row.ended {
+        return refuse(format!("@{} has ended", address.name));
+    }
+    if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= limits.inbox_depth_max {
+        return ArrivalVerdict::Wait {
+            reason: format!("the inbox of @{} is full (inbox_depth_max = {})", address.name, limits.inbox_depth_max),
+        };
+    }
+    let name = key_history
+        .first()
+        .and_then(|genesis| crate::fact::Fact::decode_envelope(genesis).ok())
+        .and_then(|genesis| genesis.body_as::<GenesisBodyFlowSkipped>().ok())
+        .map(|genesis| genesis.name)
+        .unwrap_or_default();
+    ArrivalVerdict::Arrive(Arrival {
+        land: from,
+        being,
+        name,
+        seq,
+        fact: id,
+        target: row.id,
+        content: content.clone(),
+        in_reply_to: *in_reply_to,
+        caller_role: act.primary.clone(),
+    })
+}
+
 /// The peers as the world's canonical state holds them (what the world
 /// hash covers): every folded field, keys and ids as bytes.
 pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
     use ciborium::value::Value as Cbor;
     let text = |s: &str| Cbor::Text(s.to_string());
     let int = |n: u64| Cbor::Integer(n.into());
-    let peers = state
+    let peers: Vec<(Cbor, Cbor)> = state
         .peers
         .iter()
         .map(|(land, peer)| {
@@ -372,7 +677,39 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
             )
         })
         .collect();
-    Cbor::Map(peers)
+    let outbox = state
+        .outbox
+        .iter()
+        .map(|(land_seq, outgoing)| (int(*land_seq), Cbor::Bytes(outgoing.fact.0.to_vec())))
+        .collect();
+    let arrived = state
+        .arrived
+        .iter()
+        .map(|(being, last)| {
+            (
+                Cbor::Bytes(being.0.to_vec()),
+                Cbor::Array(vec![
+                    Cbor::Bytes(last.land.0.to_vec()),
+                    int(last.seq),
+                    Cbor::Bytes(last.fact.0.to_vec()),
+                    int(last.receipt),
+                ]),
+            )
+        })
+        .collect();
+    let refused = state
+        .refused
+        .iter()
+        .map(|(land_seq, refusal)| {
+            Cbor::Array(vec![int(*land_seq), Cbor::Bytes(refusal.land.0.to_vec()), text(&refusal.reason)])
+        })
+        .collect();
+    Cbor::Map(vec![
+        (text("peers"), Cbor::Map(peers)),
+        (text("outbox"), Cbor::Map(outbox)),
+        (text("arrived"), Cbor::Map(arrived)),
+        (text("refused"), Cbor::Array(refused)),
+    ])
 }
 
 /// Why a peer's URL cannot be recorded.

@@ -183,6 +183,15 @@ impl ProvenKeys {
         (key, seq)
     }
 
+    /// Whether `fact` (of this reel) is signed by the key its reel held at
+    /// the fact's seq: the genesis's, or the last rotation's before it.
+    pub fn signed(&self, fact: &crate::fact::Fact) -> bool {
+        let seq = fact.header.seq;
+        let key = self.keys.iter().rev().find(|(set_at, _)| *set_at < seq || *set_at == 0).map(|(_, key)| *key);
+        fact.header.being == self.land
+            && key.and_then(|key| VerifyingKey::from_bytes(&key).ok()).is_some_and(|key| fact.verify_signature(&key))
+    }
+
     /// Whether `key` is one the land has held.
     pub fn held(&self, key: &[u8; 32]) -> bool {
         self.keys.iter().any(|(_, held)| held == key)

@@ -22,9 +22,16 @@ use crate::world::body::Digests;
 use crate::world::{ActBody, BeingRow, Effect, RoleUse, VerbCall, World};
 use serde_json::Value as Json;
 
-/// Checks the summon rules that depend on the world's state.
+/// Checks the summon rules that depend on the world's state. A summons
+/// to a being of another land is checked for what this land knows: its
+/// land a peer, its content and the sender's rate (the receiving land
+/// checks its being and inbox).
 fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, now_ms: u64) -> Result<(), Refusal> {
     let limits = MomentLimits::of(world);
+    if let Some(remote) = crate::canopy::remote_target(&world.canopy, target) {
+        remote?;
+        return check_summon_size_and_rate(world, actor, content, now_ms, &limits);
+    }
     let address = || target.to_string();
     let row =
         world.being_named(target.trim_start_matches('@')).ok_or_else(|| Refusal::NoBeing { address: address() })?;
@@ -34,6 +41,16 @@ fn check_summon(world: &World, actor: &BeingRow, target: &str, content: &str, no
     if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= limits.inbox_depth_max {
         return Err(Refusal::InboxFull { address: address(), most: limits.inbox_depth_max });
     }
+    check_summon_size_and_rate(world, actor, content, now_ms, &limits)
+}
+
+fn check_summon_size_and_rate(
+    world: &World,
+    actor: &BeingRow,
+    content: &str,
+    now_ms: u64,
+    limits: &MomentLimits,
+) -> Result<(), Refusal> {
     if content.chars().count() > limits.summon_content_chars_max {
         return Err(Refusal::SummonTooLong { most: limits.summon_content_chars_max });
     }
@@ -169,7 +186,11 @@ pub fn decide(
         VerbCall::Summon { target, content, in_reply_to } => {
             let target = if target.is_empty() {
                 match summon {
-                    Some(summon) => format!("@{}", world.name_of(&summon.from).unwrap_or_default()),
+                    // A summons from another land is answered there.
+                    Some(summon) => match &summon.remote {
+                        Some(remote) => remote.to_target(),
+                        None => format!("@{}", world.name_of(&summon.from).unwrap_or_default()),
+                    },
                     None => return Err(refuse(Refusal::SummonWithoutTarget)),
                 }
             } else if target.starts_with('@') {
@@ -177,9 +198,20 @@ pub fn decide(
             } else {
                 format!("@{target}")
             };
+            // A being of another land: its land resolved against the peers
+            // and written whole in the sealed call; canSummon names such
+            // beings as `@NAME@LAND` globs (`crate::canopy`).
+            let remote = crate::canopy::remote_target(&world.canopy, &target)
+                .transpose()
+                .map_err(|error| refuse(Refusal::RemoteTarget(error)))?;
+            let allowed = match &remote {
+                Some(address) => crate::canopy::may_summon_remote(&face.can_summon, address),
+                None => face.can_summon.contains(&target),
+            };
+            let target = remote.map_or(target, |address| address.to_target());
             // The substrate's own summons of the owner about a spent budget
             // needs no canSummon entry; the summon limits still apply.
-            if decision.budget.is_none() && !face.can_summon.contains(&target) {
+            if decision.budget.is_none() && !allowed {
                 return Err(refuse(Refusal::NotWithin { what: format!("summon {target}"), list: "canSummon" }));
             }
             check_summon(world, row, &target, &content, opened.stored_time_ms).map_err(refuse)?;

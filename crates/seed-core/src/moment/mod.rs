@@ -146,9 +146,18 @@ pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenConte
     let mut context = OpenContext::new();
     let summon = waking_summon(world, opened);
     if let Some(summon) = summon {
-        if let Some(caller) = world.beings.get(&summon.from) {
-            context.insert("caller.cognition", caller.effective_cognition().as_str());
-            context.insert("caller.name", caller.name.as_str());
+        match (&summon.remote, world.beings.get(&summon.from)) {
+            // A being of another land: its name and its land's id; its
+            // cognition is its land's to know.
+            (Some(remote), _) => {
+                context.insert("caller.name", remote.name.as_str());
+                context.insert("caller.land", remote.land.to_hex().as_str());
+            }
+            (None, Some(caller)) => {
+                context.insert("caller.cognition", caller.effective_cognition().as_str());
+                context.insert("caller.name", caller.name.as_str());
+            }
+            (None, None) => {}
         }
         if let Some(role) = &summon.caller_role {
             context.insert("caller.role", role.as_str());
@@ -292,7 +301,7 @@ pub fn build_face<'w>(
         (Wake::Summon { .. }, Some(summon)) => {
             let mut wake = json!({
                 "kind": "summon",
-                "from": world.name_of(&summon.from).map(|name| format!("@{name}")),
+                "from": summon.sender(world),
                 "content": summon.content,
                 "summon": summon.fact.to_hex(),
             });

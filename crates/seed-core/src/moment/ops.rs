@@ -308,6 +308,10 @@ impl OpRegistry {
                             | Effect::PeerKey { .. }
                             | Effect::PeerHeartbeats { .. }
                             | Effect::PeerRemoved { .. }
+                            | Effect::SummonsDelivered { .. }
+                            | Effect::SummonsUndelivered { .. }
+                            | Effect::SummonsArrived { .. }
+                            | Effect::SummonsRefused { .. }
                     )
                 }) {
                     return Err(OpError::BadEffects {

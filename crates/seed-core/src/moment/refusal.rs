@@ -86,6 +86,9 @@ could undo it; keep {action:?} in the roles @{being} wears"
     /// `address` as written, with its `@`.
     #[error("no being {address}")]
     NoBeing { address: String },
+    /// A summons to a being of another land whose address does not resolve.
+    #[error(transparent)]
+    RemoteTarget(#[from] crate::canopy::RemoteTargetError),
     #[error("{address} has ended")]
     BeingEnded { address: String },
     #[error("the inbox of {address} is full (inbox_depth_max = {most})")]
@@ -361,6 +364,7 @@ impl Refusal {
             Refusal::WouldLoseMeansToUndo { .. } => "would-lose-means-to-undo",
             Refusal::SummonWithoutTarget => "summon-without-target",
             Refusal::NoBeing { .. } => "no-being",
+            Refusal::RemoteTarget(_) => "remote-target",
             Refusal::BeingEnded { .. } => "being-ended",
             Refusal::InboxFull { .. } => "inbox-full",
             Refusal::SummonTooLong { .. } => "summon-too-long",

@@ -149,7 +149,7 @@ fn expand_pattern(pattern: &str, world: &dyn WorldView) -> Vec<String> {
 /// backtracking is ever needed). A backtracking matcher took time
 /// exponential in the number of stars, and patterns are authored input
 /// matched while the land's writer waits.
-fn glob_matches(glob: &str, name: &str) -> bool {
+pub fn glob_matches(glob: &str, name: &str) -> bool {
     let mut runs = glob.split('*');
     let first = runs.next().unwrap_or("");
     let Some(mut remaining) = name.strip_prefix(first) else { return false };

@@ -27,6 +27,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "caller.role",
     "caller.cognition",
     "caller.name",
+    "caller.land",
     "space.name",
     "inHomeSpace",
     "time.hour",

@@ -142,6 +142,31 @@ pub enum Effect {
     PeerRemoved {
         land: BeingId,
     },
+    /// A summons to another land was delivered: the receiving land sealed
+    /// its arrival at land seq `receipt` (none: it had taken it before and
+    /// no longer says where) (`crate::canopy`).
+    SummonsDelivered {
+        fact: FactId,
+        land: BeingId,
+        receipt: Option<u64>,
+    },
+    /// A summons to another land given up: refused there for good, or not
+    /// delivered within `canopy_undelivered_retention_ms`.
+    SummonsUndelivered {
+        fact: FactId,
+        land: BeingId,
+        reason: String,
+    },
+    /// A summons from a being of another land, verified and taken: it waits
+    /// in the target's inbox as a local summons does.
+    SummonsArrived {
+        arrival: crate::canopy::Arrival,
+    },
+    /// A summons from another land refused, and why (inbound is never
+    /// dropped unrecorded once the land that sent it is proven).
+    SummonsRefused {
+        refusal: crate::canopy::InboundRefusal,
+    },
 }
 
 /// What opened a moment.

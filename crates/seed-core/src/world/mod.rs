@@ -251,6 +251,10 @@ pub struct PendingSummon {
     pub caller_role: Option<String>,
     /// The conversation this belongs to (the first summon's fact id).
     pub correlation: FactId,
+    /// The sender's address when it is a being of another land (`from` is
+    /// then its being id there, and `fact` its fact there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::canopy::RemoteAddress>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -311,6 +315,17 @@ pub struct World {
     /// The lands this land peers with (`crate::canopy`), folded from the
     /// root's `world` facts.
     pub canopy: crate::canopy::CanopyState,
+}
+
+impl PendingSummon {
+    /// Who sent it, as a summons would name them back: `@name`, or
+    /// `@name@LAND` for a being of another land (none for a being gone).
+    pub fn sender(&self, world: &World) -> Option<String> {
+        match &self.remote {
+            Some(remote) => Some(remote.to_target()),
+            None => world.name_of(&self.from).map(|name| format!("@{name}")),
+        }
+    }
 }
 
 /// A person's account: the being it drives and its token's hash.
@@ -446,11 +461,20 @@ impl World {
                         | Effect::PeerKey { .. }
                         | Effect::PeerHeartbeats { .. }
                         | Effect::PeerRemoved { .. }
+                        | Effect::SummonsDelivered { .. }
+                        | Effect::SummonsUndelivered { .. }
+                        | Effect::SummonsArrived { .. }
+                        | Effect::SummonsRefused { .. }
                             if self.root != Some(being) => {}
                         Effect::PeerAdded { peer } => self.canopy.fold_added(land_seq, peer),
                         Effect::PeerKey { land, key, key_seq } => self.canopy.fold_key(land, *key, *key_seq),
                         Effect::PeerHeartbeats { beats } => self.canopy.fold_heartbeats(land_seq, beats),
                         Effect::PeerRemoved { land } => self.canopy.fold_removed(land),
+                        Effect::SummonsDelivered { fact, .. } | Effect::SummonsUndelivered { fact, .. } => {
+                            self.canopy.fold_settled(fact)
+                        }
+                        Effect::SummonsArrived { arrival } => self.fold_arrival(land_seq, arrival),
+                        Effect::SummonsRefused { refusal } => self.canopy.fold_refused(land_seq, refusal),
                         other => self.apply_effect(Some(being), land_seq, other),
                     }
                 }
@@ -465,6 +489,28 @@ impl World {
             }
             FoldBody::Nothing => {}
         }
+    }
+
+    /// Folds a summons that arrived from another land: its bookkeeping,
+    /// and the target's inbox as a local summons's (a target ended since
+    /// is not summoned: the receiving edge refused that before sealing).
+    fn fold_arrival(&mut self, land_seq: u64, arrival: &crate::canopy::Arrival) {
+        self.canopy.fold_arrived(land_seq, arrival);
+        if self.beings.get(&arrival.target).is_none_or(|row| row.ended) {
+            return;
+        }
+        self.inbox.entry(arrival.target).or_default().insert(
+            land_seq,
+            PendingSummon {
+                fact: arrival.fact,
+                land_seq,
+                from: arrival.being,
+                content: arrival.content.clone(),
+                caller_role: arrival.caller_role.clone(),
+                correlation: arrival.in_reply_to.unwrap_or(arrival.fact),
+                remote: Some(crate::canopy::RemoteAddress { name: arrival.name.clone(), land: arrival.land }),
+            },
+        );
     }
 
     /// Folds an act whose body the caller already holds decoded (it must be
@@ -505,8 +551,20 @@ impl World {
                         content: content.clone(),
                         caller_role: act.primary.clone(),
                         correlation,
+                        remote: None,
                     },
                 );
+            } else if let Some(to) = crate::canopy::RemoteAddress::of_sealed_target(target) {
+                // For a being of another land: it waits in the outbox until
+                // its delivery (or giving up) is recorded.
+                let outgoing = crate::canopy::Outgoing {
+                    fact: id,
+                    being,
+                    seq: header.seq,
+                    to,
+                    stored_time_ms: header.stored_time_ms,
+                };
+                self.canopy.fold_sent(land_seq, outgoing);
             }
         }
         if let Some(gate) = &act.gate {
@@ -555,6 +613,7 @@ impl World {
                             content: content.clone(),
                             caller_role: act.primary.clone(),
                             correlation: id,
+                            remote: None,
                         },
                     );
                 }
@@ -709,7 +768,11 @@ impl World {
             | Effect::PeerAdded { .. }
             | Effect::PeerKey { .. }
             | Effect::PeerHeartbeats { .. }
-            | Effect::PeerRemoved { .. } => {}
+            | Effect::PeerRemoved { .. }
+            | Effect::SummonsDelivered { .. }
+            | Effect::SummonsUndelivered { .. }
+            | Effect::SummonsArrived { .. }
+            | Effect::SummonsRefused { .. } => {}
         }
     }
 

@@ -130,6 +130,7 @@ mod tests {
                 content: "hello".into(),
                 caller_role: None,
                 correlation: FactId([1; 32]),
+                remote: None,
             },
         );
         world.recent_summons.insert(ada, vec![5, 6]);

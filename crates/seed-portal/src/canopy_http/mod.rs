@@ -25,6 +25,8 @@ pub const CANOPY_IDENTITY_PATH: &str = "/canopy/v1/land";
 pub const CANOPY_HELLO_PATH: &str = "/canopy/v1/hello";
 /// Where a land's peers send their heartbeats (signed).
 pub const CANOPY_HEARTBEAT_PATH: &str = "/canopy/v1/heartbeat";
+/// Where a land's peers deliver summons for its beings (signed).
+pub const CANOPY_SUMMONS_PATH: &str = "/canopy/v1/summons";
 
 /// The sending land's id, as hex.
 pub const HEADER_FROM: &str = "seed-land-from";

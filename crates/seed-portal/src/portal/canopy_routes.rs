@@ -79,6 +79,12 @@ pub enum CanopyRefusal {
     Add(#[from] AddPeerRefusal),
     #[error("this land cannot record it now: {reason}")]
     Unavailable { reason: String },
+    /// A delivered summons refused for good; the refusal is sealed here.
+    #[error("the summons is refused: {reason}")]
+    SummonsRefused { reason: String },
+    /// A delivered summons that cannot be taken now (its target's inbox is full).
+    #[error("the summons cannot be taken now: {reason}")]
+    SummonsWait { reason: String },
 }
 
 impl CanopyRefusal {
@@ -115,6 +121,8 @@ impl CanopyRefusal {
                 AddPeerRefusal::Full { .. } => (StatusCode::FORBIDDEN, "full"),
             },
             CanopyRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            CanopyRefusal::SummonsRefused { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "refused"),
+            CanopyRefusal::SummonsWait { .. } => (StatusCode::SERVICE_UNAVAILABLE, "wait"),
         }
     }
 }
@@ -147,7 +155,7 @@ struct Refused {
 
 /// The land's Canopy state in this process.
 pub struct Canopy {
-    signer: Signer,
+    pub(super) signer: Signer,
     key_history: Vec<String>,
     key_seq: u64,
     nonces: Mutex<NonceMemory>,
@@ -156,9 +164,11 @@ pub struct Canopy {
     first_contacts: Mutex<FirstContacts>,
     refusals: Mutex<VecDeque<Refused>>,
     beats: Mutex<BTreeMap<BeingId, Beats>>,
-    client: reqwest::Client,
+    pub(super) client: reqwest::Client,
     /// One change of the peers at a time (two adds of one land race otherwise).
-    changing: tokio::sync::Mutex<()>,
+    pub(super) changing: tokio::sync::Mutex<()>,
+    /// Summons to and from other lands (`canopy_summons`).
+    pub(super) summons: super::canopy_summons::SummonsState,
 }
 
 impl Canopy {
@@ -181,6 +191,7 @@ impl Canopy {
             beats: Mutex::default(),
             client,
             changing: tokio::sync::Mutex::new(()),
+            summons: Default::default(),
         })
     }
 
@@ -245,18 +256,19 @@ impl Canopy {
     }
 }
 
-fn limits(portal: &Portal) -> CanopyLimits {
+pub(super) fn limits(portal: &Portal) -> CanopyLimits {
     CanopyLimits::in_world(&portal.live.world())
 }
 
-fn canopy_of(portal: &Portal) -> Result<&Arc<Canopy>, CanopyRefusal> {
+pub(super) fn canopy_of(portal: &Portal) -> Result<&Arc<Canopy>, CanopyRefusal> {
     portal.canopy.as_ref().ok_or_else(|| CanopyRefusal::Unavailable {
         reason: "this process does not run the land (it follows another, or could not read the root's key)".into(),
     })
 }
 
-/// Seals `effects` as one world fact of the root, on a blocking thread.
-async fn seal(portal: &Arc<Portal>, effects: Vec<Effect>) -> Result<(), CanopyRefusal> {
+/// Seals `effects` as one world fact of the root, on a blocking thread;
+/// the land seq it sealed at.
+pub(super) async fn seal(portal: &Arc<Portal>, effects: Vec<Effect>) -> Result<u64, CanopyRefusal> {
     let live = portal.live.clone();
     tokio::task::spawn_blocking(move || live.seal_world_change(effects))
         .await
@@ -273,8 +285,8 @@ pub(super) async fn identity(State(portal): State<Arc<Portal>>) -> Response {
 }
 
 /// A request's signed parts, read from its headers.
-struct Signed {
-    request: CanopyRequest,
+pub(super) struct Signed {
+    pub(super) request: CanopyRequest,
     signature: [u8; 64],
 }
 
@@ -332,7 +344,7 @@ fn verifying_key(key: &PublicKeyBytes) -> Result<VerifyingKey, CanopyRefusal> {
 
 /// Checks the signature and window against `key`, then the land's rate and
 /// the nonce memory (only a verified request is counted or remembered).
-fn admit(
+pub(super) fn admit(
     portal: &Portal,
     canopy: &Canopy,
     signed: &Signed,
@@ -387,7 +399,12 @@ async fn key_after_rotation(
 }
 
 /// Admits a request from a recorded peer, following a proven key rotation.
-async fn admit_peer(portal: &Arc<Portal>, canopy: &Canopy, signed: &Signed, body: &[u8]) -> Result<(), CanopyRefusal> {
+pub(super) async fn admit_peer(
+    portal: &Arc<Portal>,
+    canopy: &Canopy,
+    signed: &Signed,
+    body: &[u8],
+) -> Result<(), CanopyRefusal> {
     let from = signed.request.from;
     let Some(recorded) = portal.live.world().canopy.peers.get(&from).map(|peer| peer.key) else {
         return Err(CanopyRefusal::NotAPeer { land: from });
@@ -425,7 +442,7 @@ async fn heard_from(portal: &Arc<Portal>, canopy: &Canopy, land: BeingId) -> Res
     let per_record = limits(portal).heartbeats_per_record_max;
     let _changing = canopy.changing.lock().await;
     match count_beat(canopy, recorded, &heard, per_record) {
-        Some(beats) => seal(portal, vec![Effect::PeerHeartbeats { beats }]).await,
+        Some(beats) => seal(portal, vec![Effect::PeerHeartbeats { beats }]).await.map(|_| ()),
         None => Ok(()),
     }
 }
@@ -462,15 +479,15 @@ async fn first_contact(
     let _changing = canopy.changing.lock().await;
     let added = canopy.decide_added(portal, &identity, PeerOrigin::FirstContact)?;
     let up = PeerHeartbeats { land: from, status: PeerStatus::Up, answered: 1, missed: 0, reason: String::new() };
-    seal(portal, vec![Effect::PeerAdded { peer: added }, Effect::PeerHeartbeats { beats: up }]).await
+    seal(portal, vec![Effect::PeerAdded { peer: added }, Effect::PeerHeartbeats { beats: up }]).await.map(|_| ())
 }
 
-fn body_json(body: &[u8]) -> Result<Json, CanopyRefusal> {
+pub(super) fn body_json(body: &[u8]) -> Result<Json, CanopyRefusal> {
     serde_json::from_slice(body).map_err(|error| CanopyRefusal::BadBody { what: "JSON", reason: error.to_string() })
 }
 
 /// Answers a signed request, or refuses it and remembers why.
-async fn answer_signed<F, Fut>(portal: Arc<Portal>, request: Request, handle: F) -> Response
+pub(super) async fn answer_signed<F, Fut>(portal: Arc<Portal>, request: Request, handle: F) -> Response
 where
     F: FnOnce(Arc<Portal>, Arc<Canopy>, Signed, Vec<u8>) -> Fut,
     Fut: std::future::Future<Output = Result<Json, CanopyRefusal>>,

@@ -354,7 +354,8 @@ impl LiveLand {
     /// Seals `effects` as one `world` fact of the root now and folds it
     /// (Canopy's peer records, decided at the edge). Refused while this
     /// process follows another's land, or the land is tripped.
-    pub fn seal_world_change(&self, effects: Vec<crate::world::Effect>) -> Result<(), EngineError> {
+    /// Returns the land seq it sealed at.
+    pub fn seal_world_change(&self, effects: Vec<crate::world::Effect>) -> Result<u64, EngineError> {
         if let Some(runner) = self.following() {
             return Err(EngineError::Follower { runner });
         }
@@ -362,7 +363,8 @@ impl LiveLand {
             if let Some(trip) = crate::health::trip_of(&engine.world) {
                 return Err(EngineError::Tripped { trip: Box::new(trip) });
             }
-            engine.seal_change(effects)
+            engine.seal_change(effects)?;
+            Ok(engine.world.cursor.saturating_sub(1))
         })
         .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
     }

@@ -14,6 +14,7 @@ mod approvals_html;
 mod audit_page;
 pub mod auth;
 pub mod canopy_routes;
+mod canopy_summons;
 mod cascade_page;
 mod config_page;
 pub mod conversation;
@@ -199,6 +200,7 @@ pub fn router_reached_at(
 ) -> Router {
     let portal = Portal::open_reached_at(live, limits, shutdown, public_url);
     canopy_routes::start_heartbeats(portal.clone());
+    canopy_summons::start_deliveries(portal.clone());
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -242,6 +244,7 @@ pub fn router_reached_at(
         .route(crate::canopy_http::CANOPY_IDENTITY_PATH, get(canopy_routes::identity))
         .route(crate::canopy_http::CANOPY_HELLO_PATH, post(canopy_routes::hello))
         .route(crate::canopy_http::CANOPY_HEARTBEAT_PATH, post(canopy_routes::heartbeat))
+        .route(crate::canopy_http::CANOPY_SUMMONS_PATH, post(canopy_summons::summons))
         .route("/health", get(health_page::health_page))
         .route("/health/revive", post(health_page::revive_form))
         .route("/approvals/{request}", post(approvals::decide_form))

@@ -48,6 +48,15 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
         "heartbeatMs": limits.heartbeat_ms,
         "peers": peers,
         "refused": portal.canopy.as_ref().map_or(Json::Array(Vec::new()), |canopy| canopy.refusals_json()),
+        "outbox": super::canopy_summons::outbox_json(portal),
+        "summonsRefused": world.canopy.refused.iter().rev().map(|(land_seq, refusal)| json!({
+            "landSeq": land_seq,
+            "land": refusal.land.to_hex(),
+            "being": refusal.being.map(|being| being.to_hex()),
+            "seq": refusal.seq,
+            "fact": refusal.fact.map(|fact| fact.to_hex()),
+            "reason": refusal.reason,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -225,6 +234,37 @@ shows the same.</p>",
 then greeted with a signed hello.</p>",
             hidden_csrf(csrf)
         ));
+    }
+    let outbox = list(field(view, "outbox"));
+    out.push_str("<h2>Summons waiting to be delivered</h2>");
+    if outbox.is_empty() {
+        out.push_str(
+            "<p class=\"muted\" id=\"outbox-empty\">None: every summons to another land was delivered or given up.</p>",
+        );
+    } else {
+        out.push_str("<ul id=\"outbox\">");
+        for waiting in outbox {
+            out.push_str(&format!(
+                "<li>{} to <code>{}</code>, sealed at land seq {}</li>",
+                esc(&text(field(waiting, "from"))),
+                esc(&text(field(waiting, "to"))),
+                field(waiting, "landSeq")
+            ));
+        }
+        out.push_str("</ul>");
+    }
+    let summons_refused = list(field(view, "summonsRefused"));
+    if !summons_refused.is_empty() {
+        out.push_str("<h2>Summons refused here</h2><ul id=\"summons-refused\">");
+        for refusal in summons_refused {
+            out.push_str(&format!(
+                "<li>from land <code>{}</code>, recorded at land seq {}: {}</li>",
+                esc(&short(&text(field(refusal, "land")))),
+                field(refusal, "landSeq"),
+                esc(&text(field(refusal, "reason")))
+            ));
+        }
+        out.push_str("</ul>");
     }
     let refused = list(field(view, "refused"));
     out.push_str("<h2>Refused lately</h2>");

@@ -290,7 +290,7 @@ pub fn being_json(
             pending
                 .values()
                 .map(|summon| {
-                    json!({"summon": summon.fact.to_hex(), "from": world.name_of(&summon.from).map(|n| format!("@{n}")),
+                    json!({"summon": summon.fact.to_hex(), "from": summon.sender(world),
                            "content": summon.content, "callerRole": summon.caller_role, "landSeq": summon.land_seq})
                 })
                 .collect()

@@ -161,6 +161,7 @@ fn class_of(refusal: &Refusal) -> RefusalClass {
         | Refusal::Address(_)
         | Refusal::SummonWithoutTarget
         | Refusal::NoBeing { .. }
+        | Refusal::RemoteTarget(_)
         | Refusal::BeingEnded { .. }
         | Refusal::InboxFull { .. }
         | Refusal::SummonTooLong { .. }
