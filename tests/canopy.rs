@@ -548,10 +548,24 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
         )
         .expect("seals")
     };
+    // Later facts of H's @ada, validly signed by its key: seq 3 delivered
+    // first (a gap is allowed: the facts between are not summons here),
+    // then seq 2, which comes out of order.
+    let later = |seq: u64, content: &str| {
+        let mut act: seed::world::ActBody = honest.body_as().expect("an act");
+        act.content = Some(content.into());
+        let body = seed::canonical::to_canonical_bytes(&act).expect("encodes");
+        let header = &honest.header;
+        seed::fact::Fact::seal(header.being, seq, honest.id(), header.stored_time_ms + seq, "act", body, &ada_key)
+            .expect("seals")
+    };
+    let (third, second) = (later(3, "the third"), later(2, "the second, late"));
     let envelope = honest.encode_envelope();
     let cases: Vec<Case> = vec![
         ("the same summons again", envelope.clone(), &ada_keys, 200, "duplicate"),
         ("a fork of it", fork.encode_envelope(), &ada_keys, 422, "a fork"),
+        ("a later summons, after a gap", third.encode_envelope(), &ada_keys, 200, "receipt"),
+        ("an earlier one after it", second.encode_envelope(), &ada_keys, 422, "out of order"),
         ("a fact of a reel H does not own", bos.encode_envelope(), &bo_keys, 422, "came from land"),
         ("a fact its being's key did not sign", forged.encode_envelope(), &ada_keys, 422, "not signed by the key"),
         ("a truncated envelope", envelope[..envelope.len() / 2].to_vec(), &ada_keys, 422, "does not decode"),
@@ -569,15 +583,15 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
     assert!(flooded.contains(&429), "{flooded:?}");
 
     // Each refusal of a proven peer's summons is recorded with its reason;
-    // @ada's inbox holds the two honest summons only.
+    // @ada's inbox holds the two honest summons and the later one only.
     let (_, view) = a.get("/api/v1/peers");
     let refused = view["summonsRefused"].as_array().cloned().unwrap_or_default();
-    assert_eq!(refused.len(), 6, "{refused:?}");
+    assert_eq!(refused.len(), 7, "{refused:?}");
     assert!(refused
         .iter()
         .all(|r| r["land"] == h_id.as_str() && r["reason"].as_str().is_some_and(|reason| !reason.is_empty())));
-    assert_eq!(inbox(&a, "ada").len(), 2);
-    assert!(a.cursor() - before <= 10, "the refusals and the two config changes, nothing else");
+    assert_eq!(inbox(&a, "ada").len(), 3);
+    assert!(a.cursor() - before <= 12, "the refusals, one arrival and the two config changes, nothing else");
 
     let mut lands = vec![a, b, h];
     for up in &mut lands {

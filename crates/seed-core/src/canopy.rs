@@ -298,14 +298,26 @@ pub struct InboundRefusal {
     pub reason: String,
 }
 
-/// The last fact of a remote being this land took, from which land, and
-/// the land seq where its arrival was sealed (the sender's receipt).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Facts taken from one remote being that a land remembers by seq, to
+/// tell a summons delivered again (its record lost on the sending land)
+/// from one delivered out of order: at least the deliveries one look at
+/// the outbox makes (`CANOPY_DELIVERIES_PER_LOOK_MAX` in the portal).
+pub const CANOPY_ARRIVALS_REMEMBERED_PER_BEING: usize = 256;
+
+/// The facts of a remote being this land took: from which land, and the
+/// latest ones (seq, fact id, the land seq of the arrival: the sender's
+/// receipt), oldest first, the last one the latest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastArrival {
     pub land: BeingId,
-    pub seq: u64,
-    pub fact: FactId,
-    pub receipt: u64,
+    pub taken: Vec<(u64, FactId, u64)>,
+}
+
+impl LastArrival {
+    /// The latest fact taken: (seq, fact id, receipt).
+    pub fn latest(&self) -> Option<(u64, FactId, u64)> {
+        self.taken.last().copied()
+    }
 }
 
 /// The peers, by land id, and the summons between this land and them.
@@ -337,8 +349,11 @@ impl CanopyState {
 
     /// Folds an arrival's bookkeeping (the inbox is the world's).
     pub fn fold_arrived(&mut self, land_seq: u64, arrival: &Arrival) {
-        let last = LastArrival { land: arrival.land, seq: arrival.seq, fact: arrival.fact, receipt: land_seq };
-        self.arrived.insert(arrival.being, last);
+        let last = self.arrived.entry(arrival.being).or_insert(LastArrival { land: arrival.land, taken: Vec::new() });
+        last.land = arrival.land;
+        last.taken.push((arrival.seq, arrival.fact, land_seq));
+        let over = last.taken.len().saturating_sub(CANOPY_ARRIVALS_REMEMBERED_PER_BEING);
+        last.taken.drain(..over);
     }
 
     pub fn fold_refused(&mut self, land_seq: u64, refusal: &InboundRefusal) {
@@ -587,16 +602,24 @@ pub fn decide_arrival(
         return refuse(format!("the summons is for land {}, not this land", address.land));
     }
     if let Some(last) = world.canopy.arrived.get(&being) {
-        if seq < last.seq {
-            return ArrivalVerdict::Duplicate { receipt: None };
-        }
-        if seq == last.seq {
-            if id == last.fact {
-                return ArrivalVerdict::Duplicate { receipt: Some(last.receipt) };
+        if let Some(&(_, taken, receipt)) = last.taken.iter().find(|(taken_seq, _, _)| *taken_seq == seq) {
+            if taken == id {
+                return ArrivalVerdict::Duplicate { receipt: Some(receipt) };
             }
             return refuse(format!(
-                "a fork: being {being} has two facts at seq {seq}, {} taken before and {id} now",
-                last.fact
+                "a fork: being {being} has two facts at seq {seq}, {taken} taken before and {id} now"
+            ));
+        }
+        let oldest = last.taken.first().map_or(0, |(oldest, _, _)| *oldest);
+        let latest = last.latest().map_or(0, |(latest, _, _)| latest);
+        if seq < oldest {
+            // Older than every fact remembered: taken long ago (or never
+            // delivered in order); it is not taken again either way.
+            return ArrivalVerdict::Duplicate { receipt: None };
+        }
+        if seq < latest {
+            return refuse(format!(
+                "out of order: seq {seq} of being {being} after seq {latest} (a land delivers each being's summons in order)"
             ));
         }
     }
@@ -690,9 +713,14 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
                 Cbor::Bytes(being.0.to_vec()),
                 Cbor::Array(vec![
                     Cbor::Bytes(last.land.0.to_vec()),
-                    int(last.seq),
-                    Cbor::Bytes(last.fact.0.to_vec()),
-                    int(last.receipt),
+                    Cbor::Array(
+                        last.taken
+                            .iter()
+                            .map(|(seq, fact, receipt)| {
+                                Cbor::Array(vec![int(*seq), Cbor::Bytes(fact.0.to_vec()), int(*receipt)])
+                            })
+                            .collect(),
+                    ),
                 ]),
             )
         })
