@@ -463,6 +463,16 @@ fn a_summons_and_its_reply_cross_lands_and_summons_queued_for_a_stopped_peer_arr
     for up in &lands {
         assert_verifies_and_replays_clean(&up.land());
     }
+    // B's refusal is on its reel: `seed peer list` reads it with no land up.
+    let listed = seed(&lands[1].land(), &["peer", "list", "--json"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).expect("JSON");
+    crate::json_schemas::holds_to("peer list", &listed, "peer-list.json");
+    assert!(
+        listed["summonsRefused"][0]["reason"].as_str().is_some_and(|reason| reason.contains("no being @nobody")),
+        "{listed}"
+    );
+    assert_eq!(listed["outbox"], json!([]), "B's answer was delivered: {listed}");
 }
 
 fn wait_for_peer_view(up: &Up, what: &str, check: impl Fn(&Value) -> bool) -> Value {
@@ -490,13 +500,31 @@ fn sealed_and_keys(dir: &std::path::Path, being: &BeingId, seq: u64) -> (seed::f
     (reel[seq as usize].fact.clone(), keys)
 }
 
-/// Delivers `fact` (hex envelope bytes) with `keys` to `to` as land `from`
-/// signing with `key`, as `/canopy/v1/summons` is called.
-fn deliver(to: &Up, from: BeingId, to_land: BeingId, key: &SigningKey, fact: &[u8], keys: &[String]) -> (u16, Value) {
+/// Delivers `fact` (envelope bytes) with `keys` to `to` as land `from`
+/// signing with `key`, alone in a delivery to `/canopy/v1/summons`: the
+/// request's status and what was answered for the summons (`taken`,
+/// `duplicate`, `refused` or `wait`, with the answer).
+fn deliver(
+    to: &Up,
+    from: BeingId,
+    to_land: BeingId,
+    key: &SigningKey,
+    fact: &[u8],
+    keys: &[String],
+) -> (u16, &'static str, Value) {
     let path = "/canopy/v1/summons";
     let mut request = Forged::new(from, to_land, path);
-    request.body = serde_json::to_vec(&json!({"fact": hex::encode(fact), "keys": keys})).expect("JSON");
-    send(to, path, &request.headers(key, &request.body), request.body.clone())
+    request.body = serde_json::to_vec(&json!({"summons": [{"fact": hex::encode(fact), "keys": keys}]})).expect("JSON");
+    let (status, answer) = send(to, path, &request.headers(key, &request.body), request.body.clone());
+    let result = answer["results"][0].clone();
+    let outcome = match (&result["duplicate"], &result["refused"], &result["wait"]) {
+        (Value::Bool(false), _, _) => "taken",
+        (Value::Bool(true), _, _) => "duplicate",
+        (_, Value::String(_), _) => "refused",
+        (_, _, Value::String(_)) => "wait",
+        _ => "none",
+    };
+    (status, outcome, if result.is_null() { answer } else { result })
 }
 
 #[test]
@@ -524,8 +552,8 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
     a.set_config("canopy_summons_bytes_max", 1_024);
     let before = a.cursor();
 
-    // (what, the envelope, the keys, the status, what the reason says)
-    type Case<'k> = (&'static str, Vec<u8>, &'k [String], u16, &'static str);
+    // (what, the envelope, the keys, the outcome, what the answer says)
+    type Case<'k> = (&'static str, Vec<u8>, &'k [String], &'static str, &'static str);
     let fork = {
         let mut act: seed::world::ActBody = honest.body_as().expect("an act");
         act.content = Some("a second fact at the same seq".into());
@@ -562,25 +590,38 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
     let (third, second) = (later(3, "the third"), later(2, "the second, late"));
     let envelope = honest.encode_envelope();
     let cases: Vec<Case> = vec![
-        ("the same summons again", envelope.clone(), &ada_keys, 200, "duplicate"),
-        ("a fork of it", fork.encode_envelope(), &ada_keys, 422, "a fork"),
-        ("a later summons, after a gap", third.encode_envelope(), &ada_keys, 200, "receipt"),
-        ("an earlier one after it", second.encode_envelope(), &ada_keys, 422, "out of order"),
-        ("a fact of a reel H does not own", bos.encode_envelope(), &bo_keys, 422, "came from land"),
-        ("a fact its being's key did not sign", forged.encode_envelope(), &ada_keys, 422, "not signed by the key"),
-        ("a truncated envelope", envelope[..envelope.len() / 2].to_vec(), &ada_keys, 422, "does not decode"),
-        ("an oversized envelope", vec![0u8; 2_048], &ada_keys, 422, "canopy_summons_bytes_max"),
-        ("a key history that is not the being's", envelope.clone(), &bo_keys, 422, "key history"),
+        ("the same summons again", envelope.clone(), &ada_keys, "duplicate", "receipt"),
+        ("a fork of it", fork.encode_envelope(), &ada_keys, "refused", "a fork"),
+        ("a later summons, after a gap", third.encode_envelope(), &ada_keys, "taken", "receipt"),
+        ("an earlier one after it", second.encode_envelope(), &ada_keys, "refused", "out of order"),
+        ("a fact of a reel H does not own", bos.encode_envelope(), &bo_keys, "refused", "came from land"),
+        (
+            "a fact its being's key did not sign",
+            forged.encode_envelope(),
+            &ada_keys,
+            "refused",
+            "not signed by the key",
+        ),
+        ("a truncated envelope", envelope[..envelope.len() / 2].to_vec(), &ada_keys, "refused", "does not decode"),
+        ("an oversized envelope", vec![0u8; 2_048], &ada_keys, "refused", "canopy_summons_bytes_max"),
+        ("a key history that is not the being's", envelope.clone(), &bo_keys, "refused", "key history"),
     ];
-    for (what, fact, keys, status, says) in cases {
-        let (got, answer) = deliver(&a, h_land, a_land, &h_key, &fact, keys);
-        assert_eq!(got, status, "{what}: {answer}");
+    for (what, fact, keys, outcome, says) in cases {
+        let (status, got, answer) = deliver(&a, h_land, a_land, &h_key, &fact, keys);
+        assert_eq!((status, got), (200, outcome), "{what}: {answer}");
         assert!(answer.to_string().contains(says), "{what}: {answer}");
     }
-    // A flood: past canopy_summons_per_peer_per_minute_max, summons wait (429) and nothing is recorded.
+    // A flood: past canopy_summons_per_peer_per_minute_max, summons wait and nothing is recorded.
     a.set_config("canopy_summons_per_peer_per_minute_max", 1);
-    let flooded: Vec<u16> = (0..3).map(|_| deliver(&a, h_land, a_land, &h_key, &envelope, &ada_keys).0).collect();
-    assert!(flooded.contains(&429), "{flooded:?}");
+    let flooded: Vec<&str> = (0..3).map(|_| deliver(&a, h_land, a_land, &h_key, &envelope, &ada_keys).1).collect();
+    assert!(flooded.contains(&"wait"), "{flooded:?}");
+    // A delivery of more summons than one may carry is refused whole.
+    let path = "/canopy/v1/summons";
+    let mut too_many = Forged::new(h_land, a_land, path);
+    let one = json!({"fact": hex::encode(&envelope), "keys": ada_keys});
+    too_many.body = serde_json::to_vec(&json!({"summons": vec![one; 65]})).expect("JSON");
+    let (status, answer) = send(&a, path, &too_many.headers(&h_key, &too_many.body), too_many.body.clone());
+    assert_eq!(status, 400, "{answer}");
 
     // Each refusal of a proven peer's summons is recorded with its reason;
     // @ada's inbox holds the two honest summons and the later one only.

@@ -29,8 +29,36 @@ pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
     let world = seed::engine::world_at_end(land)?;
     let this = this_land(land)?;
     let peers: Vec<Json> = world.canopy.peers.iter().map(|(id, peer)| peer_json(id, peer)).collect();
+    let outbox: Vec<Json> = world
+        .canopy
+        .outbox
+        .iter()
+        .map(|(land_seq, outgoing)| {
+            json!({
+                "landSeq": land_seq,
+                "fact": outgoing.fact.to_hex(),
+                "from": world.name_of(&outgoing.being).map(|name| format!("@{name}")),
+                "to": outgoing.to.to_target(),
+            })
+        })
+        .collect();
+    let refused: Vec<Json> = world
+        .canopy
+        .refused
+        .iter()
+        .rev()
+        .map(
+            |(land_seq, refusal)| json!({"landSeq": land_seq, "land": refusal.land.to_hex(), "reason": refusal.reason}),
+        )
+        .collect();
     if json {
-        print_json(&json!({"landSeq": world.cursor, "this": this, "peers": peers}))?;
+        print_json(&json!({
+            "landSeq": world.cursor,
+            "this": this,
+            "peers": peers,
+            "outbox": outbox,
+            "summonsRefused": refused,
+        }))?;
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -58,6 +86,22 @@ pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
             peer["answered"],
             peer["missed"],
             reason
+        );
+    }
+    if !outbox.is_empty() {
+        println!(
+            "{} summons waiting to be delivered (the oldest: {} to {})",
+            outbox.len(),
+            outbox[0]["from"].as_str().unwrap_or("?"),
+            outbox[0]["to"].as_str().unwrap_or_default()
+        );
+    }
+    for refusal in refused.iter().take(5) {
+        println!(
+            "refused a summons from land {} at land seq {}: {}",
+            &refusal["land"].as_str().unwrap_or_default()[..12],
+            refusal["landSeq"],
+            refusal["reason"].as_str().unwrap_or_default()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -534,6 +534,33 @@ pub enum ArrivalVerdict {
     Wait { reason: String },
 }
 
+/// What the summons decided before in the same delivery added to the
+/// world as the land holds it: facts taken per remote being and summons
+/// added per inbox (a delivery carries several summons, sealed together).
+#[derive(Debug, Clone, Default)]
+pub struct ArrivalsSoFar {
+    taken: BTreeMap<BeingId, LastArrival>,
+    added: BTreeMap<BeingId, usize>,
+}
+
+impl ArrivalsSoFar {
+    /// The facts taken from `being`, this delivery's included.
+    fn last<'a>(&'a self, world: &'a crate::world::World, being: &BeingId) -> Option<&'a LastArrival> {
+        self.taken.get(being).or_else(|| world.canopy.arrived.get(being))
+    }
+
+    /// Counts `arrival` (its receipt is the land seq the delivery will be
+    /// sealed at, not known yet: a duplicate of it in the same delivery
+    /// answers without one).
+    pub fn add(&mut self, world: &crate::world::World, arrival: &Arrival) {
+        let mut last =
+            self.last(world, &arrival.being).cloned().unwrap_or(LastArrival { land: arrival.land, taken: Vec::new() });
+        last.taken.push((arrival.seq, arrival.fact, u64::MAX));
+        self.taken.insert(arrival.being, last);
+        *self.added.entry(arrival.target).or_default() += 1;
+    }
+}
+
 /// Decides what to do with `envelope`, the sealed fact land `from` says is
 /// a summons of one of its beings, with that being's key history
 /// (`key_history`: its genesis and rotations). The fact is believed only as
@@ -544,6 +571,7 @@ pub enum ArrivalVerdict {
 /// being's facts came from no other land before.
 pub fn decide_arrival(
     world: &crate::world::World,
+    so_far: &ArrivalsSoFar,
     this: BeingId,
     from: BeingId,
     envelope: &[u8],
@@ -567,7 +595,7 @@ pub fn decide_arrival(
     };
     let (being, seq, id) = (fact.header.being, fact.header.seq, fact.id());
     let refuse = |reason: String| refuse(Some(being), Some(seq), Some(id), reason);
-    if let Some(last) = world.canopy.arrived.get(&being) {
+    if let Some(last) = so_far.last(world, &being) {
         if last.land != from {
             return refuse(format!(
                 "being {being}'s facts came from land {} before: a land delivers only its own beings' facts",
@@ -601,10 +629,10 @@ pub fn decide_arrival(
     if address.land != this {
         return refuse(format!("the summons is for land {}, not this land", address.land));
     }
-    if let Some(last) = world.canopy.arrived.get(&being) {
+    if let Some(last) = so_far.last(world, &being) {
         if let Some(&(_, taken, receipt)) = last.taken.iter().find(|(taken_seq, _, _)| *taken_seq == seq) {
             if taken == id {
-                return ArrivalVerdict::Duplicate { receipt: Some(receipt) };
+                return ArrivalVerdict::Duplicate { receipt: (receipt != u64::MAX).then_some(receipt) };
             }
             return refuse(format!(
                 "a fork: being {being} has two facts at seq {seq}, {taken} taken before and {id} now"
@@ -636,7 +664,9 @@ pub fn decide_arrival(
     if row.ended {
         return refuse(format!("@{} has ended", address.name));
     }
-    if world.inbox.get(&row.id).map_or(0, |pending| pending.len()) >= limits.inbox_depth_max {
+    let waiting =
+        world.inbox.get(&row.id).map_or(0, |pending| pending.len()) + so_far.added.get(&row.id).copied().unwrap_or(0);
+    if waiting >= limits.inbox_depth_max {
         return ArrivalVerdict::Wait {
             reason: format!("the inbox of @{} is full (inbox_depth_max = {})", address.name, limits.inbox_depth_max),
         };

@@ -741,6 +741,25 @@ impl Engine {
         Ok(())
     }
 
+    /// Seals each of `changes` as its own world fact, handed to the store
+    /// together so that they are made durable together (one group commit),
+    /// then folds them; returns each one's land seq. Canopy's arrivals: the
+    /// inbox holds one summons per land seq, so each arrival is its own fact.
+    pub fn seal_changes(&mut self, changes: Vec<Vec<Effect>>) -> Result<Vec<u64>, EngineError> {
+        let mut pending = Vec::with_capacity(changes.len());
+        for effects in changes.into_iter().filter(|effects| !effects.is_empty()) {
+            let body = canonical::to_canonical_bytes(&WorldBody { effects })
+                .map_err(|error| EngineError::Internal(format!("world body: {error}")))?;
+            pending.push(self.land.submit(&self.land.root(), KIND_WORLD, body)?);
+        }
+        let mut land_seqs = Vec::with_capacity(pending.len());
+        for sealing in pending {
+            land_seqs.push(sealing.wait()?.land_seq);
+        }
+        fold_to_end(self.land.store(), &mut self.world)?;
+        Ok(land_seqs)
+    }
+
     /// What moments consult besides the world.
     pub fn substrate(&self) -> &Substrate {
         &self.substrate

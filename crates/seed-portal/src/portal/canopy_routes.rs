@@ -276,6 +276,16 @@ pub(super) async fn seal(portal: &Arc<Portal>, effects: Vec<Effect>) -> Result<u
         .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })
 }
 
+/// Seals each of `changes` as its own world fact of the root, made durable
+/// together, on a blocking thread; their land seqs.
+pub(super) async fn seal_each(portal: &Arc<Portal>, changes: Vec<Vec<Effect>>) -> Result<Vec<u64>, CanopyRefusal> {
+    let live = portal.live.clone();
+    tokio::task::spawn_blocking(move || live.seal_world_changes(changes))
+        .await
+        .map_err(|error| CanopyRefusal::Unavailable { reason: format!("the sealing task stopped: {error}") })?
+        .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })
+}
+
 /// `GET /canopy/v1/land`: who this land is (unsigned; anyone may verify it).
 pub(super) async fn identity(State(portal): State<Arc<Portal>>) -> Response {
     match canopy_of(&portal) {

@@ -3,10 +3,13 @@
 //! delivered (or given up), and a summons another land delivers is
 //! verified and sealed as an arrival, or refused with its reason.
 //!
-//! Delivery carries the sealed fact itself, with its being's key history
-//! (genesis and rotations), in a request signed by this land. Each peer's
-//! summons go in land-seq order, one at a time: the first that cannot be
-//! delivered now holds the ones after it (ordered per sender), and is tried
+//! Delivery carries each sealed fact itself, with its being's key history
+//! (genesis and rotations), in a request signed by this land, up to
+//! `CANOPY_SUMMONS_PER_DELIVERY_MAX` in one request, whose arrivals the
+//! receiver seals as facts made durable together (one group commit). Each
+//! peer's summons go in land-seq order:
+//! the first that cannot be delivered now holds the ones after it (ordered
+//! per sender), and is tried
 //! again after a backoff that doubles from `CANOPY_DELIVERY_BACKOFF_MS_MIN`
 //! to `CANOPY_DELIVERY_BACKOFF_MS_MAX`. What the receiver took is recorded
 //! (`summons-delivered`, with its receipt); what it refused for good, or
@@ -15,9 +18,11 @@
 //! between the two) is delivered again and answered as a duplicate: the
 //! receiver takes a being's facts by seq, so nothing arrives twice.
 
-use super::canopy_routes::{admit_peer, answer_signed, body_json, canopy_of, limits, seal, Canopy, CanopyRefusal};
+use super::canopy_routes::{
+    admit_peer, answer_signed, body_json, canopy_of, limits, seal, seal_each, Canopy, CanopyRefusal,
+};
 use super::Portal;
-use crate::canopy::{decide_arrival, ArrivalVerdict, CanopyLimits, Outgoing};
+use crate::canopy::{decide_arrival, ArrivalVerdict, ArrivalsSoFar, CanopyLimits, Outgoing};
 use crate::canopy_http::client::{signed_post, Call};
 use crate::canopy_http::guard::PeerRates;
 use crate::canopy_http::{wall_clock_ms, PeerCallError, CANOPY_SUMMONS_PATH};
@@ -40,6 +45,8 @@ pub const CANOPY_DELIVERY_BACKOFF_MS_MAX: u64 = 60_000;
 /// Summons delivered to one peer in one look at the outbox (the rest wait
 /// for the next look, so one busy peer never holds the others long).
 pub const CANOPY_DELIVERIES_PER_LOOK_MAX: usize = 256;
+/// Summons in one delivery (one signed request; their arrivals one group commit).
+pub const CANOPY_SUMMONS_PER_DELIVERY_MAX: usize = 64;
 /// Facts of a being's reel read at once while its key history is gathered.
 const KEY_HISTORY_FACTS_PER_READ: u64 = 4_096;
 
@@ -68,50 +75,102 @@ pub struct SummonsState {
     delivering: tokio::sync::Mutex<()>,
 }
 
-/// `POST /canopy/v1/summons {"fact": hex, "keys": [hex, …]}`: a peer
-/// delivers a summons of one of its beings.
+/// `POST /canopy/v1/summons {"summons": [{"fact": hex, "keys": [hex, …]}, …]}`:
+/// a peer delivers summons of its beings, in its order (at most
+/// `CANOPY_SUMMONS_PER_DELIVERY_MAX`). Each is decided in turn; what is
+/// taken and what is refused is sealed (a fact each, made durable together);
+/// the answer says, item
+/// by item, `{receipt, duplicate}`, `{refused}` or `{wait}` (a summons
+/// that waits holds the ones after it, which wait too).
 pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request) -> Response {
     answer_signed(portal, request, |portal, canopy, signed, body| async move {
         admit_peer(&portal, &canopy, &signed, &body).await?;
         let from = signed.request.from;
         let limits = limits(&portal);
-        canopy.summons.rates.lock().unwrap_or_else(|p| p.into_inner()).admit(
-            from,
-            limits.summons_per_peer_per_minute_max,
-            wall_clock_ms(),
-        )?;
         let delivered = body_json(&body)?;
-        let bad = |reason: &str| CanopyRefusal::BadBody { what: "a summons delivery", reason: reason.to_string() };
-        let fact = delivered["fact"]
-            .as_str()
-            .and_then(|text| hex::decode(text).ok())
-            .ok_or_else(|| bad("`fact` is not hex"))?;
-        let keys = delivered["keys"]
-            .as_array()
-            .ok_or_else(|| bad("`keys` is not a list"))?
-            .iter()
-            .map(|key| key.as_str().and_then(|text| hex::decode(text).ok()))
-            .collect::<Option<Vec<Vec<u8>>>>()
-            .ok_or_else(|| bad("an entry of `keys` is not hex"))?;
-        // One arrival decided and sealed at a time: two deliveries of one
+        let bad = |reason: String| CanopyRefusal::BadBody { what: "a summons delivery", reason };
+        let items = delivered["summons"].as_array().ok_or_else(|| bad("`summons` is not a list".into()))?;
+        if items.is_empty() || items.len() > CANOPY_SUMMONS_PER_DELIVERY_MAX {
+            return Err(bad(format!(
+                "a delivery carries 1 to {CANOPY_SUMMONS_PER_DELIVERY_MAX} summons, not {}",
+                items.len()
+            )));
+        }
+        let mut read = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let hex_of = |text: &Json| text.as_str().and_then(|text| hex::decode(text).ok());
+            let fact = hex_of(&item["fact"]).ok_or_else(|| bad(format!("summons {index}: `fact` is not hex")))?;
+            let keys = item["keys"]
+                .as_array()
+                .and_then(|keys| keys.iter().map(hex_of).collect::<Option<Vec<Vec<u8>>>>())
+                .ok_or_else(|| bad(format!("summons {index}: `keys` is not a list of hex")))?;
+            read.push((fact, keys));
+        }
+        // One delivery decided and sealed at a time: two deliveries of one
         // fact must not both arrive.
         let _changing = canopy.changing.lock().await;
         let world = portal.live.world();
-        let verdict = decide_arrival(&world, canopy.land(), from, &fact, &keys, limits.summons_bytes_max);
-        drop(world);
-        match verdict {
-            ArrivalVerdict::Arrive(arrival) => {
-                let receipt = seal(&portal, vec![Effect::SummonsArrived { arrival }]).await?;
-                Ok(json!({"ok": true, "receipt": receipt, "duplicate": false}))
+        let mut so_far = ArrivalsSoFar::default();
+        let (mut effects, mut results) = (Vec::new(), Vec::new());
+        // Whether each result sealed a fact (an arrival or a refusal), in order.
+        let mut decisions: Vec<bool> = Vec::new();
+        let mut waiting: Option<String> = None;
+        for (fact, keys) in &read {
+            if let Some(reason) = &waiting {
+                results.push(json!({"wait": reason}));
+                decisions.push(false);
+                continue;
             }
-            ArrivalVerdict::Duplicate { receipt } => Ok(json!({"ok": true, "receipt": receipt, "duplicate": true})),
-            ArrivalVerdict::Refuse(refusal) => {
-                let reason = refusal.reason.clone();
-                seal(&portal, vec![Effect::SummonsRefused { refusal }]).await?;
-                Err(CanopyRefusal::SummonsRefused { reason })
+            let now_ms = wall_clock_ms();
+            let rate = canopy.summons.rates.lock().unwrap_or_else(|p| p.into_inner()).admit(
+                from,
+                limits.summons_per_peer_per_minute_max,
+                now_ms,
+            );
+            if let Err(refusal) = rate {
+                let reason = refusal.to_string();
+                results.push(json!({"wait": reason}));
+                decisions.push(false);
+                waiting = Some(reason);
+                continue;
             }
-            ArrivalVerdict::Wait { reason } => Err(CanopyRefusal::SummonsWait { reason }),
+            match decide_arrival(&world, &so_far, canopy.land(), from, fact, keys, limits.summons_bytes_max) {
+                ArrivalVerdict::Arrive(arrival) => {
+                    so_far.add(&world, &arrival);
+                    results.push(json!({"receipt": null, "duplicate": false}));
+                    decisions.push(true);
+                    effects.push(Effect::SummonsArrived { arrival });
+                }
+                ArrivalVerdict::Duplicate { receipt } => {
+                    results.push(json!({"receipt": receipt, "duplicate": true}));
+                    decisions.push(false);
+                }
+                ArrivalVerdict::Refuse(refusal) => {
+                    results.push(json!({"refused": refusal.reason}));
+                    decisions.push(true);
+                    effects.push(Effect::SummonsRefused { refusal });
+                }
+                ArrivalVerdict::Wait { reason } => {
+                    results.push(json!({"wait": reason}));
+                    decisions.push(false);
+                    waiting = Some(reason);
+                }
+            }
         }
+        drop(world);
+        // Each arrival is a fact of its own (an inbox holds one summons per
+        // land seq), all made durable together; refusals go in with them.
+        if !effects.is_empty() {
+            let receipts = seal_each(&portal, effects.into_iter().map(|effect| vec![effect]).collect()).await?;
+            let mut sealed = receipts.into_iter();
+            for (result, decided) in results.iter_mut().zip(&decisions) {
+                let receipt = if *decided { sealed.next() } else { None };
+                if result["duplicate"] == Json::Bool(false) {
+                    result["receipt"] = json!(receipt);
+                }
+            }
+        }
+        Ok(json!({"ok": true, "results": results}))
     })
     .await
 }
@@ -130,16 +189,6 @@ pub fn start_deliveries(portal: Arc<Portal>) {
             }
         }
     });
-}
-
-/// How a delivery ended.
-enum Delivered {
-    /// Taken (or taken before): its receipt.
-    Taken(Option<u64>),
-    /// Refused for good: why.
-    Refused(String),
-    /// Not now: why (the peer's queue waits).
-    NotNow(String),
 }
 
 /// One look at the outbox: each peer's waiting summons delivered in order.
@@ -169,6 +218,8 @@ pub async fn deliver(portal: &Arc<Portal>) {
             continue;
         }
         let mut effects = Vec::new();
+        let mut batch: Vec<Outgoing> = Vec::new();
+        let mut held = false;
         for outgoing in waiting.into_iter().take(CANOPY_DELIVERIES_PER_LOOK_MAX) {
             let Some(url) = peers.get(&land) else {
                 let reason = format!("land {land} is no longer a peer of this land");
@@ -183,26 +234,18 @@ pub async fn deliver(portal: &Arc<Portal>) {
                 effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason });
                 continue;
             }
-            match deliver_one(portal, &canopy, &limits, url, &outgoing).await {
-                Delivered::Taken(receipt) => {
-                    effects.push(Effect::SummonsDelivered { fact: outgoing.fact, land, receipt });
-                }
-                Delivered::Refused(reason) => {
-                    effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason });
-                }
-                Delivered::NotNow(reason) => {
-                    let mut backoff = canopy.summons.backoff.lock().unwrap_or_else(|p| p.into_inner());
-                    let next_ms = backoff.get(&land).map_or(CANOPY_DELIVERY_BACKOFF_MS_MIN, |held| held.next_ms);
-                    backoff.insert(
-                        land,
-                        Backoff {
-                            until_ms: wall_clock_ms().saturating_add(next_ms),
-                            next_ms: next_ms.saturating_mul(2).min(CANOPY_DELIVERY_BACKOFF_MS_MAX),
-                        },
-                    );
-                    tracing::info!(target: "seed::canopy", peer = %land, wait_ms = next_ms, %reason, "a summons waits to be delivered");
+            batch.push(outgoing);
+            if batch.len() == CANOPY_SUMMONS_PER_DELIVERY_MAX {
+                held =
+                    deliver_batch(portal, &canopy, &limits, url, land, std::mem::take(&mut batch), &mut effects).await;
+                if held {
                     break;
                 }
+            }
+        }
+        if !held && !batch.is_empty() {
+            if let Some(url) = peers.get(&land) {
+                deliver_batch(portal, &canopy, &limits, url, land, batch, &mut effects).await;
             }
         }
         if effects.iter().any(|effect| matches!(effect, Effect::SummonsDelivered { .. })) {
@@ -217,39 +260,80 @@ pub async fn deliver(portal: &Arc<Portal>) {
     }
 }
 
-/// Delivers one summons: its sealed fact and its being's key history.
-async fn deliver_one(
+/// Delivers `batch` (summons to `land`, in order) in one request: each
+/// one's sealed fact and its being's key history. What was taken or refused
+/// for good goes into `effects`; the first that must wait (or a request
+/// that failed) puts the peer in backoff. Returns whether it did.
+async fn deliver_batch(
     portal: &Arc<Portal>,
     canopy: &Canopy,
     limits: &CanopyLimits,
     url: &str,
-    outgoing: &Outgoing,
-) -> Delivered {
-    let envelope = {
+    land: BeingId,
+    batch: Vec<Outgoing>,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let hold = |reason: String| {
+        let mut backoff = canopy.summons.backoff.lock().unwrap_or_else(|p| p.into_inner());
+        let next_ms = backoff.get(&land).map_or(CANOPY_DELIVERY_BACKOFF_MS_MIN, |held| held.next_ms);
+        let until_ms = wall_clock_ms().saturating_add(next_ms);
+        backoff
+            .insert(land, Backoff { until_ms, next_ms: next_ms.saturating_mul(2).min(CANOPY_DELIVERY_BACKOFF_MS_MAX) });
+        tracing::info!(target: "seed::canopy", peer = %land, wait_ms = next_ms, %reason, "summons wait to be delivered");
+        true
+    };
+    let read = {
         let portal = portal.clone();
-        let (being, seq) = (outgoing.being, outgoing.seq);
-        tokio::task::spawn_blocking(move || sealed_with_keys(&portal, being, seq)).await
+        let wanted: Vec<(BeingId, u64)> = batch.iter().map(|outgoing| (outgoing.being, outgoing.seq)).collect();
+        tokio::task::spawn_blocking(move || {
+            wanted.iter().map(|(being, seq)| sealed_with_keys(&portal, *being, *seq)).collect::<Result<Vec<_>, _>>()
+        })
+        .await
     };
-    let (fact, keys) = match envelope {
+    let read = match read {
         Ok(Ok(read)) => read,
-        Ok(Err(error)) => return Delivered::NotNow(error.to_string()),
-        Err(error) => return Delivered::NotNow(format!("the reading task stopped: {error}")),
+        Ok(Err(error)) => return hold(error.to_string()),
+        Err(error) => return hold(format!("the reading task stopped: {error}")),
     };
-    let body = json!({"fact": hex::encode(fact), "keys": keys.iter().map(hex::encode).collect::<Vec<_>>()});
+    let items: Vec<Json> = read
+        .iter()
+        .map(
+            |(fact, keys)| json!({"fact": hex::encode(fact), "keys": keys.iter().map(hex::encode).collect::<Vec<_>>()}),
+        )
+        .collect();
     let call = Call {
-        to: outgoing.to.land,
+        to: land,
         url,
         path: CANOPY_SUMMONS_PATH,
         timeout: Duration::from_millis(limits.peer_timeout_ms),
         answer_bytes_max: super::canopy_routes::CANOPY_ANSWER_BYTES_MAX,
     };
-    match signed_post(&canopy.client, &canopy.signer, call, &body).await {
-        Ok(answer) => Delivered::Taken(answer["receipt"].as_u64()),
-        // Refused for good: the receiver recorded why (422), or the
-        // request itself can never pass (too large, malformed, misdirected).
-        Err(PeerCallError::Refused { status: 400 | 413 | 421 | 422, message, .. }) => Delivered::Refused(message),
-        Err(other) => Delivered::NotNow(other.to_string()),
+    let answer = match signed_post(&canopy.client, &canopy.signer, call, &json!({"summons": items})).await {
+        Ok(answer) => answer,
+        // The request itself can never pass (malformed, too large,
+        // misdirected): each summons in it is given up, saying why.
+        Err(PeerCallError::Refused { status: 400 | 413 | 421, message, .. }) => {
+            for outgoing in &batch {
+                effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason: message.clone() });
+            }
+            return false;
+        }
+        Err(other) => return hold(other.to_string()),
+    };
+    let results = answer["results"].as_array().cloned().unwrap_or_default();
+    for (index, outgoing) in batch.iter().enumerate() {
+        let result = results.get(index).cloned().unwrap_or(Json::Null);
+        if let Some(reason) = result["refused"].as_str() {
+            effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason: reason.to_string() });
+        } else if result.get("duplicate").is_some() {
+            effects.push(Effect::SummonsDelivered { fact: outgoing.fact, land, receipt: result["receipt"].as_u64() });
+        } else {
+            let reason =
+                result["wait"].as_str().map_or_else(|| format!("no answer for summons {index}"), str::to_string);
+            return hold(reason);
+        }
     }
+    false
 }
 
 /// Why a summons to deliver could not be read from the land.

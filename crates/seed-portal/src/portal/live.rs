@@ -369,6 +369,21 @@ impl LiveLand {
         .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
     }
 
+    /// Seals each of `changes` as its own `world` fact of the root, made
+    /// durable together; their land seqs. Refused as `seal_world_change` is.
+    pub fn seal_world_changes(&self, changes: Vec<Vec<crate::world::Effect>>) -> Result<Vec<u64>, EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
+        self.with_engine(|engine| {
+            if let Some(trip) = crate::health::trip_of(&engine.world) {
+                return Err(EngineError::Tripped { trip: Box::new(trip) });
+            }
+            engine.seal_changes(changes)
+        })
+        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
     /// What the land signs with when it speaks to other lands: its id (the
     /// root's), the root's key now and the root's key history (encoded
     /// envelopes, genesis first).
