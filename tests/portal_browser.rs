@@ -707,3 +707,53 @@ fn an_operator_adds_a_land_as_a_peer_watches_it_and_removes_it_from_the_peers_pa
     browser.wait_for_text("#no-peers", "No peers yet");
     browser.screenshot("p05-peers-removed");
 }
+
+/// Canopy's summons on the peers page: a summons waiting for a stopped
+/// peer is listed in the outbox, and a summons for no being of the other
+/// land shows there among the summons refused, with the reason.
+#[test]
+fn the_peers_page_shows_summons_waiting_for_a_peer_and_summons_refused_with_why() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let world = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/canopy/world.toml");
+    let start = || Up::start(&["--fixture", world.to_str().expect("utf-8 path")]);
+    let (up, mut other) = (start(), start());
+    for (from, to) in [(&up, &other), (&other, &up)] {
+        let (status, added) = from.post("/api/v1/peers", &json!({"url": to.url}));
+        assert_eq!(status, 200, "{added}");
+    }
+    let other_id = other.get("/canopy/v1/land").1["land"].as_str().expect("a land id").to_string();
+    // Nobody is @nobody over there: the other land refuses it and says why.
+    let (status, sent) = up.post(
+        "/api/v1/beings/ada/act",
+        &json!({"verb": "summon", "target": format!("@nobody@{}", &other_id[..10]), "content": "anyone?"}),
+    );
+    assert_eq!(status, 200, "{sent}");
+    let browser = Browser::start(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/portal-screenshots"));
+    browser.log_in(&other.url, &other.token);
+    let started = std::time::Instant::now();
+    loop {
+        browser.go(&format!("{}/peers", other.url));
+        if browser.text("body").contains("no being @nobody") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the refusal never showed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(browser.text("#summons-refused").contains("no being @nobody"));
+    browser.screenshot("p06-peers-summons-refused");
+
+    // The other land stops: a summons for @bo there waits in this land's outbox.
+    other.stop();
+    let (status, sent) = up.post(
+        "/api/v1/beings/ada/act",
+        &json!({"verb": "summon", "target": format!("@bo@{other_id}"), "content": "are you there?"}),
+    );
+    assert_eq!(status, 200, "{sent}");
+    let browser = operator_browser(&up);
+    browser.go(&format!("{}/peers", up.url));
+    browser.wait_for_text("#outbox", "@ada to");
+    assert!(browser.text("#outbox").contains(&format!("@bo@{other_id}")));
+    browser.screenshot("p07-peers-outbox");
+}
