@@ -239,6 +239,31 @@ fn a_hostile_lands_requests_are_refused_with_a_reason_and_harm_nothing() {
     let genuine = Forged::new(h_land, a_land, heartbeat);
     let genuine_headers = genuine.headers(&h_key, &genuine.body);
     check("a genuine heartbeat", genuine_headers.clone(), genuine.body.clone(), 200, "");
+    // The answer is signed by A's key for this request: its nonce, its
+    // status and its body (whoever sits between cannot forge or change it).
+    let a_key = ed25519_dalek::VerifyingKey::from_bytes(
+        &hex::decode(a.get("/canopy/v1/land").1["key"].as_str().expect("a key"))
+            .expect("hex")
+            .try_into()
+            .expect("32 bytes"),
+    )
+    .expect("a key");
+    let signed_answer = Forged::new(h_land, a_land, heartbeat);
+    let mut request = a.http.post(format!("{}{heartbeat}", a.url)).body(signed_answer.body.clone());
+    for (name, value) in signed_answer.headers(&h_key, &signed_answer.body) {
+        request = request.header(name, value);
+    }
+    let response = request.send().expect("answered");
+    let status = response.status().as_u16();
+    let signature: [u8; 64] = hex::decode(response.headers()["seed-answer-signature"].to_str().expect("text"))
+        .expect("hex")
+        .try_into()
+        .expect("64 bytes");
+    let body = response.bytes().expect("a body");
+    let answer = seed_format::canopy::CanopyAnswer::new(a_land, h_land, signed_answer.nonce, status, &body);
+    assert_eq!(answer.check(&a_key, &signature), Ok(()), "the answer is A's, for this request");
+    let other_nonce = seed_format::canopy::CanopyAnswer { nonce: [0; 16], ..answer };
+    assert!(other_nonce.check(&a_key, &signature).is_err(), "and for no other");
     // The same request again, byte for byte: a replay.
     check("a replayed request", genuine_headers, genuine.body.clone(), 409, "replayed");
     // Signed by a key that is not H's.
@@ -281,8 +306,8 @@ fn a_hostile_lands_requests_are_refused_with_a_reason_and_harm_nothing() {
     let mut bad = Forged::new(h_land, a_land, heartbeat).headers(&h_key, b"{}");
     bad[4].1 = "not hex".into();
     check("a signature that is not hex", bad, b"{}".to_vec(), 400, "bad-request");
-    // A flood: the genuine heartbeat counted one of ten; nine more pass, the next is refused.
-    for sent in 0..9 {
+    // A flood: the two genuine heartbeats counted two of ten; eight more pass, the next is refused.
+    for sent in 0..8 {
         let request = Forged::new(h_land, a_land, heartbeat);
         check(
             &format!("heartbeat {sent} of the minute"),
@@ -611,9 +636,41 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
         assert_eq!((status, got), (200, outcome), "{what}: {answer}");
         assert!(answer.to_string().contains(says), "{what}: {answer}");
     }
+    // @ada's key is rotated on H (signed by the old key). A summons signed
+    // by the new key, with the rotation in its history, is taken; one
+    // signed by the rotated-out key behind a history cut short is refused.
+    let rotated = seed(&h.land(), &["rotate-key", "@ada"]);
+    assert!(rotated.status.success(), "{}", stderr(&rotated));
+    let (rotation, rotated_keys) = sealed_and_keys(&h.land(), &h_ada, 2);
+    assert_eq!(rotation.kind(), "rotate-key");
+    let new_key =
+        seed::keys::KeyRing::open(&h.land().join("keys")).expect("H's key ring").load(&h_ada).expect("the new key");
+    let signed_by = |seq: u64, key: &SigningKey| {
+        let header = &honest.header;
+        seed::fact::Fact::seal(
+            header.being,
+            seq,
+            honest.id(),
+            header.stored_time_ms + seq,
+            "act",
+            honest.body().to_vec(),
+            key,
+        )
+        .expect("seals")
+    };
+    let (status, outcome, answer) =
+        deliver(&a, h_land, a_land, &h_key, &signed_by(5, &new_key).encode_envelope(), &rotated_keys);
+    assert_eq!((status, outcome), (200, "taken"), "{answer}");
+    let (status, outcome, answer) =
+        deliver(&a, h_land, a_land, &h_key, &signed_by(6, &ada_key).encode_envelope(), &ada_keys);
+    assert_eq!((status, outcome), (200, "refused"), "{answer}");
+    assert!(answer.to_string().contains("leaves out the key set at seq 2"), "{answer}");
     // A flood: past canopy_summons_per_peer_per_minute_max, summons wait and nothing is recorded.
     a.set_config("canopy_summons_per_peer_per_minute_max", 1);
     let flooded: Vec<&str> = (0..3).map(|_| deliver(&a, h_land, a_land, &h_key, &envelope, &ada_keys).1).collect();
+    // The first is @ada's summons from before the rotation, delivered again
+    // with the history up to it: still a duplicate, not a refusal.
+    assert_eq!(flooded[0], "duplicate", "{flooded:?}");
     assert!(flooded.contains(&"wait"), "{flooded:?}");
     // A delivery of more summons than one may carry is refused whole.
     let path = "/canopy/v1/summons";
@@ -624,15 +681,15 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
     assert_eq!(status, 400, "{answer}");
 
     // Each refusal of a proven peer's summons is recorded with its reason;
-    // @ada's inbox holds the two honest summons and the later one only.
+    // @ada's inbox holds the two honest summons and the two later ones only.
     let (_, view) = a.get("/api/v1/peers");
     let refused = view["summonsRefused"].as_array().cloned().unwrap_or_default();
-    assert_eq!(refused.len(), 7, "{refused:?}");
+    assert_eq!(refused.len(), 8, "{refused:?}");
     assert!(refused
         .iter()
         .all(|r| r["land"] == h_id.as_str() && r["reason"].as_str().is_some_and(|reason| !reason.is_empty())));
-    assert_eq!(inbox(&a, "ada").len(), 3);
-    assert!(a.cursor() - before <= 12, "the refusals, one arrival and the two config changes, nothing else");
+    assert_eq!(inbox(&a, "ada").len(), 4);
+    assert!(a.cursor() - before <= 14, "the refusals, two arrivals and the two config changes, nothing else");
 
     let mut lands = vec![a, b, h];
     for up in &mut lands {

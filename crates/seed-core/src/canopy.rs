@@ -285,6 +285,10 @@ pub struct Arrival {
     pub content: String,
     pub in_reply_to: Option<FactId>,
     pub caller_role: Option<String>,
+    /// The newest key of the sender's the delivered history proved, and the
+    /// seq of the fact that set it.
+    pub key: PublicKeyBytes,
+    pub key_seq: u64,
 }
 
 /// A summons from another land this land refused, and why (the being,
@@ -311,6 +315,10 @@ pub const CANOPY_ARRIVALS_REMEMBERED_PER_BEING: usize = 256;
 pub struct LastArrival {
     pub land: BeingId,
     pub taken: Vec<(u64, FactId, u64)>,
+    /// The newest key of the being's a delivered history proved, and the
+    /// seq that set it: a later history must still hold it.
+    pub key: PublicKeyBytes,
+    pub key_seq: u64,
 }
 
 impl LastArrival {
@@ -349,8 +357,16 @@ impl CanopyState {
 
     /// Folds an arrival's bookkeeping (the inbox is the world's).
     pub fn fold_arrived(&mut self, land_seq: u64, arrival: &Arrival) {
-        let last = self.arrived.entry(arrival.being).or_insert(LastArrival { land: arrival.land, taken: Vec::new() });
+        let last = self.arrived.entry(arrival.being).or_insert(LastArrival {
+            land: arrival.land,
+            taken: Vec::new(),
+            key: arrival.key,
+            key_seq: arrival.key_seq,
+        });
         last.land = arrival.land;
+        if arrival.key_seq >= last.key_seq {
+            (last.key, last.key_seq) = (arrival.key, arrival.key_seq);
+        }
         last.taken.push((arrival.seq, arrival.fact, land_seq));
         let over = last.taken.len().saturating_sub(CANOPY_ARRIVALS_REMEMBERED_PER_BEING);
         last.taken.drain(..over);
@@ -382,8 +398,10 @@ impl CanopyState {
     }
 
     /// Folds a peer's key change (proven by the edge before it was sealed).
+    /// A key older than the one recorded changes nothing: keys only go
+    /// forward (two lookups that overlapped cannot bring back a rotated-out key).
     pub fn fold_key(&mut self, land: &BeingId, key: PublicKeyBytes, key_seq: u64) {
-        if let Some(peer) = self.peers.get_mut(land) {
+        if let Some(peer) = self.peers.get_mut(land).filter(|peer| key_seq > peer.key_seq) {
             peer.key = key;
             peer.key_seq = key_seq;
         }
@@ -553,9 +571,16 @@ impl ArrivalsSoFar {
     /// sealed at, not known yet: a duplicate of it in the same delivery
     /// answers without one).
     pub fn add(&mut self, world: &crate::world::World, arrival: &Arrival) {
-        let mut last =
-            self.last(world, &arrival.being).cloned().unwrap_or(LastArrival { land: arrival.land, taken: Vec::new() });
+        let mut last = self.last(world, &arrival.being).cloned().unwrap_or(LastArrival {
+            land: arrival.land,
+            taken: Vec::new(),
+            key: arrival.key,
+            key_seq: arrival.key_seq,
+        });
         last.taken.push((arrival.seq, arrival.fact, u64::MAX));
+        if arrival.key_seq >= last.key_seq {
+            (last.key, last.key_seq) = (arrival.key, arrival.key_seq);
+        }
         self.taken.insert(arrival.being, last);
         *self.added.entry(arrival.target).or_default() += 1;
     }
@@ -610,6 +635,20 @@ pub fn decide_arrival(
     if !proven.signed(&fact) {
         return refuse(format!("the fact at seq {seq} is not signed by the key its being held there"));
     }
+    // A rotation seen before must still be in the history of any fact after
+    // it: a key rotated out cannot sign new summons behind a history cut
+    // short. (A fact from before the rotation, delivered again, needs only
+    // the history up to it.)
+    if let Some(last) = so_far.last(world, &being) {
+        let holds_it = proven.keys.iter().any(|(set_at, key)| *set_at == last.key_seq && *key == last.key.0);
+        if seq > last.key_seq && !holds_it {
+            return refuse(format!(
+                "the key history leaves out the key set at seq {} that this land saw before",
+                last.key_seq
+            ));
+        }
+    }
+    let (newest_key, newest_key_seq) = proven.current();
     if fact.kind() != KIND_ACT {
         return refuse(format!("a {} fact is not a summons", fact.kind()));
     }
@@ -687,6 +726,8 @@ pub fn decide_arrival(
         content: content.clone(),
         in_reply_to: *in_reply_to,
         caller_role: act.primary.clone(),
+        key: PublicKeyBytes(newest_key),
+        key_seq: newest_key_seq,
     })
 }
 
@@ -733,7 +774,18 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
     let outbox = state
         .outbox
         .iter()
-        .map(|(land_seq, outgoing)| (int(*land_seq), Cbor::Bytes(outgoing.fact.0.to_vec())))
+        .map(|(land_seq, outgoing)| {
+            (
+                int(*land_seq),
+                Cbor::Array(vec![
+                    Cbor::Bytes(outgoing.fact.0.to_vec()),
+                    Cbor::Bytes(outgoing.being.0.to_vec()),
+                    int(outgoing.seq),
+                    text(&outgoing.to.to_target()),
+                    int(outgoing.stored_time_ms),
+                ]),
+            )
+        })
         .collect();
     let arrived = state
         .arrived
@@ -743,6 +795,8 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
                 Cbor::Bytes(being.0.to_vec()),
                 Cbor::Array(vec![
                     Cbor::Bytes(last.land.0.to_vec()),
+                    Cbor::Bytes(last.key.0.to_vec()),
+                    int(last.key_seq),
                     Cbor::Array(
                         last.taken
                             .iter()
@@ -759,7 +813,15 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
         .refused
         .iter()
         .map(|(land_seq, refusal)| {
-            Cbor::Array(vec![int(*land_seq), Cbor::Bytes(refusal.land.0.to_vec()), text(&refusal.reason)])
+            let optional = |bytes: Option<[u8; 32]>| bytes.map_or(Cbor::Null, |bytes| Cbor::Bytes(bytes.to_vec()));
+            Cbor::Array(vec![
+                int(*land_seq),
+                Cbor::Bytes(refusal.land.0.to_vec()),
+                optional(refusal.being.map(|being| being.0)),
+                refusal.seq.map_or(Cbor::Null, int),
+                optional(refusal.fact.map(|fact| fact.0)),
+                text(&refusal.reason),
+            ])
         })
         .collect();
     Cbor::Map(vec![

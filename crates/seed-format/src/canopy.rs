@@ -143,6 +143,54 @@ impl CanopyRequest {
     }
 }
 
+/// Marks the signed bytes of an answer to a request between lands.
+pub const CANOPY_ANSWER_DOMAIN: &str = "seed/canopy-answer";
+
+/// A land's answer to a request, as it is signed: the answering land, the
+/// land that asked, the request's nonce (an answer is bound to its
+/// request: it cannot be replayed to another), the HTTP status and the
+/// answer body's BLAKE3. Whoever sits between two lands can neither forge
+/// an answer nor change one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanopyAnswer {
+    pub from: BeingId,
+    pub to: BeingId,
+    pub nonce: [u8; 16],
+    pub status: u16,
+    pub body_digest: Hash32,
+}
+
+impl CanopyAnswer {
+    pub fn new(from: BeingId, to: BeingId, nonce: [u8; 16], status: u16, body: &[u8]) -> CanopyAnswer {
+        CanopyAnswer { from, to, nonce, status, body_digest: blake3_of(body) }
+    }
+
+    /// Canonical CBOR of `[domain, version, from, to, nonce, status, body_digest]`.
+    pub fn signing_bytes(&self) -> Result<Vec<u8>, CanopyRequestError> {
+        let value = Value::Array(vec![
+            Value::Text(CANOPY_ANSWER_DOMAIN.to_string()),
+            Value::Integer(CANOPY_REQUEST_VERSION.into()),
+            Value::Bytes(self.from.0.to_vec()),
+            Value::Bytes(self.to.0.to_vec()),
+            Value::Bytes(self.nonce.to_vec()),
+            Value::Integer(self.status.into()),
+            Value::Bytes(self.body_digest.0.to_vec()),
+        ]);
+        canonical::to_canonical_bytes(&value)
+            .map_err(|error| CanopyRequestError::Encoding { reason: error.to_string() })
+    }
+
+    pub fn sign(&self, key: &SigningKey) -> Result<[u8; 64], CanopyRequestError> {
+        Ok(key.sign(&self.signing_bytes()?).to_bytes())
+    }
+
+    /// Whether `signature` is the answering land's key's (strictly) over this answer.
+    pub fn check(&self, key: &VerifyingKey, signature: &[u8; 64]) -> Result<(), CanopyRequestError> {
+        key.verify_strict(&self.signing_bytes()?, &Signature::from_bytes(signature))
+            .map_err(|_| CanopyRequestError::BadSignature)
+    }
+}
+
 /// Why a land's key history (its reality root's genesis, then each
 /// rotation of the root's key) does not prove the key it ends with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -328,6 +376,31 @@ mod tests {
         let signature = key(1).sign(&untagged).to_bytes();
         let verdict = request.check(land(2), NOW_MS, body, &key(1).verifying_key(), &signature);
         assert_eq!(verdict, Err(CanopyRequestError::BadSignature));
+    }
+
+    #[test]
+    fn an_answer_checks_only_for_its_request_status_and_body() {
+        let answer = CanopyAnswer::new(land(2), land(1), [7; 16], 200, b"{\"ok\":true}");
+        let signature = answer.sign(&key(2)).expect("signs");
+        assert_eq!(answer.check(&key(2).verifying_key(), &signature), Ok(()));
+        let changed = [
+            CanopyAnswer { nonce: [8; 16], ..answer.clone() },
+            CanopyAnswer { status: 400, ..answer.clone() },
+            CanopyAnswer::new(land(2), land(1), [7; 16], 200, b"{\"ok\":false}"),
+            CanopyAnswer { to: land(3), ..answer.clone() },
+        ];
+        for other in changed {
+            assert_eq!(
+                other.check(&key(2).verifying_key(), &signature),
+                Err(CanopyRequestError::BadSignature),
+                "{other:?}"
+            );
+        }
+        assert_eq!(answer.check(&key(1).verifying_key(), &signature), Err(CanopyRequestError::BadSignature));
+        // A request's signature over the same fields is never an answer's.
+        let request = CanopyRequest::new("POST", "/x", land(2), land(1), NOW_MS, [7; 16], b"{\"ok\":true}");
+        let request_signature = request.sign(&key(2)).expect("signs");
+        assert_eq!(answer.check(&key(2).verifying_key(), &request_signature), Err(CanopyRequestError::BadSignature));
     }
 
     #[test]

@@ -147,20 +147,23 @@ pub fn open_context(world: &World, row: &BeingRow, opened: &Opened) -> OpenConte
     let summon = waking_summon(world, opened);
     if let Some(summon) = summon {
         match (&summon.remote, world.beings.get(&summon.from)) {
-            // A being of another land: its name and its land's id; its
-            // cognition is its land's to know.
+            // A being of another land: its name qualified by its land's id
+            // (a rule naming a being of this land never matches it) and the
+            // land's id; its cognition and role are its land's to say, so
+            // neither is set.
             (Some(remote), _) => {
-                context.insert("caller.name", remote.name.as_str());
+                context.insert("caller.name", format!("{}@{}", remote.name, remote.land.to_hex()).as_str());
                 context.insert("caller.land", remote.land.to_hex().as_str());
             }
-            (None, Some(caller)) => {
-                context.insert("caller.cognition", caller.effective_cognition().as_str());
-                context.insert("caller.name", caller.name.as_str());
+            (None, caller) => {
+                if let Some(caller) = caller {
+                    context.insert("caller.cognition", caller.effective_cognition().as_str());
+                    context.insert("caller.name", caller.name.as_str());
+                }
+                if let Some(role) = &summon.caller_role {
+                    context.insert("caller.role", role.as_str());
+                }
             }
-            (None, None) => {}
-        }
-        if let Some(role) = &summon.caller_role {
-            context.insert("caller.role", role.as_str());
         }
     }
     context.insert("inHomeSpace", row.location == row.home_space);

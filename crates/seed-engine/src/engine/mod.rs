@@ -747,17 +747,33 @@ impl Engine {
     /// inbox holds one summons per land seq, so each arrival is its own fact.
     pub fn seal_changes(&mut self, changes: Vec<Vec<Effect>>) -> Result<Vec<u64>, EngineError> {
         let mut pending = Vec::with_capacity(changes.len());
+        let mut failed: Option<EngineError> = None;
         for effects in changes.into_iter().filter(|effects| !effects.is_empty()) {
-            let body = canonical::to_canonical_bytes(&WorldBody { effects })
-                .map_err(|error| EngineError::Internal(format!("world body: {error}")))?;
-            pending.push(self.land.submit(&self.land.root(), KIND_WORLD, body)?);
+            let submitted = canonical::to_canonical_bytes(&WorldBody { effects })
+                .map_err(|error| EngineError::Internal(format!("world body: {error}")))
+                .and_then(|body| Ok(self.land.submit(&self.land.root(), KIND_WORLD, body)?));
+            match submitted {
+                Ok(sealing) => pending.push(sealing),
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
         }
         let mut land_seqs = Vec::with_capacity(pending.len());
         for sealing in pending {
-            land_seqs.push(sealing.wait()?.land_seq);
+            match sealing.wait() {
+                Ok(sealed) => land_seqs.push(sealed.land_seq),
+                Err(error) => failed = failed.or(Some(error.into())),
+            }
         }
+        // What did seal is folded even when some did not: the world never
+        // lags what the land holds.
         fold_to_end(self.land.store(), &mut self.world)?;
-        Ok(land_seqs)
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(land_seqs),
+        }
     }
 
     /// What moments consult besides the world.

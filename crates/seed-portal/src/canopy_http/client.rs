@@ -7,7 +7,7 @@ use super::{LandIdentity, PeerCallError, CANOPY_IDENTITY_BYTES_MAX, CANOPY_IDENT
 use super::{HEADER_FROM, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIMESTAMP_MS, HEADER_TO};
 use crate::fact::BeingId;
 use ed25519_dalek::SigningKey;
-use seed_format::canopy::{verify_key_history, CanopyRequest};
+use seed_format::canopy::{verify_key_history, CanopyAnswer, CanopyRequest};
 use serde_json::Value as Json;
 use std::time::Duration;
 
@@ -56,15 +56,19 @@ async fn bounded_body(url: &str, mut response: reqwest::Response, max: usize) ->
 /// A response read as JSON, or the refusal it carries (its message, from
 /// the error document both the portal and the canopy routes answer with).
 async fn answer(url: &str, response: reqwest::Response, max: usize) -> Result<Json, PeerCallError> {
-    let status = response.status();
+    let status = response.status().as_u16();
     let body = bounded_body(url, response, max).await?;
-    let json: Option<Json> = serde_json::from_slice(&body).ok();
-    if !status.is_success() {
+    read_answer(url, status, &body)
+}
+
+fn read_answer(url: &str, status: u16, body: &[u8]) -> Result<Json, PeerCallError> {
+    let json: Option<Json> = serde_json::from_slice(body).ok();
+    if !(200..300).contains(&status) {
         let message = json
             .as_ref()
             .and_then(|json| json["error"]["message"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
-        return Err(PeerCallError::Refused { url: url.to_string(), status: status.as_u16(), message });
+            .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect());
+        return Err(PeerCallError::Refused { url: url.to_string(), status, message });
     }
     json.ok_or_else(|| PeerCallError::Malformed { url: url.to_string(), reason: "the body is not JSON".into() })
 }
@@ -115,6 +119,9 @@ pub struct Call<'a> {
     pub path: &'a str,
     pub timeout: Duration,
     pub answer_bytes_max: usize,
+    /// The key the land it is for is known by: its answer must be signed
+    /// by it, or it is not believed.
+    pub answer_key: [u8; 32],
 }
 
 /// Sends `body` as `call` says, signed by `signer`, and reads its JSON answer.
@@ -124,7 +131,7 @@ pub async fn signed_post(
     call: Call<'_>,
     body: &Json,
 ) -> Result<Json, PeerCallError> {
-    let Call { to, url, path, timeout, answer_bytes_max } = call;
+    let Call { to, url, path, timeout, answer_bytes_max, answer_key } = call;
     let bytes = serde_json::to_vec(body).map_err(|error| PeerCallError::Signing { reason: error.to_string() })?;
     let mut nonce = [0u8; 16];
     getrandom::getrandom(&mut nonce).map_err(|error| PeerCallError::Random { reason: error.to_string() })?;
@@ -143,5 +150,17 @@ pub async fn signed_post(
         .send()
         .await
         .map_err(|error| unreachable(url, error))?;
-    answer(url, response, answer_bytes_max).await
+    let status = response.status().as_u16();
+    let signature = response
+        .headers()
+        .get(super::HEADER_ANSWER_SIGNATURE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| hex::decode(text).ok())
+        .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok());
+    let body = bounded_body(url, response, answer_bytes_max).await?;
+    let unsigned = || PeerCallError::UnsignedAnswer { url: url.to_string() };
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&answer_key).map_err(|_| unsigned())?;
+    let signed = CanopyAnswer::new(to, signer.land, nonce, status, &body);
+    signed.check(&key, &signature.ok_or_else(unsigned)?).map_err(|_| unsigned())?;
+    read_answer(url, status, &body)
 }

@@ -38,6 +38,8 @@ pub const HEADER_TIMESTAMP_MS: &str = "seed-timestamp-ms";
 pub const HEADER_NONCE: &str = "seed-nonce";
 /// The Ed25519 signature over the request's signed bytes, as hex.
 pub const HEADER_SIGNATURE: &str = "seed-signature";
+/// The answering land's signature over its answer (`CanopyAnswer`), as hex.
+pub const HEADER_ANSWER_SIGNATURE: &str = "seed-answer-signature";
 
 /// The most bytes of a land's identity document a land reads: a key
 /// history of a few thousand rotations.
@@ -70,10 +72,30 @@ pub enum PeerCallError {
         #[source]
         source: Box<KeyHistoryError>,
     },
+    #[error(
+        "{url} answered without the signature of the land's key it is known by (a rotated key, or someone on the way)"
+    )]
+    UnsignedAnswer { url: String },
     #[error("no OS randomness for a nonce: {reason}")]
     Random { reason: String },
     #[error("the request cannot be signed: {reason}")]
     Signing { reason: String },
+}
+
+impl PeerCallError {
+    /// What kind of failure it was, in words of this land's own (never the
+    /// other side's text: a stranger learns nothing of what a URL answered).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PeerCallError::Unreachable { .. } => "it did not answer",
+            PeerCallError::Refused { .. } => "it refused",
+            PeerCallError::TooLarge { .. } => "its answer was too large",
+            PeerCallError::Malformed { .. } => "its answer is not a land's identity",
+            PeerCallError::Unproven { .. } => "its key history does not prove its key",
+            PeerCallError::UnsignedAnswer { .. } => "its answer is not signed by its key",
+            PeerCallError::Random { .. } | PeerCallError::Signing { .. } => "this land could not ask",
+        }
+    }
 }
 
 /// The wall clock in milliseconds since the epoch: requests between lands

@@ -71,6 +71,10 @@ pub enum CanopyRefusal {
         #[source]
         source: Box<PeerCallError>,
     },
+    /// A stranger's identity could not be proven: only the kind of failure
+    /// is said (never what its URL answered).
+    #[error("land {land} could not be proven at {url}: {why}")]
+    StrangerUnproven { land: BeingId, url: String, why: &'static str },
     #[error("{url} is land {found}, not land {land} that signed the request")]
     OtherLand { url: String, land: BeingId, found: BeingId },
     #[error("land {land}'s key history does not hold the key this land recorded for it: it is not the same land")]
@@ -79,12 +83,6 @@ pub enum CanopyRefusal {
     Add(#[from] AddPeerRefusal),
     #[error("this land cannot record it now: {reason}")]
     Unavailable { reason: String },
-    /// A delivered summons refused for good; the refusal is sealed here.
-    #[error("the summons is refused: {reason}")]
-    SummonsRefused { reason: String },
-    /// A delivered summons that cannot be taken now (its target's inbox is full).
-    #[error("the summons cannot be taken now: {reason}")]
-    SummonsWait { reason: String },
 }
 
 impl CanopyRefusal {
@@ -111,6 +109,7 @@ impl CanopyRefusal {
             CanopyRefusal::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
             CanopyRefusal::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "body-timeout"),
             CanopyRefusal::Unproven { .. }
+            | CanopyRefusal::StrangerUnproven { .. }
             | CanopyRefusal::OtherLand { .. }
             | CanopyRefusal::KeyNotContinued { .. } => (StatusCode::FORBIDDEN, "unproven"),
             CanopyRefusal::Add(refusal) => match refusal {
@@ -121,18 +120,22 @@ impl CanopyRefusal {
                 AddPeerRefusal::Full { .. } => (StatusCode::FORBIDDEN, "full"),
             },
             CanopyRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            CanopyRefusal::SummonsRefused { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "refused"),
-            CanopyRefusal::SummonsWait { .. } => (StatusCode::SERVICE_UNAVAILABLE, "wait"),
         }
+    }
+}
+
+impl CanopyRefusal {
+    /// The error document every refusal answers with.
+    fn to_json(&self) -> Json {
+        let (status, code) = self.status();
+        json!({"error": {"status": status.as_u16(), "code": code, "field": null, "message": self.to_string()}})
     }
 }
 
 impl IntoResponse for CanopyRefusal {
     fn into_response(self) -> Response {
-        let (status, code) = self.status();
-        let body =
-            json!({"error": {"status": status.as_u16(), "code": code, "field": null, "message": self.to_string()}});
-        (status, axum::Json(body)).into_response()
+        let (status, _) = self.status();
+        (status, axum::Json(self.to_json())).into_response()
     }
 }
 
@@ -325,6 +328,16 @@ async fn read_signed(portal: &Portal, request: Request) -> Result<(Signed, Vec<u
         .map_err(|_| CanopyRefusal::BadHeader { header: HEADER_TIMESTAMP_MS, problem: "is not a whole number" })?;
     let nonce = hex_header::<16>(headers, HEADER_NONCE)?;
     let signature = hex_header::<64>(headers, HEADER_SIGNATURE)?;
+    // A land that is no peer gets no further than its headers: its body is
+    // never read, unless it says hello to a land that accepts first contact.
+    if !portal.live.world().canopy.peers.contains_key(&from) {
+        if parts.uri.path() != CANOPY_HELLO_PATH {
+            return Err(CanopyRefusal::NotAPeer { land: from });
+        }
+        if limits(portal).first_contacts_per_hour_max == 0 {
+            FirstContacts::default().admit(0, wall_clock_ms())?;
+        }
+    }
     let most = limits(portal).request_bytes_max;
     let body = read_body(body, most, portal.limits.body_read_timeout_ms).await?;
     let request = CanopyRequest {
@@ -404,7 +417,12 @@ async fn key_after_rotation(
         return Err(CanopyRefusal::KeyNotContinued { land });
     }
     let key = PublicKeyBytes(key);
-    seal(portal, vec![Effect::PeerKey { land, key, key_seq }]).await?;
+    let _changing = canopy.changing.lock().await;
+    // Another lookup may have recorded it (or a newer key) meanwhile.
+    let recorded = portal.live.world().canopy.peers.get(&land).map(|peer| peer.key_seq);
+    if recorded.is_some_and(|recorded| recorded < key_seq) {
+        seal(portal, vec![Effect::PeerKey { land, key, key_seq }]).await?;
+    }
     Ok(Some(key))
 }
 
@@ -448,7 +466,7 @@ pub(super) async fn admit_peer(
 /// answered heartbeat, and recorded at once when its status was not up.
 async fn heard_from(portal: &Arc<Portal>, canopy: &Canopy, land: BeingId) -> Result<(), CanopyRefusal> {
     let Some(recorded) = portal.live.world().canopy.peers.get(&land).map(|peer| peer.status) else { return Ok(()) };
-    let heard = Beat { land, answered: true, reason: String::new(), key_seq: None };
+    let heard = Beat { land, answered: true, reason: String::new(), key_seq: None, unsigned: false };
     let per_record = limits(portal).heartbeats_per_record_max;
     let _changing = canopy.changing.lock().await;
     match count_beat(canopy, recorded, &heard, per_record) {
@@ -469,23 +487,21 @@ async fn first_contact(
 ) -> Result<(), CanopyRefusal> {
     let from = signed.request.from;
     let limits = limits(portal);
-    if limits.first_contacts_per_hour_max == 0 {
-        // Refused before anything is fetched: a stranger cannot make this
-        // land call a URL of its choosing.
-        canopy.first_contacts.lock().unwrap_or_else(|p| p.into_inner()).admit(0, wall_clock_ms())?;
-    }
-    let identity: LandIdentity = fetch_identity(&canopy.client, url, Duration::from_millis(limits.peer_timeout_ms))
-        .await
-        .map_err(|source| CanopyRefusal::Unproven { land: from, source: Box::new(source) })?;
-    if identity.land != from {
-        return Err(CanopyRefusal::OtherLand { url: url.to_string(), land: from, found: identity.land });
-    }
-    admit(portal, canopy, signed, body, &PublicKeyBytes(identity.keys.current().0))?;
+    // The hour's allowance is spent before anything is fetched: a stranger
+    // makes this land call a URL of its choosing at most that often, and
+    // learns nothing of what the URL answered.
     canopy
         .first_contacts
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .admit(limits.first_contacts_per_hour_max, wall_clock_ms())?;
+    let identity: LandIdentity = fetch_identity(&canopy.client, url, Duration::from_millis(limits.peer_timeout_ms))
+        .await
+        .map_err(|error| CanopyRefusal::StrangerUnproven { land: from, url: url.to_string(), why: error.kind() })?;
+    if identity.land != from {
+        return Err(CanopyRefusal::OtherLand { url: url.to_string(), land: from, found: identity.land });
+    }
+    admit(portal, canopy, signed, body, &PublicKeyBytes(identity.keys.current().0))?;
     let _changing = canopy.changing.lock().await;
     let added = canopy.decide_added(portal, &identity, PeerOrigin::FirstContact)?;
     let up = PeerHeartbeats { land: from, status: PeerStatus::Up, answered: 1, missed: 0, reason: String::new() };
@@ -505,6 +521,15 @@ where
     let path = request.uri().path().to_string();
     let claimed = request.headers().get(HEADER_FROM).and_then(|value| value.to_str().ok()).unwrap_or("unknown");
     let claimed: String = claimed.chars().take(64).collect();
+    // Who asked, and with what nonce, as the headers say: the answer is
+    // signed for them (an answer whose request had neither is not signed).
+    let asker = BeingId::from_hex(&claimed);
+    let nonce = request
+        .headers()
+        .get(HEADER_NONCE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| hex::decode(text).ok())
+        .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok());
     let canopy = match canopy_of(&portal) {
         Ok(canopy) => canopy.clone(),
         Err(refusal) => return refusal.into_response(),
@@ -514,13 +539,25 @@ where
         handle(portal.clone(), canopy.clone(), signed, body).await
     }
     .await;
-    match answered {
-        Ok(json) => axum::Json(json).into_response(),
+    let (status, json) = match answered {
+        Ok(json) => (StatusCode::OK, json),
         Err(refusal) => {
             canopy.remember_refusal(claimed, &path, refusal.to_string());
-            refusal.into_response()
+            let (status, _) = refusal.status();
+            (status, refusal.to_json())
+        }
+    };
+    let body = serde_json::to_vec(&json).unwrap_or_default();
+    let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body.clone()).into_response();
+    if let (Some(asker), Some(nonce)) = (asker, nonce) {
+        let answer = seed_format::canopy::CanopyAnswer::new(canopy.land(), asker, nonce, status.as_u16(), &body);
+        if let Ok(signature) = answer.sign(&canopy.signer.key) {
+            if let Ok(value) = axum::http::HeaderValue::from_str(&hex::encode(signature)) {
+                response.headers_mut().insert(crate::canopy_http::HEADER_ANSWER_SIGNATURE, value);
+            }
         }
     }
+    response
 }
 
 /// `POST /canopy/v1/hello {"url": …}`: the handshake. A peer is greeted
@@ -562,14 +599,21 @@ struct Beat {
     answered: bool,
     reason: String,
     key_seq: Option<u64>,
+    /// Its answer was not signed by the key the peer is known by.
+    unsigned: bool,
 }
 
-async fn beat(canopy: &Canopy, land: BeingId, url: &str, path: &str, timeout: Duration) -> Beat {
+async fn beat(canopy: &Canopy, land: BeingId, url: &str, key: &PublicKeyBytes, path: &str, timeout: Duration) -> Beat {
     let body = json!({"url": canopy.url()});
-    let call = Call { to: land, url, path, timeout, answer_bytes_max: CANOPY_ANSWER_BYTES_MAX };
+    let call = Call { to: land, url, path, timeout, answer_bytes_max: CANOPY_ANSWER_BYTES_MAX, answer_key: key.0 };
     match signed_post(&canopy.client, &canopy.signer, call, &body).await {
-        Ok(answer) => Beat { land, answered: true, reason: String::new(), key_seq: answer["keySeq"].as_u64() },
-        Err(error) => Beat { land, answered: false, reason: error.to_string(), key_seq: None },
+        Ok(answer) => {
+            Beat { land, answered: true, reason: String::new(), key_seq: answer["keySeq"].as_u64(), unsigned: false }
+        }
+        Err(error) => {
+            let unsigned = matches!(error, PeerCallError::UnsignedAnswer { .. });
+            Beat { land, answered: false, reason: error.to_string(), key_seq: None, unsigned }
+        }
     }
 }
 
@@ -609,7 +653,7 @@ pub async fn heartbeat_round(portal: &Arc<Portal>) {
     drop(world);
     let beats = futures_util::future::join_all(peers.iter().map(|(land, peer)| {
         let path = if peer.status == PeerStatus::New { CANOPY_HELLO_PATH } else { CANOPY_HEARTBEAT_PATH };
-        beat(&canopy, *land, &peer.url, path, timeout)
+        beat(&canopy, *land, &peer.url, &peer.key, path, timeout)
     }))
     .await;
     let mut effects = Vec::new();
@@ -617,7 +661,9 @@ pub async fn heartbeat_round(portal: &Arc<Portal>) {
         if let Some(record) = count_beat(&canopy, peer.status, beat, limits.heartbeats_per_record_max) {
             effects.push(Effect::PeerHeartbeats { beats: record });
         }
-        if beat.key_seq.is_some_and(|seq| seq > peer.key_seq) {
+        // A newer key named, or an answer its recorded key did not sign:
+        // the peer's history may prove a rotation.
+        if beat.unsigned || beat.key_seq.is_some_and(|seq| seq > peer.key_seq) {
             if let Err(refusal) = key_after_rotation(portal, &canopy, *land).await {
                 tracing::warn!(target: "seed::canopy", peer = %land, reason = %refusal, "a peer's new key is not proven");
             }
@@ -677,7 +723,7 @@ pub(super) async fn add_peer(portal: &Arc<Portal>, url: &str) -> Result<Json, Po
         seal(portal, vec![Effect::PeerAdded { peer: added.clone() }]).await.map_err(refusal_for_people)?;
         added
     };
-    let greeted = beat(&canopy, added.land, &url, CANOPY_HELLO_PATH, timeout).await;
+    let greeted = beat(&canopy, added.land, &url, &added.key, CANOPY_HELLO_PATH, timeout).await;
     let effects = count_beat(&canopy, PeerStatus::New, &greeted, limits.heartbeats_per_record_max)
         .map(|beats| vec![Effect::PeerHeartbeats { beats }])
         .unwrap_or_default();

@@ -18,11 +18,9 @@
 //! between the two) is delivered again and answered as a duplicate: the
 //! receiver takes a being's facts by seq, so nothing arrives twice.
 
-use super::canopy_routes::{
-    admit_peer, answer_signed, body_json, canopy_of, limits, seal, seal_each, Canopy, CanopyRefusal,
-};
+use super::canopy_routes::{admit_peer, answer_signed, body_json, canopy_of, limits, seal_each, Canopy, CanopyRefusal};
 use super::Portal;
-use crate::canopy::{decide_arrival, ArrivalVerdict, ArrivalsSoFar, CanopyLimits, Outgoing};
+use crate::canopy::{bounded_reason, decide_arrival, ArrivalVerdict, ArrivalsSoFar, CanopyLimits, Outgoing};
 use crate::canopy_http::client::{signed_post, Call};
 use crate::canopy_http::guard::PeerRates;
 use crate::canopy_http::{wall_clock_ms, PeerCallError, CANOPY_SUMMONS_PATH};
@@ -47,6 +45,10 @@ pub const CANOPY_DELIVERY_BACKOFF_MS_MAX: u64 = 60_000;
 pub const CANOPY_DELIVERIES_PER_LOOK_MAX: usize = 256;
 /// Summons in one delivery (one signed request; their arrivals one group commit).
 pub const CANOPY_SUMMONS_PER_DELIVERY_MAX: usize = 64;
+/// Delivery records (delivered, undelivered) sealed in one fact: each
+/// carries a reason of at most `CANOPY_REASON_BYTES_MAX`, so a fact stays
+/// far below the land's fact body limit.
+pub const CANOPY_DELIVERY_RECORDS_PER_FACT_MAX: usize = 16;
 /// Facts of a being's reel read at once while its key history is gathered.
 const KEY_HISTORY_FACTS_PER_READ: u64 = 4_096;
 
@@ -110,6 +112,10 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
         // fact must not both arrive.
         let _changing = canopy.changing.lock().await;
         let world = portal.live.world();
+        // Removed while this delivery waited for the lock: nothing from it now.
+        if !world.canopy.peers.contains_key(&from) {
+            return Err(CanopyRefusal::NotAPeer { land: from });
+        }
         let mut so_far = ArrivalsSoFar::default();
         let (mut effects, mut results) = (Vec::new(), Vec::new());
         // Whether each result sealed a fact (an arrival or a refusal), in order.
@@ -207,8 +213,8 @@ pub async fn deliver(portal: &Arc<Portal>) {
     for outgoing in world.canopy.outbox.values() {
         by_land.entry(outgoing.to.land).or_default().push(outgoing.clone());
     }
-    let peers: BTreeMap<BeingId, String> =
-        world.canopy.peers.iter().map(|(land, peer)| (*land, peer.url.clone())).collect();
+    let peers: BTreeMap<BeingId, (String, [u8; 32])> =
+        world.canopy.peers.iter().map(|(land, peer)| (*land, (peer.url.clone(), peer.key.0))).collect();
     drop(world);
     let now_land_ms = portal.live.now_ms();
     for (land, waiting) in by_land {
@@ -221,7 +227,7 @@ pub async fn deliver(portal: &Arc<Portal>) {
         let mut batch: Vec<Outgoing> = Vec::new();
         let mut held = false;
         for outgoing in waiting.into_iter().take(CANOPY_DELIVERIES_PER_LOOK_MAX) {
-            let Some(url) = peers.get(&land) else {
+            let Some((url, key)) = peers.get(&land) else {
                 let reason = format!("land {land} is no longer a peer of this land");
                 effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason });
                 continue;
@@ -236,43 +242,96 @@ pub async fn deliver(portal: &Arc<Portal>) {
             }
             batch.push(outgoing);
             if batch.len() == CANOPY_SUMMONS_PER_DELIVERY_MAX {
-                held =
-                    deliver_batch(portal, &canopy, &limits, url, land, std::mem::take(&mut batch), &mut effects).await;
+                let full = std::mem::take(&mut batch);
+                held = deliver_and_record(portal, &canopy, &limits, (url, *key), land, full, &mut effects).await;
                 if held {
                     break;
                 }
             }
         }
         if !held && !batch.is_empty() {
-            if let Some(url) = peers.get(&land) {
-                deliver_batch(portal, &canopy, &limits, url, land, batch, &mut effects).await;
+            if let Some((url, key)) = peers.get(&land) {
+                deliver_and_record(portal, &canopy, &limits, (url, *key), land, batch, &mut effects).await;
             }
         }
-        if effects.iter().any(|effect| matches!(effect, Effect::SummonsDelivered { .. })) {
-            canopy.summons.backoff.lock().unwrap_or_else(|p| p.into_inner()).remove(&land);
+        record(portal, land, std::mem::take(&mut effects)).await;
+    }
+}
+
+/// Records `effects` (deliveries and give-ups), a few to a fact, the facts
+/// made durable together. A failure is logged and the next peer is served:
+/// what was not recorded is delivered again and answered as a duplicate.
+async fn record(portal: &Arc<Portal>, land: BeingId, effects: Vec<Effect>) {
+    if effects.is_empty() {
+        return;
+    }
+    let facts = effects.chunks(CANOPY_DELIVERY_RECORDS_PER_FACT_MAX).map(<[Effect]>::to_vec).collect();
+    if let Err(refusal) = seal_each(portal, facts).await {
+        tracing::warn!(target: "seed::canopy", peer = %land, reason = %refusal, "deliveries not recorded (they are delivered again, as duplicates)");
+    }
+}
+
+/// Delivers `batch` and records what it settled; a delivery too large for
+/// the peer is tried again one summons at a time (only a summons too large
+/// alone is given up). Returns whether the peer is held in backoff.
+async fn deliver_and_record(
+    portal: &Arc<Portal>,
+    canopy: &Canopy,
+    limits: &CanopyLimits,
+    (url, key): (&str, [u8; 32]),
+    land: BeingId,
+    batch: Vec<Outgoing>,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let alone = batch.len() == 1;
+    match deliver_batch(portal, canopy, limits, (url, key), land, batch.clone(), effects).await {
+        Outcome::Settled => false,
+        Outcome::Held => true,
+        Outcome::TooLarge(reason) if alone => {
+            let fact = batch[0].fact;
+            effects.push(Effect::SummonsUndelivered { fact, land, reason: bounded_reason(&reason) });
+            false
         }
-        if !effects.is_empty() {
-            if let Err(refusal) = seal(portal, effects).await {
-                tracing::warn!(target: "seed::canopy", peer = %land, reason = %refusal, "deliveries not recorded (they are delivered again, as duplicates)");
-                return;
+        Outcome::TooLarge(_) => {
+            for outgoing in batch {
+                match deliver_batch(portal, canopy, limits, (url, key), land, vec![outgoing.clone()], effects).await {
+                    Outcome::Settled => {}
+                    Outcome::Held => return true,
+                    Outcome::TooLarge(reason) => effects.push(Effect::SummonsUndelivered {
+                        fact: outgoing.fact,
+                        land,
+                        reason: bounded_reason(&reason),
+                    }),
+                }
             }
+            false
         }
     }
+}
+
+/// How one delivery went.
+enum Outcome {
+    /// Each summons was taken or refused for good (in `effects`).
+    Settled,
+    /// One must wait, or the request failed: the peer is in backoff.
+    Held,
+    /// The peer refused the request as too large (413).
+    TooLarge(String),
 }
 
 /// Delivers `batch` (summons to `land`, in order) in one request: each
 /// one's sealed fact and its being's key history. What was taken or refused
 /// for good goes into `effects`; the first that must wait (or a request
-/// that failed) puts the peer in backoff. Returns whether it did.
+/// that failed) puts the peer in backoff.
 async fn deliver_batch(
     portal: &Arc<Portal>,
     canopy: &Canopy,
     limits: &CanopyLimits,
-    url: &str,
+    (url, key): (&str, [u8; 32]),
     land: BeingId,
     batch: Vec<Outgoing>,
     effects: &mut Vec<Effect>,
-) -> bool {
+) -> Outcome {
     let hold = |reason: String| {
         let mut backoff = canopy.summons.backoff.lock().unwrap_or_else(|p| p.into_inner());
         let next_ms = backoff.get(&land).map_or(CANOPY_DELIVERY_BACKOFF_MS_MIN, |held| held.next_ms);
@@ -280,7 +339,7 @@ async fn deliver_batch(
         backoff
             .insert(land, Backoff { until_ms, next_ms: next_ms.saturating_mul(2).min(CANOPY_DELIVERY_BACKOFF_MS_MAX) });
         tracing::info!(target: "seed::canopy", peer = %land, wait_ms = next_ms, %reason, "summons wait to be delivered");
-        true
+        Outcome::Held
     };
     let read = {
         let portal = portal.clone();
@@ -307,24 +366,30 @@ async fn deliver_batch(
         path: CANOPY_SUMMONS_PATH,
         timeout: Duration::from_millis(limits.peer_timeout_ms),
         answer_bytes_max: super::canopy_routes::CANOPY_ANSWER_BYTES_MAX,
+        answer_key: key,
     };
     let answer = match signed_post(&canopy.client, &canopy.signer, call, &json!({"summons": items})).await {
         Ok(answer) => answer,
-        // The request itself can never pass (malformed, too large,
-        // misdirected): each summons in it is given up, saying why.
-        Err(PeerCallError::Refused { status: 400 | 413 | 421, message, .. }) => {
+        Err(PeerCallError::Refused { status: 413, message, .. }) => return Outcome::TooLarge(message),
+        // The request itself can never pass (malformed, misdirected): each
+        // summons in it is given up, saying why.
+        Err(PeerCallError::Refused { status: 400 | 421, message, .. }) => {
+            let reason = bounded_reason(&message);
             for outgoing in &batch {
-                effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason: message.clone() });
+                effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason: reason.clone() });
             }
-            return false;
+            return Outcome::Settled;
         }
         Err(other) => return hold(other.to_string()),
     };
+    // The peer answered: the next failure starts its backoff afresh.
+    canopy.summons.backoff.lock().unwrap_or_else(|p| p.into_inner()).remove(&land);
     let results = answer["results"].as_array().cloned().unwrap_or_default();
     for (index, outgoing) in batch.iter().enumerate() {
         let result = results.get(index).cloned().unwrap_or(Json::Null);
         if let Some(reason) = result["refused"].as_str() {
-            effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason: reason.to_string() });
+            let reason = bounded_reason(reason);
+            effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason });
         } else if result.get("duplicate").is_some() {
             effects.push(Effect::SummonsDelivered { fact: outgoing.fact, land, receipt: result["receipt"].as_u64() });
         } else {
@@ -333,7 +398,7 @@ async fn deliver_batch(
             return hold(reason);
         }
     }
-    false
+    Outcome::Settled
 }
 
 /// Why a summons to deliver could not be read from the land.
