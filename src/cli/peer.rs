@@ -29,19 +29,8 @@ pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
     let world = seed::engine::world_at_end(land)?;
     let this = this_land(land)?;
     let peers: Vec<Json> = world.canopy.peers.iter().map(|(id, peer)| peer_json(id, peer)).collect();
-    let outbox: Vec<Json> = world
-        .canopy
-        .outbox
-        .iter()
-        .map(|(land_seq, outgoing)| {
-            json!({
-                "landSeq": land_seq,
-                "fact": outgoing.fact.to_hex(),
-                "from": world.name_of(&outgoing.being).map(|name| format!("@{name}")),
-                "to": outgoing.to.to_target(),
-            })
-        })
-        .collect();
+    let outbox = seed::canopy::outbox_json(&world);
+    let outbox = outbox.as_array().cloned().unwrap_or_default();
     let refused: Vec<Json> = world
         .canopy
         .refused

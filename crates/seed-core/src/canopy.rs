@@ -731,6 +731,24 @@ pub fn decide_arrival(
     })
 }
 
+/// The summons waiting to be delivered, oldest first, as the CLI and the
+/// API show them: their land seq, fact, sender and `@name@LAND` target.
+pub fn outbox_json(world: &crate::world::World) -> serde_json::Value {
+    world
+        .canopy
+        .outbox
+        .iter()
+        .map(|(land_seq, outgoing)| {
+            serde_json::json!({
+                "landSeq": land_seq,
+                "fact": outgoing.fact.to_hex(),
+                "from": world.name_of(&outgoing.being).map(|name| format!("@{name}")),
+                "to": outgoing.to.to_target(),
+            })
+        })
+        .collect()
+}
+
 /// The peers as the world's canonical state holds them (what the world
 /// hash covers): every folded field, keys and ids as bytes.
 pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {

@@ -301,19 +301,7 @@ impl OpRegistry {
                     });
                 }
                 // So are peer records, sealed by the land's edge after it proved them.
-                if effects.iter().any(|effect| {
-                    matches!(
-                        effect,
-                        Effect::PeerAdded { .. }
-                            | Effect::PeerKey { .. }
-                            | Effect::PeerHeartbeats { .. }
-                            | Effect::PeerRemoved { .. }
-                            | Effect::SummonsDelivered { .. }
-                            | Effect::SummonsUndelivered { .. }
-                            | Effect::SummonsArrived { .. }
-                            | Effect::SummonsRefused { .. }
-                    )
-                }) {
+                if effects.iter().any(Effect::is_canopy_record) {
                     return Err(OpError::BadEffects {
                         reason: "an operation cannot record peers: the land records what it proved of other lands"
                             .into(),

@@ -169,6 +169,25 @@ pub enum Effect {
     },
 }
 
+impl Effect {
+    /// Whether it is one of Canopy's records (peers and summons between
+    /// lands): the root's to seal after the land's edge proved it, never an
+    /// operation's (`crate::canopy`).
+    pub fn is_canopy_record(&self) -> bool {
+        matches!(
+            self,
+            Effect::PeerAdded { .. }
+                | Effect::PeerKey { .. }
+                | Effect::PeerHeartbeats { .. }
+                | Effect::PeerRemoved { .. }
+                | Effect::SummonsDelivered { .. }
+                | Effect::SummonsUndelivered { .. }
+                | Effect::SummonsArrived { .. }
+                | Effect::SummonsRefused { .. }
+        )
+    }
+}
+
 /// What opened a moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

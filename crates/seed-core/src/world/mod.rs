@@ -457,15 +457,7 @@ impl World {
                         Effect::Definitions { set } => self.definitions.fold_set(land_seq, set),
                         // A land's peers are the root's to record: another
                         // being's world fact naming one changes nothing.
-                        Effect::PeerAdded { .. }
-                        | Effect::PeerKey { .. }
-                        | Effect::PeerHeartbeats { .. }
-                        | Effect::PeerRemoved { .. }
-                        | Effect::SummonsDelivered { .. }
-                        | Effect::SummonsUndelivered { .. }
-                        | Effect::SummonsArrived { .. }
-                        | Effect::SummonsRefused { .. }
-                            if self.root != Some(being) => {}
+                        canopy if canopy.is_canopy_record() && self.root != Some(being) => {}
                         Effect::PeerAdded { peer } => self.canopy.fold_added(land_seq, peer),
                         Effect::PeerKey { land, key, key_seq } => self.canopy.fold_key(land, *key, *key_seq),
                         Effect::PeerHeartbeats { beats } => self.canopy.fold_heartbeats(land_seq, beats),

@@ -272,11 +272,8 @@ pub(super) fn canopy_of(portal: &Portal) -> Result<&Arc<Canopy>, CanopyRefusal> 
 /// Seals `effects` as one world fact of the root, on a blocking thread;
 /// the land seq it sealed at.
 pub(super) async fn seal(portal: &Arc<Portal>, effects: Vec<Effect>) -> Result<u64, CanopyRefusal> {
-    let live = portal.live.clone();
-    tokio::task::spawn_blocking(move || live.seal_world_change(effects))
-        .await
-        .map_err(|error| CanopyRefusal::Unavailable { reason: format!("the sealing task stopped: {error}") })?
-        .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })
+    let sealed = seal_each(portal, vec![effects]).await?;
+    Ok(sealed.first().copied().unwrap_or_else(|| portal.live.world().cursor.saturating_sub(1)))
 }
 
 /// Seals each of `changes` as its own world fact of the root, made durable

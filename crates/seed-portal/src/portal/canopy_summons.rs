@@ -432,21 +432,3 @@ fn sealed_with_keys(portal: &Portal, being: BeingId, seq: u64) -> Result<(Vec<u8
     let keys = scan.history.iter().filter(|(at, _)| *at <= seq).map(|(_, envelope)| envelope.clone()).collect();
     Ok((fact.fact.encode_envelope(), keys))
 }
-
-/// The outbox as the peers page shows it.
-pub(super) fn outbox_json(portal: &Portal) -> Json {
-    let world = portal.live.world();
-    world
-        .canopy
-        .outbox
-        .iter()
-        .map(|(land_seq, outgoing)| {
-            json!({
-                "landSeq": land_seq,
-                "fact": outgoing.fact.to_hex(),
-                "from": world.name_of(&outgoing.being).map(|name| format!("@{name}")),
-                "to": outgoing.to.to_target(),
-            })
-        })
-        .collect()
-}

@@ -356,17 +356,8 @@ impl LiveLand {
     /// process follows another's land, or the land is tripped.
     /// Returns the land seq it sealed at.
     pub fn seal_world_change(&self, effects: Vec<crate::world::Effect>) -> Result<u64, EngineError> {
-        if let Some(runner) = self.following() {
-            return Err(EngineError::Follower { runner });
-        }
-        self.with_engine(|engine| {
-            if let Some(trip) = crate::health::trip_of(&engine.world) {
-                return Err(EngineError::Tripped { trip: Box::new(trip) });
-            }
-            engine.seal_change(effects)?;
-            Ok(engine.world.cursor.saturating_sub(1))
-        })
-        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+        let sealed = self.seal_world_changes(vec![effects])?;
+        Ok(sealed.first().copied().unwrap_or_else(|| self.world().cursor.saturating_sub(1)))
     }
 
     /// Seals each of `changes` as its own `world` fact of the root, made

@@ -48,7 +48,7 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
         "heartbeatMs": limits.heartbeat_ms,
         "peers": peers,
         "refused": portal.canopy.as_ref().map_or(Json::Array(Vec::new()), |canopy| canopy.refusals_json()),
-        "outbox": super::canopy_summons::outbox_json(portal),
+        "outbox": crate::canopy::outbox_json(&world),
         "summonsRefused": world.canopy.refused.iter().rev().map(|(land_seq, refusal)| json!({
             "landSeq": land_seq,
             "land": refusal.land.to_hex(),
