@@ -16,6 +16,6 @@ pub use seed_core::{
 pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_portal::{canopy_http, llm_http, mcp_client, portal};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, mirror, parallel, progress, snapshot, store, view};
 
 pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

@@ -358,6 +358,22 @@ fn peer_add_and_remove_on_a_stopped_land_prove_the_peer_first_and_name_every_mis
     refused(&["peer", "add", &b.url], "a peer already");
     let listed = seed(&a, &["peer", "list"]);
     assert!(stdout(&listed).contains(&b_id[..12]), "{}", stdout(&listed));
+    // Following is recorded on the stopped land too (the pull starts when it is up).
+    refused(&["peer", "follow", "abcdef12"], "no peer");
+    for (verb, following, changed) in
+        [("follow", true, true), ("follow", true, false), ("unfollow", false, true), ("unfollow", false, false)]
+    {
+        let output = seed(&a, &["peer", verb, &b_id[..10], "--json"]);
+        assert!(output.status.success(), "{verb}: {}", stderr(&output));
+        let said: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+        crate::json_schemas::holds_to("peer follow", &said, "peer-follow.json");
+        assert_eq!((said["following"].as_bool(), said["landSeq"].is_u64()), (Some(following), changed), "{said}");
+    }
+    seed(&a, &["peer", "follow", &b_id[..10]]);
+    let listed = seed(&a, &["peer", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&stdout(&listed)).expect("JSON");
+    crate::json_schemas::holds_to("peer list", &listed, "peer-list.json");
+    assert_eq!((&listed["peers"][0]["following"], &listed["peers"][0]["mirror"]), (&json!(true), &Value::Null));
     let removed = seed(&a, &["peer", "remove", &b_id[..10], "--json"]);
     assert!(removed.status.success(), "{}", stderr(&removed));
     let removed: Value = serde_json::from_str(&stdout(&removed)).expect("JSON");
@@ -698,4 +714,198 @@ fn a_hostile_lands_summons_are_refused_with_a_recorded_reason_and_harm_nothing()
     for up in &lands {
         assert_verifies_and_replays_clean(&up.land());
     }
+}
+
+/// How long a test waits for a follower to catch up on a large land.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(300);
+
+/// `up`'s mirror of `land`, as its peers API shows it.
+fn mirror_of(up: &Up, land: &str) -> Value {
+    peer_of(up, land)["mirror"].clone()
+}
+
+/// Waits until `up`'s pull of `land` is `state` (failing early on another
+/// state that will not change by itself).
+fn wait_for_pull(up: &Up, land: &str, state: &str, most: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let mirror = mirror_of(up, land);
+        if mirror["pull"]["state"] == state {
+            return mirror;
+        }
+        assert!(mirror["pull"]["state"] != "failed", "the pull failed: {mirror}");
+        assert!(started.elapsed() < most, "the pull never became {state}: {mirror}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn follow(up: &Up, land: &str) -> Value {
+    let (status, followed) = up.post(&format!("/api/v1/peers/{land}/following"), &json!({"following": true}));
+    assert_eq!(status, 200, "{followed}");
+    followed
+}
+
+/// The land's facts (its world's cursor: the length of its land log).
+fn land_len(up: &Up) -> u64 {
+    up.cursor()
+}
+
+#[test]
+fn a_follower_mirrors_a_land_of_100000_facts_checking_each_and_the_mirror_verifies_and_replays() {
+    // B: a crowd of 10,000 scripted beings played for 9 rounds (100,008
+    // facts), served with no rounds while it is followed.
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let land = dir.path().join("land");
+    let crowd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crowd.toml");
+    let crowd = crowd.to_str().expect("utf-8 path");
+    let simulated = seed(&land, &["sim", crowd, "--ticks", "9"]);
+    assert!(simulated.status.success(), "{}", stderr(&simulated));
+    let token = seed(&land, &["token", "--json"]);
+    let token: Value = serde_json::from_str(stdout(&token).trim()).expect("seed token --json");
+    let b = Up::open_with(
+        dir,
+        token["token"].as_str().expect("a token").to_string(),
+        &["--fixture", crowd, "--round-ms", "86400000"],
+    );
+    let a = Up::start(&["--round-ms", "86400000"]);
+    let b_id = land_id(&b);
+    peer_both(&a, &b);
+
+    // A follows B: its mirror takes every fact of B, each checked at A.
+    let followed = follow(&a, &b_id);
+    assert!(followed["mirror"].as_str().is_some_and(|dir| dir.ends_with(&format!("mirrors/{b_id}"))), "{followed}");
+    let caught_up = wait_for_pull(&a, &b_id, "caught-up", CATCH_UP_WAIT);
+    let taken = caught_up["taken"].as_u64().expect("taken");
+    assert!(taken >= 100_008, "{caught_up}");
+    assert_eq!(caught_up["pull"]["landLen"].as_u64(), Some(land_len(&b)), "{caught_up}");
+
+    // The portal shows the mirror and its reels.
+    let (status, mirror) = a.get(&format!("/api/v1/mirrors/{b_id}"));
+    assert_eq!(status, 200, "{mirror}");
+    assert_eq!(mirror["beings"].as_array().map(Vec::len), Some(10_004), "every being of B");
+    let (status, reel) = a.get(&format!("/api/v1/mirrors/{b_id}/beings/walker-7"));
+    assert_eq!(status, 200, "{reel}");
+    assert_eq!(reel["reelLen"], 10, "a genesis and nine acts: {reel}");
+    let (status, page) = a.page(&format!("/mirrors/{b_id}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("walker-7") && page.contains(&format!("{taken} facts")), "the mirror page");
+    let (status, missing) = a.get(&format!("/api/v1/mirrors/{}", "0".repeat(64)));
+    assert_eq!(status, 404, "{missing}");
+
+    // The mirror is a land folder: verified and replayed with no land up.
+    let mirror_dir = a.land().join("mirrors").join(&b_id);
+    let mut lands = vec![a, b];
+    for up in &mut lands {
+        up.stop();
+    }
+    let verified = seed(&mirror_dir, &["verify", "--json"]);
+    assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
+    let verified: Value = serde_json::from_str(&stdout(&verified)).expect("JSON");
+    assert_eq!(verified["facts"].as_u64(), Some(taken), "{verified}");
+    let replayed = seed(&mirror_dir, &["replay", "--all", "--json"]);
+    assert!(replayed.status.success(), "{}{}", stdout(&replayed), stderr(&replayed));
+    let replayed: Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
+    assert_eq!((replayed["divergences"].as_u64(), replayed["moments"].as_u64()), (Some(0), Some(90_000)), "{replayed}");
+    // Nothing can be sealed in a mirror.
+    let sealed = seed(&mirror_dir, &["rotate-key", "@reality"]);
+    assert!(!sealed.status.success());
+    assert!(stderr(&sealed).contains("read-only mirror"), "{}", stderr(&sealed));
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}
+
+/// Copies the folder `from` to `to`, file by file.
+fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("a folder");
+    for entry in std::fs::read_dir(from).expect("readable").map(Result::unwrap) {
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copied");
+        }
+    }
+}
+
+#[test]
+fn a_land_put_back_from_an_older_copy_is_a_fork_kept_as_proof_on_both_sides_and_following_stops() {
+    let (a, mut b) = (correspondents(), correspondents());
+    let (a_id, b_id) = (land_id(&a), land_id(&b));
+    peer_both(&a, &b);
+    follow(&a, &b_id);
+    let speak = |up: &Up, said: &str| {
+        let (status, acted) = summon(up, "ada", "@bo", said, None);
+        assert_eq!(status, 200, "{acted}");
+    };
+    speak(&b, "before the copy");
+    wait_for_pull(&a, &b_id, "caught-up", PEER_WAIT);
+
+    // B's operator copies its folder while it is stopped, B goes on, and
+    // A's mirror takes what it sealed.
+    b.stop();
+    let copy = tempfile::tempdir().expect("temporary folder");
+    copy_folder(&b.land(), copy.path());
+    b.restart_at_same_port(&["--fixture", correspondents_world().as_str(), "--round-ms", "200"]);
+    speak(&b, "one history");
+    let before = land_len(&b);
+    let started = Instant::now();
+    while mirror_of(&a, &b_id)["taken"].as_u64() < Some(before) {
+        assert!(started.elapsed() < PEER_WAIT, "A never took B's new facts: {}", mirror_of(&a, &b_id));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The copy is put back and goes on differently: B's keys sign a second
+    // history. A finds where both agree, meets the fork, keeps both facts
+    // as a proof, shows B, and stops following.
+    b.stop();
+    std::fs::remove_dir_all(b.land()).expect("removed");
+    copy_folder(copy.path(), &b.land());
+    b.restart_at_same_port(&["--fixture", correspondents_world().as_str(), "--round-ms", "200"]);
+    speak(&b, "another history");
+    speak(&b, "and more of it");
+    let forked = wait_for_pull(&a, &b_id, "forked", PEER_WAIT);
+    let forks = forked["pull"]["forks"].as_array().cloned().unwrap_or_default();
+    assert!(!forks.is_empty(), "{forked}");
+    for fork in &forks {
+        assert!(fork["shown"]["recordedAt"].is_u64(), "each fork is shown to B and recorded there: {forked}");
+    }
+    let shown = b.get("/api/v1/peers").1["forksShown"].clone();
+    let shown = shown.as_array().cloned().unwrap_or_default();
+    assert_eq!(shown.len(), forks.len(), "{shown:?}");
+    assert!(shown.iter().all(|fork| fork["by"] == a_id.as_str()), "{shown:?}");
+    for fork in &forks {
+        assert!(
+            shown.iter().any(|kept| kept["being"] == fork["being"] && kept["shown"] == fork["kept"]),
+            "B keeps the fact A holds as the one shown: {shown:?}"
+        );
+    }
+    let (status, page) = b.page("/peers");
+    assert_eq!(status, 200);
+    assert!(page.contains("Forks of this land's reels other lands showed"), "B's peers page shows the forks");
+    let (status, page) = a.page("/peers");
+    assert_eq!(status, 200);
+    assert!(page.contains("forked") && page.contains("fork: being"), "A's peers page shows the fork");
+
+    // The mirror holds the proof: its verification names the fork.
+    let mirror_dir = a.land().join("mirrors").join(&b_id);
+    let mut lands = vec![a, b];
+    for up in &mut lands {
+        up.stop();
+    }
+    let verified = seed(&mirror_dir, &["verify"]);
+    assert!(!verified.status.success(), "a mirror with a fork proof does not verify clean");
+    assert!(stdout(&verified).contains("fork"), "{}", stdout(&verified));
+    // Both lands themselves verify and replay clean.
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}
+
+fn correspondents_world() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/canopy/world.toml")
+        .to_str()
+        .expect("utf-8 path")
+        .to_string()
 }

@@ -31,7 +31,8 @@ pub(crate) fn holds_to(what: &str, value: &Value, schema: &str) {
 }
 
 /// The schemas tests/canopy.rs holds `seed peer`'s output to.
-const SCHEMAS_HELD_IN_CANOPY_TESTS: [&str; 3] = ["peer-add.json", "peer-list.json", "peer-remove.json"];
+const SCHEMAS_HELD_IN_CANOPY_TESTS: [&str; 4] =
+    ["peer-add.json", "peer-follow.json", "peer-list.json", "peer-remove.json"];
 
 /// Holds each JSON value of `output` (one document, or JSON lines when
 /// `lines`) to docs/json/`schema`, and returns them.
@@ -320,6 +321,8 @@ fn every_verb_offering_json_has_a_schema() {
         (&["peer", "list"], "peer-list.json"),
         (&["peer", "add"], "peer-add.json"),
         (&["peer", "remove"], "peer-remove.json"),
+        (&["peer", "follow"], "peer-follow.json"),
+        (&["peer", "unfollow"], "peer-follow.json"),
         (&["cascade"], "cascade.json"),
         (&["health", "revive"], "health-revive.json"),
         (&["sim"], "sim.json"),

@@ -530,6 +530,25 @@ enum PeerCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Follow a peer: while this land is up, the peer's facts are pulled in
+    /// its order, each checked here, into the read-only mirror
+    /// LAND/mirrors/<land id>/ (verify and replay it with `--land` that
+    /// folder). Stop `seed up` first, or use its peers page.
+    Follow {
+        /// The peer's URL, or its land id (8 or more of its first hex digits).
+        peer: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop following a peer; its mirror stays as it is.
+    Unfollow {
+        /// The peer's URL, or its land id (8 or more of its first hex digits).
+        peer: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -713,7 +732,12 @@ impl Arguments {
             | Command::Health { command: Some(HealthCommand::Revive { json }), .. }
             | Command::Cascade { json, .. }
             | Command::Peer {
-                command: PeerCommand::List { json } | PeerCommand::Add { json, .. } | PeerCommand::Remove { json, .. },
+                command:
+                    PeerCommand::List { json }
+                    | PeerCommand::Add { json, .. }
+                    | PeerCommand::Remove { json, .. }
+                    | PeerCommand::Follow { json, .. }
+                    | PeerCommand::Unfollow { json, .. },
             }
             | Command::Sim { json, .. }
             | Command::McpSchemas { json, .. }
@@ -915,6 +939,12 @@ or on the portal's /config page while it runs"
         Command::Peer { command: PeerCommand::List { json } } => peer::list(&land::open_read_only(&dir)?, json),
         Command::Peer { command: PeerCommand::Add { url, json } } => peer::add(&dir, &store, &url, json),
         Command::Peer { command: PeerCommand::Remove { peer, json } } => peer::remove(&dir, &store, &peer, json),
+        Command::Peer { command: PeerCommand::Follow { peer, json } } => {
+            peer::set_following(&dir, &store, &peer, true, json)
+        }
+        Command::Peer { command: PeerCommand::Unfollow { peer, json } } => {
+            peer::set_following(&dir, &store, &peer, false, json)
+        }
         Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
         Command::Cascade { signal, json } => cascade::show(&land::open_read_only(&dir)?, &signal, json),
         Command::Health { command: Some(HealthCommand::Revive { json }), .. } => health::revive(&dir, &store, json),

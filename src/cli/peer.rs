@@ -4,7 +4,9 @@
 //! root on a stopped land, as `seed config set` is (a running land changes
 //! its peers on its portal's peers page). Adding proves the other land
 //! first: its key history must verify from its genesis; the greeting
-//! (a signed hello) is sent when this land is up.
+//! (a signed hello) is sent when this land is up. Following a peer (its
+//! facts pulled into a read-only mirror while this land is up) is set the
+//! same way.
 
 use super::print_json;
 use anyhow::{Context, Result};
@@ -25,10 +27,30 @@ fn this_land(land: &Land) -> Result<Json> {
     Ok(json!({"land": land.root().to_hex(), "key": PublicKeyBytes(key).to_hex(), "keySeq": key_seq}))
 }
 
+/// The mirror this land keeps of `peer`, if any: where, and how many of
+/// the peer's facts it has taken.
+fn mirror_json(land_dir: &Path, peer: &seed::fact::BeingId) -> Json {
+    let dir = seed::mirror::mirror_dir(land_dir, peer);
+    if !dir.is_dir() {
+        return Json::Null;
+    }
+    let taken = seed::mirror::read_cursor(&dir).map(|cursor| cursor.taken).unwrap_or_default();
+    json!({"dir": dir.display().to_string(), "taken": taken})
+}
+
 pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
     let world = seed::engine::world_at_end(land)?;
     let this = this_land(land)?;
-    let peers: Vec<Json> = world.canopy.peers.iter().map(|(id, peer)| peer_json(id, peer)).collect();
+    let peers: Vec<Json> = world
+        .canopy
+        .peers
+        .iter()
+        .map(|(id, peer)| {
+            let mut json = peer_json(id, peer);
+            json["mirror"] = mirror_json(land.dir(), id);
+            json
+        })
+        .collect();
     let outbox = seed::canopy::outbox_json(&world);
     let outbox = outbox.as_array().cloned().unwrap_or_default();
     let refused: Vec<Json> = world
@@ -47,6 +69,7 @@ pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
             "peers": peers,
             "outbox": outbox,
             "summonsRefused": refused,
+            "forksShown": seed::canopy::forks_shown_json(&world.canopy),
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -76,6 +99,14 @@ pub fn list(land: &Land, json: bool) -> Result<ExitCode> {
             peer["missed"],
             reason
         );
+        if peer["following"] == Json::Bool(true) || !peer["mirror"].is_null() {
+            println!(
+                "    {}mirror {}: {} of its facts taken",
+                if peer["following"] == Json::Bool(true) { "following; " } else { "not following; " },
+                peer["mirror"]["dir"].as_str().unwrap_or("not made yet"),
+                peer["mirror"]["taken"].as_u64().unwrap_or(0)
+            );
+        }
     }
     if !outbox.is_empty() {
         println!(
@@ -142,6 +173,48 @@ pub fn remove(land_dir: &Path, store: &seed::land::StoreLocation, named: &str, j
             "land {} at {url} removed at land seq {land_seq}: nothing from it is accepted from now on",
             land.to_hex()
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn set_following(
+    land_dir: &Path,
+    store: &seed::land::StoreLocation,
+    named: &str,
+    following: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let mut engine =
+        super::up::stopped_land_engine(land_dir, store, "follow or stop following it on its portal's peers page")?;
+    let land = peer_named(&engine.world.canopy, named)?;
+    let already = engine.world.canopy.peers.get(&land).is_some_and(|peer| peer.following == following);
+    let land_seq = match already {
+        true => None,
+        false => {
+            engine.seal_change(vec![Effect::PeerFollowed { land, following }])?;
+            Some(engine.world.cursor.saturating_sub(1))
+        }
+    };
+    engine.finish()?;
+    let mirror = seed::mirror::mirror_dir(land_dir, &land);
+    if json {
+        print_json(&json!({"ok": true, "land": land.to_hex(), "following": following, "landSeq": land_seq,
+            "mirror": mirror.display().to_string()}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match (following, land_seq) {
+        (true, Some(land_seq)) => println!(
+            "following land {} from land seq {land_seq}: while this land is up, its facts are checked and mirrored into {}",
+            land.to_hex(),
+            mirror.display()
+        ),
+        (false, Some(land_seq)) => println!(
+            "no longer following land {} from land seq {land_seq}; its mirror {} stays as it is",
+            land.to_hex(),
+            mirror.display()
+        ),
+        (true, None) => println!("land {} is followed already (its mirror: {})", land.to_hex(), mirror.display()),
+        (false, None) => println!("land {} is not followed", land.to_hex()),
     }
     Ok(ExitCode::SUCCESS)
 }

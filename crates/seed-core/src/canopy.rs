@@ -179,7 +179,29 @@ pub struct Peer {
     pub missed: u64,
     /// The newest records last, at most [`CANOPY_HEARTBEAT_RECORDS_KEPT`].
     pub heartbeats: Vec<HeartbeatRecord>,
+    /// This land follows the peer's facts into a mirror (`seed peer follow`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub following: bool,
 }
+
+/// A fork of one of this land's reels, shown by another land: the being,
+/// the seq, the fact this land holds there and the one the other land
+/// holds (its envelope kept whole, as the proof), both signed by the key
+/// the being had at that seq.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkShown {
+    pub being: BeingId,
+    pub seq: u64,
+    pub held: FactId,
+    pub shown: FactId,
+    /// The land that showed it.
+    pub by: BeingId,
+    #[serde(with = "serde_bytes")]
+    pub envelope: Vec<u8>,
+}
+
+/// Forks shown by other lands the world keeps (each stays on the reel).
+pub const CANOPY_FORKS_SHOWN_KEPT: usize = 50;
 
 /// Inbound refusals the world keeps (older ones stay on the reel).
 pub const CANOPY_INBOUND_REFUSALS_KEPT: usize = 50;
@@ -338,11 +360,19 @@ pub struct CanopyState {
     pub arrived: BTreeMap<BeingId, LastArrival>,
     /// The latest inbound refusals, newest last.
     pub refused: Vec<(u64, InboundRefusal)>,
+    /// The latest forks of this land's reels other lands showed, by the
+    /// land seq that recorded each, newest last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forks_shown: Vec<(u64, ForkShown)>,
 }
 
 impl CanopyState {
     pub fn is_empty(&self) -> bool {
-        self.peers.is_empty() && self.outbox.is_empty() && self.arrived.is_empty() && self.refused.is_empty()
+        self.peers.is_empty()
+            && self.outbox.is_empty()
+            && self.arrived.is_empty()
+            && self.refused.is_empty()
+            && self.forks_shown.is_empty()
     }
 
     /// Folds a summons act to another land: it waits in the outbox.
@@ -393,6 +423,7 @@ impl CanopyState {
                 answered: 0,
                 missed: 0,
                 heartbeats: Vec::new(),
+                following: false,
             },
         );
     }
@@ -429,6 +460,23 @@ impl CanopyState {
 
     pub fn fold_removed(&mut self, land: &BeingId) {
         self.peers.remove(land);
+    }
+
+    pub fn fold_followed(&mut self, land: &BeingId, following: bool) {
+        if let Some(peer) = self.peers.get_mut(land) {
+            peer.following = following;
+        }
+    }
+
+    /// Folds a fork another land showed (one record per fork: a second
+    /// showing of the same pair changes nothing).
+    pub fn fold_fork_shown(&mut self, land_seq: u64, fork: &ForkShown) {
+        if self.forks_shown.iter().any(|(_, kept)| kept.held == fork.held && kept.shown == fork.shown) {
+            return;
+        }
+        self.forks_shown.push((land_seq, fork.clone()));
+        let over = self.forks_shown.len().saturating_sub(CANOPY_FORKS_SHOWN_KEPT);
+        self.forks_shown.drain(..over);
     }
 
     /// The peer whose URL is `url`, if one is.
@@ -528,6 +576,7 @@ pub fn peer_json(land: &BeingId, peer: &Peer) -> serde_json::Value {
         "statusSince": peer.status_since,
         "answered": peer.answered,
         "missed": peer.missed,
+        "following": peer.following,
         "heartbeats": peer.heartbeats.iter().map(|record| serde_json::json!({
             "landSeq": record.land_seq,
             "status": record.status.as_str(),
@@ -895,6 +944,26 @@ pub fn bounded_reason(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
+/// The forks other lands showed this land, newest first, as the peers page,
+/// `/api/v1/peers` and `seed peer list --json` list them.
+pub fn forks_shown_json(state: &CanopyState) -> serde_json::Value {
+    state
+        .forks_shown
+        .iter()
+        .rev()
+        .map(|(land_seq, fork)| {
+            serde_json::json!({
+                "landSeq": land_seq,
+                "being": fork.being.to_hex(),
+                "seq": fork.seq,
+                "held": fork.held.to_hex(),
+                "shown": fork.shown.to_hex(),
+                "by": fork.by.to_hex(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -944,6 +1013,38 @@ mod tests {
         assert_eq!(state.peers.len(), 1);
         state.fold_removed(&land(1));
         assert!(state.is_empty());
+    }
+
+    #[test]
+    fn following_folds_onto_the_peer_and_a_fork_shown_is_kept_once_and_the_newest_kept() {
+        let mut state = CanopyState::default();
+        state.fold_followed(&land(1), true);
+        assert!(state.peers.is_empty(), "following a land that is no peer changes nothing");
+        state.fold_added(5, &added(1));
+        state.fold_followed(&land(1), true);
+        assert!(state.peers[&land(1)].following);
+        state.fold_followed(&land(1), false);
+        assert!(!state.peers[&land(1)].following);
+        let fork = |byte: u8| ForkShown {
+            being: land(7),
+            seq: byte as u64,
+            held: FactId([byte; 32]),
+            shown: FactId([byte.wrapping_add(1); 32]),
+            by: land(1),
+            envelope: vec![byte],
+        };
+        state.fold_fork_shown(10, &fork(1));
+        state.fold_fork_shown(11, &fork(1));
+        assert_eq!(state.forks_shown.len(), 1, "the same fork shown twice is kept once");
+        for byte in 2..80 {
+            state.fold_fork_shown(10 + byte as u64, &fork(byte));
+        }
+        assert_eq!(state.forks_shown.len(), CANOPY_FORKS_SHOWN_KEPT);
+        assert_eq!(state.forks_shown.last().map(|(land_seq, _)| *land_seq), Some(89));
+        let listed = forks_shown_json(&state);
+        assert_eq!(listed[0]["landSeq"], 89, "newest first: {listed}");
+        state.fold_removed(&land(1));
+        assert!(!state.is_empty(), "the forks shown stay when the land that showed them is removed");
     }
 
     fn check_url(url: &str, expected: Result<&str, PeerUrlError>) {

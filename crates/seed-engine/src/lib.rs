@@ -19,4 +19,4 @@ pub use seed_core::{
     ownership, roles, script, spend, tools, world,
 };
 pub use seed_format::{canonical, fact, limits, names, schemas};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, snapshot, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, mirror, parallel, progress, snapshot, store, view};

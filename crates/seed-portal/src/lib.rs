@@ -21,4 +21,4 @@ pub use seed_core::{
 };
 pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
-pub use seed_store::{bundle, check, clock, keys, land, parallel, progress, store, view};
+pub use seed_store::{bundle, check, clock, keys, land, mirror, parallel, progress, store, view};

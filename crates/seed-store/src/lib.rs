@@ -15,6 +15,7 @@ pub mod check;
 pub mod clock;
 pub mod keys;
 pub mod land;
+pub mod mirror;
 pub mod parallel;
 pub mod progress;
 mod signed;

@@ -142,6 +142,18 @@ pub enum Effect {
     PeerRemoved {
         land: BeingId,
     },
+    /// This land follows a peer's facts into a mirror (`following`), or
+    /// stops (its mirror stays as it is).
+    PeerFollowed {
+        land: BeingId,
+        following: bool,
+    },
+    /// A fork of one of this land's reels another land showed it: a fact
+    /// signed by the key the being had at that seq, which this land does
+    /// not hold there (`crate::canopy::ForkShown`).
+    ForkShown {
+        fork: crate::canopy::ForkShown,
+    },
     /// A summons to another land was delivered: the receiving land sealed
     /// its arrival at land seq `receipt` (none: it had taken it before and
     /// no longer says where) (`crate::canopy`).
@@ -180,6 +192,8 @@ impl Effect {
                 | Effect::PeerKey { .. }
                 | Effect::PeerHeartbeats { .. }
                 | Effect::PeerRemoved { .. }
+                | Effect::PeerFollowed { .. }
+                | Effect::ForkShown { .. }
                 | Effect::SummonsDelivered { .. }
                 | Effect::SummonsUndelivered { .. }
                 | Effect::SummonsArrived { .. }

@@ -1575,6 +1575,7 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::NotEmpty { .. }
         | LandError::Meta { .. }
         | LandError::Locked { .. }
+        | LandError::Mirror { .. }
         | LandError::StoreOpen { .. }
         | LandError::BadStore { .. }
         | LandError::StoreElsewhere { .. }

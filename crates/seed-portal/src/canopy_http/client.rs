@@ -105,7 +105,8 @@ pub async fn fetch_identity(
         land,
         source: Box::new(source),
     })?;
-    Ok(LandIdentity { land, url: url.to_string(), keys })
+    let operator = json["operator"].as_str().and_then(BeingId::from_hex);
+    Ok(LandIdentity { land, url: url.to_string(), keys, operator })
 }
 
 /// Where a signed request goes and how long and how much of an answer is awaited.

@@ -27,6 +27,10 @@ pub const CANOPY_HELLO_PATH: &str = "/canopy/v1/hello";
 pub const CANOPY_HEARTBEAT_PATH: &str = "/canopy/v1/heartbeat";
 /// Where a land's peers deliver summons for its beings (signed).
 pub const CANOPY_SUMMONS_PATH: &str = "/canopy/v1/summons";
+/// Where a peer that follows this land asks for its facts from a land seq.
+pub const CANOPY_FACTS_PATH: &str = "/canopy/v1/facts";
+/// Where a land shows another a fork of one of the other's reels.
+pub const CANOPY_FORK_PATH: &str = "/canopy/v1/fork";
 
 /// The sending land's id, as hex.
 pub const HEADER_FROM: &str = "seed-land-from";
@@ -52,6 +56,8 @@ pub struct LandIdentity {
     pub land: BeingId,
     pub url: String,
     pub keys: ProvenKeys,
+    /// The land's operator, as it says (a mirror of the land names it).
+    pub operator: Option<BeingId>,
 }
 
 /// Why a call to another land did not give an answer this land believes.

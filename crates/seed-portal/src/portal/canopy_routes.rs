@@ -83,6 +83,8 @@ pub enum CanopyRefusal {
     Add(#[from] AddPeerRefusal),
     #[error("this land cannot record it now: {reason}")]
     Unavailable { reason: String },
+    #[error("not a fork of this land's reels: {0}")]
+    NotAFork(#[from] crate::mirror::ForkReportError),
 }
 
 impl CanopyRefusal {
@@ -120,6 +122,7 @@ impl CanopyRefusal {
                 AddPeerRefusal::Full { .. } => (StatusCode::FORBIDDEN, "full"),
             },
             CanopyRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            CanopyRefusal::NotAFork(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not-a-fork"),
         }
     }
 }
@@ -159,6 +162,7 @@ struct Refused {
 /// The land's Canopy state in this process.
 pub struct Canopy {
     pub(super) signer: Signer,
+    operator: BeingId,
     key_history: Vec<String>,
     key_seq: u64,
     nonces: Mutex<NonceMemory>,
@@ -172,6 +176,8 @@ pub struct Canopy {
     pub(super) changing: tokio::sync::Mutex<()>,
     /// Summons to and from other lands (`canopy_summons`).
     pub(super) summons: super::canopy_summons::SummonsState,
+    /// The mirrors of the lands this land follows (`canopy_follow`).
+    pub(super) follows: super::canopy_follow::FollowState,
 }
 
 impl Canopy {
@@ -184,6 +190,7 @@ impl Canopy {
             .map_err(|error| EngineError::Internal(format!("no HTTP client for Canopy: {error}")))?;
         Ok(Canopy {
             signer: Signer { land, key, url },
+            operator: live.operator(),
             key_history: history.iter().map(hex::encode).collect(),
             key_seq: proven.current().1,
             nonces: Mutex::new(NonceMemory::new(wall_clock_ms())),
@@ -195,6 +202,7 @@ impl Canopy {
             client,
             changing: tokio::sync::Mutex::new(()),
             summons: Default::default(),
+            follows: Default::default(),
         })
     }
 
@@ -228,6 +236,7 @@ impl Canopy {
         json!({
             "version": seed_format::canopy::CANOPY_REQUEST_VERSION,
             "land": self.signer.land.to_hex(),
+            "operator": self.operator.to_hex(),
             "url": self.signer.url,
             "key": self.public_key().to_hex(),
             "keySeq": self.key_seq,
@@ -741,6 +750,24 @@ pub(super) async fn remove_peer(portal: &Arc<Portal>, named: &str) -> Result<Jso
     seal(portal, vec![Effect::PeerRemoved { land }]).await.map_err(refusal_for_people)?;
     canopy.beats.lock().unwrap_or_else(|p| p.into_inner()).remove(&land);
     Ok(json!({"ok": true, "removed": land.to_hex()}))
+}
+
+/// Starts or stops following a peer's facts into a mirror (named by its
+/// URL or land id). Stopping keeps the mirror as it stands.
+pub(super) async fn set_following(portal: &Arc<Portal>, named: &str, following: bool) -> Result<Json, PortalError> {
+    let canopy = canopy_of(portal).map_err(refusal_for_people)?.clone();
+    let _changing = canopy.changing.lock().await;
+    let world = portal.live.world();
+    let land = crate::canopy::peer_named(&world.canopy, named)
+        .map_err(|refusal| PortalError::not_found(refusal.to_string()))?;
+    let already = world.canopy.peers.get(&land).is_some_and(|peer| peer.following == following);
+    let land_seq = match already {
+        true => None,
+        false => Some(seal(portal, vec![Effect::PeerFollowed { land, following }]).await.map_err(refusal_for_people)?),
+    };
+    let mirror = crate::mirror::mirror_dir(portal.live.land_dir(), &land);
+    Ok(json!({"ok": true, "land": land.to_hex(), "following": following, "landSeq": land_seq,
+        "mirror": mirror.display().to_string()}))
 }
 
 /// A refusal met while the operator changes the peers, as the portal answers it.

@@ -13,6 +13,7 @@ mod approvals;
 mod approvals_html;
 mod audit_page;
 pub mod auth;
+mod canopy_follow;
 pub mod canopy_routes;
 mod canopy_summons;
 mod cascade_page;
@@ -26,6 +27,7 @@ pub mod html;
 pub mod live;
 pub mod mcp;
 mod metrics_page;
+mod mirror_pages;
 mod pages;
 pub mod passwords;
 mod peers_page;
@@ -201,6 +203,7 @@ pub fn router_reached_at(
     let portal = Portal::open_reached_at(live, limits, shutdown, public_url);
     canopy_routes::start_heartbeats(portal.clone());
     canopy_summons::start_deliveries(portal.clone());
+    canopy_follow::start_following(portal.clone());
     // Beings still inhabited from before a restart have no tab holding them:
     // released unless a tab comes back within the grace period.
     let world = portal.live.world();
@@ -241,10 +244,15 @@ pub fn router_reached_at(
         .route("/config", get(config_page::config_page).post(config_page::config_form))
         .route("/peers", get(peers_page::peers_page).post(peers_page::peers_form))
         .route("/peers/remove", post(peers_page::remove_form))
+        .route("/peers/follow", post(peers_page::follow_form))
+        .route("/mirrors/{land}", get(mirror_pages::mirror_page))
+        .route("/mirrors/{land}/beings/{being}", get(mirror_pages::mirror_reel_page))
         .route(crate::canopy_http::CANOPY_IDENTITY_PATH, get(canopy_routes::identity))
         .route(crate::canopy_http::CANOPY_HELLO_PATH, post(canopy_routes::hello))
         .route(crate::canopy_http::CANOPY_HEARTBEAT_PATH, post(canopy_routes::heartbeat))
         .route(crate::canopy_http::CANOPY_SUMMONS_PATH, post(canopy_summons::summons))
+        .route(crate::canopy_http::CANOPY_FACTS_PATH, post(canopy_follow::facts))
+        .route(crate::canopy_http::CANOPY_FORK_PATH, post(canopy_follow::fork))
         .route("/health", get(health_page::health_page))
         .route("/health/revive", post(health_page::revive_form))
         .route("/approvals/{request}", post(approvals::decide_form))
@@ -284,6 +292,9 @@ pub fn router_reached_at(
         .route("/api/v1/config", get(config_page::api_config).post(config_page::api_set_config))
         .route("/api/v1/peers", get(peers_page::api_peers).post(peers_page::api_add_peer))
         .route("/api/v1/peers/{peer}", axum::routing::delete(peers_page::api_remove_peer))
+        .route("/api/v1/peers/{peer}/following", post(peers_page::api_set_following))
+        .route("/api/v1/mirrors/{land}", get(mirror_pages::api_mirror))
+        .route("/api/v1/mirrors/{land}/beings/{being}", get(mirror_pages::api_mirror_reel))
         .route("/api/v1/health", get(health_page::api_health))
         .route("/api/v1/health/revive", post(health_page::api_revive))
         .route("/metrics", get(metrics_page::metrics_page))

@@ -4,13 +4,13 @@
 //! requests it refused lately, and the operator's forms to add a peer by
 //! URL and to remove one.
 
-use super::canopy_routes::{add_peer, remove_peer};
+use super::canopy_routes::{add_peer, remove_peer, set_following};
 use super::error::PortalError;
 use super::extract::{ApiCaller, ApiWrite, ApiWriteNoBody, FormWrite, PageVisitor};
 use super::html::{esc, field, hidden_csrf, list, page, text};
 use super::work::{html, query, see_other};
 use super::Portal;
-use crate::canopy::{peer_json, CanopyLimits};
+use crate::canopy::{forks_shown_json, peer_json, CanopyLimits};
 use crate::portal::auth::Principal;
 use axum::extract::{Path, State};
 use axum::http::Uri;
@@ -33,7 +33,16 @@ fn only_the_operator(principal: &Principal) -> Result<(), PortalError> {
 pub(super) fn peers_view(portal: &Portal) -> Json {
     let world = portal.live.world();
     let limits = CanopyLimits::in_world(&world);
-    let peers: Vec<Json> = world.canopy.peers.iter().map(|(land, peer)| peer_json(land, peer)).collect();
+    let peers: Vec<Json> = world
+        .canopy
+        .peers
+        .iter()
+        .map(|(land, peer)| {
+            let mut json = peer_json(land, peer);
+            json["mirror"] = mirror_json(portal, land);
+            json
+        })
+        .collect();
     let this = match &portal.canopy {
         Some(canopy) => {
             let identity = canopy.identity_json();
@@ -49,6 +58,7 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
         "peers": peers,
         "refused": portal.canopy.as_ref().map_or(Json::Array(Vec::new()), |canopy| canopy.refusals_json()),
         "outbox": crate::canopy::outbox_json(&world),
+        "forksShown": forks_shown_json(&world.canopy),
         "summonsRefused": world.canopy.refused.iter().rev().map(|(land_seq, refusal)| json!({
             "landSeq": land_seq,
             "land": refusal.land.to_hex(),
@@ -58,6 +68,19 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
             "reason": refusal.reason,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The mirror of `land` this land keeps, if any: how far it has followed
+/// (its cursor, from disk) and, while this process follows it, how that
+/// stands.
+fn mirror_json(portal: &Portal, land: &crate::fact::BeingId) -> Json {
+    let dir = crate::mirror::mirror_dir(portal.live.land_dir(), land);
+    if !dir.is_dir() {
+        return Json::Null;
+    }
+    let taken = crate::mirror::read_cursor(&dir).map(|cursor| cursor.taken).unwrap_or_default();
+    let live = portal.canopy.as_ref().map_or(Json::Null, |canopy| canopy.follows.status_json(land));
+    json!({"dir": dir.display().to_string(), "taken": taken, "pull": live})
 }
 
 pub(super) async fn api_peers(State(portal): Shared, ApiCaller(_): ApiCaller) -> Response {
@@ -86,6 +109,40 @@ pub(super) async fn api_remove_peer(
 ) -> Result<Response, PortalError> {
     only_the_operator(&caller.principal)?;
     Ok(axum::Json(remove_peer(&portal, &peer).await?).into_response())
+}
+
+/// `POST /api/v1/peers/{peer}/following {"following": true|false}`.
+pub(super) async fn api_set_following(
+    State(portal): Shared,
+    Path(peer): Path<String>,
+    ApiWrite(caller, request): ApiWrite,
+) -> Result<Response, PortalError> {
+    only_the_operator(&caller.principal)?;
+    if let Some(unknown) = request.as_object().and_then(|fields| fields.keys().find(|name| *name != "following")) {
+        return Err(PortalError::field(unknown, format!("`{unknown}` is not a field here (following)")));
+    }
+    let following = request["following"]
+        .as_bool()
+        .ok_or_else(|| PortalError::field("following", "`following` must be true or false".to_string()))?;
+    Ok(axum::Json(set_following(&portal, &peer, following).await?).into_response())
+}
+
+/// The follow form: `peer` (a land id) and `following` (`true` or `false`).
+pub(super) async fn follow_form(State(portal): Shared, FormWrite(credential, form): FormWrite) -> Response {
+    let result = async {
+        only_the_operator(&credential.principal)?;
+        let peer = form.get("peer").map(String::as_str).unwrap_or_default();
+        let following = form.get("following").map(String::as_str) == Some("true");
+        let changed = set_following(&portal, peer, following).await?;
+        let land = short(&text(field(&changed, "land")));
+        let done = match following {
+            true => format!("following land {land}: its facts are mirrored into {}", text(field(&changed, "mirror"))),
+            false => format!("no longer following land {land}; its mirror stays as it is"),
+        };
+        Ok::<Response, PortalError>(see_other("/peers", &done))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
 }
 
 pub(super) async fn peers_page(State(portal): Shared, PageVisitor(credential): PageVisitor, uri: Uri) -> Response {
@@ -169,7 +226,7 @@ shows the same.</p>",
         out.push_str("<p id=\"no-peers\">No peers yet.</p>");
     } else {
         out.push_str(
-            "<div class=\"scroll\"><table id=\"peers\"><tr><th>land</th><th>status</th><th>heartbeats</th><th>key</th><th></th></tr>",
+            "<div class=\"scroll\"><table id=\"peers\"><tr><th>land</th><th>status</th><th>heartbeats</th><th>key</th><th>mirror</th><th></th></tr>",
         );
         for peer in peers {
             let land = text(field(peer, "land"));
@@ -204,10 +261,11 @@ shows the same.</p>",
             } else {
                 String::new()
             };
+            let mirror = mirror_cell(peer, &land, csrf, operator);
             out.push_str(&format!(
                 "<tr id=\"peer-{}\"><td><code title=\"{}\">{}</code><br><a href=\"{url}\">{url}</a><br><span class=\"muted\">{}, at land seq {}</span></td>\
 <td class=\"status-{status}\">{status}<br><span class=\"muted\">since land seq {}</span></td>\
-<td>{} answered, {} missed<ul class=\"heartbeats\">{}</ul></td><td><code title=\"{}\">{}</code><br><span class=\"muted\">its seq {}</span></td><td>{remove}</td></tr>",
+<td>{} answered, {} missed<ul class=\"heartbeats\">{}</ul></td><td><code title=\"{}\">{}</code><br><span class=\"muted\">its seq {}</span></td><td class=\"mirror\">{mirror}</td><td>{remove}</td></tr>",
                 esc(&short(&land)),
                 esc(&land),
                 esc(&short(&land)),
@@ -253,6 +311,27 @@ then greeted with a signed hello.</p>",
         }
         out.push_str("</ul>");
     }
+    let forks = list(field(view, "forksShown"));
+    if !forks.is_empty() {
+        out.push_str(
+            "<h2>Forks of this land's reels other lands showed</h2><p class=\"muted\">Each is a fact signed by the \
+key a being of this land had at that seq, different from the one this land holds there: the land signed two \
+histories (a folder put back from an older copy and continued?). The fact shown is kept whole on the reel.</p><ul id=\"forks-shown\">",
+        );
+        for fork in forks {
+            out.push_str(&format!(
+                "<li>being <code>{}</code> seq {}: this land holds <code>{}</code>, land <code>{}</code> holds <code>{}</code> \
+<span class=\"muted\">(recorded at land seq {})</span></li>",
+                esc(&short(&text(field(fork, "being")))),
+                field(fork, "seq"),
+                esc(&short(&text(field(fork, "held")))),
+                esc(&short(&text(field(fork, "by")))),
+                esc(&short(&text(field(fork, "shown")))),
+                field(fork, "landSeq"),
+            ));
+        }
+        out.push_str("</ul>");
+    }
     let summons_refused = list(field(view, "summonsRefused"));
     if !summons_refused.is_empty() {
         out.push_str("<h2>Summons refused here</h2><ul id=\"summons-refused\">");
@@ -283,4 +362,58 @@ then greeted with a signed hello.</p>",
         out.push_str("</ul>");
     }
     page("Peers", &out, Some(csrf))
+}
+
+/// A peer's mirror: how far it has followed, where the pull stands, its
+/// forks, a link to its pages, and the operator's follow button.
+fn mirror_cell(peer: &Json, land: &str, csrf: &str, operator: bool) -> String {
+    let following = field(peer, "following") == &Json::Bool(true);
+    let mirror = field(peer, "mirror");
+    let mut cell = String::new();
+    if mirror.is_null() {
+        cell.push_str("<span class=\"muted\">none</span>");
+    } else {
+        let pull = field(mirror, "pull");
+        cell.push_str(&format!(
+            "<a href=\"/mirrors/{}\" id=\"mirror-{}\">{} facts</a>",
+            esc(land),
+            esc(&short(land)),
+            field(mirror, "taken")
+        ));
+        if !pull.is_null() {
+            cell.push_str(&format!(
+                "<br><span class=\"follow-{state}\">{state}</span> <span class=\"muted\">(the land holds {})</span>",
+                field(pull, "landLen"),
+                state = esc(&text(field(pull, "state")))
+            ));
+            if let Some(reason) = field(pull, "reason").as_str() {
+                cell.push_str(&format!("<br><span class=\"muted\">{}</span>", esc(reason)));
+            }
+            for fork in list(field(pull, "forks")) {
+                let shown = match field(fork, "shown").get("recordedAt") {
+                    Some(land_seq) => format!("shown to the land, recorded there at land seq {land_seq}"),
+                    None => format!("not shown: {}", text(field(field(fork, "shown"), "refused"))),
+                };
+                cell.push_str(&format!(
+                    "<br><span class=\"fork\">fork: being <code>{}</code> seq {} (<code>{}</code> kept, <code>{}</code> rival); {}</span>",
+                    esc(&short(&text(field(fork, "being")))),
+                    field(fork, "seq"),
+                    esc(&short(&text(field(fork, "kept")))),
+                    esc(&short(&text(field(fork, "rival")))),
+                    esc(&shown)
+                ));
+            }
+        }
+    }
+    if operator {
+        let (value, label) = if following { ("false", "Stop following") } else { ("true", "Follow") };
+        cell.push_str(&format!(
+            "<form method=\"post\" action=\"/peers/follow\" class=\"inline\">{}<input type=\"hidden\" name=\"peer\" value=\"{}\">\
+<input type=\"hidden\" name=\"following\" value=\"{value}\"><button id=\"follow-{}\">{label}</button></form>",
+            hidden_csrf(csrf),
+            esc(land),
+            esc(&short(land))
+        ));
+    }
+    cell
 }

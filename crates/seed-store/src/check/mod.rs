@@ -257,6 +257,32 @@ fn failed_signatures(pending: Vec<PendingSignature>) -> Vec<(BeingId, u64)> {
         .collect()
 }
 
+/// The first of `signed` (each a fact's header bytes, its signature and the
+/// key that must have made it) that does not verify, with why: the keys and
+/// the strict pre-checks one by one, then the signatures as one batch and,
+/// only if the batch fails, one at a time, strictly. The same rules as
+/// `seed verify`, for facts that arrive one batch at a time (`crate::mirror`).
+pub(crate) fn first_bad_signature(signed: &[(&[u8], &[u8; 64], PublicKeyBytes)]) -> Option<(usize, &'static str)> {
+    let mut keys = Vec::with_capacity(signed.len());
+    for (index, (_, signature, key)) in signed.iter().enumerate() {
+        match verifying_key(key) {
+            Ok(parsed) => keys.push(parsed),
+            Err(unusable) => return Some((index, unusable.reason())),
+        }
+        if !strict_prechecks_hold(signature) {
+            return Some((index, "the signature does not verify (strict Ed25519)"));
+        }
+    }
+    let messages: Vec<&[u8]> = signed.iter().map(|(message, _, _)| *message).collect();
+    let signatures: Vec<Signature> = signed.iter().map(|(_, signature, _)| Signature::from_bytes(signature)).collect();
+    if signed.is_empty() || ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+        return None;
+    }
+    (0..signed.len())
+        .find(|&index| keys[index].verify_strict(messages[index], &signatures[index]).is_err())
+        .map(|index| (index, "the signature does not verify (strict Ed25519)"))
+}
+
 /// How each reel of one verification is checked.
 #[derive(Clone, Copy)]
 struct Checking<'a> {

@@ -20,6 +20,7 @@ pub mod copy;
 mod migrate;
 mod plant;
 
+pub(crate) use plant::write_meta;
 pub use plant::{PlantReport, PlantedBeing};
 
 use crate::canonical;
@@ -60,6 +61,8 @@ pub enum LandError {
     NotALand { dir: PathBuf },
     #[error("a land is already planted at {dir} (root {root}); nothing was changed")]
     AlreadyPlanted { dir: PathBuf, root: BeingId },
+    #[error("{dir} is a read-only mirror of the land at {url}: it takes facts only from that land (verify, replay and read it; nothing can be sealed here)")]
+    Mirror { dir: PathBuf, url: String },
     #[error("{dir} exists and is not empty, but holds no planted land (an interrupted plant?); remove it or choose another folder")]
     NotEmpty { dir: PathBuf },
     #[error("{path} is unreadable: {reason}")]
@@ -122,6 +125,11 @@ pub struct LandMeta {
     /// `PGPASSWORD`), a PostgreSQL database (docs/scale.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
+    /// Present in a mirror's folder (`crate::mirror`): the URL of the land
+    /// whose facts it copies. A mirror is read-only: opening it to write is
+    /// refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror_of: Option<String>,
 }
 
 /// Where a land keeps its facts.
@@ -407,7 +415,7 @@ pub fn validate_being_name(name: &str) -> Result<(), LandError> {
     }
 }
 
-fn read_meta(dir: &Path) -> Result<LandMeta, LandError> {
+pub(crate) fn read_meta(dir: &Path) -> Result<LandMeta, LandError> {
     let path = dir.join(LAND_META_FILE);
     let text = std::fs::read_to_string(&path).map_err(|source| LandError::Io { path: path.clone(), source })?;
     let meta: LandMeta = toml::from_str(&text)
@@ -456,6 +464,9 @@ impl Land {
             return Err(LandError::NotALand { dir: dir.to_path_buf() });
         }
         let meta = read_meta(dir)?;
+        if let (Some(url), Access::Write) = (&meta.mirror_of, access) {
+            return Err(LandError::Mirror { dir: dir.to_path_buf(), url: url.clone() });
+        }
         let root = parse_meta_id(dir, &meta.root, "root")?;
         let operator = parse_meta_id(dir, &meta.operator, "operator")?;
         let location = StoreLocation::of_meta(&meta);

@@ -49,7 +49,7 @@ fn refuse_a_planted_land(dir: &Path) -> Result<(), LandError> {
 const LAND_META_HEADER: &str = "# A seed land, written by `seed plant`. Do not edit, except\n\
 # snapshot_every_facts: facts between two world snapshots (0: none).\n";
 
-pub(super) fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
+pub(crate) fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
     let text =
         toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
@@ -117,6 +117,7 @@ impl Land {
                 operator: String::new(),
                 snapshot_every_facts: Some(super::SNAPSHOT_EVERY_FACTS_DEFAULT),
                 store: location.recorded(),
+                mirror_of: None,
             },
             root: BeingId::ZERO,
             operator: BeingId::ZERO,

@@ -7,7 +7,7 @@
 //! It does not check signatures: facts are signed by the land that seals them
 //! and `check` verifies them; imports verify before they append.
 
-mod chain;
+pub(crate) mod chain;
 pub mod crash_points;
 pub(crate) mod derived_key;
 mod index_check;

@@ -1,0 +1,428 @@
+//! Following another land (docs/canopy.md "Following a land"): a land that
+//! follows a peer pulls the peer's facts in the peer's land order, from
+//! where its mirror stands, checks every one itself (`seed_store::mirror`)
+//! and keeps them in `LAND/mirrors/<land id>/`, a read-only land folder that
+//! `seed verify`, `seed replay` and the mirror pages read as they read any land.
+//!
+//! Each pull is a signed request (`POST /canopy/v1/facts {from, lastId,
+//! factsMax}`) whose answer is signed by the peer: the facts from land seq
+//! `from`, or `diverged` when the peer no longer holds the fact the mirror
+//! took last there (a land put back from an older copy). A diverged mirror
+//! reads again from further back, doubling the distance, until both agree;
+//! then every fact the peer holds is compared with the mirror's: the same
+//! fact is a duplicate, a different fact at a seq the mirror holds is a
+//! fork. A fork is kept as a proof in the mirror, shown to the peer
+//! (`POST /canopy/v1/fork`, which keeps it as a `fork-shown` fact once it
+//! has checked the signature), and following stops: two histories signed
+//! by one key are never merged.
+
+use super::canopy_routes::{admit_peer, answer_signed, body_json, canopy_of, limits, seal, Canopy, CanopyRefusal};
+use super::Portal;
+use crate::canopy::{ForkShown, Peer};
+use crate::canopy_http::client::{fetch_identity, signed_post, Call};
+use crate::canopy_http::{PeerCallError, CANOPY_FACTS_PATH, CANOPY_FORK_PATH};
+use crate::fact::{BeingId, FactId};
+use crate::limits::Limits;
+use crate::mirror::{check_reported_fork, mirror_dir, Mirror, MirrorError};
+use crate::store::{Store, StoreError};
+use crate::world::Effect;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Time between two pulls of the lands this land follows, in milliseconds.
+pub const CANOPY_FOLLOW_POLL_MS: u64 = 500;
+/// Facts a land sends in one answer to a follower, at most.
+pub const CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX: u64 = 4_096;
+/// The bytes of one answer's facts (hex), at most: a follower reads up to
+/// twice this, so the JSON around them always fits.
+pub const CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Requests one pull sends a peer before the others get their turn.
+pub const CANOPY_FOLLOW_REQUESTS_PER_PULL_MAX: usize = 64;
+
+/// Where following a peer stands, in this process.
+#[derive(Debug, Clone, Default)]
+struct FollowStatus {
+    /// `starting`, `following`, `caught-up`, `diverged`, `forked` or `failed`.
+    state: &'static str,
+    /// The peer's facts the mirror has taken, and how many the peer holds.
+    taken: u64,
+    land_len: u64,
+    reason: String,
+    /// How far back a diverged mirror reads next.
+    back: u64,
+    forks: Vec<Json>,
+}
+
+/// One followed land: its mirror (opened on the first pull) and status.
+#[derive(Default)]
+struct Followed {
+    mirror: Option<Arc<Mutex<Mirror>>>,
+    status: FollowStatus,
+}
+
+/// The lands this process follows (memory only: what it follows is the
+/// world's `following` flags, how far is each mirror's cursor).
+#[derive(Default)]
+pub struct FollowState {
+    followed: Mutex<BTreeMap<BeingId, Followed>>,
+    /// One pull at a time.
+    pulling: tokio::sync::Mutex<()>,
+}
+
+impl FollowState {
+    fn with<R>(&self, land: BeingId, change: impl FnOnce(&mut Followed) -> R) -> R {
+        let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+        change(followed.entry(land).or_default())
+    }
+
+    /// Closes the mirrors of lands no longer followed.
+    fn keep_only(&self, lands: &[BeingId]) {
+        self.followed.lock().unwrap_or_else(|p| p.into_inner()).retain(|land, _| lands.contains(land));
+    }
+
+    /// How following `land` stands, for the peers page and API (null: not
+    /// followed since this process started).
+    pub fn status_json(&self, land: &BeingId) -> Json {
+        let followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(status) = followed.get(land).map(|followed| &followed.status) else { return Json::Null };
+        json!({
+            "state": status.state,
+            "taken": status.taken,
+            "landLen": status.land_len,
+            "reason": if status.reason.is_empty() { Json::Null } else { status.reason.clone().into() },
+            "forks": status.forks,
+        })
+    }
+}
+
+/// `POST /canopy/v1/facts {"from": N, "lastId": hex|null, "factsMax": N}`:
+/// a peer that follows this land asks for its facts from land seq `from`
+/// (`lastId` the id of the fact it took at `from - 1`). The answer holds
+/// them as hex envelopes in land order, or says `diverged` when this land
+/// does not hold that fact there.
+pub(super) async fn facts(State(portal): State<Arc<Portal>>, request: Request) -> Response {
+    answer_signed(portal, request, |portal, canopy, signed, body| async move {
+        admit_peer(&portal, &canopy, &signed, &body).await?;
+        let asked = body_json(&body)?;
+        let bad = |reason: &str| CanopyRefusal::BadBody { what: "a request for facts", reason: reason.to_string() };
+        let from = asked["from"].as_u64().ok_or_else(|| bad("`from` is not a land seq"))?;
+        let last = match &asked["lastId"] {
+            Json::Null => None,
+            given => Some(given.as_str().and_then(FactId::from_hex).ok_or_else(|| bad("`lastId` is not a fact id"))?),
+        };
+        if from > 0 && last.is_none() {
+            return Err(bad("`lastId` must name the fact at land seq `from - 1`"));
+        }
+        let most = asked["factsMax"].as_u64().unwrap_or(CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX);
+        let most = most.clamp(1, CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX);
+        let store = portal.live.store_shared();
+        tokio::task::spawn_blocking(move || facts_from(&*store, from, last, most))
+            .await
+            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })?
+            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })
+    })
+    .await
+}
+
+/// The answer to a follower: the facts from `from` if this land holds
+/// `last` just before it.
+fn facts_from(store: &dyn Store, from: u64, last: Option<FactId>, most: u64) -> Result<Json, StoreError> {
+    let land_len = store.land_len()?;
+    if let Some(last) = last {
+        let held = match store.land_log(from - 1, from)?.first() {
+            Some(entry) => store.fact_at(entry)?.map(|stored| stored.fact.id()),
+            None => None,
+        };
+        if held != Some(last) {
+            return Ok(json!({"diverged": true, "landLen": land_len, "heldId": held.map(|held| held.to_hex())}));
+        }
+    }
+    let to = from.saturating_add(most).min(land_len);
+    let mut facts = Vec::new();
+    let mut bytes = 0;
+    if from < to {
+        // Only the part of the log with no hole in it: a fact being made
+        // durable may leave its land seq empty for a moment, and the
+        // follower counts the facts it is sent from `from`.
+        for (expected, (entry, envelope)) in (from..).zip(store.land_log_with_envelopes(from, to)?) {
+            if entry.land_seq != expected {
+                break;
+            }
+            if bytes + envelope.len() * 2 > CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX && !facts.is_empty() {
+                break;
+            }
+            bytes += envelope.len() * 2;
+            facts.push(Json::String(hex::encode(envelope)));
+        }
+    }
+    Ok(json!({"from": from, "landLen": land_len, "facts": facts}))
+}
+
+/// `POST /canopy/v1/fork {"envelope": hex}`: a peer shows this land a fact
+/// of one of its beings that differs from the one it holds at that seq.
+/// Kept as a `fork-shown` fact only if the key the being had there signed it.
+pub(super) async fn fork(State(portal): State<Arc<Portal>>, request: Request) -> Response {
+    answer_signed(portal, request, |portal, canopy, signed, body| async move {
+        admit_peer(&portal, &canopy, &signed, &body).await?;
+        let shown = body_json(&body)?;
+        let envelope = shown["envelope"].as_str().and_then(|text| hex::decode(text).ok()).ok_or_else(|| {
+            CanopyRefusal::BadBody { what: "a fork", reason: "`envelope` is not a hex fact envelope".into() }
+        })?;
+        let store = portal.live.store_shared();
+        let checked = envelope.clone();
+        let fork = tokio::task::spawn_blocking(move || check_reported_fork(&*store, &checked))
+            .await
+            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })??;
+        let shown = ForkShown {
+            being: fork.being,
+            seq: fork.seq,
+            held: fork.held,
+            shown: fork.reported,
+            by: signed.request.from,
+            envelope,
+        };
+        let _changing = canopy.changing.lock().await;
+        let known = portal.live.world().canopy.forks_shown.iter().find_map(|(land_seq, kept)| {
+            (kept.held == shown.held && kept.shown == shown.shown).then_some(*land_seq)
+        });
+        let land_seq = match known {
+            Some(land_seq) => land_seq,
+            None => {
+                tracing::warn!(target: "seed::canopy", being = %shown.being, seq = shown.seq, by = %shown.by, "another land showed a fork of this land's reel");
+                seal(&portal, vec![Effect::ForkShown { fork: shown }]).await?
+            }
+        };
+        Ok(json!({"ok": true, "landSeq": land_seq, "known": known.is_some()}))
+    })
+    .await
+}
+
+/// Pulls every followed land now and then.
+pub fn start_following(portal: Arc<Portal>) {
+    if portal.canopy.is_none() {
+        return;
+    }
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(CANOPY_FOLLOW_POLL_MS)).await;
+            follow_round(&portal).await;
+        }
+    });
+}
+
+/// One pull of each followed land that is up.
+pub async fn follow_round(portal: &Arc<Portal>) {
+    let Ok(canopy) = canopy_of(portal).cloned() else { return };
+    let _one = canopy.follows.pulling.lock().await;
+    let world = portal.live.world();
+    let followed: Vec<(BeingId, Peer)> = world
+        .canopy
+        .peers
+        .iter()
+        .filter(|(_, peer)| peer.following)
+        .map(|(land, peer)| (*land, peer.clone()))
+        .collect();
+    canopy.follows.keep_only(&followed.iter().map(|(land, _)| *land).collect::<Vec<_>>());
+    for (land, peer) in followed {
+        if let Err(failure) = pull(portal, &canopy, land, &peer).await {
+            canopy.follows.with(land, |followed| {
+                followed.status.state = "failed";
+                followed.status.reason = failure.to_string();
+            });
+        }
+    }
+}
+
+/// Why a pull stopped.
+#[derive(Debug, thiserror::Error)]
+enum PullFailure {
+    #[error(transparent)]
+    Call(#[from] PeerCallError),
+    #[error(transparent)]
+    Mirror(#[from] MirrorError),
+    #[error("land {land} at {url} is land {found}")]
+    OtherLand { land: BeingId, url: String, found: BeingId },
+    #[error("its answer is not what a land answers: {reason}")]
+    Malformed { reason: String },
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, PullFailure> {
+    tokio::task::spawn_blocking(work).await.map_err(|error| PullFailure::Interrupted(error.to_string()))
+}
+
+/// The mirror of `land`, opened on the first pull (its operator is what the
+/// land's identity says).
+async fn mirror_of(
+    portal: &Arc<Portal>,
+    canopy: &Canopy,
+    land: BeingId,
+    peer: &Peer,
+) -> Result<Arc<Mutex<Mirror>>, PullFailure> {
+    if let Some(mirror) = canopy.follows.with(land, |followed| followed.mirror.clone()) {
+        return Ok(mirror);
+    }
+    let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
+    let identity = fetch_identity(&canopy.client, &peer.url, timeout).await?;
+    if identity.land != land {
+        return Err(PullFailure::OtherLand { land, url: peer.url.clone(), found: identity.land });
+    }
+    let operator =
+        identity.operator.ok_or_else(|| PullFailure::Malformed { reason: "its identity names no operator".into() })?;
+    let dir = mirror_dir(portal.live.land_dir(), &land);
+    let url = peer.url.clone();
+    let mirror = blocking(move || Mirror::open(&dir, land, operator, &url, &Limits::default())).await??;
+    // A mirror that met a fork before stays stopped (the proof is in its store).
+    let forks: Vec<Json> = mirror
+        .store()
+        .fork_proofs(None)
+        .map_err(MirrorError::from)?
+        .iter()
+        .map(|proof| {
+            json!({"being": proof.being.to_hex(), "seq": proof.seq, "kept": proof.kept.to_hex(),
+                "rival": proof.rival.to_hex(), "shown": {"refused": "shown (or not) by an earlier process"}})
+        })
+        .collect();
+    let mirror = Arc::new(Mutex::new(mirror));
+    canopy.follows.with(land, |followed| {
+        followed.mirror = Some(mirror.clone());
+        followed.status.taken = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor().taken;
+        if forks.is_empty() {
+            followed.status.state = "following";
+        } else {
+            followed.status.state = "forked";
+            followed.status.reason =
+                format!("this mirror holds {} fork proof(s): following stays stopped", forks.len());
+            followed.status.forks = forks;
+        }
+    });
+    Ok(mirror)
+}
+
+/// Pulls `land`'s facts into its mirror until the mirror has them all (or
+/// `CANOPY_FOLLOW_REQUESTS_PER_PULL_MAX` requests were sent).
+async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &Peer) -> Result<(), PullFailure> {
+    if canopy.follows.with(land, |followed| followed.status.state == "forked") {
+        return Ok(());
+    }
+    let mirror = mirror_of(portal, canopy, land, peer).await?;
+    if canopy.follows.with(land, |followed| followed.status.state == "forked") {
+        return Ok(());
+    }
+    let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
+    for _ in 0..CANOPY_FOLLOW_REQUESTS_PER_PULL_MAX {
+        let cursor = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor();
+        let asked = json!({
+            "from": cursor.taken,
+            "lastId": cursor.last.map(|last| last.to_hex()),
+            "factsMax": CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX,
+        });
+        let call = Call {
+            to: land,
+            url: &peer.url,
+            path: CANOPY_FACTS_PATH,
+            timeout,
+            answer_bytes_max: CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX * 2,
+            answer_key: peer.key.0,
+        };
+        let answer = signed_post(&canopy.client, &canopy.signer, call, &asked).await?;
+        let land_len = answer["landLen"].as_u64().unwrap_or_default();
+        tracing::debug!(target: "seed::canopy", %land, from = cursor.taken, land_len, diverged = answer["diverged"] == Json::Bool(true),
+            facts = answer["facts"].as_array().map_or(0, Vec::len), sent = ?cursor.last, held = %answer["heldId"], "pulled");
+        if answer["diverged"] == Json::Bool(true) {
+            let back = canopy.follows.with(land, |followed| {
+                followed.status.back = (followed.status.back * 2).max(1);
+                followed.status.state = "diverged";
+                followed.status.land_len = land_len;
+                followed.status.reason = format!(
+                    "the land no longer holds the fact this mirror took at its land seq {} (put back from an older copy?): reading again from further back",
+                    cursor.taken.saturating_sub(1)
+                );
+                followed.status.back
+            });
+            let rewound = mirror.clone();
+            blocking(move || {
+                rewound.lock().unwrap_or_else(|p| p.into_inner()).rewind_to(cursor.taken.saturating_sub(back))
+            })
+            .await??;
+            continue;
+        }
+        let envelopes = answer["facts"]
+            .as_array()
+            .and_then(|facts| {
+                facts
+                    .iter()
+                    .map(|fact| fact.as_str().and_then(|text| hex::decode(text).ok()))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| PullFailure::Malformed { reason: "`facts` is not a list of hex envelopes".into() })?;
+        if envelopes.is_empty() {
+            canopy.follows.with(land, |followed| {
+                followed.status = FollowStatus {
+                    state: "caught-up",
+                    taken: cursor.taken,
+                    land_len,
+                    forks: std::mem::take(&mut followed.status.forks),
+                    ..FollowStatus::default()
+                };
+            });
+            return Ok(());
+        }
+        let taking = mirror.clone();
+        let from = cursor.taken;
+        let taken = blocking(move || taking.lock().unwrap_or_else(|p| p.into_inner()).take(from, &envelopes)).await??;
+        let now_taken = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor().taken;
+        canopy.follows.with(land, |followed| {
+            followed.status.state = "following";
+            followed.status.taken = now_taken;
+            followed.status.land_len = land_len;
+            followed.status.reason.clear();
+            followed.status.back = 0;
+        });
+        if !taken.forks.is_empty() {
+            let mut forks = Vec::new();
+            for fork in &taken.forks {
+                let shown = show_fork(canopy, land, peer, timeout, &fork.kept_envelope).await;
+                forks.push(json!({
+                    "being": fork.being.to_hex(),
+                    "seq": fork.seq,
+                    "kept": fork.kept.to_hex(),
+                    "rival": fork.rival.to_hex(),
+                    "shown": shown,
+                }));
+            }
+            tracing::warn!(target: "seed::canopy", %land, forks = forks.len(), "a followed land signed two histories: following stopped");
+            canopy.follows.with(land, |followed| {
+                followed.status.state = "forked";
+                followed.status.reason = format!(
+                    "the land signed a fact that differs from one this mirror holds at the same seq of {} reel(s): both are kept as a fork proof, and following stopped",
+                    forks.len()
+                );
+                followed.status.forks = forks;
+            });
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Shows the land a fork of one of its reels; says what it answered.
+async fn show_fork(canopy: &Canopy, land: BeingId, peer: &Peer, timeout: Duration, envelope: &[u8]) -> Json {
+    let call = Call {
+        to: land,
+        url: &peer.url,
+        path: CANOPY_FORK_PATH,
+        timeout,
+        answer_bytes_max: crate::canopy_http::CANOPY_IDENTITY_BYTES_MAX,
+        answer_key: peer.key.0,
+    };
+    match signed_post(&canopy.client, &canopy.signer, call, &json!({"envelope": hex::encode(envelope)})).await {
+        Ok(answer) => json!({"recordedAt": answer["landSeq"]}),
+        Err(error) => json!({"refused": error.to_string()}),
+    }
+}
