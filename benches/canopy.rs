@@ -11,10 +11,13 @@
 //! as delivered. Needs nothing but the `seed` binary; figures go in
 //! docs/performance.md.
 
+#[path = "common/calls.rs"]
+mod calls;
 #[path = "common/up.rs"]
 mod up;
 
-use serde_json::{json, Value};
+use calls::{get, http, post};
+use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use up::Up;
@@ -29,23 +32,6 @@ const SUMMONS_PER_BATCH: usize = 200;
 const BATCHES: usize = 4;
 /// Clients sending summons at once.
 const CLIENTS: usize = 4;
-
-fn http() -> reqwest::blocking::Client {
-    seed_portal::tls::install_crypto_provider();
-    reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().expect("an HTTP client")
-}
-
-fn post(up: &Up, path: &str, body: &Value) -> Value {
-    let response = http().post(format!("{}{path}", up.url)).bearer_auth(&up.token).json(body).send().expect("answered");
-    let status = response.status();
-    let answer: Value = response.json().unwrap_or(Value::Null);
-    assert!(status.is_success(), "{path}: {status} {answer}");
-    answer
-}
-
-fn get(up: &Up, path: &str) -> Value {
-    http().get(format!("{}{path}", up.url)).bearer_auth(&up.token).send().expect("answered").json().expect("JSON")
-}
 
 /// `count` summons from @ada of `up` to `target`, from `CLIENTS` clients at once.
 fn send(up: &Up, target: &str, count: usize) {

@@ -708,6 +708,54 @@ fn an_operator_adds_a_land_as_a_peer_watches_it_and_removes_it_from_the_peers_pa
     browser.screenshot("p05-peers-removed");
 }
 
+/// Following a land from the peers page: the Follow button starts the
+/// pull, the row shows the mirror catching up, the mirror's pages list the
+/// followed land's beings and a reel fact by fact, and Stop following keeps
+/// the mirror.
+#[test]
+fn an_operator_follows_a_land_from_the_peers_page_and_reads_its_mirror() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let (up, other) = (Up::start(&[]), Up::start(&[]));
+    for (from, to) in [(&up, &other), (&other, &up)] {
+        let (status, added) = from.post("/api/v1/peers", &json!({"url": to.url}));
+        assert_eq!(status, 200, "{added}");
+    }
+    let other_id = other.get("/canopy/v1/land").1["land"].as_str().expect("a land id").to_string();
+    let short: String = other_id.chars().take(12).collect();
+    let browser = operator_browser(&up);
+    browser.go(&format!("{}/peers", up.url));
+    browser.wait_for_text(&format!("#peer-{short}"), "none");
+    browser.click(&format!("#follow-{short}"));
+    browser.wait_for_text("#peers-done", "following land");
+    let started = std::time::Instant::now();
+    loop {
+        browser.go(&format!("{}/peers", up.url));
+        if browser.text(&format!("#peer-{short}")).contains("caught-up") {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the mirror never caught up");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(browser.text(&format!("#peer-{short}")).contains("Stop following"));
+    browser.screenshot("p08-peers-following");
+
+    browser.click(&format!("#mirror-{short}"));
+    browser.wait_for_text("#mirror-facts", "facts");
+    assert!(browser.text("#mirror-beings").contains("@ada"), "the followed land's beings are listed");
+    browser.screenshot("p09-mirror");
+    browser.go(&format!("{}/mirrors/{other_id}/beings/@reality", up.url));
+    browser.wait_for_text("#mirror-reel-facts", "genesis");
+    browser.screenshot("p10-mirror-reel");
+
+    browser.go(&format!("{}/peers", up.url));
+    browser.click(&format!("#follow-{short}"));
+    browser.wait_for_text("#peers-done", "its mirror stays");
+    assert!(browser.text(&format!("#peer-{short}")).contains("Follow"));
+    browser.screenshot("p11-peers-unfollowed");
+}
+
 /// Canopy's summons on the peers page: a summons waiting for a stopped
 /// peer is listed in the outbox, and a summons for no being of the other
 /// land shows there among the summons refused, with the reason.

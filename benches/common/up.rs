@@ -37,13 +37,26 @@ impl Up {
         // one is issued here.
         seed_at_land(&["sim", fixture, "--ticks", "0", "--seed", &seed.to_string()]);
         seed_at_land(&["config", "set", "portal_requests_per_minute_max", "1000000000"]);
+        Up::serve(dir, &land, fixture, stderr, &[])
+    }
+
+    /// Serves the land planted at `land` (a `seed sim` land), with `extra`
+    /// arguments for `seed up` (`--round-ms`); `dir` is dropped with it.
+    pub fn serve(dir: tempfile::TempDir, land: &std::path::Path, fixture: &str, stderr: Stdio, extra: &[&str]) -> Up {
+        let seed_at_land = |arguments: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_seed")).arg("--land").arg(land).args(arguments).output();
+            let output = output.expect("seed runs");
+            assert!(output.status.success(), "seed {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+            output
+        };
         let issued = seed_at_land(&["token", "--json"]);
         let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).expect("seed token --json");
         let token = issued["token"].as_str().expect("a token").to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_seed"))
             .arg("--land")
-            .arg(&land)
-            .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "900"])
+            .arg(land)
+            .args(["up", "--fixture", fixture, "--addr", "127.0.0.1:0", "--lifetime-s", "3600"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()

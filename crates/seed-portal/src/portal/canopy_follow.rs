@@ -23,7 +23,7 @@ use crate::canopy_http::client::{fetch_identity, signed_post, Call};
 use crate::canopy_http::{PeerCallError, CANOPY_FACTS_PATH, CANOPY_FORK_PATH};
 use crate::fact::{BeingId, FactId};
 use crate::limits::Limits;
-use crate::mirror::{check_reported_fork, mirror_dir, Mirror, MirrorError};
+use crate::mirror::{check_reported_fork, mirror_dir, Mirror, MirrorCursor, MirrorError};
 use crate::store::{Store, StoreError};
 use crate::world::Effect;
 use axum::extract::{Request, State};
@@ -315,25 +315,18 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
         return Ok(());
     }
     let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
+    let ask = |cursor: MirrorCursor| {
+        let (canopy, url, key) = (canopy.clone(), peer.url.clone(), peer.key.0);
+        tokio::spawn(async move { ask_for_facts(&canopy, land, &url, key, timeout, cursor).await })
+    };
+    // The next batch is asked for while this one is checked and kept (the
+    // land serves it while this land verifies): the request is named by
+    // the last fact of this batch, so a batch that is refused only wastes
+    // the answer to the next.
+    let mut asked = ask(mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor());
     for _ in 0..CANOPY_FOLLOW_REQUESTS_PER_PULL_MAX {
-        let cursor = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor();
-        let asked = json!({
-            "from": cursor.taken,
-            "lastId": cursor.last.map(|last| last.to_hex()),
-            "factsMax": CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX,
-        });
-        let call = Call {
-            to: land,
-            url: &peer.url,
-            path: CANOPY_FACTS_PATH,
-            timeout,
-            answer_bytes_max: CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX * 2,
-            answer_key: peer.key.0,
-        };
-        let answer = signed_post(&canopy.client, &canopy.signer, call, &asked).await?;
+        let (cursor, answer) = asked.await.map_err(|error| PullFailure::Interrupted(error.to_string()))??;
         let land_len = answer["landLen"].as_u64().unwrap_or_default();
-        tracing::debug!(target: "seed::canopy", %land, from = cursor.taken, land_len, diverged = answer["diverged"] == Json::Bool(true),
-            facts = answer["facts"].as_array().map_or(0, Vec::len), sent = ?cursor.last, held = %answer["heldId"], "pulled");
         if answer["diverged"] == Json::Bool(true) {
             let back = canopy.follows.with(land, |followed| {
                 followed.status.back = (followed.status.back * 2).max(1);
@@ -346,10 +339,12 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
                 followed.status.back
             });
             let rewound = mirror.clone();
-            blocking(move || {
-                rewound.lock().unwrap_or_else(|p| p.into_inner()).rewind_to(cursor.taken.saturating_sub(back))
+            let cursor = blocking(move || {
+                let mut mirror = rewound.lock().unwrap_or_else(|p| p.into_inner());
+                mirror.rewind_to(cursor.taken.saturating_sub(back)).map(|()| mirror.cursor())
             })
             .await??;
+            asked = ask(cursor);
             continue;
         }
         let envelopes = answer["facts"]
@@ -373,8 +368,11 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
             });
             return Ok(());
         }
-        let taking = mirror.clone();
         let from = cursor.taken;
+        let last =
+            envelopes.last().and_then(|last| crate::fact::Fact::decode_envelope(last).ok()).map(|fact| fact.id());
+        asked = ask(MirrorCursor { taken: from + envelopes.len() as u64, last: last.or(cursor.last) });
+        let taking = mirror.clone();
         let taken = blocking(move || taking.lock().unwrap_or_else(|p| p.into_inner()).take(from, &envelopes)).await??;
         let now_taken = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor().taken;
         canopy.follows.with(land, |followed| {
@@ -409,6 +407,34 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
         }
     }
     Ok(())
+}
+
+/// Asks the land for its facts after `cursor`; the answer with the cursor it answers.
+async fn ask_for_facts(
+    canopy: &Canopy,
+    land: BeingId,
+    url: &str,
+    key: [u8; 32],
+    timeout: Duration,
+    cursor: MirrorCursor,
+) -> Result<(MirrorCursor, Json), PullFailure> {
+    let asked = json!({
+        "from": cursor.taken,
+        "lastId": cursor.last.map(|last| last.to_hex()),
+        "factsMax": CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX,
+    });
+    let call = Call {
+        to: land,
+        url,
+        path: CANOPY_FACTS_PATH,
+        timeout,
+        answer_bytes_max: CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX * 2,
+        answer_key: key,
+    };
+    let answer = signed_post(&canopy.client, &canopy.signer, call, &asked).await?;
+    tracing::debug!(target: "seed::canopy", %land, from = cursor.taken, land_len = %answer["landLen"],
+        diverged = answer["diverged"] == Json::Bool(true), facts = answer["facts"].as_array().map_or(0, Vec::len), "pulled");
+    Ok((cursor, answer))
 }
 
 /// Shows the land a fork of one of its reels; says what it answered.

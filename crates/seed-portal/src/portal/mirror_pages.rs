@@ -95,8 +95,17 @@ fn reel_view(mirror: &Land, land: BeingId, being: &str, from: u64) -> Result<Jso
     };
     let to = from.saturating_add(MIRROR_REEL_FACTS_PER_PAGE).min(head.seq + 1);
     let facts: Vec<Json> = mirror.store().reel(&id, from, to).map_err(failed)?.iter().map(stored_fact_json).collect();
-    Ok(json!({"land": land.to_hex(), "being": id.to_hex(), "facts": facts, "from": from, "reelLen": head.seq + 1,
-        "next": if to <= head.seq { Json::from(to) } else { Json::Null }}))
+    let name = mirror
+        .store()
+        .reel(&id, 0, 1)
+        .map_err(failed)?
+        .first()
+        .and_then(|stored| stored.fact.body_as::<GenesisBody>().ok())
+        .map(|genesis| genesis.name);
+    Ok(
+        json!({"land": land.to_hex(), "being": id.to_hex(), "name": name, "facts": facts, "from": from, "reelLen": head.seq + 1,
+        "next": if to <= head.seq { Json::from(to) } else { Json::Null }}),
+    )
 }
 
 pub(super) async fn api_mirror(
@@ -188,8 +197,9 @@ pub(super) async fn mirror_reel_page(
         let view = reel_view(&mirror, land, &being, from)?;
         let mut out = format!(
             "<p><a href=\"/mirrors/{land}\">the mirror of land {short}</a></p><p class=\"muted\" id=\"mirror-reel\">\
-{} facts on this reel; from seq {}.</p><div class=\"scroll\"><table id=\"mirror-reel-facts\"><tr><th>seq</th><th>land seq</th>\
+{} of land {short}: {} facts on this reel; from seq {}.</p><div class=\"scroll\"><table id=\"mirror-reel-facts\"><tr><th>seq</th><th>land seq</th>\
 <th>time</th><th>kind</th><th>id</th><th>body</th></tr>",
+            esc(&field(&view, "name").as_str().map(|name| format!("@{name}")).unwrap_or_else(|| text(field(&view, "being")))),
             field(&view, "reelLen"),
             field(&view, "from"),
             land = esc(&land.to_hex()),
@@ -199,7 +209,7 @@ pub(super) async fn mirror_reel_page(
             let body = serde_json::to_string(field(fact, "body")).unwrap_or_default();
             let body: String = body.chars().take(400).collect();
             out.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td><td><code>{}</code></td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td><td><code style=\"white-space: pre-wrap; word-break: break-all\">{}</code></td></tr>",
                 field(fact, "seq"),
                 field(fact, "landSeq"),
                 esc(&text(field(fact, "storedTime"))),

@@ -196,8 +196,8 @@ fn peers_html(view: &Json, done: Option<&str>, csrf: &str, operator: bool) -> St
     let mut out = String::from(
         "<p class=\"muted\">Lands this land speaks with (Canopy). Each request between lands is signed by the \
 sending land's key; a land is known by its id (its reality root's) and proven by its key history, each rotation \
-signed by the key before it. A peer's record, status and heartbeats are facts of this land. <code>seed peer list</code> \
-shows the same.</p>",
+signed by the key before it. A peer's record, status and heartbeats are facts of this land. A peer this land follows is copied into a \
+read-only mirror, each of its facts checked here before it is kept. <code>seed peer list</code> shows the same.</p>",
     );
     if let Some(done) = done {
         out.push_str(&format!("<p class=\"ok\" id=\"peers-done\">{}</p>", esc(done)));
