@@ -360,6 +360,7 @@ fn peer_add_and_remove_on_a_stopped_land_prove_the_peer_first_and_name_every_mis
     assert!(stdout(&listed).contains(&b_id[..12]), "{}", stdout(&listed));
     // Following is recorded on the stopped land too (the pull starts when it is up).
     refused(&["peer", "follow", "abcdef12"], "no peer");
+    refused(&["peer", "follow", &b_id[..10], "--being", "@ada"], "is not a being id");
     for (verb, following, changed) in
         [("follow", true, true), ("follow", true, false), ("unfollow", false, true), ("unfollow", false, false)]
     {
@@ -810,6 +811,57 @@ fn a_follower_mirrors_a_land_of_100000_facts_checking_each_and_the_mirror_verifi
     let sealed = seed(&mirror_dir, &["rotate-key", "@reality"]);
     assert!(!sealed.status.success());
     assert!(stderr(&sealed).contains("read-only mirror"), "{}", stderr(&sealed));
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}
+
+#[test]
+fn a_follower_of_one_being_mirrors_its_reel_alone_which_verifies_but_does_not_replay() {
+    let (a, b) = (correspondents(), correspondents());
+    let b_id = land_id(&b);
+    peer_both(&a, &b);
+    let (status, refused) =
+        a.post(&format!("/api/v1/peers/{b_id}/following"), &json!({"following": true, "being": "@nobody"}));
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("no being @nobody"), "{refused}");
+    let (status, followed) =
+        a.post(&format!("/api/v1/peers/{b_id}/following"), &json!({"following": true, "being": "@ada"}));
+    assert_eq!(status, 200, "{followed}");
+    let ada = followed["being"].as_str().expect("@ada's id, as B said it").to_string();
+    for said in ["one", "two"] {
+        let (status, acted) = summon(&b, "ada", "@bo", said, None);
+        assert_eq!(status, 200, "{acted}");
+    }
+    let started = Instant::now();
+    let mirror = loop {
+        let mirrors = peer_of(&a, &b_id)["beingMirrors"].clone();
+        let mirror = mirrors.as_array().and_then(|all| all.first()).cloned().unwrap_or_default();
+        if mirror["pull"]["state"] == "caught-up" && mirror["taken"] == 3 {
+            break mirror;
+        }
+        assert!(mirror["pull"]["state"] != "failed", "{mirror}");
+        assert!(started.elapsed() < PEER_WAIT, "@ada's reel never arrived: {mirror}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(mirror["being"], ada.as_str());
+    let (status, reel) = a.get(&format!("/api/v1/mirrors/beings/{ada}"));
+    assert_eq!(status, 200, "{reel}");
+    assert_eq!((reel["name"].as_str(), reel["reelLen"].as_u64()), (Some("ada"), Some(3)), "{reel}");
+    let (status, page) = a.page(&format!("/mirrors/beings/{ada}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("one being of land") && page.contains("summon"), "the being's mirror page");
+
+    let dir = a.land().join("mirrors").join("beings").join(&ada);
+    let mut lands = vec![a, b];
+    for up in &mut lands {
+        up.stop();
+    }
+    let verified = seed(&dir, &["verify"]);
+    assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
+    let replayed = seed(&dir, &["replay", "--all"]);
+    assert!(!replayed.status.success());
+    assert!(stderr(&replayed).contains("mirrors one being of land"), "{}", stderr(&replayed));
     for up in &lands {
         assert_verifies_and_replays_clean(&up.land());
     }

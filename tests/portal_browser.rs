@@ -749,7 +749,22 @@ fn an_operator_follows_a_land_from_the_peers_page_and_reads_its_mirror() {
     browser.wait_for_text("#mirror-reel-facts", "genesis");
     browser.screenshot("p10-mirror-reel");
 
+    // One being of the land alone, by its name there.
     browser.go(&format!("{}/peers", up.url));
+    browser.clear_and_type(&format!("#follow-being-{short}"), "@ada");
+    browser.click(&format!("#follow-being-button-{short}"));
+    browser.wait_for_text("#peers-done", "following being");
+    let started = std::time::Instant::now();
+    loop {
+        browser.go(&format!("{}/peers", up.url));
+        if browser.text(&format!("#peer-{short}")).contains("facts, caught-up") {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "@ada's mirror never caught up");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    browser.screenshot("p12-peers-following-a-being");
+
     browser.click(&format!("#follow-{short}"));
     browser.wait_for_text("#peers-done", "its mirror stays");
     assert!(browser.text(&format!("#peer-{short}")).contains("Follow"));

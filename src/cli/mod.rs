@@ -537,14 +537,23 @@ enum PeerCommand {
     Follow {
         /// The peer's URL, or its land id (8 or more of its first hex digits).
         peer: String,
+        /// Follow only this being of the peer (its 64-digit id): its reel
+        /// alone, into LAND/mirrors/beings/<id>/ (it verifies, but does not
+        /// replay: a moment reads its whole land).
+        #[arg(long)]
+        being: Option<String>,
         /// Print the result as one JSON object.
         #[arg(long)]
         json: bool,
     },
-    /// Stop following a peer; its mirror stays as it is.
+    /// Stop following a peer (or one being of it, with --being); its mirror
+    /// stays as it is.
     Unfollow {
         /// The peer's URL, or its land id (8 or more of its first hex digits).
         peer: String,
+        /// The being of the peer to stop following (its 64-digit id).
+        #[arg(long)]
+        being: Option<String>,
         /// Print the result as one JSON object.
         #[arg(long)]
         json: bool,
@@ -939,11 +948,11 @@ or on the portal's /config page while it runs"
         Command::Peer { command: PeerCommand::List { json } } => peer::list(&land::open_read_only(&dir)?, json),
         Command::Peer { command: PeerCommand::Add { url, json } } => peer::add(&dir, &store, &url, json),
         Command::Peer { command: PeerCommand::Remove { peer, json } } => peer::remove(&dir, &store, &peer, json),
-        Command::Peer { command: PeerCommand::Follow { peer, json } } => {
-            peer::set_following(&dir, &store, &peer, true, json)
+        Command::Peer { command: PeerCommand::Follow { peer, being, json } } => {
+            peer::set_following(&dir, &store, &peer, being.as_deref(), true, json)
         }
-        Command::Peer { command: PeerCommand::Unfollow { peer, json } } => {
-            peer::set_following(&dir, &store, &peer, false, json)
+        Command::Peer { command: PeerCommand::Unfollow { peer, being, json } } => {
+            peer::set_following(&dir, &store, &peer, being.as_deref(), false, json)
         }
         Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
         Command::Cascade { signal, json } => cascade::show(&land::open_read_only(&dir)?, &signal, json),

@@ -181,40 +181,56 @@ pub fn set_following(
     land_dir: &Path,
     store: &seed::land::StoreLocation,
     named: &str,
+    being: Option<&str>,
     following: bool,
     json: bool,
 ) -> Result<ExitCode> {
+    let being = match being {
+        None => None,
+        Some(given) => Some(seed::fact::BeingId::from_hex(given).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--being {given:?} is not a being id (64 hex digits; the peer's portal and its mirror pages show them)"
+            )
+        })?),
+    };
     let mut engine =
         super::up::stopped_land_engine(land_dir, store, "follow or stop following it on its portal's peers page")?;
     let land = peer_named(&engine.world.canopy, named)?;
-    let already = engine.world.canopy.peers.get(&land).is_some_and(|peer| peer.following == following);
+    let already = engine.world.canopy.peers.get(&land).is_some_and(|peer| match &being {
+        None => peer.following == following,
+        Some(being) => peer.following_beings.contains(being) == following,
+    });
     let land_seq = match already {
         true => None,
         false => {
-            engine.seal_change(vec![Effect::PeerFollowed { land, following }])?;
+            engine.seal_change(vec![Effect::PeerFollowed { land, following, being }])?;
             Some(engine.world.cursor.saturating_sub(1))
         }
     };
     engine.finish()?;
-    let mirror = seed::mirror::mirror_dir(land_dir, &land);
+    let mirror = match &being {
+        None => seed::mirror::mirror_dir(land_dir, &land),
+        Some(being) => seed::mirror::being_mirror_dir(land_dir, being),
+    };
+    let what = match &being {
+        None => format!("land {}", land.to_hex()),
+        Some(being) => format!("being {} of land {}", being.to_hex(), land.to_hex()),
+    };
     if json {
-        print_json(&json!({"ok": true, "land": land.to_hex(), "following": following, "landSeq": land_seq,
-            "mirror": mirror.display().to_string()}))?;
+        print_json(&json!({"ok": true, "land": land.to_hex(), "being": being.map(|being| being.to_hex()),
+            "following": following, "landSeq": land_seq, "mirror": mirror.display().to_string()}))?;
         return Ok(ExitCode::SUCCESS);
     }
     match (following, land_seq) {
         (true, Some(land_seq)) => println!(
-            "following land {} from land seq {land_seq}: while this land is up, its facts are checked and mirrored into {}",
-            land.to_hex(),
+            "following {what} from land seq {land_seq}: while this land is up, its facts are checked and mirrored into {}",
             mirror.display()
         ),
-        (false, Some(land_seq)) => println!(
-            "no longer following land {} from land seq {land_seq}; its mirror {} stays as it is",
-            land.to_hex(),
-            mirror.display()
-        ),
-        (true, None) => println!("land {} is followed already (its mirror: {})", land.to_hex(), mirror.display()),
-        (false, None) => println!("land {} is not followed", land.to_hex()),
+        (false, Some(land_seq)) => {
+            println!("no longer following {what} from land seq {land_seq}; its mirror {} stays as it is", mirror.display())
+        }
+        (true, None) => println!("{what} is followed already (its mirror: {})", mirror.display()),
+        (false, None) => println!("{what} is not followed"),
     }
     Ok(ExitCode::SUCCESS)
 }

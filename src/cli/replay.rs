@@ -230,6 +230,18 @@ pub struct ReplayArguments<'a> {
     pub json: bool,
 }
 
+/// The mirror of one being of another land holds its reel alone: its
+/// moments read their whole land's world, which it does not hold.
+fn refuse_a_being_mirror(land: &Land) -> Result<()> {
+    if let Some(of) = &land.meta().mirror_being_of {
+        bail!(
+            "{} mirrors one being of land {of}: it verifies (`seed verify`), but its moments read their whole land's world, which it does not hold; follow the land (`seed peer follow PEER`) to replay them",
+            land.dir().display()
+        );
+    }
+    Ok(())
+}
+
 pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCode> {
     if let (Some(from), Some(to)) = (arguments.from, arguments.to) {
         if from > to {
@@ -246,6 +258,7 @@ pub fn replay(land_dir: &Path, arguments: ReplayArguments<'_>) -> Result<ExitCod
         (files, land)
     });
     let (files, land) = (files?, land?);
+    refuse_a_being_mirror(&land)?;
     let being = land.resolve(arguments.being)?;
     let options = ReplayOptions {
         from_seq: arguments.from.unwrap_or(0),
@@ -697,6 +710,7 @@ pub fn replay_all(
     }
     let files = ReplayFiles::load(land_dir, fixture)?;
     let land = Land::open_read_only(land_dir)?;
+    refuse_a_being_mirror(&land)?;
     // An unreadable checkpoint is not fatal: every signature is checked instead.
     let (checkpoint, mut checkpoint_note) = match use_checkpoint.then(|| land.verified_checkpoint()) {
         None | Some(Ok(None)) => (None, None),

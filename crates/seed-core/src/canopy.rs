@@ -182,6 +182,10 @@ pub struct Peer {
     /// This land follows the peer's facts into a mirror (`seed peer follow`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub following: bool,
+    /// The peer's beings whose reels alone this land follows, each into a
+    /// mirror of its own (`seed peer follow PEER --being ID`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub following_beings: std::collections::BTreeSet<BeingId>,
 }
 
 /// A fork of one of this land's reels, shown by another land: the being,
@@ -424,6 +428,7 @@ impl CanopyState {
                 missed: 0,
                 heartbeats: Vec::new(),
                 following: false,
+                following_beings: Default::default(),
             },
         );
     }
@@ -462,9 +467,16 @@ impl CanopyState {
         self.peers.remove(land);
     }
 
-    pub fn fold_followed(&mut self, land: &BeingId, following: bool) {
-        if let Some(peer) = self.peers.get_mut(land) {
-            peer.following = following;
+    pub fn fold_followed(&mut self, land: &BeingId, following: bool, being: Option<&BeingId>) {
+        let Some(peer) = self.peers.get_mut(land) else { return };
+        match (being, following) {
+            (None, _) => peer.following = following,
+            (Some(being), true) => {
+                peer.following_beings.insert(*being);
+            }
+            (Some(being), false) => {
+                peer.following_beings.remove(being);
+            }
         }
     }
 
@@ -577,6 +589,7 @@ pub fn peer_json(land: &BeingId, peer: &Peer) -> serde_json::Value {
         "answered": peer.answered,
         "missed": peer.missed,
         "following": peer.following,
+        "followingBeings": peer.following_beings.iter().map(BeingId::to_hex).collect::<Vec<_>>(),
         "heartbeats": peer.heartbeats.iter().map(|record| serde_json::json!({
             "landSeq": record.land_seq,
             "status": record.status.as_str(),
@@ -1018,13 +1031,18 @@ mod tests {
     #[test]
     fn following_folds_onto_the_peer_and_a_fork_shown_is_kept_once_and_the_newest_kept() {
         let mut state = CanopyState::default();
-        state.fold_followed(&land(1), true);
+        state.fold_followed(&land(1), true, None);
         assert!(state.peers.is_empty(), "following a land that is no peer changes nothing");
         state.fold_added(5, &added(1));
-        state.fold_followed(&land(1), true);
+        state.fold_followed(&land(1), true, None);
+        state.fold_followed(&land(1), true, Some(&land(3)));
         assert!(state.peers[&land(1)].following);
-        state.fold_followed(&land(1), false);
-        assert!(!state.peers[&land(1)].following);
+        assert_eq!(state.peers[&land(1)].following_beings.iter().collect::<Vec<_>>(), [&land(3)]);
+        state.fold_followed(&land(1), false, None);
+        assert!(!state.peers[&land(1)].following, "the land is no longer followed");
+        assert!(!state.peers[&land(1)].following_beings.is_empty(), "its being still is");
+        state.fold_followed(&land(1), false, Some(&land(3)));
+        assert!(state.peers[&land(1)].following_beings.is_empty());
         let fork = |byte: u8| ForkShown {
             being: land(7),
             seq: byte as u64,

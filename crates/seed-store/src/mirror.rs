@@ -39,6 +39,15 @@ pub fn mirror_dir(land_dir: &Path, land: &BeingId) -> PathBuf {
     land_dir.join(MIRRORS_DIR).join(land.to_hex())
 }
 
+/// Where the mirror of the one being `being` (of another land) lives in
+/// the land folder `land_dir`.
+pub fn being_mirror_dir(land_dir: &Path, being: &BeingId) -> PathBuf {
+    land_dir.join(MIRRORS_DIR).join(BEING_MIRRORS_DIR).join(being.to_hex())
+}
+
+/// The folder of `MIRRORS_DIR` that holds the mirrors of single beings.
+pub const BEING_MIRRORS_DIR: &str = "beings";
+
 /// The mirrors a land folder holds (folders whose name is a land id), in id order.
 pub fn mirrors_of(land_dir: &Path) -> Vec<BeingId> {
     let Ok(entries) = std::fs::read_dir(land_dir.join(MIRRORS_DIR)) else { return Vec::new() };
@@ -66,8 +75,10 @@ pub enum MirrorError {
     NotNext { given: u64, taken: u64 },
     #[error("the land's fact at land seq {land_seq} does not decode: {reason}")]
     Undecodable { land_seq: u64, reason: String },
-    #[error("the land's first fact is not its root's genesis (it is {being}'s seq {seq})")]
-    NotTheRoot { being: BeingId, seq: u64 },
+    #[error("the first fact is not the genesis of {expected} (it is {being}'s seq {seq})")]
+    NotTheRoot { expected: BeingId, being: BeingId, seq: u64 },
+    #[error("the fact at seq {seq} is {being}'s, not a fact of the followed being {expected}")]
+    OtherBeing { expected: BeingId, being: BeingId, seq: u64 },
     #[error("the land's fact at land seq {land_seq} ({being} seq {seq}) has a body that does not read: {reason}")]
     Body { land_seq: u64, being: BeingId, seq: u64, reason: String },
     #[error("the land's fact at land seq {land_seq} ({being} seq {seq}): {reason}")]
@@ -113,7 +124,10 @@ pub struct MirrorCursor {
 
 pub struct Mirror {
     dir: PathBuf,
+    /// The mirrored land's root, or the one being a being's mirror holds.
     land: BeingId,
+    /// For a being's mirror: the land the being lives on.
+    being_of: Option<BeingId>,
     operator: BeingId,
     url: String,
     store: LogStore,
@@ -137,6 +151,30 @@ impl Mirror {
         url: &str,
         limits: &Limits,
     ) -> Result<Mirror, MirrorError> {
+        Mirror::open_for(dir, land, operator, None, url, limits)
+    }
+
+    /// Opens (creating it if need be) the mirror of the one being `being`
+    /// of the land `land`: its reel alone, in seq order (its `land.toml`
+    /// names the being as its root).
+    pub fn open_being(
+        dir: &Path,
+        land: BeingId,
+        being: BeingId,
+        url: &str,
+        limits: &Limits,
+    ) -> Result<Mirror, MirrorError> {
+        Mirror::open_for(dir, being, being, Some(land), url, limits)
+    }
+
+    fn open_for(
+        dir: &Path,
+        land: BeingId,
+        operator: BeingId,
+        being_of: Option<BeingId>,
+        url: &str,
+        limits: &Limits,
+    ) -> Result<Mirror, MirrorError> {
         if dir.join(LAND_META_FILE).is_file() {
             let meta = read_meta(dir)?;
             if meta.root != land.to_hex() || meta.mirror_of.is_none() {
@@ -155,6 +193,7 @@ impl Mirror {
         Ok(Mirror {
             dir: dir.to_path_buf(),
             land,
+            being_of,
             operator,
             url: url.to_string(),
             store,
@@ -207,8 +246,19 @@ impl Mirror {
         }
         if let (0, Some(first)) = (from, facts.first()) {
             if first.header.being != self.land || first.kind() != KIND_GENESIS {
-                return Err(MirrorError::NotTheRoot { being: first.header.being, seq: first.header.seq });
+                return Err(MirrorError::NotTheRoot {
+                    expected: self.land,
+                    being: first.header.being,
+                    seq: first.header.seq,
+                });
             }
+        }
+        if let (Some(_), Some(other)) = (self.being_of, facts.iter().find(|fact| fact.header.being != self.land)) {
+            return Err(MirrorError::OtherBeing {
+                expected: self.land,
+                being: other.header.being,
+                seq: other.header.seq,
+            });
         }
         let keys = self.check_links_and_bodies(from, &facts)?;
         let kept: Vec<(u64, Fact, PublicKeyBytes)> = (from..)
@@ -337,6 +387,7 @@ impl Mirror {
             snapshot_every_facts: Some(0),
             store: None,
             mirror_of: Some(self.url.clone()),
+            mirror_being_of: self.being_of.map(|land| land.to_hex()),
         };
         Ok(write_meta(&self.dir, &meta)?)
     }
@@ -566,9 +617,31 @@ mod tests {
         };
         check_refused(flip_signature, "land seq 5");
         check_refused(|envelopes| drop(envelopes.remove(4)), "does not continue its reel");
-        check_refused(|envelopes| drop(envelopes.remove(0)), "is not its root's genesis");
+        check_refused(|envelopes| drop(envelopes.remove(0)), "is not the genesis of");
         check_refused(|envelopes| envelopes[3].truncate(20), "land seq 3 does not decode");
         check_refused(|envelopes| envelopes.swap(4, 6), "does not continue its reel");
+    }
+
+    #[test]
+    fn a_being_mirror_takes_that_beings_reel_alone_and_opens_with_the_being_as_its_root() {
+        let folder = tempfile::tempdir().unwrap();
+        let (land, _) = land_with_notes(&folder.path().join("land"));
+        let operator = land.operator();
+        let reel: Vec<Vec<u8>> =
+            land.store().reel(&operator, 0, 100).unwrap().iter().map(|stored| stored.fact.encode_envelope()).collect();
+        let dir = folder.path().join("being");
+        let mut mirror =
+            Mirror::open_being(&dir, land.root(), operator, "http://127.0.0.1:1", &Limits::default()).unwrap();
+        let mut with_another = reel.clone();
+        with_another.push(envelopes(&land)[0].clone());
+        assert!(matches!(mirror.take(0, &with_another), Err(MirrorError::OtherBeing { .. })));
+        assert!(matches!(mirror.take(0, &reel[1..]), Err(MirrorError::NotTheRoot { .. })));
+        let taken = mirror.take(0, &reel).expect("the operator's reel");
+        assert_eq!(taken.appended, reel.len() as u64);
+        mirror.close();
+        let opened = Land::open_read_only(&dir).expect("a being's mirror opens as a land to read");
+        assert_eq!(opened.root(), operator);
+        assert_eq!(opened.meta().mirror_being_of, Some(land.root().to_hex()));
     }
 
     #[test]

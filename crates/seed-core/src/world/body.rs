@@ -143,10 +143,13 @@ pub enum Effect {
         land: BeingId,
     },
     /// This land follows a peer's facts into a mirror (`following`), or
-    /// stops (its mirror stays as it is).
+    /// stops (its mirror stays as it is): the whole land, or only the reel
+    /// of `being`, one of the peer's beings.
     PeerFollowed {
         land: BeingId,
         following: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        being: Option<BeingId>,
     },
     /// A fork of one of this land's reels another land showed it: a fact
     /// signed by the key the being had at that seq, which this land does

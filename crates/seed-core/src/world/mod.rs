@@ -462,7 +462,9 @@ impl World {
                         Effect::PeerKey { land, key, key_seq } => self.canopy.fold_key(land, *key, *key_seq),
                         Effect::PeerHeartbeats { beats } => self.canopy.fold_heartbeats(land_seq, beats),
                         Effect::PeerRemoved { land } => self.canopy.fold_removed(land),
-                        Effect::PeerFollowed { land, following } => self.canopy.fold_followed(land, *following),
+                        Effect::PeerFollowed { land, following, being } => {
+                            self.canopy.fold_followed(land, *following, being.as_ref())
+                        }
                         Effect::ForkShown { fork } => self.canopy.fold_fork_shown(land_seq, fork),
                         Effect::SummonsDelivered { fact, .. } | Effect::SummonsUndelivered { fact, .. } => {
                             self.canopy.fold_settled(fact)

@@ -23,7 +23,7 @@ use crate::canopy_http::client::{fetch_identity, signed_post, Call};
 use crate::canopy_http::{PeerCallError, CANOPY_FACTS_PATH, CANOPY_FORK_PATH};
 use crate::fact::{BeingId, FactId};
 use crate::limits::Limits;
-use crate::mirror::{check_reported_fork, mirror_dir, Mirror, MirrorCursor, MirrorError};
+use crate::mirror::{being_mirror_dir, check_reported_fork, mirror_dir, Mirror, MirrorCursor, MirrorError};
 use crate::store::{Store, StoreError};
 use crate::world::Effect;
 use axum::extract::{Request, State};
@@ -57,7 +57,10 @@ struct FollowStatus {
     forks: Vec<Json>,
 }
 
-/// One followed land: its mirror (opened on the first pull) and status.
+/// What is followed: a land, and one of its beings (none: the whole land).
+type Target = (BeingId, Option<BeingId>);
+
+/// One followed land (or being): its mirror (opened on the first pull) and status.
 #[derive(Default)]
 struct Followed {
     mirror: Option<Arc<Mutex<Mirror>>>,
@@ -68,27 +71,28 @@ struct Followed {
 /// world's `following` flags, how far is each mirror's cursor).
 #[derive(Default)]
 pub struct FollowState {
-    followed: Mutex<BTreeMap<BeingId, Followed>>,
+    /// By land, and the one being followed (none: the whole land).
+    followed: Mutex<BTreeMap<Target, Followed>>,
     /// One pull at a time.
     pulling: tokio::sync::Mutex<()>,
 }
 
 impl FollowState {
-    fn with<R>(&self, land: BeingId, change: impl FnOnce(&mut Followed) -> R) -> R {
+    fn with<R>(&self, target: Target, change: impl FnOnce(&mut Followed) -> R) -> R {
         let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
-        change(followed.entry(land).or_default())
+        change(followed.entry(target).or_default())
     }
 
-    /// Closes the mirrors of lands no longer followed.
-    fn keep_only(&self, lands: &[BeingId]) {
-        self.followed.lock().unwrap_or_else(|p| p.into_inner()).retain(|land, _| lands.contains(land));
+    /// Closes the mirrors of what is no longer followed.
+    fn keep_only(&self, targets: &[Target]) {
+        self.followed.lock().unwrap_or_else(|p| p.into_inner()).retain(|target, _| targets.contains(target));
     }
 
-    /// How following `land` stands, for the peers page and API (null: not
+    /// How following `target` stands, for the peers page and API (null: not
     /// followed since this process started).
-    pub fn status_json(&self, land: &BeingId) -> Json {
+    pub fn status_json(&self, target: &Target) -> Json {
         let followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(status) = followed.get(land).map(|followed| &followed.status) else { return Json::Null };
+        let Some(status) = followed.get(target).map(|followed| &followed.status) else { return Json::Null };
         json!({
             "state": status.state,
             "taken": status.taken,
@@ -119,11 +123,18 @@ pub(super) async fn facts(State(portal): State<Arc<Portal>>, request: Request) -
         }
         let most = asked["factsMax"].as_u64().unwrap_or(CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX);
         let most = most.clamp(1, CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX);
+        let being = match &asked["being"] {
+            Json::Null => None,
+            given => Some(given.as_str().ok_or_else(|| bad("`being` is not a being id or @name"))?.to_string()),
+        };
         let store = portal.live.store_shared();
-        tokio::task::spawn_blocking(move || facts_from(&*store, from, last, most))
-            .await
-            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })?
-            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })
+        tokio::task::spawn_blocking(move || match being {
+            None => facts_from(&*store, from, last, most)
+                .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() }),
+            Some(being) => reel_facts_from(&*store, &being, from, last, most),
+        })
+        .await
+        .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })?
     })
     .await
 }
@@ -160,6 +171,73 @@ fn facts_from(store: &dyn Store, from: u64, last: Option<FactId>, most: u64) -> 
         }
     }
     Ok(json!({"from": from, "landLen": land_len, "facts": facts}))
+}
+
+/// The answer to a follower of one being (`being`: its id, or `@name`):
+/// the being's facts from its seq `from` if its reel holds `last` just
+/// before it; `landLen` is then the reel's length.
+fn reel_facts_from(
+    store: &dyn Store,
+    being: &str,
+    from: u64,
+    last: Option<FactId>,
+    most: u64,
+) -> Result<Json, CanopyRefusal> {
+    let failed = |error: StoreError| CanopyRefusal::Unavailable { reason: error.to_string() };
+    let unknown =
+        || CanopyRefusal::BadBody { what: "a request for facts", reason: format!("no being {being} on this land") };
+    let id = match (BeingId::from_hex(being), being.strip_prefix('@')) {
+        (Some(id), _) => id,
+        (None, Some(name)) => match store.beings_named(name).map_err(failed)?.as_slice() {
+            [id] => *id,
+            _ => return Err(unknown()),
+        },
+        (None, None) => return Err(unknown()),
+    };
+    let Some(head) = store.head(&id).map_err(failed)? else { return Err(unknown()) };
+    let reel_len = head.seq + 1;
+    if let Some(last) = last {
+        let held = store.reel(&id, from - 1, from).map_err(failed)?.first().map(|stored| stored.fact.id());
+        if held != Some(last) {
+            return Ok(json!({"diverged": true, "landLen": reel_len, "being": id.to_hex()}));
+        }
+    }
+    let to = from.saturating_add(most).min(reel_len);
+    let mut facts = Vec::new();
+    let mut bytes = 0;
+    if from < to {
+        for stored in store.reel(&id, from, to).map_err(failed)? {
+            let envelope = stored.fact.encode_envelope();
+            if bytes + envelope.len() * 2 > CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX && !facts.is_empty() {
+                break;
+            }
+            bytes += envelope.len() * 2;
+            facts.push(Json::String(hex::encode(envelope)));
+        }
+    }
+    Ok(json!({"from": from, "landLen": reel_len, "being": id.to_hex(), "facts": facts}))
+}
+
+/// The id of the peer's being `name` (`@name`), as the peer answers a
+/// follower's first request for its facts.
+pub(super) async fn remote_being_named(
+    portal: &Arc<Portal>,
+    canopy: &Canopy,
+    land: BeingId,
+    peer: &Peer,
+    name: &str,
+) -> Result<BeingId, super::error::PortalError> {
+    let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
+    let asked =
+        ask_for_facts(canopy, (land, None), &peer.url, peer.key.0, timeout, MirrorCursor::default(), Some(name));
+    let not_said = |why: String| super::error::PortalError::field("being", why);
+    let (_, answer) = asked
+        .await
+        .map_err(|error| not_said(format!("land {} could not say who {name} is: {error}", land.to_hex())))?;
+    answer["being"]
+        .as_str()
+        .and_then(BeingId::from_hex)
+        .ok_or_else(|| not_said(format!("land {} did not name {name}'s id", land.to_hex())))
 }
 
 /// `POST /canopy/v1/fork {"envelope": hex}`: a peer shows this land a fact
@@ -219,17 +297,19 @@ pub async fn follow_round(portal: &Arc<Portal>) {
     let Ok(canopy) = canopy_of(portal).cloned() else { return };
     let _one = canopy.follows.pulling.lock().await;
     let world = portal.live.world();
-    let followed: Vec<(BeingId, Peer)> = world
-        .canopy
-        .peers
-        .iter()
-        .filter(|(_, peer)| peer.following)
-        .map(|(land, peer)| (*land, peer.clone()))
-        .collect();
-    canopy.follows.keep_only(&followed.iter().map(|(land, _)| *land).collect::<Vec<_>>());
-    for (land, peer) in followed {
-        if let Err(failure) = pull(portal, &canopy, land, &peer).await {
-            canopy.follows.with(land, |followed| {
+    let mut followed: Vec<(Target, Peer)> = Vec::new();
+    for (land, peer) in &world.canopy.peers {
+        if peer.following {
+            followed.push(((*land, None), peer.clone()));
+        }
+        for being in &peer.following_beings {
+            followed.push(((*land, Some(*being)), peer.clone()));
+        }
+    }
+    canopy.follows.keep_only(&followed.iter().map(|(target, _)| *target).collect::<Vec<_>>());
+    for (target, peer) in followed {
+        if let Err(failure) = pull(portal, &canopy, target, &peer).await {
+            canopy.follows.with(target, |followed| {
                 followed.status.state = "failed";
                 followed.status.reason = failure.to_string();
             });
@@ -261,12 +341,13 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 async fn mirror_of(
     portal: &Arc<Portal>,
     canopy: &Canopy,
-    land: BeingId,
+    target: Target,
     peer: &Peer,
 ) -> Result<Arc<Mutex<Mirror>>, PullFailure> {
-    if let Some(mirror) = canopy.follows.with(land, |followed| followed.mirror.clone()) {
+    if let Some(mirror) = canopy.follows.with(target, |followed| followed.mirror.clone()) {
         return Ok(mirror);
     }
+    let land = target.0;
     let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
     let identity = fetch_identity(&canopy.client, &peer.url, timeout).await?;
     if identity.land != land {
@@ -274,9 +355,13 @@ async fn mirror_of(
     }
     let operator =
         identity.operator.ok_or_else(|| PullFailure::Malformed { reason: "its identity names no operator".into() })?;
-    let dir = mirror_dir(portal.live.land_dir(), &land);
     let url = peer.url.clone();
-    let mirror = blocking(move || Mirror::open(&dir, land, operator, &url, &Limits::default())).await??;
+    let land_dir = portal.live.land_dir().to_path_buf();
+    let mirror = blocking(move || match target.1 {
+        None => Mirror::open(&mirror_dir(&land_dir, &land), land, operator, &url, &Limits::default()),
+        Some(being) => Mirror::open_being(&being_mirror_dir(&land_dir, &being), land, being, &url, &Limits::default()),
+    })
+    .await??;
     // A mirror that met a fork before stays stopped (the proof is in its store).
     let forks: Vec<Json> = mirror
         .store()
@@ -289,7 +374,7 @@ async fn mirror_of(
         })
         .collect();
     let mirror = Arc::new(Mutex::new(mirror));
-    canopy.follows.with(land, |followed| {
+    canopy.follows.with(target, |followed| {
         followed.mirror = Some(mirror.clone());
         followed.status.taken = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor().taken;
         if forks.is_empty() {
@@ -306,18 +391,20 @@ async fn mirror_of(
 
 /// Pulls `land`'s facts into its mirror until the mirror has them all (or
 /// `CANOPY_FOLLOW_REQUESTS_PER_PULL_MAX` requests were sent).
-async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &Peer) -> Result<(), PullFailure> {
-    if canopy.follows.with(land, |followed| followed.status.state == "forked") {
+async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, target: Target, peer: &Peer) -> Result<(), PullFailure> {
+    let land = target.0;
+    if canopy.follows.with(target, |followed| followed.status.state == "forked") {
         return Ok(());
     }
-    let mirror = mirror_of(portal, canopy, land, peer).await?;
-    if canopy.follows.with(land, |followed| followed.status.state == "forked") {
+    let mirror = mirror_of(portal, canopy, target, peer).await?;
+    if canopy.follows.with(target, |followed| followed.status.state == "forked") {
         return Ok(());
     }
     let timeout = Duration::from_millis(limits(portal).peer_timeout_ms);
     let ask = |cursor: MirrorCursor| {
         let (canopy, url, key) = (canopy.clone(), peer.url.clone(), peer.key.0);
-        tokio::spawn(async move { ask_for_facts(&canopy, land, &url, key, timeout, cursor).await })
+        let being = target.1.map(|being| being.to_hex());
+        tokio::spawn(async move { ask_for_facts(&canopy, target, &url, key, timeout, cursor, being.as_deref()).await })
     };
     // The next batch is asked for while this one is checked and kept (the
     // land serves it while this land verifies): the request is named by
@@ -328,7 +415,7 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
         let (cursor, answer) = asked.await.map_err(|error| PullFailure::Interrupted(error.to_string()))??;
         let land_len = answer["landLen"].as_u64().unwrap_or_default();
         if answer["diverged"] == Json::Bool(true) {
-            let back = canopy.follows.with(land, |followed| {
+            let back = canopy.follows.with(target, |followed| {
                 followed.status.back = (followed.status.back * 2).max(1);
                 followed.status.state = "diverged";
                 followed.status.land_len = land_len;
@@ -357,7 +444,7 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
             })
             .ok_or_else(|| PullFailure::Malformed { reason: "`facts` is not a list of hex envelopes".into() })?;
         if envelopes.is_empty() {
-            canopy.follows.with(land, |followed| {
+            canopy.follows.with(target, |followed| {
                 followed.status = FollowStatus {
                     state: "caught-up",
                     taken: cursor.taken,
@@ -375,7 +462,7 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
         let taking = mirror.clone();
         let taken = blocking(move || taking.lock().unwrap_or_else(|p| p.into_inner()).take(from, &envelopes)).await??;
         let now_taken = mirror.lock().unwrap_or_else(|p| p.into_inner()).cursor().taken;
-        canopy.follows.with(land, |followed| {
+        canopy.follows.with(target, |followed| {
             followed.status.state = "following";
             followed.status.taken = now_taken;
             followed.status.land_len = land_len;
@@ -395,7 +482,7 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
                 }));
             }
             tracing::warn!(target: "seed::canopy", %land, forks = forks.len(), "a followed land signed two histories: following stopped");
-            canopy.follows.with(land, |followed| {
+            canopy.follows.with(target, |followed| {
                 followed.status.state = "forked";
                 followed.status.reason = format!(
                     "the land signed a fact that differs from one this mirror holds at the same seq of {} reel(s): both are kept as a fork proof, and following stopped",
@@ -412,16 +499,19 @@ async fn pull(portal: &Arc<Portal>, canopy: &Arc<Canopy>, land: BeingId, peer: &
 /// Asks the land for its facts after `cursor`; the answer with the cursor it answers.
 async fn ask_for_facts(
     canopy: &Canopy,
-    land: BeingId,
+    target: Target,
     url: &str,
     key: [u8; 32],
     timeout: Duration,
     cursor: MirrorCursor,
+    being: Option<&str>,
 ) -> Result<(MirrorCursor, Json), PullFailure> {
+    let land = target.0;
     let asked = json!({
         "from": cursor.taken,
         "lastId": cursor.last.map(|last| last.to_hex()),
         "factsMax": CANOPY_FOLLOW_FACTS_PER_ANSWER_MAX,
+        "being": being,
     });
     let call = Call {
         to: land,

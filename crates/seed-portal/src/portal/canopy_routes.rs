@@ -753,21 +753,54 @@ pub(super) async fn remove_peer(portal: &Arc<Portal>, named: &str) -> Result<Jso
 }
 
 /// Starts or stops following a peer's facts into a mirror (named by its
-/// URL or land id). Stopping keeps the mirror as it stands.
-pub(super) async fn set_following(portal: &Arc<Portal>, named: &str, following: bool) -> Result<Json, PortalError> {
+/// URL or land id): the whole land, or one of its beings (`being`: its id,
+/// or `@name`, which the peer resolves). Stopping keeps the mirror as it
+/// stands.
+pub(super) async fn set_following(
+    portal: &Arc<Portal>,
+    named: &str,
+    being: Option<&str>,
+    following: bool,
+) -> Result<Json, PortalError> {
     let canopy = canopy_of(portal).map_err(refusal_for_people)?.clone();
-    let _changing = canopy.changing.lock().await;
     let world = portal.live.world();
     let land = crate::canopy::peer_named(&world.canopy, named)
         .map_err(|refusal| PortalError::not_found(refusal.to_string()))?;
-    let already = world.canopy.peers.get(&land).is_some_and(|peer| peer.following == following);
+    let being = match being {
+        None => None,
+        Some(given) => match BeingId::from_hex(given) {
+            Some(id) => Some(id),
+            None if given.starts_with('@') => {
+                let peer =
+                    world.canopy.peers.get(&land).cloned().ok_or_else(|| PortalError::not_found("no such peer"))?;
+                Some(super::canopy_follow::remote_being_named(portal, &canopy, land, &peer, given).await?)
+            }
+            None => {
+                return Err(PortalError::field(
+                    "being",
+                    format!("{given:?} is neither a being id (64 hex digits) nor a name (@name)"),
+                ))
+            }
+        },
+    };
+    let _changing = canopy.changing.lock().await;
+    let world = portal.live.world();
+    let already = world.canopy.peers.get(&land).is_some_and(|peer| match &being {
+        None => peer.following == following,
+        Some(being) => peer.following_beings.contains(being) == following,
+    });
     let land_seq = match already {
         true => None,
-        false => Some(seal(portal, vec![Effect::PeerFollowed { land, following }]).await.map_err(refusal_for_people)?),
+        false => Some(
+            seal(portal, vec![Effect::PeerFollowed { land, following, being }]).await.map_err(refusal_for_people)?,
+        ),
     };
-    let mirror = crate::mirror::mirror_dir(portal.live.land_dir(), &land);
-    Ok(json!({"ok": true, "land": land.to_hex(), "following": following, "landSeq": land_seq,
-        "mirror": mirror.display().to_string()}))
+    let mirror = match &being {
+        None => crate::mirror::mirror_dir(portal.live.land_dir(), &land),
+        Some(being) => crate::mirror::being_mirror_dir(portal.live.land_dir(), being),
+    };
+    Ok(json!({"ok": true, "land": land.to_hex(), "being": being.map(|being| being.to_hex()), "following": following,
+        "landSeq": land_seq, "mirror": mirror.display().to_string()}))
 }
 
 /// A refusal met while the operator changes the peers, as the portal answers it.

@@ -34,10 +34,14 @@ fn mirrored_land(given: &str) -> Result<BeingId, PortalError> {
 /// Opens the mirror of `land` to read, off the async threads.
 async fn open_mirror(portal: &Portal, land: BeingId) -> Result<Land, PortalError> {
     let dir = mirror_dir(portal.live.land_dir(), &land);
+    open_mirror_at(dir, format!("land {}", land.to_hex())).await
+}
+
+/// Opens the mirror in `dir` (of `what`) to read, off the async threads.
+async fn open_mirror_at(dir: std::path::PathBuf, what: String) -> Result<Land, PortalError> {
     if !dir.join(crate::land::LAND_META_FILE).is_file() {
         return Err(PortalError::not_found(format!(
-            "this land keeps no mirror of land {} (follow it from the peers page)",
-            land.to_hex()
+            "this land keeps no mirror of {what} (follow it from the peers page)"
         )));
     }
     tokio::task::spawn_blocking(move || Land::open_read_only(&dir))
@@ -130,6 +134,53 @@ pub(super) async fn api_mirror_reel(
     Ok(axum::Json(reel_view(&mirror, land, &being, from)?).into_response())
 }
 
+/// The mirror of one being of another land: its reel.
+async fn being_mirror(portal: &Portal, being: &str) -> Result<(Land, BeingId), PortalError> {
+    let being = mirrored_land(being)?;
+    let dir = crate::mirror::being_mirror_dir(portal.live.land_dir(), &being);
+    let mirror = open_mirror_at(dir, format!("being {}", being.to_hex())).await?;
+    let land = mirror.meta().mirror_being_of.as_deref().and_then(BeingId::from_hex).unwrap_or(being);
+    Ok((mirror, land))
+}
+
+pub(super) async fn api_being_mirror(
+    State(portal): Shared,
+    Path(being): Path<String>,
+    ApiCaller(_): ApiCaller,
+    uri: Uri,
+) -> Result<Response, PortalError> {
+    let from = query(&uri).get("from").and_then(|from| from.parse().ok()).unwrap_or(0);
+    let (mirror, land) = being_mirror(&portal, &being).await?;
+    Ok(axum::Json(reel_view(&mirror, land, &being, from)?).into_response())
+}
+
+pub(super) async fn being_mirror_page(
+    State(portal): Shared,
+    Path(being): Path<String>,
+    PageVisitor(credential): PageVisitor,
+    uri: Uri,
+) -> Response {
+    let result = async {
+        let from = query(&uri).get("from").and_then(|from| from.parse().ok()).unwrap_or(0);
+        let (mirror, land) = being_mirror(&portal, &being).await?;
+        let view = reel_view(&mirror, land, &being, from)?;
+        let intro = format!(
+            "<p class=\"muted\">A read-only mirror of one being of land <code>{}</code>: its reel alone, each fact \
+checked here before it was kept. <code>seed verify --land {}</code> reads it; it does not replay (a moment reads \
+its whole land: follow the land to replay it).</p>",
+            esc(&land.to_hex()),
+            esc(&mirror.dir().display().to_string()),
+        );
+        Ok::<Response, PortalError>(html(page(
+            "Mirrored being",
+            &format!("{intro}{}", reel_html(&view, land, &format!("/mirrors/beings/{}", text(field(&view, "being"))))),
+            Some(credential.csrf()),
+        )))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
 pub(super) async fn mirror_page(
     State(portal): Shared,
     Path(land): Path<String>,
@@ -195,20 +246,33 @@ pub(super) async fn mirror_reel_page(
         let from = query(&uri).get("from").and_then(|from| from.parse().ok()).unwrap_or(0);
         let mirror = open_mirror(&portal, land).await?;
         let view = reel_view(&mirror, land, &being, from)?;
-        let mut out = format!(
-            "<p><a href=\"/mirrors/{land}\">the mirror of land {short}</a></p><p class=\"muted\" id=\"mirror-reel\">\
-{} of land {short}: {} facts on this reel; from seq {}.</p><div class=\"scroll\"><table id=\"mirror-reel-facts\"><tr><th>seq</th><th>land seq</th>\
-<th>time</th><th>kind</th><th>id</th><th>body</th></tr>",
-            esc(&field(&view, "name").as_str().map(|name| format!("@{name}")).unwrap_or_else(|| text(field(&view, "being")))),
-            field(&view, "reelLen"),
-            field(&view, "from"),
+        let out = format!(
+            "<p><a href=\"/mirrors/{land}\">the mirror of land {short}</a></p>{}",
+            reel_html(&view, land, &format!("/mirrors/{}/beings/{}", land.to_hex(), text(field(&view, "being")))),
             land = esc(&land.to_hex()),
             short = esc(&land.to_hex()[..12]),
         );
-        for fact in list(field(&view, "facts")) {
-            let body = serde_json::to_string(field(fact, "body")).unwrap_or_default();
-            let body: String = body.chars().take(400).collect();
-            out.push_str(&format!(
+        Ok::<Response, PortalError>(html(page("Mirrored reel", &out, Some(credential.csrf()))))
+    }
+    .await;
+    result.unwrap_or_else(|error| error.as_html().into_response())
+}
+
+/// A mirrored reel's facts as a table, with a link to the next page.
+fn reel_html(view: &Json, land: BeingId, pages_at: &str) -> String {
+    let mut out = format!(
+            "<p class=\"muted\" id=\"mirror-reel\">\
+{} of land {short}: {} facts on this reel; from seq {}.</p><div class=\"scroll\"><table id=\"mirror-reel-facts\"><tr><th>seq</th><th>land seq</th>\
+<th>time</th><th>kind</th><th>id</th><th>body</th></tr>",
+            esc(&field(view, "name").as_str().map(|name| format!("@{name}")).unwrap_or_else(|| text(field(view, "being")))),
+            field(view, "reelLen"),
+            field(view, "from"),
+            short = esc(&land.to_hex()[..12]),
+        );
+    for fact in list(field(view, "facts")) {
+        let body = serde_json::to_string(field(fact, "body")).unwrap_or_default();
+        let body: String = body.chars().take(400).collect();
+        out.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td><td><code style=\"white-space: pre-wrap; word-break: break-all\">{}</code></td></tr>",
                 field(fact, "seq"),
                 field(fact, "landSeq"),
@@ -218,17 +282,13 @@ pub(super) async fn mirror_reel_page(
                 esc(&text(field(fact, "id")).chars().take(12).collect::<String>()),
                 esc(&body),
             ));
-        }
-        out.push_str("</table></div>");
-        if let Some(next) = field(&view, "next").as_u64() {
-            out.push_str(&format!(
-                "<p><a id=\"mirror-reel-next\" href=\"/mirrors/{}/beings/{}?from={next}\">the next facts</a></p>",
-                esc(&land.to_hex()),
-                esc(&text(field(&view, "being")))
-            ));
-        }
-        Ok::<Response, PortalError>(html(page("Mirrored reel", &out, Some(credential.csrf()))))
     }
-    .await;
-    result.unwrap_or_else(|error| error.as_html().into_response())
+    out.push_str("</table></div>");
+    if let Some(next) = field(view, "next").as_u64() {
+        out.push_str(&format!(
+            "<p><a id=\"mirror-reel-next\" href=\"{}?from={next}\">the next facts</a></p>",
+            esc(pages_at)
+        ));
+    }
+    out
 }

@@ -39,7 +39,9 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
         .iter()
         .map(|(land, peer)| {
             let mut json = peer_json(land, peer);
-            json["mirror"] = mirror_json(portal, land);
+            json["mirror"] = mirror_json(portal, land, None);
+            json["beingMirrors"] =
+                peer.following_beings.iter().map(|being| mirror_json(portal, land, Some(being))).collect();
             json
         })
         .collect();
@@ -73,14 +75,20 @@ pub(super) fn peers_view(portal: &Portal) -> Json {
 /// The mirror of `land` this land keeps, if any: how far it has followed
 /// (its cursor, from disk) and, while this process follows it, how that
 /// stands.
-fn mirror_json(portal: &Portal, land: &crate::fact::BeingId) -> Json {
-    let dir = crate::mirror::mirror_dir(portal.live.land_dir(), land);
+fn mirror_json(portal: &Portal, land: &crate::fact::BeingId, being: Option<&crate::fact::BeingId>) -> Json {
+    let dir = match being {
+        None => crate::mirror::mirror_dir(portal.live.land_dir(), land),
+        Some(being) => crate::mirror::being_mirror_dir(portal.live.land_dir(), being),
+    };
+    let live = portal.canopy.as_ref().map_or(Json::Null, |canopy| canopy.follows.status_json(&(*land, being.copied())));
     if !dir.is_dir() {
-        return Json::Null;
+        return match being {
+            None => Json::Null,
+            Some(being) => json!({"being": being.to_hex(), "dir": Json::Null, "taken": 0, "pull": live}),
+        };
     }
     let taken = crate::mirror::read_cursor(&dir).map(|cursor| cursor.taken).unwrap_or_default();
-    let live = portal.canopy.as_ref().map_or(Json::Null, |canopy| canopy.follows.status_json(land));
-    json!({"dir": dir.display().to_string(), "taken": taken, "pull": live})
+    json!({"being": being.map(|being| being.to_hex()), "dir": dir.display().to_string(), "taken": taken, "pull": live})
 }
 
 pub(super) async fn api_peers(State(portal): Shared, ApiCaller(_): ApiCaller) -> Response {
@@ -118,13 +126,16 @@ pub(super) async fn api_set_following(
     ApiWrite(caller, request): ApiWrite,
 ) -> Result<Response, PortalError> {
     only_the_operator(&caller.principal)?;
-    if let Some(unknown) = request.as_object().and_then(|fields| fields.keys().find(|name| *name != "following")) {
-        return Err(PortalError::field(unknown, format!("`{unknown}` is not a field here (following)")));
+    if let Some(unknown) =
+        request.as_object().and_then(|fields| fields.keys().find(|name| *name != "following" && *name != "being"))
+    {
+        return Err(PortalError::field(unknown, format!("`{unknown}` is not a field here (following, being)")));
     }
+    let being = super::work::text_field(&request, "being")?;
     let following = request["following"]
         .as_bool()
         .ok_or_else(|| PortalError::field("following", "`following` must be true or false".to_string()))?;
-    Ok(axum::Json(set_following(&portal, &peer, following).await?).into_response())
+    Ok(axum::Json(set_following(&portal, &peer, being, following).await?).into_response())
 }
 
 /// The follow form: `peer` (a land id) and `following` (`true` or `false`).
@@ -133,11 +144,16 @@ pub(super) async fn follow_form(State(portal): Shared, FormWrite(credential, for
         only_the_operator(&credential.principal)?;
         let peer = form.get("peer").map(String::as_str).unwrap_or_default();
         let following = form.get("following").map(String::as_str) == Some("true");
-        let changed = set_following(&portal, peer, following).await?;
+        let being = form.get("being").map(String::as_str).map(str::trim).filter(|being| !being.is_empty());
+        let changed = set_following(&portal, peer, being, following).await?;
         let land = short(&text(field(&changed, "land")));
+        let what = match field(&changed, "being").as_str() {
+            Some(being) => format!("being {} of land {land}", short(being)),
+            None => format!("land {land}"),
+        };
         let done = match following {
-            true => format!("following land {land}: its facts are mirrored into {}", text(field(&changed, "mirror"))),
-            false => format!("no longer following land {land}; its mirror stays as it is"),
+            true => format!("following {what}: its facts are mirrored into {}", text(field(&changed, "mirror"))),
+            false => format!("no longer following {what}; its mirror stays as it is"),
         };
         Ok::<Response, PortalError>(see_other("/peers", &done))
     }
@@ -405,7 +421,43 @@ fn mirror_cell(peer: &Json, land: &str, csrf: &str, operator: bool) -> String {
             }
         }
     }
+    for followed in list(field(peer, "beingMirrors")) {
+        let being = text(field(followed, "being"));
+        let pull = field(followed, "pull");
+        cell.push_str(&format!(
+            "<br><span class=\"followed-being\">being <a href=\"/mirrors/beings/{being}\" id=\"being-mirror-{short}\"><code>{short}</code></a>: {} facts{}</span>",
+            field(followed, "taken"),
+            match field(pull, "state").as_str() {
+                Some(state) => format!(", {}", esc(state)),
+                None => String::new(),
+            },
+            being = esc(&being),
+            short = esc(&short(&being)),
+        ));
+        if let Some(reason) = field(pull, "reason").as_str() {
+            cell.push_str(&format!(" <span class=\"muted\">{}</span>", esc(reason)));
+        }
+        if operator {
+            cell.push_str(&format!(
+                "<form method=\"post\" action=\"/peers/follow\" class=\"inline\">{}<input type=\"hidden\" name=\"peer\" value=\"{}\">\
+<input type=\"hidden\" name=\"being\" value=\"{}\"><input type=\"hidden\" name=\"following\" value=\"false\">\
+<button id=\"unfollow-being-{}\">Stop</button></form>",
+                hidden_csrf(csrf),
+                esc(land),
+                esc(&being),
+                esc(&short(&being))
+            ));
+        }
+    }
     if operator {
+        cell.push_str(&format!(
+            "<form method=\"post\" action=\"/peers/follow\" class=\"inline\" id=\"follow-being-form-{short}\">{}\
+<input type=\"hidden\" name=\"peer\" value=\"{}\"><input type=\"hidden\" name=\"following\" value=\"true\">\
+<input name=\"being\" id=\"follow-being-{short}\" size=\"10\" placeholder=\"@name\"> <button id=\"follow-being-button-{short}\">Follow a being</button></form>",
+            hidden_csrf(csrf),
+            esc(land),
+            short = esc(&short(land)),
+        ));
         let (value, label) = if following { ("false", "Stop following") } else { ("true", "Follow") };
         cell.push_str(&format!(
             "<form method=\"post\" action=\"/peers/follow\" class=\"inline\">{}<input type=\"hidden\" name=\"peer\" value=\"{}\">\

@@ -130,6 +130,11 @@ pub struct LandMeta {
     /// refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror_of: Option<String>,
+    /// Present in the mirror of one being's reel: the id of the land the
+    /// being lives on (`root` then names the being). Such a mirror verifies
+    /// but does not replay: a moment reads its whole land's world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror_being_of: Option<String>,
 }
 
 /// Where a land keeps its facts.

@@ -118,6 +118,7 @@ impl Land {
                 snapshot_every_facts: Some(super::SNAPSHOT_EVERY_FACTS_DEFAULT),
                 store: location.recorded(),
                 mirror_of: None,
+                mirror_being_of: None,
             },
             root: BeingId::ZERO,
             operator: BeingId::ZERO,
