@@ -278,7 +278,15 @@ pub fn verify(land: &Land, arguments: VerifyArguments<'_>) -> Result<ExitCode> {
             let watcher = progress::for_command("seed verify");
             let report = verify_land_watched(land.store(), mode, threads, schemas.rules(land.limits()), &*watcher)?;
             watcher.finish();
-            if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
+            let mirror_of = land.meta().mirror_of.clone();
+            if let (Some(url), Some((facts, digest))) = (mirror_of, report.verified_digest) {
+                // A mirror holds none of its land's keys: nothing of it is signed here.
+                checkpoint = json!({"written": false, "facts": facts, "digest": digest.to_hex(),
+                    "reason": "a mirror holds none of its land's keys"});
+                checkpoint_line = Some(format!(
+                    "a mirror of the land at {url}: no checkpoint is written (it holds none of that land's keys)"
+                ));
+            } else if let (Some((facts, digest)), true) = (report.verified_digest, write_checkpoint) {
                 // A land without the root's key (an imported copy) still verifies.
                 let written = land.write_verified_checkpoint(facts, digest);
                 checkpoint = json!({"written": written.is_ok(), "facts": facts, "digest": digest.to_hex(),

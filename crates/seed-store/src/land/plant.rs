@@ -49,11 +49,18 @@ fn refuse_a_planted_land(dir: &Path) -> Result<(), LandError> {
 const LAND_META_HEADER: &str = "# A seed land, written by `seed plant`. Do not edit, except\n\
 # snapshot_every_facts: facts between two world snapshots (0: none).\n";
 
+const MIRROR_META_HEADER: &str = "# A read-only mirror of another seed land, written when it was first followed\n\
+# (docs/canopy.md). Do not edit.\n";
+
 pub(crate) fn write_meta(dir: &Path, meta: &LandMeta) -> Result<(), LandError> {
     let path = dir.join(LAND_META_FILE);
     let text =
         toml::to_string(meta).map_err(|error| LandError::Meta { path: path.clone(), reason: error.to_string() })?;
-    let bytes = format!("{LAND_META_HEADER}{text}");
+    let header = match &meta.mirror_of {
+        Some(_) => MIRROR_META_HEADER,
+        None => LAND_META_HEADER,
+    };
+    let bytes = format!("{header}{text}");
     crate::atomic_file::write_atomically(&path, bytes.as_bytes(), crate::atomic_file::READABLE_FILE_MODE)
         .map_err(|source| LandError::Io { path, source })
 }
