@@ -93,6 +93,23 @@ fn three_lands_peer_by_a_signed_handshake_keep_heartbeats_and_follow_a_proven_ke
     assert_eq!((&a_at_c["origin"], &a_at_c["status"]), (&json!("first-contact"), &json!("up")), "{a_at_c}");
     assert_eq!(a_at_c["url"], a.url.as_str());
 
+    // C's facts are read whole by whoever follows it: A came by first
+    // contact, so C refuses to be followed by it, and A says why.
+    let (status, followed) = a.post(&format!("/api/v1/peers/{c_id}/following"), &json!({"following": true}));
+    assert_eq!(status, 200, "{followed}");
+    let started = Instant::now();
+    loop {
+        let pull = peer_of(&a, &c_id)["mirror"]["pull"].clone();
+        if pull["state"] == "failed" {
+            assert!(pull["reason"].as_str().is_some_and(|reason| reason.contains("first contact")), "{pull}");
+            break;
+        }
+        assert!(started.elapsed() < PEER_WAIT, "A's pull of C never failed: {pull}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, _) = a.post(&format!("/api/v1/peers/{c_id}/following"), &json!({"following": false}));
+    assert_eq!(status, 200);
+
     // Heartbeats are counted: A's record of C grows.
     wait_for_peer(&c, &a_id, "C hearing A's heartbeats", |peer| peer["answered"].as_u64() >= Some(1));
 

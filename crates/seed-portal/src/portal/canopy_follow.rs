@@ -111,6 +111,13 @@ impl FollowState {
 pub(super) async fn facts(State(portal): State<Arc<Portal>>, request: Request) -> Response {
     answer_signed(portal, request, |portal, canopy, signed, body| async move {
         admit_peer(&portal, &canopy, &signed, &body).await?;
+        // A land's facts are read whole by whoever follows it: only a land
+        // the operator added may, never one that came by first contact.
+        let from_land = signed.request.from;
+        let origin = portal.live.world().canopy.peers.get(&from_land).map(|peer| peer.origin);
+        if origin != Some(crate::canopy::PeerOrigin::Added) {
+            return Err(CanopyRefusal::NotFollowable { land: from_land });
+        }
         let asked = body_json(&body)?;
         let bad = |reason: &str| CanopyRefusal::BadBody { what: "a request for facts", reason: reason.to_string() };
         let from = asked["from"].as_u64().ok_or_else(|| bad("`from` is not a land seq"))?;

@@ -85,6 +85,8 @@ pub enum CanopyRefusal {
     Unavailable { reason: String },
     #[error("not a fork of this land's reels: {0}")]
     NotAFork(#[from] crate::mirror::ForkReportError),
+    #[error("land {land} came by first contact: only a land this land's operator added may follow it (the peers page, `seed peer add`)")]
+    NotFollowable { land: BeingId },
 }
 
 impl CanopyRefusal {
@@ -123,6 +125,7 @@ impl CanopyRefusal {
             },
             CanopyRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             CanopyRefusal::NotAFork(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not-a-fork"),
+            CanopyRefusal::NotFollowable { .. } => (StatusCode::FORBIDDEN, "not-followable"),
         }
     }
 }
