@@ -931,8 +931,24 @@ fn a_land_put_back_from_an_older_copy_is_a_fork_kept_as_proof_on_both_sides_and_
     std::fs::remove_dir_all(b.land()).expect("removed");
     copy_folder(copy.path(), &b.land());
     b.restart_at_same_port(&["--fixture", correspondents_world().as_str(), "--round-ms", "200"]);
-    speak(&b, "another history");
-    speak(&b, "and more of it");
+    // The second history's first fact of @ada is a summons to A: A's
+    // mirror holds the first history's fact at that seq, so A refuses it
+    // and records why.
+    let (status, sent) = summon(&b, "ada", &format!("@bo@{}", &a_id[..10]), "another history", None);
+    assert_eq!(status, 200, "{sent}");
+    // Its next does not continue @ada's reel as A's mirror holds it.
+    let (status, sent) = summon(&b, "ada", &format!("@bo@{}", &a_id[..10]), "and more of it", None);
+    assert_eq!(status, 200, "{sent}");
+    let started = Instant::now();
+    loop {
+        let refused = a.get("/api/v1/peers").1["summonsRefused"].to_string();
+        if refused.contains("signed two histories") && refused.contains("does not continue its reel") {
+            break;
+        }
+        assert!(started.elapsed() < PEER_WAIT, "A never refused the second history's summons: {refused}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(inbox(&a, "bo").is_empty(), "nothing of the second history arrived");
     let forked = wait_for_pull(&a, &b_id, "forked", PEER_WAIT);
     let forks = forked["pull"]["forks"].as_array().cloned().unwrap_or_default();
     assert!(!forks.is_empty(), "{forked}");

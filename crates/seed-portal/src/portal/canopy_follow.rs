@@ -103,6 +103,45 @@ impl FollowState {
     }
 }
 
+impl FollowState {
+    /// What this land's mirrors of `from` (the land, or the being) say of
+    /// `fact`, a fact of one of its beings that `from` delivers: nothing
+    /// when no mirror holds its seq or the one before; an error naming why
+    /// when a mirror holds a different fact at its seq (the land signed two
+    /// histories) or a different fact before it (its `prev` link breaks).
+    pub(super) fn check_delivered(&self, from: BeingId, fact: &crate::fact::Fact) -> Result<(), String> {
+        let (being, seq) = (fact.header.being, fact.header.seq);
+        let mirrors: Vec<Arc<Mutex<Mirror>>> = {
+            let followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+            [(from, None), (from, Some(being))]
+                .iter()
+                .filter_map(|target| followed.get(target).and_then(|followed| followed.mirror.clone()))
+                .collect()
+        };
+        for mirror in mirrors {
+            let mirror = mirror.lock().unwrap_or_else(|p| p.into_inner());
+            let id_at = |seq: u64| {
+                mirror
+                    .store()
+                    .reel(&being, seq, seq + 1)
+                    .ok()
+                    .and_then(|reel| reel.first().map(|stored| stored.fact.id()))
+            };
+            if let Some(held) = id_at(seq).filter(|held| *held != fact.id()) {
+                return Err(format!(
+                    "{being} seq {seq} differs from the fact this land's mirror of land {from} holds there ({held}): that land signed two histories"
+                ));
+            }
+            if let Some(before) = seq.checked_sub(1).and_then(id_at).filter(|before| *before != fact.header.prev) {
+                return Err(format!(
+                    "{being} seq {seq} does not continue its reel as this land's mirror of land {from} holds it: its prev is not {before}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `POST /canopy/v1/facts {"from": N, "lastId": hex|null, "factsMax": N}`:
 /// a peer that follows this land asks for its facts from land seq `from`
 /// (`lastId` the id of the fact it took at `from - 1`). The answer holds
@@ -291,15 +330,18 @@ pub fn start_following(portal: Arc<Portal>) {
     if portal.canopy.is_none() {
         return;
     }
+    let mut stopped = portal.shutdown.clone();
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(Duration::from_millis(CANOPY_FOLLOW_POLL_MS)).await;
-            follow_round(&portal).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(CANOPY_FOLLOW_POLL_MS)) => follow_round(&portal).await,
+                _ = stopped.changed() => return,
+            }
         }
     });
 }
 
-/// One pull of each followed land that is up.
+/// One pull of each followed land and being.
 pub async fn follow_round(portal: &Arc<Portal>) {
     let Ok(canopy) = canopy_of(portal).cloned() else { return };
     let _one = canopy.follows.pulling.lock().await;

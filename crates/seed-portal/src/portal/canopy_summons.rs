@@ -108,6 +108,22 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
                 .ok_or_else(|| bad(format!("summons {index}: `keys` is not a list of hex")))?;
             read.push((fact, keys));
         }
+        // What this land's mirrors of the sender say of each fact (a
+        // different fact at its seq, or before it), before anything is decided.
+        let mirrored: Vec<Result<(), String>> = {
+            let (canopy, facts) = (canopy.clone(), read.iter().map(|(fact, _)| fact.clone()).collect::<Vec<_>>());
+            tokio::task::spawn_blocking(move || {
+                facts
+                    .iter()
+                    .map(|envelope| match crate::fact::Fact::decode_envelope(envelope) {
+                        Ok(fact) => canopy.follows.check_delivered(from, &fact),
+                        Err(_) => Ok(()),
+                    })
+                    .collect()
+            })
+            .await
+            .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })?
+        };
         // One delivery decided and sealed at a time: two deliveries of one
         // fact must not both arrive.
         let _changing = canopy.changing.lock().await;
@@ -121,7 +137,7 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
         // Whether each result sealed a fact (an arrival or a refusal), in order.
         let mut decisions: Vec<bool> = Vec::new();
         let mut waiting: Option<String> = None;
-        for (fact, keys) in &read {
+        for ((fact, keys), mirrored) in read.iter().zip(&mirrored) {
             if let Some(reason) = &waiting {
                 results.push(json!({"wait": reason}));
                 decisions.push(false);
@@ -138,6 +154,20 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
                 results.push(json!({"wait": reason}));
                 decisions.push(false);
                 waiting = Some(reason);
+                continue;
+            }
+            if let Err(reason) = mirrored {
+                let decoded = crate::fact::Fact::decode_envelope(fact).ok();
+                let refusal = crate::canopy::InboundRefusal {
+                    land: from,
+                    being: decoded.as_ref().map(|fact| fact.header.being),
+                    seq: decoded.as_ref().map(|fact| fact.header.seq),
+                    fact: decoded.as_ref().map(|fact| fact.id()),
+                    reason: bounded_reason(reason),
+                };
+                results.push(json!({"refused": refusal.reason}));
+                decisions.push(true);
+                effects.push(Effect::SummonsRefused { refusal });
                 continue;
             }
             match decide_arrival(&world, &so_far, canopy.land(), from, fact, keys, limits.summons_bytes_max) {
