@@ -138,6 +138,18 @@ pub struct Mirror {
     forked: std::collections::BTreeSet<BeingId>,
 }
 
+/// What is left to do with a fact whose body and place were checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FactCheck {
+    /// Its signature, by this key; then the store appends it (or keeps it
+    /// as a fork proof).
+    SignedBy(PublicKeyBytes),
+    /// The mirror holds this very fact (read again after a rewind).
+    Held,
+    /// Its reel holds a fork: nothing after it is kept.
+    AfterFork,
+}
+
 /// A fact's signed bytes, its signature and the key that must have made it.
 type SignedParts<'a> = (&'a [u8], &'a [u8; 64], PublicKeyBytes);
 
@@ -260,12 +272,16 @@ impl Mirror {
                 seq: other.header.seq,
             });
         }
-        let keys = self.check_links_and_bodies(from, &facts)?;
-        let kept: Vec<(u64, Fact, PublicKeyBytes)> = (from..)
-            .zip(facts.iter().zip(&keys))
-            .filter_map(|(land_seq, (fact, key))| key.map(|key| (land_seq, fact.clone(), key)))
-            .collect();
-        let mut taken = Taken { skipped: (facts.len() - kept.len()) as u64, ..Taken::default() };
+        let checks = self.check_links_and_bodies(from, &facts)?;
+        let mut taken = Taken::default();
+        let mut kept: Vec<(u64, Fact, PublicKeyBytes)> = Vec::with_capacity(facts.len());
+        for ((land_seq, fact), check) in (from..).zip(&facts).zip(&checks) {
+            match check {
+                FactCheck::SignedBy(key) => kept.push((land_seq, fact.clone(), *key)),
+                FactCheck::Held => taken.duplicates += 1,
+                FactCheck::AfterFork => taken.skipped += 1,
+            }
+        }
         check_signatures(&kept, self.threads)?;
         let tickets: Vec<_> = kept.into_iter().map(|(_, fact, _)| self.store.submit(fact)).collect();
         for ticket in tickets {
@@ -296,12 +312,10 @@ impl Mirror {
 
     /// Each fact's body read by the foundation's rules and within the
     /// land's limit, and its place on its reel: the next seq with a link to
-    /// the fact before it and no earlier time, or a seq the mirror holds (a
-    /// duplicate, or a fork for the store to keep as a proof). Returns the
-    /// key each fact must be signed by, or nothing for a fact of a reel the
-    /// mirror holds a fork of (the histories part there: nothing after the
-    /// fork is kept, so nothing after it is checked).
-    fn check_links_and_bodies(&self, from: u64, facts: &[Fact]) -> Result<Vec<Option<PublicKeyBytes>>, MirrorError> {
+    /// the fact before it and no earlier time, or a seq the mirror holds (the
+    /// very fact, or a fork for the store to keep as a proof). Says for each
+    /// what is left to do (`FactCheck`).
+    fn check_links_and_bodies(&self, from: u64, facts: &[Fact]) -> Result<Vec<FactCheck>, MirrorError> {
         let mut heads: BTreeMap<BeingId, Option<Head>> = BTreeMap::new();
         let mut forked: std::collections::BTreeSet<BeingId> = std::collections::BTreeSet::new();
         let mut keys = Vec::with_capacity(facts.len());
@@ -319,7 +333,7 @@ impl Mirror {
             check_known_body(fact.kind(), fact.body()).map_err(|error| body_problem(error.to_string()))?;
             if forked.contains(&being) || self.forked.contains(&being) {
                 forked.insert(being);
-                keys.push(None);
+                keys.push(FactCheck::AfterFork);
                 continue;
             }
             let head = match heads.get(&being) {
@@ -332,10 +346,13 @@ impl Mirror {
                 // against the key the reel had there, then kept as a proof).
                 Some(head) if seq <= head.seq => {
                     let held = self.store.reel(&being, seq, seq + 1)?.first().map(|stored| stored.fact.id());
-                    if held != Some(fact.id()) {
+                    if held == Some(fact.id()) {
+                        // The very fact the mirror checked when it took it.
+                        keys.push(FactCheck::Held);
+                    } else {
                         forked.insert(being);
+                        keys.push(FactCheck::SignedBy(self.key_at(&being, seq)?));
                     }
-                    keys.push(Some(self.key_at(&being, seq)?));
                     continue;
                 }
                 None => {
@@ -367,7 +384,7 @@ impl Mirror {
             };
             let next = next_head(head.as_ref(), fact).map_err(|error| body_problem(error.to_string()))?;
             heads.insert(being, Some(next));
-            keys.push(Some(key));
+            keys.push(FactCheck::SignedBy(key));
         }
         Ok(keys)
     }
