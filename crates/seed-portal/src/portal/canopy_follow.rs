@@ -103,13 +103,22 @@ impl FollowState {
     }
 }
 
+/// Why a fact another land delivers disagrees with this land's mirror of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum MirrorDisagrees {
+    #[error("{being} seq {seq} differs from the fact this land's mirror of land {from} holds there ({held}): that land signed two histories")]
+    TwoHistories { being: BeingId, seq: u64, from: BeingId, held: FactId },
+    #[error("{being} seq {seq} does not continue its reel as this land's mirror of land {from} holds it: its prev is not {before}")]
+    BrokenLink { being: BeingId, seq: u64, from: BeingId, before: FactId },
+}
+
 impl FollowState {
     /// What this land's mirrors of `from` (the land, or the being) say of
     /// `fact`, a fact of one of its beings that `from` delivers: nothing
     /// when no mirror holds its seq or the one before; an error naming why
     /// when a mirror holds a different fact at its seq (the land signed two
     /// histories) or a different fact before it (its `prev` link breaks).
-    pub(super) fn check_delivered(&self, from: BeingId, fact: &crate::fact::Fact) -> Result<(), String> {
+    pub(super) fn check_delivered(&self, from: BeingId, fact: &crate::fact::Fact) -> Result<(), MirrorDisagrees> {
         let (being, seq) = (fact.header.being, fact.header.seq);
         let mirrors: Vec<Arc<Mutex<Mirror>>> = {
             let followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
@@ -128,14 +137,10 @@ impl FollowState {
                     .and_then(|reel| reel.first().map(|stored| stored.fact.id()))
             };
             if let Some(held) = id_at(seq).filter(|held| *held != fact.id()) {
-                return Err(format!(
-                    "{being} seq {seq} differs from the fact this land's mirror of land {from} holds there ({held}): that land signed two histories"
-                ));
+                return Err(MirrorDisagrees::TwoHistories { being, seq, from, held });
             }
             if let Some(before) = seq.checked_sub(1).and_then(id_at).filter(|before| *before != fact.header.prev) {
-                return Err(format!(
-                    "{being} seq {seq} does not continue its reel as this land's mirror of land {from} holds it: its prev is not {before}"
-                ));
+                return Err(MirrorDisagrees::BrokenLink { being, seq, from, before });
             }
         }
         Ok(())

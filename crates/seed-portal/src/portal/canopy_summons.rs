@@ -110,7 +110,7 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
         }
         // What this land's mirrors of the sender say of each fact (a
         // different fact at its seq, or before it), before anything is decided.
-        let mirrored: Vec<Result<(), String>> = {
+        let mirrored: Vec<Result<(), super::canopy_follow::MirrorDisagrees>> = {
             let (canopy, facts) = (canopy.clone(), read.iter().map(|(fact, _)| fact.clone()).collect::<Vec<_>>());
             tokio::task::spawn_blocking(move || {
                 facts
@@ -163,7 +163,7 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
                     being: decoded.as_ref().map(|fact| fact.header.being),
                     seq: decoded.as_ref().map(|fact| fact.header.seq),
                     fact: decoded.as_ref().map(|fact| fact.id()),
-                    reason: bounded_reason(reason),
+                    reason: bounded_reason(&reason.to_string()),
                 };
                 results.push(json!({"refused": refusal.reason}));
                 decisions.push(true);
