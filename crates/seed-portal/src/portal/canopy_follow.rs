@@ -16,7 +16,9 @@
 //! has checked the signature), and following stops: two histories signed
 //! by one key are never merged.
 
-use super::canopy_routes::{admit_peer, answer_signed, body_json, canopy_of, limits, seal, Canopy, CanopyRefusal};
+use super::canopy_routes::{
+    admit_peer, answer_signed, body_json, canopy_of, every_until_stopped, limits, seal, Canopy, CanopyRefusal,
+};
 use super::Portal;
 use crate::canopy::{ForkShown, Peer};
 use crate::canopy_http::client::{fetch_identity, signed_post, Call};
@@ -332,23 +334,16 @@ pub(super) async fn fork(State(portal): State<Arc<Portal>>, request: Request) ->
 
 /// Pulls every followed land now and then.
 pub fn start_following(portal: Arc<Portal>) {
-    if portal.canopy.is_none() {
-        return;
-    }
-    let mut stopped = portal.shutdown.clone();
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(CANOPY_FOLLOW_POLL_MS)) => follow_round(&portal).await,
-                _ = stopped.changed() => return,
-            }
-        }
-    });
+    every_until_stopped(portal, |_| CANOPY_FOLLOW_POLL_MS, |portal| async move { follow_round(&portal).await });
 }
 
-/// One pull of each followed land and being.
+/// One pull of each followed land and being (by the runner only: a process
+/// that follows this live land does not write its mirrors).
 pub async fn follow_round(portal: &Arc<Portal>) {
     let Ok(canopy) = canopy_of(portal).cloned() else { return };
+    if portal.live.following().is_some() {
+        return;
+    }
     let _one = canopy.follows.pulling.lock().await;
     let world = portal.live.world();
     let mut followed: Vec<(Target, Peer)> = Vec::new();

@@ -695,15 +695,29 @@ pub async fn heartbeat_round(portal: &Arc<Portal>) {
 
 /// Heartbeats every `canopy_heartbeat_ms` (read before each wait) until the portal stops.
 pub fn start_heartbeats(portal: Arc<Portal>) {
+    every_until_stopped(
+        portal,
+        |portal| limits(portal).heartbeat_ms,
+        |portal| async move { heartbeat_round(&portal).await },
+    );
+}
+
+/// Runs `work` after each wait of `wait_ms` milliseconds (read before each
+/// wait) until the portal stops; nothing when the land speaks to no other.
+pub(super) fn every_until_stopped<F, Fut>(portal: Arc<Portal>, wait_ms: fn(&Portal) -> u64, work: F)
+where
+    F: Fn(Arc<Portal>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     if portal.canopy.is_none() {
         return;
     }
     let mut stopped = portal.shutdown.clone();
     tokio::spawn(async move {
         loop {
-            let wait = Duration::from_millis(limits(&portal).heartbeat_ms);
+            let wait = Duration::from_millis(wait_ms(&portal));
             tokio::select! {
-                _ = tokio::time::sleep(wait) => heartbeat_round(&portal).await,
+                _ = tokio::time::sleep(wait) => work(portal.clone()).await,
                 _ = stopped.changed() => return,
             }
         }

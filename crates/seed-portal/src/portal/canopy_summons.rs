@@ -18,7 +18,9 @@
 //! between the two) is delivered again and answered as a duplicate: the
 //! receiver takes a being's facts by seq, so nothing arrives twice.
 
-use super::canopy_routes::{admit_peer, answer_signed, body_json, canopy_of, limits, seal_each, Canopy, CanopyRefusal};
+use super::canopy_routes::{
+    admit_peer, answer_signed, body_json, canopy_of, every_until_stopped, limits, seal_each, Canopy, CanopyRefusal,
+};
 use super::Portal;
 use crate::canopy::{bounded_reason, decide_arrival, ArrivalVerdict, ArrivalsSoFar, CanopyLimits, Outgoing};
 use crate::canopy_http::client::{signed_post, Call};
@@ -213,18 +215,7 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
 
 /// Looks at the outbox every `CANOPY_DELIVERY_POLL_MS` until the portal stops.
 pub fn start_deliveries(portal: Arc<Portal>) {
-    if portal.canopy.is_none() {
-        return;
-    }
-    let mut stopped = portal.shutdown.clone();
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(CANOPY_DELIVERY_POLL_MS)) => deliver(&portal).await,
-                _ = stopped.changed() => return,
-            }
-        }
-    });
+    every_until_stopped(portal, |_| CANOPY_DELIVERY_POLL_MS, |portal| async move { deliver(&portal).await });
 }
 
 /// One look at the outbox: each peer's waiting summons delivered in order.
