@@ -206,24 +206,15 @@ fn facts_from(store: &dyn Store, from: u64, last: Option<FactId>, most: u64) -> 
         }
     }
     let to = from.saturating_add(most).min(land_len);
-    let mut facts = Vec::new();
-    let mut bytes = 0;
-    if from < to {
-        // Only the part of the log with no hole in it: a fact being made
-        // durable may leave its land seq empty for a moment, and the
-        // follower counts the facts it is sent from `from`.
-        for (expected, (entry, envelope)) in (from..).zip(store.land_log_with_envelopes(from, to)?) {
-            if entry.land_seq != expected {
-                break;
-            }
-            if bytes + envelope.len() * 2 > CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX && !facts.is_empty() {
-                break;
-            }
-            bytes += envelope.len() * 2;
-            facts.push(Json::String(hex::encode(envelope)));
-        }
-    }
-    Ok(json!({"from": from, "landLen": land_len, "facts": facts}))
+    let read = if from < to { store.land_log_with_envelopes(from, to)? } else { Vec::new() };
+    // Only the part of the log with no hole in it: a fact being made
+    // durable may leave its land seq empty for a moment, and the follower
+    // counts the facts it is sent from `from`.
+    let envelopes = (from..)
+        .zip(read)
+        .take_while(|(expected, (entry, _))| entry.land_seq == *expected)
+        .map(|(_, (_, envelope))| envelope);
+    Ok(json!({"from": from, "landLen": land_len, "facts": hex_within_answer(envelopes)}))
 }
 
 /// The answer to a follower of one being (`being`: its id, or `@name`):
@@ -256,19 +247,24 @@ fn reel_facts_from(
         }
     }
     let to = from.saturating_add(most).min(reel_len);
+    let reel = if from < to { store.reel(&id, from, to).map_err(failed)? } else { Vec::new() };
+    let envelopes = reel.iter().map(|stored| stored.fact.encode_envelope());
+    Ok(json!({"from": from, "landLen": reel_len, "being": id.to_hex(), "facts": hex_within_answer(envelopes)}))
+}
+
+/// The envelopes as hex, in order, as many as fit in
+/// `CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX` (always the first).
+fn hex_within_answer(envelopes: impl Iterator<Item = Vec<u8>>) -> Vec<Json> {
     let mut facts = Vec::new();
     let mut bytes = 0;
-    if from < to {
-        for stored in store.reel(&id, from, to).map_err(failed)? {
-            let envelope = stored.fact.encode_envelope();
-            if bytes + envelope.len() * 2 > CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX && !facts.is_empty() {
-                break;
-            }
-            bytes += envelope.len() * 2;
-            facts.push(Json::String(hex::encode(envelope)));
+    for envelope in envelopes {
+        if bytes + envelope.len() * 2 > CANOPY_FOLLOW_ANSWER_FACT_BYTES_MAX && !facts.is_empty() {
+            break;
         }
+        bytes += envelope.len() * 2;
+        facts.push(Json::String(hex::encode(envelope)));
     }
-    Ok(json!({"from": from, "landLen": reel_len, "being": id.to_hex(), "facts": facts}))
+    facts
 }
 
 /// The id of the peer's being `name` (`@name`), as the peer answers a
