@@ -268,6 +268,16 @@ pub fn remote_target(state: &CanopyState, target: &str) -> Option<Result<RemoteA
     Some(resolved)
 }
 
+/// Where a summons to `target`, a being of this land (`@name`), goes when
+/// that being moved to another land: `@name@LAND` on the land its `move`
+/// named. `None` for any other target.
+pub fn forwarding_address(world: &crate::world::World, target: &str) -> Option<RemoteAddress> {
+    let name = target.strip_prefix('@')?;
+    let row = world.being_named(name)?;
+    let moved = world.canopy.moved_away.get(&row.id)?;
+    Some(RemoteAddress { name: name.to_string(), land: moved.land })
+}
+
 /// Whether a being whose canSummon is `can_summon` may summon `address`:
 /// an entry `@NAME@LAND` names beings of other lands, NAME a glob of the
 /// being's name and LAND a glob of the land's id in hex, or its first digits
@@ -354,6 +364,33 @@ impl LastArrival {
     }
 }
 
+/// A being on its way here from another land (`seed move`): the land
+/// recorded that the facts of its reel up to `through_seq` (its `move`
+/// fact), which follow this record in the land log, were taken from
+/// `from_land`. Those facts are its history, not this land's: the world
+/// folds them only into the being's own row and memory, and replay does
+/// not run their moments again (they ran against the other land's world).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeingArriving {
+    pub being: BeingId,
+    pub name: String,
+    pub from_land: BeingId,
+    /// The seq of its `move` fact: the last fact taken from the other land.
+    pub through_seq: u64,
+    /// The id of that fact.
+    pub head: FactId,
+}
+
+/// Where a being that left this land went (its `move` fact): summons for
+/// it are sent there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedAway {
+    pub land: BeingId,
+    pub url: String,
+    /// The seq of its `move` fact.
+    pub seq: u64,
+}
+
 /// The peers, by land id, and the summons between this land and them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CanopyState {
@@ -368,6 +405,16 @@ pub struct CanopyState {
     /// land seq that recorded each, newest last.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forks_shown: Vec<(u64, ForkShown)>,
+    /// Beings whose reels are being taken from another land, until their
+    /// `moved-in` fact.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arriving: BTreeMap<BeingId, BeingArriving>,
+    /// Beings that moved here, and the land each came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moved_in: BTreeMap<BeingId, BeingId>,
+    /// Beings that left this land, and where each went.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moved_away: BTreeMap<BeingId, MovedAway>,
 }
 
 impl CanopyState {
@@ -377,6 +424,20 @@ impl CanopyState {
             && self.arrived.is_empty()
             && self.refused.is_empty()
             && self.forks_shown.is_empty()
+            && self.arriving.is_empty()
+            && self.moved_in.is_empty()
+            && self.moved_away.is_empty()
+    }
+
+    /// Whether the fact at `seq` of `being`'s reel was taken from the land
+    /// it moved here from (its history there, folded as such).
+    pub fn is_arriving_history(&self, being: &BeingId, seq: u64) -> bool {
+        self.arriving.get(being).is_some_and(|arriving| seq <= arriving.through_seq)
+    }
+
+    /// Where the being named `name` of this land went, if it left.
+    pub fn moved_away_of(&self, being: &BeingId) -> Option<&MovedAway> {
+        self.moved_away.get(being)
     }
 
     /// Folds a summons act to another land: it waits in the outbox.
@@ -682,18 +743,31 @@ pub fn decide_arrival(
     };
     let (being, seq, id) = (fact.header.being, fact.header.seq, fact.id());
     let refuse = |reason: String| refuse(Some(being), Some(seq), Some(id), reason);
-    if let Some(last) = so_far.last(world, &being) {
-        if last.land != from {
-            return refuse(format!(
-                "being {being}'s facts came from land {} before: a land delivers only its own beings' facts",
-                last.land
-            ));
-        }
-    }
     let proven = match seed_format::canopy::verify_key_history(being, key_history) {
         Ok(proven) => proven,
         Err(error) => return refuse(format!("the sender's key history does not prove its key: {error}")),
     };
+    // A being that moved (`seed move`) is delivered by the land its last
+    // move before this fact named, as its own signed history says; one that
+    // never moved, by the land that delivered its facts before.
+    match proven.land_at(seq) {
+        Some(lives_on) if lives_on != from => {
+            return refuse(format!(
+                "being {being} moved to land {lives_on} before seq {seq}: land {from} no longer speaks for it"
+            ));
+        }
+        Some(_) => {}
+        None => {
+            if let Some(last) = so_far.last(world, &being) {
+                if last.land != from {
+                    return refuse(format!(
+                        "being {being}'s facts came from land {} before: a land delivers only its own beings' facts",
+                        last.land
+                    ));
+                }
+            }
+        }
+    }
     if !proven.signed(&fact) {
         return refuse(format!("the fact at seq {seq} is not signed by the key its being held there"));
     }
@@ -762,6 +836,14 @@ pub fn decide_arrival(
     let Some(row) = world.being_named(&address.name) else {
         return refuse(format!("no being @{} on this land", address.name));
     };
+    if let Some(moved) = world.canopy.moved_away.get(&row.id) {
+        return refuse(format!(
+            "@{name} moved to land {land} ({url}): summon @{name}@{land} there",
+            name = address.name,
+            land = moved.land,
+            url = moved.url
+        ));
+    }
     if row.ended {
         return refuse(format!("@{} has ended", address.name));
     }
@@ -904,12 +986,46 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
             ])
         })
         .collect();
-    Cbor::Map(vec![
+    let mut entries = vec![
         (text("peers"), Cbor::Map(peers)),
         (text("outbox"), Cbor::Map(outbox)),
         (text("arrived"), Cbor::Map(arrived)),
         (text("refused"), Cbor::Array(refused)),
-    ])
+    ];
+    // Moves are in the world hash once a land has one (a land without
+    // keeps the hash it always had).
+    let bytes = |id: &BeingId| Cbor::Bytes(id.0.to_vec());
+    if !state.arriving.is_empty() {
+        let arriving = state
+            .arriving
+            .iter()
+            .map(|(being, arriving)| {
+                let record = Cbor::Array(vec![
+                    text(&arriving.name),
+                    bytes(&arriving.from_land),
+                    int(arriving.through_seq),
+                    Cbor::Bytes(arriving.head.0.to_vec()),
+                ]);
+                (bytes(being), record)
+            })
+            .collect();
+        entries.push((text("arriving"), Cbor::Map(arriving)));
+    }
+    if !state.moved_in.is_empty() {
+        let moved_in = state.moved_in.iter().map(|(being, land)| (bytes(being), bytes(land))).collect();
+        entries.push((text("movedIn"), Cbor::Map(moved_in)));
+    }
+    if !state.moved_away.is_empty() {
+        let moved_away = state
+            .moved_away
+            .iter()
+            .map(|(being, moved)| {
+                (bytes(being), Cbor::Array(vec![bytes(&moved.land), text(&moved.url), int(moved.seq)]))
+            })
+            .collect();
+        entries.push((text("movedAway"), Cbor::Map(moved_away)));
+    }
+    Cbor::Map(entries)
 }
 
 /// Why a peer's URL cannot be recorded.

@@ -205,7 +205,7 @@ pub enum KeyHistoryError {
     OtherLand { land: BeingId, genesis: BeingId },
     #[error("fact {index} of the key history is {being}'s, not the land's")]
     OtherReel { index: usize, being: BeingId },
-    #[error("fact {index} of the key history is a {kind} fact, not a rotate-key")]
+    #[error("fact {index} of the key history is a {kind} fact, not a rotate-key or a move")]
     NotRotation { index: usize, kind: String },
     #[error("fact {index} of the key history is at seq {seq}, not after the one before it (seq {after})")]
     OutOfOrder { index: usize, seq: u64, after: u64 },
@@ -222,6 +222,10 @@ pub struct ProvenKeys {
     pub land: BeingId,
     /// (seq of the genesis or rotation, the key it set), oldest first.
     pub keys: Vec<(u64, [u8; 32])>,
+    /// The being's moves to other lands (`seed move`): the seq of each
+    /// `move` fact and the land it went to, oldest first. A move is also a
+    /// key change, so each is in `keys` as well.
+    pub moves: Vec<(u64, BeingId)>,
 }
 
 impl ProvenKeys {
@@ -240,6 +244,12 @@ impl ProvenKeys {
             && key.and_then(|key| VerifyingKey::from_bytes(&key).ok()).is_some_and(|key| fact.verify_signature(&key))
     }
 
+    /// The land the being lived on at `seq`, if it had moved by then: the
+    /// last move before `seq` names it (`None`: its first land).
+    pub fn land_at(&self, seq: u64) -> Option<BeingId> {
+        self.moves.iter().rev().find(|(moved_at, _)| *moved_at < seq).map(|(_, land)| *land)
+    }
+
     /// Whether `key` is one the land has held.
     pub fn held(&self, key: &[u8; 32]) -> bool {
         self.keys.iter().any(|(_, held)| held == key)
@@ -252,7 +262,9 @@ impl ProvenKeys {
 /// by the key before it. What a peer says about itself is proven here or
 /// not believed: the receiving land trusts no more than these signatures.
 pub fn verify_key_history(land: BeingId, envelopes: &[Vec<u8>]) -> Result<ProvenKeys, KeyHistoryError> {
-    use crate::fact::body::{GenesisBodyFlowSkipped, RotateKeyBody, KIND_GENESIS, KIND_ROTATE_KEY};
+    use crate::fact::body::{
+        GenesisBodyFlowSkipped, MoveBody, RotateKeyBody, KIND_GENESIS, KIND_MOVE, KIND_ROTATE_KEY,
+    };
     use crate::fact::Fact;
     let decode = |index: usize, bytes: &[u8]| {
         Fact::decode_envelope(bytes).map_err(|error| KeyHistoryError::Undecodable { index, reason: error.to_string() })
@@ -272,14 +284,14 @@ pub fn verify_key_history(land: BeingId, envelopes: &[Vec<u8>]) -> Result<Proven
     if !genesis.verify_signature(&key) {
         return Err(KeyHistoryError::NotSignedByPreviousKey { index: 0 });
     }
-    let mut proven = ProvenKeys { land, keys: vec![(0, key.to_bytes())] };
+    let mut proven = ProvenKeys { land, keys: vec![(0, key.to_bytes())], moves: Vec::new() };
     let mut after = 0;
     for (index, bytes) in envelopes.iter().enumerate().skip(1) {
         let fact = decode(index, bytes)?;
         if fact.header.being != land {
             return Err(KeyHistoryError::OtherReel { index, being: fact.header.being });
         }
-        if fact.kind() != KIND_ROTATE_KEY {
+        if fact.kind() != KIND_ROTATE_KEY && fact.kind() != KIND_MOVE {
             return Err(KeyHistoryError::NotRotation { index, kind: fact.kind().to_string() });
         }
         if fact.header.seq <= after {
@@ -288,9 +300,16 @@ pub fn verify_key_history(land: BeingId, envelopes: &[Vec<u8>]) -> Result<Proven
         if !fact.verify_signature(&key) {
             return Err(KeyHistoryError::NotSignedByPreviousKey { index });
         }
-        let rotation: RotateKeyBody =
-            fact.body_as().map_err(|error| KeyHistoryError::Undecodable { index, reason: error.to_string() })?;
-        key = VerifyingKey::from_bytes(&rotation.new_public_key.0).map_err(|_| KeyHistoryError::BadKey { index })?;
+        let undecodable =
+            |error: crate::fact::FactError| KeyHistoryError::Undecodable { index, reason: error.to_string() };
+        let new_public_key = if fact.kind() == KIND_MOVE {
+            let moved: MoveBody = fact.body_as().map_err(undecodable)?;
+            proven.moves.push((fact.header.seq, moved.to_land));
+            moved.new_public_key
+        } else {
+            fact.body_as::<RotateKeyBody>().map_err(undecodable)?.new_public_key
+        };
+        key = VerifyingKey::from_bytes(&new_public_key.0).map_err(|_| KeyHistoryError::BadKey { index })?;
         after = fact.header.seq;
         proven.keys.push((after, key.to_bytes()));
     }
@@ -473,5 +492,36 @@ mod tests {
         let genesis = envelopes[0].clone();
         envelopes.push(genesis);
         assert!(matches!(verify_key_history(land, &envelopes), Err(KeyHistoryError::NotRotation { index: 2, .. })));
+    }
+
+    /// A `move` at `seq` to `to`, handing the key over from `signer` to `next`.
+    fn moved(land: BeingId, seq: u64, to: u8, signer: u8, next: u8) -> Vec<u8> {
+        use crate::fact::body::{MoveBody, KIND_MOVE};
+        use crate::fact::{Fact, FactId, PublicKeyBytes};
+        let body = MoveBody {
+            to_land: BeingId([to; 32]),
+            to_url: "http://127.0.0.1:7777".into(),
+            new_public_key: PublicKeyBytes::of(&key(next)),
+            qualities: Default::default(),
+        };
+        let body = canonical::to_canonical_bytes(&body).expect("encodes");
+        Fact::seal(land, seq, FactId::ZERO, 1, KIND_MOVE, body, &key(signer)).expect("seals").encode_envelope()
+    }
+
+    #[test]
+    fn a_move_in_a_key_history_hands_the_key_over_and_names_the_land_that_speaks_for_the_being_after_it() {
+        let (being, mut envelopes) = history(&[(1, 2)]);
+        envelopes.push(moved(being, 15, 7, 2, 4));
+        envelopes.push(moved(being, 30, 8, 4, 5));
+        let proven = verify_key_history(being, &envelopes).expect("a true history");
+        assert_eq!(proven.current(), (key(5).verifying_key().to_bytes(), 30));
+        assert_eq!(proven.moves, vec![(15, BeingId([7; 32])), (30, BeingId([8; 32]))]);
+        for (seq, lives_on) in [(1, None), (15, None), (16, Some(7)), (30, Some(7)), (31, Some(8))] {
+            assert_eq!(proven.land_at(seq), lives_on.map(|byte| BeingId([byte; 32])), "at seq {seq}");
+        }
+        // A move signed by a key the being no longer held.
+        let (being, mut envelopes) = history(&[(1, 2)]);
+        envelopes.push(moved(being, 15, 7, 1, 4));
+        assert_eq!(verify_key_history(being, &envelopes), Err(KeyHistoryError::NotSignedByPreviousKey { index: 2 }));
     }
 }

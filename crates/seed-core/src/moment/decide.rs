@@ -204,9 +204,18 @@ pub fn decide(
             let remote = crate::canopy::remote_target(&world.canopy, &target)
                 .transpose()
                 .map_err(|error| refuse(Refusal::RemoteTarget(error)))?;
-            let allowed = match &remote {
+            let mut allowed = match &remote {
                 Some(address) => crate::canopy::may_summon_remote(&face.can_summon, address),
                 None => face.can_summon.contains(&target),
+            };
+            // A being of this land that moved to another is summoned there
+            // (its forwarding address is its `move` fact), by a being whose
+            // canSummon names it here or there.
+            let remote = match remote {
+                Some(address) => Some(address),
+                None => crate::canopy::forwarding_address(world, &target).inspect(|address| {
+                    allowed = allowed || crate::canopy::may_summon_remote(&face.can_summon, address);
+                }),
             };
             let target = remote.map_or(target, |address| address.to_target());
             // The substrate's own summons of the owner about a spent budget

@@ -157,6 +157,12 @@ pub enum Effect {
     ForkShown {
         fork: crate::canopy::ForkShown,
     },
+    /// A being of another land is moving here: the facts of its reel that
+    /// follow in the land log, up to its `move` fact, are its history
+    /// there (`crate::canopy::BeingArriving`).
+    BeingArriving {
+        arriving: crate::canopy::BeingArriving,
+    },
     /// A summons to another land was delivered: the receiving land sealed
     /// its arrival at land seq `receipt` (none: it had taken it before and
     /// no longer says where) (`crate::canopy`).
@@ -197,6 +203,7 @@ impl Effect {
                 | Effect::PeerRemoved { .. }
                 | Effect::PeerFollowed { .. }
                 | Effect::ForkShown { .. }
+                | Effect::BeingArriving { .. }
                 | Effect::SummonsDelivered { .. }
                 | Effect::SummonsUndelivered { .. }
                 | Effect::SummonsArrived { .. }

@@ -124,6 +124,10 @@ pub enum FoldBody {
     Spend(Box<crate::spend::SpendBody>),
     /// An act's vector.
     Embedding(Box<crate::embedding::EmbeddingBody>),
+    /// The being left for another land.
+    Move(Box<seed_format::fact::body::MoveBody>),
+    /// The being arrived from another land.
+    MovedIn(Box<seed_format::fact::body::MovedInBody>),
     Nothing,
 }
 
@@ -225,6 +229,11 @@ impl FoldBody {
                 canonical::from_canonical_bytes::<crate::embedding::EmbeddingBody>(body)
                     .map_or(FoldBody::Nothing, |embedding| FoldBody::Embedding(Box::new(embedding)))
             }
+            seed_format::fact::body::KIND_MOVE => {
+                canonical::from_canonical_bytes(body).map_or(FoldBody::Nothing, |moved| FoldBody::Move(Box::new(moved)))
+            }
+            seed_format::fact::body::KIND_MOVED_IN => canonical::from_canonical_bytes(body)
+                .map_or(FoldBody::Nothing, |moved_in| FoldBody::MovedIn(Box::new(moved_in))),
             _ => FoldBody::Nothing,
         }
     }
@@ -420,6 +429,10 @@ impl World {
     pub fn apply_folded(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: FoldBody) {
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
+        if self.canopy.is_arriving_history(&being, header.seq) {
+            self.fold_arriving_history(land_seq, header, id, body);
+            return;
+        }
         match body {
             FoldBody::Genesis(row) => {
                 if land_seq == 0 {
@@ -428,22 +441,22 @@ impl World {
                 self.names.insert(row.name.clone(), being);
                 self.beings.insert(being, *row);
             }
-            FoldBody::End => {
+            FoldBody::End => self.fold_end(being),
+            FoldBody::Move(moved) => {
+                // It lives on elsewhere: here it is over, and what is
+                // summoned of it is sent where it went.
+                self.fold_end(being);
+                let away = crate::canopy::MovedAway { land: moved.to_land, url: moved.to_url, seq: header.seq };
+                self.canopy.moved_away.insert(being, away);
+            }
+            FoldBody::MovedIn(moved_in) => {
+                self.canopy.arriving.remove(&being);
+                self.canopy.moved_in.insert(being, moved_in.from_land);
                 if let Some(row) = self.beings.get_mut(&being) {
-                    row.ended = true;
-                }
-                self.inbox.remove(&being);
-                // An ended being's requests will never be applied: they leave.
-                let asked: Vec<FactId> = self
-                    .approvals
-                    .iter()
-                    .filter(|(_, pending)| pending.requester == being)
-                    .map(|(request, _)| *request)
-                    .collect();
-                for request in asked {
-                    if let Some(pending) = self.approvals.remove(&request) {
-                        self.forget_approval_summons(request, &pending.request.summoned);
-                    }
+                    row.ended = false;
+                    row.parent = Some(moved_in.parent);
+                    row.location = moved_in.home_space.clone();
+                    row.home_space = moved_in.home_space;
                 }
             }
             FoldBody::World(body) => {
@@ -466,6 +479,9 @@ impl World {
                             self.canopy.fold_followed(land, *following, being.as_ref())
                         }
                         Effect::ForkShown { fork } => self.canopy.fold_fork_shown(land_seq, fork),
+                        Effect::BeingArriving { arriving } => {
+                            self.canopy.arriving.insert(arriving.being, arriving.clone());
+                        }
                         Effect::SummonsDelivered { fact, .. } | Effect::SummonsUndelivered { fact, .. } => {
                             self.canopy.fold_settled(fact)
                         }
@@ -484,6 +500,64 @@ impl World {
                 self.embeddings.insert(embedding.fact, crate::embedding::StoredVector(vector.into()));
             }
             FoldBody::Nothing => {}
+        }
+    }
+
+    /// Folds an ended being: it has no more moments, its inbox is emptied,
+    /// and its requests for approval leave (they will never be applied).
+    fn fold_end(&mut self, being: BeingId) {
+        if let Some(row) = self.beings.get_mut(&being) {
+            row.ended = true;
+        }
+        self.inbox.remove(&being);
+        let asked: Vec<FactId> = self
+            .approvals
+            .iter()
+            .filter(|(_, pending)| pending.requester == being)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in asked {
+            if let Some(pending) = self.approvals.remove(&request) {
+                self.forget_approval_summons(request, &pending.request.summoned);
+            }
+        }
+    }
+
+    /// Folds a fact of a moving being's history on the land it came from
+    /// (`crate::canopy::BeingArriving`): it happened in that land's world,
+    /// so here it only makes the being (its row, planted ended until its
+    /// `moved-in`), counts its acts into its row and its own memory, and
+    /// gives it the qualities its `move` carried. Nothing else of this
+    /// world changes.
+    fn fold_arriving_history(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: FoldBody) {
+        let being = header.being;
+        match body {
+            FoldBody::Genesis(mut row) => {
+                row.ended = true;
+                self.names.insert(row.name.clone(), being);
+                self.beings.insert(being, *row);
+            }
+            FoldBody::Act(act) => {
+                let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
+                let Some(row) = self.beings.get_mut(&being) else { return };
+                if applied {
+                    row.last_act_ms = Some(header.stored_time_ms);
+                    row.acts += 1;
+                }
+                let remembered = remembered_of_act(land_seq, &row.name, id, &act);
+                let memory = self.memories.entry(being).or_default();
+                let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
+            }
+            FoldBody::Move(moved) => {
+                if let Some(row) = self.beings.get_mut(&being) {
+                    row.qualities = moved
+                        .qualities
+                        .iter()
+                        .map(|(name, value)| (name.clone(), crate::canonical::cbor_to_json(value)))
+                        .collect();
+                }
+            }
+            _ => {}
         }
     }
 
@@ -515,6 +589,10 @@ impl World {
         debug_assert_eq!(header.kind, KIND_ACT);
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
+        if self.canopy.is_arriving_history(&being, header.seq) {
+            self.fold_arriving_history(land_seq, header, id, FoldBody::Act(Box::new(act.clone())));
+            return;
+        }
         // A gated call's request, and a request closed unapplied, deliver
         // nothing: the call did not happen.
         let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
@@ -767,6 +845,7 @@ impl World {
             | Effect::PeerRemoved { .. }
             | Effect::PeerFollowed { .. }
             | Effect::ForkShown { .. }
+            | Effect::BeingArriving { .. }
             | Effect::SummonsDelivered { .. }
             | Effect::SummonsUndelivered { .. }
             | Effect::SummonsArrived { .. }
@@ -1098,5 +1177,97 @@ mod tests {
         }
         // The first body's flow is the one kept, by its bytes.
         assert_eq!(flows.flows.read().expect("not poisoned")[0].0, flow);
+    }
+
+    /// A fact of `being` at `seq` with `body`, as the fold reads it.
+    fn fact_of(being: BeingId, seq: u64, kind: &str, body: Vec<u8>) -> (FactHeader, Vec<u8>) {
+        let header = FactHeader {
+            being,
+            seq,
+            prev: FactId::ZERO,
+            stored_time_ms: 10 * seq,
+            kind: kind.into(),
+            body_len: body.len() as u64,
+            body_hash: crate::fact::blake3_of(&body),
+        };
+        (header, body)
+    }
+
+    fn world_fact(being: BeingId, seq: u64, effects: Vec<Effect>) -> (FactHeader, Vec<u8>) {
+        fact_of(being, seq, KIND_WORLD, canonical::to_canonical_bytes(&WorldBody { effects }).expect("encodes"))
+    }
+
+    /// A moving being's history from its old land changes only its own
+    /// row: planted ended, its own world facts there folded into nothing,
+    /// its move giving it its qualities; its `moved-in` makes it live here.
+    /// On its old land the same move ends it and leaves where it went.
+    #[test]
+    fn a_moving_beings_history_changes_only_its_own_row_until_it_moves_in() {
+        use seed_format::fact::body::{MoveBody, MovedInBody, KIND_MOVE, KIND_MOVED_IN};
+        let (root_header, root_body) = genesis_fact("reality", Vec::new(), [9; 16]);
+        let root = root_header.being;
+        let (cy_genesis, cy_body) = genesis_fact("cy", vec![clause("walker")], [1; 16]);
+        let cy = cy_genesis.being;
+        let from_land = BeingId([7; 32]);
+        let mut qualities = BTreeMap::new();
+        qualities.insert("mood".to_string(), Cbor::Text("curious".into()));
+        let moved = MoveBody {
+            to_land: BeingId([8; 32]),
+            to_url: "http://127.0.0.1:7777".into(),
+            new_public_key: PublicKeyBytes([4; 32]),
+            qualities,
+        };
+        let move_fact = fact_of(cy, 2, KIND_MOVE, canonical::to_canonical_bytes(&moved).expect("encodes"));
+        let signal = Effect::SetSignal { key: "weather".into(), value: Some(serde_json::json!("rain")) };
+        let arriving = crate::canopy::BeingArriving {
+            being: cy,
+            name: "cy".into(),
+            from_land,
+            through_seq: 2,
+            head: FactId([5; 32]),
+        };
+        let moved_in = MovedInBody { from_land, home_space: "/south".into(), parent: root };
+        let facts = [
+            (root_header, root_body),
+            world_fact(root, 1, vec![Effect::BeingArriving { arriving }]),
+            (cy_genesis, cy_body),
+            world_fact(cy, 1, vec![signal.clone()]),
+            move_fact.clone(),
+        ];
+        let mut world = World::new();
+        for (land_seq, (header, body)) in facts.iter().enumerate() {
+            world.apply_parts(land_seq as u64, header, FactId([land_seq as u8; 32]), body);
+        }
+        let row = world.beings.get(&cy).expect("planted");
+        assert!(row.ended, "not here until its moved-in");
+        assert_eq!(row.qualities.get("mood"), Some(&serde_json::json!("curious")), "carried by its move");
+        assert!(world.signals.is_empty(), "its old land's world changes nothing here");
+        assert!(world.canopy.moved_away.is_empty(), "its move is its history here, not a leaving");
+        let (header, body) = fact_of(cy, 3, KIND_MOVED_IN, canonical::to_canonical_bytes(&moved_in).expect("encodes"));
+        world.apply_parts(5, &header, FactId([5; 32]), &body);
+        let row = world.beings.get(&cy).expect("planted");
+        assert_eq!((row.ended, row.home_space.as_str(), row.location.as_str()), (false, "/south", "/south"));
+        assert_eq!((row.parent, world.canopy.moved_in.get(&cy)), (Some(root), Some(&from_land)));
+        assert!(world.canopy.arriving.is_empty());
+        // After its moved-in its facts fold as any being's.
+        let (header, body) = world_fact(cy, 4, vec![signal]);
+        world.apply_parts(6, &header, FactId([6; 32]), &body);
+        assert_eq!(world.signals.get("weather"), Some(&serde_json::json!("rain")));
+
+        // The same move on the land it leaves: it ends there, and the world
+        // keeps where it went.
+        let mut old_land = World::new();
+        let (root_header, root_body) = genesis_fact("reality", Vec::new(), [9; 16]);
+        let (cy_genesis, cy_body) = genesis_fact("cy", vec![clause("walker")], [1; 16]);
+        for (land_seq, (header, body)) in
+            [(root_header, root_body), (cy_genesis, cy_body), move_fact].iter().enumerate()
+        {
+            old_land.apply_parts(land_seq as u64, header, FactId([land_seq as u8; 32]), body);
+        }
+        assert!(old_land.beings.get(&cy).expect("its row").ended);
+        let away = old_land.canopy.moved_away.get(&cy).expect("its forwarding address");
+        assert_eq!((away.land, away.seq), (BeingId([8; 32]), 2));
+        let forwarded = crate::canopy::forwarding_address(&old_land, "@cy").expect("forwarded");
+        assert_eq!(forwarded.to_target(), format!("@cy@{}", BeingId([8; 32]).to_hex()));
     }
 }

@@ -776,6 +776,40 @@ impl Engine {
         }
     }
 
+    /// Takes a being moving here from another land (`seed move`): records
+    /// that it arrives (a root `world` fact), appends its history there
+    /// (`history`: its reel up to its `move`, every fact checked by the
+    /// caller, in seq order), then seals its `moved-in`, signed by the key
+    /// this land minted for it, and lets it have moments here. Each step is
+    /// skipped when an earlier try made it already, so a try cut short is
+    /// finished by the next. Returns the land seq of its `moved-in`.
+    pub fn take_moving_being(
+        &mut self,
+        arriving: seed_core::canopy::BeingArriving,
+        history: Vec<crate::fact::Fact>,
+        home_space: String,
+    ) -> Result<u64, EngineError> {
+        let being = arriving.being;
+        let from_land = arriving.from_land;
+        if !self.world.canopy.arriving.contains_key(&being) && !self.world.canopy.moved_in.contains_key(&being) {
+            self.seal_changes(vec![vec![Effect::BeingArriving { arriving }]])?;
+        }
+        let held = self.land.store().head(&being)?.map_or(0, |head| head.seq + 1);
+        self.land.append_taken(history.into_iter().filter(|fact| fact.header.seq >= held).collect())?;
+        fold_to_end(self.land.store(), &mut self.world)?;
+        if self.world.canopy.arriving.contains_key(&being) {
+            let parent = self.land.operator();
+            let body = crate::fact::body::MovedInBody { from_land, home_space, parent };
+            self.land.seal_body(&being, crate::fact::body::KIND_MOVED_IN, &body)?;
+            fold_to_end(self.land.store(), &mut self.world)?;
+        }
+        let flow = self.world.beings.get(&being).map(|row| row.role_flow.clone()).unwrap_or(Json::Null);
+        self.scheduler.subscribe(&self.world, being, &flow);
+        let moved_in_at = self.land.store().head(&being)?.map_or(0, |head| head.seq);
+        let land_seq = self.land.store().land_seq_of(&being, moved_in_at)?;
+        Ok(land_seq.unwrap_or(self.world.cursor.saturating_sub(1)))
+    }
+
     /// What moments consult besides the world.
     pub fn substrate(&self) -> &Substrate {
         &self.substrate
@@ -1576,6 +1610,7 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::Meta { .. }
         | LandError::Locked { .. }
         | LandError::Mirror { .. }
+        | LandError::NotMovable { .. }
         | LandError::StoreOpen { .. }
         | LandError::BadStore { .. }
         | LandError::StoreElsewhere { .. }

@@ -376,7 +376,13 @@ fn fold_windows(
         }
         if let Some(opening) = window.take_openings(world.cursor) {
             window.read_acts(&opening)?;
-            let acts: Vec<(BeingId, &LandAct)> = opening.iter().filter_map(|seq| window.act(*seq)).collect();
+            // A moved being's history on its old land ran against that
+            // land's world: it is folded, never run again here.
+            let acts: Vec<(BeingId, &LandAct)> = opening
+                .iter()
+                .filter_map(|seq| window.act(*seq))
+                .filter(|(being, act)| !world.canopy.is_arriving_history(being, act.seq))
+                .collect();
             let substrate = definitions.at(&world)?;
             let outcomes = recompute_all(&substrate, &world, &acts, threads);
             // Each outcome waits in its act's slot until the fold reaches it.
@@ -387,6 +393,15 @@ fn fold_windows(
             }
         }
         let (being, mut act) = match window.take(land_seq)? {
+            Some(Decoded::Act { being, act }) if world.canopy.is_arriving_history(&being, act.seq) => {
+                // Taken from the land the being moved from: its history
+                // there, folded as such (not a moment of this land's).
+                let body =
+                    act.fact.body_as::<ActBody>().map_or(FoldBody::Nothing, |body| FoldBody::Act(Box::new(body)));
+                world.apply_folded(land_seq, &act.fact.header, act.fact.id(), body);
+                spent.facts.push(act.fact);
+                continue;
+            }
             Some(Decoded::Act { being, act }) => (being, act),
             Some(Decoded::Other { fact, body }) => {
                 // Read in parallel before the fold.

@@ -14,11 +14,14 @@ pub const KIND_ROTATE_KEY: &str = "rotate-key";
 pub const KIND_END: &str = "end";
 pub const KIND_OPERATOR_TOKEN: &str = "operator-token";
 pub const KIND_NOTE: &str = "note";
+pub const KIND_MOVE: &str = "move";
+pub const KIND_MOVED_IN: &str = "moved-in";
 
 /// Every kind whose body schema this build knows; `seed verify` decodes each
 /// of them strictly. Kinds outside this list are accepted when their body is
 /// canonical CBOR (extensions add kinds of their own, `namespace:kind`).
-pub const KNOWN_KINDS: &[&str] = &[KIND_GENESIS, KIND_ROTATE_KEY, KIND_END, KIND_OPERATOR_TOKEN, KIND_NOTE];
+pub const KNOWN_KINDS: &[&str] =
+    &[KIND_GENESIS, KIND_ROTATE_KEY, KIND_END, KIND_OPERATOR_TOKEN, KIND_NOTE, KIND_MOVE, KIND_MOVED_IN];
 
 /// How a being decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -202,6 +205,38 @@ pub struct RotateKeyBody {
     pub new_public_key: PublicKeyBytes,
 }
 
+/// The being leaves its land for another (`seed move`): a key handover,
+/// signed by the key it replaces, to a key the new land minted (no private
+/// key crosses between lands). Its old land holds no key for what follows,
+/// so the reel goes on only on the new land, whose first fact there is a
+/// `moved-in`. `qualities` are the being's qualities as its old land's
+/// world held them at the move: what it carries with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveBody {
+    /// The id of the land it moves to.
+    pub to_land: BeingId,
+    /// Where that land said it could be reached.
+    pub to_url: String,
+    pub new_public_key: PublicKeyBytes,
+    pub qualities: std::collections::BTreeMap<String, ciborium::value::Value>,
+}
+
+/// The first fact a moved being's reel gets on its new land, signed by the
+/// key the `move` before it named: the reel goes on here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MovedInBody {
+    /// The land it came from.
+    pub from_land: BeingId,
+    /// Its home (and where it is) on its new land.
+    pub home_space: String,
+    /// Its parent on its new land (its operator), in place of the parent
+    /// its genesis names on the land it was born on: who may drive it and
+    /// whose descendant it is here.
+    pub parent: BeingId,
+}
+
 /// The being is released for good; nothing may follow this fact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -236,6 +271,8 @@ pub fn check_known_body(kind: &str, body: &[u8]) -> Result<(), BodySchemaError> 
         KIND_END => read::<EndBody>(body),
         KIND_OPERATOR_TOKEN => read::<OperatorTokenBody>(body),
         KIND_NOTE => read::<NoteBody>(body),
+        KIND_MOVE => read::<MoveBody>(body),
+        KIND_MOVED_IN => read::<MovedInBody>(body),
         _ => Ok(()),
     }
 }

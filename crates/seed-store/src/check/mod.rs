@@ -31,7 +31,8 @@
 pub mod checkpoint;
 
 use crate::fact::body::{
-    check_known_body, GenesisBodyFlowSkipped, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY,
+    check_known_body, GenesisBodyFlowSkipped, MoveBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_MOVE,
+    KIND_ROTATE_KEY,
 };
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32, PublicKeyBytes};
 use crate::names::being_name_problem;
@@ -405,21 +406,26 @@ impl<'a> ReelChecker<'a> {
             }
         }
         self.signature(seq, record.land_seq, fact, pending);
-        if fact.kind() == KIND_ROTATE_KEY {
-            // The rotation is signed by the old key; the new key signs what
+        if fact.kind() == KIND_ROTATE_KEY || fact.kind() == KIND_MOVE {
+            // The rotation (or the move, which hands the reel to its new
+            // land's key) is signed by the old key; the new key signs what
             // follows, so a key that can sign nothing ends the reel unseen.
-            match fact.body_as::<RotateKeyBody>() {
-                Ok(body) => {
-                    if let Err(unusable) = verifying_key(&body.new_public_key) {
+            let new_public_key = match fact.kind() == KIND_MOVE {
+                true => fact.body_as::<MoveBody>().map(|body| body.new_public_key),
+                false => fact.body_as::<RotateKeyBody>().map(|body| body.new_public_key),
+            };
+            match new_public_key {
+                Ok(new_public_key) => {
+                    if let Err(unusable) = verifying_key(&new_public_key) {
                         let problem = unusable.problem("new_public_key");
-                        self.problem(seq, ProblemKind::Body { kind: KIND_ROTATE_KEY.to_string(), problem });
+                        self.problem(seq, ProblemKind::Body { kind: fact.kind().to_string(), problem });
                     }
-                    self.set_key(&body.new_public_key)
+                    self.set_key(&new_public_key)
                 }
                 Err(_) => {
                     self.key = None;
                     self.unparsed_key = None;
-                    self.key_problem = Some(format!("the rotate-key fact at seq {seq} is unreadable"));
+                    self.key_problem = Some(format!("the {} fact at seq {seq} is unreadable", fact.kind()));
                 }
             }
         }

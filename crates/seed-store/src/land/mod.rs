@@ -93,6 +93,8 @@ pub enum LandError {
     BodyTooLarge { len: usize, max: usize },
     #[error("being {being} has ended; it can seal nothing more")]
     Ended { being: BeingId },
+    #[error("being {being} cannot move: {reason}")]
+    NotMovable { being: BeingId, reason: &'static str },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -911,6 +913,59 @@ impl Land {
     /// Drops a staged key whose rotate-key fact was never sealed.
     pub fn abandon_rotation(&self, being: &BeingId) -> Result<(), LandError> {
         Ok(self.keys.discard_next(being)?)
+    }
+
+    /// Seals `being`'s `move` to another land (`seed move`): signed by its
+    /// key now, handing its reel to `body.new_public_key`, which that land
+    /// minted and holds. Then this land forgets the being's key: what
+    /// follows on its reel is the other land's to sign.
+    pub fn seal_move(&self, being: &BeingId, body: &crate::fact::body::MoveBody) -> Result<Sealed, LandError> {
+        if *being == self.root || *being == self.operator() {
+            return Err(LandError::NotMovable {
+                being: *being,
+                reason: "the reality root and the operator stay with their land",
+            });
+        }
+        let bytes = canonical::to_canonical_bytes(body).map_err(|source| FactError::Cbor { part: "body", source })?;
+        let sealed = self.seal(being, crate::fact::body::KIND_MOVE, bytes)?;
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(being);
+        self.keys.forget(being)?;
+        Ok(sealed)
+    }
+
+    /// Mints the key a being moving here from another land will sign with
+    /// (its `move` fact there names its public half), and keeps it in the
+    /// key ring as the being's key. The being's reel must not be here yet.
+    pub fn mint_arrival_key(&self, being: &BeingId) -> Result<PublicKeyBytes, LandError> {
+        if self.store.head(being)?.is_some() {
+            return Err(LandError::NotMovable { being: *being, reason: "its reel is on this land already" });
+        }
+        let key = match self.key_source {
+            KeySource::Os => KeyRing::generate()?,
+            KeySource::Seeded(_) => self.key_source.signing_key(&format!("{}#arrival", being.to_hex()))?,
+        };
+        self.keys.store(being, &key)?;
+        Ok(PublicKeyBytes::of(&key))
+    }
+
+    /// The public key this land minted for `being` to move here with, if
+    /// it holds one.
+    pub fn arrival_key(&self, being: &BeingId) -> Result<Option<PublicKeyBytes>, LandError> {
+        match self.keys.load(being) {
+            Ok(key) => Ok(Some(PublicKeyBytes::of(&key))),
+            Err(KeyError::Missing { .. }) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Appends facts another land signed (a moving being's history, each
+    /// checked by the caller) in order, and waits until they are durable.
+    pub fn append_taken(&self, facts: Vec<crate::fact::Fact>) -> Result<(), LandError> {
+        let tickets: Vec<_> = facts.into_iter().map(|fact| self.store.submit(fact)).collect();
+        for ticket in tickets {
+            ticket.wait()?;
+        }
+        Ok(())
     }
 
     /// The verification checkpoint the last clean `seed verify` left, if any.

@@ -3,7 +3,7 @@
 //! seq already and who holds a name. Backends look those up and apply the
 //! verdict; none of them decides anything here.
 
-use crate::fact::body::{GenesisBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::body::{GenesisBody, MoveBody, RotateKeyBody, KIND_END, KIND_GENESIS, KIND_MOVE, KIND_ROTATE_KEY};
 use crate::fact::{blake3_of, BeingId, Fact, FactError, FactId, Hash32};
 use crate::store::{Head, StoreError};
 
@@ -22,6 +22,8 @@ pub(crate) fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, He
     let public_key = match fact.kind() {
         KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(HeadError::Body)?.public_key,
         KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(HeadError::Body)?.new_public_key,
+        // A move hands the reel to the key its new land minted.
+        KIND_MOVE => fact.body_as::<MoveBody>().map_err(HeadError::Body)?.new_public_key,
         _ => match previous {
             Some(head) => head.public_key,
             None => return Err(HeadError::NoGenesis),

@@ -14,7 +14,7 @@
 //! written after the facts they describe are synced and are never synced
 //! themselves: they are derived, and an open reads the log past their end.
 
-use crate::fact::body::{GenesisBody, KIND_END, KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::body::{GenesisBody, KIND_END, KIND_GENESIS, KIND_MOVE, KIND_ROTATE_KEY};
 use crate::fact::{BeingId, Fact};
 use crate::store::derived_key::DerivedKeyContext;
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,7 +58,7 @@ pub(super) struct BeingEntry {
 pub(super) fn flags_of(fact: &Fact) -> u32 {
     match fact.kind() {
         KIND_GENESIS => FLAG_GENESIS | FLAG_KEY_CHANGE,
-        KIND_ROTATE_KEY => FLAG_KEY_CHANGE,
+        KIND_ROTATE_KEY | KIND_MOVE => FLAG_KEY_CHANGE,
         KIND_END => FLAG_END,
         _ => 0,
     }
