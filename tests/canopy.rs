@@ -994,3 +994,200 @@ fn correspondents_world() -> String {
         .expect("utf-8 path")
         .to_string()
 }
+
+/// A land of the travellers' world (@cy, @dee), whose names no being of
+/// the correspondents' world has.
+fn travellers() -> Up {
+    Up::start(&["--fixture", &travellers_world(), "--round-ms", "200"])
+}
+
+fn travellers_world() -> String {
+    let world = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/canopy/travellers.toml");
+    world.to_str().expect("utf-8 path").to_string()
+}
+
+fn being_view(up: &Up, name: &str) -> Value {
+    let (status, being) = up.get(&format!("/api/v1/beings/{name}"));
+    assert_eq!(status, 200, "{being}");
+    being
+}
+
+#[test]
+fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follow_it() {
+    let (mut a, b) = (travellers(), correspondents());
+    let (a_id, b_id) = (land_id(&a), land_id(&b));
+    peer_both(&a, &b);
+    // @cy has a history on A: it summons @dee, and @dee summons it.
+    let (status, sent) = summon(&a, "cy", "@dee", "before I go", None);
+    assert_eq!(status, 200, "{sent}");
+    let (status, sent) = summon(&a, "dee", "@cy", "do not go", None);
+    assert_eq!(status, 200, "{sent}");
+    a.stop();
+
+    // Mistakes first: each named, nothing changed.
+    let moved = seed(&a.land(), &["move", "@cy", "--to", "http://127.0.0.1:9"]);
+    assert!(!moved.status.success());
+    assert!(stderr(&moved).contains("is not a peer of this land"), "{}", stderr(&moved));
+    let moved = seed(&a.land(), &["move", "@reality", "--to", &b.url]);
+    assert!(!moved.status.success());
+    assert!(stderr(&moved).contains("stay with their land"), "{}", stderr(&moved));
+    let moved = seed(&a.land(), &["move", "@nobody", "--to", &b.url]);
+    assert!(!moved.status.success());
+    assert!(stderr(&moved).contains("@nobody"), "{}", stderr(&moved));
+
+    let moved = seed(&a.land(), &["move", "@cy", "--to", &b.url, "--json"]);
+    assert!(moved.status.success(), "{}{}", stdout(&moved), stderr(&moved));
+    let moved: Value = serde_json::from_str(&stdout(&moved)).expect("JSON");
+    crate::json_schemas::holds_to("move", &moved, "move.json");
+    assert_eq!((moved["name"].as_str(), moved["to"].as_str()), (Some("cy"), Some(b_id.as_str())), "{moved}");
+    assert!(moved["movedInLandSeq"].is_u64(), "{moved}");
+    // Run again, it finds the move done on both sides.
+    let again = seed(&a.land(), &["move", "@cy", "--to", &b.url]);
+    assert!(again.status.success(), "{}{}", stdout(&again), stderr(&again));
+
+    // On B, @cy lives, remembers its acts on A, and acts with B's key.
+    let cy = being_view(&b, "cy");
+    assert_eq!((&cy["ended"], &cy["acts"], &cy["parent"]), (&json!(false), &json!(1), &json!("@operator")), "{cy}");
+    assert_eq!((&cy["movedFrom"], &cy["home"]), (&json!(a_id), &json!("/porch")), "{cy}");
+    let (status, page) = b.page("/beings/cy");
+    assert_eq!(status, 200);
+    assert!(page.contains("here from land") && page.contains(&a_id), "B's page of @cy says where it came from");
+    let (status, sent) = summon(&b, "cy", "@bo", "hello from my new home", None);
+    assert_eq!(status, 200, "{sent}");
+    let arrived = wait_for_inbox(&b, "bo", "@cy's summons on B", |waiting| !waiting.is_empty());
+    assert_eq!(arrived[0]["from"], "@cy", "{arrived:?}");
+
+    // Back on A: @cy has left; a summons for it goes to B.
+    a.restart_at_same_port(&["--fixture", &travellers_world(), "--round-ms", "200"]);
+    let cy_on_a = being_view(&a, "cy");
+    assert_eq!(cy_on_a["ended"], true, "{cy_on_a}");
+    assert_eq!(cy_on_a["movedTo"]["land"], b_id.as_str(), "{cy_on_a}");
+    let (status, page) = a.page("/beings/cy");
+    assert_eq!(status, 200);
+    assert!(page.contains("row-moved") && page.contains(&b_id), "A's page of @cy says where it went");
+    // A being of B that still writes to @cy at A is told where it went.
+    let (status, sent) = summon(&b, "bo", &format!("@cy@{a_id}"), "are you there?", None);
+    assert_eq!(status, 200, "{sent}");
+    let told = wait_for_peer_view(&a, "A refusing the summons for @cy", |view| {
+        view["summonsRefused"].as_array().is_some_and(|all| {
+            all.iter().any(|r| r["reason"].as_str().is_some_and(|reason| reason.contains("@cy moved to land")))
+        })
+    });
+    let reason = told["summonsRefused"][0]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains(&format!("summon @cy@{b_id}")), "{reason}");
+    // @cy writes home from B: A takes B's word for @cy now, as @cy's own
+    // signed history (its move to B) says, though @cy's reel began on A.
+    let (status, sent) = summon(&b, "cy", &format!("@dee@{a_id}"), "all is well here", None);
+    assert_eq!(status, 200, "{sent}");
+    let home = wait_for_inbox(&a, "dee", "@cy's letter home", |waiting| {
+        waiting.iter().any(|summons| summons["content"] == "all is well here")
+    });
+    let letter = home.iter().find(|summons| summons["content"] == "all is well here").expect("it arrived");
+    assert_eq!(letter["from"], format!("@cy@{b_id}"), "{letter}");
+    let (status, sent) = summon(&a, "dee", "@cy", "wherever you are", None);
+    assert_eq!(status, 200, "{sent}");
+    let forwarded = wait_for_inbox(&b, "cy", "the forwarded summons arriving at B", |waiting| {
+        waiting.iter().any(|summons| summons["content"] == "wherever you are")
+    });
+    let forwarded = forwarded.iter().find(|summons| summons["content"] == "wherever you are").expect("it arrived");
+    assert_eq!(forwarded["from"], format!("@dee@{a_id}"), "{forwarded}");
+
+    let mut lands = vec![a, b];
+    for up in &mut lands {
+        up.stop();
+    }
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+    // Each land replays @cy alone too: A its life there, B its life since.
+    for (up, moments) in lands.iter().zip([1, 2]) {
+        let replayed = seed(&up.land(), &["replay", "@cy", "--json"]);
+        assert!(replayed.status.success(), "{}{}", stdout(&replayed), stderr(&replayed));
+        let text = stdout(&replayed);
+        let report: Value = serde_json::from_str(text.lines().last().unwrap_or_default()).expect("JSON");
+        let summary = &report["summary"];
+        assert_eq!((&summary["divergences"], &summary["problems"]), (&json!([]), &json!([])), "{report}");
+        // On A: its summons to @dee; on B: its two summons there (its
+        // history on A is not run again there).
+        assert_eq!(summary["moments"], moments, "{report}");
+    }
+}
+
+#[test]
+fn a_move_that_does_not_check_out_is_refused_with_its_reason_and_takes_nothing() {
+    let (mut a, b) = (travellers(), correspondents());
+    let (a_land, b_land) = (land_id(&a), land_id(&b));
+    let (a_land, b_land) = (BeingId::from_hex(&a_land).expect("hex"), BeingId::from_hex(&b_land).expect("hex"));
+    peer_both(&a, &b);
+    a.stop();
+    // The test speaks for A with A's root key, as `seed move` would.
+    let land = seed::land::Land::open(&a.land()).expect("A opens");
+    let a_key = land.root_signing_key().expect("A's root key");
+    let (cy, dee) = (land.resolve("@cy").expect("@cy"), land.resolve("@dee").expect("@dee"));
+    let ask = |path: &'static str, body: Value| {
+        let mut request = Forged::new(a_land, b_land, path);
+        request.body = serde_json::to_vec(&body).expect("JSON");
+        send(&b, path, &request.headers(&a_key, &request.body), request.body.clone())
+    };
+    let refused = |(status, answer): (u16, Value), reason: &str| {
+        assert_eq!((status, answer["error"]["code"].as_str()), (422, Some("move-refused")), "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{reason:?} in {message:?}");
+    };
+    let before = b.cursor();
+    let key_path = "/canopy/v1/moves/key";
+    let facts_path = "/canopy/v1/moves/facts";
+
+    // A name a being of B holds, and a name that is none.
+    refused(ask(key_path, json!({"being": cy.to_hex(), "name": "ada"})), "a being named @ada lives on this land");
+    refused(ask(key_path, json!({"being": cy.to_hex(), "name": "Cy!"})), "is not a being name");
+    // B mints @cy's key once: asked again, the same key.
+    let (status, minted) = ask(key_path, json!({"being": cy.to_hex(), "name": "cy"}));
+    assert_eq!((status, &minted["taken"]), (200, &json!(0)), "{minted}");
+    let (_, again) = ask(key_path, json!({"being": cy.to_hex(), "name": "cy"}));
+    assert_eq!(again["publicKey"], minted["publicKey"]);
+
+    // A's move of @cy names a key B did not mint.
+    let stranger = SigningKey::from_bytes(&[7; 32]);
+    let body = seed::fact::body::MoveBody {
+        to_land: b_land,
+        to_url: b.url.clone(),
+        new_public_key: seed::fact::PublicKeyBytes::of(&stranger),
+        qualities: Default::default(),
+    };
+    land.seal_move(&cy, &body).expect("A seals it");
+    let reel_of = |being: &BeingId| -> Vec<String> {
+        let head = land.store().head(being).expect("reads").expect("a reel").seq;
+        let reel = land.store().reel(being, 0, head + 1).expect("reads");
+        reel.iter().map(|stored| hex::encode(stored.fact.encode_envelope())).collect()
+    };
+    let reel = reel_of(&cy);
+    // A signature changed: the batch is refused whole.
+    let mut changed = reel.clone();
+    let last = changed[1].len();
+    let flipped = if &changed[1][last - 2..] == "00" { "01" } else { "00" };
+    changed[1].replace_range(last - 2.., flipped);
+    refused(ask(facts_path, json!({"being": cy.to_hex(), "from": 0, "facts": changed})), "signature");
+    // Another being's facts sent as @cy's.
+    refused(ask(facts_path, json!({"being": cy.to_hex(), "from": 0, "facts": reel_of(&dee)})), "");
+    // Facts out of order: the second first.
+    refused(ask(facts_path, json!({"being": cy.to_hex(), "from": 0, "facts": [reel[1].clone()]})), "");
+    // The whole reel: it checks, but its move names a key B did not mint.
+    refused(ask(facts_path, json!({"being": cy.to_hex(), "from": 0, "facts": reel})), "a key this land did not mint");
+    // Not hex, not a list: the body is refused before anything is read.
+    let (status, answer) = ask(facts_path, json!({"being": cy.to_hex(), "from": 0, "facts": ["zz"]}));
+    assert_eq!(status, 400, "{answer}");
+
+    // Nothing of it reached B: no fact sealed, no @cy.
+    assert_eq!(b.cursor(), before, "B sealed nothing");
+    let (status, _) = b.get("/api/v1/beings/cy");
+    assert_eq!(status, 404);
+    drop(land);
+    let mut lands = vec![a, b];
+    for up in &mut lands {
+        up.stop();
+    }
+    for up in &lands {
+        assert_verifies_and_replays_clean(&up.land());
+    }
+}

@@ -31,8 +31,8 @@ pub(crate) fn holds_to(what: &str, value: &Value, schema: &str) {
 }
 
 /// The schemas tests/canopy.rs holds `seed peer`'s output to.
-const SCHEMAS_HELD_IN_CANOPY_TESTS: [&str; 4] =
-    ["peer-add.json", "peer-follow.json", "peer-list.json", "peer-remove.json"];
+const SCHEMAS_HELD_IN_CANOPY_TESTS: [&str; 5] =
+    ["move.json", "peer-add.json", "peer-follow.json", "peer-list.json", "peer-remove.json"];
 
 /// Holds each JSON value of `output` (one document, or JSON lines when
 /// `lines`) to docs/json/`schema`, and returns them.
@@ -314,6 +314,7 @@ fn every_verb_offering_json_has_a_schema() {
         (&["reindex"], "reindex.json"),
         (&["copy"], "copy.json"),
         (&["rotate-key"], "rotate-key.json"),
+        (&["move"], "move.json"),
         (&["token"], "token.json"),
         (&["config"], "config.json"),
         (&["config", "set"], "config-set.json"),

@@ -12,6 +12,7 @@ mod logging;
 mod mcp;
 mod mcp_schemas;
 mod memory;
+mod move_being;
 mod peer;
 mod pool;
 mod progress;
@@ -246,6 +247,20 @@ enum Command {
         /// The fixture whose role files to put back (default: what the land recorded).
         #[arg(long)]
         fixture: Option<PathBuf>,
+    },
+    /// Move a being to a peer land (docs/canopy.md "Moving a being"): its
+    /// reel goes there, checked fact by fact, and goes on there; here it
+    /// ends in a `move` fact and summons for it are sent on. Stop `seed up`
+    /// first; the other land must be up and have added this land as a peer.
+    Move {
+        /// @name or being id.
+        being: String,
+        /// The peer land's URL (it must be a peer of this land).
+        #[arg(long)]
+        to: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Replace a being's signing key (a rotate-key fact signed by the old key).
     RotateKey {
@@ -734,6 +749,7 @@ impl Arguments {
             | Command::Import { json, .. }
             | Command::Reindex { json }
             | Command::RotateKey { json, .. }
+            | Command::Move { json, .. }
             | Command::Token { json }
             | Command::Config { command: None, json }
             | Command::Config { command: Some(ConfigCommand::Set { json, .. }), .. }
@@ -957,6 +973,7 @@ or on the portal's /config page while it runs"
         Command::Health { command: None, json } => health::show(&land::open_read_only(&dir)?, json),
         Command::Cascade { signal, json } => cascade::show(&land::open_read_only(&dir)?, &signal, json),
         Command::Health { command: Some(HealthCommand::Revive { json }), .. } => health::revive(&dir, &store, json),
+        Command::Move { being, to, json } => move_being::move_being(&dir, &store, &being, &to, json),
         Command::RotateKey { being, json } => land::rotate_key(&land::open(&dir)?, &being, json),
         Command::Flow { command: FlowCommand::Eval { flow, context, fixture, roles, cognition, json, .. } } => {
             flow::eval(&flow, &context, &flow::RoleSources { fixture, roles }, cognition, json)

@@ -31,6 +31,10 @@ pub const CANOPY_SUMMONS_PATH: &str = "/canopy/v1/summons";
 pub const CANOPY_FACTS_PATH: &str = "/canopy/v1/facts";
 /// Where a land shows another a fork of one of the other's reels.
 pub const CANOPY_FORK_PATH: &str = "/canopy/v1/fork";
+/// Where a land asks another for the key a being of its will move there with.
+pub const CANOPY_MOVE_KEY_PATH: &str = "/canopy/v1/moves/key";
+/// Where a land sends a moving being's reel, a batch at a time.
+pub const CANOPY_MOVE_FACTS_PATH: &str = "/canopy/v1/moves/facts";
 
 /// The sending land's id, as hex.
 pub const HEADER_FROM: &str = "seed-land-from";

@@ -87,6 +87,8 @@ pub enum CanopyRefusal {
     NotAFork(#[from] crate::mirror::ForkReportError),
     #[error("land {land} came by first contact: only a land this land's operator added may follow it (the peers page, `seed peer add`)")]
     NotFollowable { land: BeingId },
+    #[error("the move is refused: {reason}")]
+    NotMovable { reason: String },
 }
 
 impl CanopyRefusal {
@@ -126,6 +128,7 @@ impl CanopyRefusal {
             CanopyRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             CanopyRefusal::NotAFork(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not-a-fork"),
             CanopyRefusal::NotFollowable { .. } => (StatusCode::FORBIDDEN, "not-followable"),
+            CanopyRefusal::NotMovable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "move-refused"),
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::canopy::{bounded_reason, decide_arrival, ArrivalVerdict, ArrivalsSoFa
 use crate::canopy_http::client::{signed_post, Call};
 use crate::canopy_http::guard::PeerRates;
 use crate::canopy_http::{wall_clock_ms, PeerCallError, CANOPY_SUMMONS_PATH};
-use crate::fact::body::{KIND_GENESIS, KIND_ROTATE_KEY};
+use crate::fact::body::{KIND_GENESIS, KIND_MOVE, KIND_ROTATE_KEY};
 use crate::fact::BeingId;
 use crate::world::Effect;
 use axum::extract::{Request, State};
@@ -444,7 +444,7 @@ fn sealed_with_keys(portal: &Portal, being: BeingId, seq: u64) -> Result<(Vec<u8
     while scan.read_to <= seq {
         let to = (scan.read_to + KEY_HISTORY_FACTS_PER_READ).min(seq + 1);
         for stored in store.reel(&being, scan.read_to, to)? {
-            if matches!(stored.fact.kind(), KIND_GENESIS | KIND_ROTATE_KEY) {
+            if matches!(stored.fact.kind(), KIND_GENESIS | KIND_ROTATE_KEY | KIND_MOVE) {
                 scan.history.push((stored.fact.header.seq, stored.fact.encode_envelope()));
             }
         }

@@ -827,6 +827,24 @@ pub fn being_page(being: &Json, talk: &Json, csrf: &str, flash: Option<&str>, ty
             esc(&text(field(being, key)))
         ));
     }
+    let moved_to = field(being, "movedTo");
+    if !moved_to.is_null() {
+        body.push_str(&format!(
+            "<tr><th>moved</th><td id=\"row-moved\">to land <code>{}</code> at {} with its move at seq {}: \
+its reel goes on there, and summons for it here are sent there</td></tr>",
+            esc(&text(field(moved_to, "land"))),
+            esc(&text(field(moved_to, "url"))),
+            esc(&text(field(moved_to, "seq")))
+        ));
+    }
+    let moved_from = field(being, "movedFrom");
+    if !moved_from.is_null() {
+        body.push_str(&format!(
+            "<tr><th>moved</th><td id=\"row-moved\">here from land <code>{}</code>: its reel before its \
+moved-in is its life there, kept here as it was signed</td></tr>",
+            esc(&text(moved_from))
+        ));
+    }
     if field(being, "private") == &Json::Bool(true) {
         body.push_str(&format!(
             "</table><p class=\"muted\" id=\"private\">@{} is not yours: its inbox, conversation, reel and \

@@ -375,6 +375,44 @@ impl LiveLand {
         .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
     }
 
+    /// The key this land holds for `being` to move here with (`seed move`
+    /// on its land names it in the being's `move` fact): the one minted
+    /// before, or a new one. Refused once the being's reel is here.
+    pub fn arrival_key(&self, being: BeingId) -> Result<crate::fact::PublicKeyBytes, EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
+        self.with_engine(|engine| {
+            if engine.land.store().head(&being)?.is_none() {
+                if let Some(key) = engine.land.arrival_key(&being)? {
+                    return Ok(key);
+                }
+            }
+            Ok(engine.land.mint_arrival_key(&being)?)
+        })
+        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
+    /// Takes a being moving here (`Engine::take_moving_being`); the land
+    /// seq of its `moved-in`.
+    pub fn take_moving_being(
+        &self,
+        arriving: crate::canopy::BeingArriving,
+        history: Vec<crate::fact::Fact>,
+        home_space: String,
+    ) -> Result<u64, EngineError> {
+        if let Some(runner) = self.following() {
+            return Err(EngineError::Follower { runner });
+        }
+        self.with_engine(|engine| {
+            if let Some(trip) = crate::health::trip_of(&engine.world) {
+                return Err(EngineError::Tripped { trip: Box::new(trip) });
+            }
+            engine.take_moving_being(arriving, history, home_space)
+        })
+        .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
     /// What the land signs with when it speaks to other lands: its id (the
     /// root's), the root's key now and the root's key history (encoded
     /// envelopes, genesis first).

@@ -14,6 +14,7 @@ mod approvals_html;
 mod audit_page;
 pub mod auth;
 mod canopy_follow;
+mod canopy_move;
 pub mod canopy_routes;
 mod canopy_summons;
 mod cascade_page;
@@ -254,6 +255,8 @@ pub fn router_reached_at(
         .route(crate::canopy_http::CANOPY_SUMMONS_PATH, post(canopy_summons::summons))
         .route(crate::canopy_http::CANOPY_FACTS_PATH, post(canopy_follow::facts))
         .route(crate::canopy_http::CANOPY_FORK_PATH, post(canopy_follow::fork))
+        .route(crate::canopy_http::CANOPY_MOVE_KEY_PATH, post(canopy_move::key))
+        .route(crate::canopy_http::CANOPY_MOVE_FACTS_PATH, post(canopy_move::facts))
         .route("/health", get(health_page::health_page))
         .route("/health/revive", post(health_page::revive_form))
         .route("/approvals/{request}", post(approvals::decide_form))

@@ -256,6 +256,11 @@ pub fn being_json(
         "defaultRole": row.default_role,
         "acts": row.acts,
         "ended": row.ended,
+        // Canopy's moves (`seed move`): where it went, or where it came from.
+        "movedTo": world.canopy.moved_away.get(&row.id).map(|moved| {
+            json!({"land": moved.land.to_hex(), "url": moved.url, "seq": moved.seq})
+        }),
+        "movedFrom": world.canopy.moved_in.get(&row.id).map(|land| land.to_hex()),
     });
     if !inside {
         being["private"] = json!(true);
