@@ -1014,9 +1014,11 @@ fn being_view(up: &Up, name: &str) -> Value {
 
 #[test]
 fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follow_it() {
-    let (mut a, b) = (travellers(), correspondents());
-    let (a_id, b_id) = (land_id(&a), land_id(&b));
+    let (mut a, b, c) = (travellers(), correspondents(), correspondents());
+    let (a_id, b_id, c_id) = (land_id(&a), land_id(&b), land_id(&c));
     peer_both(&a, &b);
+    peer_both(&c, &a);
+    peer_both(&c, &b);
     // @cy has a history on A: it summons @dee, and @dee summons it.
     let (status, sent) = summon(&a, "cy", "@dee", "before I go", None);
     assert_eq!(status, 200, "{sent}");
@@ -1084,6 +1086,16 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     });
     let letter = home.iter().find(|summons| summons["content"] == "all is well here").expect("it arrived");
     assert_eq!(letter["from"], format!("@cy@{b_id}"), "{letter}");
+    // A third land writes to @cy at its old home: A refuses it naming B,
+    // and C, a peer of B, sends it on there.
+    let (status, sent) = summon(&c, "bo", &format!("@cy@{a_id}"), "found you", None);
+    assert_eq!(status, 200, "{sent}");
+    let found = wait_for_inbox(&b, "cy", "C's summons sent on to B", |waiting| {
+        waiting.iter().any(|summons| summons["content"] == "found you")
+    });
+    let found = found.iter().find(|summons| summons["content"] == "found you").expect("it arrived");
+    assert_eq!(found["from"], format!("@bo@{c_id}"), "{found}");
+    wait_for_peer_view(&c, "C's outbox emptied", |view| view["outbox"].as_array().is_some_and(Vec::is_empty));
     let (status, sent) = summon(&a, "dee", "@cy", "wherever you are", None);
     assert_eq!(status, 200, "{sent}");
     let forwarded = wait_for_inbox(&b, "cy", "the forwarded summons arriving at B", |waiting| {
@@ -1092,7 +1104,7 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     let forwarded = forwarded.iter().find(|summons| summons["content"] == "wherever you are").expect("it arrived");
     assert_eq!(forwarded["from"], format!("@dee@{a_id}"), "{forwarded}");
 
-    let mut lands = vec![a, b];
+    let mut lands = vec![a, b, c];
     for up in &mut lands {
         up.stop();
     }

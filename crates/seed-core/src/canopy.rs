@@ -305,6 +305,17 @@ pub struct Outgoing {
     pub seq: u64,
     pub to: RemoteAddress,
     pub stored_time_ms: u64,
+    /// The land it is delivered to instead of `to.land`: where its target
+    /// moved, as that land answered (`summons-forwarded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<BeingId>,
+}
+
+impl Outgoing {
+    /// The land it is delivered to.
+    pub fn delivered_to(&self) -> BeingId {
+        self.via.unwrap_or(self.to.land)
+    }
 }
 
 /// A summons from a being of another land, as the receiving land seals it:
@@ -443,6 +454,14 @@ impl CanopyState {
     /// Folds a summons act to another land: it waits in the outbox.
     pub fn fold_sent(&mut self, land_seq: u64, outgoing: Outgoing) {
         self.outbox.insert(land_seq, outgoing);
+    }
+
+    /// Folds a summons sent on to the land its target moved to: it waits
+    /// to be delivered there.
+    pub fn fold_forwarded(&mut self, fact: &FactId, to: BeingId) {
+        for outgoing in self.outbox.values_mut().filter(|outgoing| outgoing.fact == *fact) {
+            outgoing.via = Some(to);
+        }
     }
 
     /// Folds the end of a summons's wait: delivered, or given up.
@@ -671,6 +690,9 @@ pub enum ArrivalVerdict {
     Duplicate { receipt: Option<u64> },
     /// Refused for good, sealed with its reason.
     Refuse(InboundRefusal),
+    /// Refused, sealed with its reason, because its target moved to `land`:
+    /// the sender may send it on there.
+    Moved { refusal: InboundRefusal, land: BeingId },
     /// Not now (the target's inbox is full): the sender tries again later.
     Wait { reason: String },
 }
@@ -801,7 +823,11 @@ pub fn decide_arrival(
     let Some(address) = RemoteAddress::of_sealed_target(target) else {
         return refuse(format!("the summons is for {target}, not a being of another land"));
     };
-    if address.land != this {
+    // A summons for a being that moved here, addressed to its old home
+    // and sent on by its sender, is for this land too.
+    let moved_here =
+        world.being_named(&address.name).is_some_and(|row| world.canopy.moved_in.get(&row.id) == Some(&address.land));
+    if address.land != this && !moved_here {
         return refuse(format!("the summons is for land {}, not this land", address.land));
     }
     if let Some(last) = so_far.last(world, &being) {
@@ -837,12 +863,20 @@ pub fn decide_arrival(
         return refuse(format!("no being @{} on this land", address.name));
     };
     if let Some(moved) = world.canopy.moved_away.get(&row.id) {
-        return refuse(format!(
+        let reason = format!(
             "@{name} moved to land {land} ({url}): summon @{name}@{land} there",
             name = address.name,
             land = moved.land,
             url = moved.url
-        ));
+        );
+        let refusal = InboundRefusal {
+            land: from,
+            being: Some(being),
+            seq: Some(seq),
+            fact: Some(id),
+            reason: bounded_reason(&reason),
+        };
+        return ArrivalVerdict::Moved { refusal, land: moved.land };
     }
     if row.ended {
         return refuse(format!("@{} has ended", address.name));
@@ -888,6 +922,7 @@ pub fn outbox_json(world: &crate::world::World) -> serde_json::Value {
                 "fact": outgoing.fact.to_hex(),
                 "from": world.name_of(&outgoing.being).map(|name| format!("@{name}")),
                 "to": outgoing.to.to_target(),
+                "via": outgoing.via.map(|via| via.to_hex()),
             })
         })
         .collect()
@@ -939,13 +974,20 @@ pub fn canonical_peers(state: &CanopyState) -> ciborium::value::Value {
         .map(|(land_seq, outgoing)| {
             (
                 int(*land_seq),
-                Cbor::Array(vec![
-                    Cbor::Bytes(outgoing.fact.0.to_vec()),
-                    Cbor::Bytes(outgoing.being.0.to_vec()),
-                    int(outgoing.seq),
-                    text(&outgoing.to.to_target()),
-                    int(outgoing.stored_time_ms),
-                ]),
+                Cbor::Array(
+                    [
+                        Cbor::Bytes(outgoing.fact.0.to_vec()),
+                        Cbor::Bytes(outgoing.being.0.to_vec()),
+                        int(outgoing.seq),
+                        text(&outgoing.to.to_target()),
+                        int(outgoing.stored_time_ms),
+                    ]
+                    .into_iter()
+                    // Sent on only since moves were built: a summons that
+                    // was not keeps the entry it always had.
+                    .chain(outgoing.via.map(|via| Cbor::Bytes(via.0.to_vec())))
+                    .collect(),
+                ),
             )
         })
         .collect();

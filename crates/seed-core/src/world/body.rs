@@ -171,6 +171,14 @@ pub enum Effect {
         land: BeingId,
         receipt: Option<u64>,
     },
+    /// A summons to another land whose target moved on: `land` refused it
+    /// naming the land `to` its target moved to, where it waits to be
+    /// delivered now.
+    SummonsForwarded {
+        fact: FactId,
+        land: BeingId,
+        to: BeingId,
+    },
     /// A summons to another land given up: refused there for good, or not
     /// delivered within `canopy_undelivered_retention_ms`.
     SummonsUndelivered {
@@ -204,6 +212,7 @@ impl Effect {
                 | Effect::PeerFollowed { .. }
                 | Effect::ForkShown { .. }
                 | Effect::BeingArriving { .. }
+                | Effect::SummonsForwarded { .. }
                 | Effect::SummonsDelivered { .. }
                 | Effect::SummonsUndelivered { .. }
                 | Effect::SummonsArrived { .. }

@@ -486,6 +486,7 @@ impl World {
                             self.canopy.fold_settled(fact)
                         }
                         Effect::SummonsArrived { arrival } => self.fold_arrival(land_seq, arrival),
+                        Effect::SummonsForwarded { fact, to, .. } => self.canopy.fold_forwarded(fact, *to),
                         Effect::SummonsRefused { refusal } => self.canopy.fold_refused(land_seq, refusal),
                         other => self.apply_effect(Some(being), land_seq, other),
                     }
@@ -637,6 +638,7 @@ impl World {
                     seq: header.seq,
                     to,
                     stored_time_ms: header.stored_time_ms,
+                    via: None,
                 };
                 self.canopy.fold_sent(land_seq, outgoing);
             }
@@ -846,6 +848,7 @@ impl World {
             | Effect::PeerFollowed { .. }
             | Effect::ForkShown { .. }
             | Effect::BeingArriving { .. }
+            | Effect::SummonsForwarded { .. }
             | Effect::SummonsDelivered { .. }
             | Effect::SummonsUndelivered { .. }
             | Effect::SummonsArrived { .. }

@@ -188,6 +188,12 @@ pub(super) async fn summons(State(portal): State<Arc<Portal>>, request: Request)
                     decisions.push(true);
                     effects.push(Effect::SummonsRefused { refusal });
                 }
+                // Refused here, and the sender told where its target went.
+                ArrivalVerdict::Moved { refusal, land } => {
+                    results.push(json!({"refused": refusal.reason, "movedTo": land.to_hex()}));
+                    decisions.push(true);
+                    effects.push(Effect::SummonsRefused { refusal });
+                }
                 ArrivalVerdict::Wait { reason } => {
                     results.push(json!({"wait": reason}));
                     decisions.push(false);
@@ -232,7 +238,7 @@ pub async fn deliver(portal: &Arc<Portal>) {
     let limits = CanopyLimits::in_world(&world);
     let mut by_land: BTreeMap<BeingId, Vec<Outgoing>> = BTreeMap::new();
     for outgoing in world.canopy.outbox.values() {
-        by_land.entry(outgoing.to.land).or_default().push(outgoing.clone());
+        by_land.entry(outgoing.delivered_to()).or_default().push(outgoing.clone());
     }
     let peers: BTreeMap<BeingId, (String, [u8; 32])> =
         world.canopy.peers.iter().map(|(land, peer)| (*land, (peer.url.clone(), peer.key.0))).collect();
@@ -409,8 +415,14 @@ async fn deliver_batch(
     for (index, outgoing) in batch.iter().enumerate() {
         let result = results.get(index).cloned().unwrap_or(Json::Null);
         if let Some(reason) = result["refused"].as_str() {
-            let reason = bounded_reason(reason);
-            effects.push(Effect::SummonsUndelivered { fact: outgoing.fact, land, reason });
+            match forwarded_to(portal, canopy, &result) {
+                Some(to) => effects.push(Effect::SummonsForwarded { fact: outgoing.fact, land, to }),
+                None => effects.push(Effect::SummonsUndelivered {
+                    fact: outgoing.fact,
+                    land,
+                    reason: bounded_reason(reason),
+                }),
+            }
         } else if result.get("duplicate").is_some() {
             effects.push(Effect::SummonsDelivered { fact: outgoing.fact, land, receipt: result["receipt"].as_u64() });
         } else {
@@ -420,6 +432,16 @@ async fn deliver_batch(
         }
     }
     Outcome::Settled
+}
+
+/// Where a refused summons goes on to: the land its target moved to, as
+/// the refusing land answered, when that land is another peer of this one
+/// (otherwise the summons is given up with the refusal's reason, which
+/// names the new address). A being cannot move back to a land that holds
+/// its reel, so a summons sent on follows its moves and never goes round.
+fn forwarded_to(portal: &Portal, canopy: &Canopy, result: &Json) -> Option<BeingId> {
+    let to = result["movedTo"].as_str().and_then(BeingId::from_hex)?;
+    (to != canopy.land() && portal.live.world().canopy.peers.contains_key(&to)).then_some(to)
 }
 
 /// Why a summons to deliver could not be read from the land.
