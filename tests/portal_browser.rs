@@ -820,3 +820,39 @@ fn the_peers_page_shows_summons_waiting_for_a_peer_and_summons_refused_with_why(
     assert!(browser.text("#outbox").contains(&format!("@bo@{other_id}")));
     browser.screenshot("p07-peers-outbox");
 }
+
+/// A being that moved (`seed move`): its page on the land it left says
+/// where it went, and its page on the land it moved to says where it came
+/// from, and that it lives there.
+#[test]
+fn a_moved_beings_pages_say_where_it_went_and_where_it_came_from() {
+    if !crate::opted_in("SEED_TEST_BROWSER", "the portal in headless Chromium") {
+        return;
+    }
+    let fixture = |name: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/canopy").join(name).display().to_string()
+    };
+    let (travellers, correspondents) = (fixture("travellers.toml"), fixture("world.toml"));
+    let (mut old_home, new_home) = (Up::start(&["--fixture", &travellers]), Up::start(&["--fixture", &correspondents]));
+    for (from, to) in [(&old_home, &new_home), (&new_home, &old_home)] {
+        let (status, added) = from.post("/api/v1/peers", &json!({"url": to.url}));
+        assert_eq!(status, 200, "{added}");
+    }
+    old_home.stop();
+    let moved = common::seed(&old_home.land(), &["move", "@cy", "--to", &new_home.url]);
+    assert!(moved.status.success(), "{}", common::stderr(&moved));
+    assert!(common::stdout(&moved).contains("@cy moved to land"), "{}", common::stdout(&moved));
+    old_home.restart_at_same_port(&["--fixture", &travellers]);
+
+    let browser = operator_browser(&old_home);
+    browser.go(&format!("{}/beings/cy", old_home.url));
+    browser.wait_for_text("#row-moved", "to land");
+    assert_eq!(browser.text("#row-ended"), "true");
+    browser.screenshot("p13-being-moved-away");
+
+    let browser = operator_browser(&new_home);
+    browser.go(&format!("{}/beings/cy", new_home.url));
+    browser.wait_for_text("#row-moved", "here from land");
+    assert_eq!(browser.text("#row-parent"), "@operator");
+    browser.screenshot("p14-being-moved-in");
+}
