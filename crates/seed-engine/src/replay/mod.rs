@@ -437,26 +437,23 @@ impl<'a> Replayer<'a> {
         // The stored acts in the asked range, by the cursor they opened at. Raw
         // records are read so that one unreadable fact (already reported by
         // verification) does not hide the others.
-        let records = store.raw_records(Some(&being))?;
         // A being that moved here (`seed move`) ran its acts before its last
         // `moved-in` against another land's world: they are its history,
-        // not moments of this land's to run again.
-        let moved_in_at = records
-            .iter()
-            .rev()
-            .find(|record| {
-                Fact::decode_envelope(&record.envelope)
-                    .is_ok_and(|fact| fact.kind() == crate::fact::body::KIND_MOVED_IN)
-            })
-            .map_or(0, |record| record.seq);
-        for record in records {
-            if record.seq < options.from_seq || record.seq > options.to_seq || record.seq < moved_in_at {
+        // not moments of this land's to run again (each fact is decoded
+        // once; the acts before a `moved-in` are dropped when it is met).
+        for record in store.raw_records(Some(&being))? {
+            if record.seq > options.to_seq {
                 continue;
             }
             let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
                 continue;
             };
-            if fact.kind() != KIND_ACT {
+            if fact.kind() == crate::fact::body::KIND_MOVED_IN {
+                replayer.acts.clear();
+                replayer.by_cursor.clear();
+                continue;
+            }
+            if fact.kind() != KIND_ACT || record.seq < options.from_seq {
                 continue;
             }
             let body = match fact.body_as::<ActBody>() {
