@@ -1096,6 +1096,7 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     let found = found.iter().find(|summons| summons["content"] == "found you").expect("it arrived");
     assert_eq!(found["from"], format!("@bo@{c_id}"), "{found}");
     wait_for_peer_view(&c, "C's outbox emptied", |view| view["outbox"].as_array().is_some_and(Vec::is_empty));
+
     let (status, sent) = summon(&a, "dee", "@cy", "wherever you are", None);
     assert_eq!(status, 200, "{sent}");
     let forwarded = wait_for_inbox(&b, "cy", "the forwarded summons arriving at B", |waiting| {
@@ -1104,23 +1105,32 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     let forwarded = forwarded.iter().find(|summons| summons["content"] == "wherever you are").expect("it arrived");
     assert_eq!(forwarded["from"], format!("@dee@{a_id}"), "{forwarded}");
 
+    // @cy moves on, from B to C: its reel there holds its life on A and on
+    // B, and C runs only its moments on C.
     let mut lands = vec![a, b, c];
+    lands[1].stop();
+    let moved_on = seed(&lands[1].land(), &["move", "@cy", "--to", &lands[2].url]);
+    assert!(moved_on.status.success(), "{}{}", stdout(&moved_on), stderr(&moved_on));
+    let cy_on_c = being_view(&lands[2], "cy");
+    assert_eq!((&cy_on_c["movedFrom"], &cy_on_c["acts"]), (&json!(b_id), &json!(3)), "{cy_on_c}");
+    let (status, sent) = summon(&lands[2], "cy", "@ada", "third home", None);
+    assert_eq!(status, 200, "{sent}");
+
     for up in &mut lands {
         up.stop();
     }
     for up in &lands {
         assert_verifies_and_replays_clean(&up.land());
     }
-    // Each land replays @cy alone too: A its life there, B its life since.
-    for (up, moments) in lands.iter().zip([1, 2]) {
+    // Each land replays @cy alone too, only its moments there: one on A,
+    // two on B, one on C.
+    for (up, moments) in lands.iter().zip([1, 2, 1]) {
         let replayed = seed(&up.land(), &["replay", "@cy", "--json"]);
         assert!(replayed.status.success(), "{}{}", stdout(&replayed), stderr(&replayed));
         let text = stdout(&replayed);
         let report: Value = serde_json::from_str(text.lines().last().unwrap_or_default()).expect("JSON");
         let summary = &report["summary"];
         assert_eq!((&summary["divergences"], &summary["problems"]), (&json!([]), &json!([])), "{report}");
-        // On A: its summons to @dee; on B: its two summons there (its
-        // history on A is not run again there).
         assert_eq!(summary["moments"], moments, "{report}");
     }
 }

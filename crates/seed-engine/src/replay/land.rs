@@ -565,6 +565,13 @@ struct LandWindow<'a> {
     /// was not recomputed there, so the fold must run again with every
     /// opening read first.
     found_late: bool,
+    /// The reality root (the being of land seq 0), once read.
+    root: Option<BeingId>,
+    /// Beings moving here, as the windows read so far record them, and the
+    /// seq of each one's move: their facts up to it are their history on
+    /// another land, whose openings are that land's cursors and are not
+    /// noted (the fold folds those acts; it never runs them again).
+    arriving: BTreeMap<BeingId, u64>,
 }
 
 impl<'a> LandWindow<'a> {
@@ -588,6 +595,8 @@ impl<'a> LandWindow<'a> {
             openings_read: false,
             openings_taken_through: None,
             found_late: false,
+            root: None,
+            arriving: BTreeMap::new(),
         }
     }
 
@@ -606,6 +615,31 @@ impl<'a> LandWindow<'a> {
             self.found_late = true;
         }
         self.by_cursor.entry(cursor).or_default().push(land_seq);
+    }
+
+    /// Notes the root, and the beings moving here as its `world` facts
+    /// record them (a `moved-in` ends one's history from elsewhere), as
+    /// `World::apply_folded` reads them.
+    fn note_arrivals(&mut self, land_seq: u64, fact: &Fact, body: &FoldBody) {
+        let being = fact.header.being;
+        if land_seq == 0 {
+            self.root = Some(being);
+        }
+        match body {
+            FoldBody::World(world) if self.root == Some(being) => {
+                for effect in &world.effects {
+                    if let crate::world::Effect::BeingArriving { arriving } = effect {
+                        self.arriving.insert(arriving.being, arriving.through_seq);
+                    }
+                }
+            }
+            // Its own `moved-in` here, after its move (one in its history,
+            // from a land it lived on before, changes nothing).
+            FoldBody::MovedIn(_) if self.arriving.get(&being).is_some_and(|through| fact.header.seq > *through) => {
+                self.arriving.remove(&being);
+            }
+            _ => {}
+        }
     }
 
     /// The land seqs of the acts that opened at `cursor`, as far as they
@@ -635,8 +669,14 @@ impl<'a> LandWindow<'a> {
                 if self.far.contains_key(&land_seq) {
                     continue;
                 }
-                if let Some(Decoded::Act { act, .. }) = &decoded {
-                    self.note_opening(act.opening.cursor, land_seq);
+                match &decoded {
+                    Some(Decoded::Act { being, act })
+                        if !self.arriving.get(being).is_some_and(|through| act.seq <= *through) =>
+                    {
+                        self.note_opening(act.opening.cursor, land_seq)
+                    }
+                    Some(Decoded::Other { fact, body }) => self.note_arrivals(land_seq, fact, body),
+                    _ => {}
                 }
                 if let Some(slot) = land_seq.checked_sub(from).and_then(|at| slots.get_mut(usize::try_from(at).ok()?)) {
                     *slot = decoded;
