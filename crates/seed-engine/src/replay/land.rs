@@ -671,7 +671,7 @@ impl<'a> LandWindow<'a> {
                 }
                 match &decoded {
                     Some(Decoded::Act { being, act })
-                        if !self.arriving.get(being).is_some_and(|through| act.seq <= *through) =>
+                        if self.arriving.get(being).is_none_or(|through| act.seq > *through) =>
                     {
                         self.note_opening(act.opening.cursor, land_seq)
                     }
