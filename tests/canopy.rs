@@ -1046,6 +1046,10 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     // Run again, it finds the move done on both sides.
     let again = seed(&a.land(), &["move", "@cy", "--to", &b.url]);
     assert!(again.status.success(), "{}{}", stdout(&again), stderr(&again));
+    // A can sign nothing more for @cy: its reel there is read-only.
+    let rotated = seed(&a.land(), &["rotate-key", "@cy"]);
+    assert!(!rotated.status.success());
+    assert!(stderr(&rotated).contains("moved to another land"), "{}", stderr(&rotated));
 
     // On B, @cy lives, remembers its acts on A, and acts with B's key.
     let cy = being_view(&b, "cy");

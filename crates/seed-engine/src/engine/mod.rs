@@ -1600,7 +1600,7 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
             Some(BeingFault::Key)
         }
         LandError::BodyTooLarge { .. } => Some(BeingFault::BodyTooLarge),
-        LandError::Ended { .. } => Some(BeingFault::Ended),
+        LandError::Ended { .. } | LandError::MovedAway { .. } => Some(BeingFault::Ended),
         LandError::BadName { .. } => Some(BeingFault::Name),
         LandError::Key(KeyError::Io { .. } | KeyError::Random { .. })
         | LandError::NoLand { .. }

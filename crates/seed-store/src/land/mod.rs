@@ -93,6 +93,8 @@ pub enum LandError {
     BodyTooLarge { len: usize, max: usize },
     #[error("being {being} has ended; it can seal nothing more")]
     Ended { being: BeingId },
+    #[error("being {being} moved to another land: its reel here ends in its move, and this land can sign nothing more for it")]
+    MovedAway { being: BeingId },
     #[error("being {being} cannot move: {reason}")]
     NotMovable { being: BeingId, reason: &'static str },
     #[error("{path}: {source}")]
@@ -778,7 +780,13 @@ impl Land {
 
     /// The writer of `being` whose reel ends at `head`.
     fn writer_at(&self, being: &BeingId, head: &crate::store::Head) -> Result<Writer, LandError> {
-        let key = self.current_key(being, &head.public_key)?;
+        let key = match self.current_key(being, &head.public_key) {
+            // No key, because the being moved away: say so.
+            Err(LandError::Key(KeyError::Missing { .. })) if self.ends_in_move(being, head)? => {
+                return Err(LandError::MovedAway { being: *being });
+            }
+            other => other?,
+        };
         Ok(Writer {
             key,
             next_seq: head.seq + 1,
@@ -931,6 +939,12 @@ impl Land {
         self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(being);
         self.keys.forget(being)?;
         Ok(sealed)
+    }
+
+    /// Whether `being`'s reel, ending at `head`, ends in its move to another land.
+    fn ends_in_move(&self, being: &BeingId, head: &crate::store::Head) -> Result<bool, LandError> {
+        let last = self.store.reel(being, head.seq, head.seq + 1)?;
+        Ok(last.first().is_some_and(|stored| stored.fact.kind() == crate::fact::body::KIND_MOVE))
     }
 
     /// Mints the key a being moving here from another land will sign with
