@@ -378,7 +378,7 @@ mod tests {
             name: "ada".into(),
             parent: None,
             cognition: Cognition::Scripted,
-            role_flow: Json::Array(Vec::new()),
+            role_flow: Json::Array(Vec::new()).into(),
             role_flow_digest: None,
             default_role: "idle".into(),
             home_space: "/north".into(),

@@ -356,7 +356,7 @@ mod tests {
                     name: name.to_string(),
                     parent,
                     cognition: Cognition::Scripted,
-                    role_flow: json!([]),
+                    role_flow: json!([]).into(),
                     role_flow_digest: None,
                     default_role: "idle".into(),
                     home_space: "/".into(),

@@ -468,7 +468,7 @@ pub(crate) mod tests {
                 name: name.to_string(),
                 parent: parent.map(|byte| BeingId([byte; 32])),
                 cognition,
-                role_flow: Json::Array(Vec::new()),
+                role_flow: Json::Array(Vec::new()).into(),
                 role_flow_digest: None,
                 default_role: "idle".into(),
                 home_space: "/".into(),

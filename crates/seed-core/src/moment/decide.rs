@@ -391,7 +391,7 @@ fn keeps_its_means_to_undo(
     if !UNDOING_OPERATIONS.contains(&action) {
         return Ok(());
     }
-    let mut flow_after = &actor.role_flow;
+    let mut flow_after: &Json = &actor.role_flow;
     let mut authored = Vec::new();
     for effect in effects {
         match effect {
@@ -406,7 +406,7 @@ fn keeps_its_means_to_undo(
             _ => {}
         }
     }
-    if std::ptr::eq(flow_after, &actor.role_flow) && authored.is_empty() {
+    if std::ptr::eq(flow_after, &*actor.role_flow) && authored.is_empty() {
         return Ok(());
     }
     let mut registry = match substrate.registry_for(world) {

@@ -84,7 +84,9 @@ pub struct BeingRow {
     pub name: String,
     pub parent: Option<BeingId>,
     pub cognition: Cognition,
-    pub role_flow: Json,
+    /// Shared by every row whose genesis carried the same flow (a million
+    /// beings planted from one template hold one flow, not a million).
+    pub role_flow: std::sync::Arc<Json>,
     /// [`role_flow_digest`] of `role_flow`, kept beside it so that a moment
     /// finds its compiled flow without encoding the flow again. Derived: not
     /// part of the world's canonical state (nor of a snapshot: recomputed).
@@ -137,23 +139,23 @@ pub const GENESIS_FLOWS_CACHED_MAX: usize = 64;
 /// The roleFlows genesis bodies carried, by their bytes, converted and
 /// digested once: beings planted from one template share one flow, and
 /// building it from CBOR is most of the cost of reading a genesis.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct GenesisFlows {
     /// Each flow's canonical bytes, its JSON and its digest.
     flows: RwLock<Vec<KnownFlow>>,
 }
 
 /// A genesis roleFlow's canonical bytes, its JSON and its digest.
-type KnownFlow = (Vec<u8>, Json, Option<Hash32>);
+type KnownFlow = (Vec<u8>, std::sync::Arc<Json>, Option<Hash32>);
 
 impl GenesisFlows {
-    fn get(&self, bytes: &[u8]) -> Option<(Json, Option<Hash32>)> {
+    fn get(&self, bytes: &[u8]) -> Option<(std::sync::Arc<Json>, Option<Hash32>)> {
         // Nothing panics while the lock is held, so it is never poisoned.
         let flows = self.flows.read().unwrap_or_else(PoisonError::into_inner);
         flows.iter().find(|(known, _, _)| known == bytes).map(|(_, flow, digest)| (flow.clone(), *digest))
     }
 
-    fn keep(&self, bytes: &[u8], flow: &Json, digest: Option<Hash32>) {
+    fn keep(&self, bytes: &[u8], flow: &std::sync::Arc<Json>, digest: Option<Hash32>) {
         let mut flows = self.flows.write().unwrap_or_else(PoisonError::into_inner);
         if flows.len() < GENESIS_FLOWS_CACHED_MAX && !flows.iter().any(|(known, _, _)| known == bytes) {
             flows.push((bytes.to_vec(), flow.clone(), digest));
@@ -161,11 +163,23 @@ impl GenesisFlows {
     }
 }
 
+/// The world's [`GenesisFlows`]: derived from the geneses folded (so never
+/// stored, and no part of what two worlds compare), shared by the world's
+/// clones.
+#[derive(Debug, Default, Clone)]
+pub struct SharedFlows(std::sync::Arc<GenesisFlows>);
+
+impl PartialEq for SharedFlows {
+    fn eq(&self, _: &SharedFlows) -> bool {
+        true
+    }
+}
+
 /// A genesis's roleFlow as the row holds it, and its digest.
-fn converted_flow(flow: &[Cbor]) -> (Json, Option<Hash32>) {
+fn converted_flow(flow: &[Cbor]) -> (std::sync::Arc<Json>, Option<Hash32>) {
     let role_flow = Json::Array(flow.iter().map(crate::canonical::cbor_to_json).collect());
     let digest = role_flow_digest(&role_flow);
-    (role_flow, digest)
+    (std::sync::Arc::new(role_flow), digest)
 }
 
 impl FoldBody {
@@ -324,6 +338,10 @@ pub struct World {
     /// The lands this land peers with (`crate::canopy`), folded from the
     /// root's `world` facts.
     pub canopy: crate::canopy::CanopyState,
+    /// The roleFlows of the geneses folded, converted once: the rows
+    /// planted from one template share one flow.
+    #[serde(skip)]
+    pub genesis_flows: SharedFlows,
 }
 
 impl PendingSummon {
@@ -414,7 +432,8 @@ impl World {
     /// The same fold, from a fact's header, id and body (an unsigned fact
     /// folds the same as its signed self: the signature changes nothing).
     pub fn apply_parts(&mut self, land_seq: u64, header: &FactHeader, id: FactId, body: &[u8]) {
-        self.apply_folded(land_seq, header, id, FoldBody::read(header, body));
+        let body = FoldBody::read_keeping_flows(header, body, &self.genesis_flows.0);
+        self.apply_folded(land_seq, header, id, body);
     }
 
     /// Moves the cursor past the fact at `land_seq` without folding it: for
@@ -795,7 +814,7 @@ impl World {
             Effect::SetRoleFlow { being, flow } => {
                 if let Some(id) = self.names.get(being).copied() {
                     if let Some(row) = self.beings.get_mut(&id) {
-                        row.role_flow = flow.clone();
+                        row.role_flow = std::sync::Arc::new(flow.clone());
                         row.role_flow_digest = role_flow_digest(flow);
                     }
                 }
@@ -1180,6 +1199,29 @@ mod tests {
         }
         // The first body's flow is the one kept, by its bytes.
         assert_eq!(flows.flows.read().expect("not poisoned")[0].0, flow);
+    }
+
+    /// The rows a world folds from geneses carrying one roleFlow share one
+    /// flow (the memory a crowd of a million beings would otherwise spend
+    /// on a million copies), and so do the world's clones; a genesis with
+    /// another flow gets its own.
+    #[test]
+    fn rows_planted_with_one_flow_share_it_in_the_world_and_its_clones() {
+        let mut world = World::new();
+        let facts = [
+            genesis_fact("ada", vec![clause("walker")], [1; 16]),
+            genesis_fact("bo", vec![clause("walker")], [2; 16]),
+            genesis_fact("cy", vec![clause("sitter")], [3; 16]),
+        ];
+        for (land_seq, (header, body)) in facts.iter().enumerate() {
+            world.apply_parts(land_seq as u64, header, FactId([land_seq as u8; 32]), body);
+        }
+        let flow_of = |world: &World, name: &str| world.being_named(name).expect("planted").role_flow.clone();
+        assert!(std::sync::Arc::ptr_eq(&flow_of(&world, "ada"), &flow_of(&world, "bo")));
+        assert!(!std::sync::Arc::ptr_eq(&flow_of(&world, "ada"), &flow_of(&world, "cy")));
+        let copy = world.clone();
+        assert!(std::sync::Arc::ptr_eq(&flow_of(&world, "ada"), &flow_of(&copy, "bo")));
+        assert_eq!(*flow_of(&world, "ada"), serde_json::json!([{"role": "walker"}]));
     }
 
     /// A fact of `being` at `seq` with `body`, as the fold reads it.

@@ -103,7 +103,7 @@ mod tests {
                 name: "ada".into(),
                 parent: None,
                 cognition: crate::fact::body::Cognition::Scripted,
-                role_flow: json!([{"role": "walker", "when": {"me.acts": {"gt": 2}}}]),
+                role_flow: json!([{"role": "walker", "when": {"me.acts": {"gt": 2}}}]).into(),
                 role_flow_digest: super::super::role_flow_digest(
                     &json!([{"role": "walker", "when": {"me.acts": {"gt": 2}}}]),
                 ),

@@ -735,7 +735,7 @@ impl Engine {
         fold_to_end(self.land.store(), &mut self.world)?;
         for name in reflowed {
             let Some(id) = self.world.names.get(&name).copied() else { continue };
-            let flow = self.world.beings.get(&id).map(|row| row.role_flow.clone()).unwrap_or(Json::Null);
+            let flow = self.world.beings.get(&id).map(|row| row.role_flow.clone()).unwrap_or_default();
             self.scheduler.subscribe(&self.world, id, &flow);
         }
         Ok(())
@@ -803,7 +803,7 @@ impl Engine {
             self.land.seal_body(&being, crate::fact::body::KIND_MOVED_IN, &body)?;
             fold_to_end(self.land.store(), &mut self.world)?;
         }
-        let flow = self.world.beings.get(&being).map(|row| row.role_flow.clone()).unwrap_or(Json::Null);
+        let flow = self.world.beings.get(&being).map(|row| row.role_flow.clone()).unwrap_or_default();
         self.scheduler.subscribe(&self.world, being, &flow);
         let moved_in_at = self.land.store().head(&being)?.map_or(0, |head| head.seq);
         let land_seq = self.land.store().land_seq_of(&being, moved_in_at)?;

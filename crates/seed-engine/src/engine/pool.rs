@@ -326,7 +326,7 @@ impl Engine {
             // wake that added beings is looked through (a scan per wake
             // would make a round quadratic in the land's beings).
             if self.world.beings.len() != beings_before {
-                let unknown: Vec<(BeingId, Json)> = self
+                let unknown: Vec<(BeingId, std::sync::Arc<Json>)> = self
                     .world
                     .beings
                     .iter()
