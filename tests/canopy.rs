@@ -1006,6 +1006,14 @@ fn travellers_world() -> String {
     world.to_str().expect("utf-8 path").to_string()
 }
 
+/// The summons saying `content` in `name`'s inbox on `up`, once it arrived.
+fn wait_for_summons(up: &Up, name: &str, content: &str) -> Value {
+    let what = format!("{content:?} arriving in @{name}'s inbox");
+    let waiting =
+        wait_for_inbox(up, name, &what, |waiting| waiting.iter().any(|summons| summons["content"] == content));
+    waiting.into_iter().find(|summons| summons["content"] == content).expect("it arrived")
+}
+
 fn being_view(up: &Up, name: &str) -> Value {
     let (status, being) = up.get(&format!("/api/v1/beings/{name}"));
     assert_eq!(status, 200, "{being}");
@@ -1085,28 +1093,19 @@ fn a_being_moves_to_another_land_goes_on_there_and_summons_to_its_old_home_follo
     // signed history (its move to B) says, though @cy's reel began on A.
     let (status, sent) = summon(&b, "cy", &format!("@dee@{a_id}"), "all is well here", None);
     assert_eq!(status, 200, "{sent}");
-    let home = wait_for_inbox(&a, "dee", "@cy's letter home", |waiting| {
-        waiting.iter().any(|summons| summons["content"] == "all is well here")
-    });
-    let letter = home.iter().find(|summons| summons["content"] == "all is well here").expect("it arrived");
+    let letter = wait_for_summons(&a, "dee", "all is well here");
     assert_eq!(letter["from"], format!("@cy@{b_id}"), "{letter}");
     // A third land writes to @cy at its old home: A refuses it naming B,
     // and C, a peer of B, sends it on there.
     let (status, sent) = summon(&c, "bo", &format!("@cy@{a_id}"), "found you", None);
     assert_eq!(status, 200, "{sent}");
-    let found = wait_for_inbox(&b, "cy", "C's summons sent on to B", |waiting| {
-        waiting.iter().any(|summons| summons["content"] == "found you")
-    });
-    let found = found.iter().find(|summons| summons["content"] == "found you").expect("it arrived");
+    let found = wait_for_summons(&b, "cy", "found you");
     assert_eq!(found["from"], format!("@bo@{c_id}"), "{found}");
     wait_for_peer_view(&c, "C's outbox emptied", |view| view["outbox"].as_array().is_some_and(Vec::is_empty));
 
     let (status, sent) = summon(&a, "dee", "@cy", "wherever you are", None);
     assert_eq!(status, 200, "{sent}");
-    let forwarded = wait_for_inbox(&b, "cy", "the forwarded summons arriving at B", |waiting| {
-        waiting.iter().any(|summons| summons["content"] == "wherever you are")
-    });
-    let forwarded = forwarded.iter().find(|summons| summons["content"] == "wherever you are").expect("it arrived");
+    let forwarded = wait_for_summons(&b, "cy", "wherever you are");
     assert_eq!(forwarded["from"], format!("@dee@{a_id}"), "{forwarded}");
 
     // @cy moves on, from B to C: its reel there holds its life on A and on

@@ -446,9 +446,11 @@ impl CanopyState {
         self.arriving.get(being).is_some_and(|arriving| seq <= arriving.through_seq)
     }
 
-    /// Where the being named `name` of this land went, if it left.
-    pub fn moved_away_of(&self, being: &BeingId) -> Option<&MovedAway> {
-        self.moved_away.get(being)
+    /// Whether `land` is a peer this land's operator added (not one that
+    /// came by first contact): only such a land may follow this land or
+    /// move a being here.
+    pub fn added_by_operator(&self, land: &BeingId) -> bool {
+        self.peers.get(land).is_some_and(|peer| peer.origin == PeerOrigin::Added)
     }
 
     /// Folds a summons act to another land: it waits in the outbox.
@@ -751,8 +753,15 @@ pub fn decide_arrival(
     use crate::fact::body::GenesisBodyFlowSkipped;
     use crate::world::body::KIND_ACT;
     use crate::world::{ActBody, VerbCall};
+    let refusal = |being: Option<BeingId>, seq: Option<u64>, fact: Option<FactId>, reason: String| InboundRefusal {
+        land: from,
+        being,
+        seq,
+        fact,
+        reason: bounded_reason(&reason),
+    };
     let refuse = |being: Option<BeingId>, seq: Option<u64>, fact: Option<FactId>, reason: String| {
-        ArrivalVerdict::Refuse(InboundRefusal { land: from, being, seq, fact, reason: bounded_reason(&reason) })
+        ArrivalVerdict::Refuse(refusal(being, seq, fact, reason))
     };
     if envelope.len() as u64 > summons_bytes_max {
         let reason =
@@ -869,14 +878,7 @@ pub fn decide_arrival(
             land = moved.land,
             url = moved.url
         );
-        let refusal = InboundRefusal {
-            land: from,
-            being: Some(being),
-            seq: Some(seq),
-            fact: Some(id),
-            reason: bounded_reason(&reason),
-        };
-        return ArrivalVerdict::Moved { refusal, land: moved.land };
+        return ArrivalVerdict::Moved { refusal: refusal(Some(being), Some(seq), Some(id), reason), land: moved.land };
     }
     if row.ended {
         return refuse(format!("@{} has ended", address.name));

@@ -557,17 +557,7 @@ impl World {
                 self.names.insert(row.name.clone(), being);
                 self.beings.insert(being, *row);
             }
-            FoldBody::Act(act) => {
-                let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
-                let Some(row) = self.beings.get_mut(&being) else { return };
-                if applied {
-                    row.last_act_ms = Some(header.stored_time_ms);
-                    row.acts += 1;
-                }
-                let remembered = remembered_of_act(land_seq, &row.name, id, &act);
-                let memory = self.memories.entry(being).or_default();
-                let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
-            }
+            FoldBody::Act(act) => self.fold_arriving_act(land_seq, header, id, &act),
             FoldBody::Move(moved) => {
                 if let Some(row) = self.beings.get_mut(&being) {
                     row.qualities = moved
@@ -579,6 +569,20 @@ impl World {
             }
             _ => {}
         }
+    }
+
+    /// Folds an act of a moving being's history on the land it came from:
+    /// counted in its row and remembered by it, nothing more.
+    fn fold_arriving_act(&mut self, land_seq: u64, header: &FactHeader, id: FactId, act: &ActBody) {
+        let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
+        let Some(row) = self.beings.get_mut(&header.being) else { return };
+        if applied {
+            row.last_act_ms = Some(header.stored_time_ms);
+            row.acts += 1;
+        }
+        let remembered = remembered_of_act(land_seq, &row.name, id, act);
+        let memory = self.memories.entry(header.being).or_default();
+        let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
     }
 
     /// Folds a summons that arrived from another land: its bookkeeping,
@@ -610,7 +614,7 @@ impl World {
         self.cursor = self.cursor.max(land_seq + 1);
         let being = header.being;
         if self.canopy.is_arriving_history(&being, header.seq) {
-            self.fold_arriving_history(land_seq, header, id, FoldBody::Act(Box::new(act.clone())));
+            self.fold_arriving_act(land_seq, header, id, act);
             return;
         }
         // A gated call's request, and a request closed unapplied, deliver

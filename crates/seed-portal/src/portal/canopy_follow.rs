@@ -160,8 +160,7 @@ pub(super) async fn facts(State(portal): State<Arc<Portal>>, request: Request) -
         // A land's facts are read whole by whoever follows it: only a land
         // the operator added may, never one that came by first contact.
         let from_land = signed.request.from;
-        let origin = portal.live.world().canopy.peers.get(&from_land).map(|peer| peer.origin);
-        if origin != Some(crate::canopy::PeerOrigin::Added) {
+        if !portal.live.world().canopy.added_by_operator(&from_land) {
             return Err(CanopyRefusal::NotFollowable { land: from_land });
         }
         let asked = body_json(&body)?;

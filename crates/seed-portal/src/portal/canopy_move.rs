@@ -44,8 +44,7 @@ fn bad(reason: &str) -> CanopyRefusal {
 
 /// A move is taken only from a peer this land's operator added.
 fn from_added_peer(world: &World, from: BeingId) -> Result<(), CanopyRefusal> {
-    let origin = world.canopy.peers.get(&from).map(|peer| peer.origin);
-    if origin != Some(crate::canopy::PeerOrigin::Added) {
+    if !world.canopy.added_by_operator(&from) {
         return Err(refuse(format!(
             "land {from} came by first contact: only a land this land's operator added may move a being here"
         )));
@@ -152,17 +151,18 @@ pub(super) async fn facts(State(portal): State<Arc<Portal>>, request: Request) -
                 return Err(refuse(format!("its move is to land {}, not this land", moved.to_land)));
             }
             let world = live.world();
-            let name = history
+            let (name, genesis_home) = history
                 .first()
                 .and_then(|genesis| genesis.fact.body_as::<crate::fact::body::GenesisBodyFlowSkipped>().ok())
                 .map(|genesis| (genesis.name, genesis.home_space))
                 .ok_or_else(|| refuse("its genesis does not read"))?;
-            let (name, genesis_home) = name;
             if !room_for(&world, &being, &name)? {
+                // Read, never minted here: a reel whose key was never asked
+                // for names no key this land holds.
                 let key = live
-                    .arrival_key(being)
+                    .minted_arrival_key(being)
                     .map_err(|error| CanopyRefusal::Unavailable { reason: error.to_string() })?;
-                if key != moved.new_public_key {
+                if key != Some(moved.new_public_key) {
                     return Err(refuse("its move names a key this land did not mint for it"));
                 }
             }

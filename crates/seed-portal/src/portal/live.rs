@@ -393,6 +393,12 @@ impl LiveLand {
         .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
     }
 
+    /// The key this land minted for `being` to move here with, if it did.
+    pub fn minted_arrival_key(&self, being: BeingId) -> Result<Option<crate::fact::PublicKeyBytes>, EngineError> {
+        self.with_engine(|engine| Ok(engine.land.arrival_key(&being)?))
+            .ok_or_else(|| EngineError::Internal("the land is stopping".into()))?
+    }
+
     /// Takes a being moving here (`Engine::take_moving_being`); the land
     /// seq of its `moved-in`.
     pub fn take_moving_being(
