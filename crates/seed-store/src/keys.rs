@@ -2,7 +2,8 @@
 //! one file, `keys/ring` (the folder 0700, the file 0600; a ring others can
 //! read is refused, naming the `chmod` that fixes it).
 //!
-//! The ring is a log of text lines, appended and synced one at a time:
+//! The ring is a log of text lines, appended and synced (one at a time,
+//! or a planting's batch in one append and one sync):
 //! `<record> <being id hex> <secret seed hex> <check>`, where the record is
 //! `key` (the being's current key), `next` (a key a rotation staged before
 //! its `rotate-key` fact was sealed), `promote` (the staged key became
@@ -50,11 +51,16 @@ pub enum KeyError {
     Random { reason: String },
 }
 
+/// A key's 32-byte secret seed: what the ring's lines hold, and all it
+/// keeps in memory (a `SigningKey` also holds its public point, 7 times the
+/// size, and computing that point is done only when a key is asked for).
+type KeySeed = [u8; 32];
+
 /// One being's keys as the ring's lines leave them.
 #[derive(Clone, Default)]
 struct BeingKeys {
-    current: Option<SigningKey>,
-    staged: Option<SigningKey>,
+    current: Option<KeySeed>,
+    staged: Option<KeySeed>,
     /// The line that damaged this being's record, if the last word on it is damage.
     damaged: Option<String>,
 }
@@ -126,7 +132,14 @@ impl KeyRing {
     }
 
     pub fn store(&self, being: &BeingId, key: &SigningKey) -> Result<(), KeyError> {
-        self.append(Record::Key, being, Some(key))
+        self.append_lines(&[(Record::Key, *being, Some(key.to_bytes()))])
+    }
+
+    /// Stores the keys of many beings in one append and one sync (a
+    /// planting mints thousands at once; one sync each bound it to the disk).
+    pub fn store_many<'a>(&self, keys: impl IntoIterator<Item = (BeingId, &'a SigningKey)>) -> Result<(), KeyError> {
+        let lines: Vec<_> = keys.into_iter().map(|(being, key)| (Record::Key, being, Some(key.to_bytes()))).collect();
+        self.append_lines(&lines)
     }
 
     pub fn load(&self, being: &BeingId) -> Result<SigningKey, KeyError> {
@@ -136,7 +149,8 @@ impl KeyRing {
             if let Some(reason) = keys.and_then(|keys| keys.damaged.clone()) {
                 return Err(KeyError::Corrupt { path, reason });
             }
-            keys.and_then(|keys| keys.current.clone())
+            keys.and_then(|keys| keys.current.as_ref())
+                .map(SigningKey::from_bytes)
                 .ok_or_else(|| KeyError::Missing { being: *being, dir: self.dir.clone() })
         })
     }
@@ -147,32 +161,38 @@ impl KeyRing {
 
     /// Writes the key a rotation will switch to, before its fact is sealed.
     pub fn stage_next(&self, being: &BeingId, key: &SigningKey) -> Result<(), KeyError> {
-        self.append(Record::Next, being, Some(key))
+        self.append_lines(&[(Record::Next, *being, Some(key.to_bytes()))])
     }
 
     pub fn staged_next(&self, being: &BeingId) -> Result<Option<SigningKey>, KeyError> {
-        self.with_loaded(|loaded| Ok(loaded.beings.get(being).and_then(|keys| keys.staged.clone())))
+        self.with_loaded(|loaded| {
+            Ok(loaded.beings.get(being).and_then(|keys| keys.staged.as_ref()).map(SigningKey::from_bytes))
+        })
     }
 
     /// Makes the staged key current (after the rotate-key fact is durable).
     pub fn promote_next(&self, being: &BeingId) -> Result<(), KeyError> {
-        self.append(Record::Promote, being, None)
+        self.append_lines(&[(Record::Promote, *being, None)])
     }
 
     /// Drops a staged key whose rotation never sealed.
     pub fn discard_next(&self, being: &BeingId) -> Result<(), KeyError> {
-        self.append(Record::Discard, being, None)
+        self.append_lines(&[(Record::Discard, *being, None)])
     }
 
     /// Drops every key of `being`: the land can no longer act for it.
     pub fn forget(&self, being: &BeingId) -> Result<(), KeyError> {
-        self.append(Record::Forget, being, None)
+        self.append_lines(&[(Record::Forget, *being, None)])
     }
 
-    /// Appends one line and syncs it, then applies it to what was read.
-    fn append(&self, record: Record, being: &BeingId, key: Option<&SigningKey>) -> Result<(), KeyError> {
+    /// Appends lines and syncs them once, then applies them to what was read.
+    fn append_lines(&self, records: &[(Record, BeingId, Option<KeySeed>)]) -> Result<(), KeyError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         let path = self.path();
-        let line = record_line(record, being, key);
+        let lines: String =
+            records.iter().map(|(record, being, key)| record_line(*record, being, key.as_ref())).collect();
         // Several processes may share a land's ring (a pool's workers on one
         // machine): an append holds the ring's lock file, and reads what the
         // others appended before it writes, so no line is cut or lost.
@@ -188,11 +208,13 @@ impl KeyRing {
                 loaded.file = Some(open_for_appending(&self.dir, &path, loaded.whole_lines_len).map_err(io)?);
             }
             let file = loaded.file.as_mut().expect("just opened");
-            file.write_all(line.as_bytes()).map_err(io)?;
+            file.write_all(lines.as_bytes()).map_err(io)?;
             file.sync_data().map_err(io)?;
-            apply(loaded.beings.entry(*being).or_default(), record, key.cloned());
+            for (record, being, key) in records {
+                apply(loaded.beings.entry(*being).or_default(), *record, *key);
+            }
             loaded.seen = stamp_of(&path);
-            loaded.whole_lines_len += line.len() as u64;
+            loaded.whole_lines_len += lines.len() as u64;
             Ok(())
         })
     }
@@ -320,7 +342,7 @@ impl Record {
     }
 }
 
-fn apply(keys: &mut BeingKeys, record: Record, key: Option<SigningKey>) {
+fn apply(keys: &mut BeingKeys, record: Record, key: Option<KeySeed>) {
     keys.damaged = None;
     match record {
         Record::Key => keys.current = key,
@@ -339,13 +361,13 @@ fn line_check(content: &str) -> String {
     crate::fact::blake3_of(content.as_bytes()).to_hex()[..LINE_CHECK_HEX_DIGITS].to_string()
 }
 
-fn record_line(record: Record, being: &BeingId, key: Option<&SigningKey>) -> String {
-    let seed = key.map_or_else(|| "-".to_string(), |key| hex::encode(key.to_bytes()));
+fn record_line(record: Record, being: &BeingId, key: Option<&KeySeed>) -> String {
+    let seed = key.map_or_else(|| "-".to_string(), hex::encode);
     let content = format!("{} {} {seed}", record.word(), being.to_hex());
     format!("{content} {}\n", line_check(&content))
 }
 
-fn parse_line(line: &str) -> Result<(Record, BeingId, Option<SigningKey>), &'static str> {
+fn parse_line(line: &str) -> Result<(Record, BeingId, Option<KeySeed>), &'static str> {
     let (content, check) = line.rsplit_once(' ').ok_or("no check")?;
     if line_check(content) != check {
         return Err("its check does not match");
@@ -362,7 +384,7 @@ fn parse_line(line: &str) -> Result<(Record, BeingId, Option<SigningKey>), &'sta
         (true, seed) => {
             let bytes = hex::decode(seed).map_err(|_| "the key is not hex")?;
             let seed: [u8; 32] = bytes.as_slice().try_into().map_err(|_| "the key is not 32 bytes")?;
-            Some(SigningKey::from_bytes(&seed))
+            Some(seed)
         }
         (false, _) => return Err("a key where none belongs"),
     };
@@ -396,13 +418,12 @@ fn refuse_if_exposed(path: &Path) -> Result<(), KeyError> {
 }
 
 /// A key file of the one-file-per-being layout.
-fn read_key_file(path: &Path) -> Result<SigningKey, KeyError> {
+fn read_key_file(path: &Path) -> Result<KeySeed, KeyError> {
     refuse_if_exposed(path)?;
     let text = fs::read_to_string(path).map_err(|source| KeyError::Io { path: path.to_path_buf(), source })?;
     let corrupt = |reason: &str| KeyError::Corrupt { path: path.to_path_buf(), reason: reason.to_string() };
     let bytes = hex::decode(text.trim()).map_err(|_| corrupt("not hex"))?;
-    let seed: [u8; 32] = bytes.as_slice().try_into().map_err(|_| corrupt("not 32 bytes"))?;
-    Ok(SigningKey::from_bytes(&seed))
+    bytes.as_slice().try_into().map_err(|_| corrupt("not 32 bytes"))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), KeyError> {

@@ -615,6 +615,47 @@ impl Land {
     /// Mints a being up to its unsigned genesis (its key is already in the
     /// ring; see `prepare`).
     pub fn prepare_being(&self, spec: BeingSpec) -> Result<Prepared, LandError> {
+        let (unsigned, key) = self.unsigned_genesis(spec)?;
+        let being = unsigned.header.being;
+        self.keys.store(&being, &key)?;
+        let writer = self.writer_after_genesis(&unsigned, &key);
+        let stored_time_ms = unsigned.header.stored_time_ms;
+        Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer })
+    }
+
+    /// Mints many beings and queues their geneses, as `prepare_being` and
+    /// `submit_being` one by one would, but with their keys derived, their
+    /// geneses encoded and signed on `threads` threads and every key written
+    /// to the ring in one append and one sync (before any genesis is
+    /// queued, as one by one). A planting of thousands of beings was bound by
+    /// one ring sync each. The results keep `specs`' order; a spec that
+    /// cannot be minted (a bad name, a body too large) stops the batch
+    /// before anything is written.
+    pub fn submit_beings(&self, specs: Vec<BeingSpec>, threads: usize) -> Result<Vec<PendingSeal>, LandError> {
+        let specs: Vec<Mutex<Option<BeingSpec>>> = specs.into_iter().map(|spec| Mutex::new(Some(spec))).collect();
+        let minted = crate::parallel::map_in_order(&specs, threads, |spec| {
+            let spec =
+                spec.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take().expect("each spec is taken once");
+            let (unsigned, key) = self.unsigned_genesis(spec)?;
+            let writer = self.writer_after_genesis_unlisted(&unsigned, &key);
+            let being = unsigned.header.being;
+            let stored_time_ms = unsigned.header.stored_time_ms;
+            let fact = unsigned.sign(&key);
+            Ok::<_, LandError>((SignedFact { fact, being, seq: 0, stored_time_ms, writer }, key))
+        });
+        let minted: Vec<(SignedFact, SigningKey)> = minted.into_iter().collect::<Result<_, _>>()?;
+        self.keys.store_many(minted.iter().map(|(signed, key)| (signed.being, key)))?;
+        {
+            let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for (signed, _) in &minted {
+                writers.insert(signed.being, signed.writer.clone());
+            }
+        }
+        Ok(minted.into_iter().map(|(signed, _)| self.submit_signed(signed)).collect())
+    }
+
+    /// A new being's key and unsigned genesis (nothing is written).
+    fn unsigned_genesis(&self, spec: BeingSpec) -> Result<(UnsignedFact, SigningKey), LandError> {
         validate_being_name(&spec.name)?;
         let key = self.key_source.signing_key(&spec.name)?;
         let mut nonce = [0u8; 16];
@@ -633,19 +674,27 @@ impl Land {
             canonical::to_canonical_bytes(&genesis).map_err(|source| FactError::Cbor { part: "body", source })?;
         self.check_body_size(&body)?;
         let being = BeingId(*blake3::hash(&body).as_bytes());
-        self.keys.store(&being, &key)?;
         let unsigned = UnsignedFact::new(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body)?;
-        let stored_time_ms = unsigned.header.stored_time_ms;
-        let writer = Arc::new(Mutex::new(Writer {
+        Ok((unsigned, key))
+    }
+
+    /// The writer a being's facts after `genesis` use, listed among the land's writers.
+    fn writer_after_genesis(&self, genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
+        let writer = self.writer_after_genesis_unlisted(genesis, key);
+        let being = genesis.header.being;
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
+        writer
+    }
+
+    fn writer_after_genesis_unlisted(&self, genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
+        Arc::new(Mutex::new(Writer {
             key: key.clone(),
             next_seq: 1,
-            prev: unsigned.id(),
-            last_time_ms: stored_time_ms,
+            prev: genesis.id(),
+            last_time_ms: genesis.header.stored_time_ms,
             ended: false,
             stale: false,
-        }));
-        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
-        Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer })
+        }))
     }
 
     /// Queues a signed fact for the next group commit.
@@ -1102,5 +1151,81 @@ fn open_store(dir: &Path, limits: &Limits, location: &StoreLocation, access: Acc
         (StoreLocation::Postgres { url }, Access::Read) => PgStore::open_read_only(url)
             .map(|store| LandStore::Postgres(Arc::new(store)))
             .map_err(|error| opening(error.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::LogicalClock;
+
+    fn seeded_land(dir: &Path) -> Land {
+        let clock = Arc::new(LogicalClock::starting_at(1_000));
+        let source = KeySource::Seeded([7; 32]);
+        Land::plant_in(dir, clock, Limits::default(), source, &StoreLocation::Folder).expect("plant").0
+    }
+
+    fn spec(land: &Land, name: &str) -> BeingSpec {
+        BeingSpec {
+            name: name.into(),
+            parent: Some(land.operator()),
+            cognition: Cognition::Scripted,
+            role_flow: Vec::new(),
+            default_role: "onlooker".into(),
+            home_space: "/".into(),
+        }
+    }
+
+    fn envelopes(land: &Land) -> Vec<Vec<u8>> {
+        let len = land.store().land_len().expect("len");
+        land.store().land_log_with_envelopes(0, len).expect("log").into_iter().map(|(_, envelope)| envelope).collect()
+    }
+
+    #[test]
+    fn beings_submitted_in_one_batch_are_the_facts_and_keys_one_by_one_gives() {
+        let (one_dir, batch_dir) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+        let (one_by_one, batch) = (seeded_land(one_dir.path()), seeded_land(batch_dir.path()));
+        let names: Vec<String> = (0..40).map(|index| format!("walker-{index}")).collect();
+        for name in &names {
+            one_by_one.submit_being(spec(&one_by_one, name)).expect("submit").wait().expect("sealed");
+        }
+        let specs = names.iter().map(|name| spec(&batch, name)).collect();
+        let sealed: Vec<Sealed> = batch
+            .submit_beings(specs, 2)
+            .expect("submit")
+            .into_iter()
+            .map(|seal| seal.wait().expect("sealed"))
+            .collect();
+        assert_eq!(envelopes(&batch), envelopes(&one_by_one));
+        assert_eq!(sealed.len(), names.len());
+        for sealed in &sealed {
+            let key = batch.keys().load(&sealed.being).expect("the batch's key is in the ring");
+            assert_eq!(key.to_bytes(), one_by_one.keys().load(&sealed.being).expect("key").to_bytes());
+            // Each batch-minted being goes on sealing with its writer.
+            batch
+                .seal_body(
+                    &sealed.being,
+                    crate::fact::body::KIND_NOTE,
+                    &crate::fact::body::NoteBody { text: "hi".into() },
+                )
+                .expect("a being planted in a batch seals its next fact");
+        }
+        // The ring holds the keys after a reopen too.
+        drop(batch);
+        let reopened = Land::open(batch_dir.path()).expect("open");
+        assert!(sealed.iter().all(|sealed| reopened.keys().has(&sealed.being)));
+    }
+
+    #[test]
+    fn a_batch_with_a_bad_name_is_refused_whole_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let land = seeded_land(dir.path());
+        let before = envelopes(&land);
+        let ring_before = std::fs::read(land.keys().path()).ok();
+        let specs = vec![spec(&land, "fine"), spec(&land, "not a name!")];
+        let refused = land.submit_beings(specs, 2).err().expect("a bad name is refused");
+        assert!(matches!(&refused, LandError::BadName { name, .. } if name == "not a name!"), "{refused:?}");
+        assert_eq!(envelopes(&land), before);
+        assert_eq!(std::fs::read(land.keys().path()).ok(), ring_before, "no key was written");
     }
 }
