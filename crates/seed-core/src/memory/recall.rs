@@ -4,6 +4,11 @@
 //! The index is append-only and in land order: each remembered item (an act,
 //! a summons received, a note) is a document with its land seq, and each
 //! term's postings list the documents holding it in the order they came.
+//! A memory of fewer than `RECALL_INDEXED_FROM_ITEMS` items keeps no
+//! postings: a recall reads its few texts instead, with the same scores
+//! (a million beings of a few acts each would otherwise hold a term map
+//! each; `recall_by_scanning_scores_as_the_index_does` holds the two
+//! paths to one answer).
 //! Its lists and maps are persistent (`imbl`): every clone of the world (one
 //! per round) shares them, and a fold copies only the path it changes. A
 //! recall at cursor `c` reads only the documents below `c` (a binary search
@@ -49,6 +54,9 @@ pub const RECALL_WEIGHT_IMPORTANCE: u64 = 1;
 pub const IMPORTANCE_MAX: u8 = 10;
 /// The most items one recall returns.
 pub const RECALL_ITEMS_MAX: usize = 32;
+/// Items from which a memory keeps postings; below, a recall reads every
+/// text it holds (at most this many).
+pub const RECALL_INDEXED_FROM_ITEMS: usize = 32;
 /// The most characters of an item's text the index keeps (and a face shows).
 pub const RECALL_ITEM_TEXT_CHARS_MAX: usize = 280;
 /// How far back (in the being's items) a reflection's `covers` are looked
@@ -127,6 +135,7 @@ pub struct BeingMemory {
     /// Each behind its own pointer, so that a short memory fits in the
     /// list itself and a long one's chunks are small.
     documents: Vector<Arc<Document>>,
+    /// Empty until `RECALL_INDEXED_FROM_ITEMS` items are held.
     postings: OrdMap<Arc<str>, Vector<Posting>>,
     /// The notes, by fact id (only a note may be superseded).
     notes: OrdMap<FactId, u32>,
@@ -232,27 +241,7 @@ impl BeingMemory {
             Some((cut, _)) => item.text[..cut].into(),
             None => item.text.into(),
         };
-        let terms = tokens(&text);
-        let length = terms.len() as u32;
-        // Each distinct term with how often it occurs: the sorted terms' runs.
-        let mut sorted: Vec<&str> = terms.iter().map(|term| term.as_ref()).collect();
-        sorted.sort_unstable();
-        let mut runs: Vec<(&str, u32)> = Vec::with_capacity(sorted.len());
-        for term in sorted {
-            match runs.last_mut() {
-                Some((last, count)) if *last == term => *count += 1,
-                _ => runs.push((term, 1)),
-            }
-        }
-        for (term, count) in runs {
-            let posting = Posting { document: index, count, length };
-            match self.postings.get_mut(term) {
-                Some(postings) => postings.push_back(posting),
-                None => {
-                    self.postings.insert(term.into(), Vector::unit(posting));
-                }
-            }
-        }
+        let length = tokens(&text).len() as u32;
         let length_before =
             self.documents.back().map_or(0, |document| document.length_before + u64::from(document.length));
         if item.kind == MemoryKind::Note {
@@ -272,6 +261,15 @@ impl BeingMemory {
             reflection: false,
             covered: None,
         }));
+        let held = self.documents.len();
+        if held == RECALL_INDEXED_FROM_ITEMS {
+            for (index, document) in self.documents.iter().enumerate() {
+                add_postings(&mut self.postings, index as u32, document);
+            }
+        } else if held > RECALL_INDEXED_FROM_ITEMS {
+            let document = self.documents.back().expect("just pushed");
+            add_postings(&mut self.postings, index, document);
+        }
         Ok(())
     }
 
@@ -385,6 +383,16 @@ impl BeingMemory {
     /// vector to the query's when `semantic` gives them: the latest
     /// `RECALL_SEMANTIC_CANDIDATES` items are candidates too.
     pub fn recall_with(&self, query: &RecallQuery, semantic: Option<&Semantic<'_>>) -> Vec<Recalled> {
+        self.recall_reading(query, semantic, self.postings_kept())
+    }
+
+    /// Whether this memory keeps postings (it is long enough).
+    fn postings_kept(&self) -> bool {
+        self.documents.len() >= RECALL_INDEXED_FROM_ITEMS
+    }
+
+    /// A recall that reads the kept postings (`indexed`) or the texts.
+    fn recall_reading(&self, query: &RecallQuery, semantic: Option<&Semantic<'_>>, indexed: bool) -> Vec<Recalled> {
         let held = self.held_below(query.cursor);
         if held == 0 || query.count == 0 {
             return Vec::new();
@@ -394,8 +402,11 @@ impl BeingMemory {
         let terms: BTreeSet<std::borrow::Cow<'_, str>> = tokens(&query.text).into_iter().collect();
         let mut relevance: BTreeMap<u32, u64> = BTreeMap::new();
         for term in &terms {
-            let Some(postings) = self.postings.get(term.as_ref()) else { continue };
-            let with_term = partition_point(postings, |posting| posting.document < held_u32);
+            let postings = match indexed {
+                true => self.postings.get(term.as_ref()).cloned().unwrap_or_default(),
+                false => self.postings_by_scanning(term, held),
+            };
+            let with_term = partition_point(&postings, |posting| posting.document < held_u32);
             if with_term == 0 {
                 continue;
             }
@@ -436,6 +447,36 @@ impl BeingMemory {
         recalled
     }
 
+    /// The postings `term` would have among the first `held` documents,
+    /// read from their texts (a memory too short to keep postings).
+    fn postings_by_scanning(&self, term: &str, held: usize) -> Vector<Posting> {
+        let mut postings = Vector::new();
+        for (index, document) in self.documents.iter().take(held).enumerate() {
+            let count = tokens(&document.text).iter().filter(|token| token.as_ref() == term).count() as u32;
+            if count > 0 {
+                postings.push_back(Posting { document: index as u32, count, length: document.length });
+            }
+        }
+        postings
+    }
+
+    /// The postings as an index of every item would hold them (kept, or
+    /// read from the texts of a short memory): what `digest` reads.
+    fn postings_whole(&self) -> OrdMap<Arc<str>, Vector<Posting>> {
+        match self.postings_kept() {
+            true => self.postings.clone(),
+            false => self.postings_from_texts(),
+        }
+    }
+
+    fn postings_from_texts(&self) -> OrdMap<Arc<str>, Vector<Posting>> {
+        let mut postings = OrdMap::new();
+        for (index, document) in self.documents.iter().enumerate() {
+            add_postings(&mut postings, index as u32, document);
+        }
+        postings
+    }
+
     /// How many documents lie below `cursor`.
     fn held_below(&self, cursor: u64) -> usize {
         partition_point(&self.documents, |document| document.land_seq < cursor)
@@ -466,7 +507,7 @@ impl BeingMemory {
             }
             bytes.push(u8::from(document.reflection));
         }
-        for (term, postings) in &self.postings {
+        for (term, postings) in &self.postings_whole() {
             bytes.extend_from_slice(&(term.len() as u64).to_be_bytes());
             bytes.extend_from_slice(term.as_bytes());
             bytes.extend_from_slice(&(postings.len() as u64).to_be_bytes());
@@ -547,6 +588,30 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
             memory.supersede(earlier, by, land_seq).map_err(D::Error::custom)?;
         }
         Ok(memory)
+    }
+}
+
+/// Adds the postings of `document` (the `index`th) to `postings`: each
+/// distinct term with how often it occurs, the sorted terms' runs.
+fn add_postings(postings: &mut OrdMap<Arc<str>, Vector<Posting>>, index: u32, document: &Document) {
+    let terms = tokens(&document.text);
+    let mut sorted: Vec<&str> = terms.iter().map(|term| term.as_ref()).collect();
+    sorted.sort_unstable();
+    let mut runs: Vec<(&str, u32)> = Vec::with_capacity(sorted.len());
+    for term in sorted {
+        match runs.last_mut() {
+            Some((last, count)) if *last == term => *count += 1,
+            _ => runs.push((term, 1)),
+        }
+    }
+    for (term, count) in runs {
+        let posting = Posting { document: index, count, length: document.length };
+        match postings.get_mut(term) {
+            Some(list) => list.push_back(posting),
+            None => {
+                postings.insert(term.into(), Vector::unit(posting));
+            }
+        }
     }
 }
 
@@ -768,5 +833,41 @@ mod tests {
             proptest::prop_assert_eq!(whole.recall(&query), build(&prefix).recall(&query));
             proptest::prop_assert_eq!(whole.digest(), build(&items).digest());
         }
+
+        #[test]
+        fn recall_by_scanning_scores_as_the_index_does(
+            texts in proptest::collection::vec(proptest::collection::vec(0usize..8, 0..6), RECALL_INDEXED_FROM_ITEMS..90),
+            query in proptest::collection::vec(0usize..8, 0..4),
+            cursor in 0u64..100,
+            kinds in proptest::collection::btree_set(proptest::sample::select(MemoryKind::ALL.to_vec()), 1..4),
+        ) {
+            const WORDS: [&str; 8] = ["bob", "grain", "coins", "cheated", "paid", "salt", "cy", "again"];
+            let text = |words: &[usize]| words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" ");
+            let mut memory = BeingMemory::default();
+            for (index, words) in texts.iter().enumerate() {
+                let kind = MemoryKind::ALL[index % 3];
+                memory.remember(item(index as u8, index as u64 + 1, kind, (index % 11) as u8, &text(words))).expect("in order");
+                // The postings a long memory keeps are those its texts give.
+                proptest::prop_assert_eq!(memory.postings_whole(), memory.postings_from_texts());
+            }
+            proptest::prop_assert!(memory.postings_kept());
+            let query = RecallQuery { text: text(&query), kinds, count: 8, cursor };
+            let indexed = memory.recall_reading(&query, None, true);
+            proptest::prop_assert_eq!(&indexed, &memory.recall_reading(&query, None, false));
+            proptest::prop_assert_eq!(indexed, memory.recall(&query));
+        }
+    }
+
+    #[test]
+    fn a_short_memory_keeps_no_postings_and_a_long_one_keeps_every_items() {
+        let mut memory = BeingMemory::default();
+        for index in 0..RECALL_INDEXED_FROM_ITEMS {
+            assert!(memory.postings.is_empty(), "no postings with {index} items");
+            memory
+                .remember(item(index as u8, index as u64 + 1, MemoryKind::Act, 0, "looked at north"))
+                .expect("in order");
+        }
+        assert_eq!(memory.postings.len(), 3, "looked, at, north");
+        assert!(memory.postings.values().all(|list| list.len() == RECALL_INDEXED_FROM_ITEMS));
     }
 }
