@@ -1293,6 +1293,12 @@ fn sim(
             println!("  {warning}");
         }
         println!("  speed     {} moments/s", value["momentsPerSecond"]);
+        if let Some((beings, elapsed_ms)) = summary.planted {
+            println!(
+                "  planting  {beings} beings in {elapsed_ms} ms ({} beings/s)",
+                value["planted"]["beingsPerSecond"]
+            );
+        }
         println!("  world_hash {}", summary.world_hash.to_hex());
         match land {
             Some(dir) => println!("  land      {} (try `seed --land {} verify`)", dir.display(), dir.display()),

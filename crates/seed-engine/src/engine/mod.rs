@@ -37,7 +37,7 @@ use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
 use crate::fact::{BeingId, CanonicalBody, Hash32};
 use crate::keys::KeyError;
-use crate::land::{BeingSpec, KeySource, Land, LandError, Prepared, StoreLocation};
+use crate::land::{BeingSpec, KeySource, Land, LandError, PendingSeal, Prepared, StoreLocation};
 use crate::limits::Limits;
 use crate::llm::LanguageModel;
 use crate::moment::refusal::BeingFault;
@@ -302,7 +302,17 @@ fn seal_world(land: &Land, effects: Vec<Effect>) -> Result<(), EngineError> {
     Ok(())
 }
 
-fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(), EngineError> {
+/// Beings a planting mints in one batch: their keys reach the ring in one
+/// sync, and one batch is signed while the one before it is written.
+pub const PLANT_BEINGS_PER_BATCH: usize = 4096;
+
+fn plant(
+    fixture: &Fixture,
+    planned: &[PlannedBeing],
+    land: &Land,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<(), EngineError> {
     let mut effects: Vec<Effect> = fixture
         .spaces
         .iter()
@@ -322,17 +332,30 @@ fn plant(fixture: &Fixture, planned: &[PlannedBeing], land: &Land) -> Result<(),
         fixture.config.iter().map(|(key, value)| Effect::SetConfig { key: key.clone(), value: Some(value.clone()) }),
     );
     seal_world(land, effects)?;
-    let mut pending = Vec::with_capacity(planned.len());
-    for being in planned {
-        let Json::Array(flow) = &being.flow else { return Err(EngineError::Internal("flow is not an array".into())) };
-        pending.push(land.submit_being(BeingSpec {
-            name: being.name.clone(),
-            parent: Some(land.operator()),
-            cognition: being.cognition,
-            role_flow: flow.iter().map(json_to_cbor).collect(),
-            default_role: being.default_role.clone(),
-            home_space: being.home.clone(),
-        })?);
+    let mut pending: Vec<PendingSeal> = Vec::new();
+    progress.stage("planting beings", planned.len() as u64, "beings");
+    for batch in planned.chunks(PLANT_BEINGS_PER_BATCH) {
+        let mut specs = Vec::with_capacity(batch.len());
+        for being in batch {
+            let Json::Array(flow) = &being.flow else {
+                return Err(EngineError::Internal("flow is not an array".into()));
+            };
+            specs.push(BeingSpec {
+                name: being.name.clone(),
+                parent: Some(land.operator()),
+                cognition: being.cognition,
+                role_flow: flow.iter().map(json_to_cbor).collect(),
+                default_role: being.default_role.clone(),
+                home_space: being.home.clone(),
+            });
+        }
+        let submitted = land.submit_beings(specs, threads)?;
+        // The batch before is durable by now or soon: waiting for it here
+        // keeps one batch signing while the one before it is written.
+        for seal in std::mem::replace(&mut pending, submitted) {
+            seal.wait()?;
+        }
+        progress.advance(batch.len() as u64);
     }
     for seal in pending {
         seal.wait()?;
@@ -460,9 +483,14 @@ impl Engine {
         if record {
             definitions::seal_if_changed(&land, &mut world_at_end(&land)?, &files)?;
         }
-        plant(fixture, &checked.planned, &land)?;
+        // The wall clock measures planting for the summary only; no fact sees it.
+        let planting = std::time::Instant::now();
+        let beings = checked.planned.len() as u64;
+        plant(fixture, &checked.planned, &land, options.threads.max(1), options.progress.as_ref())?;
+        let planted = Some((beings, planting.elapsed().as_millis() as u64));
         let operator_token = report.operator_token;
         let mut simulation = Engine::start(fixture, options, land, clock, checked)?;
+        simulation.summary.planted = planted;
         simulation.definitions_digest = files.set.digest();
         simulation.operator_token = Some(operator_token);
         Ok(simulation)

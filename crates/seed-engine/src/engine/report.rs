@@ -38,6 +38,9 @@ pub struct RunSummary {
     pub failure_examples: BTreeMap<String, FailureExample>,
     pub facts_sealed: u64,
     pub elapsed_ms: u64,
+    /// The beings this run planted and how long planting them took
+    /// (wall time, for the summary only): `None` when it planted none (a resumed run).
+    pub planted: Option<(u64, u64)>,
     pub world_hash: Hash32,
     /// Extensions skipped at load, with the reason.
     pub skipped_extensions: Vec<(String, String)>,
@@ -85,6 +88,10 @@ impl RunSummary {
             "factsSealed": self.facts_sealed,
             "elapsedMs": self.elapsed_ms, "momentsPerSecond": moments_per_second.round(),
             "worldHash": self.world_hash.to_hex(),
+            "planted": self.planted.map(|(beings, elapsed_ms)| json!({
+                "beings": beings, "elapsedMs": elapsed_ms,
+                "beingsPerSecond": if elapsed_ms == 0 { 0.0 } else { (beings as f64 * 1000.0 / elapsed_ms as f64).round() },
+            })),
             "llm": { "calls": self.llm_calls, "promptTokens": self.llm_prompt_tokens,
                      "completionTokens": self.llm_completion_tokens, "costMicros": self.llm_cost_micros },
             "hookIncidents": self.hook_incidents.iter().map(|i| json!({"handler": i.handler, "reason": i.reason, "breakerOpened": i.breaker_opened})).collect::<Vec<_>>(),
