@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// Largest fixture file read, in bytes.
 pub const FIXTURE_BYTES_MAX: u64 = 1024 * 1024;
 /// Most beings a fixture may generate.
-pub const FIXTURE_GENERATED_BEINGS_MAX: u64 = 100_000;
+pub const FIXTURE_GENERATED_BEINGS_MAX: u64 = 1_000_000;
 
 fn default_tick_ms() -> u64 {
     10_000
@@ -342,7 +342,7 @@ impl Fixture {
             .collect();
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
-                fail(&format!("generate[{group}].count"), format!("over {FIXTURE_GENERATED_BEINGS_MAX}"), None);
+                fail(&format!("generate[{group}].count"), format!("more than {FIXTURE_GENERATED_BEINGS_MAX} beings (the most one group generates)"), None);
                 continue;
             }
             for index in 0..generate.count {
