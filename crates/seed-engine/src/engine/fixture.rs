@@ -342,7 +342,11 @@ impl Fixture {
             .collect();
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
-                fail(&format!("generate[{group}].count"), format!("more than {FIXTURE_GENERATED_BEINGS_MAX} beings (the most one group generates)"), None);
+                fail(
+                    &format!("generate[{group}].count"),
+                    format!("more than {FIXTURE_GENERATED_BEINGS_MAX} beings (the most one group generates)"),
+                    None,
+                );
                 continue;
             }
             for index in 0..generate.count {
