@@ -139,3 +139,42 @@ fn the_summary_names_each_failure_kind_with_an_example_and_failing_runs_exit_3()
     assert_eq!(summary["failureExamples"]["script"]["script"], script_at.as_str(), "{summary}");
     assert_eq!(example["script"], serde_json::Value::Null, "an operation's failure names no script: {example}");
 }
+
+/// The million-being world of docs/performance.md, small: a generated
+/// crowd across more than one planting batch (`PLANT_BEINGS_PER_BATCH`,
+/// 4,096) plants, plays, verifies and replays, with one world on one or
+/// two threads.
+#[test]
+fn a_generated_crowd_plants_in_batches_plays_verifies_and_replays_the_same_on_any_thread_count() {
+    let dir = tempfile::tempdir().expect("folder");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crowd = std::fs::read_to_string(root.join("fixtures/crowd.toml")).expect("crowd");
+    let roles = format!("roles = [{:?}, {:?}]", root.join("roles").display(), root.join("fixtures/roles").display());
+    let extensions = format!("extensions = {:?}", root.join("extensions").display());
+    let crowd = crowd
+        .replace(r#"roles = ["../roles", "roles"]"#, &roles)
+        .replace(r#"extensions = "../extensions""#, &extensions)
+        .replace("count = 10000", "count = 4200")
+        .replace("ticks = 5", "ticks = 2");
+    assert!(crowd.contains("count = 4200") && crowd.contains(&roles), "the crowd fixture changed: {crowd}");
+    let fixture = dir.path().join("crowd.toml");
+    std::fs::write(&fixture, crowd).expect("write");
+    let fixture = fixture.to_str().unwrap();
+    let mut hashes = Vec::new();
+    for threads in ["2", "1"] {
+        let land = dir.path().join(format!("land-{threads}"));
+        let land = land.to_str().unwrap();
+        let output = seed(&["--land", land, "sim", fixture, "--threads", threads, "--json"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(summary["planted"]["beings"], 4200, "{summary}");
+        assert_eq!((summary["moments"].as_u64(), summary["failures"].as_u64()), (Some(8400), Some(0)), "{summary}");
+        hashes.push(summary["worldHash"].clone());
+        let verify = seed(&["--land", land, "verify", "--no-checkpoint"]);
+        assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+        let replay = seed(&["--land", land, "replay", "--all"]);
+        let said = String::from_utf8_lossy(&replay.stdout);
+        assert!(replay.status.success() && said.contains(" 0 divergence"), "{said}");
+    }
+    assert_eq!(hashes[0], hashes[1], "one world on one thread or two");
+}

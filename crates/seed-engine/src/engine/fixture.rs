@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Largest fixture file read, in bytes.
 pub const FIXTURE_BYTES_MAX: u64 = 1024 * 1024;
@@ -207,7 +208,9 @@ pub struct PlannedBeing {
     pub cognition: Cognition,
     pub home: String,
     pub default_role: String,
-    pub flow: Json,
+    /// Shared by the beings one `[[generate]]` group plants (a million
+    /// copies of one template's tree took gigabytes).
+    pub flow: Arc<Json>,
     pub script: Option<String>,
     /// The file `script` was read from, as the author names it (for messages).
     pub script_file: Option<String>,
@@ -334,11 +337,15 @@ impl Fixture {
                 fail(&format!("signal[{index}].key"), reason, None);
             }
         }
-        let mut templates: Vec<(String, String, FixtureBeing)> = self
+        // Each being with its flow apart: the beings of one group share theirs.
+        let mut templates: Vec<(String, String, FixtureBeing, Arc<Json>)> = self
             .beings
             .iter()
             .enumerate()
-            .map(|(index, being)| (format!("being[{index}]"), format!("being[{index}].home"), being.clone()))
+            .map(|(index, being)| {
+                let flow = Arc::new(Json::Array(being.flow.clone()));
+                (format!("being[{index}]"), format!("being[{index}].home"), being.clone(), flow)
+            })
             .collect();
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
@@ -349,8 +356,10 @@ impl Fixture {
                 );
                 continue;
             }
+            let flow = Arc::new(Json::Array(generate.template.flow.clone()));
+            let template = FixtureBeing { flow: Vec::new(), ..generate.template.clone() };
             for index in 0..generate.count {
-                let mut being = generate.template.clone();
+                let mut being = template.clone();
                 being.name = being.name.replace("{i}", &index.to_string());
                 // Problems of a template are told once, at the template.
                 let written = format!("generate[{group}].template");
@@ -361,7 +370,7 @@ impl Fixture {
                     being.home = generate.homes[home].clone();
                     format!("generate[{group}].homes[{home}]")
                 };
-                templates.push((written, home_at, being));
+                templates.push((written, home_at, being, flow.clone()));
             }
         }
         let mut planned = Vec::with_capacity(templates.len());
@@ -369,7 +378,10 @@ impl Fixture {
         let mut told: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut scripts: BTreeMap<String, Option<String>> = BTreeMap::new();
         let mut script_problems: Vec<Problem> = Vec::new();
-        for (at, home_at, being) in templates {
+        // The flow checked last, with its default role and whether it bound:
+        // the beings of a group share one, checked once.
+        let mut flow_checked: Option<(Arc<Json>, String, bool)> = None;
+        for (at, home_at, being, flow) in templates {
             let mut fail_once = |at: String, reason: String, suggestion: Option<String>| {
                 if told.insert(at.clone()) {
                     fail(&at, reason, suggestion);
@@ -413,25 +425,40 @@ impl Fixture {
                     being.home.clone()
                 }
             };
-            let flow = Json::Array(being.flow.clone());
-            let parsed_flow = RoleFlow::from_json(&flow);
-            // A role whose file is broken is reported there, not again here.
-            let names_a_broken_role = parsed_flow.as_ref().is_ok_and(|flow| {
-                std::iter::once(&being.default_role)
-                    .chain(flow.default_role.iter())
-                    .chain(flow.clauses.iter().map(|clause| &clause.role))
-                    .any(|role| broken_roles.contains(role))
+            let checked_before = flow_checked.as_ref().filter(|(checked, default_role, _)| {
+                Arc::ptr_eq(checked, &flow) && *default_role == being.default_role
             });
-            if names_a_broken_role {
-                ok = false;
-            } else if let Err(error) = parsed_flow.and_then(|flow| flow.bind(registry, Some(&being.default_role))) {
-                if error.path == "defaultRole" && being.flow.is_empty() {
-                    fail_once(format!("{at}.default_role"), error.reason, None);
-                } else {
-                    fail_once(format!("{at}.flow"), error.to_string(), None);
+            let bound = match checked_before {
+                Some((_, _, bound)) => *bound,
+                None => {
+                    let parsed_flow = RoleFlow::from_json(&flow);
+                    // A role whose file is broken is reported there, not again here.
+                    let names_a_broken_role = parsed_flow.as_ref().is_ok_and(|flow| {
+                        std::iter::once(&being.default_role)
+                            .chain(flow.default_role.iter())
+                            .chain(flow.clauses.iter().map(|clause| &clause.role))
+                            .any(|role| broken_roles.contains(role))
+                    });
+                    let bound = if names_a_broken_role {
+                        false
+                    } else if let Err(error) =
+                        parsed_flow.and_then(|flow| flow.bind(registry, Some(&being.default_role)))
+                    {
+                        let flow_is_empty = flow.as_array().is_some_and(Vec::is_empty);
+                        if error.path == "defaultRole" && flow_is_empty {
+                            fail_once(format!("{at}.default_role"), error.reason, None);
+                        } else {
+                            fail_once(format!("{at}.flow"), error.to_string(), None);
+                        }
+                        false
+                    } else {
+                        true
+                    };
+                    flow_checked = Some((flow.clone(), being.default_role.clone(), bound));
+                    bound
                 }
-                ok = false;
-            }
+            };
+            ok &= bound;
             let script = match &being.script {
                 None => None,
                 Some(file) => {
@@ -534,5 +561,21 @@ impl Fixture {
         } else {
             Err(FixtureError { problems })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_beings_one_group_generates_share_one_flow_checked_once() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/crowd.toml");
+        let fixture = Fixture::load(&path).expect("the crowd loads");
+        let checked = crate::engine::check_world(&fixture, &[]).expect("the crowd checks");
+        let planned = &checked.planned;
+        assert_eq!(planned.len(), 10_000);
+        assert!(planned.windows(2).all(|pair| Arc::ptr_eq(&pair[0].flow, &pair[1].flow)), "one flow for the group");
+        assert_eq!(planned[0].flow.as_array().map(Vec::len), Some(1), "the template's one clause");
     }
 }

@@ -337,7 +337,7 @@ fn plant(
     for batch in planned.chunks(PLANT_BEINGS_PER_BATCH) {
         let mut specs = Vec::with_capacity(batch.len());
         for being in batch {
-            let Json::Array(flow) = &being.flow else {
+            let Json::Array(flow) = &*being.flow else {
                 return Err(EngineError::Internal("flow is not an array".into()));
             };
             specs.push(BeingSpec {
