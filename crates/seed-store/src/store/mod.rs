@@ -26,7 +26,6 @@ pub use sled_store::{SledOpenError, SledStore};
 
 use crate::fact::{BeingId, Fact, FactId, Hash32, PublicKeyBytes};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc::Receiver;
 
 /// The tip of one reel, with what the chain says about it so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,11 +196,11 @@ pub enum StoreError {
 /// A request on its way to the store's committer or database: `wait`
 /// returns its answer; the caller goes on meanwhile.
 pub struct Ticket<T> {
-    pending: Result<Receiver<Result<T, StoreError>>, StoreError>,
+    pending: Result<oneshot::Receiver<Result<T, StoreError>>, StoreError>,
 }
 
 impl<T> Ticket<T> {
-    pub(crate) fn waiting(receiver: Receiver<Result<T, StoreError>>) -> Ticket<T> {
+    pub(crate) fn waiting(receiver: oneshot::Receiver<Result<T, StoreError>>) -> Ticket<T> {
         Ticket { pending: Ok(receiver) }
     }
 

@@ -10,7 +10,10 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-pub(crate) type Reply = SyncSender<Result<Appended, StoreError>>;
+/// An append's answer. A one-shot reply, not a channel of one slot: a
+/// round holds one per fact until it is durable, and std's `sync_channel(1)`
+/// took about 500 bytes each (its cache-padded ends) against ~100.
+pub(crate) type Reply = oneshot::Sender<Result<Appended, StoreError>>;
 
 pub(crate) enum Request {
     Append {
@@ -18,13 +21,13 @@ pub(crate) enum Request {
         reply: Reply,
     },
     Reindex {
-        reply: SyncSender<Result<ReindexReport, StoreError>>,
+        reply: oneshot::Sender<Result<ReindexReport, StoreError>>,
     },
     /// A worker's fenced run of wakes: committed alone, all or nothing.
     Turn {
         facts: Vec<Fact>,
         turn: SealTurn,
-        reply: SyncSender<Result<Vec<Appended>, StoreError>>,
+        reply: oneshot::Sender<Result<Vec<Appended>, StoreError>>,
     },
 }
 
@@ -153,7 +156,7 @@ impl Committing {
 
     /// Queues an append.
     pub fn submit(&self, fact: Fact, when_none: StoreError) -> AppendTicket {
-        let (reply, receiver) = sync_channel(1);
+        let (reply, receiver) = oneshot::channel();
         match self.send(Request::Append { fact: Box::new(fact), reply }, when_none) {
             Ok(()) => AppendTicket::waiting(receiver),
             Err(error) => AppendTicket::failed(error),
@@ -162,14 +165,14 @@ impl Committing {
 
     /// Asks for a reindex after everything queued before it.
     pub fn reindex(&self, when_none: StoreError) -> Result<ReindexReport, StoreError> {
-        let (reply, receiver) = sync_channel(1);
+        let (reply, receiver) = oneshot::channel();
         self.send(Request::Reindex { reply }, when_none)?;
         receiver.recv().unwrap_or(Err(StoreError::Closed))
     }
 
     /// Queues a fenced run of wakes.
     pub fn submit_turn(&self, facts: Vec<Fact>, turn: SealTurn, when_none: StoreError) -> TurnTicket {
-        let (reply, receiver) = sync_channel(1);
+        let (reply, receiver) = oneshot::channel();
         match self.send(Request::Turn { facts, turn, reply }, when_none) {
             Ok(()) => TurnTicket::waiting(receiver),
             Err(error) => TurnTicket::failed(error),

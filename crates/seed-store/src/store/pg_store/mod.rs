@@ -206,12 +206,12 @@ impl Runner {
 
     /// Starts `work` on the store's runtime; its outcome arrives on the
     /// channel returned.
-    pub(crate) fn start<T, F>(&self, work: F) -> std::sync::mpsc::Receiver<Result<T, StoreError>>
+    pub(crate) fn start<T, F>(&self, work: F) -> oneshot::Receiver<Result<T, StoreError>>
     where
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let (sender, receiver) = oneshot::channel();
         self.handle.spawn(async move {
             let _ = sender.send(work.await);
         });

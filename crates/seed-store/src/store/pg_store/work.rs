@@ -201,7 +201,7 @@ impl PgStore {
 
     /// Starts `work` in one transaction on a pooled connection; its outcome
     /// arrives on the channel returned.
-    fn start_transaction<T, F>(&self, work: F) -> Receiver<Result<T, StoreError>>
+    fn start_transaction<T, F>(&self, work: F) -> oneshot::Receiver<Result<T, StoreError>>
     where
         T: Send + 'static,
         F: for<'t> FnOnce(
@@ -223,7 +223,7 @@ impl PgStore {
 }
 
 /// The answer a request started on the store's runtime sends.
-fn answered<T>(receiver: Receiver<Result<T, StoreError>>) -> Result<T, StoreError> {
+fn answered<T>(receiver: oneshot::Receiver<Result<T, StoreError>>) -> Result<T, StoreError> {
     crate::store::Ticket::waiting(receiver).wait()
 }
 
