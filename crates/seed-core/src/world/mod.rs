@@ -955,8 +955,8 @@ impl World {
 
     /// The world state as one CBOR value, encoded whole: the reference
     /// `canonical_state` is held to.
-    #[doc(hidden)]
-    pub fn canonical_state_as_one_value(&self) -> Vec<u8> {
+    #[cfg(test)]
+    fn canonical_state_as_one_value(&self) -> Vec<u8> {
         let mut state = self.state_sections();
         let beings = self.beings.iter().map(|(being, row)| being_row_cbor(being, row)).collect();
         state.push((Cbor::Text("beings".into()), Cbor::Map(beings)));

@@ -292,6 +292,20 @@ struct Writer {
     stale: bool,
 }
 
+impl Writer {
+    /// The writer of a being's facts after its `genesis`, signed with `key`.
+    fn after_genesis(genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
+        Arc::new(Mutex::new(Writer {
+            key: key.clone(),
+            next_seq: 1,
+            prev: genesis.id(),
+            last_time_ms: genesis.header.stored_time_ms,
+            ended: false,
+            stale: false,
+        }))
+    }
+}
+
 /// Whether a land is opened to write or only to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
@@ -618,7 +632,8 @@ impl Land {
         let (unsigned, key) = self.unsigned_genesis(spec)?;
         let being = unsigned.header.being;
         self.keys.store(&being, &key)?;
-        let writer = self.writer_after_genesis(&unsigned, &key);
+        let writer = Writer::after_genesis(&unsigned, &key);
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
         let stored_time_ms = unsigned.header.stored_time_ms;
         Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer })
     }
@@ -637,7 +652,7 @@ impl Land {
             let spec =
                 spec.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take().expect("each spec is taken once");
             let (unsigned, key) = self.unsigned_genesis(spec)?;
-            let writer = self.writer_after_genesis_unlisted(&unsigned, &key);
+            let writer = Writer::after_genesis(&unsigned, &key);
             let being = unsigned.header.being;
             let stored_time_ms = unsigned.header.stored_time_ms;
             let fact = unsigned.sign(&key);
@@ -676,25 +691,6 @@ impl Land {
         let being = BeingId(*blake3::hash(&body).as_bytes());
         let unsigned = UnsignedFact::new(being, 0, FactId::ZERO, self.clock.now_ms(), KIND_GENESIS, body)?;
         Ok((unsigned, key))
-    }
-
-    /// The writer a being's facts after `genesis` use, listed among the land's writers.
-    fn writer_after_genesis(&self, genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
-        let writer = self.writer_after_genesis_unlisted(genesis, key);
-        let being = genesis.header.being;
-        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
-        writer
-    }
-
-    fn writer_after_genesis_unlisted(&self, genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
-        Arc::new(Mutex::new(Writer {
-            key: key.clone(),
-            next_seq: 1,
-            prev: genesis.id(),
-            last_time_ms: genesis.header.stored_time_ms,
-            ended: false,
-            stale: false,
-        }))
     }
 
     /// Queues a signed fact for the next group commit.
