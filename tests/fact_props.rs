@@ -452,6 +452,31 @@ fn direct_encoder_matches_the_reference_on_core_shapes_and_at_the_nesting_limit(
         seed::canonical::to_canonical_bytes(&record).expect("encodes"),
         seed::canonical::to_canonical_bytes_reference(&record).expect("encodes")
     );
+    // Large maps, whose heads take more than one byte: written up front
+    // from the announced length, in order (numbers) or sorted (texts out of
+    // order), and a map announcing a length it does not keep.
+    let numbers: BTreeMap<u64, String> = (0..300u64).map(|key| (key * 7, format!("v{key}"))).collect();
+    let texts: std::collections::HashMap<String, u8> = (0..70_000u32).map(|key| (format!("k{key}"), 1)).collect();
+    struct Lying(usize);
+    impl serde::Serialize for Lying {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(self.0))?;
+            for key in 0..30u8 {
+                map.serialize_entry(&key, &key)?;
+            }
+            map.end()
+        }
+    }
+    for encoded in [
+        (seed::canonical::to_canonical_bytes(&numbers), seed::canonical::to_canonical_bytes_reference(&numbers)),
+        (seed::canonical::to_canonical_bytes(&texts), seed::canonical::to_canonical_bytes_reference(&texts)),
+        (seed::canonical::to_canonical_bytes(&Lying(30)), seed::canonical::to_canonical_bytes_reference(&Lying(30))),
+        (seed::canonical::to_canonical_bytes(&Lying(3)), seed::canonical::to_canonical_bytes_reference(&Lying(3))),
+        (seed::canonical::to_canonical_bytes(&Lying(300)), seed::canonical::to_canonical_bytes_reference(&Lying(300))),
+    ] {
+        assert_eq!(encoded.0.expect("encodes"), encoded.1.expect("encodes"));
+    }
     // Floats, 128-bit integers and nesting past the limit: refused alike.
     assert!(seed::canonical::to_canonical_bytes(&1.5f64).is_err());
     assert_eq!(seed::canonical::to_canonical_bytes(&7u128), seed::canonical::to_canonical_bytes_reference(&7u128));

@@ -10,10 +10,18 @@ use std::path::Path;
 
 /// Replaces `path` with `bytes`; a new file gets `mode` (less the umask).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    write_parts_atomically(path, &[bytes], mode)
+}
+
+/// Replaces `path` with the concatenation of `parts`, written one after
+/// the other (a large file need not be copied into one buffer first).
+pub(crate) fn write_parts_atomically(path: &Path, parts: &[&[u8]], mode: u32) -> std::io::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&temporary)?;
-    file.write_all(bytes)?;
+    for part in parts {
+        file.write_all(part)?;
+    }
     file.sync_all()?;
     std::fs::rename(&temporary, path)?;
     let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));

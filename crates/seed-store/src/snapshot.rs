@@ -101,12 +101,22 @@ impl SignedSnapshot {
     }
 
     pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.file_head();
+        out.extend_from_slice(&self.world);
+        out
+    }
+
+    /// The file's bytes before the world's: the array head, the signed
+    /// claim, the signature and the head of the world's byte string. A
+    /// file is written as this and the world, never copied into one buffer
+    /// (a million beings' world is most of a gigabyte).
+    fn file_head(&self) -> Vec<u8> {
         let signed = claim_bytes(&self.claim);
-        let mut out = Vec::with_capacity(signed.len() + self.world.len() + 96);
+        let mut out = Vec::with_capacity(signed.len() + 96);
         canonical::write_array_head(3, &mut out);
         canonical::write_bytes(&signed, &mut out);
         canonical::write_bytes(&self.signature, &mut out);
-        canonical::write_bytes(&self.world, &mut out);
+        canonical::write_bytes_head(self.world.len(), &mut out);
         out
     }
 
@@ -320,9 +330,14 @@ impl SnapshotShelf {
     /// Writes `snapshot` atomically (a temporary file, synced, renamed);
     /// returns the BLAKE3 of the file's bytes.
     pub fn write(&self, snapshot: &SignedSnapshot) -> Result<Hash32, SnapshotError> {
-        let bytes = snapshot.encode();
-        self.write_atomically(&self.path_of(snapshot.claim.cursor), &bytes)?;
-        Ok(crate::fact::blake3_of(&bytes))
+        let head = snapshot.file_head();
+        let parts = [&head[..], &snapshot.world[..]];
+        self.write_parts_atomically(&self.path_of(snapshot.claim.cursor), &parts)?;
+        let mut file_digest = blake3::Hasher::new();
+        for part in parts {
+            file_digest.update(part);
+        }
+        Ok(Hash32(*file_digest.finalize().as_bytes()))
     }
 
     /// The vouched record, if there is one.
@@ -351,9 +366,13 @@ impl SnapshotShelf {
     }
 
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
+        self.write_parts_atomically(path, &[bytes])
+    }
+
+    fn write_parts_atomically(&self, path: &Path, parts: &[&[u8]]) -> Result<(), SnapshotError> {
         let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        crate::atomic_file::write_atomically(path, bytes, crate::atomic_file::READABLE_FILE_MODE).map_err(io)
+        crate::atomic_file::write_parts_atomically(path, parts, crate::atomic_file::READABLE_FILE_MODE).map_err(io)
     }
 }
 
@@ -413,10 +432,15 @@ mod tests {
         let shelf = SnapshotShelf::of_land(dir.path());
         assert_eq!(shelf.cursors().expect("lists"), Vec::<u64>::new(), "no directory yet");
         let key = SigningKey::from_bytes(&[7; 32]);
-        for cursor in [300, 20, 1000] {
+        // Worlds whose byte strings take heads of one, three and five bytes:
+        // the file written in parts is the snapshot's one-buffer encoding.
+        for (cursor, world) in [(300, vec![1, 2]), (20, vec![7; 300]), (1000, vec![9; 70_000])] {
             let snapshot =
-                SignedSnapshot::seal(cursor, FactId([2; 32]), Hash32([3; 32]), vec![1, 2], BeingId([9; 32]), &key);
+                SignedSnapshot::seal(cursor, FactId([2; 32]), Hash32([3; 32]), world, BeingId([9; 32]), &key);
             let digest = shelf.write(&snapshot).expect("writes");
+            let file = std::fs::read(shelf.path_of(cursor)).expect("reads the file");
+            assert_eq!(file, snapshot.encode());
+            assert_eq!(digest, crate::fact::blake3_of(&file));
             let (read, read_digest) = shelf.read(cursor).expect("reads");
             assert_eq!((read, read_digest), (snapshot, digest));
         }

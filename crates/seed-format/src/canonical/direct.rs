@@ -297,15 +297,21 @@ sequence_of!(
     SerializeTupleVariant::serialize_field
 );
 
-/// A map: entries are written in place after a one-byte placeholder head,
-/// then, unless they already are, put in the order of their encoded keys
+/// A map: entries are written in place after the head of the announced
+/// length (or a one-byte placeholder `finish` fills in and widens), then,
+/// unless they already are, put in the order of their encoded keys
 /// (duplicates give up). Struct fields arrive in declaration order, which
 /// often is canonical already; writing in place spares every map a buffer
-/// of its own.
+/// of its own. Writing the announced head first matters for a large map:
+/// widening a placeholder moves every byte written after it (a world
+/// snapshot's map of a million beings moved its whole encoding).
 pub(super) struct Entries<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
     head_at: usize,
+    announced: Option<usize>,
+    /// Where the first entry starts, just after the head.
+    entries_at: usize,
     /// (key start, value start, entry end) in `out`.
     entries: Vec<(usize, usize, usize)>,
 }
@@ -313,11 +319,16 @@ pub(super) struct Entries<'a> {
 impl<'a> Entries<'a> {
     fn new(out: &'a mut Vec<u8>, depth: usize, announced: Option<usize>) -> Entries<'a> {
         let head_at = out.len();
-        out.push(0);
+        match announced {
+            Some(length) => write_head(5, length as u64, out),
+            None => out.push(0),
+        }
+        let entries_at = out.len();
         // An announced length only sizes the offsets' first allocation, capped:
-        // it comes from the value's own `Serialize`, which could announce anything.
+        // it comes from the value's own `Serialize`, which could announce
+        // anything (a wrong one gives up in `finish`).
         let reserved = announced.unwrap_or(8).min(MAP_ENTRIES_RESERVED_MAX);
-        Entries { out, depth, head_at, entries: Vec::with_capacity(reserved) }
+        Entries { out, depth, head_at, announced, entries_at, entries: Vec::with_capacity(reserved) }
     }
 
     fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), GaveUp> {
@@ -341,6 +352,9 @@ impl<'a> Entries<'a> {
         if self.entries.iter().any(|entry| entry.2 == usize::MAX) {
             return Err(GaveUp);
         }
+        if self.announced.is_some_and(|length| length != self.entries.len()) {
+            return Err(GaveUp);
+        }
         let out = &mut *self.out;
         let key = |entry: &(usize, usize, usize)| entry.0..entry.1;
         let in_order = self.entries.windows(2).all(|pair| out[key(&pair[0])] < out[key(&pair[1])]);
@@ -349,14 +363,16 @@ impl<'a> Entries<'a> {
             if self.entries.windows(2).any(|pair| out[key(&pair[0])] == out[key(&pair[1])]) {
                 return Err(GaveUp);
             }
-            let first = self.head_at + 1;
+            let first = self.entries_at;
             let written = out[first..].to_vec();
             out.truncate(first);
             for &(start, _, end) in &self.entries {
                 out.extend_from_slice(&written[start - first..end - first]);
             }
         }
-        fill_head(out, self.head_at, 5, self.entries.len());
+        if self.announced.is_none() {
+            fill_head(out, self.head_at, 5, self.entries.len());
+        }
         Ok(())
     }
 }

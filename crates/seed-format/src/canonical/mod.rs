@@ -271,6 +271,13 @@ pub fn write_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(bytes);
 }
 
+/// Appends the head of a definite-length byte string of `length` bytes,
+/// for a caller that writes the bytes elsewhere (a file, in parts).
+#[inline]
+pub fn write_bytes_head(length: usize, out: &mut Vec<u8>) {
+    write_head(2, length as u64, out);
+}
+
 /// Appends an unsigned integer in its shortest form (a canonical item).
 #[inline]
 pub fn write_uint(value: u64, out: &mut Vec<u8>) {
