@@ -18,6 +18,7 @@
 pub mod definitions;
 pub mod fixture;
 mod health;
+mod moment_window;
 pub mod pool;
 mod report;
 mod resume;
@@ -1095,7 +1096,10 @@ impl Engine {
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
         let wakes = Arc::new(wakes);
-        let receiver = self.spawn_moments(&snapshot, &wakes, now_ms);
+        let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
+        // However this loop ends, the workers take no more wakes.
+        let _stop_workers = StopOnDrop(&window);
+        let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms);
         let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
             while !waiting.contains_key(&next) {
@@ -1104,6 +1108,7 @@ impl Engine {
                 waiting.insert(index, result);
             }
             let (outcome, trace) = waiting.remove(&next).expect("just checked");
+            window.taken(next + 1);
             self.seal_outcome(tick, *being, outcome, trace, sealing)?;
             if sealing.ripe() {
                 sealing.flush(&self.land);
@@ -1114,22 +1119,23 @@ impl Engine {
     }
 
     /// Runs the moments of `wakes` on `world` as blocking tasks on the
-    /// engine's runtime (`workers` of them, each taking every `workers`-th
-    /// wake); each result arrives with its wake's index.
+    /// engine's runtime (`workers` of them, each taking the next wake
+    /// `window` lets through); each result arrives with its wake's index.
     fn spawn_moments(
         &self,
         world: &Arc<World>,
         wakes: &Arc<Vec<(BeingId, Wake)>>,
+        window: &Arc<moment_window::MomentWindow>,
         now_ms: u64,
     ) -> std::sync::mpsc::Receiver<(usize, (Outcome, MomentTrace))> {
         let workers = self.workers.min(wakes.len()).max(1);
         let (sender, receiver) = std::sync::mpsc::channel();
-        for worker in 0..workers {
-            let (sender, world, wakes) = (sender.clone(), world.clone(), wakes.clone());
+        for _ in 0..workers {
+            let (sender, world, wakes, window) = (sender.clone(), world.clone(), wakes.clone(), window.clone());
             let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
             let model = self.model.clone();
             self.runtime.spawn_blocking(move || {
-                for index in (worker..wakes.len()).step_by(workers) {
+                while let Some(index) = window.claim(wakes.len()) {
                     let (being, wake) = &wakes[index];
                     let observer = moment::LiveObserver { running: &running, epoch };
                     let result =
@@ -1617,6 +1623,15 @@ fn play(mut simulation: Engine, fixture: &Fixture, options: &EngineOptions) -> R
     }
     simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     simulation.finish()
+}
+
+/// Stops a round's moment window when the sealing loop ends, by any path.
+struct StopOnDrop<'a>(&'a moment_window::MomentWindow);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// Which of one being's own faults `error` is, if it stops only that

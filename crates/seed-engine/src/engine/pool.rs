@@ -500,7 +500,9 @@ impl Engine {
             wakes.push((claim.wake.being, wake));
         }
         let wakes = Arc::new(wakes);
-        let receiver = self.spawn_moments(world, &wakes, now_ms);
+        // A claim is a bounded batch, every result of which is kept: no window.
+        let window = Arc::new(super::moment_window::MomentWindow::new(wakes.len().max(1)));
+        let receiver = self.spawn_moments(world, &wakes, &window, now_ms);
         let mut computed: Vec<Option<(Outcome, MomentTrace)>> = (0..wakes.len()).map(|_| None).collect();
         for _ in 0..wakes.len() {
             let (index, result) =
