@@ -1098,7 +1098,7 @@ impl Engine {
         let wakes = Arc::new(wakes);
         let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
         // However this loop ends, the workers take no more wakes.
-        let _stop_workers = StopOnDrop(&window);
+        let _stop_workers = moment_window::StopWhenDropped(&window);
         let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms);
         let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
@@ -1623,15 +1623,6 @@ fn play(mut simulation: Engine, fixture: &Fixture, options: &EngineOptions) -> R
     }
     simulation.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     simulation.finish()
-}
-
-/// Stops a round's moment window when the sealing loop ends, by any path.
-struct StopOnDrop<'a>(&'a moment_window::MomentWindow);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.stop();
-    }
 }
 
 /// Which of one being's own faults `error` is, if it stops only that

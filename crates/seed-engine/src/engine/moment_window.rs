@@ -52,7 +52,7 @@ impl MomentWindow {
             return None;
         }
         let mut sealed = self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        while !sealed.stopped && index >= sealed.taken + self.ahead_max {
+        while !sealed.stopped && index >= sealed.taken.saturating_add(self.ahead_max) {
             sealed = self.moved.wait(sealed).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         (!sealed.stopped).then_some(index)
@@ -70,6 +70,16 @@ impl MomentWindow {
     pub(crate) fn stop(&self) {
         self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped = true;
         self.moved.notify_all();
+    }
+}
+
+/// Stops a window when the sealing loop holding it ends, by any path (an
+/// error returned early included), so no worker waits for it forever.
+pub(crate) struct StopWhenDropped<'a>(pub(crate) &'a MomentWindow);
+
+impl Drop for StopWhenDropped<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 
@@ -118,7 +128,7 @@ mod tests {
             let window = window.clone();
             std::thread::spawn(move || window.claim(10))
         };
-        window.stop();
+        drop(StopWhenDropped(&window));
         assert_eq!(blocked.join().expect("released"), None);
     }
 }
