@@ -27,13 +27,19 @@ pub struct UpArguments {
     pub json: bool,
 }
 
-/// Resolves on SIGTERM (never where there is no such signal handler).
-async fn terminate() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut signal) => {
-            signal.recv().await;
+/// Handles the signal `kind` from now on (its default, ending the process
+/// at once, no longer applies) and resolves when one arrives; never where
+/// there is no such signal handler. Registered before `seed up` says it is
+/// up: a signal sent as soon as that line is read stops the land cleanly.
+fn on_signal(kind: tokio::signal::unix::SignalKind) -> impl std::future::Future<Output = ()> {
+    let registered = tokio::signal::unix::signal(kind);
+    async move {
+        match registered {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
         }
-        Err(_) => std::future::pending().await,
     }
 }
 
@@ -300,6 +306,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
     let hold = LandHold::start(&live, bound, arguments.runner_lease_ms, stop_portal.clone(), reopen)?;
     let rounds = live.start_rounds(arguments.round_ms);
     let served = runtime.block_on(async {
+        let interrupted = on_signal(tokio::signal::unix::SignalKind::interrupt());
+        let terminated = on_signal(tokio::signal::unix::SignalKind::terminate());
         let beings = live.world().beings.len();
         if arguments.json {
             let start = serde_json::json!({"event": "up", "url": format!("http://{bound}/"), "address": bound.to_string(),
@@ -333,8 +341,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
                 }
             };
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping (interrupt again to exit at once)"),
-                _ = terminate() => tracing::info!("terminated; stopping"),
+                _ = interrupted => tracing::info!("interrupted; stopping (interrupt again to exit at once)"),
+                _ = terminated => tracing::info!("terminated; stopping"),
                 _ = lifetime => {}
             }
             // No round starts after the signal; the one running finishes.
