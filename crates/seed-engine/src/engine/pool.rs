@@ -445,6 +445,16 @@ impl Engine {
                 if !held.is_empty() {
                     self.wake_queue()?.renew(worker, round.tick, lease_ms)?;
                 }
+                // Waiting for its turn, a worker folds the turns sealed
+                // meanwhile, so its own turn folds only the last few: every
+                // worker folds every fact of a round, and done at the turn
+                // that work is serial, a cost each added worker adds to the
+                // whole pool's round. Only once its moments have the world
+                // at the round's cursor: folded past it first, that world
+                // would have to be folded again from the start.
+                if snapshot.as_ref().is_some_and(|(tick, _)| *tick == round.tick) {
+                    self.fold_others_until(self.land.store().land_len()?)?;
+                }
                 self.wake_queue()?.wait_for_news(POOL_WAIT_MS);
             }
         }
