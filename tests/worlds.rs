@@ -56,6 +56,13 @@ fn verify(run: &Run) {
     )
     .expect("verify");
     assert!(report.problems.is_empty(), "{}: {:?}", run.summary.fixture, report.problems);
+    // The beings counted by space as the fold kept them are the beings
+    // counted again from every row (the world page reads the former).
+    let mut world = World::new();
+    fold_to_end(land.store(), &mut world).expect("fold");
+    let kept = world.live_beings_by_space.clone();
+    world.recount_live_beings();
+    assert_eq!(kept, world.live_beings_by_space, "{}: live beings by space", run.summary.fixture);
 }
 
 #[test]

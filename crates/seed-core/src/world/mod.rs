@@ -342,6 +342,32 @@ pub struct World {
     /// planted from one template share one flow.
     #[serde(skip)]
     pub genesis_flows: SharedFlows,
+    /// The beings not ended, counted by the space each is in
+    /// (`BeingRow::location`; a space with none has no entry). Derived from
+    /// the rows and kept as they change, so a view can count a space's
+    /// beings without walking every row; not part of the canonical state,
+    /// nor written in a snapshot (reading one counts it again).
+    #[serde(skip)]
+    pub live_beings_by_space: BTreeMap<String, u64>,
+}
+
+/// Counts `row` into (`present`) or out of the space it is in, if it has
+/// not ended: called around every change of a row's location or end.
+fn count_live_being(counts: &mut BTreeMap<String, u64>, row: &BeingRow, present: bool) {
+    if row.ended {
+        return;
+    }
+    match (counts.get_mut(&row.location), present) {
+        (Some(count), true) => *count += 1,
+        (None, true) => {
+            counts.insert(row.location.clone(), 1);
+        }
+        (Some(count), false) if *count > 1 => *count -= 1,
+        (Some(_), false) => {
+            counts.remove(&row.location);
+        }
+        (None, false) => debug_assert!(false, "a live being in {} was never counted", row.location),
+    }
 }
 
 impl PendingSummon {
@@ -415,6 +441,16 @@ fn map_cbor(map: &BTreeMap<String, Json>) -> Cbor {
 }
 
 impl World {
+    /// Counts [`World::live_beings_by_space`] again from every row: for a
+    /// world read back from a snapshot, or built row by row in a test.
+    pub fn recount_live_beings(&mut self) {
+        let mut counts = BTreeMap::new();
+        for row in self.beings.values() {
+            count_live_being(&mut counts, row, true);
+        }
+        self.live_beings_by_space = counts;
+    }
+
     pub fn new() -> World {
         let mut world = World::default();
         world.spaces.insert("/".to_string(), Space { kind: "root".into(), qualities: BTreeMap::new() });
@@ -475,7 +511,10 @@ impl World {
                     self.root = Some(being);
                 }
                 self.names.insert(row.name.clone(), being);
-                self.beings.insert(being, *row);
+                count_live_being(&mut self.live_beings_by_space, &row, true);
+                if let Some(replaced) = self.beings.insert(being, *row) {
+                    count_live_being(&mut self.live_beings_by_space, &replaced, false);
+                }
             }
             FoldBody::End => self.fold_end(being),
             FoldBody::Move(moved) => {
@@ -489,10 +528,12 @@ impl World {
                 self.canopy.arriving.remove(&being);
                 self.canopy.moved_in.insert(being, moved_in.from_land);
                 if let Some(row) = self.beings.get_mut(&being) {
+                    count_live_being(&mut self.live_beings_by_space, row, false);
                     row.ended = false;
                     row.parent = Some(moved_in.parent);
                     row.location = moved_in.home_space.clone();
                     row.home_space = moved_in.home_space;
+                    count_live_being(&mut self.live_beings_by_space, row, true);
                 }
             }
             FoldBody::World(body) => {
@@ -544,6 +585,7 @@ impl World {
     /// and its requests for approval leave (they will never be applied).
     fn fold_end(&mut self, being: BeingId) {
         if let Some(row) = self.beings.get_mut(&being) {
+            count_live_being(&mut self.live_beings_by_space, row, false);
             row.ended = true;
         }
         self.inbox.remove(&being);
@@ -572,7 +614,9 @@ impl World {
             FoldBody::Genesis(mut row) => {
                 row.ended = true;
                 self.names.insert(row.name.clone(), being);
-                self.beings.insert(being, *row);
+                if let Some(replaced) = self.beings.insert(being, *row) {
+                    count_live_being(&mut self.live_beings_by_space, &replaced, false);
+                }
             }
             FoldBody::Act(act) => self.fold_arriving_act(land_seq, header, id, &act),
             FoldBody::Move(moved) => {
@@ -821,7 +865,9 @@ impl World {
             Effect::MoveBeing { being, to } => {
                 if let Some(id) = self.names.get(being).copied() {
                     if let Some(row) = self.beings.get_mut(&id) {
+                        count_live_being(&mut self.live_beings_by_space, row, false);
                         row.location = to.clone();
+                        count_live_being(&mut self.live_beings_by_space, row, true);
                     }
                 }
             }
@@ -1317,6 +1363,51 @@ mod tests {
         fact_of(being, seq, KIND_WORLD, canonical::to_canonical_bytes(&WorldBody { effects }).expect("encodes"))
     }
 
+    /// The world's live beings by space, checked against counting every
+    /// row again.
+    fn counted(world: &World) -> BTreeMap<String, u64> {
+        let mut recounted = world.clone();
+        recounted.recount_live_beings();
+        assert_eq!(world.live_beings_by_space, recounted.live_beings_by_space, "kept as rows changed");
+        recounted.live_beings_by_space
+    }
+
+    /// Beings are counted where they are as they are born, moved, ended,
+    /// and born again under an id already planted; a space left empty has
+    /// no entry.
+    #[test]
+    fn live_beings_by_space_follow_births_moves_and_ends() {
+        let (root_header, root_body) = genesis_fact("reality", Vec::new(), [9; 16]);
+        let root = root_header.being;
+        let (ada_header, ada_body) = genesis_fact("ada", Vec::new(), [1; 16]);
+        let ada = ada_header.being;
+        let (bo_header, bo_body) = genesis_fact("bo", Vec::new(), [2; 16]);
+        let bo = bo_header.being;
+        let moved = |name: &str, to: &str| Effect::MoveBeing { being: name.into(), to: to.into() };
+        let end = canonical::to_canonical_bytes(&seed_format::fact::body::EndBody { reason: "done".into() })
+            .expect("encodes");
+        let north = |count| ("/north".to_string(), count);
+        let south = |count| ("/south".to_string(), count);
+        type Step = ((FactHeader, Vec<u8>), Vec<(String, u64)>);
+        let steps: Vec<Step> = vec![
+            ((root_header, root_body), vec![north(1)]),
+            ((ada_header.clone(), ada_body.clone()), vec![north(2)]),
+            ((bo_header, bo_body), vec![north(3)]),
+            (world_fact(root, 1, vec![moved("ada", "/south")]), vec![north(2), south(1)]),
+            (world_fact(root, 2, vec![moved("bo", "/south"), moved("ada", "/north")]), vec![north(2), south(1)]),
+            (world_fact(root, 3, vec![moved("nobody", "/south")]), vec![north(2), south(1)]),
+            (fact_of(bo, 1, KIND_END, end.clone()), vec![north(2)]),
+            (world_fact(root, 4, vec![moved("bo", "/north")]), vec![north(2)]),
+            (fact_of(ada, 1, KIND_END, end), vec![north(1)]),
+            ((ada_header, ada_body), vec![north(2)]),
+        ];
+        let mut world = World::new();
+        for (land_seq, ((header, body), expected)) in steps.into_iter().enumerate() {
+            world.apply_parts(land_seq as u64, &header, FactId([land_seq as u8; 32]), &body);
+            assert_eq!(counted(&world), BTreeMap::from_iter(expected), "after fact {land_seq}");
+        }
+    }
+
     /// A moving being's history from its old land changes only its own
     /// row: planted ended, its own world facts there folded into nothing,
     /// its move giving it its qualities; its `moved-in` makes it live here.
@@ -1360,6 +1451,7 @@ mod tests {
         }
         let row = world.beings.get(&cy).expect("planted");
         assert!(row.ended, "not here until its moved-in");
+        assert_eq!(counted(&world), BTreeMap::from([("/north".to_string(), 1)]), "only the root is here");
         assert_eq!(row.qualities.get("mood"), Some(&serde_json::json!("curious")), "carried by its move");
         assert!(world.signals.is_empty(), "its old land's world changes nothing here");
         assert!(world.canopy.moved_away.is_empty(), "its move is its history here, not a leaving");
@@ -1367,6 +1459,7 @@ mod tests {
         world.apply_parts(5, &header, FactId([5; 32]), &body);
         let row = world.beings.get(&cy).expect("planted");
         assert_eq!((row.ended, row.home_space.as_str(), row.location.as_str()), (false, "/south", "/south"));
+        assert_eq!(counted(&world), BTreeMap::from([("/north".to_string(), 1), ("/south".to_string(), 1)]));
         assert_eq!((row.parent, world.canopy.moved_in.get(&cy)), (Some(root), Some(&from_land)));
         assert!(world.canopy.arriving.is_empty());
         // After its moved-in its facts fold as any being's.
@@ -1385,6 +1478,7 @@ mod tests {
             old_land.apply_parts(land_seq as u64, header, FactId([land_seq as u8; 32]), body);
         }
         assert!(old_land.beings.get(&cy).expect("its row").ended);
+        assert_eq!(counted(&old_land), BTreeMap::from([("/north".to_string(), 1)]), "the root stays, cy left");
         let away = old_land.canopy.moved_away.get(&cy).expect("its forwarding address");
         assert_eq!((away.land, away.seq), (BeingId([8; 32]), 2));
         let forwarded = crate::canopy::forwarding_address(&old_land, "@cy").expect("forwarded");

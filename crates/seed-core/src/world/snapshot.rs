@@ -1,8 +1,8 @@
 //! A world written out whole, to be read back instead of folded again: the
 //! content of a land's world snapshots (the signed file around it is
 //! `seed_store::snapshot`'s). Everything the fold keeps is written, the
-//! derived fields (`BeingRow::role_flow_digest`, `World::roles_digest`)
-//! excepted: reading recomputes them, so a world read back equals, field
+//! derived fields (`BeingRow::role_flow_digest`, `World::roles_digest`,
+//! `World::live_beings_by_space`) excepted: reading recomputes them, so a world read back equals, field
 //! for field, the world the fold built.
 //!
 //! The bytes are canonical CBOR of a versioned record, so one world always
@@ -67,6 +67,7 @@ impl World {
             row.role_flow_digest = super::role_flow_digest(&row.role_flow);
         }
         world.roles_digest = world.authored_roles_digest();
+        world.recount_live_beings();
         Ok(world)
     }
 }
@@ -157,6 +158,8 @@ mod tests {
         }
         memory.supersede(FactId([3; 32]), FactId([5; 32]), 13).expect("an earlier note");
         world.memories.insert(ada, memory);
+        world.recount_live_beings();
+        assert_eq!(world.live_beings_by_space.get("/north"), Some(&1), "the sample's being is counted where it is");
         world
     }
 

@@ -53,23 +53,36 @@ pub enum MayNotDrive {
 pub const WORLD_BEINGS_SHOWN_PER_SPACE_MAX: usize = 50;
 
 pub fn world_json(world: &World, page: &MatterPage) -> Json {
-    // One pass over the beings in name order: the first few of each space
-    // are shown, every one is counted, so a land of 10,000 stays a page.
-    let mut here: std::collections::BTreeMap<&str, (Vec<Json>, usize)> = std::collections::BTreeMap::new();
+    // Each space's beings are counted by the fold (`live_beings_by_space`);
+    // the first few of each, by name, are found walking the names in order
+    // until every space has its few. Where names and spaces interleave (a
+    // generated crowd) that is about the beings shown, so a land of a
+    // million stays a page and costs one; a space whose beings all sort
+    // last makes it walk further.
+    let mut left_to_show: usize = world
+        .live_beings_by_space
+        .values()
+        .map(|count| usize::try_from(*count).unwrap_or(usize::MAX).min(WORLD_BEINGS_SHOWN_PER_SPACE_MAX))
+        .fold(0, usize::saturating_add);
+    let mut here: std::collections::BTreeMap<&str, Vec<Json>> = std::collections::BTreeMap::new();
     for row in world.names.values().filter_map(|id| world.beings.get(id)).filter(|row| !row.ended) {
-        let (shown, count) = here.entry(row.location.as_str()).or_default();
-        *count += 1;
+        if left_to_show == 0 {
+            break;
+        }
+        let shown = here.entry(row.location.as_str()).or_default();
         if shown.len() < WORLD_BEINGS_SHOWN_PER_SPACE_MAX {
             shown.push(json!({"name": row.name, "cognition": row.cognition.as_str(),
                    "effectiveCognition": row.effective_cognition().as_str(),
                    "previousRole": row.previous_role, "inbox": world.inbox.get(&row.id).map_or(0, |i| i.len())}));
+            left_to_show -= 1;
         }
     }
     let spaces: Vec<Json> = world
         .spaces
         .iter()
         .map(|(path, space)| {
-            let (beings, being_count) = here.remove(path.as_str()).unwrap_or_default();
+            let beings = here.remove(path.as_str()).unwrap_or_default();
+            let being_count = world.live_beings_by_space.get(path).copied().unwrap_or(0);
             let depth = if path == "/" { 0 } else { path.matches('/').count() };
             let here = matter_in_space(world, path);
             let matter_count = here.clone().count();
@@ -658,4 +671,119 @@ fn nearest_act(
     let facts = store.reel(&being, from, to)?;
     let mut acts = facts.iter().filter(|stored| stored.fact.kind() == KIND_ACT_NAME).map(|s| s.fact.header.seq);
     Ok(if last { acts.next_back() } else { acts.next() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::Space;
+    use std::collections::BTreeMap;
+
+    /// The world's spaces with their first beings and counts as the world
+    /// page showed them before the fold counted beings by space: one walk
+    /// over every row (the reference `world_json` is held to).
+    fn spaces_by_walking_every_row(world: &World) -> Vec<(String, Vec<String>, usize)> {
+        let mut here: BTreeMap<&str, (Vec<String>, usize)> = BTreeMap::new();
+        for row in world.names.values().filter_map(|id| world.beings.get(id)).filter(|row| !row.ended) {
+            let (shown, count) = here.entry(row.location.as_str()).or_default();
+            *count += 1;
+            if shown.len() < WORLD_BEINGS_SHOWN_PER_SPACE_MAX {
+                shown.push(row.name.clone());
+            }
+        }
+        world
+            .spaces
+            .keys()
+            .map(|path| {
+                let (shown, count) = here.remove(path.as_str()).unwrap_or_default();
+                (path.clone(), shown, count)
+            })
+            .collect()
+    }
+
+    fn spaces_shown(world: &World) -> Vec<(String, Vec<String>, usize)> {
+        let value = world_json(world, &MatterPage::default());
+        value["spaces"]
+            .as_array()
+            .expect("spaces")
+            .iter()
+            .map(|space| {
+                let names = space["beings"].as_array().expect("beings");
+                let names = names.iter().map(|being| being["name"].as_str().expect("a name").to_string()).collect();
+                let count = space["beingCount"].as_u64().expect("a count");
+                (space["path"].as_str().expect("a path").to_string(), names, count as usize)
+            })
+            .collect()
+    }
+
+    /// A world of `spaces` (besides `/`) and beings named by `name(i)`, the
+    /// i-th in space `place(i)` (an index into the spaces, or one past them:
+    /// a location no space has), every `ended_every`-th ended.
+    fn world_of(
+        spaces: usize,
+        beings: usize,
+        name: impl Fn(usize) -> String,
+        place: impl Fn(usize) -> usize,
+        ended_every: usize,
+    ) -> World {
+        let mut world = World::new();
+        for space in 0..spaces {
+            world.spaces.insert(format!("/s{space}"), Space { kind: "room".into(), qualities: BTreeMap::new() });
+        }
+        for index in 0..beings {
+            let mut id = [0u8; 32];
+            id[..8].copy_from_slice(&(index as u64).to_be_bytes());
+            let id = BeingId(id);
+            let row = BeingRow {
+                id,
+                name: name(index),
+                parent: None,
+                cognition: Cognition::Scripted,
+                role_flow: std::sync::Arc::new(json!([])),
+                role_flow_digest: None,
+                default_role: "idle".into(),
+                home_space: "/".into(),
+                location: format!("/s{}", place(index)),
+                qualities: BTreeMap::new(),
+                ended: ended_every > 0 && index % ended_every == 0,
+                inhabited_by: None,
+                last_act_ms: None,
+                previous_role: None,
+                acts: 0,
+            };
+            world.names.insert(row.name.clone(), id);
+            world.beings.insert(id, row);
+        }
+        world.recount_live_beings();
+        world
+    }
+
+    /// The world page's spaces, found by walking names only until each
+    /// space has its first beings, are the spaces one walk over every row
+    /// gives: names and spaces interleaved, a space whose beings all sort
+    /// last, spaces with fewer beings than are shown, none, ended beings
+    /// and a location no space has.
+    #[test]
+    fn world_page_spaces_are_the_spaces_a_walk_over_every_row_gives() {
+        let cases: Vec<(&str, World)> = vec![
+            ("interleaved", world_of(4, 1_000, |i| format!("walker-{i}"), |i| i % 4, 0)),
+            (
+                "one space sorts last",
+                world_of(
+                    3,
+                    400,
+                    |i| format!("{}-{i:04}", if i % 100 == 7 { "z" } else { "a" }),
+                    |i| usize::from(i % 100 == 7) * 2,
+                    0,
+                ),
+            ),
+            ("fewer than shown", world_of(5, 30, |i| format!("b{i}"), |i| i % 3, 0)),
+            ("no beings", world_of(2, 0, |i| format!("b{i}"), |_| 0, 0)),
+            ("ended beings", world_of(2, 300, |i| format!("b{i:03}"), |i| i % 2, 3)),
+            ("a location no space has", world_of(2, 200, |i| format!("b{i:03}"), |i| i % 3, 0)),
+        ];
+        for (case, world) in cases {
+            assert_eq!(spaces_shown(&world), spaces_by_walking_every_row(&world), "{case}");
+        }
+    }
 }
