@@ -303,6 +303,13 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
             (fixture.clone(), engine_options(land_dir, &arguments.store, arguments.threads, model.clone()));
         Box::new(move || Engine::reopen(&fixture, &options))
     };
+    // The portal is built before the first round starts: opening it asks
+    // the engine for the land's keys (Canopy), and a round holds the engine
+    // while it runs (on a million-being land the first request was answered
+    // three seconds after the URL was printed).
+    let router = runtime.block_on(async {
+        seed::portal::router_reached_at(live.clone(), arguments.limits, shutdown.clone(), Some(public_url.clone()))
+    });
     let hold = LandHold::start(&live, bound, arguments.runner_lease_ms, stop_portal.clone(), reopen)?;
     let rounds = live.start_rounds(arguments.round_ms);
     let served = runtime.block_on(async {
@@ -329,8 +336,6 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
         }
         use std::io::Write;
         std::io::stdout().flush()?;
-        let router =
-            seed::portal::router_reached_at(live.clone(), arguments.limits, shutdown.clone(), Some(public_url.clone()));
         let lifetime = arguments.lifetime_s;
         let stopping_live = live.clone();
         tokio::spawn(async move {

@@ -109,9 +109,15 @@ pub fn world_json(world: &World, page: &MatterPage) -> Json {
 /// live part (fetched by every open tab on every world event) and
 /// `/api/v1/world` without paging parameters ask for the same value until
 /// the land publishes its next snapshot.
+///
+/// It keeps the world it was computed for weakly: holding it, the cache
+/// would be the last owner of a world the land has moved past, and the
+/// request that replaced it would free the whole of it (half a second on a
+/// million-being world) before answering. Freed where the land publishes
+/// its next world, it costs no request anything.
 #[derive(Default)]
 pub struct WorldViewCache {
-    cached: std::sync::Mutex<Option<(std::sync::Arc<World>, std::sync::Arc<Json>)>>,
+    cached: std::sync::Mutex<Option<(std::sync::Weak<World>, std::sync::Arc<Json>)>>,
 }
 
 impl WorldViewCache {
@@ -121,12 +127,14 @@ impl WorldViewCache {
         // the one computation instead of each doing it.
         let mut cached = self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some((seen, value)) = cached.as_ref() {
-            if std::sync::Arc::ptr_eq(seen, world) {
+            // A weak reference keeps its allocation (not the world in it),
+            // so no later world can be at the same address.
+            if std::sync::Weak::ptr_eq(seen, &std::sync::Arc::downgrade(world)) {
                 return value.clone();
             }
         }
         let value = std::sync::Arc::new(world_json(world, &MatterPage::default()));
-        *cached = Some((world.clone(), value.clone()));
+        *cached = Some((std::sync::Arc::downgrade(world), value.clone()));
         value
     }
 }
