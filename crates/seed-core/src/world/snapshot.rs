@@ -2,8 +2,8 @@
 //! content of a land's world snapshots (the signed file around it is
 //! `seed_store::snapshot`'s). Everything the fold keeps is written, the
 //! derived fields (`BeingRow::role_flow_digest`, `World::roles_digest`,
-//! `World::live_beings_by_space`) excepted: reading recomputes them, so a world read back equals, field
-//! for field, the world the fold built.
+//! `World::live_beings_by_space`) excepted: reading recomputes them, so a
+//! world read back equals, field for field, the world the fold built.
 //!
 //! The bytes are canonical CBOR of a versioned record, so one world always
 //! writes the same bytes (the file's digest covers them).

@@ -129,7 +129,7 @@ impl WorldViewCache {
         if let Some((seen, value)) = cached.as_ref() {
             // A weak reference keeps its allocation (not the world in it),
             // so no later world can be at the same address.
-            if std::sync::Weak::ptr_eq(seen, &std::sync::Arc::downgrade(world)) {
+            if std::ptr::eq(seen.as_ptr(), std::sync::Arc::as_ptr(world)) {
                 return value.clone();
             }
         }
