@@ -32,7 +32,7 @@ pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
 pub use resume::RESUME_CHECKPOINT_FILE;
 use scheduler::Scheduler;
 use sealing::Sealing;
-pub use world_check::{check_world, CheckedWorld};
+pub use world_check::{check_substrate, check_world, CheckedWorld};
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
@@ -186,14 +186,14 @@ pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
 /// What moments of `fixture`'s world consult: its roles (the extensions',
 /// then the fixture's, then `extra_role_dirs`, later ones overriding), DO
 /// operations, see-resolvers and hooks. Also the extensions skipped, with
-/// why. The whole world is checked first ([`check_world`]): a world with an
-/// error in any of its files does not load.
+/// why. The files are checked first ([`check_substrate`]): a world with an
+/// error in any of them does not load. Its beings are not planned: this is
+/// for moments of beings a land holds already (replay, recovery).
 pub fn substrate_for(
     fixture: &Fixture,
     extra_role_dirs: &[PathBuf],
 ) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
-    let checked = check_world(fixture, extra_role_dirs)?;
-    Ok((checked.substrate, checked.skipped_extensions))
+    check_substrate(fixture, extra_role_dirs)
 }
 
 /// Folds the land log from `world.cursor` to the end into `world`.

@@ -4,8 +4,9 @@
 //! It loads the fixture's extensions (manifests and their Rhai scripts
 //! compiled), its role folders (role files and their scripts compiled), and
 //! plans its beings (spaces, names, flows bound, being scripts compiled,
-//! events). Errors stop `seed sim`, `seed up` and `seed replay` before a
-//! single moment; warnings are told and the world runs:
+//! events). Errors stop `seed sim` and `seed up` before a single moment
+//! (a replay of recorded definitions runs [`check_substrate`]: the same
+//! files, the beings not planned); warnings are told and the world runs:
 //!
 //! - a being that can never wake: no `wake_every`, its flow reads no world
 //!   signal nor cascade arrival, and no role a being of the fixture wears may summon it;
@@ -38,15 +39,8 @@ pub struct CheckedWorld {
 /// Checks `fixture`'s whole world (its roles: the extensions', then the
 /// fixture's, then `extra_role_dirs`, later ones overriding).
 pub fn check_world(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Result<CheckedWorld, EngineError> {
-    let extensions = fixture.load_extensions();
-    let mut problems: Vec<Problem> = fixture.load_problems.clone();
-    problems.extend(extensions.problems.iter().cloned());
-    let mut role_dirs = extensions.role_dirs();
-    role_dirs.extend(fixture.role_dirs());
-    role_dirs.extend(extra_role_dirs.iter().cloned());
-    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
-    problems.extend(report.errors.iter().map(|error| error.to_problem()));
-    let planned = match fixture.plan(&registry, &report.broken_roles) {
+    let Definitions { extensions, registry, broken_roles, mut problems } = load_definitions(fixture, extra_role_dirs);
+    let planned = match fixture.plan(&registry, &broken_roles) {
         Ok(planned) => planned,
         Err(FixtureError { problems: found }) => {
             problems.extend(found);
@@ -59,12 +53,58 @@ pub fn check_world(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Result<Che
     problems.extend(never_waking(fixture, &planned, &registry));
     problems.extend(undeclared(fixture, &extensions, &planned));
     problems.sort_by(|a, b| (&a.file, a.position).cmp(&(&b.file, b.position)));
+    let substrate = substrate_of(&extensions, registry);
+    Ok(CheckedWorld { substrate, skipped_extensions: extensions.skipped.clone(), planned, warnings: problems })
+}
+
+/// What moments of `fixture`'s world consult (its roles, DO operations,
+/// see-resolvers, hooks, cascade handlers) and the extensions skipped, with
+/// why, checked as [`check_world`] checks the files they come from (an error
+/// in the fixture, an extension or a role file refuses them), without
+/// planning the fixture's beings: a replay rebuilds moments of beings the
+/// land planted already, and planning a million generated beings (with the
+/// warnings about them) was most of a one-being replay's time.
+pub fn check_substrate(
+    fixture: &Fixture,
+    extra_role_dirs: &[PathBuf],
+) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
+    let Definitions { extensions, registry, problems, .. } = load_definitions(fixture, extra_role_dirs);
+    if problems.iter().any(Problem::is_error) {
+        return Err(EngineError::World { problems: FixtureError { problems } });
+    }
+    Ok((substrate_of(&extensions, registry), extensions.skipped.clone()))
+}
+
+/// A world's definitions as loaded, with the problems of their files.
+struct Definitions {
+    extensions: LoadedExtensions,
+    registry: RoleRegistry,
+    /// Roles whose files failed to load.
+    broken_roles: BTreeSet<String>,
+    problems: Vec<Problem>,
+}
+
+/// Loads `fixture`'s extensions and role folders (the extensions', then the
+/// fixture's, then `extra_role_dirs`, later ones overriding).
+fn load_definitions(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Definitions {
+    let extensions = fixture.load_extensions();
+    let mut problems: Vec<Problem> = fixture.load_problems.clone();
+    problems.extend(extensions.problems.iter().cloned());
+    let mut role_dirs = extensions.role_dirs();
+    role_dirs.extend(fixture.role_dirs());
+    role_dirs.extend(extra_role_dirs.iter().cloned());
+    let (registry, report) = RoleRegistry::load_dirs(&role_dirs);
+    problems.extend(report.errors.iter().map(|error| error.to_problem()));
+    Definitions { extensions, registry, broken_roles: report.broken_roles, problems }
+}
+
+fn substrate_of(extensions: &LoadedExtensions, registry: RoleRegistry) -> Substrate {
     let mut substrate = Substrate::new(registry);
     extensions.register_ops(&mut substrate.ops);
     extensions.register_see_resolvers(&mut substrate.see);
     substrate.hooks = crate::moment::hooks::Hooks::new(extensions.hooks());
     substrate.cascade = crate::cascade::CascadeHandlers::new(extensions.cascade_handlers());
-    Ok(CheckedWorld { substrate, skipped_extensions: extensions.skipped.clone(), planned, warnings: problems })
+    substrate
 }
 
 /// The warnings one per line, as `seed sim` and `seed up` print them.
@@ -205,4 +245,57 @@ fixture's [declares] space_types",
         }
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture (`fixture.toml`) beside a `roles` folder holding `idle.toml` written as `idle_role`.
+    fn fixture_with(text: &str, idle_role: &str) -> (tempfile::TempDir, Fixture) {
+        let dir = tempfile::tempdir().expect("folder");
+        std::fs::create_dir(dir.path().join("roles")).expect("roles folder");
+        std::fs::write(dir.path().join("roles/idle.toml"), idle_role).expect("role file");
+        let path = dir.path().join("fixture.toml");
+        std::fs::write(&path, format!("name = \"x\"\nroles = [\"roles\"]\n{text}")).expect("fixture");
+        let fixture = Fixture::load(&path).expect("the fixture reads");
+        (dir, fixture)
+    }
+
+    /// Whether `check_world` and `check_substrate` take each world: the
+    /// substrate is refused for every problem of the files it comes from
+    /// and taken despite problems only the planting of beings finds.
+    #[test]
+    fn the_substrate_is_refused_for_its_files_problems_and_not_for_the_beings_plan() {
+        let idle = "name = \"idle\"\ncanSee = [\"/\"]\n";
+        let being = "[[being]]\nname = \"a\"\nhome = \"/\"\ndefault_role = \"idle\"\n";
+        let cases = [
+            ("a clean world", being.to_string(), idle, true, true),
+            (
+                "a being whose home is no space",
+                "[[being]]\nname = \"a\"\nhome = \"/nowhere\"\ndefault_role = \"idle\"\n".to_string(),
+                idle,
+                false,
+                true,
+            ),
+            (
+                "a being wearing no role there is",
+                "[[being]]\nname = \"a\"\nhome = \"/\"\ndefault_role = \"ghost\"\n".to_string(),
+                idle,
+                false,
+                true,
+            ),
+            ("a role file that does not read", being.to_string(), "name = \"idle\"\ncanSee = 3\n", false, false),
+            ("a fixture field nobody knows", format!("spacez = 1\n{being}"), idle, false, false),
+        ];
+        for (case, text, role, world_ok, substrate_ok) in cases {
+            let (_dir, fixture) = fixture_with(&text, role);
+            assert_eq!(check_world(&fixture, &[]).is_ok(), world_ok, "check_world: {case}");
+            let substrate = check_substrate(&fixture, &[]);
+            assert_eq!(substrate.is_ok(), substrate_ok, "check_substrate: {case}");
+            if let Ok((substrate, _)) = substrate {
+                assert!(substrate.roles.get("idle").is_some(), "{case}: the substrate holds the fixture's roles");
+            }
+        }
+    }
 }
