@@ -521,17 +521,20 @@ impl BeingMemory {
 }
 
 /// One item as a world snapshot writes it: what was remembered and what
-/// superseded it. The postings are not written: reading rebuilds them.
+/// superseded it. The postings are not written: reading rebuilds them. Its
+/// fields are declared in canonical order (shorter names first, then
+/// bytewise), so the encoder writes each in place instead of copying it to
+/// sort it (`world::snapshot`'s test holds it).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct WrittenItem {
     fact: FactId,
-    land_seq: u64,
     kind: String,
-    importance: u8,
     text: String,
-    superseded: Option<(u64, FactId)>,
-    reflection: bool,
     covered: Option<(u64, FactId)>,
+    land_seq: u64,
+    importance: u8,
+    reflection: bool,
+    superseded: Option<(u64, FactId)>,
 }
 
 impl serde::Serialize for BeingMemory {

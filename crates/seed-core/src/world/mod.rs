@@ -78,33 +78,34 @@ pub struct Matter {
     pub made_at_seq: u64,
 }
 
+/// Fields in canonical CBOR order, as [`World`]'s (a snapshot writes a row per being).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BeingRow {
     pub id: BeingId,
+    pub acts: u64,
     pub name: String,
+    pub ended: bool,
     pub parent: Option<BeingId>,
+    /// The space the being is in now.
+    pub location: String,
     pub cognition: Cognition,
+    pub qualities: BTreeMap<String, Json>,
     /// Shared by every row whose genesis carried the same flow (a million
     /// beings planted from one template hold one flow, not a million).
     pub role_flow: std::sync::Arc<Json>,
+    pub home_space: String,
+    /// Stored time of its last act.
+    pub last_act_ms: Option<u64>,
+    pub default_role: String,
+    /// The being inhabiting it (its effective cognition is then human).
+    pub inhabited_by: Option<BeingId>,
+    /// The primary role of its last act.
+    pub previous_role: Option<String>,
     /// [`role_flow_digest`] of `role_flow`, kept beside it so that a moment
     /// finds its compiled flow without encoding the flow again. Derived: not
     /// part of the world's canonical state (nor of a snapshot: recomputed).
     #[serde(skip)]
     pub role_flow_digest: Option<Hash32>,
-    pub default_role: String,
-    pub home_space: String,
-    /// The space the being is in now.
-    pub location: String,
-    pub qualities: BTreeMap<String, Json>,
-    pub ended: bool,
-    /// The being inhabiting it (its effective cognition is then human).
-    pub inhabited_by: Option<BeingId>,
-    /// Stored time of its last act.
-    pub last_act_ms: Option<u64>,
-    /// The primary role of its last act.
-    pub previous_role: Option<String>,
-    pub acts: u64,
 }
 
 /// BLAKE3 of a roleFlow's canonical encoding (`None` if it has none).
@@ -280,28 +281,39 @@ pub struct PendingSummon {
     pub remote: Option<crate::canopy::RemoteAddress>,
 }
 
+/// The fields a snapshot writes are declared in canonical CBOR order (by
+/// name: shorter first, then bytewise), as a row's are: the encoder then
+/// writes each in place, where a struct arriving out of order is copied
+/// whole to be sorted (at the top of a snapshot, the whole world: most of
+/// a gigabyte at a million beings). `world::snapshot`'s test holds it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct World {
-    /// How many land-log facts are folded in.
-    pub cursor: u64,
-    pub spaces: BTreeMap<String, Space>,
-    pub matter: BTreeMap<String, Matter>,
-    pub beings: BTreeMap<BeingId, BeingRow>,
-    pub names: BTreeMap<String, BeingId>,
-    pub signals: BTreeMap<String, Json>,
-    pub config: BTreeMap<String, Json>,
+    /// The reality root: the being whose genesis is the land's first fact.
+    /// Its id is the land's id among lands.
+    pub root: Option<BeingId>,
     /// Pending summons per being, by land seq (arrival order).
     pub inbox: BTreeMap<BeingId, BTreeMap<u64, PendingSummon>>,
-    /// Stored times of each being's latest summons (at most
-    /// `RECENT_SUMMONS_KEPT`), for the per-minute limit.
-    pub recent_summons: BTreeMap<BeingId, Vec<u64>>,
+    pub names: BTreeMap<String, BeingId>,
     /// Roles authored live, by name: their definitions as JSON and who wrote them.
     pub roles: BTreeMap<String, AuthoredRole>,
-    /// BLAKE3 of the authored definitions (zero while there are none): the
-    /// key under which compiled flows and registries are cached. Derived:
-    /// a snapshot recomputes it.
-    #[serde(skip)]
-    pub roles_digest: Hash32,
+    /// What the land's model calls cost, by being, role and land, folded
+    /// from acts' `llm` records and `spend` facts (`crate::spend`). Not part
+    /// of the canonical state; a snapshot carries it.
+    pub spend: crate::spend::SpendLedger,
+    pub beings: BTreeMap<BeingId, BeingRow>,
+    /// The lands this land peers with (`crate::canopy`), folded from the
+    /// root's `world` facts.
+    pub canopy: crate::canopy::CanopyState,
+    pub config: BTreeMap<String, Json>,
+    /// How many land-log facts are folded in.
+    pub cursor: u64,
+    pub matter: BTreeMap<String, Matter>,
+    pub spaces: BTreeMap<String, Space>,
+    /// Cascade signals and their deliveries as the beings at each space
+    /// read them, and the counts the cascade's limits read
+    /// (`crate::cascade`), folded from the cascade `world` facts.
+    pub cascade: crate::cascade::CascadeState,
+    pub signals: BTreeMap<String, Json>,
     /// People's accounts, by account name (`grant-account` effects).
     pub accounts: BTreeMap<String, Account>,
     /// Each being's memory (docs/memory.md): its acts, the summons sent to
@@ -309,35 +321,29 @@ pub struct World {
     /// not part of the canonical state (the world hash is as it always
     /// was); a snapshot carries it. Persistent: clones share it.
     pub memories: imbl::OrdMap<BeingId, BeingMemory>,
-    /// What the land's model calls cost, by being, role and land, folded
-    /// from acts' `llm` records and `spend` facts (`crate::spend`). Not part
-    /// of the canonical state; a snapshot carries it.
-    pub spend: crate::spend::SpendLedger,
-    /// Each act's vector, by the act's fact id, folded from `embedding`
-    /// facts (`crate::embedding`). Not part of the canonical state; a
-    /// snapshot carries it. Persistent: clones share it.
-    pub embeddings: imbl::OrdMap<FactId, crate::embedding::StoredVector>,
     /// Gated calls waiting for a decision or to be applied, by their
     /// request's fact id (`crate::approval`), folded from acts. Not part of
     /// the canonical state (the world hash is as it always was); a snapshot
     /// carries it.
     pub approvals: imbl::OrdMap<FactId, crate::approval::PendingApproval>,
-    /// Cascade signals and their deliveries as the beings at each space
-    /// read them, and the counts the cascade's limits read
-    /// (`crate::cascade`), folded from the cascade `world` facts.
-    pub cascade: crate::cascade::CascadeState,
-    /// Owners, contributors and extension scopes of spaces, by path
-    /// (`crate::ownership`), folded from their effects.
-    pub space_rules: BTreeMap<String, crate::ownership::SpaceRule>,
+    /// Each act's vector, by the act's fact id, folded from `embedding`
+    /// facts (`crate::embedding`). Not part of the canonical state; a
+    /// snapshot carries it. Persistent: clones share it.
+    pub embeddings: imbl::OrdMap<FactId, crate::embedding::StoredVector>,
     /// The definition files the land recorded and the set in force
     /// (`crate::definitions`), folded from their `world` facts.
     pub definitions: crate::definitions::RecordedDefinitions,
-    /// The reality root: the being whose genesis is the land's first fact.
-    /// Its id is the land's id among lands.
-    pub root: Option<BeingId>,
-    /// The lands this land peers with (`crate::canopy`), folded from the
-    /// root's `world` facts.
-    pub canopy: crate::canopy::CanopyState,
+    /// Owners, contributors and extension scopes of spaces, by path
+    /// (`crate::ownership`), folded from their effects.
+    pub space_rules: BTreeMap<String, crate::ownership::SpaceRule>,
+    /// Stored times of each being's latest summons (at most
+    /// `RECENT_SUMMONS_KEPT`), for the per-minute limit.
+    pub recent_summons: BTreeMap<BeingId, Vec<u64>>,
+    /// BLAKE3 of the authored definitions (zero while there are none): the
+    /// key under which compiled flows and registries are cached. Derived:
+    /// a snapshot recomputes it.
+    #[serde(skip)]
+    pub roles_digest: Hash32,
     /// The roleFlows of the geneses folded, converted once: the rows
     /// planted from one template share one flow.
     #[serde(skip)]

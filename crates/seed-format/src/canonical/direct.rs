@@ -21,6 +21,21 @@ pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
     Some(out)
 }
 
+std::thread_local! {
+    /// Bytes copied on this thread to put maps' entries in order (`Entries::finish`).
+    static BYTES_COPIED_TO_REORDER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// As [`to_bytes`], with the bytes copied to put maps in order: a map (or
+/// struct) whose entries do not arrive in canonical order is copied whole
+/// once it is written, so a large one arriving out of order is that much
+/// more memory at once.
+pub(super) fn to_bytes_counting_copies<T: Serialize + ?Sized>(value: &T) -> Option<(Vec<u8>, usize)> {
+    let before = BYTES_COPIED_TO_REORDER.with(std::cell::Cell::get);
+    let bytes = to_bytes(value)?;
+    Some((bytes, BYTES_COPIED_TO_REORDER.with(std::cell::Cell::get) - before))
+}
+
 /// Map entries whose offsets are reserved up front, at most.
 const MAP_ENTRIES_RESERVED_MAX: usize = 64;
 
@@ -365,6 +380,7 @@ impl<'a> Entries<'a> {
             }
             let first = self.entries_at;
             let written = out[first..].to_vec();
+            BYTES_COPIED_TO_REORDER.with(|copied| copied.set(copied.get() + written.len()));
             out.truncate(first);
             for &(start, _, end) in &self.entries {
                 out.extend_from_slice(&written[start - first..end - first]);

@@ -92,6 +92,21 @@ pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, C
     }
 }
 
+/// As [`to_canonical_bytes`], with how many bytes the encoder copied to put
+/// maps and structs whose entries arrived out of canonical order in order
+/// (`None` for the copies where the reference path encoded it). A test
+/// holds a large value's own layout to its canonical order with it: a
+/// world snapshot is most of a gigabyte at a million beings, and a struct
+/// at its top arriving out of order copies all of it.
+pub fn to_canonical_bytes_counting_copies<T: Serialize + ?Sized>(
+    value: &T,
+) -> Result<(Vec<u8>, Option<usize>), CanonicalError> {
+    match direct::to_bytes_counting_copies(value) {
+        Some((bytes, copied)) => Ok((bytes, Some(copied))),
+        None => Ok((to_canonical_bytes_reference(value)?, None)),
+    }
+}
+
 /// The reference encoder: through a `Value` tree, sorted in place, then
 /// written. Public so that tests can hold the direct path to it.
 pub fn to_canonical_bytes_reference<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
