@@ -15,7 +15,12 @@ pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
 /// submitted in order.
 pub(super) struct Sealing {
     prepared: Vec<(u64, Prepared)>,
-    pending: Vec<(u64, PendingSeal)>,
+    /// Submitted and not yet answered, in land order (the answered ones at
+    /// its front are taken off as the step goes: a million-moment round
+    /// held a seal for each of its facts until its end).
+    pending: std::collections::VecDeque<(u64, PendingSeal)>,
+    /// The first failure among the seals already taken off `pending`.
+    settled_failure: Option<EngineError>,
     pub(super) next_land_seq: u64,
     threads: usize,
     /// A pool worker's turn: signed facts are held here, not submitted, and
@@ -53,7 +58,8 @@ impl Sealing {
     pub(super) fn new(next_land_seq: u64, threads: usize) -> Sealing {
         Sealing {
             prepared: Vec::new(),
-            pending: Vec::new(),
+            pending: std::collections::VecDeque::new(),
+            settled_failure: None,
             next_land_seq,
             threads,
             held: None,
@@ -82,18 +88,26 @@ impl Sealing {
     /// that nothing is still on its way to the store when the caller reloads
     /// the writers from it; returns the first failure.
     pub(super) fn wait_all(&mut self) -> Result<(), EngineError> {
-        let mut first_failure = self.diverged.take();
+        let mut first_failure = self.diverged.take().or(self.settled_failure.take());
         for (expected, seal) in std::mem::take(&mut self.pending) {
-            let failure = match seal.wait() {
-                Ok(done) if done.land_seq == expected => continue,
-                Ok(done) => {
-                    EngineError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq))
-                }
-                Err(error) => error.into(),
-            };
-            first_failure.get_or_insert(failure);
+            if let Some(failure) = failure_of(expected, seal.wait()) {
+                first_failure.get_or_insert(failure);
+            }
         }
         first_failure.map_or(Ok(()), Err)
+    }
+
+    /// Takes off the front of `pending` the seals the store has answered,
+    /// keeping the first failure for [`Sealing::wait_all`]; never waits.
+    fn settle_answered(&mut self) {
+        while let Some((expected, seal)) = self.pending.front_mut() {
+            let expected = *expected;
+            let Some(answer) = seal.try_wait() else { return };
+            self.pending.pop_front();
+            if let Some(failure) = failure_of(expected, answer) {
+                self.settled_failure.get_or_insert(failure);
+            }
+        }
     }
 
     pub(super) fn push(&mut self, prepared: Prepared) {
@@ -145,8 +159,21 @@ impl Sealing {
             held.extend(signed.into_iter().flatten());
             return;
         }
+        self.settle_answered();
         for (land_seq, fact) in signed.into_iter().flatten() {
-            self.pending.push((land_seq, land.submit_signed(fact)));
+            self.pending.push_back((land_seq, land.submit_signed(fact)));
         }
+    }
+}
+
+/// The failure a seal's answer is, if any: refused, or sealed at another
+/// land seq than the world folded it at.
+fn failure_of(expected: u64, answer: Result<crate::land::Sealed, crate::land::LandError>) -> Option<EngineError> {
+    match answer {
+        Ok(done) if done.land_seq == expected => None,
+        Ok(done) => {
+            Some(EngineError::Internal(format!("land seq {} sealed where {expected} was folded", done.land_seq)))
+        }
+        Err(error) => Some(error.into()),
     }
 }

@@ -412,16 +412,32 @@ pub struct PendingSeal {
 
 impl PendingSeal {
     pub fn wait(self) -> Result<Sealed, LandError> {
-        match self.ticket.wait() {
-            Ok(appended) => Ok(Sealed {
-                being: self.being,
-                seq: self.seq,
-                id: appended.id,
-                land_seq: appended.land_seq,
-                stored_time_ms: self.stored_time_ms,
-            }),
+        let PendingSeal { ticket, being, seq, stored_time_ms, writer } = self;
+        Sealed::answered(ticket.wait(), being, seq, stored_time_ms, &writer)
+    }
+
+    /// What [`PendingSeal::wait`] would return if the store has answered,
+    /// without waiting (once answered, the seal is spent).
+    pub fn try_wait(&mut self) -> Option<Result<Sealed, LandError>> {
+        let answer = self.ticket.try_wait()?;
+        Some(Sealed::answered(answer, self.being, self.seq, self.stored_time_ms, &self.writer))
+    }
+}
+
+impl Sealed {
+    /// The store's answer to an append as the seal's result: a refused
+    /// append leaves the writer stale (it reloads its head before signing again).
+    fn answered(
+        answer: Result<crate::store::Appended, StoreError>,
+        being: BeingId,
+        seq: u64,
+        stored_time_ms: u64,
+        writer: &Mutex<Writer>,
+    ) -> Result<Sealed, LandError> {
+        match answer {
+            Ok(appended) => Ok(Sealed { being, seq, id: appended.id, land_seq: appended.land_seq, stored_time_ms }),
             Err(error) => {
-                if let Ok(mut writer) = self.writer.lock() {
+                if let Ok(mut writer) = writer.lock() {
                     writer.stale = true;
                 }
                 Err(error.into())

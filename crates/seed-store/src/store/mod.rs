@@ -214,6 +214,23 @@ impl<T> Ticket<T> {
             Err(error) => Err(error),
         }
     }
+
+    /// The answer if it has come (what [`Ticket::wait`] would return),
+    /// without waiting; once answered, the ticket is spent (asked again, it
+    /// answers `Closed`).
+    pub fn try_wait(&mut self) -> Option<Result<T, StoreError>> {
+        if let Ok(receiver) = &self.pending {
+            return match receiver.try_recv() {
+                Ok(answer) => Some(answer),
+                Err(oneshot::TryRecvError::Empty) => None,
+                Err(oneshot::TryRecvError::Disconnected) => Some(Err(StoreError::Closed)),
+            };
+        }
+        match std::mem::replace(&mut self.pending, Err(StoreError::Closed)) {
+            Err(error) => Some(Err(error)),
+            Ok(_) => None,
+        }
+    }
 }
 
 /// An append on its way to disk: answered once the group it rode in has
@@ -392,4 +409,26 @@ pub trait Store: Send + Sync {
     /// BLAKE3 over every derived index entry in key order: equal digests mean
     /// equal indexes (the reindex test compares them).
     fn derived_index_digest(&self) -> Result<Hash32, StoreError>;
+}
+
+#[cfg(test)]
+mod ticket_tests {
+    use super::*;
+
+    /// `try_wait` gives back a ticket not yet answered, the answer once it
+    /// has come, and `Closed` when the store went away without answering.
+    #[test]
+    fn a_ticket_is_answered_without_waiting_only_once_the_store_answered() {
+        let (sender, receiver) = oneshot::channel::<Result<u64, StoreError>>();
+        let mut ticket = Ticket::waiting(receiver);
+        assert!(ticket.try_wait().is_none(), "answered before the store answered");
+        sender.send(Ok(7)).expect("the ticket listens");
+        assert!(matches!(ticket.try_wait(), Some(Ok(7))));
+        assert!(matches!(ticket.try_wait(), Some(Err(StoreError::Closed))), "a spent ticket");
+
+        let (sender, receiver) = oneshot::channel::<Result<u64, StoreError>>();
+        drop(sender);
+        assert!(matches!(Ticket::waiting(receiver).try_wait(), Some(Err(StoreError::Closed))));
+        assert!(matches!(Ticket::<u64>::failed(StoreError::Closed).try_wait(), Some(Err(StoreError::Closed))));
+    }
 }
