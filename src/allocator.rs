@@ -5,8 +5,10 @@
 //! chooses its own; the `seed` binary and the benchmarks declare
 //! [`SeedAllocator`] and call [`configure_allocator`] first. Allocations go
 //! through plain `mi_malloc` wherever its alignment suffices, and freed memory
-//! stays with the process for [`ALLOCATOR_PURGE_DELAY_MS`]. Why each choice:
-//! the items' docs and docs/performance.md.
+//! stays with the process for [`ALLOCATOR_PURGE_DELAY_MS`], except where the
+//! engine asks for it to be handed back now (a round's end, around its world
+//! snapshot: `seed_engine::freed_memory`). Why each choice: the items' docs
+//! and docs/performance.md.
 
 use libmimalloc_sys::{
     mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc, mi_zalloc_aligned,
@@ -103,12 +105,21 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// library users may call it too. The `MIMALLOC_PURGE_DELAY` environment
 /// variable, when set, still decides.
 pub fn configure_allocator() {
+    seed_engine::freed_memory::set_release_freed_memory(release_freed_memory);
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
     // SAFETY: mi_option_set only stores an integer in mimalloc's option
     // table (atomically); any option index and value are accepted.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ALLOCATOR_PURGE_DELAY_MS as std::ffi::c_long) }
+}
+
+/// Hands the pages freed so far back to the operating system now, whatever
+/// the purge delay: what the engine calls before and after writing a world
+/// snapshot (`seed_engine::freed_memory`).
+fn release_freed_memory() {
+    // SAFETY: mi_collect only walks mimalloc's own heaps and arenas.
+    unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod cascade_view;
 pub mod config_view;
 pub mod engine;
+pub mod freed_memory;
 pub mod memory_view;
 pub mod replay;
 pub mod snapshots;

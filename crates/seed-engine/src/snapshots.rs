@@ -27,9 +27,29 @@ pub fn last_fact_before(store: &dyn Store, cursor: u64) -> Result<Option<FactId>
     Ok(store.fact_at(&entry)?.map(|stored| stored.fact.id()))
 }
 
+/// How much larger than the snapshot before it the next one's buffer is
+/// made to begin with: a world grows between snapshots (the crowd's million
+/// beings, by 18% a round, as their memories do).
+pub const SNAPSHOT_BUFFER_MARGIN_PERCENT: usize = 25;
+
+/// The buffer to write the next snapshot in, from the size of the one
+/// before it (0: none written yet, the buffer grows as it is written).
+pub fn snapshot_buffer_bytes(previous_snapshot_bytes: usize) -> usize {
+    previous_snapshot_bytes.saturating_add(previous_snapshot_bytes / 100 * SNAPSHOT_BUFFER_MARGIN_PERCENT)
+}
+
+/// A snapshot written: its cursor and the size of its world's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotWritten {
+    pub cursor: u64,
+    pub world_bytes: usize,
+}
+
 /// Writes a snapshot of `world` (the fold of the whole land log: the caller
-/// holds the land's writer and has waited for every seal) and returns its cursor.
-pub fn write_snapshot(land: &Land, world: &World) -> Result<u64, SnapshotWriteError> {
+/// holds the land's writer and has waited for every seal), its bytes
+/// written into a buffer of `buffer_bytes` to begin with
+/// ([`snapshot_buffer_bytes`] of the one before it).
+pub fn write_snapshot(land: &Land, world: &World, buffer_bytes: usize) -> Result<SnapshotWritten, SnapshotWriteError> {
     let cursor = world.cursor;
     let land_len = land.store().land_len()?;
     if cursor != land_len {
@@ -37,9 +57,12 @@ pub fn write_snapshot(land: &Land, world: &World) -> Result<u64, SnapshotWriteEr
     }
     let last_fact =
         last_fact_before(land.store(), cursor)?.ok_or(SnapshotWriteError::NotAtTheEnd { cursor, land_len })?;
-    let bytes = world.snapshot_bytes().map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
+    let bytes = world
+        .snapshot_bytes_with_capacity(buffer_bytes)
+        .map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
+    let world_bytes = bytes.len();
     land.write_snapshot(cursor, last_fact, world.snapshot_digest(), bytes)?;
-    Ok(cursor)
+    Ok(SnapshotWritten { cursor, world_bytes })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -384,4 +407,22 @@ pub enum RebuildError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::*;
+
+    fn check(previous_snapshot_bytes: usize, expected: usize) {
+        assert_eq!(snapshot_buffer_bytes(previous_snapshot_bytes), expected, "after {previous_snapshot_bytes}");
+    }
+
+    #[test]
+    fn the_next_snapshots_buffer_is_the_last_ones_size_and_a_quarter() {
+        for (previous, expected) in
+            [(0, 0), (99, 99), (100, 125), (832_281_932, 1_040_352_407), (usize::MAX, usize::MAX)]
+        {
+            check(previous, expected);
+        }
+    }
 }

@@ -52,7 +52,15 @@ struct VersionOnly {
 impl World {
     /// The whole world as canonical bytes (see the module documentation).
     pub fn snapshot_bytes(&self) -> Result<Vec<u8>, WorldSnapshotError> {
-        canonical::to_canonical_bytes(&Written { version: WORLD_SNAPSHOT_FORMAT_VERSION, world: self })
+        self.snapshot_bytes_with_capacity(0)
+    }
+
+    /// As [`World::snapshot_bytes`], written into a buffer of
+    /// `capacity_bytes` to begin with (the size expected: the snapshot
+    /// before it, and some).
+    pub fn snapshot_bytes_with_capacity(&self, capacity_bytes: usize) -> Result<Vec<u8>, WorldSnapshotError> {
+        let written = Written { world: self, version: WORLD_SNAPSHOT_FORMAT_VERSION };
+        canonical::to_canonical_bytes_with_capacity(&written, capacity_bytes)
             .map_err(|error| WorldSnapshotError::Unwritable { reason: error.to_string() })
     }
 
@@ -201,6 +209,10 @@ mod tests {
         let (bytes, copied) = canonical::to_canonical_bytes_counting_copies(&written).expect("writes");
         let copied = copied.expect("the direct encoder wrote it");
         assert_eq!(bytes, world.snapshot_bytes().expect("writes"), "the same bytes");
+        for capacity in [0, 1, bytes.len() - 1, bytes.len(), bytes.len() * 2] {
+            let sized = world.snapshot_bytes_with_capacity(capacity).expect("writes");
+            assert_eq!(sized, bytes, "the same bytes from a buffer of {capacity}");
+        }
         assert!(
             copied * 20 < bytes.len(),
             "{copied} of {} bytes were copied to put maps in order: a large part arrives out of order",

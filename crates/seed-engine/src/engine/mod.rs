@@ -425,6 +425,9 @@ pub struct Engine {
     snapshot_every_facts: u64,
     /// The cursor at or past which the next snapshot is written.
     next_snapshot_at: u64,
+    /// The size of the world's bytes in the last snapshot written (0: none
+    /// yet): the next one's buffer is sized from it.
+    snapshot_bytes_last: usize,
     /// A pool worker's moment traces, handed back with each wake's result.
     pool_traces: Option<Vec<Json>>,
     /// Whether a resume checkpoint is written before each round (`resume.rs`).
@@ -658,6 +661,7 @@ impl Engine {
             operator_token: None,
             snapshot_every_facts,
             next_snapshot_at,
+            snapshot_bytes_last: 0,
             pool_traces: None,
             resume_checkpoints: false,
             catch_up_until: 0,
@@ -1011,10 +1015,18 @@ impl Engine {
         if self.snapshot_every_facts == 0 || self.world.cursor < self.next_snapshot_at {
             return;
         }
-        match crate::snapshots::write_snapshot(&self.land, &self.world) {
-            Ok(cursor) => tracing::debug!(cursor, "world snapshot written"),
+        // The round's copy of the world was just freed, and the snapshot's
+        // bytes (most of a gigabyte at a million beings) are next.
+        crate::freed_memory::release_freed_memory();
+        let buffer_bytes = crate::snapshots::snapshot_buffer_bytes(self.snapshot_bytes_last);
+        match crate::snapshots::write_snapshot(&self.land, &self.world, buffer_bytes) {
+            Ok(written) => {
+                self.snapshot_bytes_last = written.world_bytes;
+                tracing::debug!(cursor = written.cursor, bytes = written.world_bytes, "world snapshot written");
+            }
             Err(error) => tracing::warn!(cursor = self.world.cursor, %error, "no world snapshot written"),
         }
+        crate::freed_memory::release_freed_memory();
         self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
     }
 

@@ -16,7 +16,12 @@ use serde::ser::{self, Serialize};
 
 /// The canonical bytes of `value`, or `None` where the reference path must decide.
 pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(256);
+    to_bytes_in(value, 256)
+}
+
+/// As [`to_bytes`], into a buffer of `capacity` bytes to begin with.
+pub(super) fn to_bytes_in<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity);
     value.serialize(Writer { out: &mut out, depth: 0 }).ok()?;
     Some(out)
 }

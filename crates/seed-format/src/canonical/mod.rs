@@ -92,6 +92,20 @@ pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, C
     }
 }
 
+/// As [`to_canonical_bytes`], into a buffer of `capacity_bytes` to begin
+/// with: a large value whose size is known roughly (a world snapshot, from
+/// the one before it) is written without the buffer doubling on the way,
+/// each doubling leaving the smaller buffer freed beside the larger.
+pub fn to_canonical_bytes_with_capacity<T: Serialize + ?Sized>(
+    value: &T,
+    capacity_bytes: usize,
+) -> Result<Vec<u8>, CanonicalError> {
+    match direct::to_bytes_in(value, capacity_bytes) {
+        Some(bytes) => Ok(bytes),
+        None => to_canonical_bytes_reference(value),
+    }
+}
+
 /// As [`to_canonical_bytes`], with how many bytes the encoder copied to put
 /// maps and structs whose entries arrived out of canonical order in order
 /// (`None` for the copies where the reference path encoded it). A test
