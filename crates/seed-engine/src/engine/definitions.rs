@@ -8,7 +8,7 @@
 //! ([`substrate_from_recorded`]).
 
 use super::fixture::Fixture;
-use super::world_check::{check_substrate, check_world, CheckedWorld};
+use super::world_check::{check_world, substrate_for, CheckedWorld};
 use super::{read_land_log, EngineError};
 use crate::definitions::{DefinitionEntry, DefinitionFiles};
 use crate::land::Land;
@@ -155,6 +155,6 @@ pub fn substrate_from_recorded(files: &DefinitionFiles) -> Result<Substrate, Eng
     crate::definitions::serving(files, || {
         let fixture = Fixture::load(&files.fixture_path())?;
         let role_dirs: Vec<PathBuf> = files.set.role_dirs.iter().map(PathBuf::from).collect();
-        Ok(check_substrate(&fixture, &role_dirs)?.0)
+        Ok(substrate_for(&fixture, &role_dirs)?.0)
     })
 }

@@ -32,7 +32,7 @@ pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
 pub use resume::RESUME_CHECKPOINT_FILE;
 use scheduler::Scheduler;
 use sealing::Sealing;
-pub use world_check::{check_substrate, check_world, CheckedWorld};
+pub use world_check::{check_world, substrate_for, CheckedWorld};
 
 use crate::canonical;
 use crate::clock::{Clock, LogicalClock};
@@ -182,19 +182,6 @@ pub enum Mode {
 
 /// How many moment traces a live land keeps in memory for the portal.
 pub const LIVE_MOMENT_TRACES_KEPT: usize = 512;
-
-/// What moments of `fixture`'s world consult: its roles (the extensions',
-/// then the fixture's, then `extra_role_dirs`, later ones overriding), DO
-/// operations, see-resolvers and hooks. Also the extensions skipped, with
-/// why. The files are checked first ([`check_substrate`]): a world with an
-/// error in any of them does not load. Its beings are not planned: this is
-/// for moments of beings a land holds already (replay, recovery).
-pub fn substrate_for(
-    fixture: &Fixture,
-    extra_role_dirs: &[PathBuf],
-) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
-    check_substrate(fixture, extra_role_dirs)
-}
 
 /// Folds the land log from `world.cursor` to the end into `world`.
 pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), EngineError> {

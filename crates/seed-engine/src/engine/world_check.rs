@@ -5,7 +5,7 @@
 //! compiled), its role folders (role files and their scripts compiled), and
 //! plans its beings (spaces, names, flows bound, being scripts compiled,
 //! events). Errors stop `seed sim` and `seed up` before a single moment
-//! (a replay of recorded definitions runs [`check_substrate`]: the same
+//! (a replay of recorded definitions runs [`substrate_for`]: the same
 //! files, the beings not planned); warnings are told and the world runs:
 //!
 //! - a being that can never wake: no `wake_every`, its flow reads no world
@@ -57,14 +57,16 @@ pub fn check_world(fixture: &Fixture, extra_role_dirs: &[PathBuf]) -> Result<Che
     Ok(CheckedWorld { substrate, skipped_extensions: extensions.skipped.clone(), planned, warnings: problems })
 }
 
-/// What moments of `fixture`'s world consult (its roles, DO operations,
-/// see-resolvers, hooks, cascade handlers) and the extensions skipped, with
-/// why, checked as [`check_world`] checks the files they come from (an error
-/// in the fixture, an extension or a role file refuses them), without
-/// planning the fixture's beings: a replay rebuilds moments of beings the
-/// land planted already, and planning a million generated beings (with the
-/// warnings about them) was most of a one-being replay's time.
-pub fn check_substrate(
+/// What moments of `fixture`'s world consult (its roles: the extensions',
+/// then the fixture's, then `extra_role_dirs`, later ones overriding; DO
+/// operations, see-resolvers, hooks, cascade handlers) and the extensions
+/// skipped, with why, checked as [`check_world`] checks the files they come
+/// from (an error in the fixture, an extension or a role file refuses
+/// them), without planning the fixture's beings: this is for moments of
+/// beings a land holds already (replay, recovery), and planning a million
+/// generated beings (with the warnings about them) was most of a one-being
+/// replay's time.
+pub fn substrate_for(
     fixture: &Fixture,
     extra_role_dirs: &[PathBuf],
 ) -> Result<(Substrate, Vec<(String, String)>), EngineError> {
@@ -262,7 +264,7 @@ mod tests {
         (dir, fixture)
     }
 
-    /// Whether `check_world` and `check_substrate` take each world: the
+    /// Whether `check_world` and `substrate_for` take each world: the
     /// substrate is refused for every problem of the files it comes from
     /// and taken despite problems only the planting of beings finds.
     #[test]
@@ -291,8 +293,8 @@ mod tests {
         for (case, text, role, world_ok, substrate_ok) in cases {
             let (_dir, fixture) = fixture_with(&text, role);
             assert_eq!(check_world(&fixture, &[]).is_ok(), world_ok, "check_world: {case}");
-            let substrate = check_substrate(&fixture, &[]);
-            assert_eq!(substrate.is_ok(), substrate_ok, "check_substrate: {case}");
+            let substrate = substrate_for(&fixture, &[]);
+            assert_eq!(substrate.is_ok(), substrate_ok, "substrate_for: {case}");
             if let Ok((substrate, _)) = substrate {
                 assert!(substrate.roles.get("idle").is_some(), "{case}: the substrate holds the fixture's roles");
             }

@@ -14,9 +14,12 @@
 use super::{write_head, GaveUp, CBOR_NESTING_DEPTH_MAX};
 use serde::ser::{self, Serialize};
 
+/// The buffer a value is encoded in to begin with, unless the caller knows better.
+pub(super) const BUFFER_BYTES_INITIAL: usize = 256;
+
 /// The canonical bytes of `value`, or `None` where the reference path must decide.
 pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
-    to_bytes_in(value, 256)
+    to_bytes_in(value, BUFFER_BYTES_INITIAL)
 }
 
 /// As [`to_bytes`], into a buffer of `capacity` bytes to begin with.

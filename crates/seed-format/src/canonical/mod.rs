@@ -86,10 +86,7 @@ impl serde::de::Error for GaveUp {
 /// when it can ([`direct`]), through the reference path otherwise (which
 /// also names every problem).
 pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
-    match direct::to_bytes(value) {
-        Some(bytes) => Ok(bytes),
-        None => to_canonical_bytes_reference(value),
-    }
+    to_canonical_bytes_with_capacity(value, direct::BUFFER_BYTES_INITIAL)
 }
 
 /// As [`to_canonical_bytes`], into a buffer of `capacity_bytes` to begin

@@ -226,10 +226,8 @@ impl<T> Ticket<T> {
                 Err(oneshot::TryRecvError::Disconnected) => Some(Err(StoreError::Closed)),
             };
         }
-        match std::mem::replace(&mut self.pending, Err(StoreError::Closed)) {
-            Err(error) => Some(Err(error)),
-            Ok(_) => None,
-        }
+        // A ticket that failed when it was made: its error, once.
+        std::mem::replace(&mut self.pending, Err(StoreError::Closed)).err().map(Err)
     }
 }
 
