@@ -297,10 +297,11 @@ fn a_worker_with_other_definition_files_is_refused_and_the_run_ends_as_in_one_pr
     assert_eq!(world_hash(&output), expected);
 }
 
-/// Where a killed driver's run is stopped, after its land is planted, and
-/// whether every worker is killed with it (else one of the two).
-const DRIVER_KILLED_AFTER: [(Duration, bool); 3] =
-    [(Duration::from_millis(400), true), (Duration::from_millis(1_500), false), (Duration::from_millis(3_000), false)];
+/// Where a killed driver's run is stopped, by the rounds its checkpoint
+/// says are done (of 120), and whether every worker is killed with it
+/// (else one of the two). Rounds, not time: a loaded machine once ran the
+/// whole run before a kill timed in seconds came.
+const DRIVER_KILLED_AFTER_ROUNDS: [(u64, bool); 3] = [(3, true), (40, false), (80, false)];
 
 /// A pooled run whose driver is killed (SIGKILL) mid-run, with one or both
 /// of its workers killed beside it, is finished by `seed sim --resume` with
@@ -319,7 +320,7 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
     let ticks = "120";
     let expected = folder_hash(dir.path(), &ring, ticks);
     let (mut interrupted, mut reattached) = (0, 0);
-    for (point, (after, every_worker)) in DRIVER_KILLED_AFTER.iter().enumerate() {
+    for (point, (after, every_worker)) in DRIVER_KILLED_AFTER_ROUNDS.iter().enumerate() {
         let url = common::postgres::fresh_database();
         let land = dir.path().join(format!("killed-{point}"));
         let run = ["--store", &url, "sim", &ring, "--ticks", ticks, "--pool", "--json"];
@@ -327,16 +328,16 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
         wait_for_planting(&land, &mut driver);
         let worker_log = dir.path().join(format!("workers-{point}.stderr"));
         let start_worker = || spawn_seed_logging(&land, &["worker", &ring, "--lease-ms", "300"], &worker_log);
-        // The kill's time counts from the driver's first checkpoint (its
-        // first round), which the workers reach once they run.
+        // The driver writes a checkpoint before each round; the kill comes
+        // within a few milliseconds of the one that counts `after` rounds
+        // done, somewhere in the round after it.
         let mut workers: Vec<Child> = (0..2).map(|_| start_worker()).collect();
-        let checkpoint = land.join(seed::engine::RESUME_CHECKPOINT_FILE);
         let waited = Instant::now();
-        while !checkpoint.exists() {
-            assert!(waited.elapsed() < Duration::from_secs(60), "the driver wrote no checkpoint");
-            std::thread::sleep(Duration::from_millis(5));
+        while seed::engine::resume_checkpoint_rounds_done(&land).map_or(true, |done| done < *after) {
+            assert!(waited.elapsed() < Duration::from_secs(120), "the driver did not reach round {after}");
+            assert!(driver.try_wait().expect("driver").is_none(), "the driver ended before round {after}");
+            std::thread::sleep(Duration::from_millis(2));
         }
-        std::thread::sleep(*after);
         if driver.try_wait().expect("driver").is_none() {
             interrupted += 1;
         }
@@ -362,7 +363,7 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
                 resumed.wait_with_output().expect("the resumed driver")
             }
         };
-        assert_eq!(world_hash(&resumed), expected, "the driver killed {after:?} into its run, then resumed");
+        assert_eq!(world_hash(&resumed), expected, "the driver killed after round {after}, then resumed");
         // The resumed driver's log: its stderr, or (spawned) the land's log file.
         let file = std::fs::read_to_string(land.with_extension("stderr")).unwrap_or_default();
         let logged = format!("{}{file}", common::stderr(&resumed));
@@ -378,7 +379,7 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
             assert!(output.status.success(), "seed {verb:?}: {}", common::stderr(&output));
         }
     }
-    assert!(interrupted >= 2, "only {interrupted} of the kills stopped a running driver: make the run longer");
+    assert_eq!(interrupted, DRIVER_KILLED_AFTER_ROUNDS.len(), "a driver ended before its kill");
     assert!(reattached >= 1, "no resumed driver found the round its predecessor opened");
 
     // A pool's resume on a folder land is refused, and on a land on

@@ -29,7 +29,7 @@ pub mod world_check;
 use crate::embedding::EMBEDDING_CONNECTION_CONFIG_KEY;
 use report::{log_moment, trace_json};
 pub use report::{FailureExample, MomentRecord, PersonResult, RunSummary};
-pub use resume::RESUME_CHECKPOINT_FILE;
+pub use resume::{resume_checkpoint_rounds_done, RESUME_CHECKPOINT_FILE};
 use scheduler::Scheduler;
 use sealing::Sealing;
 pub use world_check::{check_world, substrate_for, CheckedWorld};

@@ -81,6 +81,13 @@ pub(super) fn write(land_dir: &Path, checkpoint: &Checkpoint) -> Result<(), Engi
     Ok(())
 }
 
+/// The rounds done by the run whose checkpoint is in `land_dir`, read and
+/// checked as a resume reads it: how far a running (or stopped) simulation
+/// has come, for a person or a test watching it.
+pub fn resume_checkpoint_rounds_done(land_dir: &Path) -> Result<u64, EngineError> {
+    read(land_dir).map(|checkpoint| checkpoint.tick)
+}
+
 /// Reads and checks the checkpoint in `land_dir`.
 pub(super) fn read(land_dir: &Path) -> Result<Checkpoint, EngineError> {
     let path = path_in(land_dir);
@@ -108,4 +115,39 @@ pub(super) fn read(land_dir: &Path) -> Result<Checkpoint, EngineError> {
         ));
     }
     Ok(checkpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint_at(tick: u64) -> Checkpoint {
+        Checkpoint {
+            version: RESUME_CHECKPOINT_VERSION,
+            run: Hash32([7; 32]),
+            tick,
+            clock_ms: tick * 1_000,
+            land_len: 3,
+            last_fact: FactId::ZERO,
+            scheduler: Scheduler::default(),
+        }
+    }
+
+    #[test]
+    fn the_rounds_done_are_read_from_the_last_checkpoint_written_and_a_damaged_one_is_named() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let missing = resume_checkpoint_rounds_done(dir.path());
+        assert!(matches!(missing, Err(EngineError::NoCheckpoint { .. })), "{:?}", missing.err());
+        for tick in [0, 1, 41] {
+            write(dir.path(), &checkpoint_at(tick)).expect("written");
+            assert_eq!(resume_checkpoint_rounds_done(dir.path()).expect("read"), tick);
+        }
+        let path = path_in(dir.path());
+        let mut bytes = std::fs::read(&path).expect("checkpoint");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).expect("damaged");
+        let damaged = resume_checkpoint_rounds_done(dir.path());
+        assert!(matches!(damaged, Err(EngineError::CheckpointDamaged { .. })), "{:?}", damaged.err());
+    }
 }
