@@ -342,6 +342,42 @@ proptest! {
     }
 
     #[test]
+    fn streamed_encoder_writes_what_the_whole_encoding_writes_or_gives_up(
+        json in json_strategy(),
+        value in value_strategy(),
+        unsorted in unsorted_map_strategy(),
+        levels in 0usize..4,
+        flush_bytes in 1usize..64,
+    ) {
+        use seed::canonical::{to_canonical_bytes, write_canonical};
+        fn streamed<T: serde::Serialize>(value: &T, levels: usize, flush_bytes: usize) -> Option<Vec<u8>> {
+            let mut written = Vec::new();
+            write_canonical(value, levels, flush_bytes, &mut written).ok().map(|_| written)
+        }
+        // Streamed, the same bytes or none; held whole at the top level
+        // (one level, never flushed), the same bytes or none, and for JSON
+        // (whose containers announce their lengths) the same bytes whenever
+        // the value encodes at all.
+        for (streamed_bytes, held_whole, whole) in [
+            (streamed(&json, levels, flush_bytes), streamed(&json, 1, usize::MAX), to_canonical_bytes(&json)),
+            (streamed(&value, levels, flush_bytes), streamed(&value, 1, usize::MAX), to_canonical_bytes(&value)),
+            (
+                streamed(&unsorted, levels, flush_bytes),
+                streamed(&unsorted, 1, usize::MAX),
+                to_canonical_bytes(&unsorted),
+            ),
+        ] {
+            if let Some(bytes) = streamed_bytes {
+                prop_assert_eq!(Some(&bytes), whole.as_ref().ok());
+            }
+            prop_assert!(held_whole.is_none() || held_whole.as_ref() == whole.as_ref().ok());
+        }
+        if let Ok(whole) = to_canonical_bytes(&json) {
+            prop_assert_eq!(streamed(&json, 1, usize::MAX), Some(whole));
+        }
+    }
+
+    #[test]
     fn validator_agrees_with_the_reference_decoder_on_arbitrary_bytes(
         bytes in proptest::collection::vec(any::<u8>(), 0..64),
     ) {

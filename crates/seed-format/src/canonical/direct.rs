@@ -52,12 +52,18 @@ fn is_tag_marker(name: &str) -> bool {
     name == "@@TAG@@"
 }
 
-struct Writer<'a> {
+pub(super) struct Writer<'a> {
     out: &'a mut Vec<u8>,
     depth: usize,
 }
 
 impl<'a> Writer<'a> {
+    /// A writer appending to `out` a value nested `depth` levels deep (the
+    /// streaming encoder hands it the parts it encodes whole).
+    pub(super) fn at_depth(out: &'a mut Vec<u8>, depth: usize) -> Writer<'a> {
+        Writer { out, depth }
+    }
+
     fn check_depth(&self) -> Result<(), GaveUp> {
         if self.depth > CBOR_NESTING_DEPTH_MAX {
             return Err(GaveUp);

@@ -56,6 +56,7 @@ mod direct;
 mod display;
 pub use display::cbor_to_json;
 mod read;
+mod stream;
 
 /// A fast path (the direct encoder, the in-place reader) did not decide;
 /// the reference encoder or deserializer will, and names any problem.
@@ -116,6 +117,43 @@ pub fn to_canonical_bytes_counting_copies<T: Serialize + ?Sized>(
         Some((bytes, copied)) => Ok((bytes, Some(copied))),
         None => Ok((to_canonical_bytes_reference(value)?, None)),
     }
+}
+
+/// Bytes of in-order entries a streamed encoding holds before writing them
+/// out ([`write_canonical`]).
+pub const CANONICAL_STREAM_FLUSH_BYTES: usize = 1 << 20;
+
+/// Why [`write_canonical`] stopped; what it wrote so far is not the value's encoding.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteCanonicalError {
+    /// A map or struct among the streamed levels whose keys turned out of
+    /// canonical order after its first entries were written, a container
+    /// there that does not announce its length, or anything the direct
+    /// encoder leaves to the reference path: encode the value whole with
+    /// [`to_canonical_bytes`] instead (which names any problem).
+    #[error("the value cannot be written as it is encoded; encode it whole")]
+    NotStreamable,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Writes the canonical bytes of `value` to `sink` as they are encoded,
+/// the same bytes [`to_canonical_bytes`] gives; returns how many. The maps,
+/// structs and arrays of the top `streamed_levels` levels are written
+/// entry by entry, holding in memory at most about `flush_bytes` of their
+/// entries at a time (a map whose keys arrive out of canonical order is
+/// held whole and sorted); deeper values are encoded whole, one at a time.
+/// A value twice its size in memory (a world snapshot) need not be.
+pub fn write_canonical<T: Serialize + ?Sized>(
+    value: &T,
+    streamed_levels: usize,
+    flush_bytes: usize,
+    sink: &mut dyn std::io::Write,
+) -> Result<u64, WriteCanonicalError> {
+    stream::write(value, streamed_levels, flush_bytes, sink).map_err(|stopped| match stopped {
+        stream::Stopped::GaveUp => WriteCanonicalError::NotStreamable,
+        stream::Stopped::Io(error) => WriteCanonicalError::Io(error),
+    })
 }
 
 /// The reference encoder: through a `Value` tree, sorted in place, then
