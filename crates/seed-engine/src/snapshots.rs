@@ -2,7 +2,8 @@
 //! `snapshot_every_facts` facts; `seed verify` vouches for them; replay and
 //! an engine's opening start from the nearest vouched one instead of folding
 //! the land log from genesis. The signed file and the vouched record are
-//! `seed_store::snapshot`'s; the world's bytes are `World::snapshot_bytes`.
+//! `seed_store::snapshot`'s; the world's bytes are `World::snapshot_bytes`,
+//! written to the file as they are encoded (`World::write_snapshot_to`).
 //!
 //! A snapshot never changes what a replay reports: it is the world the fold
 //! would have built at its cursor (checked when vouched, by `--paranoid`
@@ -11,7 +12,7 @@
 
 use crate::fact::{FactId, Hash32};
 use crate::land::Land;
-use crate::snapshot::{SnapshotError, SnapshotShelf};
+use crate::snapshot::{SnapshotError, SnapshotShelf, SnapshotStreamed};
 use crate::store::{Store, StoreError};
 use crate::world::World;
 use std::collections::BTreeMap;
@@ -46,9 +47,10 @@ pub struct SnapshotWritten {
 }
 
 /// Writes a snapshot of `world` (the fold of the whole land log: the caller
-/// holds the land's writer and has waited for every seal), its bytes
-/// written into a buffer of `buffer_bytes` to begin with
-/// ([`snapshot_buffer_bytes`] of the one before it).
+/// holds the land's writer and has waited for every seal). Its bytes go to
+/// the file as they are encoded (`World::write_snapshot_to`); a world that
+/// cannot be written so is encoded whole, into a buffer of `buffer_bytes`
+/// to begin with ([`snapshot_buffer_bytes`] of the one before it).
 pub fn write_snapshot(land: &Land, world: &World, buffer_bytes: usize) -> Result<SnapshotWritten, SnapshotWriteError> {
     let cursor = world.cursor;
     let land_len = land.store().land_len()?;
@@ -57,12 +59,31 @@ pub fn write_snapshot(land: &Land, world: &World, buffer_bytes: usize) -> Result
     }
     let last_fact =
         last_fact_before(land.store(), cursor)?.ok_or(SnapshotWriteError::NotAtTheEnd { cursor, land_len })?;
+    let world_bytes = write_world_snapshot(land, world, last_fact, buffer_bytes)?;
+    Ok(SnapshotWritten { cursor, world_bytes })
+}
+
+/// Writes `world` as the snapshot at its cursor, streamed or else whole
+/// (see [`write_snapshot`]); returns the world's length in bytes.
+fn write_world_snapshot(
+    land: &Land,
+    world: &World,
+    last_fact: FactId,
+    buffer_bytes: usize,
+) -> Result<usize, SnapshotWriteError> {
+    let state_digest = world.snapshot_digest();
+    let streamed =
+        land.write_snapshot_streamed(world.cursor, last_fact, state_digest, |sink| world.write_snapshot_to(sink))?;
+    if let SnapshotStreamed::Written { world_bytes } = streamed {
+        return Ok(usize::try_from(world_bytes).unwrap_or(usize::MAX));
+    }
+    tracing::debug!(cursor = world.cursor, "the world snapshot could not be streamed; encoding it whole");
     let bytes = world
         .snapshot_bytes_with_capacity(buffer_bytes)
         .map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
     let world_bytes = bytes.len();
-    land.write_snapshot(cursor, last_fact, world.snapshot_digest(), bytes)?;
-    Ok(SnapshotWritten { cursor, world_bytes })
+    land.write_snapshot(world.cursor, last_fact, state_digest, bytes)?;
+    Ok(world_bytes)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -379,8 +400,7 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
             continue;
         }
         let last_fact = last_fact_before(store, cursor)?.ok_or(RebuildError::NoFactBefore { cursor })?;
-        let bytes = world.snapshot_bytes().map_err(|error| RebuildError::World { reason: error.to_string() })?;
-        land.write_snapshot(cursor, last_fact, world.snapshot_digest(), bytes)?;
+        write_world_snapshot(land, &world, last_fact, 0)?;
         report.rebuilt.push(cursor);
     }
     if !report.rebuilt.is_empty() {
@@ -397,8 +417,8 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
 pub enum RebuildError {
     #[error("the land log holds no fact before land seq {cursor}, where a snapshot stands")]
     NoFactBefore { cursor: u64 },
-    #[error("the world cannot be written: {reason}")]
-    World { reason: String },
+    #[error(transparent)]
+    Written(#[from] SnapshotWriteError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
     #[error(transparent)]

@@ -28,6 +28,7 @@ use crate::fact::{BeingId, FactId, Hash32, PublicKeyBytes};
 use crate::signed::{signature_holds, split_signed, SignedRecord};
 use ed25519_dalek::{Signer, SigningKey};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The land folder's directory of snapshots.
@@ -70,6 +71,22 @@ pub struct SnapshotClaim {
     pub public_key: PublicKeyBytes,
 }
 
+/// What a streamed snapshot claims besides its world's digest (known once
+/// it is written) and the key's public half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamedClaim {
+    pub cursor: u64,
+    pub last_fact: FactId,
+    pub state_digest: Hash32,
+    pub signer: BeingId,
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// One snapshot as written: its claim, the signature and the world's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedSnapshot {
@@ -106,18 +123,8 @@ impl SignedSnapshot {
         out
     }
 
-    /// The file's bytes before the world's: the array head, the signed
-    /// claim, the signature and the head of the world's byte string. A
-    /// file is written as this and the world, never copied into one buffer
-    /// (a million beings' world is most of a gigabyte).
     fn file_head(&self) -> Vec<u8> {
-        let signed = claim_bytes(&self.claim);
-        let mut out = Vec::with_capacity(signed.len() + 96);
-        canonical::write_array_head(3, &mut out);
-        canonical::write_bytes(&signed, &mut out);
-        canonical::write_bytes(&self.signature, &mut out);
-        canonical::write_bytes_head(self.world.len(), &mut out);
-        out
+        file_head(&self.claim, &self.signature, self.world.len())
     }
 
     /// Reads a snapshot file's bytes (`path` only names it in errors).
@@ -156,6 +163,57 @@ impl SignedSnapshot {
     pub fn holds(&self) -> bool {
         crate::fact::blake3_of(&self.world) == self.claim.world_digest
             && signature_holds(&self.claim.public_key, &claim_bytes(&self.claim), &self.signature)
+    }
+}
+
+/// A snapshot file's bytes before the world's: the array head, the signed
+/// claim, the signature and the head of the world's byte string. A file is
+/// written as this and the world, never copied into one buffer (a million
+/// beings' world is most of a gigabyte).
+fn file_head(claim: &SnapshotClaim, signature: &[u8; 64], world_bytes: usize) -> Vec<u8> {
+    let signed = claim_bytes(claim);
+    let mut out = Vec::with_capacity(signed.len() + 96);
+    canonical::write_array_head(3, &mut out);
+    canonical::write_bytes(&signed, &mut out);
+    canonical::write_bytes(signature, &mut out);
+    canonical::write_bytes_head(world_bytes, &mut out);
+    out
+}
+
+/// The world's length a streamed snapshot leaves room for the head of,
+/// before it knows the length: its byte string's head is five bytes for
+/// any world from this size up to 4 GiB. Another length moves the world.
+const STREAMED_WORLD_BYTES_EXPECTED: usize = 1 << 16;
+/// The buffer between a streamed world's encoder and its file.
+const STREAMED_WORLD_WRITE_BUFFER_BYTES: usize = 1 << 20;
+
+/// What writing a snapshot as its world is encoded came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotStreamed {
+    /// Written, with the world's length in bytes.
+    Written { world_bytes: u64 },
+    /// The world's encoder could not write it as it went
+    /// (`canonical::WriteCanonicalError::NotStreamable`): nothing was
+    /// written; encode it whole and write that.
+    NotStreamable,
+}
+
+/// Counts and hashes what passes through to the file.
+struct DigestingWriter<W: Write> {
+    inner: W,
+    digest: blake3::Hasher,
+    bytes: u64,
+}
+
+impl<W: Write> Write for DigestingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.digest.update(&bytes[..written]);
+        self.bytes += written as u64;
+        Ok(written)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -340,6 +398,102 @@ impl SnapshotShelf {
         Ok(Hash32(*file_digest.finalize().as_bytes()))
     }
 
+    /// Writes a snapshot at `cursor` whose world's bytes `write_world`
+    /// writes to the sink it is given (returning how many), as they are
+    /// encoded: they go to the file behind room left for its head, which is
+    /// written once the world's length and digest are known, and the world
+    /// is never held in memory whole. Atomic as [`SnapshotShelf::write`]
+    /// is; what a failed or unstreamable write began is removed.
+    pub fn write_streamed(
+        &self,
+        claim: StreamedClaim,
+        key: &SigningKey,
+        write_world: impl FnOnce(&mut dyn Write) -> Result<u64, canonical::WriteCanonicalError>,
+    ) -> Result<SnapshotStreamed, SnapshotError> {
+        let path = self.path_of(claim.cursor);
+        let io = |source| SnapshotError::Io { path: path.clone(), source };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let temporary = with_suffix(&path, ".tmp");
+        let moved = with_suffix(&path, ".tmp-moved");
+        let written = self.write_streamed_to(&claim, key, write_world, &temporary, &moved);
+        if !matches!(written, Ok(SnapshotStreamed::Written { .. })) {
+            let _ = std::fs::remove_file(&temporary);
+            let _ = std::fs::remove_file(&moved);
+            return written.map_err(io);
+        }
+        std::fs::rename(&temporary, &path).map_err(io)?;
+        let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::File::open(folder).and_then(|folder| folder.sync_all()).map_err(io)?;
+        written.map_err(io)
+    }
+
+    fn write_streamed_to(
+        &self,
+        claim: &StreamedClaim,
+        key: &SigningKey,
+        write_world: impl FnOnce(&mut dyn Write) -> Result<u64, canonical::WriteCanonicalError>,
+        temporary: &Path,
+        moved: &Path,
+    ) -> std::io::Result<SnapshotStreamed> {
+        use std::io::{Read, Seek, SeekFrom};
+        use std::os::unix::fs::OpenOptionsExt;
+        let create = |path: &Path| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(crate::atomic_file::READABLE_FILE_MODE)
+                .open(path)
+        };
+        let mut signed = SnapshotClaim {
+            cursor: claim.cursor,
+            last_fact: claim.last_fact,
+            state_digest: claim.state_digest,
+            world_digest: Hash32([0; 32]),
+            signer: claim.signer,
+            public_key: PublicKeyBytes::of(key),
+        };
+        let room = file_head(&signed, &[0; 64], STREAMED_WORLD_BYTES_EXPECTED).len() as u64;
+        let mut file = create(temporary)?;
+        file.seek(SeekFrom::Start(room))?;
+        let mut sink = DigestingWriter {
+            inner: std::io::BufWriter::with_capacity(STREAMED_WORLD_WRITE_BUFFER_BYTES, &mut file),
+            digest: blake3::Hasher::new(),
+            bytes: 0,
+        };
+        match write_world(&mut sink) {
+            Ok(_) => {}
+            Err(canonical::WriteCanonicalError::NotStreamable) => return Ok(SnapshotStreamed::NotStreamable),
+            Err(canonical::WriteCanonicalError::Io(error)) => return Err(error),
+        }
+        sink.flush()?;
+        let (world_bytes, world_digest) = (sink.bytes, Hash32(*sink.digest.finalize().as_bytes()));
+        drop(sink);
+        signed.world_digest = world_digest;
+        let signature = key.sign(&claim_bytes(&signed)).to_bytes();
+        let world_length = usize::try_from(world_bytes).map_err(std::io::Error::other)?;
+        let head = file_head(&signed, &signature, world_length);
+        if head.len() as u64 == room {
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&head)?;
+            file.sync_all()?;
+            return Ok(SnapshotStreamed::Written { world_bytes });
+        }
+        // A world under 64 KiB or over 4 GiB: its head is another length,
+        // so the world moves behind it, file to file.
+        let mut other = create(moved)?;
+        other.write_all(&head)?;
+        file.seek(SeekFrom::Start(room))?;
+        let copied = std::io::copy(&mut (&mut file).take(world_bytes), &mut other)?;
+        if copied != world_bytes {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the world written is shorter"));
+        }
+        other.sync_all()?;
+        std::fs::rename(moved, temporary)?;
+        Ok(SnapshotStreamed::Written { world_bytes })
+    }
+
     /// The vouched record, if there is one.
     pub fn vouched(&self) -> Result<Option<VouchedSnapshots>, SnapshotError> {
         let path = self.dir.join(VOUCHED_SNAPSHOTS_FILE);
@@ -427,6 +581,38 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_snapshot_that_fails_or_cannot_stream_leaves_the_shelf_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shelf = SnapshotShelf::of_land(dir.path());
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let (snapshot, _) = sample();
+        shelf.write(&snapshot).expect("writes");
+        let before = std::fs::read(shelf.path_of(1000)).expect("reads");
+        let claim = StreamedClaim {
+            cursor: 1000,
+            last_fact: FactId([2; 32]),
+            state_digest: Hash32([4; 32]),
+            signer: BeingId([9; 32]),
+        };
+        let not_streamable = shelf.write_streamed(claim, &key, |sink| {
+            sink.write_all(&[0x80; 100_000])?;
+            Err(canonical::WriteCanonicalError::NotStreamable)
+        });
+        assert_eq!(not_streamable.expect("no error"), SnapshotStreamed::NotStreamable);
+        let failed = shelf.write_streamed(claim, &key, |sink| {
+            sink.write_all(&[0x80; 100_000])?;
+            Err(canonical::WriteCanonicalError::Io(std::io::Error::other("disk full")))
+        });
+        assert!(matches!(failed, Err(SnapshotError::Io { .. })), "{failed:?}");
+        assert_eq!(std::fs::read(shelf.path_of(1000)).expect("reads"), before, "the snapshot there is untouched");
+        let names: Vec<String> = std::fs::read_dir(shelf.dir())
+            .expect("lists")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![shelf.path_of(1000).file_name().expect("name").to_string_lossy().into_owned()]);
+    }
+
+    #[test]
     fn the_shelf_lists_only_snapshot_files_in_cursor_order_and_reads_what_it_wrote() {
         let dir = tempfile::tempdir().expect("tempdir");
         let shelf = SnapshotShelf::of_land(dir.path());
@@ -443,6 +629,27 @@ mod tests {
             assert_eq!(digest, crate::fact::blake3_of(&file));
             let (read, read_digest) = shelf.read(cursor).expect("reads");
             assert_eq!((read, read_digest), (snapshot, digest));
+        }
+        // Written as its world is encoded: the same file.
+        let streamed_shelf = SnapshotShelf::of_land(&dir.path().join("streamed"));
+        for (cursor, world) in [(300, vec![1, 2]), (20, vec![7; 300]), (1000, vec![9; 70_000])] {
+            let snapshot =
+                SignedSnapshot::seal(cursor, FactId([2; 32]), Hash32([3; 32]), world, BeingId([9; 32]), &key);
+            let claim = StreamedClaim {
+                cursor,
+                last_fact: FactId([2; 32]),
+                state_digest: Hash32([3; 32]),
+                signer: BeingId([9; 32]),
+            };
+            let streamed = streamed_shelf
+                .write_streamed(claim, &key, |sink| {
+                    sink.write_all(&snapshot.world)?;
+                    Ok(snapshot.world.len() as u64)
+                })
+                .expect("writes");
+            assert_eq!(streamed, SnapshotStreamed::Written { world_bytes: snapshot.world.len() as u64 });
+            let file = std::fs::read(streamed_shelf.path_of(cursor)).expect("reads the file");
+            assert_eq!(file, snapshot.encode(), "a world of {} bytes", snapshot.world.len());
         }
         std::fs::write(shelf.dir().join("notes.txt"), "x").expect("writes");
         std::fs::write(shelf.dir().join("world-12.snapshot"), "x").expect("writes");

@@ -29,6 +29,11 @@ pub enum WorldSnapshotError {
     Version { version: u64 },
 }
 
+/// Levels of a snapshot written entry by entry: the record, the world, and
+/// each of the world's fields (a million rows, a million memories); each
+/// entry of those is encoded whole.
+const SNAPSHOT_STREAMED_LEVELS: usize = 3;
+
 /// Its fields in canonical order (`world` is the shorter key), as the
 /// world's and a row's are: the encoder then writes them in place.
 #[derive(Serialize)]
@@ -62,6 +67,15 @@ impl World {
         let written = Written { world: self, version: WORLD_SNAPSHOT_FORMAT_VERSION };
         canonical::to_canonical_bytes_with_capacity(&written, capacity_bytes)
             .map_err(|error| WorldSnapshotError::Unwritable { reason: error.to_string() })
+    }
+
+    /// Writes [`World::snapshot_bytes`] to `sink` as they are encoded
+    /// (`canonical::write_canonical`), the rows, memories and other large
+    /// maps entry by entry; returns how many bytes. `NotStreamable` means
+    /// nothing written is usable: encode it whole instead.
+    pub fn write_snapshot_to(&self, sink: &mut dyn std::io::Write) -> Result<u64, canonical::WriteCanonicalError> {
+        let written = Written { world: self, version: WORLD_SNAPSHOT_FORMAT_VERSION };
+        canonical::write_canonical(&written, SNAPSHOT_STREAMED_LEVELS, canonical::CANONICAL_STREAM_FLUSH_BYTES, sink)
     }
 
     /// The world [`World::snapshot_bytes`] wrote, derived fields recomputed.
@@ -190,8 +204,8 @@ mod tests {
     /// (most of a gigabyte each at a million beings). The record, the world
     /// and each row declare their fields in canonical order (shorter keys
     /// first, then bytewise), so only small parts are copied.
-    #[test]
-    fn a_snapshot_is_encoded_without_copying_its_large_parts_to_order_them() {
+    /// The sample and 2,000 more beings, each with a row, a name and a memory.
+    fn crowd() -> World {
         let mut world = sample();
         let template = world.beings.values().next().cloned().expect("the sample's being");
         let memory = world.memories.values().next().cloned().expect("the sample's memory");
@@ -205,6 +219,12 @@ mod tests {
             world.beings.insert(being, row);
             world.memories.insert(being, memory.clone());
         }
+        world
+    }
+
+    #[test]
+    fn a_snapshot_is_encoded_without_copying_its_large_parts_to_order_them() {
+        let world = crowd();
         let written = Written { version: WORLD_SNAPSHOT_FORMAT_VERSION, world: &world };
         let (bytes, copied) = canonical::to_canonical_bytes_counting_copies(&written).expect("writes");
         let copied = copied.expect("the direct encoder wrote it");
@@ -218,6 +238,50 @@ mod tests {
             "{copied} of {} bytes were copied to put maps in order: a large part arrives out of order",
             bytes.len()
         );
+    }
+
+    /// Records the size of each write it is given.
+    #[derive(Default)]
+    struct Writes {
+        bytes: Vec<u8>,
+        largest: usize,
+    }
+
+    impl std::io::Write for Writes {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.largest = self.largest.max(bytes.len());
+            self.bytes.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Written as it is encoded, a snapshot is the same bytes, and it is
+    /// handed to its file in parts no larger than the encoder's flush size
+    /// and one entry: never the world whole.
+    #[test]
+    fn a_snapshot_written_as_it_is_encoded_is_its_bytes_in_parts() {
+        for world in [World::new(), sample(), crowd()] {
+            let bytes = world.snapshot_bytes().expect("writes");
+            let mut writes = Writes::default();
+            let count = world.write_snapshot_to(&mut writes).expect("streams");
+            assert_eq!(count, bytes.len() as u64);
+            assert_eq!(writes.bytes, bytes, "the same bytes");
+            assert!(
+                writes.largest <= canonical::CANONICAL_STREAM_FLUSH_BYTES + 4_096,
+                "{} bytes at once",
+                writes.largest
+            );
+        }
+        // Flushed after every entry: the world's maps with text keys (its
+        // names) turn out of order once their first entry is written.
+        let crowd = crowd();
+        let written = Written { world: &crowd, version: WORLD_SNAPSHOT_FORMAT_VERSION };
+        let mut writes = Writes::default();
+        let outcome = canonical::write_canonical(&written, SNAPSHOT_STREAMED_LEVELS, 1, &mut writes);
+        assert!(matches!(outcome, Err(canonical::WriteCanonicalError::NotStreamable)), "{outcome:?}");
     }
 
     #[test]

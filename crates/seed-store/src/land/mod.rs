@@ -1126,6 +1126,21 @@ impl Land {
         Ok(self.snapshots().write(&snapshot)?)
     }
 
+    /// Signs, with the root's key, a snapshot of the world at `cursor`
+    /// whose canonical bytes `write_world` writes as they are encoded, and
+    /// writes it ([`crate::snapshot::SnapshotShelf::write_streamed`]).
+    pub fn write_snapshot_streamed(
+        &self,
+        cursor: u64,
+        last_fact: FactId,
+        state_digest: Hash32,
+        write_world: impl FnOnce(&mut dyn std::io::Write) -> Result<u64, crate::canonical::WriteCanonicalError>,
+    ) -> Result<crate::snapshot::SnapshotStreamed, LandError> {
+        let key = self.root_key()?;
+        let claim = crate::snapshot::StreamedClaim { cursor, last_fact, state_digest, signer: self.root };
+        Ok(self.snapshots().write_streamed(claim, &key, write_world)?)
+    }
+
     /// Signs, with the root's key, the record that a clean verification
     /// vouched for these snapshot files (cursor, BLAKE3 of the file), and
     /// writes it in place of the previous one.
