@@ -56,13 +56,52 @@ pub enum KeyError {
 /// size, and computing that point is done only when a key is asked for).
 type KeySeed = [u8; 32];
 
-/// One being's keys as the ring's lines leave them.
+/// One being's keys as the ring's lines leave them. A ring of a million
+/// beings holds a million of these: what only a rotation or damage sets is
+/// kept apart, so a being with just its key costs its key.
 #[derive(Clone, Default)]
 struct BeingKeys {
     current: Option<KeySeed>,
+    rare: Option<Box<RareKeys>>,
+}
+
+#[derive(Clone, Default)]
+struct RareKeys {
     staged: Option<KeySeed>,
     /// The line that damaged this being's record, if the last word on it is damage.
     damaged: Option<String>,
+}
+
+impl BeingKeys {
+    fn staged(&self) -> Option<&KeySeed> {
+        self.rare.as_ref().and_then(|rare| rare.staged.as_ref())
+    }
+
+    fn damaged(&self) -> Option<&String> {
+        self.rare.as_ref().and_then(|rare| rare.damaged.as_ref())
+    }
+
+    fn set_staged(&mut self, staged: Option<KeySeed>) {
+        if staged.is_none() && self.rare.is_none() {
+            return;
+        }
+        self.rare.get_or_insert_default().staged = staged;
+        self.drop_empty_rare();
+    }
+
+    fn set_damaged(&mut self, damaged: Option<String>) {
+        if damaged.is_none() && self.rare.is_none() {
+            return;
+        }
+        self.rare.get_or_insert_default().damaged = damaged;
+        self.drop_empty_rare();
+    }
+
+    fn drop_empty_rare(&mut self) {
+        if self.rare.as_ref().is_some_and(|rare| rare.staged.is_none() && rare.damaged.is_none()) {
+            self.rare = None;
+        }
+    }
 }
 
 /// What has been read of the ring.
@@ -146,7 +185,7 @@ impl KeyRing {
         let path = self.path();
         self.with_loaded(|loaded| {
             let keys = loaded.beings.get(being);
-            if let Some(reason) = keys.and_then(|keys| keys.damaged.clone()) {
+            if let Some(reason) = keys.and_then(|keys| keys.damaged().cloned()) {
                 return Err(KeyError::Corrupt { path, reason });
             }
             keys.and_then(|keys| keys.current.as_ref())
@@ -165,9 +204,7 @@ impl KeyRing {
     }
 
     pub fn staged_next(&self, being: &BeingId) -> Result<Option<SigningKey>, KeyError> {
-        self.with_loaded(|loaded| {
-            Ok(loaded.beings.get(being).and_then(|keys| keys.staged.as_ref()).map(SigningKey::from_bytes))
-        })
+        self.with_loaded(|loaded| Ok(loaded.beings.get(being).and_then(BeingKeys::staged).map(SigningKey::from_bytes)))
     }
 
     /// Makes the staged key current (after the rotate-key fact is durable).
@@ -247,7 +284,7 @@ impl KeyRing {
                 Err(reason) => {
                     let damage = format!("line {} is damaged ({reason})", index + 1);
                     match line.split(' ').nth(1).and_then(BeingId::from_hex) {
-                        Some(being) => loaded.beings.entry(being).or_default().damaged = Some(damage),
+                        Some(being) => loaded.beings.entry(being).or_default().set_damaged(Some(damage)),
                         None => return Err(KeyError::Corrupt { path: path.clone(), reason: damage }),
                     }
                 }
@@ -291,10 +328,10 @@ impl KeyRing {
                     apply(keys, *record, Some(key));
                 }
                 // Refused as it was before the ring: this being's key alone.
-                Err(error) => keys.damaged = Some(error.to_string()),
+                Err(error) => keys.set_damaged(Some(error.to_string())),
             }
         }
-        if loaded.beings.values().all(|keys| keys.damaged.is_none()) && self.write_ring_whole(&lines).is_ok() {
+        if loaded.beings.values().all(|keys| keys.damaged().is_none()) && self.write_ring_whole(&lines).is_ok() {
             for (_, _, path) in &files {
                 let _ = fs::remove_file(path);
             }
@@ -343,16 +380,17 @@ impl Record {
 }
 
 fn apply(keys: &mut BeingKeys, record: Record, key: Option<KeySeed>) {
-    keys.damaged = None;
+    keys.set_damaged(None);
     match record {
         Record::Key => keys.current = key,
-        Record::Next => keys.staged = key,
+        Record::Next => keys.set_staged(key),
         Record::Promote => {
-            if let Some(staged) = keys.staged.take() {
+            if let Some(staged) = keys.staged().copied() {
                 keys.current = Some(staged);
+                keys.set_staged(None);
             }
         }
-        Record::Discard => keys.staged = None,
+        Record::Discard => keys.set_staged(None),
         Record::Forget => *keys = BeingKeys::default(),
     }
 }

@@ -33,7 +33,12 @@ impl Scheduler {
                 flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
             })
             .unwrap_or_default();
-        self.seen_signals.insert(being, Scheduler::signals_now(world, &keys));
+        // A being whose flow reads no signal has nothing seen to keep (a
+        // crowd of a million has no signal to read).
+        match keys.is_empty() {
+            true => self.seen_signals.remove(&being),
+            false => self.seen_signals.insert(being, Scheduler::signals_now(world, &keys)),
+        };
         self.subscriptions.insert(being, keys);
         let reads_cascade = crate::roles::RoleFlow::from_json(flow).is_ok_and(|flow| flow.reads_cascade());
         match reads_cascade {
@@ -55,7 +60,7 @@ impl Scheduler {
 
     /// Records the signal values a being has now seen.
     pub(super) fn saw(&mut self, world: &World, being: BeingId) {
-        if let Some(keys) = self.subscriptions.get(&being) {
+        if let Some(keys) = self.subscriptions.get(&being).filter(|keys| !keys.is_empty()) {
             let now = Scheduler::signals_now(world, keys);
             self.seen_signals.insert(being, now);
         }
@@ -113,7 +118,7 @@ impl Scheduler {
                     continue;
                 }
             }
-            if let Some(keys) = self.subscriptions.get(id) {
+            if let Some(keys) = self.subscriptions.get(id).filter(|keys| !keys.is_empty()) {
                 let now = Scheduler::signals_now(world, keys);
                 let seen = self.seen_signals.get(id);
                 if let Some(changed) = keys.iter().find(|key| seen.and_then(|seen| seen.get(*key)) != now.get(*key)) {
@@ -127,6 +132,8 @@ impl Scheduler {
                 }
             }
         }
+        // The round holds its wakes to its end: no room to spare beside them.
+        wakes.shrink_to_fit();
         wakes
     }
 }
