@@ -259,7 +259,7 @@ fn a_moment_that_only_looks_says_why() {
     ];
     for (script, expected) in cases {
         let mut world = simulation.world.clone();
-        let row = world.beings.get_mut(&ada).expect("ada");
+        let row = std::sync::Arc::make_mut(world.beings.get_mut(&ada).expect("ada"));
         row.role_flow = serde_json::json!([{ "role": "idle" }]).into();
         row.role_flow_digest = seed::world::role_flow_digest(&row.role_flow);
         match script {

@@ -351,7 +351,7 @@ mod tests {
             let parent = (index > 0).then_some(BeingId([1; 32]));
             world.beings.insert(
                 id,
-                BeingRow {
+                std::sync::Arc::new(BeingRow {
                     id,
                     name: name.to_string(),
                     parent,
@@ -367,7 +367,7 @@ mod tests {
                     last_act_ms: None,
                     previous_role: None,
                     acts: 0,
-                },
+                }),
             );
             world.names.insert(name.to_string(), id);
         }

@@ -393,7 +393,10 @@ pub fn owner_to_summon<'w>(world: &'w World, row: &BeingRow, spent: &BudgetSpent
     if already.is_some_and(|summoned| summoned.budget == spent.budget && summoned.window == spent.window) {
         return None;
     }
-    owner_of(world, row.id).and_then(|owner| world.beings.get(&owner)).filter(|owner| !owner.ended)
+    owner_of(world, row.id)
+        .and_then(|owner| world.beings.get(&owner))
+        .map(|owner| &**owner)
+        .filter(|owner| !owner.ended)
 }
 
 /// One limit a being answers to, with what was spent against it in the
@@ -463,7 +466,7 @@ pub(crate) mod tests {
         world.names.insert(name.to_string(), id);
         world.beings.insert(
             id,
-            BeingRow {
+            std::sync::Arc::new(BeingRow {
                 id,
                 name: name.to_string(),
                 parent: parent.map(|byte| BeingId([byte; 32])),
@@ -479,7 +482,7 @@ pub(crate) mod tests {
                 last_act_ms: None,
                 previous_role: None,
                 acts: 0,
-            },
+            }),
         );
         id
     }

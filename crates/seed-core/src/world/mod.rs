@@ -31,7 +31,7 @@ use body::{KIND_ACT, KIND_WORLD};
 use ciborium::value::Value as Cbor;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Longest world signal key, in characters.
 pub const SIGNAL_KEY_CHARS_MAX: usize = 128;
@@ -293,14 +293,17 @@ pub struct World {
     pub root: Option<BeingId>,
     /// Pending summons per being, by land seq (arrival order).
     pub inbox: BTreeMap<BeingId, BTreeMap<u64, PendingSummon>>,
-    pub names: BTreeMap<String, BeingId>,
+    /// Persistent: the round's copy of the world shares it (births alone change it).
+    pub names: imbl::OrdMap<String, BeingId>,
     /// Roles authored live, by name: their definitions as JSON and who wrote them.
     pub roles: BTreeMap<String, AuthoredRole>,
     /// What the land's model calls cost, by being, role and land, folded
     /// from acts' `llm` records and `spend` facts (`crate::spend`). Not part
     /// of the canonical state; a snapshot carries it.
     pub spend: crate::spend::SpendLedger,
-    pub beings: BTreeMap<BeingId, BeingRow>,
+    /// Each row behind its own pointer: the round's copy of the world
+    /// copies pointers, and a row is copied only when an act changes it.
+    pub beings: BTreeMap<BeingId, Arc<BeingRow>>,
     /// The lands this land peers with (`crate::canopy`), folded from the
     /// root's `world` facts.
     pub canopy: crate::canopy::CanopyState,
@@ -475,7 +478,7 @@ impl World {
     }
 
     pub fn being_named(&self, name: &str) -> Option<&BeingRow> {
-        self.names.get(name).and_then(|id| self.beings.get(id))
+        self.names.get(name).and_then(|id| self.beings.get(id)).map(|row| &**row)
     }
 
     pub fn name_of(&self, being: &BeingId) -> Option<&str> {
@@ -518,7 +521,7 @@ impl World {
                 }
                 self.names.insert(row.name.clone(), being);
                 count_live_being(&mut self.live_beings_by_space, &row, true);
-                if let Some(replaced) = self.beings.insert(being, *row) {
+                if let Some(replaced) = self.beings.insert(being, Arc::from(row)) {
                     count_live_being(&mut self.live_beings_by_space, &replaced, false);
                 }
             }
@@ -533,7 +536,7 @@ impl World {
             FoldBody::MovedIn(moved_in) => {
                 self.canopy.arriving.remove(&being);
                 self.canopy.moved_in.insert(being, moved_in.from_land);
-                if let Some(row) = self.beings.get_mut(&being) {
+                if let Some(row) = self.beings.get_mut(&being).map(Arc::make_mut) {
                     count_live_being(&mut self.live_beings_by_space, row, false);
                     row.ended = false;
                     row.parent = Some(moved_in.parent);
@@ -590,7 +593,7 @@ impl World {
     /// Folds an ended being: it has no more moments, its inbox is emptied,
     /// and its requests for approval leave (they will never be applied).
     fn fold_end(&mut self, being: BeingId) {
-        if let Some(row) = self.beings.get_mut(&being) {
+        if let Some(row) = self.beings.get_mut(&being).map(Arc::make_mut) {
             count_live_being(&mut self.live_beings_by_space, row, false);
             row.ended = true;
         }
@@ -620,13 +623,13 @@ impl World {
             FoldBody::Genesis(mut row) => {
                 row.ended = true;
                 self.names.insert(row.name.clone(), being);
-                if let Some(replaced) = self.beings.insert(being, *row) {
+                if let Some(replaced) = self.beings.insert(being, Arc::from(row)) {
                     count_live_being(&mut self.live_beings_by_space, &replaced, false);
                 }
             }
             FoldBody::Act(act) => self.fold_arriving_act(land_seq, header, id, &act),
             FoldBody::Move(moved) => {
-                if let Some(row) = self.beings.get_mut(&being) {
+                if let Some(row) = self.beings.get_mut(&being).map(Arc::make_mut) {
                     row.qualities = moved
                         .qualities
                         .iter()
@@ -642,7 +645,7 @@ impl World {
     /// counted in its row and remembered by it, nothing more.
     fn fold_arriving_act(&mut self, land_seq: u64, header: &FactHeader, id: FactId, act: &ActBody) {
         let applied = crate::approval::Gate::call_applied(act.gate.as_ref());
-        let Some(row) = self.beings.get_mut(&header.being) else { return };
+        let Some(row) = self.beings.get_mut(&header.being).map(Arc::make_mut) else { return };
         if applied {
             row.last_act_ms = Some(header.stored_time_ms);
             row.acts += 1;
@@ -694,7 +697,7 @@ impl World {
                 inbox.retain(|_, pending| pending.fact != *summon);
             }
         }
-        if let Some(row) = self.beings.get_mut(&being) {
+        if let Some(row) = self.beings.get_mut(&being).map(Arc::make_mut) {
             row.last_act_ms = Some(header.stored_time_ms);
             row.previous_role = act.primary.clone();
             row.acts += 1;
@@ -870,7 +873,7 @@ impl World {
             }
             Effect::MoveBeing { being, to } => {
                 if let Some(id) = self.names.get(being).copied() {
-                    if let Some(row) = self.beings.get_mut(&id) {
+                    if let Some(row) = self.beings.get_mut(&id).map(Arc::make_mut) {
                         count_live_being(&mut self.live_beings_by_space, row, false);
                         row.location = to.clone();
                         count_live_being(&mut self.live_beings_by_space, row, true);
@@ -879,14 +882,14 @@ impl World {
             }
             Effect::SetBeingQuality { being, key, value } => {
                 if let Some(id) = self.names.get(being).copied() {
-                    if let Some(row) = self.beings.get_mut(&id) {
+                    if let Some(row) = self.beings.get_mut(&id).map(Arc::make_mut) {
                         set_or_remove(&mut row.qualities, key, value);
                     }
                 }
             }
             Effect::SetRoleFlow { being, flow } => {
                 if let Some(id) = self.names.get(being).copied() {
-                    if let Some(row) = self.beings.get_mut(&id) {
+                    if let Some(row) = self.beings.get_mut(&id).map(Arc::make_mut) {
                         row.role_flow = std::sync::Arc::new(flow.clone());
                         row.role_flow_digest = role_flow_digest(flow);
                     }
@@ -895,14 +898,14 @@ impl World {
             Effect::Inhabit { being, by } => {
                 let by = self.names.get(by).copied();
                 if let Some(id) = self.names.get(being).copied() {
-                    if let Some(row) = self.beings.get_mut(&id) {
+                    if let Some(row) = self.beings.get_mut(&id).map(Arc::make_mut) {
                         row.inhabited_by = by;
                     }
                 }
             }
             Effect::Release { being } => {
                 if let Some(id) = self.names.get(being).copied() {
-                    if let Some(row) = self.beings.get_mut(&id) {
+                    if let Some(row) = self.beings.get_mut(&id).map(Arc::make_mut) {
                         row.inhabited_by = None;
                     }
                 }

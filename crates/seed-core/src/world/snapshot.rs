@@ -11,6 +11,7 @@
 use super::World;
 use crate::canonical;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The version of the written form; a build reads only its own (2: the
 /// beings' memories are written too; 3: and the spend ledger; 4: and the
@@ -88,6 +89,7 @@ impl World {
         }
         let mut world = canonical::from_canonical_bytes::<Read>(bytes).map_err(unreadable)?.world;
         for row in world.beings.values_mut() {
+            let row = Arc::make_mut(row);
             row.role_flow_digest = super::role_flow_digest(&row.role_flow);
         }
         world.roles_digest = world.authored_roles_digest();
@@ -123,7 +125,7 @@ mod tests {
         );
         world.beings.insert(
             ada,
-            BeingRow {
+            std::sync::Arc::new(BeingRow {
                 id: ada,
                 name: "ada".into(),
                 parent: None,
@@ -141,7 +143,7 @@ mod tests {
                 last_act_ms: Some(1_000),
                 previous_role: Some("walker".into()),
                 acts: 3,
-            },
+            }),
         );
         world.names.insert("ada".into(), ada);
         world.signals.insert("weather.rain".into(), json!(true));
@@ -214,9 +216,9 @@ mod tests {
             id[..4].copy_from_slice(&index.to_be_bytes());
             id[4] = 1;
             let being = BeingId(id);
-            let row = BeingRow { id: being, name: format!("walker-{index}"), ..template.clone() };
+            let row = BeingRow { id: being, name: format!("walker-{index}"), ..(*template).clone() };
             world.names.insert(row.name.clone(), being);
-            world.beings.insert(being, row);
+            world.beings.insert(being, Arc::new(row));
             world.memories.insert(being, memory.clone());
         }
         world

@@ -25,8 +25,13 @@ pub fn space_json(world: &World, path: &str, beings_after: Option<&str>) -> Resu
     let parent = (path != "/").then(|| parent_of(path).to_string());
     let below: Vec<&String> = world.spaces.keys().filter(|other| *other != path && parent_of(other) == path).collect();
     // Who is here, by name: one page after `beings_after`, every one counted.
-    let present =
-        || world.names.values().filter_map(|id| world.beings.get(id)).filter(|row| row.location == path && !row.ended);
+    let present = || {
+        world
+            .names
+            .values()
+            .filter_map(|id| world.beings.get(id).map(|row| &**row))
+            .filter(|row| row.location == path && !row.ended)
+    };
     let being_count = present().count();
     let mut page: Vec<&crate::world::BeingRow> = present()
         .filter(|row| beings_after.is_none_or(|after| row.name.as_str() > after))

@@ -760,7 +760,7 @@ mod tests {
                 acts: 0,
             };
             world.names.insert(row.name.clone(), id);
-            world.beings.insert(id, row);
+            world.beings.insert(id, std::sync::Arc::new(row));
         }
         world.recount_live_beings();
         world
