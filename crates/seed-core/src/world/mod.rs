@@ -322,8 +322,9 @@ pub struct World {
     /// Each being's memory (docs/memory.md): its acts, the summons sent to
     /// it and its notes, folded from the acts. Derived from the acts, so
     /// not part of the canonical state (the world hash is as it always
-    /// was); a snapshot carries it. Persistent: clones share it.
-    pub memories: imbl::OrdMap<BeingId, BeingMemory>,
+    /// was); a snapshot carries it. Persistent, each behind its own
+    /// pointer: clones share them, and the fold copies the one an act changes.
+    pub memories: imbl::OrdMap<BeingId, Arc<BeingMemory>>,
     /// Gated calls waiting for a decision or to be applied, by their
     /// request's fact id (`crate::approval`), folded from acts. Not part of
     /// the canonical state (the world hash is as it always was); a snapshot
@@ -651,7 +652,7 @@ impl World {
             row.acts += 1;
         }
         let remembered = remembered_of_act(land_seq, &row.name, id, act);
-        let memory = self.memories.entry(header.being).or_default();
+        let memory = Arc::make_mut(self.memories.entry(header.being).or_default());
         let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
     }
 
@@ -838,11 +839,11 @@ impl World {
     fn remember_act(&mut self, land_seq: u64, being: BeingId, id: FactId, act: &ActBody) {
         let Some(actor_name) = self.beings.get(&being).map(|row| row.name.as_str()) else { return };
         let remembered = remembered_of_act(land_seq, actor_name, id, act);
-        let memory = self.memories.entry(being).or_default();
+        let memory = Arc::make_mut(self.memories.entry(being).or_default());
         let _refused = remember_own(memory, remembered.by_actor, remembered.note.as_ref(), id, land_seq);
         if let Some((target, summons)) = remembered.by_summoned {
             if let Some(target) = self.names.get(&target).copied() {
-                let _ = self.memories.entry(target).or_default().remember(summons);
+                let _ = Arc::make_mut(self.memories.entry(target).or_default()).remember(summons);
             }
         }
     }

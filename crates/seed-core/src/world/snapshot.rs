@@ -183,7 +183,7 @@ mod tests {
             memory.remember(item).expect("in land order");
         }
         memory.supersede(FactId([3; 32]), FactId([5; 32]), 13).expect("an earlier note");
-        world.memories.insert(ada, memory);
+        world.memories.insert(ada, Arc::new(memory));
         world.recount_live_beings();
         assert_eq!(world.live_beings_by_space.get("/north"), Some(&1), "the sample's being is counted where it is");
         world
