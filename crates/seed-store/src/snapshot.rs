@@ -23,6 +23,7 @@
 //! a snapshot by folding from the one before it; `seed replay --all` folds
 //! the whole log and names any snapshot whose state differs from the fold.
 
+use crate::atomic_file;
 use crate::canonical::{self, CanonicalReader};
 use crate::fact::{BeingId, FactId, Hash32, PublicKeyBytes};
 use crate::signed::{signature_holds, split_signed, SignedRecord};
@@ -79,12 +80,6 @@ pub struct StreamedClaim {
     pub last_fact: FactId,
     pub state_digest: Hash32,
     pub signer: BeingId,
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// One snapshot as written: its claim, the signature and the world's bytes.
@@ -413,85 +408,16 @@ impl SnapshotShelf {
         let path = self.path_of(claim.cursor);
         let io = |source| SnapshotError::Io { path: path.clone(), source };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let temporary = with_suffix(&path, ".tmp");
-        let moved = with_suffix(&path, ".tmp-moved");
-        let written = self.write_streamed_to(&claim, key, write_world, &temporary, &moved);
+        let temporary = atomic_file::beside(&path, atomic_file::TEMPORARY_SUFFIX);
+        let moved = atomic_file::beside(&path, ".tmp-moved");
+        let written = write_streamed_to(&claim, key, write_world, &temporary, &moved);
         if !matches!(written, Ok(SnapshotStreamed::Written { .. })) {
             let _ = std::fs::remove_file(&temporary);
             let _ = std::fs::remove_file(&moved);
             return written.map_err(io);
         }
-        std::fs::rename(&temporary, &path).map_err(io)?;
-        let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::File::open(folder).and_then(|folder| folder.sync_all()).map_err(io)?;
+        atomic_file::rename_durably(&temporary, &path).map_err(io)?;
         written.map_err(io)
-    }
-
-    fn write_streamed_to(
-        &self,
-        claim: &StreamedClaim,
-        key: &SigningKey,
-        write_world: impl FnOnce(&mut dyn Write) -> Result<u64, canonical::WriteCanonicalError>,
-        temporary: &Path,
-        moved: &Path,
-    ) -> std::io::Result<SnapshotStreamed> {
-        use std::io::{Read, Seek, SeekFrom};
-        use std::os::unix::fs::OpenOptionsExt;
-        let create = |path: &Path| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(crate::atomic_file::READABLE_FILE_MODE)
-                .open(path)
-        };
-        let mut signed = SnapshotClaim {
-            cursor: claim.cursor,
-            last_fact: claim.last_fact,
-            state_digest: claim.state_digest,
-            world_digest: Hash32([0; 32]),
-            signer: claim.signer,
-            public_key: PublicKeyBytes::of(key),
-        };
-        let room = file_head(&signed, &[0; 64], STREAMED_WORLD_BYTES_EXPECTED).len() as u64;
-        let mut file = create(temporary)?;
-        file.seek(SeekFrom::Start(room))?;
-        let mut sink = DigestingWriter {
-            inner: std::io::BufWriter::with_capacity(STREAMED_WORLD_WRITE_BUFFER_BYTES, &mut file),
-            digest: blake3::Hasher::new(),
-            bytes: 0,
-        };
-        match write_world(&mut sink) {
-            Ok(_) => {}
-            Err(canonical::WriteCanonicalError::NotStreamable) => return Ok(SnapshotStreamed::NotStreamable),
-            Err(canonical::WriteCanonicalError::Io(error)) => return Err(error),
-        }
-        sink.flush()?;
-        let (world_bytes, world_digest) = (sink.bytes, Hash32(*sink.digest.finalize().as_bytes()));
-        drop(sink);
-        signed.world_digest = world_digest;
-        let signature = key.sign(&claim_bytes(&signed)).to_bytes();
-        let world_length = usize::try_from(world_bytes).map_err(std::io::Error::other)?;
-        let head = file_head(&signed, &signature, world_length);
-        if head.len() as u64 == room {
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(&head)?;
-            file.sync_all()?;
-            return Ok(SnapshotStreamed::Written { world_bytes });
-        }
-        // A world under 64 KiB or over 4 GiB: its head is another length,
-        // so the world moves behind it, file to file.
-        let mut other = create(moved)?;
-        other.write_all(&head)?;
-        file.seek(SeekFrom::Start(room))?;
-        let copied = std::io::copy(&mut (&mut file).take(world_bytes), &mut other)?;
-        if copied != world_bytes {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the world written is shorter"));
-        }
-        other.sync_all()?;
-        std::fs::rename(moved, temporary)?;
-        Ok(SnapshotStreamed::Written { world_bytes })
     }
 
     /// The vouched record, if there is one.
@@ -528,6 +454,75 @@ impl SnapshotShelf {
         std::fs::create_dir_all(&self.dir).map_err(io)?;
         crate::atomic_file::write_parts_atomically(path, parts, crate::atomic_file::READABLE_FILE_MODE).map_err(io)
     }
+}
+
+/// Writes a streamed snapshot's file at `temporary` (see
+/// [`SnapshotShelf::write_streamed`]); a world of an unexpected length is
+/// moved behind its head through `moved`.
+fn write_streamed_to(
+    claim: &StreamedClaim,
+    key: &SigningKey,
+    write_world: impl FnOnce(&mut dyn Write) -> Result<u64, canonical::WriteCanonicalError>,
+    temporary: &Path,
+    moved: &Path,
+) -> std::io::Result<SnapshotStreamed> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let create = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(atomic_file::READABLE_FILE_MODE)
+            .open(path)
+    };
+    let mut signed = SnapshotClaim {
+        cursor: claim.cursor,
+        last_fact: claim.last_fact,
+        state_digest: claim.state_digest,
+        world_digest: Hash32([0; 32]),
+        signer: claim.signer,
+        public_key: PublicKeyBytes::of(key),
+    };
+    let room = file_head(&signed, &[0; 64], STREAMED_WORLD_BYTES_EXPECTED).len() as u64;
+    let mut file = create(temporary)?;
+    file.seek(SeekFrom::Start(room))?;
+    let mut sink = DigestingWriter {
+        inner: std::io::BufWriter::with_capacity(STREAMED_WORLD_WRITE_BUFFER_BYTES, &mut file),
+        digest: blake3::Hasher::new(),
+        bytes: 0,
+    };
+    match write_world(&mut sink) {
+        Ok(_) => {}
+        Err(canonical::WriteCanonicalError::NotStreamable) => return Ok(SnapshotStreamed::NotStreamable),
+        Err(canonical::WriteCanonicalError::Io(error)) => return Err(error),
+    }
+    sink.flush()?;
+    let (world_bytes, world_digest) = (sink.bytes, Hash32(*sink.digest.finalize().as_bytes()));
+    drop(sink);
+    signed.world_digest = world_digest;
+    let signature = key.sign(&claim_bytes(&signed)).to_bytes();
+    let world_length = usize::try_from(world_bytes).map_err(std::io::Error::other)?;
+    let head = file_head(&signed, &signature, world_length);
+    if head.len() as u64 == room {
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&head)?;
+        file.sync_all()?;
+        return Ok(SnapshotStreamed::Written { world_bytes });
+    }
+    // A world under 64 KiB or over 4 GiB: its head is another length,
+    // so the world moves behind it, file to file.
+    let mut other = create(moved)?;
+    other.write_all(&head)?;
+    file.seek(SeekFrom::Start(room))?;
+    let copied = std::io::copy(&mut (&mut file).take(world_bytes), &mut other)?;
+    if copied != world_bytes {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the world written is shorter"));
+    }
+    other.sync_all()?;
+    std::fs::rename(moved, temporary)?;
+    Ok(SnapshotStreamed::Written { world_bytes })
 }
 
 #[cfg(test)]
