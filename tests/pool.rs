@@ -328,16 +328,29 @@ fn a_pooled_run_whose_driver_is_killed_resumes_to_the_world_hash_of_one_process(
         wait_for_planting(&land, &mut driver);
         let worker_log = dir.path().join(format!("workers-{point}.stderr"));
         let start_worker = || spawn_seed_logging(&land, &["worker", &ring, "--lease-ms", "300"], &worker_log);
-        // The driver writes a checkpoint before each round; the kill comes
-        // within a few milliseconds of the one that counts `after` rounds
-        // done, somewhere in the round after it.
+        // The driver writes a checkpoint before each round, then opens the
+        // round in its wake queue. The kill comes half a round (as long as
+        // the round before took) after the checkpoint that counts `after`
+        // rounds done: a kill just after the checkpoint would often find
+        // the round not yet opened, and leave nothing to reattach to.
         let mut workers: Vec<Child> = (0..2).map(|_| start_worker()).collect();
         let waited = Instant::now();
-        while seed::engine::resume_checkpoint_rounds_done(&land).map_or(true, |done| done < *after) {
+        let (mut seen, mut seen_since, mut round_took) = (None, Instant::now(), Duration::ZERO);
+        loop {
+            let done = seed::engine::resume_checkpoint_rounds_done(&land).ok();
+            if done != seen {
+                // A round's length is only known between two checkpoints.
+                round_took = if seen.is_some() { seen_since.elapsed() } else { Duration::ZERO };
+                (seen, seen_since) = (done, Instant::now());
+            }
+            if done.is_some_and(|done| done >= *after) {
+                break;
+            }
             assert!(waited.elapsed() < Duration::from_secs(120), "the driver did not reach round {after}");
             assert!(driver.try_wait().expect("driver").is_none(), "the driver ended before round {after}");
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(1));
         }
+        std::thread::sleep(round_took / 2);
         if driver.try_wait().expect("driver").is_none() {
             interrupted += 1;
         }
