@@ -86,11 +86,13 @@ fn print_report(name: &str, report: &WorkerReport, json: bool) -> Result<()> {
             "momentsSealed": report.moments_sealed,
             "turnsSealed": report.turns_sealed,
             "turnsLost": report.turns_lost,
+            "factsSignedAhead": report.facts_signed_ahead,
+            "factsSignedAtTurn": report.facts_signed_at_turn,
         }))
     } else {
         println!(
-            "worker {name}: the run finished — {} moments sealed in {} turns, {} turns lost to other workers",
-            report.moments_sealed, report.turns_sealed, report.turns_lost
+            "worker {name}: the run finished — {} moments sealed in {} turns, {} turns lost to other workers; {} facts signed ahead of their turn, {} at it",
+            report.moments_sealed, report.turns_sealed, report.turns_lost, report.facts_signed_ahead, report.facts_signed_at_turn
         );
         Ok(())
     }

@@ -32,6 +32,7 @@ use crate::limits::Limits;
 use crate::moment::{MomentTrace, Outcome};
 use crate::store::work::{Claim, QueuedWake, Round, RunState, SealTurn, WakeQueue};
 use crate::store::StoreError;
+use crate::world::body::KIND_ACT;
 use crate::world::{Wake, World};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -154,6 +155,9 @@ struct Held {
     claim: Claim,
     outcome: Outcome,
     trace: MomentTrace,
+    /// Its act, signed while the claim's moments ran (`Land::presign`):
+    /// the turn takes the signature if it prepares the same fact.
+    presigned: Option<crate::land::Presigned>,
 }
 
 /// A turn a worker sent, committing while it computes its next claim.
@@ -173,6 +177,10 @@ pub struct WorkerReport {
     pub turns_sealed: u64,
     /// Turns refused because a lease moved or another worker sealed first.
     pub turns_lost: u64,
+    /// Facts of its sealed turns signed before the turn (off its serial
+    /// path), and signed at the turn.
+    pub facts_signed_ahead: u64,
+    pub facts_signed_at_turn: u64,
 }
 
 impl Engine {
@@ -519,11 +527,50 @@ impl Engine {
                 receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
             computed[index] = Some(result);
         }
-        Ok(claims
+        let mut held: Vec<Held> = claims
             .into_iter()
             .zip(computed)
-            .filter_map(|(claim, result)| result.map(|(outcome, trace)| Held { claim, outcome, trace }))
-            .collect())
+            .filter_map(|(claim, result)| {
+                result.map(|(outcome, trace)| Held { claim, outcome, trace, presigned: None })
+            })
+            .collect();
+        self.sign_ahead(&mut held, now_ms);
+        Ok(held)
+    }
+
+    /// Signs each held act as its turn would prepare it if nothing sealed
+    /// before the turn touched its being's reel (the common case: a being
+    /// wakes once a round), on the engine's threads. Done here, while other
+    /// workers have their turns, signing leaves this worker's turn, the
+    /// pool's serial path (docs/scale.md); a fact the turn prepares
+    /// differently is signed there as before (`Land::presign`). Nothing
+    /// here can fail a wake: a writer that does not load, or a fact that
+    /// cannot be signed ahead, is left to the turn, which says why.
+    fn sign_ahead(&self, held: &mut [Held], now_ms: u64) {
+        let beings: Vec<BeingId> = held.iter().map(|wake| wake.claim.wake.being).collect();
+        if self.land.load_writers(&beings).is_err() {
+            return;
+        }
+        let land = &self.land;
+        let part_wakes = held.len().div_ceil(self.threads.max(1)).max(1);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = held
+                .chunks_mut(part_wakes)
+                .map(|part| {
+                    scope.spawn(move || {
+                        for wake in part {
+                            let Outcome::Act(act) = &wake.outcome else { continue };
+                            let Some(body) = &act.encoded else { continue };
+                            let being = wake.claim.wake.being;
+                            wake.presigned = land.presign(&being, KIND_ACT, body.clone(), now_ms).ok().flatten();
+                        }
+                    })
+                })
+                .collect();
+            for part in parts {
+                part.join().expect("a signing thread does not panic");
+            }
+        })
     }
 
     /// Decides, signs and sends a run of held wakes starting at the round's
@@ -580,6 +627,8 @@ impl Engine {
                 }
                 report.turns_sealed += 1;
                 report.moments_sealed += moments;
+                report.facts_signed_ahead += sealing.signed_ahead;
+                report.facts_signed_at_turn += sealing.signed_here;
                 Ok(())
             }
             Err(LandError::Store(StoreError::Fenced { tick, first, reason })) => {
@@ -607,7 +656,10 @@ impl Engine {
         let mut results = Vec::with_capacity(run.len());
         // A trace line is built only for a driver that writes one.
         self.pool_traces = traced.then(Vec::new);
-        for Held { claim, outcome, trace } in run {
+        for Held { claim, outcome, trace, presigned } in run {
+            if let Some(presigned) = presigned {
+                sealing.offer_presigned(presigned);
+            }
             let being = claim.wake.being;
             let before = std::mem::take(&mut self.summary);
             let decided = self.seal_outcome(tick, being, outcome, trace, sealing);

@@ -4,7 +4,9 @@
 
 use super::EngineError;
 use crate::fact::BeingId;
-use crate::land::{Land, PendingSeal, Prepared, SignedFact, StagedKey};
+use crate::fact::FactId;
+use crate::land::{Land, PendingSeal, Prepared, Presigned, SignedFact, StagedKey};
+use std::collections::BTreeMap;
 
 /// Prepared facts signed and submitted together while a round is sealing.
 pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
@@ -34,6 +36,12 @@ pub(super) struct Sealing {
     pub(super) catch_up_until: u64,
     /// The first prepared fact that differed from the stored one.
     diverged: Option<EngineError>,
+    /// Facts a pool worker signed ahead of its turn, by id: a prepared fact
+    /// with one of these ids takes its signature instead of being signed.
+    presigned: BTreeMap<FactId, Presigned>,
+    /// How many facts took a signature made ahead, and how many were signed here.
+    pub(super) signed_ahead: u64,
+    pub(super) signed_here: u64,
 }
 
 /// Whether each prepared fact is the one the land holds at its land seq
@@ -66,12 +74,21 @@ impl Sealing {
             rotations: Vec::new(),
             catch_up_until: 0,
             diverged: None,
+            presigned: BTreeMap::new(),
+            signed_ahead: 0,
+            signed_here: 0,
         }
     }
 
     /// A pool worker's sealing: facts are signed and held for one turn.
     pub(super) fn holding(next_land_seq: u64, threads: usize) -> Sealing {
         Sealing { held: Some(Vec::new()), ..Sealing::new(next_land_seq, threads) }
+    }
+
+    /// Offers a fact signed ahead ([`Land::presign`]): the prepared fact
+    /// with its id, if any, takes its signature when flushed.
+    pub(super) fn offer_presigned(&mut self, presigned: Presigned) {
+        self.presigned.insert(presigned.id(), presigned);
     }
 
     pub(super) fn is_holding(&self) -> bool {
@@ -139,8 +156,18 @@ impl Sealing {
         if prepared.is_empty() {
             return;
         }
+        let prepared: Vec<(u64, Prepared, Option<Presigned>)> = prepared
+            .into_iter()
+            .map(|(land_seq, fact)| {
+                let ahead = self.presigned.remove(&fact.unsigned.id());
+                (land_seq, fact, ahead)
+            })
+            .collect();
+        let ahead = prepared.iter().filter(|(_, _, ahead)| ahead.is_some()).count() as u64;
+        self.signed_ahead += ahead;
+        self.signed_here += prepared.len() as u64 - ahead;
         let chunk = prepared.len().div_ceil(self.threads.max(1));
-        let mut chunks: Vec<Vec<(u64, Prepared)>> = Vec::new();
+        let mut chunks: Vec<Vec<(u64, Prepared, Option<Presigned>)>> = Vec::new();
         let mut rest = prepared;
         while rest.len() > chunk {
             let tail = rest.split_off(chunk);
@@ -151,7 +178,11 @@ impl Sealing {
         let signed: Vec<Vec<(u64, SignedFact)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = chunks
                 .into_iter()
-                .map(|part| scope.spawn(move || part.into_iter().map(|(seq, p)| (seq, p.sign())).collect::<Vec<_>>()))
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.into_iter().map(|(seq, p, ahead)| (seq, p.sign_reusing(ahead))).collect::<Vec<_>>()
+                    })
+                })
                 .collect();
             handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
         });

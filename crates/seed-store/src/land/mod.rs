@@ -19,9 +19,11 @@
 pub mod copy;
 mod migrate;
 mod plant;
+mod presign;
 
 pub(crate) use plant::write_meta;
 pub use plant::{PlantReport, PlantedBeing};
+pub use presign::Presigned;
 
 use crate::canonical;
 use crate::check::checkpoint::{VerifiedCheckpoint, CHECKPOINT_FILE};
@@ -1192,7 +1194,7 @@ mod tests {
         Land::plant_in(dir, clock, Limits::default(), source, &StoreLocation::Folder).expect("plant").0
     }
 
-    fn spec(land: &Land, name: &str) -> BeingSpec {
+    pub(super) fn spec(land: &Land, name: &str) -> BeingSpec {
         BeingSpec {
             name: name.into(),
             parent: Some(land.operator()),

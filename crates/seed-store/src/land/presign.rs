@@ -1,0 +1,177 @@
+//! Signing a fact before its place on the reel is settled: a pool worker
+//! signs each moment's act while the moments of its claim run, against the
+//! head its being has then, and its turn takes that signature when the fact
+//! it prepares there is the same one.
+//!
+//! Ed25519 signing is deterministic: the same key over the same header
+//! bytes gives the same signature. A fact's id is the hash of its header
+//! bytes, and the header carries the body's hash, so a fact signed ahead
+//! whose id and key are those of the fact prepared at the turn *is* that
+//! fact, byte for byte. Where anything differs (the seal-time rules changed
+//! the body, another fact reached the reel first, the clock or the key
+//! moved), the signature made ahead is set aside and the fact is signed as
+//! before. Signing ahead never changes a writer: the turn's [`Land::prepare`]
+//! is still what places each fact.
+
+use super::{Land, LandError, Prepared, SignedFact};
+use crate::fact::{BeingId, CanonicalBody, Fact, UnsignedFact};
+
+/// A fact signed ahead of its turn, and the key that signed it.
+pub struct Presigned {
+    fact: Fact,
+    public_key: [u8; 32],
+}
+
+impl Presigned {
+    /// The id of the fact signed: the turn's prepared fact must have it.
+    pub fn id(&self) -> crate::fact::FactId {
+        self.fact.id()
+    }
+}
+
+impl Land {
+    /// Signs the fact `kind` with `body` would be if `being`'s next fact
+    /// were prepared now, with the clock at `now_ms`: `None` if the being's
+    /// writer is not loaded ([`Land::load_writers`]), must reload first, or
+    /// has ended, or if the body is over the land's limit. The writer is
+    /// read, never advanced.
+    pub fn presign(
+        &self,
+        being: &BeingId,
+        kind: &str,
+        body: CanonicalBody,
+        now_ms: u64,
+    ) -> Result<Option<Presigned>, LandError> {
+        if body.len() > self.limits.fact_body_bytes_max {
+            return Ok(None);
+        }
+        let Some(writer_cell) =
+            self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(being).cloned()
+        else {
+            return Ok(None);
+        };
+        let (key, next_seq, prev, stored_time_ms) = {
+            let writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if writer.stale || writer.ended {
+                return Ok(None);
+            }
+            (writer.key.clone(), writer.next_seq, writer.prev, now_ms.max(writer.last_time_ms))
+        };
+        let unsigned = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?;
+        let public_key = key.verifying_key().to_bytes();
+        Ok(Some(Presigned { fact: unsigned.sign(&key), public_key }))
+    }
+}
+
+impl Prepared {
+    /// Signs, taking `ahead`'s signature where it was made by this fact's
+    /// key over this very fact (the same id); otherwise signs as
+    /// [`Prepared::sign`] does. Either way the fact is the same bytes.
+    pub fn sign_reusing(self, ahead: Option<Presigned>) -> SignedFact {
+        let usable = ahead.filter(|ahead| {
+            ahead.fact.id() == self.unsigned.id() && ahead.public_key == self.key.verifying_key().to_bytes()
+        });
+        match usable {
+            Some(ahead) => SignedFact {
+                fact: ahead.fact,
+                being: self.being,
+                seq: self.seq,
+                stored_time_ms: self.stored_time_ms,
+                writer: self.writer,
+            },
+            None => self.sign(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::spec;
+    use super::super::{KeySource, StoreLocation};
+    use super::*;
+    use crate::clock::LogicalClock;
+    use crate::fact::body::{NoteBody, KIND_NOTE};
+    use crate::limits::Limits;
+    use std::sync::Arc;
+
+    /// A land whose clock the test moves, with two beings, `ada` and `bo`.
+    fn land_with_two_beings(dir: &std::path::Path) -> (Land, Arc<LogicalClock>, BeingId, BeingId) {
+        let clock = Arc::new(LogicalClock::starting_at(1_000));
+        let source = KeySource::Seeded([7; 32]);
+        let land =
+            Land::plant_in(dir, clock.clone(), Limits::default(), source, &StoreLocation::Folder).expect("plant").0;
+        let [ada, bo] = ["ada", "bo"]
+            .map(|name| land.submit_being(spec(&land, name)).expect("submit").wait().expect("sealed").being);
+        (land, clock, ada, bo)
+    }
+
+    fn note(text: &str) -> CanonicalBody {
+        CanonicalBody::encode(&NoteBody { text: text.into() }).expect("a note encodes")
+    }
+
+    /// What each case signs ahead, against the note "hello" that `ada`'s
+    /// turn prepares at `NOW_MS`.
+    enum Ahead {
+        /// The same fact, by the same key.
+        Same,
+        /// Another body.
+        OtherBody,
+        /// Another time.
+        OtherTime,
+        /// The same body on another being's reel, by its key.
+        OtherBeing,
+        /// The same fact, signed before another fact of `ada` was sealed.
+        BeforeAnotherFact,
+    }
+
+    const NOW_MS: u64 = 5_000;
+
+    /// The turn's fact, signed reusing what was signed ahead, is the bytes
+    /// plain signing gives and verifies, in every case; `reused` is whether
+    /// the fact signed ahead was the turn's.
+    fn check(ahead: Ahead, reused: bool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let (land, clock, ada, bo) = land_with_two_beings(dir.path());
+        land.load_writers(&[ada, bo]).expect("writers");
+        let presigned = match ahead {
+            Ahead::Same | Ahead::BeforeAnotherFact => land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS),
+            Ahead::OtherBody => land.presign(&ada, KIND_NOTE, note("hullo"), NOW_MS),
+            Ahead::OtherTime => land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS + 1),
+            Ahead::OtherBeing => land.presign(&bo, KIND_NOTE, note("hello"), NOW_MS),
+        }
+        .expect("presign")
+        .expect("the writer is loaded");
+        if let Ahead::BeforeAnotherFact = ahead {
+            land.seal_body(&ada, KIND_NOTE, &NoteBody { text: "first".into() }).expect("sealed");
+        }
+        clock.advance_to(NOW_MS);
+        let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
+        assert_eq!(prepared.unsigned.id() == presigned.id(), reused, "whether the fact signed ahead is the turn's");
+        let plain = prepared.unsigned.clone().sign(&prepared.key);
+        let key = prepared.key.verifying_key();
+        let signed = prepared.sign_reusing(Some(presigned));
+        assert_eq!(signed.fact.encode_envelope(), plain.encode_envelope(), "the same bytes either way");
+        assert!(signed.fact.verify_signature(&key), "the signature is ada's over the fact");
+    }
+
+    #[test]
+    fn a_fact_signed_ahead_is_taken_only_when_it_is_the_turns_fact_and_the_bytes_never_differ() {
+        check(Ahead::Same, true);
+        check(Ahead::OtherBody, false);
+        check(Ahead::OtherTime, false);
+        check(Ahead::OtherBeing, false);
+        check(Ahead::BeforeAnotherFact, false);
+    }
+
+    #[test]
+    fn nothing_is_signed_ahead_for_a_writer_not_loaded_or_stale() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (land, _clock, ada, _bo) = land_with_two_beings(dir.path());
+        land.forget_writers(&[ada]);
+        assert!(land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS).expect("presign").is_none(), "not loaded");
+        land.load_writers(&[ada]).expect("writers");
+        let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
+        land.abandon(prepared);
+        assert!(land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS).expect("presign").is_none(), "stale");
+    }
+}
