@@ -968,3 +968,32 @@ fn a_land_wide_replay_names_a_frame_no_reel_can_claim_as_verify_names_it() {
     let all = replay_names_as_verify_names(&land, "holds no fact a reel can claim");
     assert_eq!(all["divergences"], 0, "{all}");
 }
+
+/// One being's replay reads a chunk of the land log whole at once after a
+/// chunk that folded most of its facts (a run of geneses), telling the
+/// facts it passes over from that read, and plans the chunk first again
+/// once a chunk folds few: across every change between the two, its
+/// report is the one a replay folding every fact gives.
+#[test]
+fn a_replay_reading_runs_of_geneses_whole_reports_what_folding_every_fact_reports() {
+    // 10,008 geneses, then two rounds of 10,000 acts: chunks of each kind,
+    // and other beings' acts before each being's last.
+    let (_dir, land) = simulated("crowd.toml", 2);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/crowd.toml");
+    let loaded = seed::engine::fixture::Fixture::load(&fixture).expect("fixture");
+    let (substrate, _) = seed::engine::substrate_for(&loaded, &[]).expect("substrate");
+    let opened = seed::land::Land::open_read_only(&land).expect("open");
+    let store = opened.store();
+    let all = store.beings().expect("beings");
+    let options = seed::replay::ReplayOptions::default();
+    for being in [all[0], all[all.len() / 2], all[all.len() - 1]] {
+        let replayer = || seed::replay::Replayer::new(store, &substrate, being, options).expect("replayer");
+        let folded = replayer().folding_every_fact().run().expect("replays");
+        let mut passing_over = replayer();
+        passing_over.run_in_place().expect("replays");
+        assert_eq!(passing_over.report(), &folded, "{}", folded.name);
+        assert!(passing_over.report().clean() && !folded.moments.is_empty(), "{:?}", folded.divergences);
+        assert!(passing_over.chunks_read_whole() >= 2, "{}: {}", folded.name, passing_over.chunks_read_whole());
+        assert!(passing_over.facts_passed_over() > 0, "{}", folded.name);
+    }
+}

@@ -57,6 +57,15 @@ const TEST_BEINGS_MAX: usize = 40;
 /// tell passing over was exercised).
 static PASSED_OVER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Chunks of the land log the replays of these tests read whole at once,
+/// after a chunk that folded most of its facts.
+static CHUNKS_READ_WHOLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Land-log entries a replay reads at once in these tests: the demo worlds
+/// span many such chunks, geneses and acts, so reading chunks whole and
+/// planning them first take turns.
+const TEST_CHUNK_ENTRIES: u64 = 6;
+
 /// The report of one replay with the land's vouched snapshots (`paranoid`:
 /// each re-derived) and which snapshots it used, beside the report folding
 /// from genesis.
@@ -77,6 +86,12 @@ fn both_ways(
     while passing_over.next_moment().expect("replays").is_some() {}
     assert_eq!(passing_over.report(), &folded, "passing over other beings' acts changed the report");
     PASSED_OVER.fetch_add(passing_over.facts_passed_over(), std::sync::atomic::Ordering::Relaxed);
+    // Nor does reading in short chunks, each read whole or planned first.
+    let mut in_short_chunks =
+        Replayer::new(store, substrate, being, options).expect("replayer").reading_chunks_of(TEST_CHUNK_ENTRIES);
+    in_short_chunks.run_in_place().expect("replays");
+    assert_eq!(in_short_chunks.report(), &folded, "reading in short chunks changed the report");
+    CHUNKS_READ_WHOLE.fetch_add(in_short_chunks.chunks_read_whole(), std::sync::atomic::Ordering::Relaxed);
     // Any skip, however short: these worlds are small.
     let worlds = VouchedWorlds::open(land, store, opened.root(), paranoid).expect("snapshots").skipping_at_least(0);
     let started = Replayer::new(store, substrate, being, options)
@@ -125,6 +140,7 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
         assert!(used > 0, "{fixture}: no replay started from a snapshot");
     }
     assert!(PASSED_OVER.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay passed over a fact");
+    assert!(CHUNKS_READ_WHOLE.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay read a chunk whole");
     // Paranoid: each snapshot re-derived from the one before it (its
     // memories too), the same reports.
     for (fixture, ticks) in [("factory.toml", 16), ("market.toml", 40)] {

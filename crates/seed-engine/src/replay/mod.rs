@@ -357,6 +357,15 @@ pub struct Replayer<'a> {
     passes_over: bool,
     /// How many facts were passed over so far.
     passed_over: u64,
+    /// Whether the last chunk read folded most of its facts: the next is
+    /// then read whole at once, and its passed-over facts told from that
+    /// read, rather than read first as stored to plan (runs of geneses, or
+    /// of facts that reach other beings, come in long stretches).
+    folds_most: bool,
+    /// How many chunks were read whole at once, with no read to plan them.
+    chunks_read_whole: u64,
+    /// Land-log entries read at once ([`REPLAY_LAND_LOG_CHUNK_ENTRIES`]).
+    chunk_entries: u64,
     report: ReplayReport,
     finished: bool,
 }
@@ -426,6 +435,9 @@ impl<'a> Replayer<'a> {
             steps_back: true,
             passes_over: true,
             passed_over: 0,
+            folds_most: false,
+            chunks_read_whole: 0,
+            chunk_entries: REPLAY_LAND_LOG_CHUNK_ENTRIES,
             report,
             finished: false,
         };
@@ -497,13 +509,19 @@ impl<'a> Replayer<'a> {
     /// of other beings that change only their actor's activity: those are
     /// passed over. The facts the fold needs are then read in full (checked
     /// and decoded on [`REPLAY_READ_THREADS`] threads): the whole chunk
-    /// again, or where few are needed, each alone.
+    /// again, or where few are needed, each alone. After a chunk that
+    /// folded most of its facts, the next is read whole at once instead
+    /// ([`Replayer::read_whole_chunk`]): in a long run of geneses, the
+    /// first read would be a second read of every fact.
     fn entry_at(&mut self, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
         let in_chunk = land_seq.checked_sub(self.chunk_start).and_then(|offset| self.chunk.get(offset as usize));
         if let Some(ahead) = in_chunk.filter(|ahead| ahead.fact.is_some() || ahead.passed_over) {
             return Ok(ahead.entry);
         }
-        let to = self.end.min(land_seq + REPLAY_LAND_LOG_CHUNK_ENTRIES);
+        let to = self.end.min(land_seq + self.chunk_entries);
+        if self.passes_over && self.folds_most {
+            return self.read_whole_chunk(land_seq, to);
+        }
         // Which facts of the chunk are passed over (none is, nor is the
         // chunk read to find out, when every fact is folded).
         let plan = if self.passes_over { self.plan_chunk(land_seq, to)? } else { Vec::new() };
@@ -541,12 +559,49 @@ impl<'a> Replayer<'a> {
                 chunk.push(ReadAhead { entry: *entry, fact, passed_over: *passed_over });
             }
         }
+        self.folds_most = self.passes_over && folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= plan.len();
+        self.hold_chunk(chunk, land_seq)
+    }
+
+    /// Keeps `chunk`, read from `land_seq` on, and gives its first entry.
+    fn hold_chunk(&mut self, chunk: Vec<ReadAhead>, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
         self.chunk = chunk;
         self.chunk_start = land_seq;
         match self.chunk.first() {
             Some(ahead) if ahead.entry.land_seq == land_seq => Ok(ahead.entry),
             _ => Err(ReplayError::DanglingLandEntry { land_seq }),
         }
+    }
+
+    /// Reads the entries from `land_seq` to `to` whole, checked, in one
+    /// read, and tells the facts passed over from those bytes (as
+    /// [`Replayer::plan_chunk`] does from the bytes as stored): each
+    /// thread decodes the rest of its part for the fold. Whether the next
+    /// chunk is read so too depends on how many this one folds.
+    fn read_whole_chunk(&mut self, land_seq: u64, to: u64) -> Result<crate::store::LandEntry, ReplayError> {
+        let read = self.store.land_log_with_envelopes(land_seq, to)?;
+        let (flows, being) = (&self.flows, self.being);
+        let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+            let passed_over = entry.being != being && crate::world::reach::changes_only_its_actors_activity(envelope);
+            let fact = (!passed_over).then(|| {
+                crate::store::decode_entry_envelope(entry, envelope).map(|stored| {
+                    let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+                    Some((stored.fact, body))
+                })
+            });
+            (passed_over, fact)
+        });
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.clear();
+        chunk.extend(read.iter().zip(decoded).map(|((entry, _), (passed_over, fact))| ReadAhead {
+            entry: *entry,
+            fact,
+            passed_over,
+        }));
+        let folded = chunk.iter().filter(|ahead| !ahead.passed_over).count();
+        self.folds_most = folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= chunk.len();
+        self.chunks_read_whole += 1;
+        self.hold_chunk(chunk, land_seq)
     }
 
     /// The entries from `land_seq` to `to`, each with whether it is passed
@@ -646,12 +701,37 @@ impl<'a> Replayer<'a> {
         self.passed_over
     }
 
+    /// Reads the land log `entries` at a time instead of
+    /// [`REPLAY_LAND_LOG_CHUNK_ENTRIES`] (at least one): what the replay
+    /// reports does not change, only how often it reads (the tests use
+    /// short chunks, so that small worlds span many).
+    pub fn reading_chunks_of(mut self, entries: u64) -> Replayer<'a> {
+        self.chunk_entries = entries.max(1);
+        self
+    }
+
+    /// How many chunks of [`REPLAY_LAND_LOG_CHUNK_ENTRIES`] the replay read
+    /// whole at once, after a chunk that folded most of its facts, rather
+    /// than reading each first to plan it.
+    pub fn chunks_read_whole(&self) -> u64 {
+        self.chunks_read_whole
+    }
+
     /// Replays every moment in range and returns the report.
     pub fn run(mut self) -> Result<ReplayReport, ReplayError> {
+        self.run_in_place()?;
+        Ok(self.report)
+    }
+
+    /// Replays every moment in range, keeping the replayer (and its world):
+    /// the report is [`Replayer::report`]. For a caller that exits next and
+    /// leaves the world's memory to the operating system rather than
+    /// freeing it block by block (`seed replay`).
+    pub fn run_in_place(&mut self) -> Result<(), ReplayError> {
         // Nothing steps back in a run: no world is kept to go back to.
         self.steps_back = false;
         while self.next_moment()?.is_some() {}
-        Ok(self.report)
+        Ok(())
     }
 
     /// The report so far.
