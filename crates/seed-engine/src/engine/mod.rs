@@ -368,6 +368,14 @@ fn plant(
     seal_world(land, qualities)
 }
 
+/// A moment computed on the engine's threads, and its act signed there
+/// ahead of its sealing when it could be (`Engine::spawn_moments`).
+struct Computed {
+    outcome: Outcome,
+    trace: MomentTrace,
+    presigned: Option<crate::land::Presigned>,
+}
+
 /// A planted world, ready to run round by round.
 pub struct Engine {
     pub land: Land,
@@ -1094,20 +1102,27 @@ impl Engine {
         // the runtime compute them from one snapshot while this thread seals
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
+        // A simulation's clock is the round's while it seals, so each act can
+        // be signed where its moment ran (a live land's clock moves on).
+        let writers = (self.mode == Mode::Simulation)
+            .then(|| Arc::new(self.land.writer_handles(wakes.iter().map(|(being, _)| being))));
         let wakes = Arc::new(wakes);
         let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
         // However this loop ends, the workers take no more wakes.
         let _stop_workers = moment_window::StopWhenDropped(&window);
-        let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms);
-        let mut waiting: BTreeMap<usize, (Outcome, MomentTrace)> = BTreeMap::new();
+        let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers);
+        let mut waiting: BTreeMap<usize, Computed> = BTreeMap::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
             while !waiting.contains_key(&next) {
                 let (index, result) =
                     receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
                 waiting.insert(index, result);
             }
-            let (outcome, trace) = waiting.remove(&next).expect("just checked");
+            let Computed { outcome, trace, presigned } = waiting.remove(&next).expect("just checked");
             window.taken(next + 1);
+            if let Some(presigned) = presigned {
+                sealing.offer_presigned(presigned);
+            }
             self.seal_outcome(tick, *being, outcome, trace, sealing)?;
             if sealing.ripe() {
                 sealing.flush(&self.land);
@@ -1120,27 +1135,41 @@ impl Engine {
     /// Runs the moments of `wakes` on `world` as blocking tasks on the
     /// engine's runtime (`workers` of them, each taking the next wake
     /// `window` lets through); each result arrives with its wake's index.
+    /// With `writers` (each wake's being's, by index), each act is also
+    /// signed there, beside the other moments, as its being's next fact
+    /// would be at `now_ms` ([`crate::land::WriterHandle::presign`]): the
+    /// sealing takes that signature where it prepares the very same fact,
+    /// and signs the rest itself.
     fn spawn_moments(
         &self,
         world: &Arc<World>,
         wakes: &Arc<Vec<(BeingId, Wake)>>,
         window: &Arc<moment_window::MomentWindow>,
         now_ms: u64,
-    ) -> std::sync::mpsc::Receiver<(usize, (Outcome, MomentTrace))> {
+        writers: Option<Arc<Vec<Option<crate::land::WriterHandle>>>>,
+    ) -> std::sync::mpsc::Receiver<(usize, Computed)> {
         let workers = self.workers.min(wakes.len()).max(1);
         let (sender, receiver) = std::sync::mpsc::channel();
         for _ in 0..workers {
             let (sender, world, wakes, window) = (sender.clone(), world.clone(), wakes.clone(), window.clone());
             let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
-            let model = self.model.clone();
+            let (model, writers) = (self.model.clone(), writers.clone());
             self.runtime.spawn_blocking(move || {
                 while let Some(index) = window.claim(wakes.len()) {
                     let (being, wake) = &wakes[index];
                     let observer = moment::LiveObserver { running: &running, epoch };
-                    let result =
+                    let (outcome, trace) =
                         moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, &observer, &*model);
                     running.finish(being);
-                    if sender.send((index, result)).is_err() {
+                    let writer = writers.as_ref().and_then(|writers| writers.get(index)).and_then(Option::as_ref);
+                    let presigned = match (&outcome, writer) {
+                        (Outcome::Act(act), Some(writer)) => act
+                            .encoded
+                            .as_ref()
+                            .and_then(|body| writer.presign(being, KIND_ACT, body.clone(), now_ms).ok().flatten()),
+                        _ => None,
+                    };
+                    if sender.send((index, Computed { outcome, trace, presigned })).is_err() {
                         return;
                     }
                 }

@@ -32,7 +32,6 @@ use crate::limits::Limits;
 use crate::moment::{MomentTrace, Outcome};
 use crate::store::work::{Claim, QueuedWake, Round, RunState, SealTurn, WakeQueue};
 use crate::store::StoreError;
-use crate::world::body::KIND_ACT;
 use crate::world::{Wake, World};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -520,57 +519,26 @@ impl Engine {
         let wakes = Arc::new(wakes);
         // A claim is a bounded batch, every result of which is kept: no window.
         let window = Arc::new(super::moment_window::MomentWindow::new(wakes.len().max(1)));
-        let receiver = self.spawn_moments(world, &wakes, &window, now_ms);
-        let mut computed: Vec<Option<(Outcome, MomentTrace)>> = (0..wakes.len()).map(|_| None).collect();
+        // Each act is signed ahead where it is computed, while other workers
+        // have their turns: signing leaves this worker's turn, the pool's
+        // serial path (docs/scale.md). A writer that does not load is left
+        // to the turn, which says why.
+        let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
+        let writers = self.land.load_writers(&beings).ok().map(|()| Arc::new(self.land.writer_handles(&beings)));
+        let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
+        let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
         for _ in 0..wakes.len() {
             let (index, result) =
                 receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
             computed[index] = Some(result);
         }
-        let mut held: Vec<Held> = claims
+        Ok(claims
             .into_iter()
             .zip(computed)
-            .filter_map(|(claim, result)| {
-                result.map(|(outcome, trace)| Held { claim, outcome, trace, presigned: None })
+            .filter_map(|(claim, computed)| {
+                computed.map(|super::Computed { outcome, trace, presigned }| Held { claim, outcome, trace, presigned })
             })
-            .collect();
-        self.sign_ahead(&mut held, now_ms);
-        Ok(held)
-    }
-
-    /// Signs each held act as its turn would prepare it if nothing sealed
-    /// before the turn touched its being's reel (the common case: a being
-    /// wakes once a round), on the engine's threads. Done here, while other
-    /// workers have their turns, signing leaves this worker's turn, the
-    /// pool's serial path (docs/scale.md); a fact the turn prepares
-    /// differently is signed there as before (`Land::presign`). Nothing
-    /// here can fail a wake: a writer that does not load, or a fact that
-    /// cannot be signed ahead, is left to the turn, which says why.
-    fn sign_ahead(&self, held: &mut [Held], now_ms: u64) {
-        let beings: Vec<BeingId> = held.iter().map(|wake| wake.claim.wake.being).collect();
-        if self.land.load_writers(&beings).is_err() {
-            return;
-        }
-        let land = &self.land;
-        let part_wakes = held.len().div_ceil(self.threads.max(1)).max(1);
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = held
-                .chunks_mut(part_wakes)
-                .map(|part| {
-                    scope.spawn(move || {
-                        for wake in part {
-                            let Outcome::Act(act) = &wake.outcome else { continue };
-                            let Some(body) = &act.encoded else { continue };
-                            let being = wake.claim.wake.being;
-                            wake.presigned = land.presign(&being, KIND_ACT, body.clone(), now_ms).ok().flatten();
-                        }
-                    })
-                })
-                .collect();
-            for part in parts {
-                part.join().expect("a signing thread does not panic");
-            }
-        })
+            .collect())
     }
 
     /// Decides, signs and sends a run of held wakes starting at the round's

@@ -23,7 +23,7 @@ mod presign;
 
 pub(crate) use plant::write_meta;
 pub use plant::{PlantReport, PlantedBeing};
-pub use presign::Presigned;
+pub use presign::{Presigned, WriterHandle};
 
 use crate::canonical;
 use crate::check::checkpoint::{VerifiedCheckpoint, CHECKPOINT_FILE};

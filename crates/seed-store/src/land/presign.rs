@@ -13,8 +13,9 @@
 //! before. Signing ahead never changes a writer: the turn's [`Land::prepare`]
 //! is still what places each fact.
 
-use super::{Land, LandError, Prepared, SignedFact};
-use crate::fact::{BeingId, CanonicalBody, Fact, UnsignedFact};
+use super::{Land, LandError, Prepared, SignedFact, Writer};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, UnsignedFact};
+use std::sync::{Arc, Mutex};
 
 /// A fact signed ahead of its turn, and the key that signed it.
 pub struct Presigned {
@@ -29,12 +30,52 @@ impl Presigned {
     }
 }
 
-impl Land {
+/// A being's writer as it stands, for signing its next fact ahead on
+/// another thread ([`Land::writer_handles`]).
+#[derive(Clone)]
+pub struct WriterHandle {
+    writer: Arc<Mutex<Writer>>,
+}
+
+impl WriterHandle {
     /// Signs the fact `kind` with `body` would be if `being`'s next fact
-    /// were prepared now, with the clock at `now_ms`: `None` if the being's
-    /// writer is not loaded ([`Land::load_writers`]), must reload first, or
-    /// has ended, or if the body is over the land's limit. The writer is
+    /// were prepared now (this is its writer), with the clock at `now_ms`:
+    /// `None` if the writer must reload first or has ended. The writer is
     /// read, never advanced.
+    pub fn presign(
+        &self,
+        being: &BeingId,
+        kind: &str,
+        body: CanonicalBody,
+        now_ms: u64,
+    ) -> Result<Option<Presigned>, FactError> {
+        let (key, next_seq, prev, stored_time_ms) = {
+            let writer = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if writer.stale || writer.ended {
+                return Ok(None);
+            }
+            (writer.key.clone(), writer.next_seq, writer.prev, now_ms.max(writer.last_time_ms))
+        };
+        let unsigned = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?;
+        let public_key = key.verifying_key().to_bytes();
+        Ok(Some(Presigned { fact: unsigned.sign(&key), public_key }))
+    }
+}
+
+impl Land {
+    /// The writer of each of `beings` this land holds loaded (`None` for
+    /// one it does not: [`Land::load_writers`] loads them), to sign ahead
+    /// with on other threads. Nothing is loaded or changed.
+    pub fn writer_handles<'b>(&self, beings: impl IntoIterator<Item = &'b BeingId>) -> Vec<Option<WriterHandle>> {
+        let writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        beings
+            .into_iter()
+            .map(|being| writers.get(being).map(|writer| WriterHandle { writer: writer.clone() }))
+            .collect()
+    }
+
+    /// [`WriterHandle::presign`] for `being`, on this thread: `None` also
+    /// where its writer is not loaded, or the body is over the land's limit.
     pub fn presign(
         &self,
         being: &BeingId,
@@ -45,21 +86,10 @@ impl Land {
         if body.len() > self.limits.fact_body_bytes_max {
             return Ok(None);
         }
-        let Some(writer_cell) =
-            self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(being).cloned()
-        else {
-            return Ok(None);
-        };
-        let (key, next_seq, prev, stored_time_ms) = {
-            let writer = writer_cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if writer.stale || writer.ended {
-                return Ok(None);
-            }
-            (writer.key.clone(), writer.next_seq, writer.prev, now_ms.max(writer.last_time_ms))
-        };
-        let unsigned = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?;
-        let public_key = key.verifying_key().to_bytes();
-        Ok(Some(Presigned { fact: unsigned.sign(&key), public_key }))
+        match self.writer_handles([being]).pop().flatten() {
+            Some(handle) => Ok(handle.presign(being, kind, body, now_ms)?),
+            None => Ok(None),
+        }
     }
 }
 
