@@ -1187,6 +1187,12 @@ impl Engine {
         if decided.is_ok() {
             sealing.flush(&self.land);
         }
+        tracing::debug!(
+            signed_ahead = sealing.signed_ahead,
+            signed_at_seal = sealing.signed_here,
+            unused_ahead = sealing.unused_presigned(),
+            "a step's facts signed"
+        );
         let sealed = self.settle(decided, sealing)?;
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);

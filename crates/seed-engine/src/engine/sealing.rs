@@ -91,6 +91,11 @@ impl Sealing {
         self.presigned.insert(presigned.id(), presigned);
     }
 
+    /// Facts signed ahead and offered that no prepared fact took (yet).
+    pub(super) fn unused_presigned(&self) -> usize {
+        self.presigned.len()
+    }
+
     pub(super) fn is_holding(&self) -> bool {
         self.held.is_some()
     }

@@ -294,6 +294,14 @@ impl UnsignedFact {
 
     pub fn sign(self, key: &SigningKey) -> Fact {
         let signature = key.sign(&self.header_bytes).to_bytes();
+        self.with_signature(signature)
+    }
+
+    /// The fact with `signature`, made earlier over these same header bytes
+    /// (a signature made ahead of sealing, `seed_store::land::Presigned`):
+    /// nothing is checked here, as nothing is when a fact is decoded;
+    /// verification checks every signature.
+    pub fn with_signature(self, signature: [u8; 64]) -> Fact {
         Fact { header: self.header, header_bytes: self.header_bytes, body: self.body, signature, id: self.id }
     }
 }

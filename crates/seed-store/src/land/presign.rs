@@ -14,19 +14,22 @@
 //! is still what places each fact.
 
 use super::{Land, LandError, Prepared, SignedFact, Writer};
-use crate::fact::{BeingId, CanonicalBody, Fact, FactError, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, FactError, FactId, UnsignedFact};
 use std::sync::{Arc, Mutex};
 
-/// A fact signed ahead of its turn, and the key that signed it.
+/// The signature of a fact signed ahead of its turn, the fact's id and the
+/// key that signed it: no copy of the fact is kept (the turn prepares its
+/// own), so nothing allocated where the moment ran lives on to the seal.
 pub struct Presigned {
-    fact: Fact,
+    id: FactId,
     public_key: [u8; 32],
+    signature: [u8; 64],
 }
 
 impl Presigned {
     /// The id of the fact signed: the turn's prepared fact must have it.
-    pub fn id(&self) -> crate::fact::FactId {
-        self.fact.id()
+    pub fn id(&self) -> FactId {
+        self.id
     }
 }
 
@@ -56,9 +59,9 @@ impl WriterHandle {
             }
             (writer.key.clone(), writer.next_seq, writer.prev, now_ms.max(writer.last_time_ms))
         };
-        let unsigned = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?;
+        let fact = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?.sign(&key);
         let public_key = key.verifying_key().to_bytes();
-        Ok(Some(Presigned { fact: unsigned.sign(&key), public_key }))
+        Ok(Some(Presigned { id: fact.id(), public_key, signature: *fact.signature() }))
     }
 }
 
@@ -98,12 +101,11 @@ impl Prepared {
     /// key over this very fact (the same id); otherwise signs as
     /// [`Prepared::sign`] does. Either way the fact is the same bytes.
     pub fn sign_reusing(self, ahead: Option<Presigned>) -> SignedFact {
-        let usable = ahead.filter(|ahead| {
-            ahead.fact.id() == self.unsigned.id() && ahead.public_key == self.key.verifying_key().to_bytes()
-        });
+        let usable = ahead
+            .filter(|ahead| ahead.id == self.unsigned.id() && ahead.public_key == self.key.verifying_key().to_bytes());
         match usable {
             Some(ahead) => SignedFact {
-                fact: ahead.fact,
+                fact: self.unsigned.with_signature(ahead.signature),
                 being: self.being,
                 seq: self.seq,
                 stored_time_ms: self.stored_time_ms,

@@ -172,18 +172,6 @@ impl Indexes {
         self.slots_on_file + self.slots_after_file.len() as u64
     }
 
-    /// An index of `beings`, in ordinal order (as `beings.index` lists
-    /// them), with no facts yet: what [`Indexes::add_being`] one by one
-    /// gives, its maps built in bulk. Opening a land of a million beings,
-    /// one sort is a fraction of a million inserts into each map.
-    pub fn with_beings(beings: Vec<(BeingId, String)>) -> Indexes {
-        let ordinals = beings.iter().zip(0..).map(|((being, _), ordinal)| (*being, ordinal)).collect();
-        let names = beings.iter().map(|(being, name)| (name.clone(), *being)).collect();
-        let beings =
-            beings.into_iter().map(|(id, name)| BeingEntry { id, name, reel: Vec::new(), key_land_seq: 0 }).collect();
-        Indexes { beings, ordinals, names, ..Indexes::default() }
-    }
-
     /// Adds a being with no facts yet; returns its ordinal.
     pub fn add_being(&mut self, being: BeingId, name: String) -> u32 {
         let ordinal = self.beings.len() as u32;
@@ -245,41 +233,5 @@ impl Indexes {
         let slot = placed.unwrap_or(LandSlot { offset, seq: 0, ordinal: UNPLACED, flags: 0 });
         self.add_slot_after_file(land_seq, slot);
         slot
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn being(byte: u8) -> BeingId {
-        BeingId([byte; 32])
-    }
-
-    /// `with_beings` gives the maps `add_being` one by one gives, for the
-    /// beings of a `beings.index` in order.
-    fn check(beings: &[(BeingId, &str)]) {
-        let listed: Vec<(BeingId, String)> = beings.iter().map(|(id, name)| (*id, name.to_string())).collect();
-        let mut one_by_one = Indexes::default();
-        for (id, name) in &listed {
-            one_by_one.add_being(*id, name.clone());
-        }
-        let bulk = Indexes::with_beings(listed);
-        assert_eq!(bulk.ordinals, one_by_one.ordinals, "{beings:?}");
-        assert_eq!(bulk.names, one_by_one.names, "{beings:?}");
-        let entries = |indexes: &Indexes| -> Vec<(BeingId, String)> {
-            indexes.beings.iter().map(|entry| (entry.id, entry.name.clone())).collect()
-        };
-        assert_eq!(entries(&bulk), entries(&one_by_one), "{beings:?}");
-    }
-
-    #[test]
-    fn beings_indexed_in_bulk_are_indexed_as_one_by_one() {
-        check(&[]);
-        check(&[(being(3), "ada")]);
-        check(&[(being(9), "walker-10"), (being(2), "walker-2"), (being(5), "walker-1")]);
-        // A damaged index could list a being twice: the later ordinal wins, as one by one.
-        check(&[(being(4), "ada"), (being(1), "bo"), (being(4), "ada")]);
-        check(&[(being(4), "ada"), (being(1), "bo"), (being(4), "ada-again")]);
     }
 }
