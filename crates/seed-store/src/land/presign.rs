@@ -1,7 +1,8 @@
-//! Signing a fact before its place on the reel is settled: a pool worker
-//! signs each moment's act while the moments of its claim run, against the
-//! head its being has then, and its turn takes that signature when the fact
-//! it prepares there is the same one.
+//! Signing a fact before its place on the reel is settled: each act is
+//! signed on the thread its moment ran on (a simulation's round, a pool
+//! worker's claim), against the head its being has then, and the in-order
+//! seal (a pool's turn) takes that signature when the fact it prepares is
+//! the same one. [`Land::presign`] does the same on the caller's thread.
 //!
 //! Ed25519 signing is deterministic: the same key over the same header
 //! bytes gives the same signature. A fact's id is the hash of its header
