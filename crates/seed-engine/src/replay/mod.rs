@@ -309,6 +309,12 @@ pub const REPLAY_READ_THREADS: usize = 2;
 /// chunk again, when fewer than one in this many of its facts are folded.
 pub const REPLAY_FOLDED_ONE_IN_READ_ALONE: usize = 8;
 
+/// A fact read in full, with its body decoded for the fold.
+fn ready_to_fold(stored: crate::store::StoredFact, flows: &crate::world::GenesisFlows) -> (Fact, FoldBody) {
+    let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
+    (stored.fact, body)
+}
+
 /// A land-log entry read ahead, and its fact (`None` once folded).
 struct ReadAhead {
     entry: crate::store::LandEntry,
@@ -508,58 +514,40 @@ impl<'a> Replayer<'a> {
     /// time. The chunk is first read as stored, unverified, to find the acts
     /// of other beings that change only their actor's activity: those are
     /// passed over. The facts the fold needs are then read in full (checked
-    /// and decoded on [`REPLAY_READ_THREADS`] threads): the whole chunk
-    /// again, or where few are needed, each alone. After a chunk that
-    /// folded most of its facts, the next is read whole at once instead
-    /// ([`Replayer::read_whole_chunk`]): in a long run of geneses, the
-    /// first read would be a second read of every fact.
+    /// and decoded): the whole chunk again ([`Replayer::read_whole_chunk`]),
+    /// or where few are needed, each alone. After a chunk that folded most
+    /// of its facts, the next is read whole at once with no first read: in
+    /// a long run of geneses, that read would be a second read of every
+    /// fact. A replay folding every fact reads each chunk whole once.
     fn entry_at(&mut self, land_seq: u64) -> Result<crate::store::LandEntry, ReplayError> {
         let in_chunk = land_seq.checked_sub(self.chunk_start).and_then(|offset| self.chunk.get(offset as usize));
         if let Some(ahead) = in_chunk.filter(|ahead| ahead.fact.is_some() || ahead.passed_over) {
             return Ok(ahead.entry);
         }
         let to = self.end.min(land_seq + self.chunk_entries);
-        if self.passes_over && self.folds_most {
+        if !self.passes_over {
             return self.read_whole_chunk(land_seq, to);
         }
-        // Which facts of the chunk are passed over (none is, nor is the
-        // chunk read to find out, when every fact is folded).
-        let plan = if self.passes_over { self.plan_chunk(land_seq, to)? } else { Vec::new() };
-        let is_passed_over = |index: usize| plan.get(index).is_some_and(|(_, passed_over)| *passed_over);
+        if self.folds_most {
+            self.chunks_read_whole += 1;
+            return self.read_whole_chunk(land_seq, to);
+        }
+        let plan = self.plan_chunk(land_seq, to)?;
         let folded = plan.iter().filter(|(_, passed_over)| !passed_over).count();
-        let flows = &self.flows;
-        let ready_to_fold = |stored: crate::store::StoredFact| {
-            let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
-            (stored.fact, body)
-        };
+        if folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= plan.len() {
+            return self.read_whole_chunk(land_seq, to);
+        }
         // The chunk's vector is kept from chunk to chunk: a fresh one of
         // this size would be new pages each time.
         let mut chunk = std::mem::take(&mut self.chunk);
         chunk.clear();
-        if !self.passes_over || folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= plan.len() {
-            let read = self.store.land_log_with_envelopes(land_seq, to)?;
-            if self.passes_over
-                && read.iter().map(|(entry, _)| entry.land_seq).ne(plan.iter().map(|(entry, _)| entry.land_seq))
-            {
-                return Err(ReplayError::DanglingLandEntry { land_seq });
-            }
-            let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
-                (!is_passed_over((entry.land_seq - land_seq) as usize)).then(|| {
-                    crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored)))
-                })
-            });
-            chunk.extend(read.iter().zip(decoded).enumerate().map(|(index, ((entry, _), fact))| ReadAhead {
-                entry: *entry,
-                fact,
-                passed_over: is_passed_over(index),
-            }));
-        } else {
-            for (entry, passed_over) in &plan {
-                let fact = (!passed_over).then(|| self.store.fact_at(entry).map(|stored| stored.map(ready_to_fold)));
-                chunk.push(ReadAhead { entry: *entry, fact, passed_over: *passed_over });
-            }
+        let flows = &self.flows;
+        for (entry, passed_over) in &plan {
+            let fact = (!passed_over)
+                .then(|| self.store.fact_at(entry).map(|stored| stored.map(|stored| ready_to_fold(stored, flows))));
+            chunk.push(ReadAhead { entry: *entry, fact, passed_over: *passed_over });
         }
-        self.folds_most = self.passes_over && folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= plan.len();
+        self.folds_most = false;
         self.hold_chunk(chunk, land_seq)
     }
 
@@ -575,19 +563,18 @@ impl<'a> Replayer<'a> {
 
     /// Reads the entries from `land_seq` to `to` whole, checked, in one
     /// read, and tells the facts passed over from those bytes (as
-    /// [`Replayer::plan_chunk`] does from the bytes as stored): each
-    /// thread decodes the rest of its part for the fold. Whether the next
-    /// chunk is read so too depends on how many this one folds.
+    /// [`Replayer::plan_chunk`] does from the bytes as stored; none when
+    /// every fact is folded): each of [`REPLAY_READ_THREADS`] threads
+    /// decodes the rest of its part for the fold. Whether the next chunk
+    /// is read so too, with no first read, depends on how many this one folds.
     fn read_whole_chunk(&mut self, land_seq: u64, to: u64) -> Result<crate::store::LandEntry, ReplayError> {
         let read = self.store.land_log_with_envelopes(land_seq, to)?;
-        let (flows, being) = (&self.flows, self.being);
+        let (flows, being, passes_over) = (&self.flows, self.being, self.passes_over);
         let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
-            let passed_over = entry.being != being && crate::world::reach::changes_only_its_actors_activity(envelope);
+            let passed_over =
+                passes_over && entry.being != being && crate::world::reach::changes_only_its_actors_activity(envelope);
             let fact = (!passed_over).then(|| {
-                crate::store::decode_entry_envelope(entry, envelope).map(|stored| {
-                    let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
-                    Some((stored.fact, body))
-                })
+                crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored, flows)))
             });
             (passed_over, fact)
         });
@@ -600,7 +587,6 @@ impl<'a> Replayer<'a> {
         }));
         let folded = chunk.iter().filter(|ahead| !ahead.passed_over).count();
         self.folds_most = folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= chunk.len();
-        self.chunks_read_whole += 1;
         self.hold_chunk(chunk, land_seq)
     }
 
