@@ -154,7 +154,7 @@ struct Held {
     claim: Claim,
     outcome: Outcome,
     trace: MomentTrace,
-    /// Its act, signed while the claim's moments ran (`Land::presign`):
+    /// Its act, signed while the claim's moments ran (`WriterHandle::presign`):
     /// the turn takes the signature if it prepares the same fact.
     presigned: Option<crate::land::Presigned>,
 }

@@ -85,7 +85,7 @@ impl Sealing {
         Sealing { held: Some(Vec::new()), ..Sealing::new(next_land_seq, threads) }
     }
 
-    /// Offers a fact signed ahead ([`Land::presign`]): the prepared fact
+    /// Offers a fact signed ahead ([`crate::land::WriterHandle::presign`]): the prepared fact
     /// with its id, if any, takes its signature when flushed.
     pub(super) fn offer_presigned(&mut self, presigned: Presigned) {
         self.presigned.insert(presigned.id(), presigned);

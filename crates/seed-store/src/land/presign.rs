@@ -2,7 +2,7 @@
 //! signed on the thread its moment ran on (a simulation's round, a pool
 //! worker's claim), against the head its being has then, and the in-order
 //! seal (a pool's turn) takes that signature when the fact it prepares is
-//! the same one. [`Land::presign`] does the same on the caller's thread.
+//! the same one.
 //!
 //! Ed25519 signing is deterministic: the same key over the same header
 //! bytes gives the same signature. A fact's id is the hash of its header
@@ -14,7 +14,7 @@
 //! before. Signing ahead never changes a writer: the turn's [`Land::prepare`]
 //! is still what places each fact.
 
-use super::{Land, LandError, Prepared, SignedFact, Writer};
+use super::{Land, Prepared, SignedFact, Writer};
 use crate::fact::{BeingId, CanonicalBody, FactError, FactId, UnsignedFact};
 use std::sync::{Arc, Mutex};
 
@@ -77,24 +77,6 @@ impl Land {
             .map(|being| writers.get(being).map(|writer| WriterHandle { writer: writer.clone() }))
             .collect()
     }
-
-    /// [`WriterHandle::presign`] for `being`, on this thread: `None` also
-    /// where its writer is not loaded, or the body is over the land's limit.
-    pub fn presign(
-        &self,
-        being: &BeingId,
-        kind: &str,
-        body: CanonicalBody,
-        now_ms: u64,
-    ) -> Result<Option<Presigned>, LandError> {
-        if body.len() > self.limits.fact_body_bytes_max {
-            return Ok(None);
-        }
-        match self.writer_handles([being]).pop().flatten() {
-            Some(handle) => Ok(handle.presign(being, kind, body, now_ms)?),
-            None => Ok(None),
-        }
-    }
 }
 
 impl Prepared {
@@ -138,6 +120,13 @@ mod tests {
         (land, clock, ada, bo)
     }
 
+    /// `being`'s note `text` signed ahead at `now_ms`, through its writer's
+    /// handle (`None` where no writer is loaded, or it must reload).
+    fn presign(land: &Land, being: &BeingId, text: &str, now_ms: u64) -> Option<Presigned> {
+        let handle = land.writer_handles([being]).pop().flatten()?;
+        handle.presign(being, KIND_NOTE, note(text), now_ms).expect("presign")
+    }
+
     fn note(text: &str) -> CanonicalBody {
         CanonicalBody::encode(&NoteBody { text: text.into() }).expect("a note encodes")
     }
@@ -167,12 +156,11 @@ mod tests {
         let (land, clock, ada, bo) = land_with_two_beings(dir.path());
         land.load_writers(&[ada, bo]).expect("writers");
         let presigned = match ahead {
-            Ahead::Same | Ahead::BeforeAnotherFact => land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS),
-            Ahead::OtherBody => land.presign(&ada, KIND_NOTE, note("hullo"), NOW_MS),
-            Ahead::OtherTime => land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS + 1),
-            Ahead::OtherBeing => land.presign(&bo, KIND_NOTE, note("hello"), NOW_MS),
+            Ahead::Same | Ahead::BeforeAnotherFact => presign(&land, &ada, "hello", NOW_MS),
+            Ahead::OtherBody => presign(&land, &ada, "hullo", NOW_MS),
+            Ahead::OtherTime => presign(&land, &ada, "hello", NOW_MS + 1),
+            Ahead::OtherBeing => presign(&land, &bo, "hello", NOW_MS),
         }
-        .expect("presign")
         .expect("the writer is loaded");
         if let Ahead::BeforeAnotherFact = ahead {
             land.seal_body(&ada, KIND_NOTE, &NoteBody { text: "first".into() }).expect("sealed");
@@ -201,10 +189,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let (land, _clock, ada, _bo) = land_with_two_beings(dir.path());
         land.forget_writers(&[ada]);
-        assert!(land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS).expect("presign").is_none(), "not loaded");
+        assert!(presign(&land, &ada, "hello", NOW_MS).is_none(), "not loaded");
         land.load_writers(&[ada]).expect("writers");
         let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
         land.abandon(prepared);
-        assert!(land.presign(&ada, KIND_NOTE, note("hello"), NOW_MS).expect("presign").is_none(), "stale");
+        assert!(presign(&land, &ada, "hello", NOW_MS).is_none(), "stale");
     }
 }
