@@ -294,7 +294,7 @@ impl<'a> VouchedWorlds<'a> {
         if digest != *expected {
             return Err(SnapshotRefusal::NotTheVouchedFile);
         }
-        let snapshot = crate::snapshot::SignedSnapshot::decode(&bytes, &self.shelf.path_of(cursor))?;
+        let snapshot = crate::snapshot::SignedSnapshot::decode_owned(bytes, &self.shelf.path_of(cursor))?;
         follows_the_land_log(self.store, &snapshot.claim)?;
         Ok(World::from_snapshot_bytes(&snapshot.world)?)
     }

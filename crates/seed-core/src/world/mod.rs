@@ -303,6 +303,9 @@ pub struct World {
     pub spend: crate::spend::SpendLedger,
     /// Each row behind its own pointer: the round's copy of the world
     /// copies pointers, and a row is copied only when an act changes it.
+    /// Read back from a snapshot, rows with one roleFlow share it, as the
+    /// fold's rows share their geneses' ([`snapshot::rows_sharing_flows`]).
+    #[serde(deserialize_with = "snapshot::rows_sharing_flows")]
     pub beings: BTreeMap<BeingId, Arc<BeingRow>>,
     /// The lands this land peers with (`crate::canopy`), folded from the
     /// root's `world` facts.

@@ -8,9 +8,12 @@
 //! The bytes are canonical CBOR of a versioned record, so one world always
 //! writes the same bytes (the file's digest covers them).
 
-use super::World;
+use super::{BeingRow, World};
 use crate::canonical;
+use crate::fact::{BeingId, Hash32};
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The version of the written form; a build reads only its own (2: the
@@ -43,10 +46,13 @@ struct Written<'a> {
     version: u64,
 }
 
-/// The record read back (its version was read and checked first).
+/// The record read back; its version is checked once it is read (and a
+/// record that does not read is read again for its version alone, so that
+/// another version is named as such).
 #[derive(Deserialize)]
 struct Read {
     world: World,
+    version: u64,
 }
 
 /// Just the version, read first so that another version is named as such.
@@ -79,22 +85,96 @@ impl World {
         canonical::write_canonical(&written, SNAPSHOT_STREAMED_LEVELS, canonical::CANONICAL_STREAM_FLUSH_BYTES, sink)
     }
 
-    /// The world [`World::snapshot_bytes`] wrote, derived fields recomputed.
+    /// The world [`World::snapshot_bytes`] wrote, derived fields recomputed
+    /// (each row's flow digest as its flow is read: [`rows_sharing_flows`]).
+    ///
+    /// The bytes are read once: the version comes after the world (the
+    /// longer key), so it is checked once both are read, and only a record
+    /// that does not read is read again for its version alone.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<World, WorldSnapshotError> {
         let unreadable =
             |error: canonical::CanonicalError| WorldSnapshotError::Unreadable { reason: error.to_string() };
-        let version = canonical::from_canonical_bytes::<VersionOnly>(bytes).map_err(unreadable)?.version;
-        if version != WORLD_SNAPSHOT_FORMAT_VERSION {
-            return Err(WorldSnapshotError::Version { version });
+        let read = match canonical::from_canonical_bytes::<Read>(bytes) {
+            Ok(read) => read,
+            Err(error) => {
+                let version = canonical::from_canonical_bytes::<VersionOnly>(bytes).map_err(unreadable)?.version;
+                if version != WORLD_SNAPSHOT_FORMAT_VERSION {
+                    return Err(WorldSnapshotError::Version { version });
+                }
+                return Err(unreadable(error));
+            }
+        };
+        if read.version != WORLD_SNAPSHOT_FORMAT_VERSION {
+            return Err(WorldSnapshotError::Version { version: read.version });
         }
-        let mut world = canonical::from_canonical_bytes::<Read>(bytes).map_err(unreadable)?.world;
-        for row in world.beings.values_mut() {
-            let row = Arc::make_mut(row);
-            row.role_flow_digest = super::role_flow_digest(&row.role_flow);
-        }
+        let mut world = read.world;
         world.roles_digest = world.authored_roles_digest();
         world.recount_live_beings();
         Ok(world)
+    }
+}
+
+/// The distinct roleFlows [`rows_sharing_flows`] keeps to share, at most
+/// (as many as the fold keeps of its geneses').
+const SNAPSHOT_SHARED_FLOWS_MAX: usize = super::GENESIS_FLOWS_CACHED_MAX;
+
+/// The rows of a snapshot's world, read one at a time: a row whose roleFlow
+/// equals one read before takes that one's pointer and digest, and its own
+/// copy is dropped at once. The fold's rows planted from one template share
+/// one flow (`SharedFlows`); read back, each row would otherwise hold its own
+/// JSON tree and digest it: about 2 KB and a BLAKE3 of its encoding per
+/// being, gigabytes and seconds for a million beings. Each row's digest is
+/// set here ([`super::role_flow_digest`] of the flow it holds).
+pub(super) fn rows_sharing_flows<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<BeingId, Arc<BeingRow>>, D::Error> {
+    struct Rows;
+    impl<'de> serde::de::Visitor<'de> for Rows {
+        type Value = BTreeMap<BeingId, Arc<BeingRow>>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a map of beings' rows")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
+            let mut rows = BTreeMap::new();
+            let mut flows = KnownFlows::default();
+            while let Some((id, mut row)) = entries.next_entry::<BeingId, BeingRow>()? {
+                (row.role_flow, row.role_flow_digest) = flows.share(row.role_flow);
+                rows.insert(id, Arc::new(row));
+            }
+            Ok(rows)
+        }
+    }
+    deserializer.deserialize_map(Rows)
+}
+
+/// The flows [`rows_sharing_flows`] has read, each with its digest.
+#[derive(Default)]
+struct KnownFlows {
+    flows: Vec<(Arc<Json>, Option<Hash32>)>,
+    /// The one the last row shared: rows planted together sit together.
+    last_shared: usize,
+}
+
+impl KnownFlows {
+    /// `flow` as a row holds it: one read before if equal, else itself
+    /// (kept while fewer than [`SNAPSHOT_SHARED_FLOWS_MAX`] are), and its digest.
+    fn share(&mut self, flow: Arc<Json>) -> (Arc<Json>, Option<Hash32>) {
+        let found = match self.flows.get(self.last_shared) {
+            Some((known, _)) if **known == *flow => Some(self.last_shared),
+            _ => self.flows.iter().position(|(known, _)| **known == *flow),
+        };
+        if let Some(index) = found {
+            self.last_shared = index;
+            let (known, digest) = &self.flows[index];
+            return (known.clone(), *digest);
+        }
+        let digest = super::role_flow_digest(&flow);
+        if self.flows.len() < SNAPSHOT_SHARED_FLOWS_MAX {
+            self.flows.push((flow.clone(), digest));
+        }
+        (flow, digest)
     }
 }
 
@@ -198,6 +278,49 @@ mod tests {
         assert_eq!(read.memories_digest(), world.memories_digest(), "the index rebuilt is the index written");
         assert_eq!(world.snapshot_bytes().expect("writes"), bytes, "one world, one form");
         assert_eq!(World::from_snapshot_bytes(&World::new().snapshot_bytes().expect("writes")), Ok(World::new()));
+    }
+
+    /// Rows planted from one template share one roleFlow in the fold; read
+    /// back, they share one again (a million rows held a million copies,
+    /// about 2 KB each, and digested each). Every row's digest is its own
+    /// flow's, whether its flow was shared, kept to share or, past
+    /// `SNAPSHOT_SHARED_FLOWS_MAX` distinct flows, read on its own.
+    #[test]
+    fn rows_read_back_share_each_flow_read_before_and_carry_its_digest() {
+        let mut world = sample();
+        let template = world.beings.values().next().cloned().expect("the sample's being");
+        let flow_of = |kind: u32| json!([{"role": format!("walker-{kind}"), "when": {"me.acts": {"gt": 2}}}]);
+        // Each of 3 * (the most kept + 8) beings holds one of (the most kept + 8) flows, the flows interleaved.
+        let kinds = SNAPSHOT_SHARED_FLOWS_MAX as u32 + 8;
+        for index in 0..3 * kinds {
+            let mut id = [0u8; 32];
+            id[..4].copy_from_slice(&index.to_be_bytes());
+            id[4] = 1;
+            let flow = flow_of(index % kinds);
+            let row = BeingRow {
+                id: BeingId(id),
+                name: format!("walker-{index}"),
+                role_flow_digest: super::super::role_flow_digest(&flow),
+                role_flow: Arc::new(flow),
+                ..(*template).clone()
+            };
+            world.beings.insert(BeingId(id), Arc::new(row));
+        }
+        world.recount_live_beings();
+        let read = World::from_snapshot_bytes(&world.snapshot_bytes().expect("writes")).expect("reads");
+        assert_eq!(read, world, "rows, flows and digests read back as written");
+        let mut distinct: Vec<&Arc<Json>> = Vec::new();
+        for row in read.beings.values() {
+            assert_eq!(row.role_flow_digest, super::super::role_flow_digest(&row.role_flow), "{}", row.name);
+            if !distinct.iter().any(|flow| Arc::ptr_eq(flow, &row.role_flow)) {
+                distinct.push(&row.role_flow);
+            }
+        }
+        // Rows are read in id order: the walkers' kinds in turn, the sample's
+        // being last. The first kinds read are kept and shared; each row of
+        // the 8 kinds read once as many were kept holds its own, as does the
+        // sample's being.
+        assert_eq!(distinct.len(), SNAPSHOT_SHARED_FLOWS_MAX + 3 * 8 + 1);
     }
 
     /// A snapshot is encoded in one buffer, and a map or struct whose
