@@ -10,7 +10,7 @@
 //! against a fold from the snapshot before, and by `seed replay --all`
 //! against the whole fold).
 
-use crate::fact::{FactId, Hash32};
+use crate::fact::{BeingId, FactId, Hash32};
 use crate::land::Land;
 use crate::snapshot::{SnapshotError, SnapshotShelf, SnapshotStreamed};
 use crate::store::{Store, StoreError};
@@ -200,6 +200,12 @@ pub trait WorldSnapshots: Sync {
     /// The world at `cursor` (one of the cursors `at_or_before` gives), or
     /// `None` if it cannot be used after all (the fold goes on instead).
     fn world(&self, cursor: u64) -> Option<World>;
+    /// [`WorldSnapshots::world`] for a replay of `being`'s moments, which
+    /// read no other being's memory: the others' may be left out.
+    fn world_for_replay_of(&self, cursor: u64, being: BeingId) -> Option<World> {
+        let _ = being;
+        self.world(cursor)
+    }
     /// Facts per being of the world a replay must be able to skip before it
     /// reads a snapshot rather than folding on.
     fn skip_facts_per_being(&self) -> u64 {
@@ -288,7 +294,9 @@ impl<'a> VouchedWorlds<'a> {
     }
 
     /// The vouched snapshot's world, read and checked against its vouch and its log.
-    fn read_vouched(&self, cursor: u64) -> Result<World, SnapshotRefusal> {
+    /// The vouched snapshot's world at `cursor`, with every being's memory,
+    /// or (`memory_of`) only that being's.
+    fn read_vouched(&self, cursor: u64, memory_of: Option<BeingId>) -> Result<World, SnapshotRefusal> {
         let expected = self.files.get(&cursor).ok_or(SnapshotRefusal::NotVouched)?;
         let (bytes, digest) = self.shelf.read_bytes(cursor)?;
         if digest != *expected {
@@ -296,13 +304,16 @@ impl<'a> VouchedWorlds<'a> {
         }
         let snapshot = crate::snapshot::SignedSnapshot::decode_owned(bytes, &self.shelf.path_of(cursor))?;
         follows_the_land_log(self.store, &snapshot.claim)?;
-        Ok(World::from_snapshot_bytes(&snapshot.world)?)
+        Ok(match memory_of {
+            Some(being) => World::from_snapshot_bytes_keeping_memory_of(&snapshot.world, being)?,
+            None => World::from_snapshot_bytes(&snapshot.world)?,
+        })
     }
 
     /// The world at `cursor` folded from the vouched snapshot before it (or genesis).
     fn refold(&self, cursor: u64) -> Result<World, SnapshotRefusal> {
         let mut world = match self.files.range(..cursor).next_back() {
-            Some((&before, _)) => self.read_vouched(before)?,
+            Some((&before, _)) => self.read_vouched(before, None)?,
             None => World::new(),
         };
         crate::engine::fold_until(self.store, &mut world, cursor)
@@ -321,7 +332,19 @@ impl WorldSnapshots for VouchedWorlds<'_> {
     }
 
     fn world(&self, cursor: u64) -> Option<World> {
-        let read = match self.read_vouched(cursor) {
+        self.world_keeping_memory_of(cursor, None)
+    }
+
+    fn world_for_replay_of(&self, cursor: u64, being: BeingId) -> Option<World> {
+        // A paranoid read holds the whole world to the fold's, so it reads it whole.
+        self.world_keeping_memory_of(cursor, (!self.paranoid).then_some(being))
+    }
+}
+
+impl VouchedWorlds<'_> {
+    /// [`WorldSnapshots::world`], every being's memory read or (`memory_of`) one's.
+    fn world_keeping_memory_of(&self, cursor: u64, memory_of: Option<BeingId>) -> Option<World> {
+        let read = match self.read_vouched(cursor, memory_of) {
             Ok(world) => world,
             Err(refusal) => {
                 self.set_aside(cursor, refusal.to_string());

@@ -327,6 +327,9 @@ pub struct World {
     /// not part of the canonical state (the world hash is as it always
     /// was); a snapshot carries it. Persistent, each behind its own
     /// pointer: clones share them, and the fold copies the one an act changes.
+    /// A replay of one being reads only that being's from a snapshot
+    /// ([`World::from_snapshot_bytes_keeping_memory_of`]).
+    #[serde(deserialize_with = "snapshot::memories_kept")]
     pub memories: imbl::OrdMap<BeingId, Arc<BeingMemory>>,
     /// Gated calls waiting for a decision or to be applied, by their
     /// request's fact id (`crate::approval`), folded from acts. Not part of

@@ -114,6 +114,77 @@ impl World {
     }
 }
 
+impl World {
+    /// [`World::from_snapshot_bytes`] for a replay of `being`'s moments:
+    /// of the memories, only `being`'s is read; every other being's is
+    /// skipped by its bytes and left out (an empty memory). A moment reads
+    /// its own being's memory and no other's (`moment::recall`, the
+    /// importance a reflection reads), and a replay of one being already
+    /// passes over the acts that would fill the others'. Each memory read is
+    /// about a kilobyte per item it holds, built item by item: gigabytes
+    /// and most of the read at a million beings.
+    pub fn from_snapshot_bytes_keeping_memory_of(bytes: &[u8], being: BeingId) -> Result<World, WorldSnapshotError> {
+        let _kept = MemoriesKeptWhileReading::only_of(being);
+        World::from_snapshot_bytes(bytes)
+    }
+}
+
+thread_local! {
+    /// Whose memories a snapshot read on this thread keeps: every being's
+    /// but while a [`MemoriesKeptWhileReading`] says otherwise. serde's
+    /// derived `Deserialize` takes no arguments, so the one read that keeps
+    /// less says so here, around itself.
+    static MEMORIES_KEPT_OF: std::cell::Cell<Option<BeingId>> = const { std::cell::Cell::new(None) };
+}
+
+/// While it lives, a snapshot read on this thread keeps only one being's
+/// memory; dropped (also by a panic), every being's again.
+struct MemoriesKeptWhileReading;
+
+impl MemoriesKeptWhileReading {
+    fn only_of(being: BeingId) -> MemoriesKeptWhileReading {
+        MEMORIES_KEPT_OF.with(|kept| kept.set(Some(being)));
+        MemoriesKeptWhileReading
+    }
+}
+
+impl Drop for MemoriesKeptWhileReading {
+    fn drop(&mut self) {
+        MEMORIES_KEPT_OF.with(|kept| kept.set(None));
+    }
+}
+
+/// The memories of a snapshot's world: every being's, or the one being's
+/// a [`MemoriesKeptWhileReading`] names, the others skipped unread.
+pub(super) fn memories_kept<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<imbl::OrdMap<BeingId, Arc<crate::memory::BeingMemory>>, D::Error> {
+    struct Memories(Option<BeingId>);
+    impl<'de> serde::de::Visitor<'de> for Memories {
+        type Value = imbl::OrdMap<BeingId, Arc<crate::memory::BeingMemory>>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a map of beings' memories")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
+            let mut memories = imbl::OrdMap::new();
+            while let Some(being) = entries.next_key::<BeingId>()? {
+                match self.0 {
+                    Some(kept) if kept != being => {
+                        entries.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                    _ => {
+                        memories.insert(being, entries.next_value()?);
+                    }
+                }
+            }
+            Ok(memories)
+        }
+    }
+    deserializer.deserialize_map(Memories(MEMORIES_KEPT_OF.with(std::cell::Cell::get)))
+}
+
 /// The distinct roleFlows [`rows_sharing_flows`] keeps to share, at most
 /// (as many as the fold keeps of its geneses').
 const SNAPSHOT_SHARED_FLOWS_MAX: usize = super::GENESIS_FLOWS_CACHED_MAX;
@@ -278,6 +349,30 @@ mod tests {
         assert_eq!(read.memories_digest(), world.memories_digest(), "the index rebuilt is the index written");
         assert_eq!(world.snapshot_bytes().expect("writes"), bytes, "one world, one form");
         assert_eq!(World::from_snapshot_bytes(&World::new().snapshot_bytes().expect("writes")), Ok(World::new()));
+    }
+
+    /// A replay of one being reads its own memory from a snapshot and skips
+    /// the others'; everything else reads as written, and the next read on
+    /// the thread keeps every memory again.
+    #[test]
+    fn a_snapshot_read_for_one_being_keeps_its_memory_alone() {
+        let mut world = sample();
+        let ada = BeingId([7; 32]);
+        let bo = BeingId([9; 32]);
+        let ada_memory = world.memories.get(&ada).cloned().expect("the sample's memory");
+        world.memories.insert(bo, ada_memory.clone());
+        let bytes = world.snapshot_bytes().expect("writes");
+        let check = |kept: BeingId, expected: &[BeingId]| {
+            let read = World::from_snapshot_bytes_keeping_memory_of(&bytes, kept).expect("reads");
+            let mut whole = world.clone();
+            whole.memories = whole.memories.into_iter().filter(|(being, _)| expected.contains(being)).collect();
+            assert_eq!(read, whole, "kept {kept:?}");
+            assert_eq!(read.memories.get(&kept).map(|memory| memory.len()), expected.first().map(|_| ada_memory.len()));
+        };
+        check(ada, &[ada]);
+        check(bo, &[bo]);
+        check(BeingId([1; 32]), &[]);
+        assert_eq!(World::from_snapshot_bytes(&bytes).expect("reads"), world, "every memory read again");
     }
 
     /// Rows planted from one template share one roleFlow in the fold; read

@@ -667,7 +667,14 @@ impl<'a> Replayer<'a> {
         if cursor - self.position < worth_skipping {
             return;
         }
-        if let Some(world) = worlds.world(cursor) {
+        // Passing over other beings' activity, the replay keeps no memory
+        // but its being's (the others' are left half folded anyway); folding
+        // every fact, it keeps the world whole.
+        let world = match self.passes_over {
+            true => worlds.world_for_replay_of(cursor, self.being),
+            false => worlds.world(cursor),
+        };
+        if let Some(world) = world {
             self.world = world;
             self.position = cursor;
         }
