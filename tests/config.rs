@@ -17,6 +17,38 @@ fn key<'a>(config: &'a Value, name: &str) -> &'a Value {
     config["keys"].as_array().expect("keys").iter().find(|key| key["key"] == name).expect("the key")
 }
 
+/// Which fact last set each key, read off the whole land log (every act's
+/// and every world fact's `set-config` effects): the reference the world's
+/// folded `config_set_by`, which `seed config` and the config page cite, is
+/// held to.
+fn check_set_by_is_the_land_logs(land: &std::path::Path) {
+    use seed::world::body::{Effect, WorldBody, KIND_ACT, KIND_WORLD};
+    let opened = seed::land::Land::open_read_only(land).expect("the land opens");
+    let store = opened.store();
+    let mut expected = std::collections::BTreeMap::new();
+    for (entry, envelope) in store.land_log_with_envelopes(0, store.land_len().expect("length")).expect("the log") {
+        let fact = seed::fact::Fact::decode_envelope(&envelope).expect("a fact");
+        let effects = match fact.kind() {
+            KIND_ACT => fact.body_as::<seed::world::ActBody>().expect("an act").effects,
+            KIND_WORLD => fact.body_as::<WorldBody>().expect("a world body").effects,
+            _ => continue,
+        };
+        for effect in effects {
+            if let Effect::SetConfig { key, .. } = effect {
+                expected.insert(key, (fact.id(), entry.land_seq, fact.header.being, fact.header.stored_time_ms));
+            }
+        }
+    }
+    let world = seed::engine::world_at_end(&opened).expect("the world");
+    let folded: std::collections::BTreeMap<_, _> = world
+        .config_set_by
+        .iter()
+        .map(|(key, by)| (key.clone(), (by.fact, by.land_seq, by.being, by.time_ms)))
+        .collect();
+    assert!(!expected.is_empty(), "the land log sets keys");
+    assert_eq!(folded, expected);
+}
+
 /// `seed config set KEY VALUE` on a stopped land: what it prints and its exit.
 fn check_set(land: &std::path::Path, key: &str, value: &str, expected: Result<&str, &str>) {
     let output = seed(land, &["config", "set", key, value]);
@@ -74,6 +106,7 @@ fn a_key_is_set_by_an_act_read_back_with_its_fact_and_every_mistake_is_named_sea
     );
 
     // Both changes are acts of the operator: the land verifies and replays.
+    check_set_by_is_the_land_logs(&land);
     crate::common::assert_verifies_and_replays_clean(&land);
 }
 
@@ -108,6 +141,7 @@ fn every_key_is_set_read_back_refused_past_its_range_and_returned_to_its_default
         check_set(&land, key.name, "default", Ok(&format!("{} = {} {}, its default", key.name, key.default, key.unit)));
         assert_eq!(self::key(&config_of(&land), key.name)["isDefault"], json!(true), "{}", key.name);
     }
+    check_set_by_is_the_land_logs(&land);
     crate::common::assert_verifies_and_replays_clean(&land);
 }
 

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
     let world = seed::engine::world_at_end(land)?;
-    let view = config_json(&world, &set_by(land.store())?);
+    let view = config_json(&world, &set_by(&world));
     if json {
         print_json(&view)?;
         return Ok(ExitCode::SUCCESS);

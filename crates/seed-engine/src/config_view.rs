@@ -1,15 +1,13 @@
 //! The land's configuration as a person reads it (`seed config`, the
 //! portal's config page): each key with its unit, range, default, the value
 //! in force and the fact that set it. The values are the world's (folded
-//! from facts, as a moment reads them); which fact set each is read off the
-//! land log, newest last, so the answer cites it.
+//! from facts, as a moment reads them), and so is which fact set each
+//! (`World::config_set_by`), so the answer cites it without reading the
+//! land log.
 
 use crate::config::{ConfigKey, CONFIG_KEYS};
-use crate::fact::body::{GenesisBody, KIND_GENESIS};
-use crate::fact::{BeingId, Fact, FactId};
-use crate::store::Store;
-use crate::world::body::{Effect, WorldBody, KIND_ACT, KIND_WORLD};
-use crate::world::{ActBody, World};
+use crate::fact::FactId;
+use crate::world::World;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
@@ -23,33 +21,18 @@ pub struct SetBy {
     pub time_ms: u64,
 }
 
-/// Which fact last set each configuration value, read from the whole land
-/// log (every act's and every planting's `set-config` effects).
-pub fn set_by(store: &dyn Store) -> Result<BTreeMap<String, SetBy>, crate::engine::EngineError> {
-    let mut names: BTreeMap<BeingId, String> = BTreeMap::new();
-    let mut last: BTreeMap<String, SetBy> = BTreeMap::new();
-    let end = store.land_len()?;
-    crate::engine::for_each_land_fact(store, 0, end, |land_seq, fact: Fact| {
-        let effects = match fact.kind() {
-            KIND_GENESIS => {
-                if let Ok(genesis) = fact.body_as::<GenesisBody>() {
-                    names.insert(fact.header.being, genesis.name);
-                }
-                return;
-            }
-            KIND_ACT => fact.body_as::<ActBody>().map(|act| act.effects).unwrap_or_default(),
-            KIND_WORLD => fact.body_as::<WorldBody>().map(|body| body.effects).unwrap_or_default(),
-            _ => return,
-        };
-        for effect in effects {
-            if let Effect::SetConfig { key, .. } = effect {
-                let being = names.get(&fact.header.being).cloned().unwrap_or_else(|| fact.header.being.to_hex());
-                let by = SetBy { fact: fact.id(), land_seq, being, time_ms: fact.header.stored_time_ms };
-                last.insert(key, by);
-            }
-        }
-    })?;
-    Ok(last)
+/// Which fact last set each configuration value: the world's
+/// `config_set_by`, folded with the values, each being named as the world
+/// knows it (its id in hex once its row is gone).
+pub fn set_by(world: &World) -> BTreeMap<String, SetBy> {
+    world
+        .config_set_by
+        .iter()
+        .map(|(key, by)| {
+            let being = world.name_of(&by.being).map_or_else(|| by.being.to_hex(), str::to_string);
+            (key.clone(), SetBy { fact: by.fact, land_seq: by.land_seq, being, time_ms: by.time_ms })
+        })
+        .collect()
 }
 
 fn set_by_json(by: Option<&SetBy>) -> Json {

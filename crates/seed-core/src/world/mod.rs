@@ -346,6 +346,11 @@ pub struct World {
     /// Owners, contributors and extension scopes of spaces, by path
     /// (`crate::ownership`), folded from their effects.
     pub space_rules: BTreeMap<String, crate::ownership::SpaceRule>,
+    /// The fact that last set each configuration key (or returned it to its
+    /// default), folded from the `set-config` effects as `config` is: what
+    /// the config page and `seed config` cite, without reading the land log.
+    /// Not part of the canonical state; a snapshot carries it.
+    pub config_set_by: BTreeMap<String, ConfigSetBy>,
     /// Stored times of each being's latest summons (at most
     /// `RECENT_SUMMONS_KEPT`), for the per-minute limit.
     pub recent_summons: BTreeMap<BeingId, Vec<u64>>,
@@ -406,6 +411,16 @@ pub struct Account {
     /// The land seq of the grant: a session or password from an earlier
     /// grant of the same account is retired by a later one.
     pub granted_at_seq: u64,
+}
+
+/// The fact whose `set-config` effect last set a configuration key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConfigSetBy {
+    pub fact: FactId,
+    /// The being whose reel holds it.
+    pub being: BeingId,
+    pub time_ms: u64,
+    pub land_seq: u64,
 }
 
 /// A role authored through the role-manager (a `put-role` effect).
@@ -581,7 +596,10 @@ impl World {
                         Effect::SummonsArrived { arrival } => self.fold_arrival(land_seq, arrival),
                         Effect::SummonsForwarded { fact, to, .. } => self.canopy.fold_forwarded(fact, *to),
                         Effect::SummonsRefused { refusal } => self.canopy.fold_refused(land_seq, refusal),
-                        other => self.apply_effect(Some(being), land_seq, other),
+                        other => {
+                            self.note_config_set(land_seq, header, id, other);
+                            self.apply_effect(Some(being), land_seq, other)
+                        }
                     }
                 }
             }
@@ -754,7 +772,17 @@ impl World {
             self.spend.owners_summoned.insert(being, budget.clone());
         }
         for effect in &act.effects {
+            self.note_config_set(land_seq, header, id, effect);
             self.apply_effect(Some(being), land_seq, effect);
+        }
+    }
+
+    /// Notes the fact (`id`, at `land_seq`, `header`'s) as the one that set
+    /// the key of a `set-config` `effect`; any other effect notes nothing.
+    fn note_config_set(&mut self, land_seq: u64, header: &FactHeader, id: FactId, effect: &Effect) {
+        if let Effect::SetConfig { key, .. } = effect {
+            let by = ConfigSetBy { fact: id, being: header.being, time_ms: header.stored_time_ms, land_seq };
+            self.config_set_by.insert(key.clone(), by);
         }
     }
 
@@ -1189,16 +1217,21 @@ impl World {
     }
 
     /// What a world snapshot claims of its world: the state digest, the
-    /// memories' digest, the spend ledger's and the vectors', hashed together (a snapshot
-    /// whose memories or spend differ from the fold's is caught like one
-    /// whose state does).
+    /// memories' digest, the spend ledger's and the vectors', hashed
+    /// together with which fact set each configuration key (a snapshot
+    /// whose memories, spend or config citations differ from the fold's is
+    /// caught like one whose state does).
     pub fn snapshot_digest(&self) -> Hash32 {
         let mut bytes = [0u8; 128];
         bytes[..32].copy_from_slice(&self.state_digest().0);
         bytes[32..64].copy_from_slice(&self.memories_digest().0);
         bytes[64..96].copy_from_slice(&self.spend.digest().0);
         bytes[96..].copy_from_slice(&self.embeddings_digest().0);
-        crate::fact::blake3_of(&bytes)
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&bytes);
+        // Which fact set each configuration key, as the snapshot writes it.
+        hasher.update(&canonical::to_canonical_bytes(&self.config_set_by).expect("keys, ids and numbers encode"));
+        Hash32(*hasher.finalize().as_bytes())
     }
 
     /// BLAKE3 of every act's vector, in fact-id order.

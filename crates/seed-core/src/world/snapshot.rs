@@ -20,8 +20,9 @@ use std::sync::Arc;
 /// beings' memories are written too; 3: and the spend ledger; 4: and the
 /// acts' vectors; 5: and the pending approvals; 6: and the cascades and
 /// the spaces' owners and scopes; 7: and the definitions recorded; 8:
-/// and the root and the land's peers).
-pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 8;
+/// and the root and the land's peers; 9: and the fact that set each
+/// configuration key).
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 9;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldSnapshotError {
@@ -299,6 +300,10 @@ mod tests {
         world.names.insert("ada".into(), ada);
         world.signals.insert("weather.rain".into(), json!(true));
         world.config.insert("llm_prompt_chars_max".into(), json!(4000));
+        world.config_set_by.insert(
+            "llm_prompt_chars_max".into(),
+            crate::world::ConfigSetBy { fact: FactId([6; 32]), being: ada, time_ms: 900, land_seq: 30 },
+        );
         world.inbox.entry(ada).or_default().insert(
             40,
             PendingSummon {

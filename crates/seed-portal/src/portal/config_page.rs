@@ -21,17 +21,11 @@ use std::sync::Arc;
 
 type Shared = State<Arc<Portal>>;
 
-/// The configuration at the land's latest world, each key citing its fact
-/// (which reads the land log: on a blocking thread, never the runtime's).
+/// The configuration at the land's latest world, each key citing the fact
+/// that set it (folded into the world with the values).
 async fn view(portal: &Arc<Portal>) -> Result<Json, PortalError> {
-    let portal = portal.clone();
-    tokio::task::spawn_blocking(move || {
-        let world = portal.live.world();
-        let by = set_by(portal.live.store()).map_err(|error| PortalError::internal(error.to_string()))?;
-        Ok(config_json(&world, &by))
-    })
-    .await
-    .map_err(|error| PortalError::internal(format!("the config task stopped: {error}")))?
+    let world = portal.live.world();
+    Ok(config_json(&world, &set_by(&world)))
 }
 
 /// Sets `key` to `value` (a whole number, or null for its default) as the
