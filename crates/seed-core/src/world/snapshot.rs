@@ -93,9 +93,17 @@ impl World {
     /// longer key), so it is checked once both are read, and only a record
     /// that does not read is read again for its version alone.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<World, WorldSnapshotError> {
+        World::read_snapshot(bytes, canonical::from_canonical_bytes::<Read>)
+    }
+
+    /// [`World::from_snapshot_bytes`], the whole record read by `read_record`.
+    fn read_snapshot(
+        bytes: &[u8],
+        read_record: fn(&[u8]) -> Result<Read, canonical::CanonicalError>,
+    ) -> Result<World, WorldSnapshotError> {
         let unreadable =
             |error: canonical::CanonicalError| WorldSnapshotError::Unreadable { reason: error.to_string() };
-        let read = match canonical::from_canonical_bytes::<Read>(bytes) {
+        let read = match read_record(bytes) {
             Ok(read) => read,
             Err(error) => {
                 let version = canonical::from_canonical_bytes::<VersionOnly>(bytes).map_err(unreadable)?.version;
@@ -124,9 +132,15 @@ impl World {
     /// passes over the acts that would fill the others'. Each memory read is
     /// about a kilobyte per item it holds, built item by item: gigabytes
     /// and most of the read at a million beings.
+    ///
+    /// `bytes` must be a snapshot's world that was read whole before (a
+    /// vouched snapshot: the verification that vouched for the file read
+    /// it, and the file's digest is checked on reading): the memories
+    /// skipped are then skipped by their heads alone, as checked bytes are
+    /// (`canonical::from_checked_canonical_bytes`), not checked again.
     pub fn from_snapshot_bytes_keeping_memory_of(bytes: &[u8], being: BeingId) -> Result<World, WorldSnapshotError> {
         let _kept = MemoriesKeptWhileReading::only_of(being);
-        World::from_snapshot_bytes(bytes)
+        World::read_snapshot(bytes, canonical::from_checked_canonical_bytes::<Read>)
     }
 }
 
