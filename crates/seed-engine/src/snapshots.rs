@@ -293,9 +293,9 @@ impl<'a> VouchedWorlds<'a> {
         self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).set_aside.push((cursor, reason));
     }
 
-    /// The vouched snapshot's world, read and checked against its vouch and its log.
-    /// The vouched snapshot's world at `cursor`, with every being's memory,
-    /// or (`memory_of`) only that being's.
+    /// The vouched snapshot's world at `cursor`, read and checked against
+    /// its vouch and its log, with every being's memory or (`memory_of`)
+    /// only that being's.
     fn read_vouched(&self, cursor: u64, memory_of: Option<BeingId>) -> Result<World, SnapshotRefusal> {
         let expected = self.files.get(&cursor).ok_or(SnapshotRefusal::NotVouched)?;
         let (bytes, digest) = self.shelf.read_bytes(cursor)?;

@@ -56,7 +56,8 @@ struct Read {
     version: u64,
 }
 
-/// Just the version, read first so that another version is named as such.
+/// Just the version, read when the whole record does not read, so that
+/// another version is named as such.
 #[derive(Deserialize)]
 struct VersionOnly {
     version: u64,
