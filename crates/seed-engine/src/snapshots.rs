@@ -1,7 +1,8 @@
 //! World snapshots in use: the engine writes one every
 //! `snapshot_every_facts` facts; `seed verify` vouches for them; replay and
 //! an engine's opening start from the nearest vouched one instead of folding
-//! the land log from genesis. The signed file and the vouched record are
+//! the land log from genesis. A snapshot is written by a thread of its own
+//! while the land seals on ([`begin_snapshot`]). The signed file and the vouched record are
 //! `seed_store::snapshot`'s; the world's bytes are `World::snapshot_bytes`,
 //! written to the file as they are encoded (`World::write_snapshot_to`).
 //!
@@ -46,12 +47,16 @@ pub struct SnapshotWritten {
     pub world_bytes: usize,
 }
 
-/// Writes a snapshot of `world` (the fold of the whole land log: the caller
-/// holds the land's writer and has waited for every seal). Its bytes go to
-/// the file as they are encoded (`World::write_snapshot_to`); a world that
-/// cannot be written so is encoded whole, into a buffer of `buffer_bytes`
-/// to begin with ([`snapshot_buffer_bytes`] of the one before it).
-pub fn write_snapshot(land: &Land, world: &World, buffer_bytes: usize) -> Result<SnapshotWritten, SnapshotWriteError> {
+/// Begins a snapshot of `world` (the fold of the whole land log: the
+/// caller holds the land's writer and has waited for every seal; a copy,
+/// its rows and memories shared behind pointers), written by a thread of
+/// its own while the land seals on: the next round need not wait for a
+/// world to be encoded, digested and written. Checked here, before the
+/// thread starts: the world is at the land's end, and the fact it follows.
+/// Its bytes go to the file as they are encoded (`World::write_snapshot_to`);
+/// a world that cannot be written so is encoded whole, into a buffer of
+/// `buffer_bytes` to begin with ([`snapshot_buffer_bytes`] of the one before it).
+pub fn begin_snapshot(land: &Land, world: World, buffer_bytes: usize) -> Result<SnapshotInWriting, SnapshotWriteError> {
     let cursor = world.cursor;
     let land_len = land.store().land_len()?;
     if cursor != land_len {
@@ -59,21 +64,74 @@ pub fn write_snapshot(land: &Land, world: &World, buffer_bytes: usize) -> Result
     }
     let last_fact =
         last_fact_before(land.store(), cursor)?.ok_or(SnapshotWriteError::NotAtTheEnd { cursor, land_len })?;
-    let world_bytes = write_world_snapshot(land, world, last_fact, buffer_bytes)?;
-    Ok(SnapshotWritten { cursor, world_bytes })
+    let signer = land.snapshot_signer()?;
+    let thread = std::thread::Builder::new()
+        .name("seed-snapshot".into())
+        .spawn(move || {
+            // Digested as it is encoded, a row at a time (`World::write_canonical_state`):
+            // no copy of the state is held beside the round running meanwhile.
+            let state_digest = world.snapshot_digest();
+            let world_bytes = write_world_snapshot(&signer, &world, last_fact, state_digest, buffer_bytes)?;
+            // The copy's own pointers are freed before memory is handed back.
+            drop(world);
+            crate::freed_memory::release_freed_memory();
+            Ok(SnapshotWritten { cursor, world_bytes })
+        })
+        .map_err(|source| SnapshotWriteError::Thread { source })?;
+    Ok(SnapshotInWriting { cursor, thread: Some(thread) })
 }
 
-/// Writes `world` as the snapshot at its cursor, streamed or else whole
-/// (see [`write_snapshot`]); returns the world's length in bytes.
+/// A snapshot its own thread is writing ([`begin_snapshot`]). Waited for
+/// with [`SnapshotInWriting::wait`]; dropped, it is waited for too (and how
+/// it ended is logged), so no snapshot is left half written by a process
+/// that goes on to exit.
+pub struct SnapshotInWriting {
+    cursor: u64,
+    thread: Option<std::thread::JoinHandle<Result<SnapshotWritten, SnapshotWriteError>>>,
+}
+
+impl SnapshotInWriting {
+    /// The cursor of the world being written.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// Waits until the snapshot is written (or could not be).
+    pub fn wait(mut self) -> Result<SnapshotWritten, SnapshotWriteError> {
+        let thread = self.thread.take().expect("a snapshot in writing has its thread until waited for");
+        match thread.join() {
+            Ok(written) => written,
+            // A panic while writing is a bug of this program: it goes on up.
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for SnapshotInWriting {
+    fn drop(&mut self) {
+        let Some(thread) = self.thread.take() else { return };
+        match thread.join() {
+            Ok(Ok(written)) => {
+                tracing::debug!(cursor = written.cursor, bytes = written.world_bytes, "world snapshot written")
+            }
+            Ok(Err(error)) => tracing::warn!(cursor = self.cursor, %error, "no world snapshot written"),
+            Err(_) => tracing::error!(cursor = self.cursor, "the thread writing a world snapshot panicked"),
+        }
+    }
+}
+
+/// Writes `world` as the snapshot at its cursor, claiming `state_digest`
+/// (its `World::snapshot_digest`), streamed or else whole (see
+/// [`begin_snapshot`]); returns the world's length in bytes.
 fn write_world_snapshot(
-    land: &Land,
+    signer: &crate::land::SnapshotSigner,
     world: &World,
     last_fact: FactId,
+    state_digest: Hash32,
     buffer_bytes: usize,
 ) -> Result<usize, SnapshotWriteError> {
-    let state_digest = world.snapshot_digest();
     let streamed =
-        land.write_snapshot_streamed(world.cursor, last_fact, state_digest, |sink| world.write_snapshot_to(sink))?;
+        signer.write_streamed(world.cursor, last_fact, state_digest, |sink| world.write_snapshot_to(sink))?;
     if let SnapshotStreamed::Written { world_bytes } = streamed {
         return Ok(usize::try_from(world_bytes).unwrap_or(usize::MAX));
     }
@@ -82,7 +140,7 @@ fn write_world_snapshot(
         .snapshot_bytes_with_capacity(buffer_bytes)
         .map_err(|error| SnapshotWriteError::World { reason: error.to_string() })?;
     let world_bytes = bytes.len();
-    land.write_snapshot(world.cursor, last_fact, state_digest, bytes)?;
+    signer.write(world.cursor, last_fact, state_digest, bytes)?;
     Ok(world_bytes)
 }
 
@@ -92,6 +150,8 @@ pub enum SnapshotWriteError {
     NotAtTheEnd { cursor: u64, land_len: u64 },
     #[error("the world cannot be written: {reason}")]
     World { reason: String },
+    #[error("no thread could be started to write the snapshot: {source}")]
+    Thread { source: std::io::Error },
     #[error(transparent)]
     Land(#[from] crate::land::LandError),
     #[error(transparent)]
@@ -423,7 +483,8 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
             continue;
         }
         let last_fact = last_fact_before(store, cursor)?.ok_or(RebuildError::NoFactBefore { cursor })?;
-        write_world_snapshot(land, &world, last_fact, 0)?;
+        let signer = land.snapshot_signer().map_err(SnapshotWriteError::Land)?;
+        write_world_snapshot(&signer, &world, last_fact, world.snapshot_digest(), 0)?;
         report.rebuilt.push(cursor);
     }
     if !report.rebuilt.is_empty() {

@@ -29,7 +29,7 @@
 
 use super::log2::{log2_fixed, LOG2_FRACTION_BITS};
 use super::tokens::tokens;
-use crate::fact::{blake3_of, FactId, Hash32};
+use crate::fact::{FactId, GatheringHasher, Hash32};
 use imbl::{OrdMap, Vector};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -485,38 +485,46 @@ impl BeingMemory {
     /// A digest of everything the index holds, in a fixed order: two
     /// indexes built from the same items give the same digest (what an
     /// index check compares).
+    ///
+    /// The bytes are hashed as they are made, never gathered: a snapshot
+    /// digests every being's memory, and the digest a snapshot claims is
+    /// of exactly this sequence of bytes (`the_digest_is_of_the_bytes_it_always_hashed`).
     pub fn digest(&self) -> Hash32 {
-        let mut bytes = Vec::new();
+        let mut hasher = GatheringHasher::new();
+        self.write_digested_bytes(&mut |bytes| hasher.update(bytes));
+        hasher.finalize()
+    }
+
+    /// The bytes [`BeingMemory::digest`] hashes, handed to `out` in order.
+    fn write_digested_bytes(&self, out: &mut dyn FnMut(&[u8])) {
         for document in &self.documents {
-            bytes.extend_from_slice(&document.fact.0);
-            bytes.extend_from_slice(&document.land_seq.to_be_bytes());
-            bytes.push(document.kind as u8);
-            bytes.push(document.importance);
-            bytes.extend_from_slice(&document.length.to_be_bytes());
-            bytes.extend_from_slice(&(document.text.len() as u64).to_be_bytes());
-            bytes.extend_from_slice(document.text.as_bytes());
+            out(&document.fact.0);
+            out(&document.land_seq.to_be_bytes());
+            out(&[document.kind as u8, document.importance]);
+            out(&document.length.to_be_bytes());
+            out(&(document.text.len() as u64).to_be_bytes());
+            out(document.text.as_bytes());
             for link in [document.superseded, document.covered] {
                 match link {
                     Some((land_seq, by)) => {
-                        bytes.push(1);
-                        bytes.extend_from_slice(&land_seq.to_be_bytes());
-                        bytes.extend_from_slice(&by.0);
+                        out(&[1]);
+                        out(&land_seq.to_be_bytes());
+                        out(&by.0);
                     }
-                    None => bytes.push(0),
+                    None => out(&[0]),
                 }
             }
-            bytes.push(u8::from(document.reflection));
+            out(&[u8::from(document.reflection)]);
         }
         for (term, postings) in &self.postings_whole() {
-            bytes.extend_from_slice(&(term.len() as u64).to_be_bytes());
-            bytes.extend_from_slice(term.as_bytes());
-            bytes.extend_from_slice(&(postings.len() as u64).to_be_bytes());
+            out(&(term.len() as u64).to_be_bytes());
+            out(term.as_bytes());
+            out(&(postings.len() as u64).to_be_bytes());
             for posting in postings {
-                bytes.extend_from_slice(&posting.document.to_be_bytes());
-                bytes.extend_from_slice(&posting.count.to_be_bytes());
+                out(&posting.document.to_be_bytes());
+                out(&posting.count.to_be_bytes());
             }
         }
-        blake3_of(&bytes)
     }
 }
 
@@ -524,12 +532,14 @@ impl BeingMemory {
 /// superseded it. The postings are not written: reading rebuilds them. Its
 /// fields are declared in canonical order (shorter names first, then
 /// bytewise), so the encoder writes each in place instead of copying it to
-/// sort it (`world::snapshot`'s test holds it).
+/// sort it (`world::snapshot`'s test holds it). Written with its texts
+/// borrowed from the memory (`&str`: no copy of each item's text), read
+/// back owning them (`String`).
 #[derive(serde::Serialize, serde::Deserialize)]
-struct WrittenItem {
+struct WrittenItem<Text> {
     fact: FactId,
-    kind: String,
-    text: String,
+    kind: Text,
+    text: Text,
     covered: Option<(u64, FactId)>,
     land_seq: u64,
     importance: u8,
@@ -545,9 +555,9 @@ impl serde::Serialize for BeingMemory {
             items.serialize_element(&WrittenItem {
                 fact: document.fact,
                 land_seq: document.land_seq,
-                kind: document.kind.as_str().to_string(),
+                kind: document.kind.as_str(),
                 importance: document.importance,
-                text: document.text.to_string(),
+                text: &*document.text,
                 superseded: document.superseded,
                 reflection: document.reflection,
                 covered: document.covered,
@@ -560,7 +570,7 @@ impl serde::Serialize for BeingMemory {
 impl<'de> serde::Deserialize<'de> for BeingMemory {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let written = Vec::<WrittenItem>::deserialize(deserializer)?;
+        let written = Vec::<WrittenItem<String>>::deserialize(deserializer)?;
         let mut memory = BeingMemory::default();
         let mut superseded = Vec::new();
         for item in written {
@@ -662,6 +672,7 @@ pub fn term_weight_milli(count: u64, length: u64, documents: u64, total_length: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fact::blake3_of;
 
     fn fact(n: u8) -> FactId {
         FactId([n; 32])
@@ -785,6 +796,75 @@ mod tests {
         let read: BeingMemory = crate::canonical::from_canonical_bytes(&written).expect("reads");
         assert_eq!(read, memory);
         assert_eq!(read.digest(), memory.digest());
+    }
+
+    /// The digest as it was first written, gathering every byte before
+    /// hashing: the reference the streamed digest is held to (a snapshot
+    /// claims the digest, so its bytes never change).
+    fn digest_gathered(memory: &BeingMemory) -> Hash32 {
+        let mut bytes = Vec::new();
+        for document in &memory.documents {
+            bytes.extend_from_slice(&document.fact.0);
+            bytes.extend_from_slice(&document.land_seq.to_be_bytes());
+            bytes.push(document.kind as u8);
+            bytes.push(document.importance);
+            bytes.extend_from_slice(&document.length.to_be_bytes());
+            bytes.extend_from_slice(&(document.text.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(document.text.as_bytes());
+            for link in [document.superseded, document.covered] {
+                match link {
+                    Some((land_seq, by)) => {
+                        bytes.push(1);
+                        bytes.extend_from_slice(&land_seq.to_be_bytes());
+                        bytes.extend_from_slice(&by.0);
+                    }
+                    None => bytes.push(0),
+                }
+            }
+            bytes.push(u8::from(document.reflection));
+        }
+        for (term, postings) in &memory.postings_whole() {
+            bytes.extend_from_slice(&(term.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(term.as_bytes());
+            bytes.extend_from_slice(&(postings.len() as u64).to_be_bytes());
+            for posting in postings {
+                bytes.extend_from_slice(&posting.document.to_be_bytes());
+                bytes.extend_from_slice(&posting.count.to_be_bytes());
+            }
+        }
+        blake3_of(&bytes)
+    }
+
+    #[test]
+    fn the_digest_is_of_the_bytes_it_always_hashed() {
+        let mut superseded_and_covered = market();
+        superseded_and_covered
+            .remember(item(6, 60, MemoryKind::Note, 4, "bob cheats; salt from cy"))
+            .expect("in order");
+        assert!(superseded_and_covered.reflect(fact(6), 60, &[fact(3), fact(4)]).is_empty());
+        superseded_and_covered.remember(item(7, 70, MemoryKind::Note, 9, "trade with bob again")).expect("in order");
+        superseded_and_covered.supersede(fact(5), fact(7), 70).expect("the earlier note is held");
+        // Long texts, so that the bytes pass through the buffer many times
+        // and a text lands across its end.
+        let mut long = BeingMemory::default();
+        for index in 0..1_000u64 {
+            // Each text is cut at `RECALL_ITEM_TEXT_CHARS_MAX`, at a place that varies.
+            let text = format!("{index} ").repeat(60 + index as usize % 17);
+            long.remember(item(index as u8, index + 1, MemoryKind::ALL[index as usize % 3], 3, &text))
+                .expect("in order");
+        }
+        assert!(
+            long.documents.iter().map(|document| document.text.len()).sum::<usize>()
+                > 2 * crate::fact::HASH_GATHER_BYTES
+        );
+        for (name, memory) in [
+            ("empty", BeingMemory::default()),
+            ("market", market()),
+            ("superseded and covered", superseded_and_covered),
+            ("long", long),
+        ] {
+            assert_eq!(memory.digest(), digest_gathered(&memory), "{name}");
+        }
     }
 
     #[test]

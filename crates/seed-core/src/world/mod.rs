@@ -1021,26 +1021,40 @@ impl World {
     /// their encoded keys; a being's key is its 32-byte id, so the rows'
     /// order is the `BTreeMap`'s.
     pub fn canonical_state(&self) -> Vec<u8> {
-        let encode = |value: &Cbor| canonical::encode_value(value).expect("world state holds no floats or tags");
-        let mut sections: Vec<(Vec<u8>, Vec<u8>)> =
-            self.state_sections().iter().map(|(key, value)| (encode(key), encode(value))).collect();
-        let mut beings = Vec::new();
-        canonical::write_map_head(self.beings.len(), &mut beings);
-        for (being, row) in &self.beings {
-            let (key, value) = being_row_cbor(being, row);
-            beings.extend_from_slice(&encode(&key));
-            beings.extend_from_slice(&encode(&value));
-        }
-        sections.push((encode(&Cbor::Text("beings".into())), beings));
-        sections.sort_by(|left, right| left.0.cmp(&right.0));
-        let mut out =
-            Vec::with_capacity(sections.iter().map(|(key, value)| key.len() + value.len()).sum::<usize>() + 9);
-        canonical::write_map_head(sections.len(), &mut out);
-        for (key, value) in sections {
-            out.extend_from_slice(&key);
-            out.extend_from_slice(&value);
-        }
+        let mut out = Vec::new();
+        self.write_canonical_state(&mut |bytes| out.extend_from_slice(bytes));
         out
+    }
+
+    /// [`World::canonical_state`]'s bytes, handed to `out` in order as
+    /// they are encoded (a section, then a row at a time) and never held
+    /// whole: a digest of the state needs no copy of it.
+    pub fn write_canonical_state(&self, out: &mut dyn FnMut(&[u8])) {
+        let encode = |value: &Cbor| canonical::encode_value(value).expect("world state holds no floats or tags");
+        // `None`: the beings, written row by row when their key's turn comes.
+        let mut sections: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+            self.state_sections().iter().map(|(key, value)| (encode(key), Some(encode(value)))).collect();
+        sections.push((encode(&Cbor::Text("beings".into())), None));
+        sections.sort_by(|left, right| left.0.cmp(&right.0));
+        let mut head = Vec::with_capacity(9);
+        canonical::write_map_head(sections.len(), &mut head);
+        out(&head);
+        for (key, value) in &sections {
+            out(key);
+            match value {
+                Some(value) => out(value),
+                None => {
+                    head.clear();
+                    canonical::write_map_head(self.beings.len(), &mut head);
+                    out(&head);
+                    for (being, row) in &self.beings {
+                        let (key, value) = being_row_cbor(being, row);
+                        out(&encode(&key));
+                        out(&encode(&value));
+                    }
+                }
+            }
+        }
     }
 
     /// The world state as one CBOR value, encoded whole: the reference
@@ -1202,18 +1216,20 @@ impl World {
     }
 
     pub fn state_digest(&self) -> Hash32 {
-        crate::fact::blake3_of(&self.canonical_state())
+        let mut hasher = crate::fact::GatheringHasher::new();
+        self.write_canonical_state(&mut |bytes| hasher.update(bytes));
+        hasher.finalize()
     }
 
     /// BLAKE3 of every being's memory digest, in being order: what an
     /// index check compares between a memory read back and the fold's.
     pub fn memories_digest(&self) -> Hash32 {
-        let mut bytes = Vec::with_capacity(self.memories.len() * 64);
+        let mut hasher = crate::fact::GatheringHasher::new();
         for (being, memory) in &self.memories {
-            bytes.extend_from_slice(&being.0);
-            bytes.extend_from_slice(&memory.digest().0);
+            hasher.update(&being.0);
+            hasher.update(&memory.digest().0);
         }
-        crate::fact::blake3_of(&bytes)
+        hasher.finalize()
     }
 
     /// What a world snapshot claims of its world: the state digest, the
@@ -1364,7 +1380,11 @@ mod tests {
     /// encoded as one value, byte for byte (a world hash may not change).
     #[test]
     fn the_canonical_state_written_row_by_row_is_the_state_encoded_as_one_value() {
-        let check = |world: &World| assert_eq!(world.canonical_state(), world.canonical_state_as_one_value());
+        let check = |world: &World| {
+            let as_one_value = world.canonical_state_as_one_value();
+            assert_eq!(world.canonical_state(), as_one_value);
+            assert_eq!(world.state_digest(), crate::fact::blake3_of(&as_one_value));
+        };
         check(&World::default());
         let mut world = World::new();
         check(&world);

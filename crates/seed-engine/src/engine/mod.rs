@@ -266,8 +266,9 @@ pub const WORLD_HASH_HEADS_PER_READ: usize = 4096;
 
 /// BLAKE3 over the canonical world state and every reel head.
 pub fn world_hash(world: &World, store: &dyn Store) -> Result<Hash32, EngineError> {
-    let mut hasher = blake3::Hasher::new_derive_key("seed world hash v1");
-    hasher.update(&world.canonical_state());
+    let mut state = crate::fact::GatheringHasher::from_hasher(blake3::Hasher::new_derive_key("seed world hash v1"));
+    world.write_canonical_state(&mut |bytes| state.update(bytes));
+    let mut hasher = state.into_hasher();
     for beings in store.beings()?.chunks(WORLD_HASH_HEADS_PER_READ) {
         for (being, head) in beings.iter().zip(store.heads(beings)?) {
             if let Some(head) = head {
@@ -378,6 +379,10 @@ struct Computed {
 
 /// A planted world, ready to run round by round.
 pub struct Engine {
+    /// The snapshot a thread of its own is writing, if one is. First, so
+    /// that an engine dropped unfinished waits for it (dropping it waits)
+    /// before the land, and the land's lock, go.
+    snapshot_in_writing: Option<crate::snapshots::SnapshotInWriting>,
     pub land: Land,
     pub world: World,
     substrate: Arc<Substrate>,
@@ -657,6 +662,7 @@ impl Engine {
             snapshot_every_facts,
             next_snapshot_at,
             snapshot_bytes_last: 0,
+            snapshot_in_writing: None,
             pool_traces: None,
             resume_checkpoints: false,
             catch_up_until: 0,
@@ -1006,23 +1012,38 @@ impl Engine {
     /// `snapshot_every_facts` since the last one. A snapshot that cannot be
     /// written (a full disk, an imported land without the root's key) is
     /// logged and skipped: the land goes on without it.
+    ///
+    /// The snapshot is written by a thread of its own from a copy of the
+    /// world (rows and memories shared, behind pointers), while the next
+    /// rounds run: at most one at a time, the one before waited for first.
     fn write_snapshot_if_due(&mut self) {
         if self.snapshot_every_facts == 0 || self.world.cursor < self.next_snapshot_at {
             return;
         }
+        self.wait_for_snapshot();
         // The round's copy of the world was just freed, and the snapshot's
-        // bytes (most of a gigabyte at a million beings) are next.
+        // copy and bytes (most of a gigabyte at a million beings) are next.
         crate::freed_memory::release_freed_memory();
         let buffer_bytes = crate::snapshots::snapshot_buffer_bytes(self.snapshot_bytes_last);
-        match crate::snapshots::write_snapshot(&self.land, &self.world, buffer_bytes) {
+        match crate::snapshots::begin_snapshot(&self.land, self.world.clone(), buffer_bytes) {
+            Ok(writing) => self.snapshot_in_writing = Some(writing),
+            Err(error) => tracing::warn!(cursor = self.world.cursor, %error, "no world snapshot written"),
+        }
+        self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
+    }
+
+    /// Waits for the world snapshot being written, if one is (a snapshot
+    /// that could not be written is logged, never a step's failure).
+    pub fn wait_for_snapshot(&mut self) {
+        let Some(writing) = self.snapshot_in_writing.take() else { return };
+        let cursor = writing.cursor();
+        match writing.wait() {
             Ok(written) => {
                 self.snapshot_bytes_last = written.world_bytes;
                 tracing::debug!(cursor = written.cursor, bytes = written.world_bytes, "world snapshot written");
             }
-            Err(error) => tracing::warn!(cursor = self.world.cursor, %error, "no world snapshot written"),
+            Err(error) => tracing::warn!(cursor, %error, "no world snapshot written"),
         }
-        crate::freed_memory::release_freed_memory();
-        self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
     }
 
     /// Advances the clock for round `tick` and gives the effects its
@@ -1594,6 +1615,7 @@ impl Engine {
         if let Some((path, mut out)) = self.trace_out.take() {
             out.flush().map_err(|source| EngineError::Trace { path, source })?;
         }
+        self.wait_for_snapshot();
         self.land.close()?;
         Ok(self.summary)
     }

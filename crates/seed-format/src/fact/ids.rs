@@ -144,10 +144,81 @@ pub fn blake3_of(bytes: &[u8]) -> Hash32 {
     Hash32(*blake3::hash(bytes).as_bytes())
 }
 
+/// Bytes [`GatheringHasher`] gathers before hashing them: the hash works
+/// on many 1 KiB chunks at once only when it is handed that many together.
+pub const HASH_GATHER_BYTES: usize = 64 * 1024;
+
+/// BLAKE3 of bytes handed over a few at a time (a field, a row) without
+/// holding them all: they are gathered [`HASH_GATHER_BYTES`] at a time. The
+/// digest is the one [`blake3_of`] gives for the bytes laid end to end.
+pub struct GatheringHasher {
+    hasher: blake3::Hasher,
+    gathered: Vec<u8>,
+}
+
+impl GatheringHasher {
+    pub fn new() -> GatheringHasher {
+        GatheringHasher::from_hasher(blake3::Hasher::new())
+    }
+
+    /// Gathers for `hasher` (a keyed or derived-key one).
+    pub fn from_hasher(hasher: blake3::Hasher) -> GatheringHasher {
+        GatheringHasher { hasher, gathered: Vec::with_capacity(HASH_GATHER_BYTES) }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        if self.gathered.len() + bytes.len() > HASH_GATHER_BYTES {
+            self.hasher.update(&self.gathered);
+            self.gathered.clear();
+            if bytes.len() >= HASH_GATHER_BYTES {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.gathered.extend_from_slice(bytes);
+    }
+
+    /// The hasher, every byte handed over so far given to it.
+    pub fn into_hasher(mut self) -> blake3::Hasher {
+        self.hasher.update(&self.gathered);
+        self.hasher
+    }
+
+    pub fn finalize(mut self) -> Hash32 {
+        self.hasher.update(&self.gathered);
+        Hash32(*self.hasher.finalize().as_bytes())
+    }
+}
+
+impl Default for GatheringHasher {
+    fn default() -> GatheringHasher {
+        GatheringHasher::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Gathered or laid end to end, the same bytes give the same digest,
+        /// whatever the sizes they are handed over in.
+        #[test]
+        fn gathered_bytes_hash_as_the_bytes_laid_end_to_end(
+            sizes in proptest::collection::vec(0usize..3 * HASH_GATHER_BYTES / 2, 0..12),
+            seed in any::<u8>(),
+        ) {
+            let mut gathering = GatheringHasher::new();
+            let mut end_to_end = Vec::new();
+            for (index, size) in sizes.iter().enumerate() {
+                let piece: Vec<u8> = (0..*size).map(|at| (at as u8).wrapping_mul(31).wrapping_add(seed ^ index as u8)).collect();
+                gathering.update(&piece);
+                end_to_end.extend_from_slice(&piece);
+            }
+            prop_assert_eq!(gathering.finalize(), blake3_of(&end_to_end));
+        }
+    }
 
     /// Ids that differ only in one byte, at every position, and equal ids.
     fn check_order(left: [u8; 32], right: [u8; 32]) {

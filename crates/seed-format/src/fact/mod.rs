@@ -8,7 +8,7 @@
 pub mod body;
 mod ids;
 
-pub use ids::{blake3_of, BeingId, FactId, Hash32, PublicKeyBytes};
+pub use ids::{blake3_of, BeingId, FactId, GatheringHasher, Hash32, PublicKeyBytes, HASH_GATHER_BYTES};
 
 use crate::canonical::{self, as_u64, CanonicalError};
 use ciborium::value::Value;

@@ -1123,9 +1123,7 @@ impl Land {
         state_digest: Hash32,
         world: Vec<u8>,
     ) -> Result<Hash32, LandError> {
-        let key = self.root_key()?;
-        let snapshot = SignedSnapshot::seal(cursor, last_fact, state_digest, world, self.root, &key);
-        Ok(self.snapshots().write(&snapshot)?)
+        self.snapshot_signer()?.write(cursor, last_fact, state_digest, world)
     }
 
     /// Signs, with the root's key, a snapshot of the world at `cursor`
@@ -1138,9 +1136,14 @@ impl Land {
         state_digest: Hash32,
         write_world: impl FnOnce(&mut dyn std::io::Write) -> Result<u64, crate::canonical::WriteCanonicalError>,
     ) -> Result<crate::snapshot::SnapshotStreamed, LandError> {
-        let key = self.root_key()?;
-        let claim = crate::snapshot::StreamedClaim { cursor, last_fact, state_digest, signer: self.root };
-        Ok(self.snapshots().write_streamed(claim, &key, write_world)?)
+        self.snapshot_signer()?.write_streamed(cursor, last_fact, state_digest, write_world)
+    }
+
+    /// What signs and writes this land's world snapshots, owned: a thread
+    /// can write one while the land seals on (the root's key as its reel
+    /// names it now).
+    pub fn snapshot_signer(&self) -> Result<SnapshotSigner, LandError> {
+        Ok(SnapshotSigner { shelf: self.snapshots(), root: self.root, key: self.root_key()? })
     }
 
     /// Signs, with the root's key, the record that a clean verification
@@ -1155,6 +1158,44 @@ impl Land {
     /// gone when this returns).
     pub fn close(self) -> Result<(), LandError> {
         Ok(self.store.close()?)
+    }
+}
+
+/// Signs world snapshots with the reality root's key and writes them to
+/// the land's shelf ([`Land::snapshot_signer`]). Holds the key: it is never
+/// printed (no `Debug`), and the key is wiped when this is dropped.
+pub struct SnapshotSigner {
+    shelf: SnapshotShelf,
+    root: BeingId,
+    key: SigningKey,
+}
+
+impl SnapshotSigner {
+    /// Signs and writes a snapshot of the world at `cursor`, whose canonical
+    /// bytes are `world`; returns the file's BLAKE3.
+    pub fn write(
+        &self,
+        cursor: u64,
+        last_fact: FactId,
+        state_digest: Hash32,
+        world: Vec<u8>,
+    ) -> Result<Hash32, LandError> {
+        let snapshot = SignedSnapshot::seal(cursor, last_fact, state_digest, world, self.root, &self.key);
+        Ok(self.shelf.write(&snapshot)?)
+    }
+
+    /// Signs and writes a snapshot of the world at `cursor` whose canonical
+    /// bytes `write_world` writes as they are encoded
+    /// ([`crate::snapshot::SnapshotShelf::write_streamed`]).
+    pub fn write_streamed(
+        &self,
+        cursor: u64,
+        last_fact: FactId,
+        state_digest: Hash32,
+        write_world: impl FnOnce(&mut dyn std::io::Write) -> Result<u64, crate::canonical::WriteCanonicalError>,
+    ) -> Result<crate::snapshot::SnapshotStreamed, LandError> {
+        let claim = crate::snapshot::StreamedClaim { cursor, last_fact, state_digest, signer: self.root };
+        Ok(self.shelf.write_streamed(claim, &self.key, write_world)?)
     }
 }
 
