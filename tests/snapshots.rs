@@ -270,6 +270,35 @@ fn an_engine_opens_at_the_world_the_whole_fold_gives() {
     opened.close().expect("close");
 }
 
+/// A snapshot is written by a thread of its own while the next round
+/// runs: an engine dropped without `finish` still leaves every snapshot it
+/// began on the shelf, whole, and a verification vouches for each.
+#[test]
+fn an_engine_dropped_unfinished_leaves_every_snapshot_it_began_whole() {
+    let dir = tempfile::tempdir().expect("folder");
+    let land = dir.path().join("land");
+    let fixture = Fixture::load(&fixture_path("court.toml")).expect("fixture");
+    // One at the end of every round that seals a fact.
+    let options = seed::engine::EngineOptions {
+        snapshot_every_facts: Some(1),
+        threads: 2,
+        ..common::simulation_options(land.clone())
+    };
+    let mut engine = seed::engine::Engine::plant(&fixture, &options).expect("plants");
+    for _ in 0..4 {
+        engine.round().expect("a round");
+    }
+    let end = engine.world.cursor;
+    drop(engine);
+    let written = shelf(&land);
+    assert!(written.len() >= 4, "{written:?}");
+    assert_eq!(written.last(), Some(&end), "the last round's snapshot, begun as the engine stopped");
+    let verify = seed(&land, &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&verify)).expect("json");
+    assert_eq!(report["snapshots"]["vouched"].as_array().map(Vec::len), Some(written.len()), "{report}");
+}
+
 #[test]
 fn replay_says_which_snapshot_it_started_from_and_bad_snapshot_flags_are_refused() {
     let (_dir, land, _) = simulated("court.toml", 12);

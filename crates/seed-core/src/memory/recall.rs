@@ -486,9 +486,10 @@ impl BeingMemory {
     /// indexes built from the same items give the same digest (what an
     /// index check compares).
     ///
-    /// The bytes are hashed as they are made, never gathered: a snapshot
-    /// digests every being's memory, and the digest a snapshot claims is
-    /// of exactly this sequence of bytes (`the_digest_is_of_the_bytes_it_always_hashed`).
+    /// The bytes are hashed as they are made, a few kilobytes at a time,
+    /// never held whole: a snapshot digests every being's memory, and the
+    /// digest a snapshot claims is of exactly this sequence of bytes
+    /// (`the_digest_is_of_the_bytes_it_always_hashed`).
     pub fn digest(&self) -> Hash32 {
         let mut hasher = GatheringHasher::new();
         self.write_digested_bytes(&mut |bytes| hasher.update(bytes));

@@ -1034,7 +1034,7 @@ impl Engine {
 
     /// Waits for the world snapshot being written, if one is (a snapshot
     /// that could not be written is logged, never a step's failure).
-    pub fn wait_for_snapshot(&mut self) {
+    fn wait_for_snapshot(&mut self) {
         let Some(writing) = self.snapshot_in_writing.take() else { return };
         let cursor = writing.cursor();
         match writing.wait() {
