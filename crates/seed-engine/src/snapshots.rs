@@ -474,6 +474,8 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
     let claims = shelf_claims(land.dir());
     let mut report = RebuildReport::default();
     let mut world = World::new();
+    // The root's key, read once, when the first snapshot is written again.
+    let mut signer = None;
     let cursors: Vec<u64> =
         shelf.cursors().unwrap_or_default().into_iter().filter(|cursor| *cursor <= land_len).collect();
     for cursor in cursors {
@@ -483,8 +485,11 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
             continue;
         }
         let last_fact = last_fact_before(store, cursor)?.ok_or(RebuildError::NoFactBefore { cursor })?;
-        let signer = land.snapshot_signer().map_err(SnapshotWriteError::Land)?;
-        write_world_snapshot(&signer, &world, last_fact, world.snapshot_digest(), 0)?;
+        if signer.is_none() {
+            signer = Some(land.snapshot_signer().map_err(SnapshotWriteError::Land)?);
+        }
+        let signer = signer.as_ref().expect("just set");
+        write_world_snapshot(signer, &world, last_fact, world.snapshot_digest(), 0)?;
         report.rebuilt.push(cursor);
     }
     if !report.rebuilt.is_empty() {

@@ -184,9 +184,8 @@ impl GatheringHasher {
         self.hasher
     }
 
-    pub fn finalize(mut self) -> Hash32 {
-        self.hasher.update(&self.gathered);
-        Hash32(*self.hasher.finalize().as_bytes())
+    pub fn finalize(self) -> Hash32 {
+        Hash32(*self.into_hasher().finalize().as_bytes())
     }
 }
 

@@ -1126,19 +1126,6 @@ impl Land {
         self.snapshot_signer()?.write(cursor, last_fact, state_digest, world)
     }
 
-    /// Signs, with the root's key, a snapshot of the world at `cursor`
-    /// whose canonical bytes `write_world` writes as they are encoded, and
-    /// writes it ([`crate::snapshot::SnapshotShelf::write_streamed`]).
-    pub fn write_snapshot_streamed(
-        &self,
-        cursor: u64,
-        last_fact: FactId,
-        state_digest: Hash32,
-        write_world: impl FnOnce(&mut dyn std::io::Write) -> Result<u64, crate::canonical::WriteCanonicalError>,
-    ) -> Result<crate::snapshot::SnapshotStreamed, LandError> {
-        self.snapshot_signer()?.write_streamed(cursor, last_fact, state_digest, write_world)
-    }
-
     /// What signs and writes this land's world snapshots, owned: a thread
     /// can write one while the land seals on (the root's key as its reel
     /// names it now).
