@@ -11,7 +11,7 @@ use seed::engine::fixture::Fixture;
 use seed::fact::BeingId;
 use seed::land::Land;
 use seed::moment::Substrate;
-use seed::replay::{ReplayOptions, ReplayReport, Replayer};
+use seed::replay::{KeptWorlds, ReplayOptions, ReplayReport, Replayer};
 use seed::snapshots::{SnapshotUse, VouchedWorlds};
 use std::path::{Path, PathBuf};
 
@@ -57,6 +57,9 @@ const TEST_BEINGS_MAX: usize = 40;
 /// tell passing over was exercised).
 static PASSED_OVER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Replays of these tests that took their world from kept worlds.
+static KEPT_WORLDS_TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Chunks of the land log the replays of these tests read whole at once,
 /// after a chunk that folded most of its facts.
 static CHUNKS_READ_WHOLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -75,6 +78,7 @@ fn both_ways(
     being: BeingId,
     options: ReplayOptions,
     paranoid: bool,
+    kept: &KeptWorlds,
 ) -> (ReplayReport, ReplayReport, SnapshotUse) {
     let opened = Land::open(land).expect("open");
     let store = opened.store();
@@ -92,6 +96,16 @@ fn both_ways(
     in_short_chunks.run_in_place().expect("replays");
     assert_eq!(in_short_chunks.report(), &folded, "reading in short chunks changed the report");
     CHUNKS_READ_WHOLE.fetch_add(in_short_chunks.chunks_read_whole(), std::sync::atomic::Ordering::Relaxed);
+    // Nor does starting from the worlds earlier replays of this land left
+    // in memory (and leaving more there), or passing over, unread, the
+    // facts they learnt it may (in short chunks, so that they plan many).
+    let mut from_kept = Replayer::new(store, substrate, being, options)
+        .expect("replayer")
+        .with_kept_worlds(kept)
+        .reading_chunks_of(TEST_CHUNK_ENTRIES);
+    from_kept.run_in_place().expect("replays");
+    assert_eq!(from_kept.report(), &folded, "starting from kept worlds changed the report");
+    KEPT_WORLDS_TAKEN.fetch_add(from_kept.kept_worlds_taken(), std::sync::atomic::Ordering::Relaxed);
     // Any skip, however short: these worlds are small.
     let worlds = VouchedWorlds::open(land, store, opened.root(), paranoid).expect("snapshots").skipping_at_least(0);
     let started = Replayer::new(store, substrate, being, options)
@@ -110,10 +124,11 @@ fn both_ways(
 /// took a world from a snapshot.
 fn check_every_being(land: &Path, substrate: &Substrate, keep_going: bool, paranoid: bool) -> usize {
     let mut started_from_snapshots = 0;
+    let kept = KeptWorlds::new();
     for being in beings(land, TEST_BEINGS_MAX) {
         for from_seq in [0, 3] {
             let options = ReplayOptions { from_seq, keep_going, ..ReplayOptions::default() };
-            let (folded, started, usage) = both_ways(land, substrate, being, options, paranoid);
+            let (folded, started, usage) = both_ways(land, substrate, being, options, paranoid, &kept);
             assert_eq!(started, folded, "{} from seq {from_seq}: snapshots changed the report", folded.name);
             assert!(usage.set_aside.is_empty(), "{}: {:?}", folded.name, usage.set_aside);
             started_from_snapshots += usize::from(!usage.used.is_empty());
@@ -141,12 +156,81 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
     }
     assert!(PASSED_OVER.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay passed over a fact");
     assert!(CHUNKS_READ_WHOLE.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay read a chunk whole");
+    assert!(KEPT_WORLDS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay started from a kept world");
     // Paranoid: each snapshot re-derived from the one before it (its
     // memories too), the same reports.
     for (fixture, ticks) in [("factory.toml", 16), ("market.toml", 40)] {
         let (_dir, land, substrate) = simulated(fixture, ticks);
         assert!(check_every_being(&land, &substrate, false, true) > 0, "{fixture}");
     }
+}
+
+/// Every world a replay leaves in memory for the next is the fold of the
+/// facts before its cursor: one that passed over another being's act
+/// before a moment's opening (its world lags that being's activity) leaves
+/// none there, one folding every fact leaves one at each opening, and the
+/// world kept at the land's first act is the fold up to that act's opening.
+#[test]
+fn every_world_left_for_other_replays_is_the_fold_of_the_facts_before_it() {
+    let (_dir, land, substrate) = simulated("town.toml", 11);
+    let replayed = beings(&land, 8);
+    let opened = Land::open(&land).expect("open");
+    let store = opened.store();
+    let folded_to = |cursor: u64| {
+        let mut world = seed::world::World::new();
+        seed::engine::fold_until(store, &mut world, cursor).expect("folds");
+        world
+    };
+    let check_kept = |kept: &KeptWorlds, what: &str| {
+        for cursor in kept.cursors() {
+            let (at, world) = kept.latest_at_or_before(cursor).expect("kept");
+            assert_eq!(at, cursor);
+            assert!(*world == folded_to(cursor), "{what}: the world kept at {cursor} is not the fold");
+        }
+    };
+    let mut withheld = 0;
+    for &being in &replayed {
+        for (from_seq, folding_every_fact) in [(0, false), (0, true), (3, false), (3, true)] {
+            let what = format!("{being} from seq {from_seq}, folding every fact: {folding_every_fact}");
+            let kept = KeptWorlds::new();
+            let options = ReplayOptions { from_seq, ..ReplayOptions::default() };
+            let replayer = Replayer::new(store, &substrate, being, options).expect("replayer").with_kept_worlds(&kept);
+            let mut replayer = if folding_every_fact { replayer.folding_every_fact() } else { replayer };
+            replayer.run_in_place().expect("replays");
+            check_kept(&kept, &what);
+            let openings: Vec<u64> = replayer.report().moments.iter().map(|moment| moment.act.cursor).collect();
+            if folding_every_fact {
+                assert_eq!(replayer.worlds_left_kept(), &openings[..], "{what}");
+            } else if replayer.worlds_left_kept().len() < openings.len() {
+                withheld += 1;
+            }
+        }
+    }
+    assert!(withheld > 0, "no replay passing over acts withheld a world");
+    // What the replays learnt of which facts they may pass over is what
+    // reading the whole land log tells.
+    let learnt = KeptWorlds::new();
+    let mut in_short_chunks = Replayer::new(store, &substrate, replayed[0], ReplayOptions::default())
+        .expect("replayer")
+        .with_kept_worlds(&learnt)
+        .reading_chunks_of(TEST_CHUNK_ENTRIES);
+    in_short_chunks.run_in_place().expect("replays");
+    let known = learnt.passable_known();
+    assert!(known > 0, "the replay learnt nothing");
+    let read_whole = KeptWorlds::new();
+    seed::replay::kept_worlds::learn_passable_facts(store, &read_whole).expect("reads");
+    assert_eq!(read_whole.passable_known(), store.land_len().expect("reads"));
+    assert_eq!(learnt.passable(0, known), read_whole.passable(0, known));
+    assert!(read_whole.passable(0, known).expect("known").contains(&true), "nothing to pass over");
+    let kept = KeptWorlds::new();
+    let first = seed::replay::kept_worlds::first_act(store).expect("reads").expect("an act");
+    let act = store.fact_at(&first).expect("reads").expect("held").fact;
+    let opened_at = act.body_as::<seed::world::ActBody>().expect("an act").cursor;
+    let definitions = seed::replay::ReplayDefinitions::files(store, &substrate, None);
+    let kept_at = seed::replay::kept_worlds::keep_world_at_first_act(store, definitions, &kept).expect("replays");
+    assert_eq!(kept_at, Some(opened_at));
+    check_kept(&kept, "the first act");
+    opened.close().expect("close");
 }
 
 #[test]
@@ -183,7 +267,8 @@ fn an_altered_snapshot_file_is_set_aside_and_the_report_does_not_change() {
     std::fs::write(&path, bytes).expect("write");
     let mut set_aside = 0;
     for being in beings(&land, TEST_BEINGS_MAX) {
-        let (folded, started, usage) = both_ways(&land, &substrate, being, ReplayOptions::default(), false);
+        let (folded, started, usage) =
+            both_ways(&land, &substrate, being, ReplayOptions::default(), false, &KeptWorlds::new());
         assert_eq!(started, folded);
         set_aside += usage.set_aside.iter().filter(|(cursor, _)| *cursor == cursors[0]).count();
         for (_, reason) in &usage.set_aside {
@@ -240,7 +325,8 @@ fn check_a_wrong_snapshot_is_caught(forgery: &str, forge: impl Fn(&mut seed::wor
     }
     let mut caught = 0;
     for being in beings(&land, TEST_BEINGS_MAX) {
-        let (folded, started, usage) = both_ways(&land, &substrate, being, ReplayOptions::default(), true);
+        let (folded, started, usage) =
+            both_ways(&land, &substrate, being, ReplayOptions::default(), true, &KeptWorlds::new());
         assert_eq!(started, folded, "paranoid replay uses the fold, not the wrong world");
         caught += usage.set_aside.iter().filter(|(at, reason)| *at == cursor && reason.contains("differs")).count();
     }

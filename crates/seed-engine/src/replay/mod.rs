@@ -20,6 +20,7 @@ pub mod breakpoint;
 pub mod corpus;
 pub mod definitions_at;
 pub mod fork;
+pub mod kept_worlds;
 pub mod land;
 mod opening;
 
@@ -32,6 +33,7 @@ use crate::store::{Store, StoreError};
 use crate::world::body::{VerbCall, Wake, KIND_ACT};
 use crate::world::{ActBody, CoreSchemas, FoldBody, World};
 pub use definitions_at::{FilesChanged, ReplayDefinitions};
+pub use kept_worlds::KeptWorlds;
 use opening::ActOpening;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -293,6 +295,7 @@ struct Snapshot {
     divergences: usize,
     position: u64,
     world: World,
+    whole: bool,
 }
 
 /// Land-log entries a replay reads at once.
@@ -348,11 +351,27 @@ pub struct Replayer<'a> {
     end: u64,
     /// Worlds to start from instead of folding (vouched snapshots).
     worlds: Option<&'a dyn WorldSnapshots>,
+    /// Worlds kept in memory to start from, and to leave whole worlds in.
+    kept: Option<&'a KeptWorlds>,
+    /// The cursors at which this replay left a world in `kept`.
+    worlds_left_kept: Vec<u64>,
+    /// How many times this replay took its world from `kept`.
+    kept_worlds_taken: u64,
+    /// The place (next opening or comparison) for which `kept` was last
+    /// asked: it is asked again only for the next place, not at every fact
+    /// (a world kept meanwhile by another replay is only a missed shortcut).
+    kept_asked_for: Option<u64>,
     world: World,
+    /// Whether `world` is the whole fold of the facts before its cursor:
+    /// nothing passed over, no fact left out as unreadable, no snapshot
+    /// read with one being's memory (only such a world is left in `kept`).
+    whole: bool,
     /// Land seqs of the stored acts in range, by the cursor each opened at.
     by_cursor: BTreeMap<u64, Vec<u64>>,
     /// The stored acts in range, by land seq.
     acts: BTreeMap<u64, StoredAct<'static>>,
+    /// The land seqs of every fact of this being's reel (never passed over).
+    own_land_seqs: BTreeSet<u64>,
     /// Acts recomputed at their cursor, waiting for their own land seq.
     recomputed: BTreeMap<u64, Recomputed>,
     snapshots: Vec<Snapshot>,
@@ -433,9 +452,15 @@ impl<'a> Replayer<'a> {
             position: 0,
             end: 0,
             worlds: None,
+            kept: None,
+            worlds_left_kept: Vec::new(),
+            kept_worlds_taken: 0,
+            kept_asked_for: None,
             world: World::new(),
+            whole: true,
             by_cursor: BTreeMap::new(),
             acts: BTreeMap::new(),
+            own_land_seqs: BTreeSet::new(),
             recomputed: BTreeMap::new(),
             snapshots: Vec::new(),
             steps_back: true,
@@ -463,6 +488,7 @@ impl<'a> Replayer<'a> {
             if record.seq > options.to_seq {
                 continue;
             }
+            replayer.own_land_seqs.extend(record.land_seq);
             let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
                 continue;
             };
@@ -508,6 +534,26 @@ impl<'a> Replayer<'a> {
     pub fn with_snapshots(mut self, worlds: &'a dyn WorldSnapshots) -> Replayer<'a> {
         self.worlds = Some(worlds);
         self
+    }
+
+    /// Starts from the worlds `kept` holds, as from snapshots (a kept world
+    /// is copied, not read, so any skip is worth it), and leaves a copy of
+    /// its world there where it stands whole at a moment's opening. What the
+    /// replay reports does not change.
+    pub fn with_kept_worlds(mut self, kept: &'a KeptWorlds) -> Replayer<'a> {
+        self.kept = Some(kept);
+        self
+    }
+
+    /// The cursors at which this replay left its world in its kept worlds
+    /// ([`Replayer::with_kept_worlds`]), in order.
+    pub fn worlds_left_kept(&self) -> &[u64] {
+        &self.worlds_left_kept
+    }
+
+    /// How many times this replay took its world from its kept worlds.
+    pub fn kept_worlds_taken(&self) -> u64 {
+        self.kept_worlds_taken
     }
 
     /// The land-log entry at `land_seq` (below `end`), read a chunk at a
@@ -563,24 +609,31 @@ impl<'a> Replayer<'a> {
 
     /// Reads the entries from `land_seq` to `to` whole, checked, in one
     /// read, and tells the facts passed over from those bytes (as
-    /// [`Replayer::plan_chunk`] does from the bytes as stored; none when
-    /// every fact is folded): each of [`REPLAY_READ_THREADS`] threads
+    /// [`Replayer::plan_chunk`] does from the bytes as stored, and teaches
+    /// them to the kept worlds' keeper likewise; none when every fact is
+    /// folded): each of [`REPLAY_READ_THREADS`] threads
     /// decodes the rest of its part for the fold. Whether the next chunk
     /// is read so too, with no first read, depends on how many this one folds.
     fn read_whole_chunk(&mut self, land_seq: u64, to: u64) -> Result<crate::store::LandEntry, ReplayError> {
         let read = self.store.land_log_with_envelopes(land_seq, to)?;
         let (flows, being, passes_over) = (&self.flows, self.being, self.passes_over);
         let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
-            let passed_over =
-                passes_over && entry.being != being && crate::world::reach::changes_only_its_actors_activity(envelope);
+            let passable = passes_over && crate::world::reach::changes_only_its_actors_activity(envelope);
+            let passed_over = passable && entry.being != being;
             let fact = (!passed_over).then(|| {
                 crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored, flows)))
             });
-            (passed_over, fact)
+            (passable, passed_over, fact)
         });
+        if let Some(kept) = self.kept.filter(|_| passes_over) {
+            let contiguous = read.iter().zip(land_seq..).all(|((entry, _), expected)| entry.land_seq == expected);
+            if contiguous {
+                kept.learn_passable(land_seq, &decoded.iter().map(|(passable, _, _)| *passable).collect::<Vec<_>>());
+            }
+        }
         let mut chunk = std::mem::take(&mut self.chunk);
         chunk.clear();
-        chunk.extend(read.iter().zip(decoded).map(|((entry, _), (passed_over, fact))| ReadAhead {
+        chunk.extend(read.iter().zip(decoded).map(|((entry, _), (_, passed_over, fact))| ReadAhead {
             entry: *entry,
             fact,
             passed_over,
@@ -592,11 +645,23 @@ impl<'a> Replayer<'a> {
 
     /// The entries from `land_seq` to `to`, each with whether it is passed
     /// over: each thread reads a part as stored, unverified, and tells the
-    /// acts of other beings that change only their actor's activity.
+    /// acts of other beings that change only their actor's activity. What
+    /// the kept worlds' keeper learnt from earlier replays is not read
+    /// again, and what this one reads is taught to it.
     fn plan_chunk(&mut self, land_seq: u64, to: u64) -> Result<Vec<(crate::store::LandEntry, bool)>, ReplayError> {
+        let being = self.being;
+        let passed_over =
+            |(entry, passable): (crate::store::LandEntry, bool)| (entry, passable && entry.being != being);
+        // What earlier replays of this land learnt needs no read at all.
+        if let Some(passable) = self.kept.and_then(|kept| kept.passable(land_seq, to)) {
+            let entries = self.store.land_log(land_seq, to)?;
+            if entries.len() == passable.len() {
+                return Ok(entries.into_iter().zip(passable).map(passed_over).collect());
+            }
+        }
         let mut read_as_stored = std::mem::take(&mut self.read_as_stored);
         read_as_stored.resize_with(REPLAY_READ_THREADS, Default::default);
-        let (store, being) = (self.store, self.being);
+        let store = self.store;
         let part_facts = (to - land_seq).div_ceil(REPLAY_READ_THREADS as u64).max(1);
         let parts = std::thread::scope(|scope| {
             let threads: Vec<_> = read_as_stored
@@ -610,9 +675,7 @@ impl<'a> Replayer<'a> {
                         Ok(read
                             .iter()
                             .map(|(entry, envelope)| {
-                                let passed_over = entry.being != being
-                                    && crate::world::reach::changes_only_its_actors_activity(envelope);
-                                (*entry, passed_over)
+                                (*entry, crate::world::reach::changes_only_its_actors_activity(envelope))
                             })
                             .collect())
                     })
@@ -628,7 +691,13 @@ impl<'a> Replayer<'a> {
         for part in parts {
             plan.extend(part?);
         }
-        Ok(plan)
+        if let Some(kept) = self.kept {
+            let contiguous = plan.iter().zip(land_seq..).all(|((entry, _), expected)| entry.land_seq == expected);
+            if contiguous {
+                kept.learn_passable(land_seq, &plan.iter().map(|(_, passable)| *passable).collect::<Vec<_>>());
+            }
+        }
+        Ok(plan.into_iter().map(passed_over).collect())
     }
 
     /// Whether the fact at `land_seq` (read ahead by [`Replayer::entry_at`],
@@ -646,38 +715,92 @@ impl<'a> Replayer<'a> {
         taken.expect("entry_at read this fact ahead")
     }
 
-    /// Takes the world from the latest snapshot at or before the next place
-    /// something happens (a stored act opens or is compared), if that skips
-    /// facts: nothing in between is compared, so nothing reported changes.
+    /// Takes the world from the latest kept world or snapshot at or before
+    /// the next place something happens (a stored act opens or is
+    /// compared), if that skips facts: nothing in between is compared, so
+    /// nothing reported changes.
     fn skip_ahead(&mut self) {
-        let Some(worlds) = self.worlds else { return };
-        if !self.recomputed.is_empty() {
+        if (self.worlds.is_none() && self.kept.is_none()) || !self.recomputed.is_empty() {
             return;
         }
         let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
         let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
         let Some(next) = next_opening.into_iter().chain(next_comparison).min() else { return };
-        let Some(cursor) = worlds.at_or_before(next.min(self.end)) else { return };
-        if cursor <= self.position || cursor <= self.world.cursor {
-            return;
-        }
+        let next = next.min(self.end);
+        let (position, folded_to) = (self.position, self.world.cursor);
+        let ahead = |cursor: &u64| *cursor > position && *cursor > folded_to;
+        let ask_kept = self.kept.filter(|_| self.kept_asked_for != Some(next));
+        self.kept_asked_for = Some(next);
+        let kept = ask_kept.and_then(|kept| kept.latest_at_or_before(next)).filter(|(cursor, _)| ahead(cursor));
         // Reading a snapshot costs about as much as folding a couple of facts
         // per being of the world: a short skip is cheaper folded.
-        let worth_skipping = worlds.skip_facts_per_being().saturating_mul(self.world.beings.len() as u64);
-        if cursor - self.position < worth_skipping {
+        let beings = self.world.beings.len() as u64;
+        let on_shelf = self.worlds.and_then(|worlds| {
+            let cursor = worlds.at_or_before(next).filter(ahead)?;
+            let worth_skipping = worlds.skip_facts_per_being().saturating_mul(beings);
+            (cursor - position >= worth_skipping).then_some((worlds, cursor))
+        });
+        match (kept, on_shelf) {
+            // A kept world is copied rather than read: it is taken unless a
+            // snapshot stands farther on.
+            (Some((cursor, world)), on_shelf) if on_shelf.is_none_or(|(_, on_shelf)| on_shelf <= cursor) => {
+                self.world = World::clone(&world);
+                self.position = cursor;
+                self.whole = true;
+                self.kept_worlds_taken += 1;
+            }
+            (_, Some((worlds, cursor))) => {
+                // Passing over other beings' activity, the replay keeps no
+                // memory but its being's (the others' are left half folded
+                // anyway); folding every fact, it keeps the world whole.
+                let world = match self.passes_over {
+                    true => worlds.world_for_replay_of(cursor, self.being),
+                    false => worlds.world(cursor),
+                };
+                if let Some(world) = world {
+                    self.world = world;
+                    self.position = cursor;
+                    // Whole enough for this replay, but not held to the
+                    // fold here: not a world to leave for others.
+                    self.whole = false;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Passes over, unread, the run of facts from `position` that the kept
+    /// worlds' keeper learnt change nothing but their actor's activity, up
+    /// to the next place something happens here (a moment opens, a stored
+    /// act is compared, a fact of this being's comes). Not when such facts
+    /// are watched: each is then a step of its own. Whether it moved.
+    fn pass_over_learnt_run(&mut self, watched_kinds: &BTreeSet<String>) -> bool {
+        let Some(kept) = self.kept.filter(|_| self.passes_over && !watched_kinds.contains(KIND_ACT)) else {
+            return false;
+        };
+        let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
+        let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
+        let next_own = self.own_land_seqs.range(self.position..).next().copied();
+        let limit = [next_opening, next_comparison, next_own].into_iter().flatten().fold(self.end, u64::min);
+        let until = kept.passable_run_end(self.position, limit);
+        if until <= self.position {
+            return false;
+        }
+        self.passed_over += until - self.position;
+        self.world.move_past(until - 1);
+        self.position = until;
+        self.whole = false;
+        true
+    }
+
+    /// Leaves a copy of the world in the kept worlds if it is whole.
+    fn leave_world_kept(&mut self) {
+        let Some(kept) = self.kept.filter(|_| self.whole) else { return };
+        if self.worlds_left_kept.last() == Some(&self.world.cursor) {
             return;
         }
-        // Passing over other beings' activity, the replay keeps no memory
-        // but its being's (the others' are left half folded anyway); folding
-        // every fact, it keeps the world whole.
-        let world = match self.passes_over {
-            true => worlds.world_for_replay_of(cursor, self.being),
-            false => worlds.world(cursor),
-        };
-        if let Some(world) = world {
-            self.world = world;
-            self.position = cursor;
-        }
+        kept.keep(&self.world);
+        self.worlds_left_kept.push(self.world.cursor);
     }
 
     /// Folds every fact, passing over none: what the replay reports does
@@ -766,7 +889,13 @@ impl<'a> Replayer<'a> {
     pub fn step(&mut self, watched_kinds: &BTreeSet<String>) -> Result<Step, ReplayError> {
         while !self.finished && self.position < self.end {
             self.skip_ahead();
+            if self.pass_over_learnt_run(watched_kinds) {
+                continue;
+            }
             let entry = self.entry_at(self.position)?;
+            if self.by_cursor.contains_key(&self.world.cursor) {
+                self.leave_world_kept();
+            }
             if let Some(land_seqs) = self.by_cursor.get(&self.world.cursor) {
                 for land_seq in land_seqs {
                     if let Some(act) = self.acts.get(land_seq) {
@@ -788,6 +917,7 @@ impl<'a> Replayer<'a> {
                 self.world.move_past(entry.land_seq);
                 self.position += 1;
                 self.passed_over += 1;
+                self.whole = false;
                 if watched_kinds.contains(KIND_ACT) {
                     let kind = KIND_ACT.to_string();
                     return Ok(Step::Fact { land_seq: entry.land_seq, being: entry.being, seq: entry.seq, kind });
@@ -799,7 +929,10 @@ impl<'a> Replayer<'a> {
                 Ok(None) => return Err(ReplayError::DanglingLandEntry { land_seq: entry.land_seq }),
                 // An unreadable fact (verification names it) cannot be folded;
                 // with --keep-going the replay goes on without it.
-                Err(StoreError::Corrupt { .. }) => None,
+                Err(StoreError::Corrupt { .. }) => {
+                    self.whole = false;
+                    None
+                }
                 Err(other) => return Err(other.into()),
             };
             let mut compared = None;
@@ -846,6 +979,7 @@ impl<'a> Replayer<'a> {
             divergences: self.report.divergences.len(),
             position: self.position,
             world: self.world.clone(),
+            whole: self.whole,
         });
     }
 
@@ -863,6 +997,8 @@ impl<'a> Replayer<'a> {
         };
         self.position = snapshot.position;
         self.world = snapshot.world.clone();
+        self.whole = snapshot.whole;
+        self.kept_asked_for = None;
         self.report.moments.truncate(snapshot.moments);
         self.report.divergences.truncate(snapshot.divergences);
         self.report.stopped_early = false;
