@@ -109,7 +109,11 @@ pub struct LiveLand {
     events: tokio::sync::broadcast::Sender<u64>,
     /// Open inhabiting tabs per being.
     presence: Mutex<BTreeMap<BeingId, Presence>>,
-    stopping: std::sync::atomic::AtomicBool,
+    /// Set by `stop_rounds`; the round thread waits on `stopping_set`
+    /// between rounds, so that it stops at once rather than after the
+    /// rest of its wait (`--round-ms` may be minutes).
+    stopping: Mutex<bool>,
+    stopping_set: std::sync::Condvar,
     /// The moments running now, read without the writer's lock (a round
     /// holds that lock while its moments run).
     running: Arc<crate::moment::RunningMoments>,
@@ -124,6 +128,12 @@ pub struct LiveLand {
     /// (`store::runner`): its rounds fold the land's tail, its people's acts
     /// are refused naming the runner.
     following: RwLock<Option<String>>,
+    /// Whole worlds replays start from instead of folding the land again
+    /// (`seed_engine::replay::kept_worlds`): the one where the land's first
+    /// act opened is folded as the land opens.
+    kept_worlds: Arc<crate::replay::KeptWorlds>,
+    /// The thread folding that first world (joined by `stop`).
+    warming_replays: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// The tabs holding one being, and how many times one started to.
@@ -149,7 +159,7 @@ impl LiveLand {
         let store = engine.land.shared_store();
         let token_hash = latest_token_hash(&*store, &operator)?;
         let (events, _) = tokio::sync::broadcast::channel(64);
-        Ok(Arc::new(LiveLand {
+        let land = Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(engine.world.clone())),
             recent_traces: RwLock::new(Arc::new(engine.recent_traces.iter().cloned().collect())),
             substrate: engine.substrate_shared(),
@@ -165,9 +175,60 @@ impl LiveLand {
             token_hash,
             events,
             presence: Mutex::new(BTreeMap::new()),
-            stopping: std::sync::atomic::AtomicBool::new(false),
+            stopping: Mutex::new(false),
+            stopping_set: std::sync::Condvar::new(),
             following: RwLock::new(None),
-        }))
+            kept_worlds: Arc::new(crate::replay::KeptWorlds::new()),
+            warming_replays: Mutex::new(None),
+        });
+        let warming = land.start_warming_replays();
+        *land.warming_replays.lock().unwrap_or_else(|p| p.into_inner()) = Some(warming);
+        Ok(land)
+    }
+
+    /// Folds the world where the land's first act opened, on a thread of
+    /// its own at the rounds' priority, and keeps it for replays: on a land
+    /// of a million beings planted at once, every being's replay would
+    /// otherwise fold the million geneses again. Then reads the land log
+    /// once to learn which acts a replay of another being passes over, so
+    /// that no replay reads them. A replay asked for while the world is
+    /// folded waits for it; one asked while the log is read reads the acts
+    /// it passes over itself.
+    fn start_warming_replays(&self) -> std::thread::JoinHandle<()> {
+        let (store, substrate, kept) = (self.store.clone(), self.substrate.clone(), self.kept_worlds.clone());
+        // Marked before the thread starts, so that no replay asked from now
+        // on folds the same facts beside it.
+        let warming = kept.warming();
+        std::thread::Builder::new()
+            .name("seed-replay-warm".into())
+            .spawn(move || {
+                lower_this_threads_priority(ROUND_THREAD_NICE);
+                let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(&substrate));
+                match crate::replay::kept_worlds::keep_world_at_first_act(&*store, definitions, &kept) {
+                    Ok(Some(cursor)) => tracing::debug!(cursor, "replays start from the world at the land's first act"),
+                    Ok(None) => tracing::debug!("no world kept for replays (nothing acted yet)"),
+                    Err(error) => {
+                        tracing::warn!(%error, "replays fold from genesis (the world at the first act did not fold)")
+                    }
+                }
+                drop(warming);
+                if let Err(error) = crate::replay::kept_worlds::learn_passable_facts(&*store, &kept) {
+                    tracing::warn!(%error, "replays read every act they pass over (the land log did not read)");
+                }
+            })
+            .expect("spawning a thread only fails when the process is out of resources")
+    }
+
+    /// The cursors of the worlds kept for replays (the land's first act's
+    /// opening, once it is folded).
+    pub fn replay_worlds_kept(&self) -> Vec<u64> {
+        self.kept_worlds.cursors()
+    }
+
+    /// How many land seqs, from the first, replays know whether they may
+    /// pass over without reading them.
+    pub fn replay_passable_known(&self) -> u64 {
+        self.kept_worlds.passable_known()
     }
 
     pub fn fact_body_bytes_max(&self) -> usize {
@@ -179,20 +240,25 @@ impl LiveLand {
     }
 
     /// Replays `being`'s moments in `options`' range, starting from the
-    /// land's vouched world snapshots (the report is the one a replay from
-    /// genesis gives; see `seed_engine::snapshots`).
+    /// worlds kept in memory and the land's vouched world snapshots (the
+    /// report is the one a replay from genesis gives; see
+    /// `seed_engine::snapshots` and `seed_engine::replay::kept_worlds`).
     pub fn replay_being(
         &self,
         being: BeingId,
         options: crate::replay::ReplayOptions,
     ) -> Result<crate::replay::ReplayReport, crate::replay::ReplayError> {
         let store = self.store();
+        self.kept_worlds.wait_while_warming();
         let worlds = crate::snapshots::VouchedWorlds::open(&self.land_dir, store, self.root, false)
             .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(&self.land_dir, store));
         // Each moment with the definitions the land recorded at its cursor;
         // the land's own files for moments sealed before it recorded any.
         let definitions = crate::replay::ReplayDefinitions::recorded(store, Some(self.substrate()));
-        crate::replay::Replayer::with_definitions(store, definitions, being, options)?.with_snapshots(&worlds).run()
+        crate::replay::Replayer::with_definitions(store, definitions, being, options)?
+            .with_snapshots(&worlds)
+            .with_kept_worlds(&self.kept_worlds)
+            .run()
     }
 
     pub fn store(&self) -> &dyn Store {
@@ -493,11 +559,7 @@ impl LiveLand {
             .spawn(move || {
                 lower_this_threads_priority(ROUND_THREAD_NICE);
                 let mut failures = RoundFailures::default();
-                while !land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(round_ms));
-                    if land.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                        break;
-                    }
+                while !land.stopped_while_waiting(Duration::from_millis(round_ms)) {
                     match land.round() {
                         Ok(()) => failures.round_went_on(),
                         Err(error) => failures.round_failed(&error),
@@ -507,14 +569,37 @@ impl LiveLand {
             .expect("spawning a thread only fails when the process is out of resources")
     }
 
-    /// No round starts after this (the one running, if any, finishes).
+    /// Waits `wait` (the scheduler's clock only: nothing here reaches a
+    /// fact) unless the rounds are stopped first; whether they are.
+    fn stopped_while_waiting(&self, wait: Duration) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        let mut stopping = self.stopping.lock().unwrap_or_else(|p| p.into_inner());
+        while !*stopping {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()).filter(|left| !left.is_zero())
+            else {
+                return false;
+            };
+            stopping = self.stopping_set.wait_timeout(stopping, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        true
+    }
+
+    /// No round starts after this (the one running, if any, finishes), and
+    /// the round thread stops waiting for the next.
     pub fn stop_rounds(&self) {
-        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        *self.stopping.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.stopping_set.notify_all();
     }
 
     /// Stops the rounds and closes the land (its last writes are flushed).
     pub fn stop(&self) -> Result<(), EngineError> {
         self.stop_rounds();
+        let warming = self.warming_replays.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(warming) = warming {
+            if warming.join().is_err() {
+                tracing::error!("the thread folding the world replays start from panicked");
+            }
+        }
         let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner()).take();
         match engine {
             Some(engine) => engine.finish().map(|_| ()),
@@ -541,25 +626,88 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    fn live_court() -> (tempfile::TempDir, Arc<LiveLand>) {
-        let dir = tempfile::tempdir().expect("folder");
+    fn court_fixture() -> crate::engine::fixture::Fixture {
         let fixture_path =
             std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/court.toml");
-        let fixture = crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture");
-        let options = crate::engine::EngineOptions {
+        crate::engine::fixture::Fixture::load(&fixture_path).expect("fixture")
+    }
+
+    fn live_court() -> (tempfile::TempDir, Arc<LiveLand>) {
+        let dir = tempfile::tempdir().expect("folder");
+        let fixture = court_fixture();
+        let options = court_options(dir.path());
+        let engine = Engine::plant(&fixture, &options).expect("plant");
+        (dir, LiveLand::new(engine).expect("live"))
+    }
+
+    fn court_options(dir: &std::path::Path) -> crate::engine::EngineOptions {
+        crate::engine::EngineOptions {
             snapshot_every_facts: None,
             store: Default::default(),
             ticks: None,
             seed: 0,
             threads: 1,
-            land_dir: dir.path().join("land"),
+            land_dir: dir.join("land"),
             trace_file: None,
             progress: std::sync::Arc::new(crate::progress::NoProgress),
             model: None,
             mode: crate::engine::Mode::Live,
-        };
-        let engine = Engine::plant(&fixture, &options).expect("plant");
-        (dir, LiveLand::new(engine).expect("live"))
+        }
+    }
+
+    /// Regression: `seed up --round-ms` of hours went on waiting for the
+    /// next round after it was told to stop (a bounded wait, not a timing).
+    #[test]
+    fn the_round_thread_stops_without_waiting_for_the_next_round() {
+        let (_dir, live) = live_court();
+        let rounds = live.start_rounds(24 * 60 * 60 * 1000);
+        // Not a timing: long enough for the thread to be waiting, so that
+        // the stop wakes it rather than being seen before it waits.
+        std::thread::sleep(Duration::from_millis(200));
+        live.stop_rounds();
+        let (joined, stopped) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = joined.send(rounds.join().is_ok());
+        });
+        let stopped = stopped.recv_timeout(Duration::from_secs(30));
+        assert_eq!(stopped, Ok(true), "the round thread did not stop");
+        live.stop().expect("stop");
+    }
+
+    /// The world where a land's first act opened is kept as the land opens
+    /// again, and replays (which may also leave their own whole worlds)
+    /// report what a replay folding from genesis reports.
+    #[test]
+    fn a_reopened_land_keeps_the_world_at_its_first_act_for_replays() {
+        let (dir, live) = live_court();
+        // Planted, nothing acted: nothing to keep.
+        for _ in 0..4 {
+            live.round().expect("a round");
+        }
+        live.stop().expect("stop");
+        assert_eq!(live.replay_worlds_kept(), Vec::<u64>::new(), "kept a world on a land where nothing had acted");
+        drop(live);
+        let engine = Engine::reopen(&court_fixture(), &court_options(dir.path())).expect("open again");
+        let live = LiveLand::new(engine).expect("live");
+        let store = live.store_shared();
+        let first = crate::replay::kept_worlds::first_act(&*store).expect("reads").expect("an act");
+        let opened_at = store.fact_at(&first).expect("reads").expect("held").fact.body_as::<crate::world::ActBody>();
+        let opened_at = opened_at.expect("an act").cursor;
+        let warming = live.warming_replays.lock().unwrap_or_else(|p| p.into_inner()).take().expect("warming");
+        warming.join().expect("the warm-up thread does not panic");
+        assert_eq!(live.replay_worlds_kept(), vec![opened_at]);
+        assert_eq!(live.replay_passable_known(), store.land_len().expect("reads"), "the warm-up read the whole log");
+        for being in store.beings().expect("beings") {
+            let options = crate::replay::ReplayOptions::default();
+            let kept = live.replay_being(being, options).expect("replays");
+            let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(live.substrate()));
+            let folded = crate::replay::Replayer::with_definitions(&*store, definitions, being, options)
+                .expect("replayer")
+                .run()
+                .expect("replays");
+            assert_eq!(kept, folded, "{}: starting from the kept world changed the report", folded.name);
+        }
+        live.stop().expect("stop");
     }
 
     #[test]
