@@ -50,6 +50,9 @@ pub struct KeptWorlds {
     held: Mutex<Held>,
     /// How many worlds are being folded to be kept ([`KeptWorlds::warming`]).
     warming: Mutex<usize>,
+    /// Held by whoever reads the land log to learn passable facts
+    /// ([`learn_passable_facts`]): another reader meanwhile leaves it to them.
+    learning: Mutex<()>,
     warming_done: std::sync::Condvar,
 }
 
@@ -195,8 +198,10 @@ impl KeptWorlds {
 }
 
 /// Reads the land log from what `kept` knows to the land's end, as stored,
-/// and learns which facts change nothing but their actor's activity.
+/// and learns which facts change nothing but their actor's activity (unless
+/// another thread is reading it for `kept` already: then nothing).
 pub fn learn_passable_facts(store: &dyn Store, kept: &KeptWorlds) -> Result<(), crate::store::StoreError> {
+    let Ok(_learning) = kept.learning.try_lock() else { return Ok(()) };
     let land_len = store.land_len()?;
     let mut read = LandLogRead::default();
     let mut from = kept.passable_known();

@@ -485,10 +485,10 @@ impl<'a> Replayer<'a> {
         // not moments of this land's to run again (each fact is decoded
         // once; the acts before a `moved-in` are dropped when it is met).
         for record in store.raw_records(Some(&being))? {
+            replayer.own_land_seqs.extend(record.land_seq);
             if record.seq > options.to_seq {
                 continue;
             }
-            replayer.own_land_seqs.extend(record.land_seq);
             let (Some(land_seq), Ok(fact)) = (record.land_seq, Fact::decode_envelope(&record.envelope)) else {
                 continue;
             };
