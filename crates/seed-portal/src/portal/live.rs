@@ -128,9 +128,10 @@ pub struct LiveLand {
     /// (`store::runner`): its rounds fold the land's tail, its people's acts
     /// are refused naming the runner.
     following: RwLock<Option<String>>,
-    /// Whole worlds replays start from instead of folding the land again
-    /// (`seed_engine::replay::kept_worlds`): the one where the land's first
-    /// act opened is folded as the land opens.
+    /// Whole worlds replays start from instead of folding the land again,
+    /// and which facts they may pass over unread
+    /// (`seed_engine::replay::kept_worlds`): the world where the land's
+    /// first act opened is folded, and the log read, as the land opens.
     kept_worlds: Arc<crate::replay::KeptWorlds>,
     /// The thread folding that first world (joined by `stop`).
     warming_replays: Mutex<Option<std::thread::JoinHandle<()>>>,
