@@ -25,7 +25,7 @@
 //! and [`learn_passable_facts`] reads the rest of the land log once (the
 //! portal does both on a thread of its own as it opens a land).
 
-use super::{ReplayDefinitions, ReplayError, ReplayOptions, Replayer};
+use super::{ReplayDefinitions, ReplayError, ReplayOptions, Replayer, REPLAY_LAND_LOG_CHUNK_ENTRIES};
 use crate::fact::Fact;
 use crate::store::{LandEntry, LandLogRead, Store};
 use crate::world::body::KIND_ACT;
@@ -37,10 +37,6 @@ use std::sync::{Arc, Mutex};
 /// first. Each may be as large as the land's live world (about 1 GB at a
 /// million beings), and a land has one first act.
 pub const REPLAY_WORLDS_KEPT_MAX: usize = 2;
-
-/// Land-log entries read at once looking for the land's first act, or
-/// learning which facts a replay may pass over.
-pub const FIRST_ACT_SEARCH_CHUNK_ENTRIES: u64 = 4096;
 
 /// Whole worlds of one land, by cursor, for its replays to start from. The
 /// owner keeps one per store: a world kept from one land is nothing to
@@ -174,13 +170,19 @@ impl KeptWorlds {
         self.held().passable_known
     }
 
-    /// Learns whether each fact from land seq `from` on changes nothing but
-    /// its actor's activity (`passable[i]` for `from + i`): kept if it
-    /// follows what is known (what is known already is not read again).
-    pub fn learn_passable(&self, from: u64, passable: &[bool]) {
+    /// Learns, for each `(land_seq, passable)`, whether that fact changes
+    /// nothing but its actor's activity: kept if the land seqs run on one
+    /// after another (a read with a hole teaches nothing) and follow what is
+    /// known (what is known already is not read again).
+    pub fn learn_passable(&self, learnt: impl IntoIterator<Item = (u64, bool)>) {
+        let learnt: Vec<(u64, bool)> = learnt.into_iter().collect();
+        let Some(&(from, _)) = learnt.first() else { return };
+        if !learnt.iter().zip(from..).all(|((land_seq, _), expected)| *land_seq == expected) {
+            return;
+        }
         let mut held = self.held();
         let known = held.passable_known;
-        let end = from + passable.len() as u64;
+        let end = from + learnt.len() as u64;
         if from > known || end <= known {
             return;
         }
@@ -189,7 +191,7 @@ impl KeptWorlds {
             if word == held.passable.len() {
                 held.passable.push(0);
             }
-            if passable[(land_seq - from) as usize] {
+            if learnt[(land_seq - from) as usize].1 {
                 held.passable[word] |= 1 << (land_seq % 64);
             }
         }
@@ -206,16 +208,16 @@ pub fn learn_passable_facts(store: &dyn Store, kept: &KeptWorlds) -> Result<(), 
     let mut read = LandLogRead::default();
     let mut from = kept.passable_known();
     while from < land_len {
-        let to = land_len.min(from + FIRST_ACT_SEARCH_CHUNK_ENTRIES);
+        let to = land_len.min(from + REPLAY_LAND_LOG_CHUNK_ENTRIES);
         store.land_log_with_envelopes_unverified(from, to, &mut read)?;
-        let contiguous = read.iter().zip(from..).all(|((entry, _), land_seq)| entry.land_seq == land_seq);
-        if !contiguous || read.iter().count() as u64 != to - from {
+        if read.iter().count() as u64 == to - from {
+            let changes_only_activity = crate::world::reach::changes_only_its_actors_activity;
+            kept.learn_passable(read.iter().map(|(entry, envelope)| (entry.land_seq, changes_only_activity(envelope))));
+        }
+        if kept.passable_known() < to {
             // A hole in the log: replays read this stretch themselves.
             return Ok(());
         }
-        let passable: Vec<bool> =
-            read.iter().map(|(_, envelope)| crate::world::reach::changes_only_its_actors_activity(envelope)).collect();
-        kept.learn_passable(from, &passable);
         from = to;
     }
     Ok(())
@@ -229,7 +231,7 @@ pub fn first_act(store: &dyn Store) -> Result<Option<LandEntry>, crate::store::S
     let mut read = LandLogRead::default();
     let mut from = 0;
     while from < land_len {
-        let to = land_len.min(from + FIRST_ACT_SEARCH_CHUNK_ENTRIES);
+        let to = land_len.min(from + REPLAY_LAND_LOG_CHUNK_ENTRIES);
         store.land_log_with_envelopes_unverified(from, to, &mut read)?;
         let found = read
             .iter()
@@ -270,7 +272,7 @@ mod tests {
     fn check(lessons: &[(u64, &[bool])], known: u64, expected: &[bool]) {
         let kept = KeptWorlds::new();
         for (from, passable) in lessons {
-            kept.learn_passable(*from, passable);
+            kept.learn_passable(passable.iter().zip(*from..).map(|(passable, land_seq)| (land_seq, *passable)));
         }
         assert_eq!(kept.passable_known(), known, "{lessons:?}");
         assert_eq!(kept.passable(0, known).as_deref(), Some(expected), "{lessons:?}");
@@ -286,6 +288,10 @@ mod tests {
         // A gap is not learnt: what lies between is unknown.
         check(&[(0, &[t, f]), (3, &[t])], 2, &[t, f]);
         check(&[(1, &[t])], 0, &[]);
+        // A read with a hole in it teaches nothing.
+        let kept = KeptWorlds::new();
+        kept.learn_passable([(0, t), (2, t)]);
+        assert_eq!(kept.passable_known(), 0, "learnt across a hole");
         // Overlapping: only what follows is taken.
         check(&[(0, &[t, f]), (1, &[t, f, t])], 4, &[t, f, f, t]);
         check(&[(0, &[t, f, t]), (0, &[f, f])], 3, &[t, f, t]);
@@ -320,7 +326,7 @@ mod tests {
         learnt[5] = false;
         learnt[130] = false;
         let kept = KeptWorlds::new();
-        kept.learn_passable(0, &learnt[..190]);
+        kept.learn_passable(learnt[..190].iter().copied().zip(0..).map(|(passable, land_seq)| (land_seq, passable)));
         for (from, limit, expected) in [
             (0, 200, 5),
             (5, 200, 5),

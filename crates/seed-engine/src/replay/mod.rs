@@ -626,10 +626,9 @@ impl<'a> Replayer<'a> {
             (passable, passed_over, fact)
         });
         if let Some(kept) = self.kept.filter(|_| passes_over) {
-            let contiguous = read.iter().zip(land_seq..).all(|((entry, _), expected)| entry.land_seq == expected);
-            if contiguous {
-                kept.learn_passable(land_seq, &decoded.iter().map(|(passable, _, _)| *passable).collect::<Vec<_>>());
-            }
+            kept.learn_passable(
+                read.iter().zip(&decoded).map(|((entry, _), (passable, _, _))| (entry.land_seq, *passable)),
+            );
         }
         let mut chunk = std::mem::take(&mut self.chunk);
         chunk.clear();
@@ -692,10 +691,7 @@ impl<'a> Replayer<'a> {
             plan.extend(part?);
         }
         if let Some(kept) = self.kept {
-            let contiguous = plan.iter().zip(land_seq..).all(|((entry, _), expected)| entry.land_seq == expected);
-            if contiguous {
-                kept.learn_passable(land_seq, &plan.iter().map(|(_, passable)| *passable).collect::<Vec<_>>());
-            }
+            kept.learn_passable(plan.iter().map(|(entry, passable)| (entry.land_seq, *passable)));
         }
         Ok(plan.into_iter().map(passed_over).collect())
     }
@@ -723,9 +719,7 @@ impl<'a> Replayer<'a> {
         if (self.worlds.is_none() && self.kept.is_none()) || !self.recomputed.is_empty() {
             return;
         }
-        let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
-        let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
-        let Some(next) = next_opening.into_iter().chain(next_comparison).min() else { return };
+        let Some(next) = self.next_place() else { return };
         let next = next.min(self.end);
         let (position, folded_to) = (self.position, self.world.cursor);
         let ahead = |cursor: &u64| *cursor > position && *cursor > folded_to;
@@ -769,6 +763,14 @@ impl<'a> Replayer<'a> {
         }
     }
 
+    /// The next place something happens here: the cursor where a stored act
+    /// opens or the land seq where one is compared, whichever comes first.
+    fn next_place(&self) -> Option<u64> {
+        let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
+        let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
+        next_opening.into_iter().chain(next_comparison).min()
+    }
+
     /// Passes over, unread, the run of facts from `position` that the kept
     /// worlds' keeper learnt change nothing but their actor's activity, up
     /// to the next place something happens here (a moment opens, a stored
@@ -778,10 +780,8 @@ impl<'a> Replayer<'a> {
         let Some(kept) = self.kept.filter(|_| self.passes_over && !watched_kinds.contains(KIND_ACT)) else {
             return false;
         };
-        let next_opening = self.by_cursor.range(self.world.cursor..).next().map(|(cursor, _)| *cursor);
-        let next_comparison = self.acts.range(self.position..).next().map(|(land_seq, _)| *land_seq);
         let next_own = self.own_land_seqs.range(self.position..).next().copied();
-        let limit = [next_opening, next_comparison, next_own].into_iter().flatten().fold(self.end, u64::min);
+        let limit = [self.next_place(), next_own].into_iter().flatten().fold(self.end, u64::min);
         let until = kept.passable_run_end(self.position, limit);
         if until <= self.position {
             return false;
