@@ -316,7 +316,8 @@ fn check_a_wrong_snapshot_is_caught(forgery: &str, forge: impl Fn(&mut seed::wor
         let mut world = seed::world::World::from_snapshot_bytes(&snapshot.world).expect("world");
         forge(&mut world);
         let bytes = world.snapshot_bytes().expect("bytes");
-        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
+        let signer = opened.snapshot_signer().expect("the root's key");
+        signer.write(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
         let mut vouched = opened.snapshots().vouched().expect("reads").expect("vouched").files;
         let (_, digest) = opened.snapshots().read(cursor).expect("reads");
         vouched.insert(cursor, digest);
@@ -421,7 +422,8 @@ fn reindex_folds_the_memories_again_and_writes_again_a_snapshot_that_lost_them()
         let being = *world.memories.keys().next().expect("a being remembers something");
         world.memories.remove(&being);
         let bytes = world.snapshot_bytes().expect("bytes");
-        opened.write_snapshot(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
+        let signer = opened.snapshot_signer().expect("the root's key");
+        signer.write(cursor, snapshot.claim.last_fact, world.snapshot_digest(), bytes).expect("writes");
         opened.close().expect("close");
     }
     let second = reindex(&land);

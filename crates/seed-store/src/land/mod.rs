@@ -1114,18 +1114,6 @@ impl Land {
         self.root_key()
     }
 
-    /// Signs, with the root's key, a snapshot of the world whose canonical
-    /// bytes are `world` and writes it; returns the file's BLAKE3.
-    pub fn write_snapshot(
-        &self,
-        cursor: u64,
-        last_fact: FactId,
-        state_digest: Hash32,
-        world: Vec<u8>,
-    ) -> Result<Hash32, LandError> {
-        self.snapshot_signer()?.write(cursor, last_fact, state_digest, world)
-    }
-
     /// What signs and writes this land's world snapshots, owned: a thread
     /// can write one while the land seals on (the root's key as its reel
     /// names it now).
