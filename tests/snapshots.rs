@@ -176,11 +176,9 @@ fn every_world_left_for_other_replays_is_the_fold_of_the_facts_before_it() {
     let replayed = beings(&land, 8);
     let opened = Land::open(&land).expect("open");
     let store = opened.store();
-    let folded_to = |cursor: u64| {
-        let mut world = seed::world::World::new();
-        seed::engine::fold_until(store, &mut world, cursor).expect("folds");
-        world
-    };
+    // One fact at a time, on this thread: the reference for the folds that
+    // read ahead on threads of their own.
+    let folded_to = |cursor: u64| folded_one_fact_at_a_time(store, cursor);
     let check_kept = |kept: &KeptWorlds, what: &str| {
         for cursor in kept.cursors() {
             let (at, world) = kept.latest_at_or_before(cursor).expect("kept");
@@ -230,6 +228,67 @@ fn every_world_left_for_other_replays_is_the_fold_of_the_facts_before_it() {
     let kept_at = seed::replay::kept_worlds::keep_world_at_first_act(store, definitions, &kept).expect("replays");
     assert_eq!(kept_at, Some(opened_at));
     check_kept(&kept, "the first act");
+    // An engine opening the land from genesis keeps the same world there,
+    // unless the act's moment opened before the chunk the act is read in,
+    // and learns what reading the whole land log tells.
+    let land_len = store.land_len().expect("reads");
+    for chunk_entries in [1, 2, 3, seed::engine::FOLD_LAND_LOG_CHUNK_ENTRIES] {
+        let what = format!("the opening fold in chunks of {chunk_entries}");
+        let at_open = KeptWorlds::new();
+        let mut world = seed::world::World::new();
+        seed::engine::fold_from_genesis_keeping_for_replays(store, &mut world, land_len, &at_open, chunk_entries)
+            .expect("folds");
+        assert!(world == folded_to(land_len), "{what}: not the fold of the whole log");
+        let chunk_start = first.land_seq - first.land_seq % chunk_entries;
+        let expected = if opened_at >= chunk_start { vec![opened_at] } else { vec![] };
+        assert_eq!(at_open.cursors(), expected, "{what}");
+        check_kept(&at_open, &what);
+        assert_eq!(at_open.passable_known(), land_len, "{what}");
+        assert_eq!(at_open.passable(0, land_len), read_whole.passable(0, land_len), "{what}");
+    }
+    opened.close().expect("close");
+}
+
+/// The world folded from genesis up to `cursor`, one fact read, decoded
+/// and folded at a time.
+fn folded_one_fact_at_a_time(store: &dyn seed::store::Store, cursor: u64) -> seed::world::World {
+    let mut world = seed::world::World::new();
+    for land_seq in 0..cursor {
+        let read = store.land_log_with_envelopes(land_seq, land_seq + 1).expect("reads");
+        let (entry, envelope) = read.first().expect("no hole");
+        let stored = seed::store::decode_entry_envelope(entry, envelope).expect("decodes");
+        world.apply(land_seq, &stored.fact);
+    }
+    world
+}
+
+/// The fold's readers on a land with a damaged fact: in short chunks or
+/// long, the fold stops with the damaged fact's error (no hang, no panic)
+/// after folding every fact before the chunk it is in, and `fold_until`
+/// gives the same error.
+#[test]
+fn a_fold_reading_ahead_stops_at_a_damaged_fact_with_its_error() {
+    let (_dir, land, _) = simulated("factory.toml", 16);
+    common::flip_stored_byte(&land, "@worker-a", 2, 70);
+    let opened = Land::open(&land).expect("open");
+    let store = opened.store();
+    let land_len = store.land_len().expect("reads");
+    let worker = opened.resolve("@worker-a").expect("being");
+    let damaged = store.land_seq_of(&worker, 2).expect("reads").expect("indexed");
+    let mut whole = seed::world::World::new();
+    let expected = seed::engine::fold_until(store, &mut whole, land_len).expect_err("a damaged fact").to_string();
+    assert!(expected.contains("seq 2"), "{expected}");
+    for chunk_entries in [1, 2, 3, seed::engine::FOLD_LAND_LOG_CHUNK_ENTRIES] {
+        let mut world = seed::world::World::new();
+        let kept = KeptWorlds::new();
+        let folded =
+            seed::engine::fold_from_genesis_keeping_for_replays(store, &mut world, land_len, &kept, chunk_entries);
+        let error = folded.expect_err("a damaged fact").to_string();
+        assert_eq!(error, expected, "in chunks of {chunk_entries}");
+        let chunk_start = damaged - damaged % chunk_entries;
+        assert_eq!(world.cursor, chunk_start, "in chunks of {chunk_entries}: not folded up to the damaged chunk");
+        assert!(world == folded_one_fact_at_a_time(store, chunk_start), "in chunks of {chunk_entries}");
+    }
     opened.close().expect("close");
 }
 

@@ -129,7 +129,7 @@ pub fn move_being(
             moved_in_at = Some(land_seq);
         }
     }
-    engine.finish()?;
+    engine.close()?;
     if json {
         print_json(&json!({
             "ok": true,

@@ -146,7 +146,7 @@ pub fn add(land_dir: &Path, store: &seed::land::StoreLocation, url: &str, json: 
     engine.seal_change(vec![Effect::PeerAdded { peer: added }])?;
     let land_seq = engine.world.cursor.saturating_sub(1);
     let peer = engine.world.canopy.peers.get(&land).map(|peer| peer_json(&land, peer)).unwrap_or(Json::Null);
-    engine.finish()?;
+    engine.close()?;
     if json {
         print_json(&json!({"ok": true, "peer": peer, "landSeq": land_seq}))?;
     } else {
@@ -165,7 +165,7 @@ pub fn remove(land_dir: &Path, store: &seed::land::StoreLocation, named: &str, j
     let url = engine.world.canopy.peers.get(&land).map(|peer| peer.url.clone()).unwrap_or_default();
     engine.seal_change(vec![Effect::PeerRemoved { land }])?;
     let land_seq = engine.world.cursor.saturating_sub(1);
-    engine.finish()?;
+    engine.close()?;
     if json {
         print_json(&json!({"ok": true, "removed": land.to_hex(), "url": url, "landSeq": land_seq}))?;
     } else {
@@ -207,7 +207,7 @@ pub fn set_following(
             Some(engine.world.cursor.saturating_sub(1))
         }
     };
-    engine.finish()?;
+    engine.close()?;
     let mirror = match &being {
         None => seed::mirror::mirror_dir(land_dir, &land),
         Some(being) => seed::mirror::being_mirror_dir(land_dir, being),

@@ -193,7 +193,7 @@ impl Keeper {
             }
             // Another follower was quicker.
             None => {
-                engine.finish()?;
+                engine.close()?;
             }
         }
         Ok(())

@@ -191,12 +191,155 @@ pub fn fold_to_end(store: &dyn Store, world: &mut World) -> Result<(), EngineErr
 /// Land-log entries a fold reads at once.
 pub const FOLD_LAND_LOG_CHUNK_ENTRIES: u64 = 4096;
 
+/// Threads that read and decode the land log's chunks ahead of a fold, in
+/// turn, each up to [`FOLD_CHUNKS_READ_AHEAD`] chunks ahead.
+pub const FOLD_READER_THREADS: usize = 2;
+
+/// Chunks of the land log each reader thread of a fold holds ready ahead
+/// of the fold.
+pub const FOLD_CHUNKS_READ_AHEAD: usize = 2;
+
 /// Folds the land log from `world.cursor` up to (not including) `end`, a
 /// chunk of entries at a time. A fact the log points at but the store does
 /// not give back is an error: a world is never folded past a hole.
+///
+/// Past one chunk, [`FOLD_READER_THREADS`] threads read, check and decode
+/// the chunks in turn while this one folds them in land order: reading a
+/// fact (its body's hash checked, its body decoded) is pure and costs
+/// about three times what folding it does, most of `seed up`'s opening of
+/// the million crowd.
 pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), EngineError> {
+    fold_reading_ahead(store, world, end, FOLD_LAND_LOG_CHUNK_ENTRIES, None)
+}
+
+/// A chunk of the land log read and decoded for the fold: its facts, and
+/// for a fold that keeps worlds for replays, which of them a replay may
+/// pass over and where the first act in it opened.
+struct FoldChunk {
+    facts: Vec<(u64, crate::fact::Fact, crate::world::FoldBody)>,
+    passable: Vec<(u64, bool)>,
+    /// `None`: no act in the chunk; `Some(None)`: one whose body does not
+    /// read; `Some(Some(cursor))`: the first act's moment opened there.
+    first_act_opening: Option<Option<u64>>,
+}
+
+/// [`fold_until`] in chunks of `chunk_entries`; with `kept`, the fold also
+/// leaves there what replays of the land can start from
+/// ([`fold_from_genesis_keeping_for_replays`]).
+fn fold_reading_ahead(
+    store: &dyn Store,
+    world: &mut World,
+    end: u64,
+    chunk_entries: u64,
+    kept: Option<&crate::replay::KeptWorlds>,
+) -> Result<(), EngineError> {
     let from = world.cursor;
-    for_each_land_fact(store, from, end, |land_seq, fact| world.apply(land_seq, &fact))
+    let chunk_entries = chunk_entries.max(1);
+    // Flows shared by the bodies read here: what the world's own would hold.
+    let flows = crate::world::GenesisFlows::default();
+    let mut fold = ChunkFold { kept, looking_for_first_act: kept.is_some() };
+    if end.saturating_sub(from) <= chunk_entries {
+        // One chunk or none (a fold after each seal): no thread to start.
+        if from < end {
+            fold.apply(world, read_fold_chunk(store, from, end, kept.is_some(), &flows)?);
+        }
+        return Ok(());
+    }
+    let chunk_starts = move |reader: usize| {
+        let first = from.saturating_add(chunk_entries.saturating_mul(reader as u64));
+        let step = chunk_entries.saturating_mul(FOLD_READER_THREADS as u64);
+        (0..).map(move |turn: u64| first.saturating_add(step.saturating_mul(turn))).take_while(move |next| *next < end)
+    };
+    std::thread::scope(|scope| {
+        let mut read_ahead = Vec::with_capacity(FOLD_READER_THREADS);
+        for reader in 0..FOLD_READER_THREADS {
+            let (chunks_read, chunks) = std::sync::mpsc::sync_channel(FOLD_CHUNKS_READ_AHEAD);
+            read_ahead.push(chunks);
+            let flows = &flows;
+            scope.spawn(move || {
+                for next in chunk_starts(reader) {
+                    let to = end.min(next.saturating_add(chunk_entries));
+                    let chunk = read_fold_chunk(store, next, to, kept.is_some(), flows);
+                    let failed = chunk.is_err();
+                    // A fold that stopped (at an error) takes no more.
+                    if chunks_read.send(chunk).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        }
+        // The chunks are taken from the readers in turn, so in land order.
+        // An error returns at once: the channels go with it, and the readers stop.
+        let mut next = from;
+        let mut turn = 0;
+        while next < end {
+            let chunk = read_ahead[turn % FOLD_READER_THREADS].recv();
+            fold.apply(
+                world,
+                chunk.expect("a reader sends each of its chunks (or an error and stops) unless it panicked")?,
+            );
+            next = end.min(next.saturating_add(chunk_entries));
+            turn += 1;
+        }
+        Ok(())
+    })
+}
+
+/// Reads, checks and decodes the land log's `from..to` for the fold (and
+/// for a fold that keeps worlds for replays, what it learns of them).
+fn read_fold_chunk(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+    keeping_for_replays: bool,
+    flows: &crate::world::GenesisFlows,
+) -> Result<FoldChunk, EngineError> {
+    let read = read_land_log_envelopes(store, from, to)?;
+    let (mut passable, mut first_act_opening) = (Vec::new(), None);
+    if keeping_for_replays {
+        let changes_only_activity = crate::world::reach::changes_only_its_actors_activity;
+        passable = read.iter().map(|(entry, envelope)| (entry.land_seq, changes_only_activity(envelope))).collect();
+        let is_act =
+            |envelope: &[u8]| crate::fact::Fact::peek_kind_and_body(envelope).is_some_and(|(kind, _)| kind == KIND_ACT);
+        let first_act = read.iter().find(|(_, envelope)| is_act(envelope));
+        first_act_opening = first_act.map(|(_, envelope)| crate::replay::kept_worlds::act_opening_cursor(envelope));
+    }
+    let facts = read
+        .iter()
+        .map(|(entry, envelope)| {
+            let (land_seq, fact) = decode_land_fact(entry, envelope)?;
+            let body = crate::world::FoldBody::read_keeping_flows(&fact.header, fact.body(), flows);
+            Ok((land_seq, fact, body))
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    Ok(FoldChunk { facts, passable, first_act_opening })
+}
+
+/// Folds chunks in land order, leaving in `kept` (if any) what replays
+/// can start from.
+struct ChunkFold<'k> {
+    kept: Option<&'k crate::replay::KeptWorlds>,
+    looking_for_first_act: bool,
+}
+
+impl ChunkFold<'_> {
+    fn apply(&mut self, world: &mut World, chunk: FoldChunk) {
+        let mut keep_before = None;
+        if let Some(kept) = self.kept {
+            kept.learn_passable(chunk.passable);
+            if let Some(opening) = chunk.first_act_opening.filter(|_| self.looking_for_first_act) {
+                self.looking_for_first_act = false;
+                // An opening in a chunk already folded is past: none is kept.
+                keep_before = opening.filter(|cursor| *cursor >= world.cursor);
+            }
+        }
+        for (land_seq, fact, body) in chunk.facts {
+            if let Some(kept) = self.kept.filter(|_| keep_before == Some(land_seq)) {
+                kept.keep(world);
+            }
+            world.apply_folded(land_seq, &fact.header, fact.id(), body);
+        }
+    }
 }
 
 /// Hands `visit` each fact at land seqs `from..end`, decoded, in land
@@ -222,6 +365,19 @@ pub(crate) fn for_each_land_fact(
 /// The facts at land seqs `from..to`, decoded, in land order, read in one
 /// request: a hole in them is an error.
 fn read_land_log(store: &dyn Store, from: u64, to: u64) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
+    read_land_log_envelopes(store, from, to)?
+        .into_iter()
+        .map(|(entry, envelope)| decode_land_fact(&entry, &envelope))
+        .collect()
+}
+
+/// The entries and envelopes at land seqs `from..to`, in land order, read
+/// in one request: a hole in them is an error.
+fn read_land_log_envelopes(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(crate::store::LandEntry, Vec<u8>)>, EngineError> {
     let read = store.land_log_with_envelopes(from, to)?;
     if read.len() as u64 != to - from {
         // The first land seq the entries skip.
@@ -229,12 +385,36 @@ fn read_land_log(store: &dyn Store, from: u64, to: u64) -> Result<Vec<(u64, crat
         let land_seq = land_seq.map_or(from + read.len() as u64, |(expected, _)| expected);
         return Err(EngineError::LandLogHole { land_seq });
     }
-    read.into_iter()
-        .map(|(entry, envelope)| {
-            let stored = crate::store::decode_entry_envelope(&entry, &envelope)?;
-            Ok((entry.land_seq, stored.fact))
-        })
-        .collect()
+    Ok(read)
+}
+
+fn decode_land_fact(entry: &crate::store::LandEntry, envelope: &[u8]) -> Result<(u64, crate::fact::Fact), EngineError> {
+    let stored = crate::store::decode_entry_envelope(entry, envelope)?;
+    Ok((entry.land_seq, stored.fact))
+}
+
+/// [`fold_until`] from genesis, leaving in `kept` what replays of this land
+/// would otherwise read the log again for: a copy of the world where the
+/// land's first act opened (the world every replay of a being starts
+/// from, on a land planted at once) and which facts change nothing but
+/// their actor's activity. The fold reads every fact anyway; the portal
+/// opening a land of a million beings used to fold the million geneses a
+/// second time, on its warm-up thread, before a replay could start.
+/// Keeps no world when the first act's moment opened before the chunk the
+/// act is read in (other facts sealed between its opening and its seal,
+/// across a chunk's start): the warm-up folds it then.
+///
+/// Reads `chunk_entries` at a time ([`FOLD_LAND_LOG_CHUNK_ENTRIES`] when
+/// opening a land; the tests try short chunks).
+pub fn fold_from_genesis_keeping_for_replays(
+    store: &dyn Store,
+    world: &mut World,
+    end: u64,
+    kept: &crate::replay::KeptWorlds,
+    chunk_entries: u64,
+) -> Result<(), EngineError> {
+    assert_eq!(world.cursor, 0, "a fold that keeps worlds for replays starts at genesis");
+    fold_reading_ahead(store, world, end, chunk_entries, Some(kept))
 }
 
 /// The world folded from the whole land log, starting from the latest
@@ -245,20 +425,39 @@ pub fn world_at_end(land: &Land) -> Result<World, EngineError> {
     Ok(world)
 }
 
+/// [`world_at_end`], and when no vouched snapshot stands in the way the
+/// fold runs from genesis and leaves in `kept` what replays of this land
+/// can start from ([`fold_from_genesis_keeping_for_replays`]).
+pub fn world_at_end_keeping_for_replays(land: &Land, kept: &crate::replay::KeptWorlds) -> Result<World, EngineError> {
+    let end = land.store().land_len()?;
+    let mut world = latest_vouched_world_at_or_before(land, end);
+    match world.cursor {
+        0 => fold_from_genesis_keeping_for_replays(land.store(), &mut world, end, kept, FOLD_LAND_LOG_CHUNK_ENTRIES)?,
+        _ => fold_until(land.store(), &mut world, end)?,
+    }
+    Ok(world)
+}
+
 /// The world folded up to (not including) land seq `cursor`, from the
 /// latest vouched snapshot at or before it.
 pub(crate) fn world_before(land: &Land, cursor: u64) -> Result<World, EngineError> {
+    let mut world = latest_vouched_world_at_or_before(land, cursor);
+    fold_until(land.store(), &mut world, cursor)?;
+    Ok(world)
+}
+
+/// The latest world snapshot a clean verification vouched for at or
+/// before `cursor`, or the world before genesis.
+fn latest_vouched_world_at_or_before(land: &Land, cursor: u64) -> World {
     use crate::snapshots::WorldSnapshots;
     let store = land.store();
     let snapshots = crate::snapshots::VouchedWorlds::open(land.dir(), store, land.root(), false)
         .unwrap_or_else(|_| crate::snapshots::VouchedWorlds::none(land.dir(), store));
     // Not `World::default()`: a world folded from genesis starts with the root space.
-    let mut world = match snapshots.at_or_before(cursor).and_then(|at| snapshots.world(at)) {
+    match snapshots.at_or_before(cursor).and_then(|at| snapshots.world(at)) {
         Some(world) => world,
         None => World::new(),
-    };
-    fold_until(store, &mut world, cursor)?;
-    Ok(world)
+    }
 }
 
 /// Reel heads a world hash reads in one request.
@@ -385,6 +584,10 @@ pub struct Engine {
     snapshot_in_writing: Option<crate::snapshots::SnapshotInWriting>,
     pub land: Land,
     pub world: World,
+    /// What a live engine's opening fold left for replays of its land (the
+    /// world where the first act opened, the passable facts): the portal
+    /// hands it to its replays. Empty in a simulation.
+    pub kept_for_replays: Arc<crate::replay::KeptWorlds>,
     substrate: Arc<Substrate>,
     scheduler: Scheduler,
     clock: Arc<LogicalClock>,
@@ -581,10 +784,15 @@ impl Engine {
             .chain(role_scripts)
             .map(|(source, file)| (crate::fact::blake3_of(source.as_bytes()), file))
             .collect();
+        let kept_for_replays = Arc::new(crate::replay::KeptWorlds::new());
         let (world, scheduler) = match resumed {
             Some(resumed) => resumed,
             None => {
-                let world = world_at_end(&land)?;
+                // Only a live land is replayed by the same process.
+                let world = match options.mode {
+                    Mode::Live => world_at_end_keeping_for_replays(&land, &kept_for_replays)?,
+                    Mode::Simulation => world_at_end(&land)?,
+                };
                 let mut scheduler = Scheduler::default();
                 let wake_every: BTreeMap<&str, u64> =
                     planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
@@ -663,6 +871,7 @@ impl Engine {
             next_snapshot_at,
             snapshot_bytes_last: 0,
             snapshot_in_writing: None,
+            kept_for_replays,
             pool_traces: None,
             resume_checkpoints: false,
             catch_up_until: 0,
@@ -1612,12 +1821,25 @@ impl Engine {
         self.summary.facts_sealed = self.land.store().land_len()? - self.facts_before;
         self.summary.world_hash = world_hash(&self.world, self.land.store())?;
         self.summary.hook_incidents = self.substrate.hooks.incidents();
+        let summary = std::mem::take(&mut self.summary);
+        self.close()?;
+        Ok(summary)
+    }
+
+    /// What [`Engine::finish`] does but reckon the run's summary: seals
+    /// what waits to be embedded, flushes the trace, waits for the snapshot
+    /// in writing and closes the land. For a caller that prints no summary
+    /// (`seed up` stopping, a command sealing one change): the world hash
+    /// reads every reel's head, 13 s of `seed up`'s stop on a land of a
+    /// million beings.
+    pub fn close(mut self) -> Result<(), EngineError> {
+        self.seal_embeddings()?;
         if let Some((path, mut out)) = self.trace_out.take() {
             out.flush().map_err(|source| EngineError::Trace { path, source })?;
         }
         self.wait_for_snapshot();
         self.land.close()?;
-        Ok(self.summary)
+        Ok(())
     }
 }
 

@@ -223,6 +223,14 @@ pub fn learn_passable_facts(store: &dyn Store, kept: &KeptWorlds) -> Result<(), 
     Ok(())
 }
 
+/// The cursor where the moment of the act in `envelope` opened (the world
+/// it saw: every fact before that land seq). `None` for a fact that is no
+/// act, or an act whose body does not read.
+pub fn act_opening_cursor(envelope: &[u8]) -> Option<u64> {
+    let (kind, body) = Fact::peek_kind_and_body(envelope)?;
+    (kind == KIND_ACT).then(|| super::opening::ActOpening::read(body).ok().map(|opening| opening.cursor)).flatten()
+}
+
 /// The land log's first act: its entry. `None` on a land where nothing
 /// acted yet. Read as stored (the kind is all that is read); the replay
 /// that follows reads what it folds checked.

@@ -160,6 +160,7 @@ impl LiveLand {
         let store = engine.land.shared_store();
         let token_hash = latest_token_hash(&*store, &operator)?;
         let (events, _) = tokio::sync::broadcast::channel(64);
+        let kept_worlds = engine.kept_for_replays.clone();
         let land = Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(engine.world.clone())),
             recent_traces: RwLock::new(Arc::new(engine.recent_traces.iter().cloned().collect())),
@@ -179,7 +180,7 @@ impl LiveLand {
             stopping: Mutex::new(false),
             stopping_set: std::sync::Condvar::new(),
             following: RwLock::new(None),
-            kept_worlds: Arc::new(crate::replay::KeptWorlds::new()),
+            kept_worlds,
             warming_replays: Mutex::new(None),
         });
         let warming = land.start_warming_replays();
@@ -194,18 +195,25 @@ impl LiveLand {
     /// once to learn which acts a replay of another being passes over, so
     /// that no replay reads them. A replay asked for while the world is
     /// folded waits for it; one asked while the log is read reads the acts
-    /// it passes over itself.
+    /// it passes over itself. An engine that opened its land by folding
+    /// from genesis left both already (`Engine::kept_for_replays`): then
+    /// there is nothing to fold or read.
     fn start_warming_replays(&self) -> std::thread::JoinHandle<()> {
         let (store, substrate, kept) = (self.store.clone(), self.substrate.clone(), self.kept_worlds.clone());
+        let kept_at_open = kept.cursors().first().copied();
         // Marked before the thread starts, so that no replay asked from now
         // on folds the same facts beside it.
-        let warming = kept.warming();
+        let warming = kept_at_open.is_none().then(|| kept.warming());
         std::thread::Builder::new()
             .name("seed-replay-warm".into())
             .spawn(move || {
                 lower_this_threads_priority(ROUND_THREAD_NICE);
                 let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(&substrate));
-                match crate::replay::kept_worlds::keep_world_at_first_act(&*store, definitions, &kept) {
+                let kept_now = match kept_at_open {
+                    Some(cursor) => Ok(Some(cursor)),
+                    None => crate::replay::kept_worlds::keep_world_at_first_act(&*store, definitions, &kept),
+                };
+                match kept_now {
                     Ok(Some(cursor)) => tracing::debug!(cursor, "replays start from the world at the land's first act"),
                     Ok(None) => tracing::debug!("no world kept for replays (nothing acted yet)"),
                     Err(error) => {
@@ -404,7 +412,7 @@ impl LiveLand {
         let cursor = world.cursor;
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = world;
         let _ = self.events.send(cursor);
-        followed.map_or(Ok(()), |engine| engine.finish().map(|_| ()))
+        followed.map_or(Ok(()), |engine| engine.close())
     }
 
     /// Runs one moment of `being` with a person's choice. `Ok(Err(_))` is a
@@ -616,7 +624,7 @@ impl LiveLand {
         }
         let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner()).take();
         match engine {
-            Some(engine) => engine.finish().map(|_| ()),
+            Some(engine) => engine.close(),
             None => Ok(()),
         }
     }
@@ -693,6 +701,13 @@ mod tests {
     /// report what a replay folding from genesis reports.
     #[test]
     fn a_reopened_land_keeps_the_world_at_its_first_act_for_replays() {
+        // Folding from genesis, the opening keeps it; from a vouched
+        // snapshot past it, the warm-up folds it.
+        check_kept_for_replays(false);
+        check_kept_for_replays(true);
+    }
+
+    fn check_kept_for_replays(vouched_snapshot_at_the_end: bool) {
         let (dir, live) = live_court();
         // Planted, nothing acted: nothing to keep.
         for _ in 0..4 {
@@ -701,16 +716,41 @@ mod tests {
         live.stop().expect("stop");
         assert_eq!(live.replay_worlds_kept(), Vec::<u64>::new(), "kept a world on a land where nothing had acted");
         drop(live);
+        let what = format!("a vouched snapshot at the end: {vouched_snapshot_at_the_end}");
+        if vouched_snapshot_at_the_end {
+            let land = crate::land::Land::open(&dir.path().join("land")).expect("open");
+            let world = crate::engine::world_at_end(&land).expect("folds");
+            let land_len = world.cursor;
+            crate::snapshots::begin_snapshot(&land, world, 4096).expect("begins").wait().expect("writes");
+            let vouched = crate::snapshots::vouch(&land, land_len).expect("vouches");
+            assert_eq!(vouched.vouched, vec![land_len], "{what}");
+            land.close().expect("close");
+        }
         let engine = Engine::reopen(&court_fixture(), &court_options(dir.path())).expect("open again");
-        let live = LiveLand::new(engine).expect("live");
-        let store = live.store_shared();
+        let store = engine.land.shared_store();
         let first = crate::replay::kept_worlds::first_act(&*store).expect("reads").expect("an act");
         let opened_at = store.fact_at(&first).expect("reads").expect("held").fact.body_as::<crate::world::ActBody>();
         let opened_at = opened_at.expect("an act").cursor;
+        let land_len = store.land_len().expect("reads");
+        let (kept_at_open, known_at_open) = match vouched_snapshot_at_the_end {
+            false => (vec![opened_at], land_len),
+            true => (vec![], 0),
+        };
+        assert_eq!(engine.kept_for_replays.cursors(), kept_at_open, "{what}: kept as the land opened");
+        assert_eq!(engine.kept_for_replays.passable_known(), known_at_open, "{what}: learnt as the land opened");
+        let live = LiveLand::new(engine).expect("live");
         let warming = live.warming_replays.lock().unwrap_or_else(|p| p.into_inner()).take().expect("warming");
         warming.join().expect("the warm-up thread does not panic");
-        assert_eq!(live.replay_worlds_kept(), vec![opened_at]);
-        assert_eq!(live.replay_passable_known(), store.land_len().expect("reads"), "the warm-up read the whole log");
+        assert_eq!(live.replay_worlds_kept(), vec![opened_at], "{what}");
+        assert_eq!(live.replay_passable_known(), land_len, "{what}: the whole log is known");
+        // The same as a replay's own fold keeps, and reading the log learns.
+        let folded = crate::replay::KeptWorlds::new();
+        let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(live.substrate()));
+        crate::replay::kept_worlds::keep_world_at_first_act(&*store, definitions, &folded).expect("replays");
+        crate::replay::kept_worlds::learn_passable_facts(&*store, &folded).expect("reads");
+        let world_at = |kept: &crate::replay::KeptWorlds| kept.latest_at_or_before(opened_at).expect("kept").1;
+        assert!(world_at(&live.kept_worlds) == world_at(&folded), "{what}: not the world a replay's fold keeps");
+        assert_eq!(live.kept_worlds.passable(0, land_len), folded.passable(0, land_len), "{what}");
         let replays_agree = || {
             for being in store.beings().expect("beings") {
                 let options = crate::replay::ReplayOptions::default();
