@@ -350,7 +350,8 @@ pub fn up(land_dir: &Path, arguments: UpArguments) -> Result<ExitCode> {
                 _ = terminated => tracing::info!("terminated; stopping"),
                 _ = lifetime => {}
             }
-            // No round starts after the signal; the one running finishes.
+            // No round starts after the signal; the one running ends after
+            // the moment it is sealing.
             stopping_live.stop_rounds();
             let _ = stop_portal.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {

@@ -588,6 +588,8 @@ pub struct Engine {
     /// world where the first act opened, the passable facts): the portal
     /// hands it to its replays. Empty in a simulation.
     pub kept_for_replays: Arc<crate::replay::KeptWorlds>,
+    /// Set by a live land that is stopping ([`Engine::round_interrupt`]).
+    round_interrupt: Arc<std::sync::atomic::AtomicBool>,
     substrate: Arc<Substrate>,
     scheduler: Scheduler,
     clock: Arc<LogicalClock>,
@@ -872,6 +874,7 @@ impl Engine {
             snapshot_bytes_last: 0,
             snapshot_in_writing: None,
             kept_for_replays,
+            round_interrupt: Arc::default(),
             pool_traces: None,
             resume_checkpoints: false,
             catch_up_until: 0,
@@ -1225,8 +1228,15 @@ impl Engine {
     /// The snapshot is written by a thread of its own from a copy of the
     /// world (rows and memories shared, behind pointers), while the next
     /// rounds run: at most one at a time, the one before waited for first.
+    ///
+    /// A live land that is stopping ([`Engine::round_interrupt`]) begins
+    /// none: its stop would wait for it (10 s at a million beings), and the
+    /// next opening folds past the last one anyway.
     fn write_snapshot_if_due(&mut self) {
         if self.snapshot_every_facts == 0 || self.world.cursor < self.next_snapshot_at {
+            return;
+        }
+        if self.mode == Mode::Live && self.round_interrupt.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         self.wait_for_snapshot();
@@ -1319,6 +1329,23 @@ impl Engine {
         Ok((tick, self.scheduler.wakes(&self.world, tick, self.clock.now_ms())))
     }
 
+    /// A flag that, once set, stops a live land's round in progress between
+    /// two moments (and any later round before its first): the moments it
+    /// sealed stay, the rest of its wakes are not played, as wakes still
+    /// queued are not played at any stop. A round of a million moments at
+    /// the rounds' low priority took `seed up` 17 s to stop. A simulation
+    /// never reads it: its rounds are whole, or its world would depend on
+    /// when the flag was set.
+    pub fn round_interrupt(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.round_interrupt.clone()
+    }
+
+    /// Reads `flag` as its [`Engine::round_interrupt`] from now on (an
+    /// engine that takes over from another, stopped by the same flag).
+    pub fn set_round_interrupt(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
+        self.round_interrupt = flag;
+    }
+
     fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
         let (tick, wakes) = self.begin_round()?;
         let now_ms = self.clock.now_ms();
@@ -1343,6 +1370,10 @@ impl Engine {
         let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers);
         let mut waiting: BTreeMap<usize, Computed> = BTreeMap::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
+            if self.mode == Mode::Live && self.round_interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+                tracing::info!(tick, played = next, wakes = wakes.len(), "the land is stopping: the round ends here");
+                break;
+            }
             while !waiting.contains_key(&next) {
                 let (index, result) =
                     receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;

@@ -135,6 +135,8 @@ pub struct LiveLand {
     kept_worlds: Arc<crate::replay::KeptWorlds>,
     /// The thread folding that first world (joined by `stop`).
     warming_replays: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The engine's: set, its round in progress ends between two moments.
+    round_interrupt: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The tabs holding one being, and how many times one started to.
@@ -161,6 +163,7 @@ impl LiveLand {
         let token_hash = latest_token_hash(&*store, &operator)?;
         let (events, _) = tokio::sync::broadcast::channel(64);
         let kept_worlds = engine.kept_for_replays.clone();
+        let round_interrupt = engine.round_interrupt();
         let land = Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(engine.world.clone())),
             recent_traces: RwLock::new(Arc::new(engine.recent_traces.iter().cloned().collect())),
@@ -182,6 +185,7 @@ impl LiveLand {
             following: RwLock::new(None),
             kept_worlds,
             warming_replays: Mutex::new(None),
+            round_interrupt,
         });
         let warming = land.start_warming_replays();
         *land.warming_replays.lock().unwrap_or_else(|p| p.into_inner()) = Some(warming);
@@ -401,7 +405,8 @@ impl LiveLand {
     /// Takes over a land this process followed, with `engine` opened afresh
     /// on a store that holds the runner lease (its scheduler rebuilt from
     /// the land as a restart would); the engine it followed with is closed.
-    pub fn take_over(&self, engine: Engine) -> Result<(), EngineError> {
+    pub fn take_over(&self, mut engine: Engine) -> Result<(), EngineError> {
+        engine.set_round_interrupt(self.round_interrupt.clone());
         let world = Arc::new(engine.world.clone());
         let followed = {
             let mut guard = self.engine.lock().unwrap_or_else(|p| p.into_inner());
@@ -606,9 +611,11 @@ impl LiveLand {
         true
     }
 
-    /// No round starts after this (the one running, if any, finishes), and
-    /// the round thread stops waiting for the next.
+    /// No round starts after this, the one running (if any) ends after the
+    /// moment it is sealing (`Engine::round_interrupt`), and the round
+    /// thread stops waiting for the next.
     pub fn stop_rounds(&self) {
+        self.round_interrupt.store(true, std::sync::atomic::Ordering::SeqCst);
         *self.stopping.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.stopping_set.notify_all();
     }
@@ -694,6 +701,42 @@ mod tests {
         let stopped = stopped.recv_timeout(Duration::from_secs(30));
         assert_eq!(stopped, Ok(true), "the round thread did not stop");
         live.stop().expect("stop");
+    }
+
+    /// Regression: stopping `seed up` waited for the round in progress to
+    /// play every wake (17 s on a million beings). Told to stop, a live
+    /// land's round plays no more moments; the same round not told plays
+    /// them, and the land replays either way.
+    #[test]
+    fn a_stopping_land_plays_no_more_of_the_round_in_progress() {
+        let acts_in_second_round = |stop_first: bool| {
+            let (_dir, live) = live_court();
+            live.round().expect("a round");
+            let before = live.store_shared().land_len().expect("reads");
+            if stop_first {
+                // What the round thread would see only after starting the round.
+                live.stop_rounds();
+            }
+            live.round().expect("the court wakes every other tick");
+            let store = live.store_shared();
+            let read = store.land_log_with_envelopes(before, store.land_len().expect("reads")).expect("reads");
+            let is_act = |envelope: &[u8]| {
+                crate::fact::Fact::peek_kind_and_body(envelope)
+                    .is_some_and(|(kind, _)| kind == crate::world::body::KIND_ACT)
+            };
+            let acts = read.iter().filter(|(_, envelope)| is_act(envelope)).count();
+            for being in store.beings().expect("beings") {
+                let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(live.substrate()));
+                let options = crate::replay::ReplayOptions::default();
+                let replayer = crate::replay::Replayer::with_definitions(&*store, definitions, being, options);
+                let report = replayer.expect("replayer").run().expect("replays");
+                assert!(report.clean(), "{}: {:?} {:?}", report.name, report.divergences, report.problems);
+            }
+            live.stop().expect("stop");
+            acts
+        };
+        assert!(acts_in_second_round(false) > 0, "the second round played no moment: nothing to stop");
+        assert_eq!(acts_in_second_round(true), 0, "the stopping land played the round's moments");
     }
 
     /// The world where a land's first act opened is kept as the land opens
