@@ -1230,7 +1230,7 @@ impl Engine {
     /// rounds run: at most one at a time, the one before waited for first.
     ///
     /// A live land that is stopping ([`Engine::round_interrupt`]) begins
-    /// none: its stop would wait for it (10 s at a million beings), and the
+    /// none: its stop would wait for it (6–10 s at a million beings), and the
     /// next opening folds past the last one anyway.
     fn write_snapshot_if_due(&mut self) {
         if self.snapshot_every_facts == 0 || self.world.cursor < self.next_snapshot_at {
@@ -1333,7 +1333,7 @@ impl Engine {
     /// two moments (and any later round before its first): the moments it
     /// sealed stay, the rest of its wakes are not played, as wakes still
     /// queued are not played at any stop. A round of a million moments at
-    /// the rounds' low priority took `seed up` 17 s to stop. A simulation
+    /// the rounds' low priority kept `seed up` from stopping for 44 s. A simulation
     /// never reads it: its rounds are whole, or its world would depend on
     /// when the flag was set.
     pub fn round_interrupt(&self) -> Arc<std::sync::atomic::AtomicBool> {
