@@ -299,10 +299,8 @@ fn read_fold_chunk(
     if keeping_for_replays {
         let changes_only_activity = crate::world::reach::changes_only_its_actors_activity;
         passable = read.iter().map(|(entry, envelope)| (entry.land_seq, changes_only_activity(envelope))).collect();
-        let is_act =
-            |envelope: &[u8]| crate::fact::Fact::peek_kind_and_body(envelope).is_some_and(|(kind, _)| kind == KIND_ACT);
-        let first_act = read.iter().find(|(_, envelope)| is_act(envelope));
-        first_act_opening = first_act.map(|(_, envelope)| crate::replay::kept_worlds::act_opening_cursor(envelope));
+        let first_act = read.iter().find(|(_, envelope)| crate::replay::kept_worlds::is_act(envelope));
+        first_act_opening = first_act.map(|(_, envelope)| crate::replay::land::opening_cursor(envelope));
     }
     let facts = read
         .iter()

@@ -223,12 +223,9 @@ pub fn learn_passable_facts(store: &dyn Store, kept: &KeptWorlds) -> Result<(), 
     Ok(())
 }
 
-/// The cursor where the moment of the act in `envelope` opened (the world
-/// it saw: every fact before that land seq). `None` for a fact that is no
-/// act, or an act whose body does not read.
-pub fn act_opening_cursor(envelope: &[u8]) -> Option<u64> {
-    let (kind, body) = Fact::peek_kind_and_body(envelope)?;
-    (kind == KIND_ACT).then(|| super::opening::ActOpening::read(body).ok().map(|opening| opening.cursor)).flatten()
+/// Whether the envelope holds an act (its kind read in place, as stored).
+pub(crate) fn is_act(envelope: &[u8]) -> bool {
+    Fact::peek_kind_and_body(envelope).is_some_and(|(kind, _)| kind == KIND_ACT)
 }
 
 /// The land log's first act: its entry. `None` on a land where nothing
@@ -241,9 +238,7 @@ pub fn first_act(store: &dyn Store) -> Result<Option<LandEntry>, crate::store::S
     while from < land_len {
         let to = land_len.min(from + REPLAY_LAND_LOG_CHUNK_ENTRIES);
         store.land_log_with_envelopes_unverified(from, to, &mut read)?;
-        let found = read
-            .iter()
-            .find(|(_, envelope)| Fact::peek_kind_and_body(envelope).is_some_and(|(kind, _)| kind == KIND_ACT));
+        let found = read.iter().find(|(_, envelope)| is_act(envelope));
         if let Some((entry, _)) = found {
             return Ok(Some(*entry));
         }

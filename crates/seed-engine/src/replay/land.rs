@@ -526,7 +526,7 @@ fn openings_by_cursor(
 
 /// The cursor an act's moment opened at, or `None` for any other fact (or
 /// an act whose opening does not read).
-fn opening_cursor(envelope: &[u8]) -> Option<u64> {
+pub(crate) fn opening_cursor(envelope: &[u8]) -> Option<u64> {
     match Fact::peek_kind_and_body(envelope) {
         Some((kind, body)) => (kind == KIND_ACT).then(|| ActOpening::read(body).ok().map(|opening| opening.cursor))?,
         // Whatever does not read in place is left to the full decoding.
