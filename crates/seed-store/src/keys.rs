@@ -272,25 +272,8 @@ impl KeyRing {
             Err(source) => return Err(io(source)),
         };
         let whole_lines_len = text.rfind('\n').map_or(0, |last| last as u64 + 1);
-        let mut loaded = Loaded { seen, whole_lines_len, ..Loaded::default() };
-        let complete = text.ends_with('\n');
-        let lines: Vec<&str> = text.lines().collect();
-        for (index, line) in lines.iter().enumerate() {
-            let last = index + 1 == lines.len();
-            match parse_line(line) {
-                Ok((record, being, key)) => apply(loaded.beings.entry(being).or_default(), record, key),
-                // A crash while appending leaves at most the last line short.
-                Err(_) if last && !complete => {}
-                Err(reason) => {
-                    let damage = format!("line {} is damaged ({reason})", index + 1);
-                    match line.split(' ').nth(1).and_then(BeingId::from_hex) {
-                        Some(being) => loaded.beings.entry(being).or_default().set_damaged(Some(damage)),
-                        None => return Err(KeyError::Corrupt { path: path.clone(), reason: damage }),
-                    }
-                }
-            }
-        }
-        Ok(loaded)
+        let beings = beings_of_lines(&text).map_err(|reason| KeyError::Corrupt { path: path.clone(), reason })?;
+        Ok(Loaded { beings, seen, whole_lines_len, file: None })
     }
 
     /// A key folder of one file per being (lands written before the ring):
@@ -395,6 +378,63 @@ fn apply(keys: &mut BeingKeys, record: Record, key: Option<KeySeed>) {
     }
 }
 
+/// Threads a ring's lines are checked and decoded on, at most: a ring of
+/// a million beings is a million lines, each with its BLAKE3 to check.
+const KEY_RING_READ_THREADS_MAX: usize = 4;
+
+/// What one line of the ring says about its being.
+enum LineSays {
+    Record(Record, Option<KeySeed>),
+    /// The line is damaged: the being's key is unreadable until a later
+    /// line about it.
+    Damaged(String),
+}
+
+/// Every being's keys as the ring's `text` leaves them, its lines read in
+/// order; or the damage that makes the whole ring unreadable (a damaged
+/// line that names no being).
+///
+/// The lines are checked and decoded in parallel, then sorted by being
+/// (line order kept within each being, which is all a being's keys depend
+/// on) and the map built from them in one pass: a million inserts in the
+/// order the beings were planted cost a ring of a million beings seconds.
+fn beings_of_lines(text: &str) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(KEY_RING_READ_THREADS_MAX);
+    let parsed = crate::parallel::map_in_order(&lines, threads, |line| parse_line(line));
+    let mut by_being: Vec<(BeingId, usize, LineSays)> = Vec::with_capacity(parsed.len());
+    for (index, (line, parsed)) in lines.iter().zip(parsed).enumerate() {
+        match parsed {
+            Ok((record, being, key)) => by_being.push((being, index, LineSays::Record(record, key))),
+            // A crash while appending leaves at most the last line short.
+            Err(_) if index + 1 == lines.len() && !complete => {}
+            Err(reason) => {
+                let damage = format!("line {} is damaged ({reason})", index + 1);
+                match line.split(' ').nth(1).and_then(BeingId::from_hex) {
+                    Some(being) => by_being.push((being, index, LineSays::Damaged(damage))),
+                    None => return Err(damage),
+                }
+            }
+        }
+    }
+    // The line's index breaks every tie: line order within each being.
+    by_being.sort_unstable_by_key(|(being, index, _)| (*being, *index));
+    let mut beings: Vec<(BeingId, BeingKeys)> = Vec::new();
+    for (being, _, says) in by_being {
+        if beings.last().is_none_or(|(last, _)| *last != being) {
+            beings.push((being, BeingKeys::default()));
+        }
+        let keys = &mut beings.last_mut().expect("a being was just pushed").1;
+        match says {
+            LineSays::Record(record, key) => apply(keys, record, key),
+            LineSays::Damaged(damage) => keys.set_damaged(Some(damage)),
+        }
+    }
+    // Sorted, each being once: the map is built in one pass.
+    Ok(beings.into_iter().collect())
+}
+
 fn line_check(content: &str) -> String {
     crate::fact::blake3_of(content.as_bytes()).to_hex()[..LINE_CHECK_HEX_DIGITS].to_string()
 }
@@ -407,7 +447,7 @@ fn record_line(record: Record, being: &BeingId, key: Option<&KeySeed>) -> String
 
 fn parse_line(line: &str) -> Result<(Record, BeingId, Option<KeySeed>), &'static str> {
     let (content, check) = line.rsplit_once(' ').ok_or("no check")?;
-    if line_check(content) != check {
+    if blake3::hash(content.as_bytes()).to_hex().get(..LINE_CHECK_HEX_DIGITS) != Some(check) {
         return Err("its check does not match");
     }
     let mut words = content.split(' ');
@@ -420,9 +460,15 @@ fn parse_line(line: &str) -> Result<(Record, BeingId, Option<KeySeed>), &'static
     let key = match (record.carries_key(), seed) {
         (false, "-") => None,
         (true, seed) => {
-            let bytes = hex::decode(seed).map_err(|_| "the key is not hex")?;
-            let seed: [u8; 32] = bytes.as_slice().try_into().map_err(|_| "the key is not 32 bytes")?;
-            Some(seed)
+            if seed.len() != 64 {
+                return Err(match hex::decode(seed) {
+                    Ok(_) => "the key is not 32 bytes",
+                    Err(_) => "the key is not hex",
+                });
+            }
+            let mut bytes = [0u8; 32];
+            hex::decode_to_slice(seed, &mut bytes).map_err(|_| "the key is not hex")?;
+            Some(bytes)
         }
         (false, _) => return Err("a key where none belongs"),
     };
@@ -550,6 +596,74 @@ mod tests {
             Err(KeyError::Corrupt { reason, .. }) => assert!(reason.contains("line 2"), "{reason}"),
             other => panic!("{:?}", other.map(|key| key.to_bytes())),
         }
+    }
+
+    /// The ring's lines applied one at a time, in order: what
+    /// [`beings_of_lines`] must give, however its threads split the lines.
+    fn beings_line_by_line(text: &str) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
+        let mut beings: BTreeMap<BeingId, BeingKeys> = BTreeMap::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            match parse_line(line) {
+                Ok((record, being, key)) => apply(beings.entry(being).or_default(), record, key),
+                Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => {}
+                Err(reason) => {
+                    let damage = format!("line {} is damaged ({reason})", index + 1);
+                    match line.split(' ').nth(1).and_then(BeingId::from_hex) {
+                        Some(being) => beings.entry(being).or_default().set_damaged(Some(damage)),
+                        None => return Err(damage),
+                    }
+                }
+            }
+        }
+        Ok(beings)
+    }
+
+    type KeysSeen = BTreeMap<BeingId, (Option<KeySeed>, Option<KeySeed>, Option<String>)>;
+
+    fn seen(beings: BTreeMap<BeingId, BeingKeys>) -> KeysSeen {
+        let of = |keys: BeingKeys| (keys.current, keys.staged().copied(), keys.damaged().cloned());
+        beings.into_iter().map(|(being, keys)| (being, of(keys))).collect()
+    }
+
+    #[test]
+    fn a_ring_read_in_parallel_is_its_lines_applied_one_at_a_time() {
+        // Thousands of lines about a few beings, so that every being's
+        // records land in many of the threads' chunks, some lines damaged.
+        let beings: Vec<BeingId> = (1..=7u8).map(|byte| BeingId([byte; 32])).collect();
+        let mut state: u64 = 0x5eed;
+        let mut next = |below: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % below
+        };
+        let records = [Record::Key, Record::Next, Record::Promote, Record::Discard, Record::Forget];
+        let mut text = String::new();
+        for line in 0..5_000u64 {
+            let being = beings[next(beings.len() as u64) as usize];
+            let record = records[next(records.len() as u64) as usize];
+            let key = record.carries_key().then(|| [next(256) as u8; 32]);
+            let mut written = record_line(record, &being, key.as_ref());
+            if next(50) == 0 {
+                // A flipped digit of the being's id or of the check: damage.
+                let at = if line % 2 == 0 { written.len() - 3 } else { written.find(' ').expect("words") + 5 };
+                let flipped = if &written[at..at + 1] == "0" { "1" } else { "0" };
+                written.replace_range(at..at + 1, flipped);
+            }
+            text.push_str(&written);
+        }
+        let check = |text: &str| {
+            let expected = beings_line_by_line(text).map(seen);
+            assert_eq!(beings_of_lines(text).map(seen), expected);
+            expected
+        };
+        let whole = check(&text).expect("every damaged line names a being");
+        assert!(whole.values().any(|(_, _, damaged)| damaged.is_some()), "some damage is still the last word");
+        assert!(whole.values().any(|(current, _, _)| current.is_some()));
+        // A last line cut short, then a damaged line that names no being.
+        assert_eq!(check(&format!("{text}next 0101")), Ok(whole));
+        let unreadable =
+            format!("{text}key zz {}\n{}", hex::encode([1u8; 32]), record_line(Record::Forget, &beings[0], None));
+        assert_eq!(check(&unreadable), Err("line 5001 is damaged (its check does not match)".to_string()));
     }
 
     #[test]
