@@ -793,15 +793,11 @@ impl Engine {
                     Mode::Live => world_at_end_keeping_for_replays(&land, &kept_for_replays)?,
                     Mode::Simulation => world_at_end(&land)?,
                 };
-                let mut scheduler = Scheduler::default();
-                let wake_every: BTreeMap<&str, u64> =
+                // Looked up a million times by name, never iterated: its
+                // order feeds nothing.
+                let wake_every: std::collections::HashMap<&str, u64> =
                     planned.iter().map(|being| (being.name.as_str(), being.wake_every)).collect();
-                for (id, row) in &world.beings {
-                    scheduler.subscribe(&world, *id, &row.role_flow);
-                    if let Some(every) = wake_every.get(row.name.as_str()) {
-                        scheduler.wake_every.insert(*id, *every);
-                    }
-                }
+                let scheduler = Scheduler::subscribing_every_being(&world, |name| wake_every.get(name).copied());
                 (world, scheduler)
             }
         };

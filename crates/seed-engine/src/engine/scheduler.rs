@@ -4,7 +4,7 @@
 //! `wake_every` tick; each being is subscribed to the signals its roleFlow
 //! reads.
 
-use crate::fact::{BeingId, FactId};
+use crate::fact::{BeingId, FactId, Hash32};
 use crate::world::{Wake, World};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,22 +25,37 @@ pub(super) struct Scheduler {
     cascade_from: BTreeMap<BeingId, u64>,
 }
 
+/// What a roleFlow has the scheduler watch for its being: the world
+/// signals it reads (keys without `world.`) and whether it reads cascade
+/// arrivals. A flow that does not read watches nothing.
+#[derive(Default)]
+struct FlowReads {
+    signals: Vec<String>,
+    reads_cascade: bool,
+}
+
+impl FlowReads {
+    fn of(flow: &Json) -> FlowReads {
+        let Ok(flow) = crate::roles::RoleFlow::from_json(flow) else { return FlowReads::default() };
+        let signals = flow.world_subscriptions();
+        FlowReads {
+            signals: signals.iter().map(|key| key.trim_start_matches("world.").to_string()).collect(),
+            reads_cascade: flow.reads_cascade(),
+        }
+    }
+}
+
 impl Scheduler {
     /// Subscribes a being to the signals its flow reads.
     pub(super) fn subscribe(&mut self, world: &World, being: BeingId, flow: &Json) {
-        let keys: Vec<String> = crate::roles::RoleFlow::from_json(flow)
-            .map(|flow| {
-                flow.world_subscriptions().iter().map(|key| key.trim_start_matches("world.").to_string()).collect()
-            })
-            .unwrap_or_default();
+        let FlowReads { signals, reads_cascade } = FlowReads::of(flow);
         // A being whose flow reads no signal has nothing seen to keep (a
         // crowd of a million has no signal to read).
-        match keys.is_empty() {
+        match signals.is_empty() {
             true => self.seen_signals.remove(&being),
-            false => self.seen_signals.insert(being, Scheduler::signals_now(world, &keys)),
+            false => self.seen_signals.insert(being, Scheduler::signals_now(world, &signals)),
         };
-        self.subscriptions.insert(being, keys);
-        let reads_cascade = crate::roles::RoleFlow::from_json(flow).is_ok_and(|flow| flow.reads_cascade());
+        self.subscriptions.insert(being, signals);
         match reads_cascade {
             true => {
                 let from = self.cascade_from.get(&being).copied().unwrap_or(world.cursor);
@@ -49,6 +64,49 @@ impl Scheduler {
             false => {
                 self.cascade_from.remove(&being);
             }
+        }
+    }
+
+    /// A scheduler with every being of `world` subscribed, as
+    /// [`Scheduler::subscribe`] leaves a new one subscribing them one at a
+    /// time, and with the `wake_every` of each being `wake_every_of` knows by
+    /// name.
+    ///
+    /// Built for a whole land at once: rows planted from one template share
+    /// one flow, read once (by its digest), and the maps are built from
+    /// beings in id order in one pass. Subscribing a million beings one at
+    /// a time, reading each one's flow, took seconds of `seed up`'s opening.
+    pub(super) fn subscribing_every_being(world: &World, wake_every_of: impl Fn(&str) -> Option<u64>) -> Scheduler {
+        let mut reads_by_flow: BTreeMap<Hash32, FlowReads> = BTreeMap::new();
+        let (mut subscriptions, mut seen_signals) = (Vec::new(), Vec::new());
+        let (mut cascade_from, mut wake_every) = (Vec::new(), Vec::new());
+        for (id, row) in &world.beings {
+            let read_now;
+            let reads = match row.role_flow_digest {
+                Some(digest) => reads_by_flow.entry(digest).or_insert_with(|| FlowReads::of(&row.role_flow)),
+                None => {
+                    read_now = FlowReads::of(&row.role_flow);
+                    &read_now
+                }
+            };
+            if !reads.signals.is_empty() {
+                seen_signals.push((*id, Scheduler::signals_now(world, &reads.signals)));
+            }
+            subscriptions.push((*id, reads.signals.clone()));
+            if reads.reads_cascade {
+                cascade_from.push((*id, world.cursor));
+            }
+            if let Some(every) = wake_every_of(&row.name) {
+                wake_every.push((*id, every));
+            }
+        }
+        // In id order, each being once: each map is built in one pass.
+        Scheduler {
+            subscriptions: subscriptions.into_iter().collect(),
+            seen_signals: seen_signals.into_iter().collect(),
+            cascade_from: cascade_from.into_iter().collect(),
+            wake_every: wake_every.into_iter().collect(),
+            ..Scheduler::default()
         }
     }
 
@@ -135,5 +193,82 @@ impl Scheduler {
         // The round holds its wakes to its end: no room to spare beside them.
         wakes.shrink_to_fit();
         wakes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fact::body::Cognition;
+    use crate::world::{role_flow_digest, BeingRow};
+    use std::sync::Arc;
+
+    fn row(byte: u8, flow: &Arc<Json>, digest_kept: bool) -> BeingRow {
+        BeingRow {
+            id: BeingId([byte; 32]),
+            acts: 0,
+            name: format!("being-{byte}"),
+            ended: false,
+            parent: None,
+            location: "/square".into(),
+            cognition: Cognition::Scripted,
+            qualities: BTreeMap::new(),
+            role_flow: flow.clone(),
+            home_space: "/square".into(),
+            last_act_ms: None,
+            default_role: "idle".into(),
+            inhabited_by: None,
+            previous_role: None,
+            role_flow_digest: digest_kept.then(|| role_flow_digest(flow)).flatten(),
+        }
+    }
+
+    /// Every being subscribed one at a time, as the scheduler did before
+    /// it was built for a whole land at once.
+    fn subscribed_one_at_a_time(world: &World, wake_every_of: impl Fn(&str) -> Option<u64>) -> Scheduler {
+        let mut scheduler = Scheduler::default();
+        for (id, row) in &world.beings {
+            scheduler.subscribe(world, *id, &row.role_flow);
+            if let Some(every) = wake_every_of(&row.name) {
+                scheduler.wake_every.insert(*id, every);
+            }
+        }
+        scheduler
+    }
+
+    #[test]
+    fn every_being_subscribed_at_once_is_every_being_subscribed_one_at_a_time() {
+        let flow = |text: &str| Arc::new(serde_json::from_str::<Json>(text).expect("a flow"));
+        let flows = [
+            flow(r#"[{"when": {"world.court.in-session": true}, "role": "judge"}]"#),
+            flow(r#"[{"when": {"world.court.in-session": true, "world.weather": "rain"}, "role": "judge"}]"#),
+            flow(r#"[{"when": {"cascade.depth": {"gte": 1}}, "role": "listener"}]"#),
+            flow(r#"[{"stack": true, "when": {"time.sinceLastMoment": {"gte": 60}}, "role": "emotions:bored"}]"#),
+            flow(r#"[]"#),
+            flow(r#"{"not": "a flow"}"#),
+        ];
+        let mut world = World::new();
+        world.cursor = 41;
+        world.signals.insert("court.in-session".into(), Json::Bool(true));
+        // Beings in id order take the flows in turn, some sharing one flow's
+        // copy, some with a copy of their own, some with no digest kept.
+        for byte in 1..=60u8 {
+            let shared = &flows[usize::from(byte) % flows.len()];
+            let flow = if byte % 4 == 0 { Arc::new((**shared).clone()) } else { shared.clone() };
+            let row = row(byte, &flow, byte % 5 != 0);
+            world.beings.insert(row.id, Arc::new(row));
+        }
+        let wake_every_of = |name: &str| {
+            let byte: u64 = name.trim_start_matches("being-").parse().expect("a number");
+            (!byte.is_multiple_of(3)).then_some(byte % 4)
+        };
+        let at_once = Scheduler::subscribing_every_being(&world, wake_every_of);
+        let one_at_a_time = subscribed_one_at_a_time(&world, wake_every_of);
+        // As a resumed run's checkpoint keeps it.
+        let bytes = |scheduler: &Scheduler| crate::canonical::to_canonical_bytes(scheduler).expect("encodes");
+        assert_eq!(bytes(&at_once), bytes(&one_at_a_time));
+        assert_eq!(at_once.seen_signals.len(), 20, "the beings whose flows read world signals");
+        assert_eq!(at_once.cascade_from.values().collect::<BTreeSet<_>>(), BTreeSet::from([&41]));
+        assert_eq!(at_once.wake_every.len(), 40);
     }
 }
