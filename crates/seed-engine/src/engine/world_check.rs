@@ -23,8 +23,10 @@ use crate::moment::Substrate;
 use crate::roles::definition::RoleRegistry;
 use crate::roles::resolve::{Resolvers, StaticWorld};
 use crate::roles::RoleFlow;
+use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A world that loaded: what its moments consult, the beings to plant, and
 /// what it was warned about.
@@ -132,6 +134,33 @@ fn written_at(fixture: &Fixture, name: &str) -> String {
     group.map(|group| format!("generate[{group}].template")).unwrap_or_default()
 }
 
+/// Planned beings' flows, read once per flow rather than once per being:
+/// the beings of one `[[generate]]` group share one flow
+/// (`PlannedBeing::flow`), and a world of a million beings was a million
+/// readings of it at every opening of its land.
+#[derive(Default)]
+struct FlowsRead {
+    /// The flow read last, and what it read as (`None`: not a flow).
+    last: Option<(Arc<Json>, Option<RoleFlow>)>,
+}
+
+impl FlowsRead {
+    /// `flow` as read.
+    fn read(&mut self, flow: &Arc<Json>) -> Option<&RoleFlow> {
+        self.read_if_new(flow);
+        self.last.as_ref().and_then(|(_, read)| read.as_ref())
+    }
+
+    /// `flow` as read, unless it is the flow read last (the same copy).
+    fn read_if_new(&mut self, flow: &Arc<Json>) -> Option<&RoleFlow> {
+        if self.last.as_ref().is_some_and(|(last, _)| Arc::ptr_eq(last, flow)) {
+            return None;
+        }
+        self.last = Some((flow.clone(), RoleFlow::from_json(flow).ok()));
+        self.last.as_ref().and_then(|(_, read)| read.as_ref())
+    }
+}
+
 /// Beings nothing in the world can wake (people are woken by themselves).
 fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegistry) -> Vec<Problem> {
     let mut world = StaticWorld::default();
@@ -142,9 +171,12 @@ fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegi
     // planting: their only relations are the operator (their parent) and
     // children not yet born, so each role's list is expanded once.
     let mut worn: BTreeSet<String> = BTreeSet::new();
+    let mut flows = FlowsRead::default();
     for being in planned {
-        worn.insert(being.default_role.clone());
-        if let Ok(flow) = RoleFlow::from_json(&being.flow) {
+        if !worn.contains(&being.default_role) {
+            worn.insert(being.default_role.clone());
+        }
+        if let Some(flow) = flows.read_if_new(&being.flow) {
             worn.extend(flow.default_role.clone());
             worn.extend(flow.clauses.iter().map(|clause| clause.role.clone()));
         }
@@ -180,8 +212,8 @@ fn never_waking(fixture: &Fixture, planned: &[PlannedBeing], registry: &RoleRegi
         if being.cognition == Cognition::Human || being.wake_every > 0 {
             continue;
         }
-        let reads_a_signal = RoleFlow::from_json(&being.flow)
-            .is_ok_and(|flow| !flow.world_subscriptions().is_empty() || flow.reads_cascade());
+        let reads_a_signal =
+            flows.read(&being.flow).is_some_and(|flow| !flow.world_subscriptions().is_empty() || flow.reads_cascade());
         if reads_a_signal || summonable.contains(&format!("@{}", being.name)) {
             continue;
         }
@@ -238,8 +270,11 @@ fixture's [declares] space_types",
             check_signal(&signal.key, format!("event[{index}].signal.key"));
         }
     }
+    let mut flows = FlowsRead::default();
     for being in planned {
-        if let Ok(flow) = RoleFlow::from_json(&being.flow) {
+        // A flow's signals were checked where it was first read: a warning
+        // names the first being written with it.
+        if let Some(flow) = flows.read_if_new(&being.flow) {
             for key in flow.world_subscriptions() {
                 let key = key.trim_start_matches("world.");
                 check_signal(key, format!("{}.flow", written_at(fixture, &being.name)));
@@ -262,6 +297,56 @@ mod tests {
         std::fs::write(&path, format!("name = \"x\"\nroles = [\"roles\"]\n{text}")).expect("fixture");
         let fixture = Fixture::load(&path).expect("the fixture reads");
         (dir, fixture)
+    }
+
+    /// Flows are read once per flow, not per being: every flow still gets
+    /// its warnings, whichever beings share it and in whatever order.
+    #[test]
+    fn every_flow_is_checked_however_the_beings_share_their_flows() {
+        let idle = "name = \"idle\"\ncanSee = [\"/\"]\n";
+        let being = |name: &str, wake_every: u64, when: &str| {
+            format!(
+                "[[being]]\nname = \"{name}\"\nhome = \"/\"\ndefault_role = \"idle\"\nwake_every = {wake_every}\n\
+flow = [ {{ when = {{ {when} }}, role = \"idle\" }} ]\n"
+            )
+        };
+        let (declared, misspelt, space) =
+            (r#""world.bells.rung" = true"#, r#""world.bells.rnug" = true"#, r#""space.name" = "x""#);
+        let text = [
+            "[declares]\nsignals = [\"bells.rung\"]\n".to_string(),
+            being("a", 1, declared),
+            being("b", 1, misspelt),
+            being("c", 0, space),
+            being("d", 0, declared),
+            being("e", 0, space),
+            "[[generate]]\ncount = 3\nhomes = [\"/\"]\n\
+template = { name = \"w-{i}\", home = \"/\", default_role = \"idle\", wake_every = 1, flow = [ { when = { \"world.town.curfew\" = true }, role = \"idle\" } ] }\n".to_string(),
+            being("f", 0, space),
+        ]
+        .concat();
+        let (_dir, fixture) = fixture_with(&text, idle);
+        let checked = check_world(&fixture, &[]).expect("warnings only");
+        let mut told: Vec<String> = checked
+            .warnings
+            .iter()
+            .map(|warning| {
+                let what = if warning.reason.contains("never wake") { "never wakes" } else { "undeclared signal" };
+                format!("{}: {what}", warning.at)
+            })
+            .collect();
+        told.sort();
+        assert_eq!(
+            told,
+            [
+                "being[1].flow: undeclared signal",
+                "being[2]: never wakes",
+                "being[4]: never wakes",
+                "being[5]: never wakes",
+                "generate[0].template.flow: undeclared signal",
+            ],
+            "{:?}",
+            checked.warnings
+        );
     }
 
     /// Whether `check_world` and `substrate_for` take each world: the
