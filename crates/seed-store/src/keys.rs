@@ -272,7 +272,7 @@ impl KeyRing {
             Err(source) => return Err(io(source)),
         };
         let whole_lines_len = text.rfind('\n').map_or(0, |last| last as u64 + 1);
-        let beings = beings_of_lines(&text).map_err(|reason| KeyError::Corrupt { path: path.clone(), reason })?;
+        let beings = beings_of_lines(text).map_err(|reason| KeyError::Corrupt { path: path.clone(), reason })?;
         Ok(Loaded { beings, seen, whole_lines_len, file: None })
     }
 
@@ -398,26 +398,29 @@ enum LineSays {
 /// (line order kept within each being, which is all a being's keys depend
 /// on) and the map built from them in one pass: a million inserts in the
 /// order the beings were planted cost a ring of a million beings seconds.
-fn beings_of_lines(text: &str) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
+fn beings_of_lines(text: String) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
     let complete = text.ends_with('\n');
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().collect();
+    let cut_short = |index: usize| index + 1 == lines.len() && !complete;
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(KEY_RING_READ_THREADS_MAX);
-    let parsed = crate::parallel::map_in_order(&lines, threads, |line| parse_line(line));
-    let mut by_being: Vec<(BeingId, usize, LineSays)> = Vec::with_capacity(parsed.len());
-    for (index, (line, parsed)) in lines.iter().zip(parsed).enumerate() {
-        match parsed {
-            Ok((record, being, key)) => by_being.push((being, index, LineSays::Record(record, key))),
-            // A crash while appending leaves at most the last line short.
-            Err(_) if index + 1 == lines.len() && !complete => {}
-            Err(reason) => {
-                let damage = format!("line {} is damaged ({reason})", index + 1);
-                match line.split(' ').nth(1).and_then(BeingId::from_hex) {
-                    Some(being) => by_being.push((being, index, LineSays::Damaged(damage))),
-                    None => return Err(damage),
-                }
-            }
+    // Each line read straight into what it says about its being: nothing
+    // else of a million lines is held beside it.
+    let said = crate::parallel::map_in_order(&lines, threads, |(index, line)| match parse_line(line) {
+        Ok((record, being, key)) => Some(Ok((being, *index, LineSays::Record(record, key)))),
+        // A crash while appending leaves at most the last line short.
+        Err(_) if cut_short(*index) => None,
+        Err(reason) => {
+            let damage = format!("line {} is damaged ({reason})", index + 1);
+            Some(match line.split(' ').nth(1).and_then(BeingId::from_hex) {
+                Some(being) => Ok((being, *index, LineSays::Damaged(damage))),
+                None => Err(damage),
+            })
         }
-    }
+    });
+    // The text (150 bytes a being) goes before the map is built.
+    drop(lines);
+    drop(text);
+    let mut by_being = said.into_iter().flatten().collect::<Result<Vec<_>, String>>()?;
     // The line's index breaks every tie: line order within each being.
     by_being.sort_unstable_by_key(|(being, index, _)| (*being, *index));
     let mut beings: Vec<(BeingId, BeingKeys)> = Vec::new();
@@ -653,7 +656,7 @@ mod tests {
         }
         let check = |text: &str| {
             let expected = beings_line_by_line(text).map(seen);
-            assert_eq!(beings_of_lines(text).map(seen), expected);
+            assert_eq!(beings_of_lines(text.to_string()).map(seen), expected);
             expected
         };
         let whole = check(&text).expect("every damaged line names a being");
