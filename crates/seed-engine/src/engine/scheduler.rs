@@ -73,13 +73,13 @@ impl Scheduler {
     /// name.
     ///
     /// Built for a whole land at once: rows planted from one template share
-    /// one flow, read once (by its digest), and the maps are built from
-    /// beings in id order in one pass. Subscribing a million beings one at
-    /// a time, reading each one's flow, took seconds of `seed up`'s opening.
+    /// one flow, read once (by its digest). Subscribing a million beings one
+    /// at a time, reading each one's flow twice, took seconds of `seed up`'s
+    /// opening.
     pub(super) fn subscribing_every_being(world: &World, wake_every_of: impl Fn(&str) -> Option<u64>) -> Scheduler {
         let mut reads_by_flow: BTreeMap<Hash32, FlowReads> = BTreeMap::new();
-        let (mut subscriptions, mut seen_signals) = (Vec::new(), Vec::new());
-        let (mut cascade_from, mut wake_every) = (Vec::new(), Vec::new());
+        let mut scheduler = Scheduler::default();
+        // Beings come in id order: each insert is at the maps' right edge.
         for (id, row) in &world.beings {
             let read_now;
             let reads = match row.role_flow_digest {
@@ -90,24 +90,17 @@ impl Scheduler {
                 }
             };
             if !reads.signals.is_empty() {
-                seen_signals.push((*id, Scheduler::signals_now(world, &reads.signals)));
+                scheduler.seen_signals.insert(*id, Scheduler::signals_now(world, &reads.signals));
             }
-            subscriptions.push((*id, reads.signals.clone()));
+            scheduler.subscriptions.insert(*id, reads.signals.clone());
             if reads.reads_cascade {
-                cascade_from.push((*id, world.cursor));
+                scheduler.cascade_from.insert(*id, world.cursor);
             }
             if let Some(every) = wake_every_of(&row.name) {
-                wake_every.push((*id, every));
+                scheduler.wake_every.insert(*id, every);
             }
         }
-        // In id order, each being once: each map is built in one pass.
-        Scheduler {
-            subscriptions: subscriptions.into_iter().collect(),
-            seen_signals: seen_signals.into_iter().collect(),
-            cascade_from: cascade_from.into_iter().collect(),
-            wake_every: wake_every.into_iter().collect(),
-            ..Scheduler::default()
-        }
+        scheduler
     }
 
     /// Whether `being` was subscribed (every being the world held at the
