@@ -13,7 +13,7 @@ pub use seed_core::{
     approval, authoring, canopy, cascade, config, definitions, embedding, extensions, face, health, llm, memory,
     moment, ownership, roles, script, spend, tools, world,
 };
-pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, replay, snapshots};
+pub use seed_engine::{audit, cascade_view, config_view, engine, memory_view, picked_facts, replay, snapshots};
 pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_portal::{canopy_http, llm_http, mcp_client, portal};
 pub use seed_store::{bundle, check, clock, keys, land, mirror, parallel, progress, snapshot, store, view};

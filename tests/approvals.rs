@@ -378,3 +378,45 @@ fn a_simulation_approves_edits_denies_and_expires_the_same_way_on_any_thread_cou
     let replayed = seed(&one, &["replay", "--all", "--json"]);
     assert_eq!(replayed["divergences"], json!(0), "{replayed}");
 }
+
+/// The audit read from the acts that can make a line (the land log read as
+/// stored, only the acts whose bodies hold the verb `do` or the key `gate`
+/// decoded, and their beings' geneses) is the audit read from every fact:
+/// the same lines, said the same way, for the treasury's gated payouts and
+/// the market's trades, with and without filters.
+#[test]
+fn the_audit_read_from_the_acts_that_can_make_a_line_is_the_audit_read_from_every_fact() {
+    use seed::audit::{audit_land_reading, AuditFilter};
+    use seed::picked_facts::FactsRead;
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let scratch = tempfile::tempdir().expect("a folder");
+    let mut lines_read = 0;
+    for (name, world) in [("treasury", "tests/fixtures/worlds/treasury/world.toml"), ("market", "fixtures/market.toml")]
+    {
+        let land = scratch.path().join(name);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_seed"))
+            .arg("--land")
+            .arg(&land)
+            .args(["sim", &repo.join(world).display().to_string(), "--ticks", "20"])
+            .output()
+            .expect("seed runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let land = seed::land::Land::open_read_only(&land).expect("the land opens");
+        let clerk = land.resolve("@clerk").ok();
+        let filters = [
+            AuditFilter::default(),
+            AuditFilter { being: clerk, ..AuditFilter::default() },
+            AuditFilter { tool: Some("publish-signal".into()), ..AuditFilter::default() },
+        ];
+        for filter in filters {
+            let picked = audit_land_reading(land.store(), &filter, FactsRead::Picked).expect("the audit");
+            let every = audit_land_reading(land.store(), &filter, FactsRead::Every).expect("the audit");
+            assert_eq!(picked.to_json(), every.to_json(), "{name}: {filter:?}");
+            let texts =
+                |audit: &seed::audit::Audit| audit.lines.iter().map(|line| audit.line_text(line)).collect::<Vec<_>>();
+            assert_eq!(texts(&picked), texts(&every), "{name}: {filter:?}");
+            lines_read += every.lines.len();
+        }
+    }
+    assert!(lines_read > 10, "the treasury's payouts make lines ({lines_read})");
+}

@@ -382,3 +382,43 @@ fn a_person_gives_an_act_its_importance_and_a_bad_one_is_refused_naming_it() {
     assert!(replay.status.success(), "{}", crate::common::stdout(&replay));
     assert!(crate::common::stdout(&replay).contains("0 divergence(s)"), "{}", crate::common::stdout(&replay));
 }
+
+/// One being's memory read from the facts that concern it (the land log
+/// read as stored, only the being's own facts and the acts whose bodies
+/// name it decoded) is its memory read from every fact: for every being of
+/// a market whose traders summon each other and of a diary of notes and
+/// reflections, at the land's end and halfway, with a recall.
+#[test]
+fn a_memory_read_from_the_facts_that_concern_it_is_its_memory_read_from_every_fact() {
+    use seed::memory_view::{memory_json_reading, MemoryAsk};
+    use seed::picked_facts::FactsRead;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (world, ticks, summonses_least) in
+        [("fixtures/market.toml", 40, 10), ("tests/fixtures/worlds/diary/world.toml", 16, 0)]
+    {
+        let dir = tempfile::tempdir().expect("folder");
+        let land = dir.path().join("land");
+        simulate(&land, &repo.join(world), ticks);
+        let land = seed::land::Land::open_read_only(&land).expect("the land opens");
+        let store = land.store();
+        let land_len = store.land_len().expect("its length");
+        let (mut beings_read, mut summonses, mut notes) = (0, 0, 0);
+        for being in store.beings().expect("its beings") {
+            let genesis = store.reel(&being, 0, 1).expect("a reel").into_iter().next().expect("a genesis");
+            let name = genesis.fact.body_as::<seed::fact::body::GenesisBody>().expect("a genesis").name;
+            for at in [None, Some(land_len / 2)] {
+                let ask = MemoryAsk { at, query: Some("price deal note".into()), count: 5 };
+                let picked = memory_json_reading(store, being, &name, &ask, FactsRead::Picked).expect("read");
+                let every = memory_json_reading(store, being, &name, &ask, FactsRead::Every).expect("read");
+                assert_eq!(picked, every, "{world}: @{name} at {at:?}");
+                let items = every["items"].as_array().expect("items");
+                summonses += items.iter().filter(|item| item["kind"] == "summons").count();
+                notes += items.iter().filter(|item| item["kind"] == "note").count();
+            }
+            beings_read += 1;
+        }
+        assert!(beings_read > 2, "{world}: {beings_read} beings");
+        assert!(summonses >= summonses_least, "{world}: {summonses} summonses remembered");
+        assert!(summonses + notes > 0, "{world}: memories of others' acts or of notes");
+    }
+}

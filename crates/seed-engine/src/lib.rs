@@ -12,6 +12,7 @@ pub mod config_view;
 pub mod engine;
 pub mod freed_memory;
 pub mod memory_view;
+pub mod picked_facts;
 pub mod replay;
 pub mod snapshots;
 

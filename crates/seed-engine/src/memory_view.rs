@@ -3,24 +3,22 @@
 //! portal's memory page show (docs/memory.md, docs/json/memory.json).
 
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
-use crate::fact::{BeingId, Fact, FactError, FactId};
+use crate::fact::{BeingId, FactId};
 use crate::memory::recall::RECALL_ITEMS_MAX;
 use crate::memory::{MemoryFold, MemoryKind, RecallQuery};
-use crate::store::{Store, StoreError};
+use crate::picked_facts::{body_holds, for_each_picked_fact, FactsRead};
+use crate::store::{LandEntry, Store, StoreError};
 use crate::world::body::KIND_ACT;
 use crate::world::ActBody;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
-
-/// Land log entries read at a time.
-const MEMORY_READ_FACTS: u64 = 4_096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryViewError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Fact(#[from] FactError),
+    Engine(#[from] crate::engine::EngineError),
     #[error("`at` {at} is past the land's end: it holds {land_len} facts")]
     PastTheEnd { at: u64, land_len: u64 },
     #[error("`count` is 1 to {RECALL_ITEMS_MAX} (the items a recall returns), not {count}")]
@@ -37,38 +35,87 @@ pub struct MemoryAsk {
 }
 
 /// Folds the land log below `cursor` into `being`'s memory. Only acts are
-/// folded; of the rest, only each genesis is read, for the names the
-/// summons sent to the being are shown with.
-pub fn fold_memory(store: &dyn Store, being: BeingId, name: &str, cursor: u64) -> Result<MemoryFold, MemoryViewError> {
+/// folded: the being's own, and the summonses others sent it by `name`.
+/// Each summoner's genesis is read for the name its summons is shown with.
+///
+/// `how` [`FactsRead::Picked`] reads the land log as stored and decodes only
+/// the being's own facts and the acts whose bodies hold its name (a summons
+/// to it names it): one being's memory on a land of a million beings read
+/// every fact, 13 s for one page.
+pub fn fold_memory(
+    store: &dyn Store,
+    being: BeingId,
+    name: &str,
+    cursor: u64,
+    how: FactsRead,
+) -> Result<MemoryFold, MemoryViewError> {
     let mut fold = MemoryFold::of(being, name);
+    let name = name.trim_start_matches('@');
     let mut names: BTreeMap<BeingId, String> = BTreeMap::new();
-    let mut from = 0;
-    while from < cursor {
-        let to = (from + MEMORY_READ_FACTS).min(cursor);
-        for (entry, envelope) in store.land_log_with_envelopes(from, to)? {
-            let fact = Fact::decode_envelope(&envelope)?;
-            match fact.kind() {
-                KIND_ACT => {
-                    if let Ok(act) = fact.body_as::<ActBody>() {
-                        let actor = names.get(&entry.being).map_or("?", String::as_str);
-                        fold.apply_act(entry.land_seq, entry.being, actor, fact.id(), &act);
-                    }
-                }
-                KIND_GENESIS => {
-                    if let Ok(genesis) = fact.body_as::<GenesisBody>() {
-                        names.insert(entry.being, genesis.name);
-                    }
-                }
-                _ => {}
-            }
+    let mut failed = None;
+    let picks = |entry: &LandEntry, kind: &str, body: &[u8]| {
+        entry.being == being || (kind == KIND_ACT && body_holds(body, name.as_bytes()))
+    };
+    for_each_picked_fact(store, 0, cursor, how, picks, |land_seq, fact| {
+        if failed.is_some() {
+            return;
         }
-        from = to;
+        match fact.kind() {
+            KIND_ACT => {
+                let Ok(act) = fact.body_as::<ActBody>() else { return };
+                let actor = fact.header.being;
+                if how == FactsRead::Picked && !names.contains_key(&actor) {
+                    // The actor's genesis came before its act: read it now.
+                    match genesis_name(store, &actor) {
+                        Ok(Some(actor_name)) => {
+                            names.insert(actor, actor_name);
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            failed = Some(error);
+                            return;
+                        }
+                    }
+                }
+                let actor_name = names.get(&actor).map_or("?", String::as_str);
+                fold.apply_act(land_seq, actor, actor_name, fact.id(), &act);
+            }
+            KIND_GENESIS => {
+                if let Ok(genesis) = fact.body_as::<GenesisBody>() {
+                    names.insert(fact.header.being, genesis.name);
+                }
+            }
+            _ => {}
+        }
+    })?;
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(fold),
     }
-    Ok(fold)
+}
+
+/// The name `being`'s genesis gives it (`None`: its genesis does not read
+/// as one).
+fn genesis_name(store: &dyn Store, being: &BeingId) -> Result<Option<String>, MemoryViewError> {
+    let genesis = store.reel(being, 0, 1)?.into_iter().next();
+    Ok(genesis
+        .filter(|stored| stored.fact.kind() == KIND_GENESIS)
+        .and_then(|stored| stored.fact.body_as::<GenesisBody>().ok().map(|genesis| genesis.name)))
 }
 
 /// `being`'s memory as `ask` wants it, as JSON (docs/json/memory.json).
 pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAsk) -> Result<Json, MemoryViewError> {
+    memory_json_reading(store, being, name, ask, FactsRead::Picked)
+}
+
+/// [`memory_json`], reading the land log as `how` says.
+pub fn memory_json_reading(
+    store: &dyn Store,
+    being: BeingId,
+    name: &str,
+    ask: &MemoryAsk,
+    how: FactsRead,
+) -> Result<Json, MemoryViewError> {
     if ask.count == 0 || ask.count > RECALL_ITEMS_MAX {
         return Err(MemoryViewError::Count { count: ask.count });
     }
@@ -78,7 +125,7 @@ pub fn memory_json(store: &dyn Store, being: BeingId, name: &str, ask: &MemoryAs
         Some(at) => at,
         None => land_len,
     };
-    let fold = fold_memory(store, being, name, cursor)?;
+    let fold = fold_memory(store, being, name, cursor, how)?;
     let why_of = |fact: &FactId| fold.notes.get(fact).and_then(|note| note.why.clone());
     let items: Vec<Json> = fold
         .memory

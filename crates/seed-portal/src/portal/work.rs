@@ -717,7 +717,7 @@ pub(super) async fn memory(
     shown.map_err(|error| match error {
         MemoryViewError::PastTheEnd { .. } => PortalError::field("at", error.to_string()),
         MemoryViewError::Count { .. } => PortalError::field("count", error.to_string()),
-        MemoryViewError::Store(_) | MemoryViewError::Fact(_) => PortalError::internal(error.to_string()),
+        MemoryViewError::Store(_) | MemoryViewError::Engine(_) => PortalError::internal(error.to_string()),
     })
 }
 
