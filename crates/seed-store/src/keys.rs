@@ -272,7 +272,7 @@ impl KeyRing {
             Err(source) => return Err(io(source)),
         };
         let whole_lines_len = text.rfind('\n').map_or(0, |last| last as u64 + 1);
-        let beings = beings_of_lines(text).map_err(|reason| KeyError::Corrupt { path: path.clone(), reason })?;
+        let beings = beings_of_lines(text, &path)?;
         Ok(Loaded { beings, seen, whole_lines_len, file: None })
     }
 
@@ -391,14 +391,14 @@ enum LineSays {
 }
 
 /// Every being's keys as the ring's `text` leaves them, its lines read in
-/// order; or the damage that makes the whole ring unreadable (a damaged
+/// order; or the damage that makes the whole ring at `path` unreadable (a damaged
 /// line that names no being).
 ///
 /// The lines are checked and decoded in parallel, then sorted by being
 /// (line order kept within each being, which is all a being's keys depend
 /// on) and the map built from them in one pass: a million inserts in the
 /// order the beings were planted cost a ring of a million beings seconds.
-fn beings_of_lines(text: String) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
+fn beings_of_lines(text: String, path: &Path) -> Result<BTreeMap<BeingId, BeingKeys>, KeyError> {
     let complete = text.ends_with('\n');
     let lines: Vec<(usize, &str)> = text.lines().enumerate().collect();
     let cut_short = |index: usize| index + 1 == lines.len() && !complete;
@@ -413,14 +413,14 @@ fn beings_of_lines(text: String) -> Result<BTreeMap<BeingId, BeingKeys>, String>
             let damage = format!("line {} is damaged ({reason})", index + 1);
             Some(match line.split(' ').nth(1).and_then(BeingId::from_hex) {
                 Some(being) => Ok((being, *index, LineSays::Damaged(damage))),
-                None => Err(damage),
+                None => Err(KeyError::Corrupt { path: path.to_path_buf(), reason: damage }),
             })
         }
     });
     // The text (150 bytes a being) goes before the map is built.
     drop(lines);
     drop(text);
-    let mut by_being = said.into_iter().flatten().collect::<Result<Vec<_>, String>>()?;
+    let mut by_being = said.into_iter().flatten().collect::<Result<Vec<_>, KeyError>>()?;
     // The line's index breaks every tie: line order within each being.
     by_being.sort_unstable_by_key(|(being, index, _)| (*being, *index));
     let mut beings: Vec<(BeingId, BeingKeys)> = Vec::new();
@@ -603,7 +603,7 @@ mod tests {
 
     /// The ring's lines applied one at a time, in order: what
     /// [`beings_of_lines`] must give, however its threads split the lines.
-    fn beings_line_by_line(text: &str) -> Result<BTreeMap<BeingId, BeingKeys>, String> {
+    fn beings_line_by_line(text: &str) -> Result<BTreeMap<BeingId, BeingKeys>, KeyError> {
         let mut beings: BTreeMap<BeingId, BeingKeys> = BTreeMap::new();
         let lines: Vec<&str> = text.lines().collect();
         for (index, line) in lines.iter().enumerate() {
@@ -614,7 +614,7 @@ mod tests {
                     let damage = format!("line {} is damaged ({reason})", index + 1);
                     match line.split(' ').nth(1).and_then(BeingId::from_hex) {
                         Some(being) => beings.entry(being).or_default().set_damaged(Some(damage)),
-                        None => return Err(damage),
+                        None => return Err(KeyError::Corrupt { path: PathBuf::from("ring"), reason: damage }),
                     }
                 }
             }
@@ -655,8 +655,9 @@ mod tests {
             text.push_str(&written);
         }
         let check = |text: &str| {
-            let expected = beings_line_by_line(text).map(seen);
-            assert_eq!(beings_of_lines(text.to_string()).map(seen), expected);
+            let expected = beings_line_by_line(text).map(seen).map_err(|error| error.to_string());
+            let read = beings_of_lines(text.to_string(), Path::new("ring")).map(seen);
+            assert_eq!(read.map_err(|error| error.to_string()), expected);
             expected
         };
         let whole = check(&text).expect("every damaged line names a being");
@@ -666,7 +667,8 @@ mod tests {
         assert_eq!(check(&format!("{text}next 0101")), Ok(whole));
         let unreadable =
             format!("{text}key zz {}\n{}", hex::encode([1u8; 32]), record_line(Record::Forget, &beings[0], None));
-        assert_eq!(check(&unreadable), Err("line 5001 is damaged (its check does not match)".to_string()));
+        let damaged = "key file ring is corrupt: line 5001 is damaged (its check does not match)";
+        assert_eq!(check(&unreadable), Err(damaged.to_string()));
     }
 
     #[test]
