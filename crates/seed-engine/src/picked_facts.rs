@@ -11,9 +11,9 @@
 //! way (each view's tests hold the two readings to each other). A fact left
 //! out is never checked: naming damage is `seed verify`'s.
 
-use crate::engine::{EngineError, FOLD_LAND_LOG_CHUNK_ENTRIES};
+use crate::engine::{read_land_log, refuse_a_land_log_hole, EngineError, FOLD_LAND_LOG_CHUNK_ENTRIES};
 use crate::fact::Fact;
-use crate::store::{decode_entry_envelope, LandEntry, LandLogRead, Store};
+use crate::store::{LandEntry, LandLogRead, Store};
 
 /// How a view reads the land log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub fn for_each_picked_fact(
             FactsRead::Every => Vec::new(),
             FactsRead::Picked => {
                 store.land_log_with_envelopes_unverified(next, to, &mut read)?;
-                refuse_a_hole(read.iter().map(|(entry, _)| entry), next, to)?;
+                refuse_a_land_log_hole(read.iter().map(|(entry, _)| entry.land_seq), next, to)?;
                 let picked_as_stored =
                     |(entry, envelope): &(&LandEntry, &[u8])| match Fact::peek_kind_and_body(envelope) {
                         Some((kind, body)) => picks(entry, kind, body),
@@ -60,43 +60,26 @@ pub fn for_each_picked_fact(
             }
         };
         if how == FactsRead::Every || picked.len() > PICKED_READ_ONE_BY_ONE_MAX {
-            let chunk = store.land_log_with_envelopes(next, to)?;
-            refuse_a_hole(chunk.iter().map(|(entry, _)| entry), next, to)?;
             let mut wanted = picked.iter().map(|entry| entry.land_seq).peekable();
-            for (entry, envelope) in &chunk {
+            for (land_seq, fact) in read_land_log(store, next, to)? {
                 if how == FactsRead::Picked {
-                    if wanted.peek() != Some(&entry.land_seq) {
+                    if wanted.peek() != Some(&land_seq) {
                         continue;
                     }
                     wanted.next();
                 }
-                visit(entry.land_seq, decode_entry_envelope(entry, envelope)?.fact);
+                visit(land_seq, fact);
             }
         } else {
             for entry in picked {
-                let one = store.land_log_with_envelopes(entry.land_seq, entry.land_seq + 1)?;
-                let (entry, envelope) = one.first().ok_or(EngineError::LandLogHole { land_seq: entry.land_seq })?;
-                visit(entry.land_seq, decode_entry_envelope(entry, envelope)?.fact);
+                for (land_seq, fact) in read_land_log(store, entry.land_seq, entry.land_seq + 1)? {
+                    visit(land_seq, fact);
+                }
             }
         }
         next = to;
     }
     Ok(())
-}
-
-/// An error naming the first land seq of `from..to` the entries skip.
-fn refuse_a_hole<'e>(entries: impl Iterator<Item = &'e LandEntry>, from: u64, to: u64) -> Result<(), EngineError> {
-    let mut expected = from;
-    for entry in entries {
-        if entry.land_seq != expected {
-            return Err(EngineError::LandLogHole { land_seq: expected });
-        }
-        expected += 1;
-    }
-    match expected == to {
-        true => Ok(()),
-        false => Err(EngineError::LandLogHole { land_seq: expected }),
-    }
 }
 
 /// Whether `needle` occurs in `body`: what a view picks by, as stored, when

@@ -362,7 +362,11 @@ pub(crate) fn for_each_land_fact(
 
 /// The facts at land seqs `from..to`, decoded, in land order, read in one
 /// request: a hole in them is an error.
-fn read_land_log(store: &dyn Store, from: u64, to: u64) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
+pub(crate) fn read_land_log(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(u64, crate::fact::Fact)>, EngineError> {
     read_land_log_envelopes(store, from, to)?
         .into_iter()
         .map(|(entry, envelope)| decode_land_fact(&entry, &envelope))
@@ -377,13 +381,28 @@ fn read_land_log_envelopes(
     to: u64,
 ) -> Result<Vec<(crate::store::LandEntry, Vec<u8>)>, EngineError> {
     let read = store.land_log_with_envelopes(from, to)?;
-    if read.len() as u64 != to - from {
-        // The first land seq the entries skip.
-        let land_seq = (from..to).zip(&read).find(|(expected, (entry, _))| entry.land_seq != *expected);
-        let land_seq = land_seq.map_or(from + read.len() as u64, |(expected, _)| expected);
-        return Err(EngineError::LandLogHole { land_seq });
-    }
+    refuse_a_land_log_hole(read.iter().map(|(entry, _)| entry.land_seq), from, to)?;
     Ok(read)
+}
+
+/// An error naming the first land seq of `from..to` that `land_seqs` (read
+/// in land order) skip, if they do not hold every one.
+pub(crate) fn refuse_a_land_log_hole(
+    land_seqs: impl Iterator<Item = u64>,
+    from: u64,
+    to: u64,
+) -> Result<(), EngineError> {
+    let mut expected = from;
+    for land_seq in land_seqs {
+        if land_seq != expected {
+            return Err(EngineError::LandLogHole { land_seq: expected });
+        }
+        expected += 1;
+    }
+    match expected == to {
+        true => Ok(()),
+        false => Err(EngineError::LandLogHole { land_seq: expected }),
+    }
 }
 
 fn decode_land_fact(entry: &crate::store::LandEntry, envelope: &[u8]) -> Result<(u64, crate::fact::Fact), EngineError> {

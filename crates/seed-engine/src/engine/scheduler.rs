@@ -48,15 +48,19 @@ impl FlowReads {
 impl Scheduler {
     /// Subscribes a being to the signals its flow reads.
     pub(super) fn subscribe(&mut self, world: &World, being: BeingId, flow: &Json) {
-        let FlowReads { signals, reads_cascade } = FlowReads::of(flow);
+        self.subscribe_reading(world, being, &FlowReads::of(flow));
+    }
+
+    /// [`Scheduler::subscribe`], its flow already read.
+    fn subscribe_reading(&mut self, world: &World, being: BeingId, reads: &FlowReads) {
         // A being whose flow reads no signal has nothing seen to keep (a
         // crowd of a million has no signal to read).
-        match signals.is_empty() {
+        match reads.signals.is_empty() {
             true => self.seen_signals.remove(&being),
-            false => self.seen_signals.insert(being, Scheduler::signals_now(world, &signals)),
+            false => self.seen_signals.insert(being, Scheduler::signals_now(world, &reads.signals)),
         };
-        self.subscriptions.insert(being, signals);
-        match reads_cascade {
+        self.subscriptions.insert(being, reads.signals.clone());
+        match reads.reads_cascade {
             true => {
                 let from = self.cascade_from.get(&being).copied().unwrap_or(world.cursor);
                 self.cascade_from.insert(being, from);
@@ -89,13 +93,7 @@ impl Scheduler {
                     &read_now
                 }
             };
-            if !reads.signals.is_empty() {
-                scheduler.seen_signals.insert(*id, Scheduler::signals_now(world, &reads.signals));
-            }
-            scheduler.subscriptions.insert(*id, reads.signals.clone());
-            if reads.reads_cascade {
-                scheduler.cascade_from.insert(*id, world.cursor);
-            }
+            scheduler.subscribe_reading(world, *id, reads);
             if let Some(every) = wake_every_of(&row.name) {
                 scheduler.wake_every.insert(*id, every);
             }
