@@ -435,6 +435,9 @@ fn keeps_its_means_to_undo(
 /// of its operation on the world just before the act's own land seq.
 pub fn recheck(substrate: &Substrate, world: &World, act: &mut Act) -> Result<(), Failure> {
     recheck_rules(substrate, world, act)?;
+    if !substrate.hooks.attends(super::hooks::Phase::Before, act.body.call.verb()) {
+        return Ok(());
+    }
     let actor = act_actor_name(world, act).unwrap_or_default();
     substrate
         .hooks

@@ -140,8 +140,19 @@ impl Hooks {
         self.incidents.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether any handler attaches where an act of this verb is in this
+    /// phase: where none does, running the point does nothing at all.
+    pub fn attends(&self, phase: Phase, verb: &str) -> bool {
+        self.handlers.iter().any(|(spec, _)| spec.point.matches(phase, verb))
+    }
+
     fn run(&self, phase: Phase, actor: &str, call: &VerbCall, world: &World, seed: u64) -> Result<(), Refusal> {
         let verb = call.verb();
+        // Most lands attach no handler to most verbs; the inputs below (the
+        // call and the signals as JSON, the actor's row) are built for none.
+        if !self.attends(phase, verb) {
+            return Ok(());
+        }
         let call = call_json(call);
         // Where the actor stands decides which extensions' handlers run (`crate::ownership`).
         let location = world.being_named(actor).map(|row| row.location.clone()).unwrap_or_default();
@@ -303,6 +314,44 @@ mod tests {
             }
             assert_eq!(seen_incidents, *incidents, "{limit:?}");
         }
+    }
+
+    /// A cancelling handler at `point` meets an act of `verb` in `phase`:
+    /// whether it cancelled, and whether the hooks said they attend.
+    fn check_attending(point: &str, phase: Phase, verb: &str, cancelled: bool) {
+        let hooks = Hooks::new(vec![HookSpec {
+            name: "test/0".into(),
+            point: HookPoint::parse(point).expect("a point"),
+            source: Arc::from("\"closed\""),
+        }]);
+        let call = match verb {
+            "see" => VerbCall::See { address: "/".into() },
+            "do" => VerbCall::Do { target: "/".into(), action: "ring".into(), args: json!({}) },
+            "summon" => VerbCall::Summon { target: "@ada".into(), content: "hello".into(), in_reply_to: None },
+            _ => VerbCall::Be { operation: "rest".into(), payload: json!({}) },
+        };
+        let world = World::default();
+        let verdict = match phase {
+            Phase::Before => hooks.before("ada", &call, &world, 7).is_err(),
+            Phase::After => {
+                hooks.after("ada", &call, &world, 7);
+                false
+            }
+        };
+        assert_eq!(verdict, cancelled, "{point} meeting {phase:?}:{verb}");
+        assert_eq!(hooks.attends(phase, verb), cancelled || phase == Phase::After && point.starts_with("after"));
+    }
+
+    #[test]
+    fn hooks_attend_only_the_points_their_handlers_name() {
+        check_attending("before:do", Phase::Before, "do", true);
+        check_attending("before:do", Phase::Before, "see", false);
+        check_attending("before:do", Phase::After, "do", false);
+        check_attending("before:*", Phase::Before, "see", true);
+        check_attending("before:*", Phase::Before, "summon", true);
+        check_attending("before:see", Phase::Before, "be", false);
+        check_attending("after:do", Phase::Before, "do", false);
+        check_attending("after:do", Phase::After, "do", false);
     }
 
     #[test]
