@@ -387,10 +387,12 @@ fn a_person_gives_an_act_its_importance_and_a_bad_one_is_refused_naming_it() {
 /// read as stored, only the being's own facts and the acts whose bodies
 /// name it decoded) is its memory read from every fact: for every being of
 /// a market whose traders summon each other and of a diary of notes and
-/// reflections, at the land's end and halfway, with a recall.
+/// reflections, at the land's end and halfway, with a recall. So is the
+/// portal's reading, which reads the summonses a world folded to the end,
+/// or to halfway, remembers and the land log past that world's cursor.
 #[test]
 fn a_memory_read_from_the_facts_that_concern_it_is_its_memory_read_from_every_fact() {
-    use seed::memory_view::{memory_json_reading, MemoryAsk};
+    use seed::memory_view::{memory_json_knowing, memory_json_reading, MemoryAsk, SummonsesKnown};
     use seed::picked_facts::FactsRead;
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for (world, ticks, summonses_least) in
@@ -402,6 +404,10 @@ fn a_memory_read_from_the_facts_that_concern_it_is_its_memory_read_from_every_fa
         let land = seed::land::Land::open_read_only(&land).expect("the land opens");
         let store = land.store();
         let land_len = store.land_len().expect("its length");
+        let mut halfway = seed::world::World::new();
+        seed::engine::fold_until(store, &mut halfway, land_len / 2).expect("folds");
+        let mut at_end = halfway.clone();
+        seed::engine::fold_to_end(store, &mut at_end).expect("folds");
         let (mut beings_read, mut summonses, mut notes) = (0, 0, 0);
         for being in store.beings().expect("its beings") {
             let genesis = store.reel(&being, 0, 1).expect("a reel").into_iter().next().expect("a genesis");
@@ -411,6 +417,11 @@ fn a_memory_read_from_the_facts_that_concern_it_is_its_memory_read_from_every_fa
                 let picked = memory_json_reading(store, being, &name, &ask, FactsRead::Picked).expect("read");
                 let every = memory_json_reading(store, being, &name, &ask, FactsRead::Every).expect("read");
                 assert_eq!(picked, every, "{world}: @{name} at {at:?}");
+                for (folded, folded_to) in [(&at_end, "the end"), (&halfway, "halfway")] {
+                    let known = SummonsesKnown::in_world(folded, &being);
+                    let knowing = memory_json_knowing(store, being, &name, &ask, &known).expect("read");
+                    assert_eq!(knowing, every, "{world}: @{name} at {at:?}, knowing a world folded to {folded_to}");
+                }
                 let items = every["items"].as_array().expect("items");
                 summonses += items.iter().filter(|item| item["kind"] == "summons").count();
                 notes += items.iter().filter(|item| item["kind"] == "note").count();

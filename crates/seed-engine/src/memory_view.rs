@@ -1,15 +1,23 @@
 //! A being's memory read off a store: the land log below a cursor folded
 //! into `memory::MemoryFold`, and the JSON `seed memory --json` and the
 //! portal's memory page show (docs/memory.md, docs/json/memory.json).
+//!
+//! What is folded is the being's own facts and the summonses sent to it.
+//! `seed memory` finds the summonses by reading the land log as stored
+//! (`picked_facts`); the portal, which holds the land's world, asks that
+//! world's memory of the being where its summonses are
+//! ([`SummonsesKnown`]) and reads only those, the being's reel and the
+//! land log past the world's cursor. On a land of a million beings,
+//! searching the log read 4 million facts as stored to find a handful.
 
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
-use crate::fact::{BeingId, FactId};
+use crate::fact::{BeingId, Fact, FactId};
 use crate::memory::recall::RECALL_ITEMS_MAX;
 use crate::memory::{MemoryFold, MemoryKind, RecallQuery};
 use crate::picked_facts::{body_holds, for_each_picked_fact, FactsRead};
 use crate::store::{LandEntry, Store, StoreError};
 use crate::world::body::KIND_ACT;
-use crate::world::ActBody;
+use crate::world::{ActBody, World};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
@@ -49,14 +57,130 @@ pub fn fold_memory(
     cursor: u64,
     how: FactsRead,
 ) -> Result<MemoryFold, MemoryViewError> {
-    let mut fold = MemoryFold::of(being, name);
-    let name = name.trim_start_matches('@');
-    let mut names: BTreeMap<BeingId, String> = BTreeMap::new();
-    let mut failed = None;
-    let picks = |entry: &LandEntry, kind: &str, body: &[u8]| {
-        entry.being == being || (kind == KIND_ACT && body_holds(body, name.as_bytes()))
-    };
-    for_each_picked_fact(store, 0, cursor, how, picks, |land_seq, fact| {
+    let mut folding = Folding::new(being, name, how);
+    let picks = folding.picks();
+    for_each_picked_fact(store, 0, cursor, how, picks, |land_seq, fact| folding.visit(store, land_seq, fact))?;
+    folding.finish()
+}
+
+/// Where a world folded to `until` holds the summonses a being was sent:
+/// their land seqs. The world remembers a summons for the being its target
+/// names, the memory fold for the being of that name; the two agree
+/// because a summons is sealed only to a being that exists then, and no two
+/// beings share a name (`moment::decide`: `NoBeing`, `NameTaken`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummonsesKnown {
+    pub until: u64,
+    pub land_seqs: Vec<u64>,
+}
+
+impl SummonsesKnown {
+    /// The summonses `world` remembers for `being` below its cursor.
+    pub fn in_world(world: &World, being: &BeingId) -> SummonsesKnown {
+        let land_seqs = world.memories.get(being).map_or_else(Vec::new, |memory| {
+            memory
+                .items(world.cursor)
+                .filter(|item| item.kind == MemoryKind::Summons)
+                .map(|item| item.land_seq)
+                .collect()
+        });
+        SummonsesKnown { until: world.cursor, land_seqs }
+    }
+}
+
+/// [`fold_memory`] (reading as [`FactsRead::Picked`] picks) without
+/// reading the land log below `known.until`: there, the being's facts are
+/// its reel's and the summonses sent to it those `known` lists.
+pub fn fold_memory_knowing(
+    store: &dyn Store,
+    being: BeingId,
+    name: &str,
+    cursor: u64,
+    known: &SummonsesKnown,
+) -> Result<MemoryFold, MemoryViewError> {
+    let mut folding = Folding::new(being, name, FactsRead::Picked);
+    let known_until = known.until.min(cursor);
+    let own: Vec<(u64, Fact)> = store
+        .reel(&being, 0, u64::MAX)?
+        .into_iter()
+        .filter(|stored| stored.land_seq < known_until)
+        .map(|stored| (stored.land_seq, stored.fact))
+        .collect();
+    let mut summonses: Vec<u64> = known.land_seqs.iter().copied().filter(|land_seq| *land_seq < known_until).collect();
+    summonses.sort_unstable();
+    summonses.dedup();
+    let mut own = own.into_iter().peekable();
+    for land_seq in summonses {
+        while let Some((own_seq, fact)) = own.next_if(|(own_seq, _)| *own_seq <= land_seq) {
+            folding.visit(store, own_seq, fact);
+        }
+        // A summons the being sent itself is one of its own facts, folded once.
+        if folding.visited_last(land_seq) {
+            continue;
+        }
+        for (land_seq, fact) in crate::engine::read_land_log(store, land_seq, land_seq + 1)? {
+            folding.visit(store, land_seq, fact);
+        }
+    }
+    for (own_seq, fact) in own {
+        folding.visit(store, own_seq, fact);
+    }
+    let picks = folding.picks();
+    for_each_picked_fact(store, known_until, cursor, FactsRead::Picked, picks, |land_seq, fact| {
+        folding.visit(store, land_seq, fact)
+    })?;
+    folding.finish()
+}
+
+/// The memory fold of one being, fact by fact, with the names of the
+/// beings that summoned it.
+struct Folding {
+    fold: MemoryFold,
+    being: BeingId,
+    name: String,
+    how: FactsRead,
+    names: BTreeMap<BeingId, String>,
+    failed: Option<MemoryViewError>,
+    last_visited: Option<u64>,
+}
+
+impl Folding {
+    fn new(being: BeingId, name: &str, how: FactsRead) -> Folding {
+        Folding {
+            fold: MemoryFold::of(being, name),
+            being,
+            name: name.trim_start_matches('@').to_string(),
+            how,
+            names: BTreeMap::new(),
+            failed: None,
+            last_visited: None,
+        }
+    }
+
+    /// The pick for [`FactsRead::Picked`]: the being's own facts and the
+    /// acts whose bodies hold its name (a summons to it names it).
+    fn picks(&self) -> impl Fn(&LandEntry, &str, &[u8]) -> bool {
+        let (being, name) = (self.being, self.name.clone());
+        move |entry: &LandEntry, kind: &str, body: &[u8]| {
+            entry.being == being || (kind == KIND_ACT && body_holds(body, name.as_bytes()))
+        }
+    }
+
+    fn visited_last(&self, land_seq: u64) -> bool {
+        self.last_visited == Some(land_seq)
+    }
+
+    fn finish(self) -> Result<MemoryFold, MemoryViewError> {
+        match self.failed {
+            Some(error) => Err(error),
+            None => Ok(self.fold),
+        }
+    }
+
+    fn visit(&mut self, store: &dyn Store, land_seq: u64, fact: Fact) {
+        self.last_visited = Some(land_seq);
+        let Folding { fold, how, names, failed, .. } = self;
+        let how = *how;
         if failed.is_some() {
             return;
         }
@@ -72,7 +196,7 @@ pub fn fold_memory(
                         }
                         Ok(None) => {}
                         Err(error) => {
-                            failed = Some(error);
+                            *failed = Some(error);
                             return;
                         }
                     }
@@ -87,10 +211,6 @@ pub fn fold_memory(
             }
             _ => {}
         }
-    })?;
-    match failed {
-        Some(error) => Err(error),
-        None => Ok(fold),
     }
 }
 
@@ -116,16 +236,40 @@ pub fn memory_json_reading(
     ask: &MemoryAsk,
     how: FactsRead,
 ) -> Result<Json, MemoryViewError> {
+    let (cursor, land_len) = cursor_asked(store, ask)?;
+    let fold = fold_memory(store, being, name, cursor, how)?;
+    Ok(memory_json_of(&fold, being, name, ask, cursor, land_len))
+}
+
+/// [`memory_json`], reading only the summonses `known` lists below its
+/// `until` ([`fold_memory_knowing`]): the portal's, which holds the
+/// land's world.
+pub fn memory_json_knowing(
+    store: &dyn Store,
+    being: BeingId,
+    name: &str,
+    ask: &MemoryAsk,
+    known: &SummonsesKnown,
+) -> Result<Json, MemoryViewError> {
+    let (cursor, land_len) = cursor_asked(store, ask)?;
+    let fold = fold_memory_knowing(store, being, name, cursor, known)?;
+    Ok(memory_json_of(&fold, being, name, ask, cursor, land_len))
+}
+
+/// The cursor `ask` is at, and the land's length.
+fn cursor_asked(store: &dyn Store, ask: &MemoryAsk) -> Result<(u64, u64), MemoryViewError> {
     if ask.count == 0 || ask.count > RECALL_ITEMS_MAX {
         return Err(MemoryViewError::Count { count: ask.count });
     }
     let land_len = store.land_len()?;
-    let cursor = match ask.at {
-        Some(at) if at > land_len => return Err(MemoryViewError::PastTheEnd { at, land_len }),
-        Some(at) => at,
-        None => land_len,
-    };
-    let fold = fold_memory(store, being, name, cursor, how)?;
+    match ask.at {
+        Some(at) if at > land_len => Err(MemoryViewError::PastTheEnd { at, land_len }),
+        Some(at) => Ok((at, land_len)),
+        None => Ok((land_len, land_len)),
+    }
+}
+
+fn memory_json_of(fold: &MemoryFold, being: BeingId, name: &str, ask: &MemoryAsk, cursor: u64, land_len: u64) -> Json {
     let why_of = |fact: &FactId| fold.notes.get(fact).and_then(|note| note.why.clone());
     let items: Vec<Json> = fold
         .memory
@@ -167,7 +311,7 @@ pub fn memory_json_reading(
         .iter()
         .map(|(fact, problem)| json!({"fact": fact.to_hex(), "reason": problem.to_string()}))
         .collect();
-    Ok(json!({"being": being.to_hex(), "name": name, "at": cursor, "landLength": land_len,
-              "importanceSinceReflection": fold.memory.importance_since_reflection(),
-              "items": items, "recall": recall, "problems": problems}))
+    json!({"being": being.to_hex(), "name": name, "at": cursor, "landLength": land_len,
+           "importanceSinceReflection": fold.memory.importance_since_reflection(),
+           "items": items, "recall": recall, "problems": problems})
 }

@@ -697,7 +697,8 @@ pub(super) fn memory_ask(query: Option<&str>) -> Result<crate::memory_view::Memo
 
 /// A being's memory as `ask` wants it (docs/json/memory.json), for a
 /// principal who may see inside the being, read off the store on a
-/// blocking thread.
+/// blocking thread: the summonses the live world remembers for it, its
+/// reel and the land log past the world's cursor, not the whole land log.
 pub(super) async fn memory(
     portal: &Arc<Portal>,
     principal: &Principal,
@@ -708,12 +709,14 @@ pub(super) async fn memory(
     let world = portal.live.world();
     let row = views::being_row(&world, name)?.clone();
     may_act_for(&world, principal, &row)?;
+    let known = crate::memory_view::SummonsesKnown::in_world(&world, &row.id);
     drop(world);
     let live = portal.live.clone();
-    let shown =
-        tokio::task::spawn_blocking(move || crate::memory_view::memory_json(live.store(), row.id, &row.name, &ask))
-            .await
-            .map_err(|error| PortalError::internal(format!("the memory task stopped: {error}")))?;
+    let shown = tokio::task::spawn_blocking(move || {
+        crate::memory_view::memory_json_knowing(live.store(), row.id, &row.name, &ask, &known)
+    })
+    .await
+    .map_err(|error| PortalError::internal(format!("the memory task stopped: {error}")))?;
     shown.map_err(|error| match error {
         MemoryViewError::PastTheEnd { .. } => PortalError::field("at", error.to_string()),
         MemoryViewError::Count { .. } => PortalError::field("count", error.to_string()),
