@@ -111,11 +111,14 @@ pub fn fold_memory_knowing(
     summonses.dedup();
     let mut own = own.into_iter().peekable();
     for land_seq in summonses {
+        let mut own_at_land_seq = false;
         while let Some((own_seq, fact)) = own.next_if(|(own_seq, _)| *own_seq <= land_seq) {
+            own_at_land_seq = own_seq == land_seq;
             folding.visit(store, own_seq, fact);
         }
-        // A summons the being sent itself is one of its own facts, folded once.
-        if folding.visited_last(land_seq) {
+        // A land seq `known` lists that is one of the being's own facts
+        // (a summons it sent itself) is folded once.
+        if own_at_land_seq {
             continue;
         }
         for (land_seq, fact) in crate::engine::read_land_log(store, land_seq, land_seq + 1)? {
@@ -141,7 +144,6 @@ struct Folding {
     how: FactsRead,
     names: BTreeMap<BeingId, String>,
     failed: Option<MemoryViewError>,
-    last_visited: Option<u64>,
 }
 
 impl Folding {
@@ -153,7 +155,6 @@ impl Folding {
             how,
             names: BTreeMap::new(),
             failed: None,
-            last_visited: None,
         }
     }
 
@@ -166,10 +167,6 @@ impl Folding {
         }
     }
 
-    fn visited_last(&self, land_seq: u64) -> bool {
-        self.last_visited == Some(land_seq)
-    }
-
     fn finish(self) -> Result<MemoryFold, MemoryViewError> {
         match self.failed {
             Some(error) => Err(error),
@@ -178,7 +175,6 @@ impl Folding {
     }
 
     fn visit(&mut self, store: &dyn Store, land_seq: u64, fact: Fact) {
-        self.last_visited = Some(land_seq);
         let Folding { fold, how, names, failed, .. } = self;
         let how = *how;
         if failed.is_some() {
