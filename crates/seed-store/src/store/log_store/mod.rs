@@ -218,15 +218,10 @@ fn check_witness(log: &SegmentLog, witness: Option<&Path>) -> Result<(), LogOpen
 /// `for_appending` opens the log to append (cutting off a frame a crash
 /// left short); otherwise nothing is written.
 fn load(dir: &Path, for_appending: bool) -> Result<(Indexes, SegmentLog), LogOpenError> {
-    let mut indexes = Indexes::default();
     let beings_path = dir.join(BEINGS_INDEX_FILE);
     let beings_bytes = read_if_present(&beings_path)?;
     let (beings, beings_file_bytes) = decode_beings(&beings_bytes);
-    for (being, name) in beings {
-        indexes.add_being(being, name);
-    }
-    indexes.beings_on_file = indexes.beings.len() as u32;
-    indexes.beings_file_bytes = beings_file_bytes as u64;
+    let mut indexes = Indexes::of_beings_on_file(beings, beings_file_bytes as u64);
     let land_path = dir.join(LAND_INDEX_FILE);
     let mut last_on_file = None;
     match File::open(&land_path) {
