@@ -64,6 +64,10 @@ static KEPT_WORLDS_TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::Atom
 /// after a chunk that folded most of its facts.
 static CHUNKS_READ_WHOLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Chunks of the land log the replays of these tests read whole on the
+/// thread reading ahead of the fold.
+static CHUNKS_READ_AHEAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Land-log entries a replay reads at once in these tests: the demo worlds
 /// span many such chunks, geneses and acts, so reading chunks whole and
 /// planning them first take turns.
@@ -96,6 +100,24 @@ fn both_ways(
     in_short_chunks.run_in_place().expect("replays");
     assert_eq!(in_short_chunks.report(), &folded, "reading in short chunks changed the report");
     CHUNKS_READ_WHOLE.fetch_add(in_short_chunks.chunks_read_whole(), std::sync::atomic::Ordering::Relaxed);
+    CHUNKS_READ_AHEAD.fetch_add(in_short_chunks.chunks_read_ahead(), std::sync::atomic::Ordering::Relaxed);
+    // Nor does reading chunks on a thread ahead of the fold (a run, as
+    // above) rather than each when the fold comes to it (stepping): both
+    // folding every fact, so that every chunk is read whole.
+    let mut stepping = Replayer::new(store, substrate, being, options)
+        .expect("replayer")
+        .folding_every_fact()
+        .reading_chunks_of(TEST_CHUNK_ENTRIES);
+    while stepping.next_moment().expect("replays").is_some() {}
+    assert_eq!(stepping.chunks_read_ahead(), 0, "a replay stepping read ahead");
+    assert_eq!(stepping.report(), &folded, "reading in short chunks, folding every fact, changed the report");
+    let mut reading_ahead = Replayer::new(store, substrate, being, options)
+        .expect("replayer")
+        .folding_every_fact()
+        .reading_chunks_of(TEST_CHUNK_ENTRIES);
+    reading_ahead.run_in_place().expect("replays");
+    assert_eq!(reading_ahead.report(), stepping.report(), "reading ahead of the fold changed the report");
+    CHUNKS_READ_AHEAD.fetch_add(reading_ahead.chunks_read_ahead(), std::sync::atomic::Ordering::Relaxed);
     // Nor does starting from the worlds earlier replays of this land left
     // in memory (and leaving more there), or passing over, unread, the
     // facts they learnt it may (in short chunks, so that they plan many).
@@ -156,6 +178,7 @@ fn replay_reports_are_the_same_with_and_without_snapshots_in_every_demo_world() 
     }
     assert!(PASSED_OVER.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay passed over a fact");
     assert!(CHUNKS_READ_WHOLE.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay read a chunk whole");
+    assert!(CHUNKS_READ_AHEAD.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay read a chunk ahead");
     assert!(KEPT_WORLDS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 0, "no replay started from a kept world");
     // Paranoid: each snapshot re-derived from the one before it (its
     // memories too), the same reports.

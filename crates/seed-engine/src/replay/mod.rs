@@ -312,6 +312,90 @@ pub const REPLAY_READ_THREADS: usize = 2;
 /// chunk again, when fewer than one in this many of its facts are folded.
 pub const REPLAY_FOLDED_ONE_IN_READ_ALONE: usize = 8;
 
+/// The entries of the land log from `land_seq` to `to`, read whole,
+/// checked, in one read, each with whether a replay may pass it over (an
+/// act that changes only its actor's activity, when `passes_over`) and, if
+/// `being`'s replay does not, its fact decoded for the fold: each of
+/// [`REPLAY_READ_THREADS`] threads reads, checks and decodes a part. What
+/// [`Replayer::read_whole_chunk`] reads, on its own thread or on a reading
+/// thread ahead of the fold ([`ReadingAhead`]).
+fn read_chunk_whole(
+    store: &dyn Store,
+    flows: &crate::world::GenesisFlows,
+    being: BeingId,
+    passes_over: bool,
+    land_seq: u64,
+    to: u64,
+) -> Result<Vec<(bool, ReadAhead)>, StoreError> {
+    let read_part = |from: u64, until: u64| -> Result<Vec<(bool, ReadAhead)>, StoreError> {
+        let read = store.land_log_with_envelopes(from, until)?;
+        Ok(read
+            .iter()
+            .map(|(entry, envelope)| {
+                let passable = passes_over && crate::world::reach::changes_only_its_actors_activity(envelope);
+                let passed_over = passable && entry.being != being;
+                let fact = (!passed_over).then(|| {
+                    crate::store::decode_entry_envelope(entry, envelope)
+                        .map(|stored| Some(ready_to_fold(stored, flows)))
+                });
+                (passable, ReadAhead { entry: *entry, fact, passed_over })
+            })
+            .collect())
+    };
+    let part_facts = (to - land_seq).div_ceil(REPLAY_READ_THREADS as u64).max(1);
+    let parts: Vec<_> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..REPLAY_READ_THREADS as u64)
+            .map(|part| (land_seq + part * part_facts).min(to))
+            .map(|from| scope.spawn(move || read_part(from, (from + part_facts).min(to))))
+            .collect();
+        threads.into_iter().map(|thread| thread.join().expect("a reading thread does not panic")).collect()
+    });
+    let mut read = Vec::with_capacity((to - land_seq) as usize);
+    for part in parts {
+        read.extend(part?);
+    }
+    Ok(read)
+}
+
+/// A chunk read whole, or why it could not be.
+type ChunkReadWhole = Result<Vec<(bool, ReadAhead)>, StoreError>;
+
+/// A thread that reads the next chunk whole ([`read_chunk_whole`]) while
+/// the fold folds this one: in a run of geneses (every fact folded), the
+/// read, its checks and its decoding took as long as the fold, one after
+/// the other. At most one chunk is asked for at a time; a chunk read
+/// ahead that the replay does not want next (it took a world from a
+/// snapshot, or planned the chunk instead) is dropped, and that chunk is
+/// read as before. What is read is what the fold would read itself, so
+/// nothing reported changes (the snapshot tests compare a replay reading
+/// ahead with one stepping, in short chunks).
+struct ReadingAhead {
+    asks: std::sync::mpsc::Sender<(u64, u64)>,
+    answers: std::sync::mpsc::Receiver<ChunkReadWhole>,
+    /// The chunk asked for and not yet taken.
+    asked: Option<(u64, u64)>,
+}
+
+impl ReadingAhead {
+    /// Asks for the chunk from `land_seq` to `to` (unless one is asked for).
+    fn ask(&mut self, land_seq: u64, to: u64) {
+        if self.asked.is_none() && self.asks.send((land_seq, to)).is_ok() {
+            self.asked = Some((land_seq, to));
+        }
+    }
+
+    /// The chunk from `land_seq` to `to`, if that is the one asked for
+    /// (waiting for its read to end); a chunk asked for but not wanted is
+    /// dropped.
+    fn take(&mut self, land_seq: u64, to: u64) -> Option<ChunkReadWhole> {
+        let asked = self.asked.take()?;
+        // The reading thread answers every ask in order unless it panicked,
+        // which the scope it runs in reports.
+        let read = self.answers.recv().ok()?;
+        (asked == (land_seq, to)).then_some(read)
+    }
+}
+
 /// A fact read in full, with its body decoded for the fold.
 fn ready_to_fold(stored: crate::store::StoredFact, flows: &crate::world::GenesisFlows) -> (Fact, FoldBody) {
     let body = FoldBody::read_keeping_flows(&stored.fact.header, stored.fact.body(), flows);
@@ -343,8 +427,12 @@ pub struct Replayer<'a> {
     /// The buffers the chunks are first read into, as stored, one a
     /// reading thread (kept from chunk to chunk).
     read_as_stored: Vec<crate::store::LandLogRead>,
-    /// The roleFlows of the geneses read ahead, converted once.
-    flows: crate::world::GenesisFlows,
+    /// The roleFlows of the geneses read ahead, converted once (shared
+    /// with the thread reading ahead).
+    flows: std::sync::Arc<crate::world::GenesisFlows>,
+    /// The thread reading the next chunk whole while this one is folded,
+    /// during [`Replayer::run_in_place`].
+    reading_ahead: Option<ReadingAhead>,
     /// The land seq of the next fact to fold.
     position: u64,
     /// One past the land seq of the last act in range: where the fold stops.
@@ -389,6 +477,8 @@ pub struct Replayer<'a> {
     folds_most: bool,
     /// How many chunks were read whole at once, with no read to plan them.
     chunks_read_whole: u64,
+    /// How many chunks the thread reading ahead read.
+    chunks_read_ahead: u64,
     /// Land-log entries read at once ([`REPLAY_LAND_LOG_CHUNK_ENTRIES`]).
     chunk_entries: u64,
     report: ReplayReport,
@@ -448,7 +538,8 @@ impl<'a> Replayer<'a> {
             chunk: Vec::new(),
             chunk_start: 0,
             read_as_stored: Vec::new(),
-            flows: crate::world::GenesisFlows::default(),
+            flows: std::sync::Arc::default(),
+            reading_ahead: None,
             position: 0,
             end: 0,
             worlds: None,
@@ -468,6 +559,7 @@ impl<'a> Replayer<'a> {
             passed_over: 0,
             folds_most: false,
             chunks_read_whole: 0,
+            chunks_read_ahead: 0,
             chunk_entries: REPLAY_LAND_LOG_CHUNK_ENTRIES,
             report,
             finished: false,
@@ -611,34 +703,29 @@ impl<'a> Replayer<'a> {
     /// read, and tells the facts passed over from those bytes (as
     /// [`Replayer::plan_chunk`] does from the bytes as stored, and teaches
     /// them to the kept worlds' keeper likewise; none when every fact is
-    /// folded): each of [`REPLAY_READ_THREADS`] threads
-    /// decodes the rest of its part for the fold. Whether the next chunk
-    /// is read so too, with no first read, depends on how many this one folds.
+    /// folded): [`read_chunk_whole`]. Whether the next chunk is read so
+    /// too, with no first read, depends on how many this one folds; when it
+    /// is, and a reading thread stands by ([`Replayer::run_in_place`]), it
+    /// is asked for now, to be read while this one is folded.
     fn read_whole_chunk(&mut self, land_seq: u64, to: u64) -> Result<crate::store::LandEntry, ReplayError> {
-        let read = self.store.land_log_with_envelopes(land_seq, to)?;
-        let (flows, being, passes_over) = (&self.flows, self.being, self.passes_over);
-        let decoded = crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
-            let passable = passes_over && crate::world::reach::changes_only_its_actors_activity(envelope);
-            let passed_over = passable && entry.being != being;
-            let fact = (!passed_over).then(|| {
-                crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored, flows)))
-            });
-            (passable, passed_over, fact)
-        });
-        if let Some(kept) = self.kept.filter(|_| passes_over) {
-            kept.learn_passable(
-                read.iter().zip(&decoded).map(|((entry, _), (passable, _, _))| (entry.land_seq, *passable)),
-            );
+        let read_ahead = self.reading_ahead.as_mut().and_then(|reading| reading.take(land_seq, to));
+        self.chunks_read_ahead += u64::from(read_ahead.is_some());
+        let read = match read_ahead {
+            Some(read) => read?,
+            None => read_chunk_whole(self.store, &self.flows, self.being, self.passes_over, land_seq, to)?,
+        };
+        if let Some(kept) = self.kept.filter(|_| self.passes_over) {
+            kept.learn_passable(read.iter().map(|(passable, ahead)| (ahead.entry.land_seq, *passable)));
         }
         let mut chunk = std::mem::take(&mut self.chunk);
         chunk.clear();
-        chunk.extend(read.iter().zip(decoded).map(|((entry, _), (_, passed_over, fact))| ReadAhead {
-            entry: *entry,
-            fact,
-            passed_over,
-        }));
+        chunk.extend(read.into_iter().map(|(_, ahead)| ahead));
         let folded = chunk.iter().filter(|ahead| !ahead.passed_over).count();
         self.folds_most = folded * REPLAY_FOLDED_ONE_IN_READ_ALONE >= chunk.len();
+        let next_read_whole = self.folds_most || !self.passes_over;
+        if let Some(reading) = self.reading_ahead.as_mut().filter(|_| next_read_whole && to < self.end) {
+            reading.ask(to, self.end.min(to + self.chunk_entries));
+        }
         self.hold_chunk(chunk, land_seq)
     }
 
@@ -833,6 +920,12 @@ impl<'a> Replayer<'a> {
         self.chunks_read_whole
     }
 
+    /// How many chunks were read whole by the thread reading ahead of the
+    /// fold ([`Replayer::run_in_place`]) while the chunk before was folded.
+    pub fn chunks_read_ahead(&self) -> u64 {
+        self.chunks_read_ahead
+    }
+
     /// Replays every moment in range and returns the report.
     pub fn run(mut self) -> Result<ReplayReport, ReplayError> {
         self.run_in_place()?;
@@ -843,11 +936,34 @@ impl<'a> Replayer<'a> {
     /// the report is [`Replayer::report`]. For a caller that exits next and
     /// leaves the world's memory to the operating system rather than
     /// freeing it block by block (`seed replay`).
+    ///
+    /// Chunks read whole (runs of geneses) are read on a thread of their
+    /// own while the one before is folded ([`ReadingAhead`]).
     pub fn run_in_place(&mut self) -> Result<(), ReplayError> {
         // Nothing steps back in a run: no world is kept to go back to.
         self.steps_back = false;
-        while self.next_moment()?.is_some() {}
-        Ok(())
+        let (store, flows, being, passes_over) = (self.store, self.flows.clone(), self.being, self.passes_over);
+        std::thread::scope(|scope| {
+            let (asks, asked) = std::sync::mpsc::channel::<(u64, u64)>();
+            let (answer, answers) = std::sync::mpsc::channel();
+            scope.spawn(move || {
+                for (land_seq, to) in asked {
+                    let read = read_chunk_whole(store, &flows, being, passes_over, land_seq, to);
+                    if answer.send(read).is_err() {
+                        return;
+                    }
+                }
+            });
+            self.reading_ahead = Some(ReadingAhead { asks, answers, asked: None });
+            let ran = (|| {
+                while self.next_moment()?.is_some() {}
+                Ok(())
+            })();
+            // Its asks gone, the reading thread ends (after the read in
+            // hand, if any), and the scope waits for it.
+            self.reading_ahead = None;
+            ran
+        })
     }
 
     /// The report so far.
