@@ -316,7 +316,7 @@ pub const REPLAY_FOLDED_ONE_IN_READ_ALONE: usize = 8;
 /// checked, in one read, each with whether a replay may pass it over (an
 /// act that changes only its actor's activity, when `passes_over`) and, if
 /// `being`'s replay does not, its fact decoded for the fold: each of
-/// [`REPLAY_READ_THREADS`] threads reads, checks and decodes a part. What
+/// [`REPLAY_READ_THREADS`] threads decodes a part. What
 /// [`Replayer::read_whole_chunk`] reads, on its own thread or on a reading
 /// thread ahead of the fold ([`ReadingAhead`]).
 fn read_chunk_whole(
@@ -327,34 +327,15 @@ fn read_chunk_whole(
     land_seq: u64,
     to: u64,
 ) -> Result<Vec<(bool, ReadAhead)>, StoreError> {
-    let read_part = |from: u64, until: u64| -> Result<Vec<(bool, ReadAhead)>, StoreError> {
-        let read = store.land_log_with_envelopes(from, until)?;
-        Ok(read
-            .iter()
-            .map(|(entry, envelope)| {
-                let passable = passes_over && crate::world::reach::changes_only_its_actors_activity(envelope);
-                let passed_over = passable && entry.being != being;
-                let fact = (!passed_over).then(|| {
-                    crate::store::decode_entry_envelope(entry, envelope)
-                        .map(|stored| Some(ready_to_fold(stored, flows)))
-                });
-                (passable, ReadAhead { entry: *entry, fact, passed_over })
-            })
-            .collect())
-    };
-    let part_facts = (to - land_seq).div_ceil(REPLAY_READ_THREADS as u64).max(1);
-    let parts: Vec<_> = std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..REPLAY_READ_THREADS as u64)
-            .map(|part| (land_seq + part * part_facts).min(to))
-            .map(|from| scope.spawn(move || read_part(from, (from + part_facts).min(to))))
-            .collect();
-        threads.into_iter().map(|thread| thread.join().expect("a reading thread does not panic")).collect()
-    });
-    let mut read = Vec::with_capacity((to - land_seq) as usize);
-    for part in parts {
-        read.extend(part?);
-    }
-    Ok(read)
+    let read = store.land_log_with_envelopes(land_seq, to)?;
+    Ok(crate::parallel::map_in_order(&read, REPLAY_READ_THREADS, |(entry, envelope)| {
+        let passable = passes_over && crate::world::reach::changes_only_its_actors_activity(envelope);
+        let passed_over = passable && entry.being != being;
+        let fact = (!passed_over).then(|| {
+            crate::store::decode_entry_envelope(entry, envelope).map(|stored| Some(ready_to_fold(stored, flows)))
+        });
+        (passable, ReadAhead { entry: *entry, fact, passed_over })
+    }))
 }
 
 /// A chunk read whole, or why it could not be.
