@@ -137,8 +137,72 @@ fn both_ways(
         .expect("replays");
     let usage = worlds.usage();
     drop(worlds);
+    // Nor does starting from whichever is nearer, a kept world or a
+    // snapshot (the portal has both).
+    let worlds = VouchedWorlds::open(land, store, opened.root(), paranoid).expect("snapshots");
+    let from_either = Replayer::new(store, substrate, being, options)
+        .expect("replayer")
+        .with_snapshots(&worlds)
+        .with_kept_worlds(kept)
+        .run()
+        .expect("replays");
+    assert_eq!(from_either, folded, "starting from kept worlds or snapshots changed the report");
+    drop(worlds);
     opened.close().expect("close");
     (folded, started, usage)
+}
+
+/// A replay with kept worlds and vouched snapshots both (the portal's)
+/// takes the kept world and passes over the acts its keeper learnt it may,
+/// rather than read a snapshot standing farther on, when what is left to
+/// fold is less than reading the snapshot costs; with nothing learnt past
+/// the kept world, it reads the snapshot. Either way the same report.
+#[test]
+fn a_replay_passes_over_from_a_kept_world_rather_than_read_a_snapshot_that_costs_more() {
+    // 10,008 geneses and four rounds of 10,000 acts, a snapshot after each
+    // round: the last round's moments open at one, three rounds past the
+    // world kept at the first act.
+    let (_dir, land, substrate) = simulated("crowd.toml", 4);
+    let opened = Land::open(&land).expect("open");
+    let store = opened.store();
+    for name in ["@walker-77", "@walker-5000"] {
+        let being = opened.resolve(name).expect("a walker");
+        let last = store.head(&being).expect("reads").expect("a reel").seq;
+        let options = ReplayOptions { from_seq: last, to_seq: last, keep_going: false };
+        let folded = Replayer::new(store, &substrate, being, options)
+            .expect("replayer")
+            .folding_every_fact()
+            .run()
+            .expect("replays");
+        assert_eq!(folded.moments.len(), 1, "{}: the last fact is not an act", folded.name);
+        for learnt in [true, false] {
+            let kept = KeptWorlds::new();
+            let definitions = seed::replay::ReplayDefinitions::files(store, &substrate, None);
+            let kept_at = seed::replay::kept_worlds::keep_world_at_first_act(store, definitions, &kept);
+            assert!(kept_at.expect("replays").is_some(), "no world kept at the first act");
+            if learnt {
+                seed::replay::kept_worlds::learn_passable_facts(store, &kept).expect("reads");
+            }
+            let worlds = VouchedWorlds::open(&land, store, opened.root(), false).expect("snapshots");
+            let mut replayer = Replayer::new(store, &substrate, being, options)
+                .expect("replayer")
+                .with_snapshots(&worlds)
+                .with_kept_worlds(&kept);
+            replayer.run_in_place().expect("replays");
+            let what = format!("{}, passable acts learnt: {learnt}", folded.name);
+            assert_eq!(replayer.report(), &folded, "{what}");
+            let usage = worlds.usage();
+            assert!(usage.set_aside.is_empty(), "{what}: {:?}", usage.set_aside);
+            if learnt {
+                assert!(usage.used.is_empty(), "{what}: read the snapshot at {:?}", usage.used);
+                assert_eq!(replayer.kept_worlds_taken(), 1, "{what}");
+                assert!(replayer.facts_passed_over() >= 20_000, "{what}: {}", replayer.facts_passed_over());
+            } else {
+                assert_eq!(usage.used.len(), 1, "{what}: read no snapshot");
+            }
+        }
+    }
+    opened.close().expect("close");
 }
 
 /// Every being of `land`, replayed whole and from the middle of its reel,
