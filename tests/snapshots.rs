@@ -488,6 +488,54 @@ fn check_a_wrong_snapshot_is_caught(forgery: &str, forge: impl Fn(&mut seed::wor
     );
 }
 
+/// A snapshot an earlier build wrote, of an earlier world format, claims
+/// its world as that build digested it: `replay --all` does not call it
+/// wrong for not holding this build's digest, says it was not checked, and
+/// a replay does not use it.
+#[test]
+fn a_snapshot_of_an_earlier_world_format_is_not_checked_rather_than_called_wrong() {
+    let (_dir, land, _) = simulated("library.toml", 6);
+    let cursor = *shelf(&land).first().expect("a snapshot");
+    let version = seed::world::snapshot::WORLD_SNAPSHOT_FORMAT_VERSION;
+    {
+        let opened = Land::open(&land).expect("open");
+        let (snapshot, _) = opened.snapshots().read(cursor).expect("reads");
+        // The world record ends with its version, a small unsigned integer.
+        let mut bytes = snapshot.world.to_vec();
+        assert_eq!(bytes.last().copied(), u8::try_from(version).ok());
+        *bytes.last_mut().expect("bytes") = u8::try_from(version - 1).expect("small");
+        assert_eq!(seed::world::snapshot::snapshot_format_version(&bytes), Some(version - 1));
+        // What the earlier build claimed: its digest of its world, not this build's.
+        let signer = opened.snapshot_signer().expect("the root's key");
+        signer.write(cursor, snapshot.claim.last_fact, seed::fact::Hash32([7; 32]), bytes).expect("writes");
+        opened.close().expect("close");
+    }
+    let all = seed(&land, &["replay", "--all"]);
+    assert_eq!(all.status.code(), Some(0), "{}{}", stdout(&all), stderr(&all));
+    let note = format!(
+        "the world snapshot at cursor {cursor} was not checked: it is of world format {}, written by another build",
+        version - 1
+    );
+    assert!(stdout(&all).contains(&note), "{}", stdout(&all));
+    assert!(!stdout(&all).contains("does not hold"), "{}", stdout(&all));
+    let json = seed(&land, &["replay", "--all", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(json["snapshotsNotChecked"], serde_json::json!([{"cursor": cursor, "format": version - 1}]));
+    // A snapshot of this format whose claim is wrong is still called wrong.
+    {
+        let opened = Land::open(&land).expect("open");
+        let (snapshot, _) = opened.snapshots().read(cursor).expect("reads");
+        let mut bytes = snapshot.world.to_vec();
+        *bytes.last_mut().expect("bytes") = u8::try_from(version).expect("small");
+        let signer = opened.snapshot_signer().expect("the root's key");
+        signer.write(cursor, snapshot.claim.last_fact, seed::fact::Hash32([7; 32]), bytes).expect("writes");
+        opened.close().expect("close");
+    }
+    let all = seed(&land, &["replay", "--all"]);
+    assert_eq!(all.status.code(), Some(1), "{}", stdout(&all));
+    assert!(stdout(&all).contains(&format!("the world snapshot at cursor {cursor} does not hold")), "{}", stdout(&all));
+}
+
 #[test]
 fn an_engine_opens_at_the_world_the_whole_fold_gives() {
     let (_dir, land, _) = simulated("library.toml", 6);

@@ -733,9 +733,10 @@ pub fn replay_all(
     // The wall clock measures the run for the summary only.
     let started = std::time::Instant::now();
     let watcher = super::progress::for_command("seed replay --all");
-    let claims = seed::snapshots::shelf_claims(land_dir);
+    let shelf = seed::snapshots::shelf_claims(land_dir);
     let definitions = files.definitions(land.store());
-    let report = seed::replay::land::replay_land(land.store(), &definitions, threads, trusted, &claims, &*watcher);
+    let report =
+        seed::replay::land::replay_land(land.store(), &definitions, threads, trusted, &shelf.claims, &*watcher);
     watcher.finish();
     let report = report.map_err(|error| files.explain(error))?;
     if let Some(reason) = &report.checkpoint_refused {
@@ -766,6 +767,9 @@ pub fn replay_all(
             })).collect::<Vec<_>>(),
             "elapsedMs": elapsed_ms, "momentsPerSecond": per_second,
             "signaturesCovered": report.signatures_covered, "checkpoint": checkpoint_note,
+            "snapshotsNotChecked": shelf.other_formats.iter().map(|(cursor, format)| json!({
+                "cursor": cursor, "format": format,
+            })).collect::<Vec<_>>(),
         });
         super::print_json(&value)?;
     } else {
@@ -774,6 +778,15 @@ pub fn replay_all(
         }
         if let Some(note) = &checkpoint_note {
             println!("{note}");
+        }
+        for (cursor, format) in &shelf.other_formats {
+            let format =
+                format.map_or_else(|| "no world format".to_string(), |format| format!("world format {format}"));
+            println!(
+                "the world snapshot at cursor {cursor} was not checked: it is of {format}, written by another build \
+                 (this one writes {}); `seed reindex` writes it again",
+                seed::world::snapshot::WORLD_SNAPSHOT_FORMAT_VERSION
+            );
         }
         for (being, divergence) in &report.divergences {
             let fields: Vec<&str> = divergence.differences.iter().map(|difference| difference.field.as_str()).collect();

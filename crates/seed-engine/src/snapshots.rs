@@ -430,19 +430,39 @@ impl VouchedWorlds<'_> {
     }
 }
 
-/// The state digest each snapshot file on `land_dir`'s shelf claims (files
-/// that do not read or whose signature does not hold claim nothing: no
-/// reader uses them), by cursor: what `seed replay --all` holds the fold to.
-pub fn shelf_claims(land_dir: &std::path::Path) -> BTreeMap<u64, Hash32> {
+/// What the snapshot files on a land's shelf claim: what `seed replay
+/// --all` holds the fold to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShelfClaims {
+    /// The state digest each file of this build's world format claims, by
+    /// cursor (files that do not read or whose signature does not hold
+    /// claim nothing: no reader uses them).
+    pub claims: BTreeMap<u64, Hash32>,
+    /// The files of another world format, by cursor, with that format:
+    /// written by another build, which digested its world its own way, so
+    /// their claims are not held to this build's fold (`seed reindex`
+    /// writes them again).
+    pub other_formats: BTreeMap<u64, Option<u64>>,
+}
+
+/// The claims of the snapshot files on `land_dir`'s shelf.
+pub fn shelf_claims(land_dir: &std::path::Path) -> ShelfClaims {
     let shelf = SnapshotShelf::of_land(land_dir);
-    let cursors = shelf.cursors().unwrap_or_default();
-    cursors
-        .into_iter()
-        .filter_map(|cursor| {
-            let (snapshot, _) = shelf.read(cursor).ok()?;
-            snapshot.holds().then_some((cursor, snapshot.claim.state_digest))
-        })
-        .collect()
+    let mut read = ShelfClaims::default();
+    for cursor in shelf.cursors().unwrap_or_default() {
+        let Some((snapshot, _)) = shelf.read(cursor).ok().filter(|(snapshot, _)| snapshot.holds()) else {
+            continue;
+        };
+        match crate::world::snapshot::snapshot_format_version(&snapshot.world) {
+            Some(crate::world::snapshot::WORLD_SNAPSHOT_FORMAT_VERSION) => {
+                read.claims.insert(cursor, snapshot.claim.state_digest);
+            }
+            other => {
+                read.other_formats.insert(cursor, other);
+            }
+        }
+    }
+    read
 }
 
 /// What [`rebuild`] found and did: the memories the fold of the facts
@@ -471,7 +491,7 @@ pub fn rebuild(land: &Land) -> Result<RebuildReport, RebuildError> {
     let store = land.store();
     let shelf = SnapshotShelf::of_land(land.dir());
     let land_len = store.land_len()?;
-    let claims = shelf_claims(land.dir());
+    let claims = shelf_claims(land.dir()).claims;
     let mut report = RebuildReport::default();
     let mut world = World::new();
     // The root's key, read once, when the first snapshot is written again.

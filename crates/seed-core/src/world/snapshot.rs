@@ -63,6 +63,34 @@ struct VersionOnly {
     version: u64,
 }
 
+/// The world format `bytes` (a world snapshot's world) are written in, or
+/// `None` if they hold no version. Read from the end: canonical order puts
+/// the record's `version` after its `world`, so the bytes end with that key
+/// and a small unsigned integer, and the world (most of a gigabyte at a
+/// million beings) is not read. Bytes that do not end so are read whole for
+/// it, as [`World::from_snapshot_bytes`] reads them.
+pub fn snapshot_format_version(bytes: &[u8]) -> Option<u64> {
+    format_version_at_the_end(bytes)
+        .or_else(|| canonical::from_canonical_bytes::<VersionOnly>(bytes).ok().map(|read| read.version))
+}
+
+/// The version a snapshot's world record ends with, if it ends with the key
+/// `version` and an unsigned integer below 256 (one byte below 24, else
+/// 0x18 and one byte, as canonical CBOR writes them).
+fn format_version_at_the_end(bytes: &[u8]) -> Option<u64> {
+    const VERSION_KEY: &[u8] = b"\x67version";
+    let ends_with_key_then = |value: &[u8]| {
+        let key_end = bytes.len().checked_sub(value.len())?;
+        let key_start = key_end.checked_sub(VERSION_KEY.len())?;
+        (&bytes[key_start..key_end] == VERSION_KEY && &bytes[key_end..] == value).then_some(())
+    };
+    match bytes {
+        [.., small] if *small < 24 => ends_with_key_then(&[*small]).map(|()| u64::from(*small)),
+        [.., 0x18, byte] if *byte >= 24 => ends_with_key_then(&[0x18, *byte]).map(|()| u64::from(*byte)),
+        _ => None,
+    }
+}
+
 impl World {
     /// The whole world as canonical bytes (see the module documentation).
     pub fn snapshot_bytes(&self) -> Result<Vec<u8>, WorldSnapshotError> {
@@ -358,6 +386,28 @@ mod tests {
         world.recount_live_beings();
         assert_eq!(world.live_beings_by_space.get("/north"), Some(&1), "the sample's being is counted where it is");
         world
+    }
+
+    #[test]
+    fn the_format_version_read_from_the_end_is_the_one_read_whole() {
+        let world = sample();
+        for version in [0, 1, 8, 9, 23, 24, 25, 100, 255, 256, 1_000, u64::MAX] {
+            let bytes = canonical::to_canonical_bytes(&Written { world: &world, version }).expect("encodes");
+            let whole = canonical::from_canonical_bytes::<VersionOnly>(&bytes).expect("reads").version;
+            assert_eq!(whole, version);
+            assert_eq!(snapshot_format_version(&bytes), Some(version), "version {version}");
+            // The fast read answers only for what it reads, and then as the whole read does.
+            let at_the_end = format_version_at_the_end(&bytes);
+            assert_eq!(at_the_end.is_some(), version < 256, "version {version}");
+            assert!(at_the_end.is_none_or(|read| read == whole), "version {version}");
+        }
+        let written = world.snapshot_bytes().expect("writes");
+        assert_eq!(snapshot_format_version(&written), Some(WORLD_SNAPSHOT_FORMAT_VERSION));
+        // No version: none read, from the end or whole.
+        let no_version = canonical::to_canonical_bytes(&json!({"world": 1})).expect("encodes");
+        for bytes in [&no_version[..], b"", b"\x67version", &written[..written.len() - 1]] {
+            assert_eq!(snapshot_format_version(bytes), None, "{bytes:?}");
+        }
     }
 
     #[test]
