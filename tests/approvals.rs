@@ -381,12 +381,13 @@ fn a_simulation_approves_edits_denies_and_expires_the_same_way_on_any_thread_cou
 
 /// The audit read from the acts that can make a line (the land log read as
 /// stored, only the acts whose bodies hold the verb `do` or the key `gate`
-/// decoded, and their beings' geneses) is the audit read from every fact:
+/// decoded, and their beings' geneses), and the audit read from the acts a
+/// world lists (the portal's page), are the audit read from every fact:
 /// the same lines, said the same way, for the treasury's gated payouts and
 /// the market's trades, with and without filters.
 #[test]
 fn the_audit_read_from_the_acts_that_can_make_a_line_is_the_audit_read_from_every_fact() {
-    use seed::audit::{audit_land_reading, AuditFilter};
+    use seed::audit::{audit_land_listed, audit_land_reading, AuditFilter};
     use seed::picked_facts::FactsRead;
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let scratch = tempfile::tempdir().expect("a folder");
@@ -402,19 +403,38 @@ fn the_audit_read_from_the_acts_that_can_make_a_line_is_the_audit_read_from_ever
             .expect("seed runs");
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         let land = seed::land::Land::open_read_only(&land).expect("the land opens");
+        let store = land.store();
         let clerk = land.resolve("@clerk").ok();
         let filters = [
             AuditFilter::default(),
             AuditFilter { being: clerk, ..AuditFilter::default() },
             AuditFilter { tool: Some("publish-signal".into()), ..AuditFilter::default() },
         ];
+        // The worlds the portal's page reads the acts listed in: the whole
+        // fold, one halfway (the rest of the log picked as stored), and the
+        // whole fold read back from a snapshot's bytes.
+        let land_len = store.land_len().expect("reads");
+        let mut whole = seed::world::World::new();
+        seed::engine::fold_to_end(store, &mut whole).expect("folds");
+        let mut halfway = seed::world::World::new();
+        seed::engine::fold_until(store, &mut halfway, land_len / 2).expect("folds");
+        let read_back =
+            seed::world::World::from_snapshot_bytes(&whole.snapshot_bytes().expect("writes")).expect("reads");
+        assert_eq!(read_back.audit_acts, whole.audit_acts, "{name}: the snapshot lost the acts listed");
+        let every_line = audit_land_reading(store, &AuditFilter::default(), FactsRead::Every).expect("the audit");
+        assert_eq!(whole.audit_acts.len(), every_line.lines.len(), "{name}: an act listed for each line");
         for filter in filters {
-            let picked = audit_land_reading(land.store(), &filter, FactsRead::Picked).expect("the audit");
-            let every = audit_land_reading(land.store(), &filter, FactsRead::Every).expect("the audit");
+            let picked = audit_land_reading(store, &filter, FactsRead::Picked).expect("the audit");
+            let every = audit_land_reading(store, &filter, FactsRead::Every).expect("the audit");
             assert_eq!(picked.to_json(), every.to_json(), "{name}: {filter:?}");
             let texts =
                 |audit: &seed::audit::Audit| audit.lines.iter().map(|line| audit.line_text(line)).collect::<Vec<_>>();
             assert_eq!(texts(&picked), texts(&every), "{name}: {filter:?}");
+            for (world, which) in [(&whole, "whole"), (&halfway, "halfway"), (&read_back, "read back")] {
+                let listed = audit_land_listed(store, world, &filter).expect("the audit");
+                assert_eq!(listed.to_json(), every.to_json(), "{name}, the world {which}: {filter:?}");
+                assert_eq!(texts(&listed), texts(&every), "{name}, the world {which}: {filter:?}");
+            }
             lines_read += every.lines.len();
         }
     }

@@ -82,6 +82,22 @@ pub fn for_each_picked_fact(
     Ok(())
 }
 
+/// Each fact at `land_seqs` (a list a world keeps for a view, in land
+/// order), checked and decoded as [`FactsRead::Every`] reads it, fact by
+/// fact: a view the world keeps a list for reads those facts and no other.
+pub fn for_each_listed_fact(
+    store: &dyn Store,
+    land_seqs: impl IntoIterator<Item = u64>,
+    mut visit: impl FnMut(u64, Fact),
+) -> Result<(), EngineError> {
+    for land_seq in land_seqs {
+        for (land_seq, fact) in read_land_log(store, land_seq, land_seq + 1)? {
+            visit(land_seq, fact);
+        }
+    }
+    Ok(())
+}
+
 /// Whether `needle` occurs in `body`: what a view picks by, as stored, when
 /// the facts that concern it must hold some bytes (a name, a key).
 pub fn body_holds(body: &[u8], needle: &[u8]) -> bool {

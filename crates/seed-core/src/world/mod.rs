@@ -336,6 +336,12 @@ pub struct World {
     /// the canonical state (the world hash is as it always was); a snapshot
     /// carries it.
     pub approvals: imbl::OrdMap<FactId, crate::approval::PendingApproval>,
+    /// The land seqs of the acts the audit lists (each call of a DO
+    /// operation, each step of an approval), in land order, folded from
+    /// acts: the portal's audit page reads these facts rather than the land
+    /// log. Not part of the canonical state; a snapshot carries it, and its
+    /// claim covers it. Persistent: clones share it.
+    pub audit_acts: imbl::Vector<u64>,
     /// Each act's vector, by the act's fact id, folded from `embedding`
     /// facts (`crate::embedding`). Not part of the canonical state; a
     /// snapshot carries it. Persistent: clones share it.
@@ -707,6 +713,9 @@ impl World {
     pub fn apply_act(&mut self, land_seq: u64, header: &FactHeader, id: FactId, act: &ActBody) {
         debug_assert_eq!(header.kind, KIND_ACT);
         self.cursor = self.cursor.max(land_seq + 1);
+        if act.gate.is_some() || matches!(act.call, VerbCall::Do { .. }) {
+            self.audit_acts.push_back(land_seq);
+        }
         let being = header.being;
         if self.canopy.is_arriving_history(&being, header.seq) {
             self.fold_arriving_act(land_seq, header, id, act);
@@ -1234,9 +1243,10 @@ impl World {
 
     /// What a world snapshot claims of its world: the state digest, the
     /// memories' digest, the spend ledger's and the vectors', hashed
-    /// together with which fact set each configuration key (a snapshot
-    /// whose memories, spend or config citations differ from the fold's is
-    /// caught like one whose state does).
+    /// together with which fact set each configuration key and the acts the
+    /// audit lists (a snapshot whose memories, spend, config citations or
+    /// audited acts differ from the fold's is caught like one whose state
+    /// does).
     pub fn snapshot_digest(&self) -> Hash32 {
         let mut bytes = [0u8; 128];
         bytes[..32].copy_from_slice(&self.state_digest().0);
@@ -1247,6 +1257,8 @@ impl World {
         hasher.update(&bytes);
         // Which fact set each configuration key, as the snapshot writes it.
         hasher.update(&canonical::to_canonical_bytes(&self.config_set_by).expect("keys, ids and numbers encode"));
+        // The acts the audit lists.
+        hasher.update(&canonical::to_canonical_bytes(&self.audit_acts).expect("numbers encode"));
         Hash32(*hasher.finalize().as_bytes())
     }
 

@@ -21,8 +21,8 @@ use std::sync::Arc;
 /// acts' vectors; 5: and the pending approvals; 6: and the cascades and
 /// the spaces' owners and scopes; 7: and the definitions recorded; 8:
 /// and the root and the land's peers; 9: and the fact that set each
-/// configuration key).
-pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 9;
+/// configuration key; 10: and the acts the audit lists).
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 10;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldSnapshotError {
@@ -30,7 +30,7 @@ pub enum WorldSnapshotError {
     Unwritable { reason: String },
     #[error("the snapshot's world does not read: {reason}")]
     Unreadable { reason: String },
-    #[error("the snapshot's world is format {version}; this build reads {WORLD_SNAPSHOT_FORMAT_VERSION}")]
+    #[error("the snapshot's world is format {version}; this build reads {WORLD_SNAPSHOT_FORMAT_VERSION} (`seed reindex` writes it again)")]
     Version { version: u64 },
 }
 

@@ -9,7 +9,7 @@ use super::extract::{ApiCaller, PageVisitor};
 use super::html::{being_link, esc, field, list, page, text};
 use super::work::{html, may_act_for, query};
 use super::{views, Portal};
-use crate::audit::{audit_land_unverified, AuditFilter};
+use crate::audit::{audit_land_listed, AuditFilter};
 use crate::portal::auth::Principal;
 use axum::extract::State;
 use axum::http::Uri;
@@ -49,9 +49,9 @@ fn filter_of(portal: &Portal, asked: &BTreeMap<String, String>) -> Result<AuditF
 /// The audit's lines the principal may see, newest first, at most
 /// [`AUDIT_PAGE_LINES_MAX`].
 fn audit_json(portal: &Portal, principal: &Principal, filter: &AuditFilter) -> Result<Json, PortalError> {
-    let audit =
-        audit_land_unverified(portal.live.store(), filter).map_err(|error| PortalError::internal(error.to_string()))?;
     let world = portal.live.world();
+    let audit = audit_land_listed(portal.live.store(), &world, filter)
+        .map_err(|error| PortalError::internal(error.to_string()))?;
     let visible = |being: &crate::fact::BeingId| {
         world.beings.get(being).is_some_and(|row| may_act_for(&world, principal, row).is_ok())
     };
