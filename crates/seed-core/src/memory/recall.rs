@@ -498,33 +498,41 @@ impl BeingMemory {
 
     /// The bytes [`BeingMemory::digest`] hashes, handed to `out` in order.
     fn write_digested_bytes(&self, out: &mut dyn FnMut(&[u8])) {
+        // Each item's and each term's bytes are gathered here and handed
+        // over at once: a snapshot digests every item of every being, and
+        // a dozen calls through `out` for each cost more than hashing them.
+        let mut gathered: Vec<u8> = Vec::with_capacity(256);
         for document in &self.documents {
-            out(&document.fact.0);
-            out(&document.land_seq.to_be_bytes());
-            out(&[document.kind as u8, document.importance]);
-            out(&document.length.to_be_bytes());
-            out(&(document.text.len() as u64).to_be_bytes());
-            out(document.text.as_bytes());
+            gathered.clear();
+            gathered.extend_from_slice(&document.fact.0);
+            gathered.extend_from_slice(&document.land_seq.to_be_bytes());
+            gathered.extend_from_slice(&[document.kind as u8, document.importance]);
+            gathered.extend_from_slice(&document.length.to_be_bytes());
+            gathered.extend_from_slice(&(document.text.len() as u64).to_be_bytes());
+            gathered.extend_from_slice(document.text.as_bytes());
             for link in [document.superseded, document.covered] {
                 match link {
                     Some((land_seq, by)) => {
-                        out(&[1]);
-                        out(&land_seq.to_be_bytes());
-                        out(&by.0);
+                        gathered.push(1);
+                        gathered.extend_from_slice(&land_seq.to_be_bytes());
+                        gathered.extend_from_slice(&by.0);
                     }
-                    None => out(&[0]),
+                    None => gathered.push(0),
                 }
             }
-            out(&[u8::from(document.reflection)]);
+            gathered.push(u8::from(document.reflection));
+            out(&gathered);
         }
         for (term, postings) in &self.postings_whole() {
-            out(&(term.len() as u64).to_be_bytes());
-            out(term.as_bytes());
-            out(&(postings.len() as u64).to_be_bytes());
+            gathered.clear();
+            gathered.extend_from_slice(&(term.len() as u64).to_be_bytes());
+            gathered.extend_from_slice(term.as_bytes());
+            gathered.extend_from_slice(&(postings.len() as u64).to_be_bytes());
             for posting in postings {
-                out(&posting.document.to_be_bytes());
-                out(&posting.count.to_be_bytes());
+                gathered.extend_from_slice(&posting.document.to_be_bytes());
+                gathered.extend_from_slice(&posting.count.to_be_bytes());
             }
+            out(&gathered);
         }
     }
 }

@@ -30,8 +30,17 @@ pub struct ReplayDefinitions<'a> {
     /// What loading `files` read, to name how it differs from a recorded set.
     files_read: Option<&'a DefinitionFiles>,
     preferred: Preferred,
-    /// Recorded sets loaded so far, by the land seq of the fact recording them.
-    loaded: Mutex<BTreeMap<u64, (DefinitionSet, Arc<Substrate>)>>,
+    /// Recorded sets loaded so far, by the land seq of the fact recording
+    /// them. Each behind a pointer: every replayed act asks for its set, and
+    /// a copy of the set's map of files for each (a land-wide replay's fold
+    /// did, 6% of its samples) is work for nothing.
+    loaded: Mutex<BTreeMap<u64, Arc<LoadedSet>>>,
+}
+
+/// A recorded set of definitions and the substrate loaded from it.
+struct LoadedSet {
+    set: DefinitionSet,
+    substrate: Arc<Substrate>,
 }
 
 /// The substrate a moment runs with: the replay's files, or a recorded set's.
@@ -92,7 +101,7 @@ impl<'a> ReplayDefinitions<'a> {
     pub fn at(&self, world: &World) -> Result<SubstrateAt<'a>, ReplayError> {
         match (self.preferred, world.definitions.in_force, self.files) {
             (Preferred::Files, _, Some(files)) | (_, None, Some(files)) => Ok(SubstrateAt::Files(files)),
-            (_, Some(in_force), _) => Ok(SubstrateAt::Recorded(self.load(world, in_force.land_seq)?.1)),
+            (_, Some(in_force), _) => Ok(SubstrateAt::Recorded(self.load(world, in_force.land_seq)?.substrate.clone())),
             (_, None, None) => Err(ReplayError::NoDefinitions { land_seq: world.cursor }),
         }
     }
@@ -106,12 +115,12 @@ impl<'a> ReplayDefinitions<'a> {
         if !matches!(self.at(world).ok()?, SubstrateAt::Files(_)) {
             return None;
         }
-        let (recorded, _) = self.load(world, in_force.land_seq).ok()?;
-        let changes = recorded.changes_to(&read.set);
+        let recorded = self.load(world, in_force.land_seq).ok()?;
+        let changes = recorded.set.changes_to(&read.set);
         (!changes.is_empty()).then_some(FilesChanged { recorded_at: in_force.land_seq, changes })
     }
 
-    fn load(&self, world: &World, land_seq: u64) -> Result<(DefinitionSet, Arc<Substrate>), ReplayError> {
+    fn load(&self, world: &World, land_seq: u64) -> Result<Arc<LoadedSet>, ReplayError> {
         if let Some(loaded) = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(&land_seq) {
             return Ok(loaded.clone());
         }
@@ -120,7 +129,7 @@ impl<'a> ReplayDefinitions<'a> {
         let files = crate::engine::definitions::recorded_files(self.store, world).map_err(failed)?;
         let files = files.ok_or(ReplayError::NoDefinitions { land_seq: world.cursor })?;
         let substrate = Arc::new(crate::engine::definitions::substrate_from_recorded(&files).map_err(failed)?);
-        let loaded = (files.set, substrate);
+        let loaded = Arc::new(LoadedSet { set: files.set, substrate });
         self.loaded.lock().unwrap_or_else(|p| p.into_inner()).insert(land_seq, loaded.clone());
         Ok(loaded)
     }

@@ -335,25 +335,81 @@ struct ReadWindow {
 /// Windows the reader reads, decodes and verifies ahead of the fold, at most.
 const LAND_REPLAY_WINDOWS_READ_AHEAD: usize = 2;
 
+/// The world snapshots' claims, each checked against the world the fold has
+/// built at its cursor on a thread of its own beside the fold, from a copy
+/// of that world (its maps shared with the fold's until the fold changes
+/// them). Digested on the fold's own thread, the ten snapshots of a
+/// million-fact land were 5% of a land-wide replay's samples, on the thread
+/// every other waits for. One is digested at a time, so at most one copy
+/// is held apart from the fold's world.
+struct SnapshotChecks<'scope, 'env> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    claims: &'env BTreeMap<u64, Hash32>,
+    in_progress: Option<std::thread::ScopedJoinHandle<'scope, Option<u64>>>,
+    mismatches: Vec<u64>,
+}
+
+impl<'scope, 'env> SnapshotChecks<'scope, 'env> {
+    fn new(scope: &'scope std::thread::Scope<'scope, 'env>, claims: &'env BTreeMap<u64, Hash32>) -> Self {
+        SnapshotChecks { scope, claims, in_progress: None, mismatches: Vec::new() }
+    }
+
+    /// Checks the snapshot taken at `cursor`, if there is one, against
+    /// `world` (the fold's world after the first `cursor` facts).
+    fn check(&mut self, cursor: u64, world: &World) {
+        let Some(claimed) = self.claims.get(&cursor).copied() else { return };
+        self.wait();
+        let world = world.clone();
+        self.in_progress = Some(self.scope.spawn(move || (world.snapshot_digest() != claimed).then_some(cursor)));
+    }
+
+    fn wait(&mut self) {
+        if let Some(checking) = self.in_progress.take() {
+            // A digest that panicked is a bug in this build, not in the land.
+            if let Some(cursor) = checking.join().expect("a snapshot's check panicked") {
+                self.mismatches.push(cursor);
+            }
+        }
+    }
+
+    /// The cursors of the snapshots whose state the fold does not give, in
+    /// cursor order.
+    fn finish(mut self) -> Vec<u64> {
+        self.wait();
+        self.mismatches
+    }
+}
+
 /// [`fold_and_recompute`]'s fold, taking the land log from `window`.
 fn fold_windows(
     store: &dyn Store,
     definitions: &ReplayDefinitions<'_>,
     plan: &FoldPlan<'_>,
     openings_first: bool,
-    mut window: LandWindow<'_>,
+    window: LandWindow<'_>,
 ) -> Result<Option<Replayed>, ReplayError> {
-    let FoldPlan { threads, windows, snapshot_claims, progress } = *plan;
+    std::thread::scope(|scope| {
+        let mut snapshots = SnapshotChecks::new(scope, plan.snapshot_claims);
+        let replayed = fold_windows_checking(store, definitions, plan, openings_first, window, &mut snapshots);
+        let mismatches = snapshots.finish();
+        replayed.map(|replayed| replayed.map(|replayed| Replayed { snapshot_mismatches: mismatches, ..replayed }))
+    })
+}
+
+/// [`fold_windows`], each snapshot's claim handed to `snapshots` where the
+/// fold reaches its cursor.
+fn fold_windows_checking(
+    store: &dyn Store,
+    definitions: &ReplayDefinitions<'_>,
+    plan: &FoldPlan<'_>,
+    openings_first: bool,
+    mut window: LandWindow<'_>,
+    snapshots: &mut SnapshotChecks<'_, '_>,
+) -> Result<Option<Replayed>, ReplayError> {
+    let FoldPlan { threads, windows, snapshot_claims: _, progress } = *plan;
     let land_len = window.land_len;
     let mut replayed =
         Replayed { moments: 0, divergences_total: 0, divergences: Vec::new(), snapshot_mismatches: Vec::new() };
-    // The world the fold has built after the first `cursor` facts, against
-    // the snapshot taken there.
-    let check_snapshot = |cursor: u64, world: &World, mismatches: &mut Vec<u64>| {
-        if snapshot_claims.get(&cursor).is_some_and(|claimed| world.snapshot_digest() != *claimed) {
-            mismatches.push(cursor);
-        }
-    };
     if openings_first {
         window.by_cursor = openings_by_cursor(store, land_len, threads, windows.window_facts, progress)?;
         window.openings_read = true;
@@ -366,7 +422,7 @@ fn fold_windows(
             progress.advance(LAND_REPLAY_PROGRESS_FACTS);
         }
         spent.free_if_full();
-        check_snapshot(land_seq, &world, &mut replayed.snapshot_mismatches);
+        snapshots.check(land_seq, &world);
         if !window.openings_read {
             window.read_to(land_seq.saturating_add(windows.read_ahead_facts_max).saturating_add(1))?;
             if window.found_late {
@@ -471,7 +527,7 @@ fn fold_windows(
         let body = stored.body;
         spent.acts.push((SpentBody::Stored(Box::new(body)), act));
     }
-    check_snapshot(land_len, &world, &mut replayed.snapshot_mismatches);
+    snapshots.check(land_len, &world);
     // The facts after the last whole step, so the stage ends full.
     let reported = land_len.saturating_sub(1) / LAND_REPLAY_PROGRESS_FACTS * LAND_REPLAY_PROGRESS_FACTS;
     progress.advance(land_len - reported);
