@@ -61,6 +61,19 @@ pub(crate) struct StagedChain {
     pub(crate) forked: std::collections::HashSet<BeingId>,
 }
 
+impl StagedChain {
+    /// Room for a group of `facts` appends: each adds a head and a fact, and
+    /// a group grown insert by insert rehashed its maps on every doubling.
+    pub(crate) fn with_capacity(facts: usize) -> StagedChain {
+        StagedChain {
+            heads: std::collections::HashMap::with_capacity(facts),
+            facts: std::collections::HashMap::with_capacity(facts),
+            names: std::collections::HashMap::new(),
+            forked: std::collections::HashSet::new(),
+        }
+    }
+}
+
 /// What a backend tells the rules about the store as it stands (with the
 /// group being staged counted in).
 pub(crate) trait ChainState {

@@ -101,7 +101,15 @@ pub struct SegmentLog {
     writer: Option<fs::File>,
     /// A failed write could not be cut back: appending stops until reopened.
     cut_back_failed: bool,
+    /// The frames of the group being appended, kept between groups so that
+    /// each group writes into memory already faulted in rather than growing
+    /// a fresh buffer (the kernel zeroing its pages) every time.
+    frames: Vec<u8>,
 }
+
+/// The most bytes [`SegmentLog`] keeps for its next group's frames; a
+/// larger group's buffer is let go once it is written.
+pub const SEGMENT_FRAMES_BUFFER_BYTES_KEPT_MAX: usize = 4 << 20;
 
 fn frame_check(len: u32, land_seq: u64, envelope: &[u8]) -> [u8; FRAME_CHECK_BYTES] {
     let mut hasher = FRAME_CHECK_CONTEXT.hasher();
@@ -276,6 +284,7 @@ impl SegmentLog {
             segment_bytes_max,
             writer: None,
             cut_back_failed: false,
+            frames: Vec::new(),
         };
         if let Some(last) = log.segments.last().cloned() {
             let start =
@@ -353,12 +362,26 @@ impl SegmentLog {
         &mut self,
         envelopes: impl IntoIterator<Item = &'e [u8]>,
     ) -> Result<Vec<u64>, SegmentError> {
-        let mut frames = Vec::new();
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        let appended = self.append_frames(envelopes, &mut frames);
+        if frames.capacity() <= SEGMENT_FRAMES_BUFFER_BYTES_KEPT_MAX {
+            self.frames = frames;
+        }
+        appended
+    }
+
+    /// [`SegmentLog::append_group`], the frames made in `frames` (empty).
+    fn append_frames<'e>(
+        &mut self,
+        envelopes: impl IntoIterator<Item = &'e [u8]>,
+        frames: &mut Vec<u8>,
+    ) -> Result<Vec<u64>, SegmentError> {
         let mut starts = Vec::new();
         let mut next = self.next_land_seq;
         for envelope in envelopes {
             starts.push(frames.len() as u64);
-            write_frame(next, envelope, &mut frames)?;
+            write_frame(next, envelope, frames)?;
             next += 1;
         }
         if frames.is_empty() {
@@ -378,7 +401,7 @@ impl SegmentLog {
             return Err(SegmentError::Damaged { path: last.path.clone(), offset: last.len, damage });
         }
         let writer = self.writer.as_mut().expect("the last segment is open for appending");
-        let written = writer.write_all(&frames).and_then(|_| {
+        let written = writer.write_all(frames).and_then(|_| {
             crash_points::reach(CrashPoint::SegmentWritten);
             writer.sync_data()
         });

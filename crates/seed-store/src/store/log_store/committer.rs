@@ -57,7 +57,11 @@ impl Committer {
         if group.is_empty() {
             return;
         }
-        let mut staged = Staged::default();
+        let mut staged = Staged {
+            chain: StagedChain::with_capacity(group.len()),
+            appends: Vec::with_capacity(group.len()),
+            rivals: Vec::new(),
+        };
         let mut outcomes = Vec::with_capacity(group.len());
         for (fact, reply) in group {
             let outcome = self.stage(&fact, &mut staged);
