@@ -57,6 +57,14 @@ pub const RECALL_ITEMS_MAX: usize = 32;
 /// Items from which a memory keeps postings; below, a recall reads every
 /// text it holds (at most this many).
 pub const RECALL_INDEXED_FROM_ITEMS: usize = 32;
+/// A long memory adds its items to its postings this many at a time; a
+/// recall reads the texts of the items not added yet (fewer than this).
+/// A being remembers about one item a round, and each round's world is a
+/// copy its sealing changes: adding every item as it came copied the
+/// postings' path of every term it holds, every round, for every being
+/// (about 4% of a crowd's samples, on the thread that seals).
+pub const RECALL_POSTINGS_BLOCK_ITEMS: usize = 8;
+const _: () = assert!(RECALL_INDEXED_FROM_ITEMS.is_multiple_of(RECALL_POSTINGS_BLOCK_ITEMS));
 /// The most characters of an item's text the index keeps (and a face shows).
 pub const RECALL_ITEM_TEXT_CHARS_MAX: usize = 280;
 /// How far back (in the being's items) a reflection's `covers` are looked
@@ -135,7 +143,9 @@ pub struct BeingMemory {
     /// Each behind its own pointer, so that a short memory fits in the
     /// list itself and a long one's chunks are small.
     documents: Vector<Arc<Document>>,
-    /// Empty until `RECALL_INDEXED_FROM_ITEMS` items are held.
+    /// The postings of the first [`BeingMemory::indexed_items`] items:
+    /// none until `RECALL_INDEXED_FROM_ITEMS` are held, then whole blocks
+    /// of `RECALL_POSTINGS_BLOCK_ITEMS`.
     postings: OrdMap<Arc<str>, Vector<Posting>>,
     /// The notes, by fact id (only a note may be superseded).
     notes: OrdMap<FactId, u32>,
@@ -261,16 +271,26 @@ impl BeingMemory {
             reflection: false,
             covered: None,
         }));
-        let held = self.documents.len();
-        if held == RECALL_INDEXED_FROM_ITEMS {
-            for (index, document) in self.documents.iter().enumerate() {
-                add_postings(&mut self.postings, index as u32, document);
-            }
-        } else if held > RECALL_INDEXED_FROM_ITEMS {
-            let document = self.documents.back().expect("just pushed");
-            add_postings(&mut self.postings, index, document);
+        let (indexed_before, indexed) = (indexed_items(self.documents.len() - 1), self.indexed_items());
+        for index in indexed_before..indexed {
+            add_postings(&mut self.postings, index as u32, &self.documents[index]);
         }
         Ok(())
+    }
+
+    /// How many items (the first) the postings hold.
+    fn indexed_items(&self) -> usize {
+        indexed_items(self.documents.len())
+    }
+
+    /// The postings of items `from..to` (items the kept postings do not
+    /// hold), read from their texts.
+    fn postings_of_items(&self, from: usize, to: usize) -> OrdMap<Arc<str>, Vector<Posting>> {
+        let mut postings = OrdMap::new();
+        for index in from..to {
+            add_postings(&mut postings, index as u32, &self.documents[index]);
+        }
+        postings
     }
 
     /// Records that the note `fact` (sealed at `land_seq`, the last item
@@ -401,9 +421,20 @@ impl BeingMemory {
         let total_length = self.documents[held - 1].length_before + u64::from(self.documents[held - 1].length);
         let terms: BTreeSet<std::borrow::Cow<'_, str>> = tokens(&query.text).into_iter().collect();
         let mut relevance: BTreeMap<u32, u64> = BTreeMap::new();
+        // The items below the cursor the kept postings do not hold yet.
+        let unindexed = match indexed {
+            true => self.postings_of_items(self.indexed_items().min(held), held),
+            false => OrdMap::new(),
+        };
         for term in &terms {
             let postings = match indexed {
-                true => self.postings.get(term.as_ref()).cloned().unwrap_or_default(),
+                true => {
+                    let mut postings = self.postings.get(term.as_ref()).cloned().unwrap_or_default();
+                    if let Some(more) = unindexed.get(term.as_ref()) {
+                        postings.append(more.clone());
+                    }
+                    postings
+                }
                 false => self.postings_by_scanning(term, held),
             };
             let with_term = partition_point(&postings, |posting| posting.document < held_u32);
@@ -464,7 +495,13 @@ impl BeingMemory {
     /// read from the texts of a short memory): what `digest` reads.
     fn postings_whole(&self) -> OrdMap<Arc<str>, Vector<Posting>> {
         match self.postings_kept() {
-            true => self.postings.clone(),
+            true => {
+                let mut postings = self.postings.clone();
+                for index in self.indexed_items()..self.documents.len() {
+                    add_postings(&mut postings, index as u32, &self.documents[index]);
+                }
+                postings
+            }
             false => self.postings_from_texts(),
         }
     }
@@ -610,6 +647,16 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
             memory.supersede(earlier, by, land_seq).map_err(D::Error::custom)?;
         }
         Ok(memory)
+    }
+}
+
+/// How many of a memory's first items its postings hold when it holds
+/// `held`: none below `RECALL_INDEXED_FROM_ITEMS`, then every whole block
+/// of `RECALL_POSTINGS_BLOCK_ITEMS`.
+fn indexed_items(held: usize) -> usize {
+    match held < RECALL_INDEXED_FROM_ITEMS {
+        true => 0,
+        false => held - held % RECALL_POSTINGS_BLOCK_ITEMS,
     }
 }
 
@@ -951,7 +998,7 @@ mod tests {
     }
 
     #[test]
-    fn a_short_memory_keeps_no_postings_and_a_long_one_keeps_every_items() {
+    fn a_short_memory_keeps_no_postings_and_a_long_one_keeps_its_whole_blocks() {
         let mut memory = BeingMemory::default();
         for index in 0..RECALL_INDEXED_FROM_ITEMS {
             assert!(memory.postings.is_empty(), "no postings with {index} items");
@@ -961,5 +1008,37 @@ mod tests {
         }
         assert_eq!(memory.postings.len(), 3, "looked, at, north");
         assert!(memory.postings.values().all(|list| list.len() == RECALL_INDEXED_FROM_ITEMS));
+        // The items after are added a block at a time.
+        for index in RECALL_INDEXED_FROM_ITEMS..RECALL_INDEXED_FROM_ITEMS + 2 * RECALL_POSTINGS_BLOCK_ITEMS {
+            memory
+                .remember(item(index as u8, index as u64 + 1, MemoryKind::Act, 0, "looked at south"))
+                .expect("in order");
+            let held = index + 1;
+            let indexed = held - held % RECALL_POSTINGS_BLOCK_ITEMS;
+            let south = memory.postings.get("south").map_or(0, |list| list.len());
+            assert_eq!(south, indexed - RECALL_INDEXED_FROM_ITEMS, "with {held} items");
+            assert_eq!(memory.postings["looked"].len(), indexed, "with {held} items");
+        }
+    }
+
+    /// A recall of a long memory reads the items its postings do not hold
+    /// yet: here the newest, the only one that says "south".
+    #[test]
+    fn a_recall_finds_the_items_not_yet_in_the_postings() {
+        let mut memory = BeingMemory::default();
+        for index in 0..RECALL_INDEXED_FROM_ITEMS {
+            memory
+                .remember(item(index as u8, index as u64 + 1, MemoryKind::Act, 0, "looked at north"))
+                .expect("in order");
+        }
+        let last = RECALL_INDEXED_FROM_ITEMS as u8;
+        memory.remember(item(last, u64::from(last) + 1, MemoryKind::Act, 0, "looked at south")).expect("in order");
+        assert!(!memory.postings.contains_key("south"));
+        let query = RecallQuery { text: "south".into(), kinds: all_kinds(), count: 1, cursor: 100 };
+        let recalled = memory.recall(&query);
+        assert_eq!(recalled.len(), 1);
+        assert_eq!(recalled[0].fact, fact(last));
+        assert_eq!(recalled[0].score.relevance, 1_000);
+        assert_eq!(recalled, memory.recall_reading(&query, None, false));
     }
 }
