@@ -46,12 +46,26 @@ impl MomentWindow {
 
     /// The next wake for a worker to compute, once the window reaches it;
     /// `None` when every wake below `wakes` is claimed or sealing stopped.
+    #[cfg(test)]
     pub(crate) fn claim(&self, wakes: usize) -> Option<usize> {
+        self.claim_handing_over(wakes, || {})
+    }
+
+    /// [`MomentWindow::claim`], calling `hand_over` first if the wake is not
+    /// within the window yet: a worker that holds finished moments back to
+    /// send them together hands them over before it waits, since the one
+    /// sealing waits for may be among them.
+    pub(crate) fn claim_handing_over(&self, wakes: usize, hand_over: impl FnOnce()) -> Option<usize> {
         let index = self.next_to_claim.fetch_add(1, Ordering::Relaxed);
         if index >= wakes {
             return None;
         }
         let mut sealed = self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !sealed.stopped && index >= sealed.taken.saturating_add(self.ahead_max) {
+            drop(sealed);
+            hand_over();
+            sealed = self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
         while !sealed.stopped && index >= sealed.taken.saturating_add(self.ahead_max) {
             sealed = self.moved.wait(sealed).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
@@ -118,6 +132,54 @@ mod tests {
             worker.join().expect("a worker ends");
         }
         assert!(receiver.try_recv().is_err(), "no wake beyond the round");
+    }
+
+    /// Workers that hold their finished moments back, to send many at
+    /// once, hand them over before they wait for the window: the one the
+    /// sealing waits for may be among them. Here each worker would hold
+    /// every moment to the end, and the window is narrow.
+    #[test]
+    fn workers_holding_moments_back_hand_them_over_before_they_wait() {
+        let wakes = 500;
+        let window = Arc::new(MomentWindow::new(3));
+        let (sender, receiver) = std::sync::mpsc::channel::<Vec<usize>>();
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (window, sender) = (window.clone(), sender.clone());
+                std::thread::spawn(move || {
+                    let mut held = Vec::new();
+                    let hand_over = |held: &mut Vec<usize>| {
+                        if !held.is_empty() {
+                            sender.send(std::mem::take(held)).expect("sealing listens");
+                        }
+                    };
+                    while let Some(index) = window.claim_handing_over(wakes, || hand_over(&mut held)) {
+                        held.push(index);
+                    }
+                    hand_over(&mut held);
+                })
+            })
+            .collect();
+        drop(sender);
+        let mut waiting = std::collections::BTreeSet::new();
+        for next in 0..wakes {
+            while !waiting.contains(&next) {
+                // A worker that kept the awaited moment while it waited
+                // would never send it.
+                let sent = receiver
+                    .recv_timeout(std::time::Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("wake {next} was never handed over"));
+                for index in sent {
+                    assert!(index < next + 3, "wake {index} computed while sealing waited for {next}");
+                    assert!(waiting.insert(index), "wake {index} computed twice");
+                }
+            }
+            waiting.remove(&next);
+            window.taken(next + 1);
+        }
+        for worker in workers {
+            worker.join().expect("a worker ends");
+        }
     }
 
     #[test]

@@ -527,10 +527,13 @@ impl Engine {
         let writers = self.land.load_writers(&beings).ok().map(|()| Arc::new(self.land.writer_handles(&beings)));
         let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
         let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
-        for _ in 0..wakes.len() {
-            let (index, result) =
-                receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
-            computed[index] = Some(result);
+        let mut received = 0;
+        while received < wakes.len() {
+            let sent = receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
+            received += sent.len();
+            for (index, result) in sent {
+                computed[index] = Some(result);
+            }
         }
         Ok(claims
             .into_iter()
