@@ -585,14 +585,14 @@ fn plant(
     seal_world(land, qualities)
 }
 
-/// A moment computed on the engine's threads, and its act signed there
-/// ahead of its sealing when it could be (`Engine::spawn_moments`).
 /// Moments a simulation's worker computes before it hands them to the
 /// sealing thread together (sooner if it would wait for the window): each
 /// hand-over may wake the sealing thread, and one a moment cost the crowd
 /// about 5% of its samples in system calls.
 const MOMENTS_SENT_TOGETHER_MAX: usize = 16;
 
+/// A moment computed on the engine's threads, and its act signed there
+/// ahead of its sealing when it could be (`Engine::spawn_moments`).
 struct Computed {
     outcome: Outcome,
     trace: MomentTrace,
