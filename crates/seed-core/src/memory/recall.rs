@@ -272,9 +272,7 @@ impl BeingMemory {
             covered: None,
         }));
         let (indexed_before, indexed) = (indexed_items(self.documents.len() - 1), self.indexed_items());
-        for index in indexed_before..indexed {
-            add_postings(&mut self.postings, index as u32, &self.documents[index]);
-        }
+        add_postings_of_items(&mut self.postings, &self.documents, indexed_before..indexed);
         Ok(())
     }
 
@@ -283,13 +281,10 @@ impl BeingMemory {
         indexed_items(self.documents.len())
     }
 
-    /// The postings of items `from..to` (items the kept postings do not
-    /// hold), read from their texts.
+    /// The postings of items `from..to`, read from their texts.
     fn postings_of_items(&self, from: usize, to: usize) -> OrdMap<Arc<str>, Vector<Posting>> {
         let mut postings = OrdMap::new();
-        for index in from..to {
-            add_postings(&mut postings, index as u32, &self.documents[index]);
-        }
+        add_postings_of_items(&mut postings, &self.documents, from..to);
         postings
     }
 
@@ -491,27 +486,20 @@ impl BeingMemory {
         postings
     }
 
-    /// The postings as an index of every item would hold them (kept, or
-    /// read from the texts of a short memory): what `digest` reads.
+    /// The postings as an index of every item would hold them: those kept
+    /// (none for a short memory) and those of the items not added to them,
+    /// read from their texts. What `digest` reads.
     fn postings_whole(&self) -> OrdMap<Arc<str>, Vector<Posting>> {
-        match self.postings_kept() {
-            true => {
-                let mut postings = self.postings.clone();
-                for index in self.indexed_items()..self.documents.len() {
-                    add_postings(&mut postings, index as u32, &self.documents[index]);
-                }
-                postings
-            }
-            false => self.postings_from_texts(),
-        }
+        let mut postings = self.postings.clone();
+        add_postings_of_items(&mut postings, &self.documents, self.indexed_items()..self.documents.len());
+        postings
     }
 
+    /// Every item's postings read from the texts: what the kept ones are
+    /// held to.
+    #[cfg(test)]
     fn postings_from_texts(&self) -> OrdMap<Arc<str>, Vector<Posting>> {
-        let mut postings = OrdMap::new();
-        for (index, document) in self.documents.iter().enumerate() {
-            add_postings(&mut postings, index as u32, document);
-        }
-        postings
+        self.postings_of_items(0, self.documents.len())
     }
 
     /// How many documents lie below `cursor`.
@@ -657,6 +645,17 @@ fn indexed_items(held: usize) -> usize {
     match held < RECALL_INDEXED_FROM_ITEMS {
         true => 0,
         false => held - held % RECALL_POSTINGS_BLOCK_ITEMS,
+    }
+}
+
+/// Adds the postings of `documents[items]` to `postings`.
+fn add_postings_of_items(
+    postings: &mut OrdMap<Arc<str>, Vector<Posting>>,
+    documents: &Vector<Arc<Document>>,
+    items: std::ops::Range<usize>,
+) {
+    for index in items {
+        add_postings(postings, index as u32, &documents[index]);
     }
 }
 
