@@ -563,39 +563,30 @@ impl BeingMemory {
 }
 
 /// One item as a world snapshot writes it: what was remembered and what
-/// superseded it. The postings are not written: reading rebuilds them. Its
-/// fields are declared in canonical order (shorter names first, then
-/// bytewise), so the encoder writes each in place instead of copying it to
-/// sort it (`world::snapshot`'s test holds it). Written with its texts
-/// borrowed from the memory (`&str`: no copy of each item's text), read
-/// back owning them (`String`).
+/// superseded it, as an array of (fact, land seq, kind, importance, text,
+/// superseded, reflection, covered). The postings are not written: reading
+/// rebuilds them. An array rather than a map of named fields: the items are
+/// most of a snapshot, and their names were half of each item's bytes
+/// (world format 11). Written with its texts borrowed from the memory
+/// (`&str`: no copy of each item's text), read back owning them (`String`).
 #[derive(serde::Serialize, serde::Deserialize)]
-struct WrittenItem<Text> {
-    fact: FactId,
-    kind: Text,
-    text: Text,
-    covered: Option<(u64, FactId)>,
-    land_seq: u64,
-    importance: u8,
-    reflection: bool,
-    superseded: Option<(u64, FactId)>,
-}
+struct WrittenItem<Text>(FactId, u64, Text, u8, Text, Option<(u64, FactId)>, bool, Option<(u64, FactId)>);
 
 impl serde::Serialize for BeingMemory {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut items = serializer.serialize_seq(Some(self.documents.len()))?;
         for document in &self.documents {
-            items.serialize_element(&WrittenItem {
-                fact: document.fact,
-                land_seq: document.land_seq,
-                kind: document.kind.as_str(),
-                importance: document.importance,
-                text: &*document.text,
-                superseded: document.superseded,
-                reflection: document.reflection,
-                covered: document.covered,
-            })?;
+            items.serialize_element(&WrittenItem(
+                document.fact,
+                document.land_seq,
+                document.kind.as_str(),
+                document.importance,
+                &*document.text,
+                document.superseded,
+                document.reflection,
+                document.covered,
+            ))?;
         }
         items.end()
     }
@@ -607,20 +598,12 @@ impl<'de> serde::Deserialize<'de> for BeingMemory {
         let written = Vec::<WrittenItem<String>>::deserialize(deserializer)?;
         let mut memory = BeingMemory::default();
         let mut superseded = Vec::new();
-        for item in written {
-            let kind = MemoryKind::named(&item.kind)
-                .ok_or_else(|| D::Error::custom(format!("no memory kind {:?}", item.kind)))?;
-            if let Some((land_seq, by)) = item.superseded {
-                superseded.push((item.fact, by, land_seq));
+        for WrittenItem(fact, land_seq, kind, importance, text, superseded_by, reflection, covered) in written {
+            let kind = MemoryKind::named(&kind).ok_or_else(|| D::Error::custom(format!("no memory kind {kind:?}")))?;
+            if let Some((land_seq, by)) = superseded_by {
+                superseded.push((fact, by, land_seq));
             }
-            let (reflection, covered) = (item.reflection, item.covered);
-            let remembered = Remembered {
-                fact: item.fact,
-                land_seq: item.land_seq,
-                kind,
-                importance: item.importance,
-                text: item.text,
-            };
+            let remembered = Remembered { fact, land_seq, kind, importance, text };
             memory.remember(remembered).map_err(D::Error::custom)?;
             if reflection {
                 memory.importance_since_reflection = 0;

@@ -21,8 +21,9 @@ use std::sync::Arc;
 /// acts' vectors; 5: and the pending approvals; 6: and the cascades and
 /// the spaces' owners and scopes; 7: and the definitions recorded; 8:
 /// and the root and the land's peers; 9: and the fact that set each
-/// configuration key; 10: and the acts the audit lists).
-pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 10;
+/// configuration key; 10: and the acts the audit lists; 11: each memory
+/// item an array, not a map of named fields).
+pub const WORLD_SNAPSHOT_FORMAT_VERSION: u64 = 11;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorldSnapshotError {
@@ -382,6 +383,9 @@ mod tests {
             memory.remember(item).expect("in land order");
         }
         memory.supersede(FactId([3; 32]), FactId([5; 32]), 13).expect("an earlier note");
+        // The last note is also a reflection covering the act and the
+        // summons: one item superseded, two covered, one a reflection.
+        assert_eq!(memory.reflect(FactId([5; 32]), 13, &[FactId([4; 32]), FactId([2; 32])]), vec![]);
         world.memories.insert(ada, Arc::new(memory));
         world.recount_live_beings();
         assert_eq!(world.live_beings_by_space.get("/north"), Some(&1), "the sample's being is counted where it is");
