@@ -174,20 +174,24 @@ impl Indexes {
 
     /// The indexes of the beings `beings.index` holds (`beings`, in file
     /// order, taking `file_bytes`), none of their facts yet: the same
-    /// indexes as [`Indexes::add_being`] for each in turn, the names' and
-    /// the ids' maps built on two threads. Each map is built from its
-    /// entries sorted, not by an insert for each: a million inserts of
-    /// random ids each walked the tree from its root, over a second on one
-    /// thread and most of an open of a land that size. Built so, a map keeps
-    /// the last of equal keys, as inserts in file order do
-    /// (`a_map_built_from_the_file_at_once_is_the_one_inserts_build`).
+    /// indexes as [`Indexes::add_being`] for each in turn, each map built
+    /// by the same inserts in the same order, the names' and the ids' on
+    /// two threads. A million beings took one thread over a second, most of
+    /// an open of a land that size, while the other core waited.
     pub fn of_beings_on_file(beings: Vec<(BeingId, String)>, file_bytes: u64) -> Indexes {
         let (names, ordinals) = std::thread::scope(|scope| {
-            let names =
-                scope.spawn(|| beings.iter().map(|(being, name)| (name.clone(), *being)).collect::<BTreeSet<_>>());
-            let ordinals: BTreeMap<BeingId, u32> =
-                beings.iter().zip(0u32..).map(|((being, _), ordinal)| (*being, ordinal)).collect();
-            (names.join().expect("collecting names does not panic"), ordinals)
+            let names = scope.spawn(|| {
+                let mut names = BTreeSet::new();
+                for (being, name) in &beings {
+                    names.insert((name.clone(), *being));
+                }
+                names
+            });
+            let mut ordinals = BTreeMap::new();
+            for ((being, _), ordinal) in beings.iter().zip(0u32..) {
+                ordinals.insert(*being, ordinal);
+            }
+            (names.join().expect("inserting names does not panic"), ordinals)
         });
         let beings: Vec<BeingEntry> =
             beings.into_iter().map(|(id, name)| BeingEntry { id, name, reel: Vec::new(), key_land_seq: 0 }).collect();
@@ -262,40 +266,5 @@ impl Indexes {
         let slot = placed.unwrap_or(LandSlot { offset, seq: 0, ordinal: UNPLACED, flags: 0 });
         self.add_slot_after_file(land_seq, slot);
         slot
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The beings' indexes built from the file at once are the ones
-    /// [`Indexes::add_being`] builds for each being in file order, duplicates
-    /// (a record written twice) and names shared by two ids included.
-    #[test]
-    fn a_map_built_from_the_file_at_once_is_the_one_inserts_build() {
-        let id = |byte: u8| BeingId([byte; 32]);
-        let check = |beings: Vec<(BeingId, String)>| {
-            let mut inserted = Indexes::default();
-            for (being, name) in &beings {
-                inserted.add_being(*being, name.clone());
-            }
-            let built = Indexes::of_beings_on_file(beings.clone(), 99);
-            assert_eq!(built.ordinals, inserted.ordinals, "{beings:?}");
-            assert_eq!(built.names, inserted.names, "{beings:?}");
-            let ids = |indexes: &Indexes| {
-                indexes.beings.iter().map(|entry| (entry.id, entry.name.clone())).collect::<Vec<_>>()
-            };
-            assert_eq!(ids(&built), ids(&inserted), "{beings:?}");
-            assert_eq!((built.beings_on_file, built.beings_file_bytes), (beings.len() as u32, 99));
-        };
-        check(vec![]);
-        check(vec![(id(3), "ada".into())]);
-        // Out of id order, and out of name order.
-        check((0..200u8).rev().map(|byte| (id(byte.wrapping_mul(37)), format!("walker-{byte}"))).collect());
-        // The same id twice: the later ordinal is the one kept, as an insert keeps it.
-        check(vec![(id(9), "bo".into()), (id(2), "ada".into()), (id(9), "bo".into())]);
-        // One name, two ids; one id, two names.
-        check(vec![(id(1), "ada".into()), (id(2), "ada".into()), (id(1), "cy".into())]);
     }
 }
