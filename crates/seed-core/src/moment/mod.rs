@@ -47,7 +47,7 @@ use crate::world::address::space_name;
 use crate::world::{BeingRow, Wake, World};
 pub use decide::{decide, is_ancestor, recheck, recheck_rules, seal_time_effects, Act, BirthRequest};
 pub use momentum::{llm_connection, momentum, parse_call, person_momentum, Decision, PersonChoice};
-pub use observe::{LiveObserver, MomentObserver, RunningMoment, RunningMoments, Unobserved};
+pub use observe::{LiveObserver, MomentObserver, RunningMoment, RunningMoments, TimedObserver, Unobserved};
 pub use refusal::{ApprovalProblem, CallError, LlmFailure, OpError, Refusal, SeeError};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;

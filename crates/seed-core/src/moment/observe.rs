@@ -67,3 +67,16 @@ impl MomentObserver for LiveObserver<'_> {
         self.running.enter(being, beat, self.now_us());
     }
 }
+
+/// An observer that reads a monotonic clock for the trace's timings and
+/// keeps no table: a simulation's moments, which no portal lists (keeping
+/// the table locked one map shared by every moment thread at each beat).
+pub struct TimedObserver {
+    pub epoch: std::time::Instant,
+}
+
+impl MomentObserver for TimedObserver {
+    fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+}

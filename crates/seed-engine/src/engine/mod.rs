@@ -49,7 +49,7 @@ use crate::world::body::{KIND_ACT, KIND_WORLD};
 use crate::world::{json_to_cbor, Effect, Wake, World, WorldBody};
 use fixture::{Fixture, FixtureError, PlannedBeing};
 use serde_json::{json, Value as Json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -1387,17 +1387,27 @@ impl Engine {
         // However this loop ends, the workers take no more wakes.
         let _stop_workers = moment_window::StopWhenDropped(&window);
         let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers);
-        let mut waiting: BTreeMap<usize, Computed> = BTreeMap::new();
+        // The moments computed ahead of the next one to seal, by how far
+        // ahead (the window keeps them within `MOMENTS_AHEAD_OF_SEALING_MAX`):
+        // each is moved in once and out once.
+        let mut waiting: VecDeque<Option<Computed>> = VecDeque::new();
         for (next, (being, _)) in wakes.iter().enumerate() {
             if self.mode == Mode::Live && self.round_interrupt.load(std::sync::atomic::Ordering::SeqCst) {
                 tracing::info!(tick, played = next, wakes = wakes.len(), "the land is stopping: the round ends here");
                 break;
             }
-            while !waiting.contains_key(&next) {
+            while waiting.front().is_none_or(Option::is_none) {
                 let sent = receiver.recv().map_err(|_| EngineError::Internal("a moment task stopped early".into()))?;
-                waiting.extend(sent);
+                for (index, computed) in sent {
+                    // Each wake is claimed once, and those before `next` are sealed.
+                    let ahead = index.checked_sub(next).expect("a moment arrives once, before it is sealed");
+                    if waiting.len() <= ahead {
+                        waiting.resize_with(ahead + 1, || None);
+                    }
+                    waiting[ahead] = Some(computed);
+                }
             }
-            let Computed { outcome, trace, presigned } = waiting.remove(&next).expect("just checked");
+            let Computed { outcome, trace, presigned } = waiting.pop_front().flatten().expect("just checked");
             window.taken(next + 1);
             if let Some(presigned) = presigned {
                 sealing.offer_presigned(presigned);
@@ -1434,6 +1444,9 @@ impl Engine {
             Mode::Simulation => MOMENTS_SENT_TOGETHER_MAX,
             Mode::Live => 1,
         };
+        // Only a live land's running moments are listed (the portal's live
+        // table); a simulation's moments are timed for their traces alone.
+        let live = self.mode == Mode::Live;
         let (sender, receiver) = std::sync::mpsc::channel();
         for _ in 0..workers {
             let (sender, world, wakes, window) = (sender.clone(), world.clone(), wakes.clone(), window.clone());
@@ -1451,10 +1464,26 @@ impl Engine {
                         return;
                     }
                     let (being, wake) = &wakes[index];
-                    let observer = moment::LiveObserver { running: &running, epoch };
-                    let (outcome, trace) =
-                        moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, &observer, &*model);
-                    running.finish(being);
+                    let (outcome, trace) = match live {
+                        true => {
+                            let observer = moment::LiveObserver { running: &running, epoch };
+                            let ran = moment::run_observed(
+                                &substrate,
+                                &world,
+                                *being,
+                                wake.clone(),
+                                now_ms,
+                                &observer,
+                                &*model,
+                            );
+                            running.finish(being);
+                            ran
+                        }
+                        false => {
+                            let observer = moment::TimedObserver { epoch };
+                            moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, &observer, &*model)
+                        }
+                    };
                     let writer = writers.as_ref().and_then(|writers| writers.get(index)).and_then(Option::as_ref);
                     let presigned = match (&outcome, writer) {
                         (Outcome::Act(act), Some(writer)) => act
