@@ -873,6 +873,42 @@ mod tests {
         blake3_of(&bytes)
     }
 
+    /// A snapshot's memory items are most of its bytes: each is an array
+    /// in a fixed order, no field names (world format 11). These are the
+    /// bytes a two-item memory writes, a note and a reflection covering it
+    /// that supersedes it; a change to them is a new world format.
+    #[test]
+    fn a_memory_item_is_written_as_an_array_in_a_fixed_order() {
+        let mut memory = BeingMemory::default();
+        memory.remember(item(1, 10, MemoryKind::Note, 4, "hi")).expect("in order");
+        memory.remember(item(2, 11, MemoryKind::Note, 9, "yo")).expect("in order");
+        assert!(memory.reflect(fact(2), 11, &[fact(1)]).is_empty());
+        memory.supersede(fact(1), fact(2), 11).expect("an earlier note");
+        let link = |land_seq: u8, n: u8| [&[0x82, land_seq, 0x58, 0x20][..], &[n; 32]].concat();
+        let expected = [
+            &[0x82, 0x88, 0x58, 0x20][..],
+            &[1; 32],
+            &[0x0a, 0x64],
+            b"note",
+            &[0x04, 0x62],
+            b"hi",
+            &link(11, 2),
+            &[0xf4],
+            &link(11, 2),
+            &[0x88, 0x58, 0x20],
+            &[2; 32],
+            &[0x0b, 0x64],
+            b"note",
+            &[0x09, 0x62],
+            b"yo",
+            &[0xf6, 0xf5, 0xf6],
+        ]
+        .concat();
+        assert_eq!(crate::canonical::to_canonical_bytes(&memory).expect("encodes"), expected);
+        let read: BeingMemory = crate::canonical::from_canonical_bytes(&expected).expect("reads");
+        assert_eq!(read, memory);
+    }
+
     #[test]
     fn the_digest_is_of_the_bytes_it_always_hashed() {
         let mut superseded_and_covered = market();
