@@ -1464,26 +1464,17 @@ impl Engine {
                         return;
                     }
                     let (being, wake) = &wakes[index];
-                    let (outcome, trace) = match live {
-                        true => {
-                            let observer = moment::LiveObserver { running: &running, epoch };
-                            let ran = moment::run_observed(
-                                &substrate,
-                                &world,
-                                *being,
-                                wake.clone(),
-                                now_ms,
-                                &observer,
-                                &*model,
-                            );
-                            running.finish(being);
-                            ran
-                        }
-                        false => {
-                            let observer = moment::TimedObserver { epoch };
-                            moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, &observer, &*model)
-                        }
+                    let (live_observer, timed_observer) =
+                        (moment::LiveObserver { running: &running, epoch }, moment::TimedObserver { epoch });
+                    let observer: &dyn moment::MomentObserver = match live {
+                        true => &live_observer,
+                        false => &timed_observer,
                     };
+                    let (outcome, trace) =
+                        moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, observer, &*model);
+                    if live {
+                        running.finish(being);
+                    }
                     let writer = writers.as_ref().and_then(|writers| writers.get(index)).and_then(Option::as_ref);
                     let presigned = match (&outcome, writer) {
                         (Outcome::Act(act), Some(writer)) => act
