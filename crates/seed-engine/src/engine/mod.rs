@@ -1387,13 +1387,19 @@ impl Engine {
         // However this loop ends, the workers take no more wakes.
         let _stop_workers = moment_window::StopWhenDropped(&window);
         let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers);
+        // From here the workers alone hold the round's world: the last to
+        // finish frees it on its own thread while this one seals the round's
+        // tail (freeing it here kept both moment threads waiting).
+        drop(snapshot);
         // The moments computed ahead of the next one to seal, by how far
         // ahead (the window keeps them within `MOMENTS_AHEAD_OF_SEALING_MAX`):
         // each is moved in once and out once.
         let mut waiting: VecDeque<Option<Computed>> = VecDeque::new();
+        let mut interrupted = false;
         for (next, (being, _)) in wakes.iter().enumerate() {
             if self.mode == Mode::Live && self.round_interrupt.load(std::sync::atomic::Ordering::SeqCst) {
                 tracing::info!(tick, played = next, wakes = wakes.len(), "the land is stopping: the round ends here");
+                interrupted = true;
                 break;
             }
             while waiting.front().is_none_or(Option::is_none) {
@@ -1416,6 +1422,12 @@ impl Engine {
             if sealing.ripe() {
                 sealing.flush(&self.land);
             }
+        }
+        if !interrupted {
+            // Every moment is sealed: the workers are ending. Waiting for
+            // them means the round's world is freed before the step's end,
+            // where a snapshot due hands freed memory back first.
+            while receiver.recv().is_ok() {}
         }
         self.summary.ticks = tick;
         Ok(())
@@ -1489,6 +1501,11 @@ impl Engine {
                     }
                 }
                 hand_over(&mut computed);
+                // After the last moments are handed over, so the sealing
+                // thread seals them while the round's world may be freed here
+                // (by the last worker to finish), before this worker's sender
+                // is dropped (the end the sealing thread waits for).
+                drop(world);
             });
         }
         receiver
