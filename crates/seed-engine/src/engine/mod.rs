@@ -1470,18 +1470,18 @@ impl Engine {
                 let hand_over = |computed: &mut Vec<(usize, Computed)>| {
                     computed.is_empty() || sender.send(std::mem::take(computed)).is_ok()
                 };
+                let (live_observer, timed_observer) =
+                    (moment::LiveObserver { running: &running, epoch }, moment::TimedObserver { epoch });
+                let observer: &dyn moment::MomentObserver = match live {
+                    true => &live_observer,
+                    false => &timed_observer,
+                };
                 let mut listened = true;
                 while let Some(index) = window.claim_handing_over(wakes.len(), || listened = hand_over(&mut computed)) {
                     if !listened {
                         return;
                     }
                     let (being, wake) = &wakes[index];
-                    let (live_observer, timed_observer) =
-                        (moment::LiveObserver { running: &running, epoch }, moment::TimedObserver { epoch });
-                    let observer: &dyn moment::MomentObserver = match live {
-                        true => &live_observer,
-                        false => &timed_observer,
-                    };
                     let (outcome, trace) =
                         moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, observer, &*model);
                     if live {
