@@ -491,20 +491,21 @@ impl Engine {
         Ok(world)
     }
 
-    /// Folds the land's facts up to `end` into the worker's world and forgets
-    /// the writer of each being they touch: this process's own facts are in
-    /// its world already, so these were sealed by another process and a
-    /// head this one keeps for that being is behind. Every other writer it
-    /// keeps is still at its reel's head, and loads no head again.
+    /// Folds the land's facts up to `end` into the worker's world and moves
+    /// the writer of each being they touch past them: this process's own
+    /// facts are in its world already, so these were sealed by another
+    /// process and a head this one keeps for that being is behind. Moved
+    /// along, each writer is at its reel's head without asking the store
+    /// for it or deriving its key again (with two workers, half of each
+    /// turn's beings were the other's last); one the facts do not simply
+    /// extend is forgotten and reloads (`Land::follow_fact_sealed_elsewhere`).
     fn fold_others_until(&mut self, end: u64) -> Result<(), EngineError> {
-        let mut touched = std::collections::BTreeSet::new();
         let world = &mut self.world;
-        super::for_each_land_fact(self.land.store(), world.cursor, end, |land_seq, fact| {
-            touched.insert(fact.header.being);
+        let land = &self.land;
+        super::for_each_land_fact(land.store(), world.cursor, end, |land_seq, fact| {
+            land.follow_fact_sealed_elsewhere(&fact);
             world.apply(land_seq, &fact);
         })?;
-        let touched: Vec<BeingId> = touched.into_iter().collect();
-        self.land.forget_writers(&touched);
         Ok(())
     }
 

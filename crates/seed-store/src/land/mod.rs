@@ -295,6 +295,33 @@ struct Writer {
 }
 
 impl Writer {
+    /// Moves the writer past `fact`, a fact of its being another process
+    /// sealed, to the head a reload from the store would give, by the same
+    /// rule the stores fold heads with (`store::chain::next_head`). Returns
+    /// false, changing nothing, where `fact` does not extend the writer's
+    /// head (the writer is behind, ahead or stale) or changes the key the
+    /// next fact is signed with (a rotation, a move): such a writer must
+    /// reload from the store and the key ring.
+    fn follow(&mut self, fact: &Fact) -> bool {
+        let Some(seq) = self.next_seq.checked_sub(1) else { return false };
+        if self.stale || fact.header.seq != self.next_seq || fact.header.prev != self.prev {
+            return false;
+        }
+        let public_key = PublicKeyBytes::of(&self.key);
+        let head =
+            crate::store::Head { seq, id: self.prev, stored_time_ms: self.last_time_ms, public_key, ended: self.ended };
+        match crate::store::chain::next_head(Some(&head), fact) {
+            Ok(next) if next.public_key == public_key => {
+                self.next_seq = next.seq + 1;
+                self.prev = next.id;
+                self.last_time_ms = next.stored_time_ms;
+                self.ended = next.ended;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The writer of a being's facts after its `genesis`, signed with `key`.
     fn after_genesis(genesis: &UnsignedFact, key: &SigningKey) -> Arc<Mutex<Writer>> {
         Arc::new(Mutex::new(Writer {
@@ -756,6 +783,21 @@ impl Land {
         }
     }
 
+    /// Moves the writer this land keeps for `fact`'s being, if any, past
+    /// `fact`, which another process sealed (a pool's worker folding the
+    /// others' turns): the head a reload would read, with the key it holds,
+    /// so the being's next turn here asks the store for no head and derives
+    /// no key. A writer `fact` does not extend, or whose key it changes, is
+    /// forgotten instead, and reloads at its next use.
+    pub fn follow_fact_sealed_elsewhere(&self, fact: &Fact) {
+        let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(writer) = writers.get(&fact.header.being) else { return };
+        let followed = writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).follow(fact);
+        if !followed {
+            writers.remove(&fact.header.being);
+        }
+    }
+
     /// Forgets every writer's head: each reloads from the store (and its key
     /// from the key ring) at its next use. Called after a failed step, once
     /// nothing is on its way to the store.
@@ -1203,6 +1245,7 @@ fn open_store(dir: &Path, limits: &Limits, location: &StoreLocation, access: Acc
 mod tests {
     use super::*;
     use crate::clock::LogicalClock;
+    use crate::fact::body::{EndBody, NoteBody, KIND_END, KIND_NOTE};
 
     fn seeded_land(dir: &Path) -> Land {
         let clock = Arc::new(LogicalClock::starting_at(1_000));
@@ -1272,5 +1315,107 @@ mod tests {
         assert!(matches!(&refused, LandError::BadName { name, .. } if name == "not a name!"), "{refused:?}");
         assert_eq!(envelopes(&land), before);
         assert_eq!(std::fs::read(land.keys().path()).ok(), ring_before, "no key was written");
+    }
+
+    /// What the writer `land` keeps for `being` holds: its next seq, the
+    /// fact it links to, its last stored time, whether the reel ended and
+    /// its key's public half (`None`: no writer kept).
+    fn writer_state(land: &Land, being: &BeingId) -> Option<(u64, FactId, u64, bool, PublicKeyBytes)> {
+        let writers = land.writers.lock().expect("writers");
+        let writer = writers.get(being)?.lock().expect("writer");
+        Some((writer.next_seq, writer.prev, writer.last_time_ms, writer.ended, PublicKeyBytes::of(&writer.key)))
+    }
+
+    /// The state of `being`'s writer reloaded from the store and the key ring.
+    fn reloaded_state(land: &Land, being: &BeingId) -> (u64, FactId, u64, bool, PublicKeyBytes) {
+        land.forget_writers(&[*being]);
+        land.load_writers(&[*being]).expect("load");
+        writer_state(land, being).expect("loaded")
+    }
+
+    /// Which of the facts sealed "elsewhere" the writer is shown.
+    enum Shown {
+        /// Every one, in order, from the head before them.
+        All,
+        /// All but the first: the writer is behind the first it is shown.
+        AllButFirst,
+        /// The last one again, the writer at its head already: ahead.
+        LastAgain,
+    }
+
+    /// Seals a note of `ada`, then two more notes (and an `end` if
+    /// `ending`) as another process would, shows the writer kept at the
+    /// head before them the facts `shown`, and checks the writer is kept
+    /// (`followed`) at exactly the head a reload gives, or forgotten.
+    fn check_following(shown: Shown, ending: bool, followed: bool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let land = seeded_land(dir.path());
+        let ada = land.submit_being(spec(&land, "ada")).expect("submit").wait().expect("sealed").being;
+        land.seal_body(&ada, KIND_NOTE, &NoteBody { text: "one".into() }).expect("sealed");
+        let cursor = land.store().land_len().expect("len");
+        for text in ["two", "three"] {
+            land.seal_body(&ada, KIND_NOTE, &NoteBody { text: text.into() }).expect("sealed");
+        }
+        if ending {
+            land.seal_body(&ada, KIND_END, &EndBody { reason: "done".into() }).expect("sealed");
+        }
+        let end = land.store().land_len().expect("len");
+        let facts: Vec<Fact> = land
+            .store()
+            .land_log_with_envelopes(cursor, end)
+            .expect("log")
+            .iter()
+            .map(|(entry, envelope)| crate::store::decode_entry_envelope(entry, envelope).expect("decode").fact)
+            .collect();
+        let shown: &[Fact] = match shown {
+            Shown::All => {
+                land.rewind_writers_to(cursor).expect("rewind");
+                &facts
+            }
+            Shown::AllButFirst => {
+                land.rewind_writers_to(cursor).expect("rewind");
+                &facts[1..]
+            }
+            Shown::LastAgain => &facts[facts.len() - 1..],
+        };
+        for fact in shown {
+            land.follow_fact_sealed_elsewhere(fact);
+        }
+        let kept = writer_state(&land, &ada);
+        assert_eq!(kept.is_some(), followed, "whether the writer is kept");
+        let reloaded = reloaded_state(&land, &ada);
+        if let Some(kept) = kept {
+            assert_eq!(kept, reloaded, "the writer followed is the writer reloaded");
+        }
+        assert_eq!(reloaded.0, land.store().head(&ada).expect("head").expect("reel").seq + 1);
+    }
+
+    #[test]
+    fn a_writer_follows_facts_sealed_elsewhere_to_the_head_a_reload_gives_or_is_forgotten() {
+        check_following(Shown::All, false, true);
+        check_following(Shown::All, true, true);
+        check_following(Shown::AllButFirst, false, false);
+        check_following(Shown::AllButFirst, true, false);
+        check_following(Shown::LastAgain, false, false);
+    }
+
+    #[test]
+    fn a_writer_does_not_follow_a_rotation_of_its_key() {
+        let dir = tempfile::tempdir().expect("dir");
+        let land = seeded_land(dir.path());
+        let ada = land.submit_being(spec(&land, "ada")).expect("submit").wait().expect("sealed").being;
+        land.load_writers(&[ada]).expect("load");
+        let (next_seq, prev, last_time_ms, ended, _) = writer_state(&land, &ada).expect("loaded");
+        let old_key = land.keys.load(&ada).expect("key");
+        land.rotate_key(&ada).expect("rotate");
+        let rotation = land.store().reel(&ada, next_seq, next_seq + 1).expect("reel").remove(0).fact;
+        assert_eq!(rotation.kind(), KIND_ROTATE_KEY);
+        // The writer as a process that did not rotate the key keeps it.
+        let behind = Writer { key: old_key, next_seq, prev, last_time_ms, ended, stale: false };
+        land.writers.lock().expect("writers").insert(ada, Arc::new(Mutex::new(behind)));
+        land.follow_fact_sealed_elsewhere(&rotation);
+        assert!(writer_state(&land, &ada).is_none(), "forgotten: its key is no longer the reel's");
+        let rotated = land.store().head(&ada).expect("head").expect("reel").public_key;
+        assert_eq!(reloaded_state(&land, &ada).4, rotated, "reloaded with the rotated key");
     }
 }
