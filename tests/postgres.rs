@@ -202,6 +202,61 @@ fn two_processes_writing_one_land_keep_one_gap_free_land_order() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
+/// Shows `land` the facts other processes sealed at land seqs `*seen..`, as
+/// a pool's worker folding the others' turns does, and moves `seen` on.
+fn follow_the_others(land: &seed::land::Land, seen: &mut u64) {
+    let end = land.store().land_len().expect("len");
+    for (entry, envelope) in land.store().land_log_with_envelopes(*seen, end).expect("log") {
+        let fact = seed::store::decode_entry_envelope(&entry, &envelope).expect("decode").fact;
+        land.follow_fact_sealed_elsewhere(&fact);
+    }
+    *seen = end;
+}
+
+/// Two processes taking turns on the same reels, as a pool's workers do:
+/// each moves its writers past the other's facts instead of reloading them
+/// (`Land::follow_fact_sealed_elsewhere`), and each committer moves the
+/// heads it keeps along what the other committed instead of reading them
+/// again. A head or writer left behind, or moved wrong, makes the next
+/// append a gap or a broken link, refused; a rotation by one process
+/// reaches the other's next fact.
+#[test]
+fn two_processes_taking_turns_on_the_same_reels_follow_each_others_facts() {
+    if !postgres_opted_in() {
+        return;
+    }
+    let test = plant_on(Backend::Postgres);
+    let first = &test.land;
+    let beings: Vec<_> =
+        ["ada", "bo", "cy"].iter().map(|name| first.create_being(spec(name)).expect("being").being).collect();
+    let second = seed::land::Land::open(&test.path()).expect("a second process's land");
+    first.load_writers(&beings).expect("writers");
+    second.load_writers(&beings).expect("writers");
+    let (mut first_seen, mut second_seen) =
+        (first.store().land_len().expect("len"), first.store().land_len().expect("len"));
+    for turn in 0..6 {
+        follow_the_others(first, &mut first_seen);
+        for being in &beings {
+            note(first, being, &format!("first, turn {turn}"));
+        }
+        first_seen = first.store().land_len().expect("len");
+        follow_the_others(&second, &mut second_seen);
+        if turn == 2 {
+            second.rotate_key(&beings[0]).expect("rotate in the second process");
+        }
+        for being in &beings[turn % 2..] {
+            note(&second, being, &format!("second, turn {turn}"));
+        }
+        second_seen = second.store().land_len().expect("len");
+    }
+    follow_the_others(first, &mut first_seen);
+    let sealed = note(first, &beings[0], "first, after the rotation");
+    let rotated = first.store().head(&beings[0]).expect("head").expect("reel");
+    assert_eq!(rotated.seq, sealed.seq);
+    let report = verify_land(first.store(), MODE, 2, common::core_rules()).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
 /// A key rotation reaches every process of the land: the key ring is one
 /// file the processes share (appended under its lock, re-read when it
 /// changed), so a writer that learns its being's reel moved reloads the

@@ -18,7 +18,7 @@
 use super::{being_of, derive_indexes, pg_error, pool_error, to_i64, to_u64, Runner};
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
-use crate::store::chain::{judge, ChainState, StagedChain, Verdict};
+use crate::store::chain::{judge, next_head, ChainState, StagedChain, Verdict};
 use crate::store::crash_points::{self, CrashPoint};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::work::SealTurn;
@@ -227,6 +227,16 @@ async fn lock_land(
     }
     let written = (to_u64(row.get(0)), to_u64(row.get(1)));
     if kept.written != Some(written) {
+        // Another process committed since: the kept heads follow what it
+        // wrote where that is cheaper than reading them again, else go.
+        if let Some((next_before, forks_before)) = kept.written {
+            if forks_before == written.1
+                && !kept.heads.is_empty()
+                && catch_up_heads(transaction, kept, next_before, written.0).await?
+            {
+                return Ok(written);
+            }
+        }
         kept.heads.clear();
         kept.forked.clear();
         for row in transaction.query("SELECT being FROM seed_forked", &[]).await.map_err(pg_error)? {
@@ -234,6 +244,57 @@ async fn lock_land(
         }
     }
     Ok(written)
+}
+
+/// Most facts other processes may have committed since this committer's
+/// last commit for its kept heads to follow them; past it, reading the
+/// heads a group needs again costs less.
+const KEPT_HEADS_CATCH_UP_FACTS_MAX: u64 = 65_536;
+
+/// Moves the kept heads along the facts other processes committed at land
+/// seqs `from..to`, since this committer's last commit, by the rule every
+/// head is folded with (`chain::next_head`): a pool's workers take turns,
+/// so each turn found another's commit before it and read the heads of all
+/// its beings again, the pool's costliest statement. A kept head a fact
+/// does not extend is dropped, and read again when a group needs it.
+/// Returns false, keeping nothing changed, where there are more than
+/// [`KEPT_HEADS_CATCH_UP_FACTS_MAX`] facts or the range is not whole.
+async fn catch_up_heads(
+    transaction: &tokio_postgres::Transaction<'_>,
+    kept: &mut Kept,
+    from: u64,
+    to: u64,
+) -> Result<bool, StoreError> {
+    let Some(count) = to.checked_sub(from).filter(|count| *count <= KEPT_HEADS_CATCH_UP_FACTS_MAX) else {
+        return Ok(false);
+    };
+    let rows = transaction
+        .query(
+            "SELECT being, seq, envelope FROM seed_facts WHERE land_seq >= $1 AND land_seq < $2 ORDER BY land_seq",
+            &[&to_i64(from)?, &to_i64(to)?],
+        )
+        .await
+        .map_err(pg_error)?;
+    if rows.len() as u64 != count {
+        return Ok(false);
+    }
+    let mut heads = std::mem::take(&mut kept.heads);
+    for row in rows {
+        let being = being_of(row.get::<_, &[u8]>(0))?;
+        let Some(head) = heads.get(&being) else { continue };
+        let seq = to_u64(row.get(1));
+        let fact = Fact::decode_envelope_for_index(row.get::<_, &[u8]>(2)).map_err(|error| StoreError::Corrupt {
+            being,
+            seq,
+            reason: error.to_string(),
+        })?;
+        match next_head(Some(head), &fact) {
+            Ok(next) if seq == head.seq + 1 && fact.header.prev == head.id => heads.insert(being, next),
+            _ => heads.remove(&being),
+        };
+    }
+    kept.heads = heads;
+    Ok(true)
 }
 
 /// Writes what a group staged, in the transaction holding the land lock.
