@@ -498,14 +498,20 @@ impl Engine {
     /// along, each writer is at its reel's head without asking the store
     /// for it or deriving its key again (with two workers, half of each
     /// turn's beings were the other's last); one the facts do not simply
-    /// extend is forgotten and reloads (`Land::follow_fact_sealed_elsewhere`).
+    /// extend is forgotten and reloads. The store is shown them too: its
+    /// committer's kept heads follow them the same way
+    /// (`Land::follow_facts_sealed_elsewhere`).
     fn fold_others_until(&mut self, end: u64) -> Result<(), EngineError> {
-        let world = &mut self.world;
-        let land = &self.land;
-        super::for_each_land_fact(land.store(), world.cursor, end, |land_seq, fact| {
-            land.follow_fact_sealed_elsewhere(&fact);
-            world.apply(land_seq, &fact);
-        })?;
+        let mut next = self.world.cursor;
+        while next < end {
+            let to = end.min(next + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
+            let facts = super::read_land_log(self.land.store(), next, to)?;
+            self.land.follow_facts_sealed_elsewhere(&facts);
+            for (land_seq, fact) in &facts {
+                self.world.apply(*land_seq, fact);
+            }
+            next = to;
+        }
         Ok(())
     }
 

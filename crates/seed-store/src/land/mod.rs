@@ -783,19 +783,26 @@ impl Land {
         }
     }
 
-    /// Moves the writer this land keeps for `fact`'s being, if any, past
-    /// `fact`, which another process sealed (a pool's worker folding the
-    /// others' turns): the head a reload would read, with the key it holds,
-    /// so the being's next turn here asks the store for no head and derives
-    /// no key. A writer `fact` does not extend, or whose key it changes, is
-    /// forgotten instead, and reloads at its next use.
-    pub fn follow_fact_sealed_elsewhere(&self, fact: &Fact) {
-        let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(writer) = writers.get(&fact.header.being) else { return };
-        let followed = writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).follow(fact);
-        if !followed {
-            writers.remove(&fact.header.being);
+    /// Moves the writers this land keeps past `facts` (land seq and fact,
+    /// consecutive, in land order), which other processes sealed (a pool's
+    /// worker folding the others' turns): each at the head a reload would
+    /// read, with the key it holds, so the being's next turn here asks the
+    /// store for no head and derives no key. A writer a fact does not
+    /// extend, or whose key it changes, is forgotten instead, and reloads
+    /// at its next use. The store is shown the facts too
+    /// (`Store::followed_facts`).
+    pub fn follow_facts_sealed_elsewhere(&self, facts: &[(u64, Fact)]) {
+        {
+            let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for (_, fact) in facts {
+                let Some(writer) = writers.get(&fact.header.being) else { continue };
+                let followed = writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).follow(fact);
+                if !followed {
+                    writers.remove(&fact.header.being);
+                }
+            }
         }
+        self.store.followed_facts(facts);
     }
 
     /// Forgets every writer's head: each reloads from the store (and its key
@@ -1360,14 +1367,16 @@ mod tests {
             land.seal_body(&ada, KIND_END, &EndBody { reason: "done".into() }).expect("sealed");
         }
         let end = land.store().land_len().expect("len");
-        let facts: Vec<Fact> = land
+        let facts: Vec<(u64, Fact)> = land
             .store()
             .land_log_with_envelopes(cursor, end)
             .expect("log")
             .iter()
-            .map(|(entry, envelope)| crate::store::decode_entry_envelope(entry, envelope).expect("decode").fact)
+            .map(|(entry, envelope)| {
+                (entry.land_seq, crate::store::decode_entry_envelope(entry, envelope).expect("decode").fact)
+            })
             .collect();
-        let shown: &[Fact] = match shown {
+        let shown: &[(u64, Fact)] = match shown {
             Shown::All => {
                 land.rewind_writers_to(cursor).expect("rewind");
                 &facts
@@ -1378,9 +1387,7 @@ mod tests {
             }
             Shown::LastAgain => &facts[facts.len() - 1..],
         };
-        for fact in shown {
-            land.follow_fact_sealed_elsewhere(fact);
-        }
+        land.follow_facts_sealed_elsewhere(shown);
         let kept = writer_state(&land, &ada);
         assert_eq!(kept.is_some(), followed, "whether the writer is kept");
         let reloaded = reloaded_state(&land, &ada);
@@ -1408,12 +1415,12 @@ mod tests {
         let (next_seq, prev, last_time_ms, ended, _) = writer_state(&land, &ada).expect("loaded");
         let old_key = land.keys.load(&ada).expect("key");
         land.rotate_key(&ada).expect("rotate");
-        let rotation = land.store().reel(&ada, next_seq, next_seq + 1).expect("reel").remove(0).fact;
-        assert_eq!(rotation.kind(), KIND_ROTATE_KEY);
+        let rotation = land.store().reel(&ada, next_seq, next_seq + 1).expect("reel").remove(0);
+        assert_eq!(rotation.fact.kind(), KIND_ROTATE_KEY);
         // The writer as a process that did not rotate the key keeps it.
         let behind = Writer { key: old_key, next_seq, prev, last_time_ms, ended, stale: false };
         land.writers.lock().expect("writers").insert(ada, Arc::new(Mutex::new(behind)));
-        land.follow_fact_sealed_elsewhere(&rotation);
+        land.follow_facts_sealed_elsewhere(&[(rotation.land_seq, rotation.fact)]);
         assert!(writer_state(&land, &ada).is_none(), "forgotten: its key is no longer the reel's");
         let rotated = land.store().head(&ada).expect("head").expect("reel").public_key;
         assert_eq!(reloaded_state(&land, &ada).4, rotated, "reloaded with the rotated key");

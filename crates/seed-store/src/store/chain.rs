@@ -19,23 +19,67 @@ pub(crate) enum HeadError {
 /// Folds one fact into its reel's head: the only place the head rules live,
 /// shared by committers (incrementally) and reindexing (from scratch).
 pub(crate) fn next_head(previous: Option<&Head>, fact: &Fact) -> Result<Head, HeadError> {
-    let public_key = match fact.kind() {
-        KIND_GENESIS => fact.body_as::<GenesisBody>().map_err(HeadError::Body)?.public_key,
-        KIND_ROTATE_KEY => fact.body_as::<RotateKeyBody>().map_err(HeadError::Body)?.new_public_key,
-        // A move hands the reel to the key its new land minted.
-        KIND_MOVE => fact.body_as::<MoveBody>().map_err(HeadError::Body)?.new_public_key,
-        _ => match previous {
-            Some(head) => head.public_key,
-            None => return Err(HeadError::NoGenesis),
-        },
-    };
-    Ok(Head {
-        seq: fact.header.seq,
-        id: fact.id(),
-        stored_time_ms: fact.header.stored_time_ms,
-        public_key,
-        ended: fact.kind() == KIND_END,
-    })
+    HeadStep::of(fact)?.head_after(previous)
+}
+
+/// What one fact does to its reel's head, read from the fact alone: the
+/// head it makes, but for the key, which the fact either sets (a genesis,
+/// a rotation, a move) or keeps from the head before it. Kept instead of
+/// the fact where heads are moved along facts read earlier
+/// (`pg_store::followed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeadStep {
+    pub(crate) being: BeingId,
+    pub(crate) seq: u64,
+    pub(crate) prev: FactId,
+    pub(crate) id: FactId,
+    pub(crate) stored_time_ms: u64,
+    pub(crate) ended: bool,
+    pub(crate) key_set: Option<crate::fact::PublicKeyBytes>,
+}
+
+impl HeadStep {
+    pub(crate) fn of(fact: &Fact) -> Result<HeadStep, HeadError> {
+        let key_set = match fact.kind() {
+            KIND_GENESIS => Some(fact.body_as::<GenesisBody>().map_err(HeadError::Body)?.public_key),
+            KIND_ROTATE_KEY => Some(fact.body_as::<RotateKeyBody>().map_err(HeadError::Body)?.new_public_key),
+            // A move hands the reel to the key its new land minted.
+            KIND_MOVE => Some(fact.body_as::<MoveBody>().map_err(HeadError::Body)?.new_public_key),
+            _ => None,
+        };
+        Ok(HeadStep {
+            being: fact.header.being,
+            seq: fact.header.seq,
+            prev: fact.header.prev,
+            id: fact.id(),
+            stored_time_ms: fact.header.stored_time_ms,
+            ended: fact.kind() == KIND_END,
+            key_set,
+        })
+    }
+
+    /// The head this step makes from `previous`, the head before it.
+    pub(crate) fn head_after(&self, previous: Option<&Head>) -> Result<Head, HeadError> {
+        let public_key = match (self.key_set, previous) {
+            (Some(key), _) => key,
+            (None, Some(head)) => head.public_key,
+            (None, None) => return Err(HeadError::NoGenesis),
+        };
+        Ok(Head { seq: self.seq, id: self.id, stored_time_ms: self.stored_time_ms, public_key, ended: self.ended })
+    }
+
+    /// Moves the head `heads` keeps for this step's being along it, where
+    /// the step extends it (the next seq, linked to it); drops it where the
+    /// step does not. A being with no head kept is left alone.
+    pub(crate) fn follow(&self, heads: &mut std::collections::HashMap<BeingId, Head>) {
+        let Some(head) = heads.get(&self.being) else { return };
+        if self.seq == head.seq + 1 && self.prev == head.id {
+            let next = self.head_after(Some(head));
+            heads.insert(self.being, next.expect("a head before it"));
+        } else {
+            heads.remove(&self.being);
+        }
+    }
 }
 
 /// What an append does, once the rules have been applied.

@@ -304,6 +304,12 @@ pub trait Store: Send + Sync {
 
     fn head(&self, being: &BeingId) -> Result<Option<Head>, StoreError>;
 
+    /// Facts at consecutive land seqs, in land order, that this process
+    /// read and other processes committed (a pool's worker folding the
+    /// others' turns): a store may keep what it caches in step with them
+    /// (the PostgreSQL committer's kept heads). The default keeps nothing.
+    fn followed_facts(&self, _facts: &[(u64, Fact)]) {}
+
     /// The heads of `beings`, in their order (`None`: no reel). A store
     /// that serves requests over a network reads them in one.
     fn heads(&self, beings: &[BeingId]) -> Result<Vec<Option<Head>>, StoreError> {

@@ -17,10 +17,11 @@
 //! A failed write fails the whole group and forgets what was kept: the next
 //! group reads everything again.
 
+use super::followed::FollowedTail;
 use super::{being_of, derive_indexes, pg_error, pool_error, to_i64, to_u64, Runner};
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
-use crate::store::chain::{judge, next_head, ChainState, StagedChain, Verdict};
+use crate::store::chain::{judge, ChainState, HeadStep, StagedChain, Verdict};
 use crate::store::crash_points::{self, CrashPoint};
 use crate::store::queue::{GroupWriter, Reply};
 use crate::store::work::SealTurn;
@@ -28,7 +29,7 @@ use crate::store::{Appended, Head, ReindexReport, StoreError};
 use deadpool_postgres::Pool;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
 
@@ -50,11 +51,18 @@ pub(super) struct Committer {
     /// The runner lease epoch this store's commits are fenced by (0: none;
     /// `store/runner.rs`).
     fence: Arc<AtomicU64>,
+    /// What this process read of other processes' commits (`followed.rs`).
+    followed: Arc<Mutex<FollowedTail>>,
 }
 
 impl Committer {
-    pub(super) fn new(runner: Runner, pool: Pool, fence: Arc<AtomicU64>) -> Committer {
-        Committer { runner, pool, kept: Kept::default(), fence }
+    pub(super) fn new(
+        runner: Runner,
+        pool: Pool,
+        fence: Arc<AtomicU64>,
+        followed: Arc<Mutex<FollowedTail>>,
+    ) -> Committer {
+        Committer { runner, pool, kept: Kept::default(), fence, followed }
     }
 }
 
@@ -209,6 +217,8 @@ async fn lock_land(
     transaction: &tokio_postgres::Transaction<'_>,
     kept: &mut Kept,
     fence: u64,
+    followed: Option<&Mutex<FollowedTail>>,
+    catch_up_facts_max: u64,
 ) -> Result<(u64, u64), StoreError> {
     let row = transaction
         .query_one(
@@ -230,13 +240,18 @@ async fn lock_land(
     let written = (to_u64(row.get(0)), to_u64(row.get(1)));
     if kept.written != Some(written) {
         // Another process committed since: the kept heads follow what it
-        // wrote where that is cheaper than reading them again, else go.
+        // wrote, as this process read it already (a pool's worker folds the
+        // others' turns before its own) or else read now where that is
+        // cheaper than reading every head again; failing both, they go.
         if let Some((next_before, forks_before)) = kept.written {
-            if forks_before == written.1
-                && !kept.heads.is_empty()
-                && catch_up_heads(transaction, kept, next_before, written.0).await?
-            {
-                return Ok(written);
+            if forks_before == written.1 && !kept.heads.is_empty() {
+                let tail = followed.map(|followed| followed.lock().unwrap_or_else(PoisonError::into_inner));
+                if tail.is_some_and(|tail| follow_the_tail(&tail, kept, next_before, written.0)) {
+                    return Ok(written);
+                }
+                if catch_up_heads(transaction, kept, next_before, written.0, catch_up_facts_max).await? {
+                    return Ok(written);
+                }
             }
         }
         kept.heads.clear();
@@ -249,9 +264,17 @@ async fn lock_land(
 }
 
 /// Most facts other processes may have committed since this committer's
-/// last commit for its kept heads to follow them; past it, reading the
-/// heads a group needs again costs less.
-const KEPT_HEADS_CATCH_UP_FACTS_MAX: u64 = 65_536;
+/// last commit for its kept heads to follow them, and the most steps a
+/// process keeps of what it read of them (`followed.rs`).
+pub(super) const KEPT_HEADS_CATCH_UP_FACTS_MAX: u64 = 65_536;
+
+/// Most facts other processes committed, per fact of the group, that a
+/// committer reads itself for its kept heads to follow them: a head read
+/// again costs the server about what two or three facts read in land order
+/// cost (a fact by its reel's index, with its key's entry), so past this
+/// it reads the group's heads again. Steps its process read already
+/// (`followed.rs`) cost no request and are always followed.
+const KEPT_HEADS_CATCH_UP_FACTS_PER_GROUP_FACT: u64 = 2;
 
 /// Moves the kept heads along the facts other processes committed at land
 /// seqs `from..to`, since this committer's last commit, by the rule every
@@ -260,14 +283,15 @@ const KEPT_HEADS_CATCH_UP_FACTS_MAX: u64 = 65_536;
 /// its beings again, the pool's costliest statement. A kept head a fact
 /// does not extend is dropped, and read again when a group needs it.
 /// Returns false, keeping nothing changed, where there are more than
-/// [`KEPT_HEADS_CATCH_UP_FACTS_MAX`] facts or the range is not whole.
+/// `facts_max` facts or the range is not whole.
 async fn catch_up_heads(
     transaction: &tokio_postgres::Transaction<'_>,
     kept: &mut Kept,
     from: u64,
     to: u64,
+    facts_max: u64,
 ) -> Result<bool, StoreError> {
-    let Some(count) = to.checked_sub(from).filter(|count| *count <= KEPT_HEADS_CATCH_UP_FACTS_MAX) else {
+    let Some(count) = to.checked_sub(from).filter(|count| *count <= facts_max) else {
         return Ok(false);
     };
     let rows = transaction
@@ -280,23 +304,41 @@ async fn catch_up_heads(
     if rows.len() as u64 != count {
         return Ok(false);
     }
-    let mut heads = std::mem::take(&mut kept.heads);
     for row in rows {
         let being = being_of(row.get::<_, &[u8]>(0))?;
-        let Some(head) = heads.get(&being) else { continue };
+        if !kept.heads.contains_key(&being) {
+            continue;
+        }
         let seq = to_u64(row.get(1));
         let fact = Fact::decode_envelope_for_index(row.get::<_, &[u8]>(2)).map_err(|error| StoreError::Corrupt {
             being,
             seq,
             reason: error.to_string(),
         })?;
-        match next_head(Some(head), &fact) {
-            Ok(next) if seq == head.seq + 1 && fact.header.prev == head.id => heads.insert(being, next),
-            _ => heads.remove(&being),
-        };
+        match HeadStep::of(&fact) {
+            Ok(step) => step.follow(&mut kept.heads),
+            Err(_) => {
+                kept.heads.remove(&being);
+            }
+        }
     }
-    kept.heads = heads;
     Ok(true)
+}
+
+/// [`catch_up_heads`] from the steps this process read already
+/// (`followed.rs`), where they hold every land seq of `from..to`; false,
+/// changing nothing, where they do not.
+fn follow_the_tail(tail: &FollowedTail, kept: &mut Kept, from: u64, to: u64) -> bool {
+    let Some(steps) = tail.steps(from, to) else { return false };
+    for step in steps {
+        match step {
+            Ok(step) => step.follow(&mut kept.heads),
+            Err(being) => {
+                kept.heads.remove(being);
+            }
+        }
+    }
+    true
 }
 
 /// Writes what a group staged, in the transaction holding the land lock.
@@ -388,6 +430,7 @@ async fn insert_names(
 async fn commit(
     pool: Pool,
     fence: u64,
+    followed: Arc<Mutex<FollowedTail>>,
     mut kept: Kept,
     facts: Vec<Fact>,
     turn: Option<SealTurn>,
@@ -395,7 +438,11 @@ async fn commit(
     let outcome: Result<_, StoreError> = async {
         let mut client = pool.get().await.map_err(pool_error)?;
         let transaction = client.transaction().await.map_err(pg_error)?;
-        let (first_land_seq, fork_proofs) = lock_land(&transaction, &mut kept, fence).await?;
+        let catch_up_facts_max = (facts.len() as u64)
+            .saturating_mul(KEPT_HEADS_CATCH_UP_FACTS_PER_GROUP_FACT)
+            .min(KEPT_HEADS_CATCH_UP_FACTS_MAX);
+        let (first_land_seq, fork_proofs) =
+            lock_land(&transaction, &mut kept, fence, Some(&followed), catch_up_facts_max).await?;
         if let Some(turn) = &turn {
             super::work::check_fence(&transaction, turn).await?;
         }
@@ -451,13 +498,14 @@ impl GroupWriter for Committer {
         let count = facts.len();
         // Taken for the group: what a failed run leaves is nothing kept.
         let kept = std::mem::take(&mut self.kept);
-        let (pool, fence) = (self.pool.clone(), self.fence.load(Ordering::SeqCst));
-        let outcomes = self.runner.run(async move { Ok(commit(pool, fence, kept, facts, None).await) }).and_then(
-            |(kept, outcomes)| {
+        let (pool, fence, followed) = (self.pool.clone(), self.fence.load(Ordering::SeqCst), self.followed.clone());
+        let outcomes = self
+            .runner
+            .run(async move { Ok(commit(pool, fence, followed, kept, facts, None).await) })
+            .and_then(|(kept, outcomes)| {
                 self.kept = kept;
                 outcomes
-            },
-        );
+            });
         let outcomes = outcomes.unwrap_or_else(|error| vec![Err(error); count]);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             let _ = reply.send(outcome);
@@ -466,9 +514,9 @@ impl GroupWriter for Committer {
 
     fn commit_turn(&mut self, facts: Vec<Fact>, turn: SealTurn) -> Result<Vec<Appended>, StoreError> {
         let kept = std::mem::take(&mut self.kept);
-        let (pool, fence) = (self.pool.clone(), self.fence.load(Ordering::SeqCst));
+        let (pool, fence, followed) = (self.pool.clone(), self.fence.load(Ordering::SeqCst), self.followed.clone());
         let (kept, outcomes) =
-            self.runner.run(async move { Ok(commit(pool, fence, kept, facts, Some(turn)).await) })?;
+            self.runner.run(async move { Ok(commit(pool, fence, followed, kept, facts, Some(turn)).await) })?;
         self.kept = kept;
         // A turn that committed refused none of its appends.
         outcomes?.into_iter().collect()
@@ -481,7 +529,7 @@ impl GroupWriter for Committer {
             let mut client = pool.get().await.map_err(pool_error)?;
             let transaction = client.transaction().await.map_err(pg_error)?;
             // The land lock, as a group takes it: no group commits meanwhile.
-            lock_land(&transaction, &mut Kept::default(), fence).await?;
+            lock_land(&transaction, &mut Kept::default(), fence, None, 0).await?;
             transaction
                 .batch_execute("DELETE FROM seed_reel_keys; DELETE FROM seed_names; DELETE FROM seed_forked;")
                 .await

@@ -24,6 +24,7 @@
 //! called from any thread, inside another runtime too (the portal).
 
 mod committer;
+mod followed;
 mod runner;
 pub mod schema;
 mod work;
@@ -233,6 +234,9 @@ pub struct PgStore {
     /// The runner lease epoch every commit is fenced by, once this store
     /// took the lease (0: none; `store/runner.rs`).
     runner_fence: Arc<AtomicU64>,
+    /// What this process read of other processes' commits, for its
+    /// committer's kept heads (`followed.rs`).
+    followed: Arc<std::sync::Mutex<followed::FollowedTail>>,
 }
 
 impl Drop for PgStore {
@@ -338,9 +342,11 @@ impl PgStore {
             })
             .unwrap_or_else(|error| Err(PgOpenError::Connect { store: store.clone(), reason: error.to_string() }))?;
         let runner_fence = Arc::new(AtomicU64::new(0));
+        let followed = Arc::new(std::sync::Mutex::new(followed::FollowedTail::default()));
         let committing = match writing {
             Some(limits) => {
-                let committer = committer::Committer::new(runner.clone(), pool.clone(), runner_fence.clone());
+                let committer =
+                    committer::Committer::new(runner.clone(), pool.clone(), runner_fence.clone(), followed.clone());
                 Committing::start(committer, limits.append_queue_facts_max, limits.group_commit_facts_max)
                     .map_err(PgOpenError::Threads)?
             }
@@ -356,6 +362,7 @@ impl PgStore {
             listener: work::ListenerSlot::default(),
             scratch_schema: scratch_schema.map(str::to_string),
             runner_fence,
+            followed,
         })
     }
 
@@ -636,6 +643,14 @@ impl Store for PgStore {
             |row| Ok(row.get::<_, Vec<u8>>(0)),
         )?;
         rows.into_iter().next().map(|envelope| decode_entry_envelope(entry, &envelope)).transpose()
+    }
+
+    fn followed_facts(&self, facts: &[(u64, Fact)]) {
+        if self.read_only {
+            return;
+        }
+        let mut followed = self.followed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        followed.push(facts, committer::KEPT_HEADS_CATCH_UP_FACTS_MAX as usize);
     }
 
     fn land_log_with_envelopes(&self, from: u64, to: u64) -> Result<Vec<(LandEntry, Vec<u8>)>, StoreError> {
