@@ -7,8 +7,9 @@
 //!    of its beings, the names its geneses claim, the facts at seqs it
 //!    repeats; heads it wrote itself are kept between groups and trusted
 //!    while `seed_land` shows that no other process committed since, and
-//!    moved along what others committed where that is fewer facts than
-//!    `KEPT_HEADS_CATCH_UP_FACTS_MAX` and no fork proof;
+//!    moved along what others committed where no fork proof was: along
+//!    the steps its process read of them already (`followed.rs`), or else
+//!    read here where they are few beside the group;
 //! 3. decide every append with `chain::judge` (no I/O: the rules see what
 //!    step 2 read and what the group staged before it);
 //! 4. write the facts (binary COPY), fork proofs and derived rows, move
