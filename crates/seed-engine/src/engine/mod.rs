@@ -349,12 +349,25 @@ pub(crate) fn for_each_land_fact(
     end: u64,
     mut visit: impl FnMut(u64, crate::fact::Fact),
 ) -> Result<(), EngineError> {
+    for_each_land_chunk(store, from, end, |facts| {
+        for (land_seq, fact) in facts {
+            visit(land_seq, fact);
+        }
+    })
+}
+
+/// [`for_each_land_fact`] a chunk at a time: `visit` gets each chunk's
+/// facts whole, with their land seqs.
+pub(crate) fn for_each_land_chunk(
+    store: &dyn Store,
+    from: u64,
+    end: u64,
+    mut visit: impl FnMut(Vec<(u64, crate::fact::Fact)>),
+) -> Result<(), EngineError> {
     let mut next = from;
     while next < end {
         let to = end.min(next + FOLD_LAND_LOG_CHUNK_ENTRIES);
-        for (land_seq, fact) in read_land_log(store, next, to)? {
-            visit(land_seq, fact);
-        }
+        visit(read_land_log(store, next, to)?);
         next = to;
     }
     Ok(())

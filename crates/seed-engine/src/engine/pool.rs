@@ -502,17 +502,13 @@ impl Engine {
     /// committer's kept heads follow them the same way
     /// (`Land::follow_facts_sealed_elsewhere`).
     fn fold_others_until(&mut self, end: u64) -> Result<(), EngineError> {
-        let mut next = self.world.cursor;
-        while next < end {
-            let to = end.min(next + super::FOLD_LAND_LOG_CHUNK_ENTRIES);
-            let facts = super::read_land_log(self.land.store(), next, to)?;
-            self.land.follow_facts_sealed_elsewhere(&facts);
+        let (world, land) = (&mut self.world, &self.land);
+        super::for_each_land_chunk(land.store(), world.cursor, end, |facts| {
+            land.follow_facts_sealed_elsewhere(&facts);
             for (land_seq, fact) in &facts {
-                self.world.apply(*land_seq, fact);
+                world.apply(*land_seq, fact);
             }
-            next = to;
-        }
-        Ok(())
+        })
     }
 
     /// Runs the claimed wakes' moments on `world`, on the engine's threads.

@@ -297,29 +297,23 @@ struct Writer {
 impl Writer {
     /// Moves the writer past `fact`, a fact of its being another process
     /// sealed, to the head a reload from the store would give, by the same
-    /// rule the stores fold heads with (`store::chain::next_head`). Returns
+    /// rule the stores fold heads with (`store::chain::HeadStep`). Returns
     /// false, changing nothing, where `fact` does not extend the writer's
     /// head (the writer is behind, ahead or stale) or changes the key the
     /// next fact is signed with (a rotation, a move): such a writer must
     /// reload from the store and the key ring.
     fn follow(&mut self, fact: &Fact) -> bool {
-        let Some(seq) = self.next_seq.checked_sub(1) else { return false };
-        if self.stale || fact.header.seq != self.next_seq || fact.header.prev != self.prev {
+        let Ok(step) = crate::store::chain::HeadStep::of(fact) else { return false };
+        let extends = self.next_seq.checked_sub(1).is_some_and(|seq| step.extends(seq, self.prev));
+        let key_kept = step.key_set.is_none_or(|key| key == PublicKeyBytes::of(&self.key));
+        if self.stale || !extends || !key_kept {
             return false;
         }
-        let public_key = PublicKeyBytes::of(&self.key);
-        let head =
-            crate::store::Head { seq, id: self.prev, stored_time_ms: self.last_time_ms, public_key, ended: self.ended };
-        match crate::store::chain::next_head(Some(&head), fact) {
-            Ok(next) if next.public_key == public_key => {
-                self.next_seq = next.seq + 1;
-                self.prev = next.id;
-                self.last_time_ms = next.stored_time_ms;
-                self.ended = next.ended;
-                true
-            }
-            _ => false,
-        }
+        self.next_seq = step.seq + 1;
+        self.prev = step.id;
+        self.last_time_ms = step.stored_time_ms;
+        self.ended = step.ended;
+        true
     }
 
     /// The writer of a being's facts after its `genesis`, signed with `key`.

@@ -68,12 +68,18 @@ impl HeadStep {
         Ok(Head { seq: self.seq, id: self.id, stored_time_ms: self.stored_time_ms, public_key, ended: self.ended })
     }
 
+    /// Whether this step extends the head at `seq` with id `id`: the next
+    /// seq, linked to it.
+    pub(crate) fn extends(&self, seq: u64, id: FactId) -> bool {
+        seq.checked_add(1) == Some(self.seq) && self.prev == id
+    }
+
     /// Moves the head `heads` keeps for this step's being along it, where
-    /// the step extends it (the next seq, linked to it); drops it where the
-    /// step does not. A being with no head kept is left alone.
+    /// the step extends it; drops it where the step does not. A being with
+    /// no head kept is left alone.
     pub(crate) fn follow(&self, heads: &mut std::collections::HashMap<BeingId, Head>) {
         let Some(head) = heads.get(&self.being) else { return };
-        if self.seq == head.seq + 1 && self.prev == head.id {
+        if self.extends(head.seq, head.id) {
             let next = self.head_after(Some(head));
             heads.insert(self.being, next.expect("a head before it"));
         } else {

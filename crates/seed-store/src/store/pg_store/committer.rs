@@ -18,7 +18,7 @@
 //! A failed write fails the whole group and forgets what was kept: the next
 //! group reads everything again.
 
-use super::followed::FollowedTail;
+use super::followed::{follow_read_step, FollowedTail};
 use super::{being_of, derive_indexes, pg_error, pool_error, to_i64, to_u64, Runner};
 use crate::fact::body::{GenesisBody, KIND_GENESIS};
 use crate::fact::{BeingId, Fact, FactId};
@@ -316,12 +316,7 @@ async fn catch_up_heads(
             seq,
             reason: error.to_string(),
         })?;
-        match HeadStep::of(&fact) {
-            Ok(step) => step.follow(&mut kept.heads),
-            Err(_) => {
-                kept.heads.remove(&being);
-            }
-        }
+        follow_read_step(&HeadStep::of(&fact).map_err(|_| being), &mut kept.heads);
     }
     Ok(true)
 }
@@ -332,12 +327,7 @@ async fn catch_up_heads(
 fn follow_the_tail(tail: &FollowedTail, kept: &mut Kept, from: u64, to: u64) -> bool {
     let Some(steps) = tail.steps(from, to) else { return false };
     for step in steps {
-        match step {
-            Ok(step) => step.follow(&mut kept.heads),
-            Err(being) => {
-                kept.heads.remove(being);
-            }
-        }
+        follow_read_step(step, &mut kept.heads);
     }
     true
 }

@@ -8,7 +8,20 @@
 
 use crate::fact::{BeingId, Fact};
 use crate::store::chain::HeadStep;
-use std::collections::VecDeque;
+use crate::store::Head;
+use std::collections::{HashMap, VecDeque};
+
+/// Moves the head `heads` keeps for a step's being along a step read
+/// (`Ok`), or drops the head of a being whose fact's step could not be
+/// read (`Err`).
+pub(crate) fn follow_read_step(step: &Result<HeadStep, BeingId>, heads: &mut HashMap<BeingId, Head>) {
+    match step {
+        Ok(step) => step.follow(heads),
+        Err(being) => {
+            heads.remove(being);
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct FollowedTail {
@@ -56,8 +69,6 @@ mod tests {
     use super::*;
     use crate::fact::{FactId, PublicKeyBytes, UnsignedFact};
     use crate::store::chain::next_head;
-    use crate::store::Head;
-    use std::collections::HashMap;
 
     /// `count` notes of `being` from seq 1, each linked to the one before,
     /// the first to `genesis_id`.
@@ -85,12 +96,7 @@ mod tests {
     fn followed(tail: &FollowedTail, being: BeingId, head: Head, from: u64, to: u64) -> Option<Option<Head>> {
         let mut heads = HashMap::from([(being, head)]);
         for step in tail.steps(from, to)? {
-            match step {
-                Ok(step) => step.follow(&mut heads),
-                Err(unread) => {
-                    heads.remove(unread);
-                }
-            }
+            follow_read_step(step, &mut heads);
         }
         Some(heads.get(&being).copied())
     }
