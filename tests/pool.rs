@@ -37,7 +37,9 @@ fn a_pooled_simulation_gives_the_folder_world_hash_with_one_two_and_three_worker
         ("tests/fixtures/worlds/ring/world.toml", "30", &["1", "2", "3"]),
         ("tests/fixtures/nursery/nursery.toml", "30", &["1", "2", "3"]),
         ("fixtures/dance.toml", "30", &["1", "2", "3"]),
-        ("fixtures/town.toml", "6", &["3"]),
+        // Six workers: past the first round, claims sized from the workers
+        // of the round before (more than four: two claims a worker).
+        ("fixtures/town.toml", "6", &["3", "6"]),
     ];
     for (path, ticks, worker_counts) in cases {
         let dir = tempfile::tempdir().expect("temporary folder");
@@ -212,8 +214,9 @@ fn workers_killed_mid_round_lose_no_fact_run_no_being_twice_and_change_no_world_
 }
 
 /// The queue itself, one step at a time: an expired claim is taken over at
-/// a higher epoch, a live one is not, and the worker whose lease moved is
-/// fenced with a reason naming who holds its wake now.
+/// a higher epoch, a live one is not, the worker whose lease moved is
+/// fenced with a reason naming who holds its wake now, and it is not
+/// counted among the round's workers.
 #[test]
 fn an_expired_claim_is_taken_over_at_a_higher_epoch_and_its_first_holder_is_fenced() {
     use seed::store::work::{QueuedWake, SealTurn};
@@ -265,6 +268,11 @@ fn an_expired_claim_is_taken_over_at_a_higher_epoch_and_its_first_holder_is_fenc
     let expected: Vec<(u64, Vec<u8>)> = (3..6).map(|index| (index, format!("result {index}").into_bytes())).collect();
     assert_eq!(results, expected);
     assert_eq!(queue.results(1, 0).expect("results").len(), 6);
+    // Claims are sized from the workers of the round before: a and b, not
+    // c, whose claim was taken over.
+    assert_eq!(queue.workers_before(1).expect("workers before round 1"), 0, "no round before the first");
+    assert_eq!(queue.workers_before(2).expect("workers before round 2"), 2);
+    assert_eq!(queue.workers_before(7).expect("workers before round 7"), 2, "the latest round with claims");
 }
 
 /// A worker whose definition files differ from those the driver planted

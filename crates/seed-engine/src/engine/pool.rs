@@ -42,8 +42,10 @@ use std::sync::Arc;
 pub const WORKER_CLAIM_WAKES_MIN: usize = 32;
 /// The most wakes a worker claims at once.
 pub const WORKER_CLAIM_WAKES_MAX: usize = 1024;
-/// A round is dealt out in about this many claims, so that many workers
-/// can share it; each claim is sealed as one turn, at one commit's cost.
+/// A round is dealt out in at least about this many claims, so that many
+/// workers can share it; each claim is sealed as one turn, at one commit's
+/// cost. With more workers than that can keep busy, a round is dealt out
+/// in [`WORKER_HELD_CLAIMS_MAX`] claims a worker ([`claim_wakes_for`]).
 pub const POOL_CLAIMS_PER_ROUND: usize = 8;
 /// Claims a worker holds at once (computed, waiting for their turn).
 pub const WORKER_HELD_CLAIMS_MAX: usize = 2;
@@ -143,9 +145,15 @@ fn result_error(reason: impl std::fmt::Display) -> EngineError {
     EngineError::Internal(format!("a wake result in the queue is unreadable: {reason}"))
 }
 
-/// How many wakes a worker claims at once in a round of `wakes`.
-fn claim_wakes_for(wakes: u64) -> usize {
-    let share = usize::try_from(wakes).unwrap_or(usize::MAX) / POOL_CLAIMS_PER_ROUND;
+/// How many wakes a worker claims at once in a round of `wakes` served by
+/// `workers` (those of the round before: `WakeQueue::workers_before`). A
+/// round is dealt out in [`POOL_CLAIMS_PER_ROUND`] claims, or in as many as
+/// its workers hold at once if that is more: with a fixed eighth, a round
+/// of 10,000 wakes was ten claims, and an eleventh worker had no work in
+/// it however slow its moments (docs/scale.md, "Slow moments").
+fn claim_wakes_for(wakes: u64, workers: u64) -> usize {
+    let claims = workers.saturating_mul(WORKER_HELD_CLAIMS_MAX as u64).max(POOL_CLAIMS_PER_ROUND as u64);
+    let share = usize::try_from(wakes / claims).unwrap_or(usize::MAX);
     share.clamp(WORKER_CLAIM_WAKES_MIN, WORKER_CLAIM_WAKES_MAX)
 }
 
@@ -374,6 +382,9 @@ impl Engine {
         let mut report = WorkerReport::default();
         let mut held: Vec<Held> = Vec::new();
         let mut held_tick = 0;
+        // How many workers served the round before (what claims are sized
+        // by), read once a round.
+        let mut workers = 0;
         let mut snapshot: Option<(u64, Arc<World>)> = None;
         // The turn this worker sent last, committing while it computes its
         // next claim; its outcome is taken before anything else is decided.
@@ -401,6 +412,7 @@ impl Engine {
             if round.tick != held_tick {
                 held.clear();
                 held_tick = round.tick;
+                workers = self.wake_queue()?.workers_before(round.tick)?;
             }
             // Wakes below the turn were sealed by another worker.
             held.retain(|wake| wake.claim.wake.index >= round.turn);
@@ -421,7 +433,7 @@ impl Engine {
             // With room, claim the lowest free wakes; when full and the turn
             // is not ours, only wakes below ours (a dead worker's, whose
             // lease ran out): without them no one's turn would come.
-            let claim_wakes = claim_wakes_for(round.wakes);
+            let claim_wakes = claim_wakes_for(round.wakes, workers);
             let held_max = claim_wakes * WORKER_HELD_CLAIMS_MAX;
             let first_held = held.first().map_or(u64::MAX, |wake| wake.claim.wake.index);
             let (max, below) = match held_max.saturating_sub(held.len()).min(claim_wakes) {
@@ -780,4 +792,37 @@ fn play_pooled(
         progress.advance(1);
     }
     driver.finish(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::claim_wakes_for;
+
+    fn check(wakes: u64, workers: u64, expected: usize) {
+        assert_eq!(claim_wakes_for(wakes, workers), expected, "{wakes} wakes, {workers} workers");
+    }
+
+    /// Up to four workers a round is dealt out in eighths (as before
+    /// claims were sized from the workers); past that, in two claims a
+    /// worker, so 128 workers each find work in a round of 10,000 wakes.
+    #[test]
+    fn claims_are_sized_from_the_workers_of_the_round_before() {
+        for (wakes, workers, expected) in [
+            (10_000, 0, 1024),
+            (10_000, 1, 1024),
+            (10_000, 4, 1024),
+            (20_000, 4, 1024),
+            (6_000, 4, 750),
+            (10_000, 8, 625),
+            (10_000, 32, 156),
+            (10_000, 128, 39),
+            (10_000, 1_000, 32),
+            (100, 2, 32),
+            (0, 0, 32),
+            (1_000_000, 128, 1024),
+            (u64::MAX, u64::MAX, 32),
+        ] {
+            check(wakes, workers, expected);
+        }
+    }
 }

@@ -128,6 +128,12 @@ pub trait WakeQueue: Send + Sync {
     /// claimer starts there.) Returns at once.
     fn claim(&self, worker: &str, tick: u64, indexes: std::ops::Range<u64>, max: usize, lease_ms: u64) -> ClaimTicket;
 
+    /// How many workers held a claim that was not lost (taken over after
+    /// its lease ran out) in the latest round before `tick` with claims: 0
+    /// when there was none. What a worker sizes its claims by, so that
+    /// every worker of a pool has work in a round of any size.
+    fn workers_before(&self, tick: u64) -> Result<u64, StoreError>;
+
     /// Extends the leases `worker` holds in round `tick` by `lease_ms`.
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError>;
 

@@ -456,6 +456,21 @@ impl WakeQueue for PgStore {
         }))
     }
 
+    fn workers_before(&self, tick: u64) -> Result<u64, StoreError> {
+        let tick = to_i64(tick)?;
+        self.with_client(move |client| async move {
+            let row = client
+                .query_one(
+                    "SELECT count(DISTINCT holder) FROM seed_claims WHERE NOT lost \
+                       AND tick = (SELECT max(tick) FROM seed_claims WHERE tick < $1)",
+                    &[&tick],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(to_u64(row.get(0)))
+        })
+    }
+
     fn renew(&self, worker: &str, tick: u64, lease_ms: u64) -> Result<(), StoreError> {
         let params = (worker.to_string(), to_i64(tick)?, to_i64(lease_ms)?);
         self.with_client(move |client| async move {
