@@ -232,16 +232,16 @@ fn an_expired_claim_is_taken_over_at_a_higher_epoch_and_its_first_holder_is_fenc
     let cursor = test.land.store().land_len().expect("len");
     queue.open_round(1, cursor, 0, &wakes).expect("open");
     let indexes = |claims: &[seed::store::work::Claim]| claims.iter().map(|c| c.wake.index).collect::<Vec<_>>();
-    let a = queue.claim("a", 1, 0..u64::MAX, 2, 60_000).wait().expect("claim a");
-    let c = queue.claim("c", 1, 0..u64::MAX, 2, 1).wait().expect("claim c");
+    let a = queue.claim("a", 1, 0..u64::MAX, 2, 60_000, &[]).wait().expect("claim a");
+    let c = queue.claim("c", 1, 0..u64::MAX, 2, 1, &[]).wait().expect("claim c");
     assert_eq!((indexes(&a), indexes(&c)), (vec![0, 1], vec![2, 3]));
     assert_eq!(c[0].wake.wake, vec![2], "a claim hands out the wake's bytes");
     std::thread::sleep(Duration::from_millis(50));
     // c's lease ran out, a's did not: b takes c's wakes and the free ones.
-    let b = queue.claim("b", 1, 0..u64::MAX, 10, 60_000).wait().expect("claim b");
+    let b = queue.claim("b", 1, 0..u64::MAX, 10, 60_000, &[]).wait().expect("claim b");
     assert_eq!(indexes(&b), vec![2, 3, 4, 5]);
     assert!(b[0].epoch > c[0].epoch && c[0].epoch > a[0].epoch, "epochs only grow: {a:?} {c:?} {b:?}");
-    assert!(queue.claim("d", 1, 0..u64::MAX, 10, 60_000).wait().expect("claim d").is_empty(), "nothing is free");
+    assert!(queue.claim("d", 1, 0..u64::MAX, 10, 60_000, &[]).wait().expect("claim d").is_empty(), "nothing is free");
     let turn = |worker: &str, first: u64, claims: &[seed::store::work::Claim]| SealTurn {
         worker: worker.into(),
         tick: 1,

@@ -123,10 +123,19 @@ pub trait WakeQueue: Send + Sync {
     fn state(&self) -> Result<QueueState, StoreError>;
 
     /// Claims up to `max` wakes of round `tick` with an index in `indexes`
-    /// that no live lease holds, lowest index first, each for `lease_ms` of
-    /// the database's clock. (Wakes below the round's turn are sealed: a
+    /// that no live lease holds, each for `lease_ms` of the database's
+    /// clock: from the first index of `prefer` (in its order) that is free,
+    /// else lowest index first. (Wakes below the round's turn are sealed: a
     /// claimer starts there.) Returns at once.
-    fn claim(&self, worker: &str, tick: u64, indexes: std::ops::Range<u64>, max: usize, lease_ms: u64) -> ClaimTicket;
+    fn claim(
+        &self,
+        worker: &str,
+        tick: u64,
+        indexes: std::ops::Range<u64>,
+        max: usize,
+        lease_ms: u64,
+        prefer: &[u64],
+    ) -> ClaimTicket;
 
     /// How many workers held a claim that was not lost (taken over after
     /// its lease ran out) in the latest round before `tick` with claims: 0

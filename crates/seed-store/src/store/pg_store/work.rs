@@ -80,6 +80,16 @@ fn free_run(indexes: Range<u64>, max: u64, occupying: &[Range<u64>]) -> Option<R
     Some(start..next_occupied.min(indexes.end).min(start.saturating_add(max)))
 }
 
+/// The free run [`free_run`] finds from the first index of `prefer` (in
+/// its order) that starts one, else the lowest free run of `indexes`.
+fn preferred_free_run(indexes: Range<u64>, max: u64, occupying: &[Range<u64>], prefer: &[u64]) -> Option<Range<u64>> {
+    prefer
+        .iter()
+        .filter(|first| indexes.contains(first))
+        .find_map(|first| free_run(*first..indexes.end, max, occupying).filter(|run| run.start == *first))
+        .or_else(|| free_run(indexes, max, occupying))
+}
+
 /// Why a turn's wakes are not all held by `turn.worker` at their epochs,
 /// given the claims not lost that cover any of them (`None`: they are).
 fn fence_refusal(turn: &SealTurn, claims: &[ClaimRow]) -> Option<String> {
@@ -350,16 +360,24 @@ impl WakeQueue for PgStore {
         })
     }
 
-    fn claim(&self, worker: &str, tick: u64, indexes: Range<u64>, max: usize, lease_ms: u64) -> ClaimTicket {
+    fn claim(
+        &self,
+        worker: &str,
+        tick: u64,
+        indexes: Range<u64>,
+        max: usize,
+        lease_ms: u64,
+        prefer: &[u64],
+    ) -> ClaimTicket {
         let (from, tick, lease_ms) = match (to_i64(indexes.start), to_i64(tick), to_i64(lease_ms)) {
             (Ok(from), Ok(tick), Ok(lease_ms)) => (from, tick, lease_ms),
             (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => return ClaimTicket::failed(error),
         };
         let below = indexes.end;
-        let params = (worker.to_string(), tick, max as u64, lease_ms);
+        let params = (worker.to_string(), tick, max as u64, lease_ms, prefer.to_vec());
         ClaimTicket::waiting(self.start_transaction(move |transaction| {
             Box::pin(async move {
-                let (worker, tick, max, lease_ms) = params;
+                let (worker, tick, max, lease_ms, prefer) = params;
                 // One claim at a time: two claimers would find the same free
                 // run. Sealing does not take this lock.
                 transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK_KEY]).await.map_err(pg_error)?;
@@ -404,7 +422,9 @@ impl WakeQueue for PgStore {
                         occupying.push(wakes);
                     }
                 }
-                let Some(run) = free_run(start..end, max, &occupying) else { return Ok(Vec::new()) };
+                let Some(run) = preferred_free_run(start..end, max, &occupying, &prefer) else {
+                    return Ok(Vec::new());
+                };
                 let lost: Vec<i64> = expired
                     .iter()
                     .filter(|(_, wakes)| wakes.start < run.end && run.start < wakes.end)
@@ -583,6 +603,28 @@ mod tests {
         check_free_run(0..100, 0, &[], None);
         check_free_run(7..7, 10, &[], None);
         check_free_run(0..100, 10, &[(5, 5)], Some(0..10));
+    }
+
+    #[track_caller]
+    fn check_preferred(indexes: Range<u64>, occupying: &[(u64, u64)], prefer: &[u64], expected: Option<Range<u64>>) {
+        let spans: Vec<Range<u64>> = occupying.iter().map(|(start, end)| *start..*end).collect();
+        let found = preferred_free_run(indexes.clone(), 10, &spans, prefer);
+        assert_eq!(found, expected, "{indexes:?} around {spans:?} preferring {prefer:?}");
+    }
+
+    /// A worker claims the runs it had the round before where they are
+    /// free, and the lowest free run where none is.
+    #[test]
+    fn a_claim_starts_at_the_first_preferred_wake_that_starts_a_free_run() {
+        check_preferred(0..100, &[], &[], Some(0..10));
+        check_preferred(0..100, &[], &[40, 20], Some(40..50));
+        check_preferred(0..100, &[(40, 50)], &[40, 20], Some(20..30));
+        // Inside a held run, or where one begins 5 wakes on: a shorter run.
+        check_preferred(0..100, &[(40, 50), (25, 30)], &[45, 20], Some(20..25));
+        // Below the turn (sealed), past the round, or all held: the lowest.
+        check_preferred(30..100, &[], &[10, 100, 200], Some(30..40));
+        check_preferred(0..100, &[(0, 10), (40, 50)], &[40, 45], Some(10..20));
+        check_preferred(0..100, &[(0, 100)], &[40], None);
     }
 
     fn claim(epoch: u64, wakes: Range<u64>, holder: &str) -> ClaimRow {
