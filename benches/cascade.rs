@@ -62,6 +62,7 @@ fn hall_world(dir: &Path, cascade: bool, beings: u64, rooms: u64) -> Fixture {
 fn options(land_dir: std::path::PathBuf) -> EngineOptions {
     EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: None,
         seed: 0,

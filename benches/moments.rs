@@ -83,6 +83,7 @@ fn bench(c: &mut Criterion) {
     let unwatched_dir = tempfile::tempdir().expect("folder");
     let options_in = |land_dir: std::path::PathBuf| EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: None,
         seed: 0,

@@ -73,6 +73,7 @@ fn crowd_fixture(dir: &Path, beings: u64) -> PathBuf {
 fn options(land_dir: PathBuf, store: seed::land::StoreLocation) -> EngineOptions {
     EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store,
         ticks: None,
         seed: 0,

@@ -44,6 +44,7 @@ fn bench(c: &mut Criterion) {
     let land_dir = dir.path().join("land");
     let options = EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: Some(ROUNDS),
         seed: 0,

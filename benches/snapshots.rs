@@ -38,6 +38,7 @@ fn bench(c: &mut Criterion) {
     let land_dir = dir.path().join("land");
     let options = EngineOptions {
         snapshot_every_facts: Some(SNAPSHOT_EVERY_FACTS.min(beings)),
+        snapshot_spacing_step_bytes: None,
         ticks: Some(ROUNDS),
         seed: 0,
         threads: THREADS,

@@ -14,6 +14,7 @@ fn hostile_scripts_fail_their_own_moments_and_nothing_else() {
     let fixture = Fixture::load(Path::new("tests/fixtures/hostile/hostile.toml")).expect("fixture");
     let options = EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: None,
         seed: 1,
@@ -132,6 +133,7 @@ fn disabling_an_extension_keeps_its_facts_and_enabling_it_finds_them_again() {
     let fixture = Fixture::load(Path::new("fixtures/factory.toml")).expect("fixture");
     let options = EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: Some(6),
         seed: 0,

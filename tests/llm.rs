@@ -65,6 +65,7 @@ fn simulate(fixture: &Path, connections: &str, ticks: u64) -> Run {
     let options = EngineOptions {
         store: Default::default(),
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         ticks: Some(ticks),
         seed: 0,
         threads: 1,

@@ -793,6 +793,7 @@ fn a_being_whose_key_is_missing_fails_alone_and_every_sealed_act_replays() {
     let options = seed::engine::EngineOptions {
         store: Default::default(),
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         ticks: None,
         seed: 0,
         threads: 2,

@@ -562,6 +562,7 @@ fn an_engine_dropped_unfinished_leaves_every_snapshot_it_began_whole() {
     // One at the end of every round that seals a fact.
     let options = seed::engine::EngineOptions {
         snapshot_every_facts: Some(1),
+        snapshot_spacing_step_bytes: None,
         threads: 2,
         ..common::simulation_options(land.clone())
     };
@@ -578,6 +579,79 @@ fn an_engine_dropped_unfinished_leaves_every_snapshot_it_began_whole() {
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
     let report: serde_json::Value = serde_json::from_str(&stdout(&verify)).expect("json");
     assert_eq!(report["snapshots"]["vouched"].as_array().map(Vec::len), Some(written.len()), "{report}");
+}
+
+/// Town's snapshots are 0.4–0.8 MB and its rounds about 1,000 facts: with
+/// a snapshot due every 500 facts and the spacing growing by one more for
+/// each 250,000 bytes of the snapshot before, the run skips rounds.
+const SPACED_EVERY_FACTS: u64 = 500;
+const SPACED_STEP_BYTES: u64 = 250_000;
+const SPACED_ROUNDS: u64 = 30;
+
+/// Where the snapshot after the one at `last` is due, by the shelf's files.
+fn due_after(land: &Path, written: &[u64], k: usize) -> u64 {
+    let before =
+        if k == 0 { 0 } else { std::fs::metadata(shelf_path(land, written[k - 1])).expect("a snapshot").len() };
+    seed::snapshots::next_snapshot_at(written[k], written[k], SPACED_EVERY_FACTS, before, SPACED_STEP_BYTES)
+}
+
+fn shelf_path(land: &Path, cursor: u64) -> PathBuf {
+    seed::snapshot::SnapshotShelf::of_land(land).path_of(cursor)
+}
+
+#[test]
+fn snapshots_are_spaced_by_the_size_of_the_one_before_and_a_resumed_run_spaces_them_alike() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(&fixture_path("town.toml")).expect("fixture");
+    let options = |land: PathBuf| seed::engine::EngineOptions {
+        ticks: Some(SPACED_ROUNDS),
+        snapshot_every_facts: Some(SPACED_EVERY_FACTS),
+        snapshot_spacing_step_bytes: Some(SPACED_STEP_BYTES),
+        threads: 2,
+        ..common::simulation_options(land)
+    };
+    // The run nobody stopped, its rounds' ends noted.
+    let whole = dir.path().join("whole");
+    let mut engine = seed::engine::Engine::plant(&fixture, &options(whole.clone())).expect("plants");
+    engine.keep_resume_checkpoints();
+    let mut round_ends = Vec::new();
+    while engine.tick < SPACED_ROUNDS {
+        engine.round().expect("a round");
+        round_ends.push(engine.world.cursor);
+    }
+    engine.finish().expect("finishes");
+    let written = shelf(&whole);
+    // Each snapshot is at the first round's end at or past where it was due.
+    for k in 1..written.len() {
+        let due = due_after(&whole, &written, k - 1);
+        let first_end = round_ends.iter().copied().find(|&end| end >= due);
+        assert_eq!(first_end, Some(written[k]), "the snapshot after {} was due at {due}: {written:?}", written[k - 1]);
+    }
+    // And none was due after the last.
+    let due = due_after(&whole, &written, written.len() - 1);
+    assert!(round_ends.iter().all(|&end| end < due), "a snapshot due at {due} is missing: {written:?}");
+    // The spacing grew: some snapshot skipped a round's end it would have
+    // been written at with the land's spacing alone.
+    let skipped = written.windows(2).any(|pair| {
+        let plain = (pair[0] / SPACED_EVERY_FACTS + 1) * SPACED_EVERY_FACTS;
+        round_ends.iter().any(|&end| end >= plain && end < pair[1])
+    });
+    assert!(skipped, "no spacing grew past the land's: {written:?} among {round_ends:?}");
+
+    // Stopped right after the round that wrote the second snapshot (as a
+    // kill leaves it, the snapshot in writing finished), where the next is
+    // due by the size of the first, and resumed: the same snapshots.
+    let second_written_by = round_ends.iter().position(|&end| end == written[1]).expect("a round wrote it") + 1;
+    let stopped = dir.path().join("stopped");
+    let mut engine = seed::engine::Engine::plant(&fixture, &options(stopped.clone())).expect("plants");
+    engine.keep_resume_checkpoints();
+    while engine.tick < second_written_by as u64 {
+        engine.round().expect("a round");
+    }
+    drop(engine);
+    assert_eq!(shelf(&stopped), written[..2], "stopped after the second snapshot");
+    seed::engine::resume_simulation(&fixture, &options(stopped.clone())).expect("resumes");
+    assert_eq!(shelf(&stopped), written, "resumed after the second snapshot");
 }
 
 #[test]

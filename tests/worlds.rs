@@ -24,6 +24,7 @@ fn simulate(fixture: &str, seed: u64, threads: usize) -> Run {
     let options = EngineOptions {
         store: Default::default(),
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         ticks: None,
         seed,
         threads,
@@ -281,6 +282,7 @@ fn a_mother_births_inhabits_and_releases_her_child_and_a_stranger_may_not() {
     let options = EngineOptions {
         store: Default::default(),
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         ticks: None,
         seed: 0,
         threads: 2,

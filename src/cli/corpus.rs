@@ -49,6 +49,7 @@ pub fn capture(fixture_path: &Path, name: &str, ticks: Option<u64>, seed: u64, d
     let land_dir = scratch.path().join("land");
     let options = seed::engine::EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: Some(ticks),
         seed,

@@ -348,8 +348,9 @@ enum Command {
         /// Exit with status 3 if any moment failed (for CI); without it, only a run whose every moment failed does.
         #[arg(long)]
         fail_on_failure: bool,
-        /// Facts between two world snapshots for this run (default: the
-        /// land's `snapshot_every_facts`, 100000 on a new land; 0: none).
+        /// Facts between two world snapshots for this run, at least (default:
+        /// the land's `snapshot_every_facts`, 100000 on a new land; 0: none);
+        /// one more such spacing for each 50 MiB of the snapshot before.
         #[arg(long)]
         snapshot_every_facts: Option<u64>,
         /// Run the moments in this many `seed worker` processes started here
@@ -1218,6 +1219,7 @@ fn sim(
     };
     let options = EngineOptions {
         snapshot_every_facts,
+        snapshot_spacing_step_bytes: None,
         store,
         ticks,
         seed,

@@ -68,6 +68,7 @@ pub fn worker(dir: &Path, fixture_path: &Path, arguments: WorkerArguments) -> Re
         mode: Mode::Simulation,
         // The driver writes the snapshots; a worker only seals acts.
         snapshot_every_facts: Some(0),
+        snapshot_spacing_step_bytes: None,
         store,
     };
     let mut engine = Engine::join_pool(&fixture, &options)?;

@@ -210,6 +210,7 @@ pub(super) fn engine_options(
 ) -> EngineOptions {
     EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: store.clone(),
         ticks: None,
         seed: 0,

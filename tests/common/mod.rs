@@ -32,6 +32,7 @@ static CORE_SCHEMAS: seed::world::CoreSchemas = seed::world::CoreSchemas::new();
 pub fn simulation_options(land_dir: PathBuf) -> seed::engine::EngineOptions {
     seed::engine::EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: None,
         seed: 0,

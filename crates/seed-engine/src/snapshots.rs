@@ -29,6 +29,52 @@ pub fn last_fact_before(store: &dyn Store, cursor: u64) -> Result<Option<FactId>
     Ok(store.fact_at(&entry)?.map(|stored| stored.fact.id()))
 }
 
+/// The size of a snapshot (50 MiB) for which the spacing of the snapshot
+/// after the next grows by one more `snapshot_every_facts`. A snapshot
+/// writes the whole world, which grows as the land does (a crowd's
+/// memories gain an item every moment), so at a fixed spacing the
+/// snapshots of a long run cost time and disk that grow with the square of
+/// its length: the crowd's ten snapshots over its 100 rounds take 374 MB
+/// beside a 245 MB land, and past about 450 rounds writing one would take
+/// longer than sealing the 100,000 facts to the next, so the rounds would
+/// wait for it. Writing a snapshot takes about 8.6 ms of CPU per MiB and
+/// sealing a fact about 46 µs (docs/performance.md), so at the default
+/// spacing (100,000 facts) a snapshot's writing costs at most about a
+/// tenth of the sealing it is spaced by, and a run's snapshots add up to a
+/// few times its last one. A world under this size keeps the land's own
+/// spacing.
+pub const SNAPSHOT_SPACING_STEP_BYTES: u64 = 50 << 20;
+
+/// The cursor at or past which the snapshot after the one at
+/// `last_snapshot` is due, the world being at `cursor`: the first multiple
+/// of `every` (snapshots fall near round numbers) at least the spacing
+/// past the multiple `last_snapshot` was due at, and past `cursor`. The
+/// spacing is `every`, once more for each whole `step_bytes` (by default
+/// [`SNAPSHOT_SPACING_STEP_BYTES`]) of `snapshot_before_bytes` (the file
+/// of the snapshot before the one at `last_snapshot`, 0 if none). Only
+/// snapshots already on the shelf are measured, so a land reopened mid-run
+/// (a resumed run, `seed up`) schedules its next snapshot where the run
+/// would have.
+pub fn next_snapshot_at(
+    last_snapshot: u64,
+    cursor: u64,
+    every: u64,
+    snapshot_before_bytes: u64,
+    step_bytes: u64,
+) -> u64 {
+    assert!(every > 0 && step_bytes > 0, "a land that writes no snapshots schedules none");
+    let spacing_multiples = 1 + snapshot_before_bytes / step_bytes;
+    let after_last = (last_snapshot / every).saturating_add(spacing_multiples).saturating_mul(every);
+    let after_cursor = (cursor / every).saturating_add(1).saturating_mul(every);
+    after_last.max(after_cursor)
+}
+
+/// The size of the snapshot file at `cursor` on `land`'s shelf (0 if it
+/// cannot be read: the next spacing is then the land's least).
+pub fn snapshot_file_bytes(land: &Land, cursor: u64) -> u64 {
+    std::fs::metadata(land.snapshots().path_of(cursor)).map_or(0, |metadata| metadata.len())
+}
+
 /// How much larger than the snapshot before it the next one's buffer is
 /// made to begin with: a world grows between snapshots (the crowd's million
 /// beings, by 18% a round, as their memories do).
@@ -552,6 +598,52 @@ mod buffer_tests {
             [(0, 0), (99, 99), (100, 125), (832_281_932, 1_040_352_407), (usize::MAX, usize::MAX)]
         {
             check(previous, expected);
+        }
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn check(last_snapshot: u64, cursor: u64, every: u64, snapshot_before_bytes: u64, expected: u64) {
+        assert_eq!(
+            next_snapshot_at(last_snapshot, cursor, every, snapshot_before_bytes, SNAPSHOT_SPACING_STEP_BYTES),
+            expected,
+            "after the snapshot at {last_snapshot}, world at {cursor}, every {every}, the one before {snapshot_before_bytes} bytes"
+        );
+    }
+
+    #[test]
+    fn snapshots_are_spaced_by_the_lands_spacing_once_more_for_each_step_of_the_snapshot_before() {
+        for (last_snapshot, cursor, every, before, expected) in [
+            // A new land, and a land that has none yet: the next multiple.
+            (0, 0, 100_000, 0, 100_000),
+            (0, 250_003, 100_000, 0, 300_000),
+            // The crowd's rounds end 8 facts past each multiple.
+            (100_008, 100_008, 100_000, 0, 200_000),
+            (800_008, 800_008, 100_000, 48_815_897, 900_000),
+            (900_008, 900_008, 100_000, 55_265_897, 1_100_000),
+            // Just under and at one step.
+            (900_008, 900_008, 100_000, 50 * MIB - 1, 1_000_000),
+            (900_008, 900_008, 100_000, 50 * MIB, 1_100_000),
+            // The million crowd's snapshot at 2,000,008 (508 MB) spaces
+            // the one after its successor by ten: due at its last round's
+            // end. At 573 MB (its size in world format 10), by eleven.
+            (3_000_008, 3_000_008, 100_000, 508_281_959, 4_000_000),
+            (3_000_008, 3_000_008, 100_000, 573_281_959, 4_100_000),
+            // A land reopened past where the next was due: past its end.
+            (100_008, 450_000, 100_000, 0, 500_000),
+            (100_008, 450_000, 100_000, 120 * MIB, 500_000),
+            // A snapshot every fact, for a small world and a large one.
+            (5, 5, 1, 0, 6),
+            (5, 5, 1, 100 * MIB, 8),
+            // Nothing overflows.
+            (u64::MAX - 1, u64::MAX - 1, 100_000, u64::MAX, u64::MAX),
+        ] {
+            check(last_snapshot, cursor, every, before, expected);
         }
     }
 }

@@ -160,6 +160,11 @@ pub struct EngineOptions {
     /// Facts between two world snapshots for this run, in place of the
     /// land's `snapshot_every_facts` (0: none).
     pub snapshot_every_facts: Option<u64>,
+    /// The size of a snapshot for which the spacing grows by one more
+    /// `snapshot_every_facts` (`None`:
+    /// [`crate::snapshots::SNAPSHOT_SPACING_STEP_BYTES`]; tests set a
+    /// small world's size).
+    pub snapshot_spacing_step_bytes: Option<u64>,
     /// Where a land planted by this run keeps its facts (the folder's own
     /// store by default, or PostgreSQL).
     pub store: StoreLocation,
@@ -662,13 +667,19 @@ pub struct Engine {
     /// The file each script of the world was read from, by the BLAKE3 of
     /// its source: a failure example names where a script failed.
     script_files: BTreeMap<Hash32, String>,
-    /// Facts between two world snapshots (0: none).
+    /// Facts between two world snapshots at least (0: none).
     snapshot_every_facts: u64,
     /// The cursor at or past which the next snapshot is written.
     next_snapshot_at: u64,
     /// The size of the world's bytes in the last snapshot written (0: none
     /// yet): the next one's buffer is sized from it.
     snapshot_bytes_last: usize,
+    /// The size of the last snapshot's file (0: none yet): the one after
+    /// the next is spaced by it (`snapshots::next_snapshot_at`).
+    snapshot_file_bytes_last: u64,
+    /// The snapshot size for which the spacing grows by one more
+    /// `snapshot_every_facts` (`snapshots::SNAPSHOT_SPACING_STEP_BYTES`).
+    snapshot_spacing_step_bytes: u64,
     /// A pool worker's moment traces, handed back with each wake's result.
     pool_traces: Option<Vec<Json>>,
     /// Whether a resume checkpoint is written before each round (`resume.rs`).
@@ -691,11 +702,6 @@ fn simulation_key_seed(fixture: &Fixture, seed: u64) -> [u8; 32] {
     let mut seed_input = fixture.name.as_bytes().to_vec();
     seed_input.extend_from_slice(&seed.to_be_bytes());
     *blake3::Hasher::new_derive_key("seed sim seed v1").update(&seed_input).finalize().as_bytes()
-}
-
-/// The next multiple of `every` after `cursor`: snapshots fall near round numbers.
-fn next_snapshot_at(cursor: u64, every: u64) -> u64 {
-    (cursor / every + 1).saturating_mul(every)
 }
 
 impl Engine {
@@ -860,10 +866,27 @@ impl Engine {
         };
         let facts_before = land.store().land_len()?;
         let snapshot_every_facts = options.snapshot_every_facts.unwrap_or_else(|| land.snapshot_every_facts());
-        let latest_snapshot = land.snapshots().cursors().ok().and_then(|cursors| cursors.last().copied()).unwrap_or(0);
+        let snapshot_spacing_step_bytes =
+            options.snapshot_spacing_step_bytes.unwrap_or(crate::snapshots::SNAPSHOT_SPACING_STEP_BYTES).max(1);
+        // The last two snapshots on the shelf: the next is spaced from the
+        // last by the size of the one before it, as the run writing them did.
+        let shelved = land.snapshots().cursors().unwrap_or_default();
+        let latest_snapshot = shelved.last().copied().unwrap_or(0);
+        let snapshot_before_bytes = match shelved.len() {
+            0 | 1 => 0,
+            shelved_count => crate::snapshots::snapshot_file_bytes(&land, shelved[shelved_count - 2]),
+        };
+        let snapshot_file_bytes_last =
+            if shelved.is_empty() { 0 } else { crate::snapshots::snapshot_file_bytes(&land, latest_snapshot) };
         let next_snapshot_at = match snapshot_every_facts {
             0 => u64::MAX,
-            every => next_snapshot_at(latest_snapshot.max(facts_before.saturating_sub(1)), every),
+            every => crate::snapshots::next_snapshot_at(
+                latest_snapshot,
+                facts_before.saturating_sub(1),
+                every,
+                snapshot_before_bytes,
+                snapshot_spacing_step_bytes,
+            ),
         };
         // Moments are CPU-bound, one per `--threads`; LLM moments mostly wait
         // on a model, so with a model there are as many as it takes calls at once.
@@ -904,6 +927,8 @@ impl Engine {
             snapshot_every_facts,
             next_snapshot_at,
             snapshot_bytes_last: 0,
+            snapshot_file_bytes_last,
+            snapshot_spacing_step_bytes,
             snapshot_in_writing: None,
             kept_for_replays,
             round_interrupt: Arc::default(),
@@ -1252,8 +1277,9 @@ impl Engine {
         true
     }
 
-    /// Writes a world snapshot when the land has grown by
-    /// `snapshot_every_facts` since the last one. A snapshot that cannot be
+    /// Writes a world snapshot when the land has grown past where the next
+    /// was due (`snapshots::next_snapshot_at`: `snapshot_every_facts` after
+    /// the last one, more for a large world). A snapshot that cannot be
     /// written (a full disk, an imported land without the root's key) is
     /// logged and skipped: the land goes on without it.
     ///
@@ -1280,7 +1306,14 @@ impl Engine {
             Ok(writing) => self.snapshot_in_writing = Some(writing),
             Err(error) => tracing::warn!(cursor = self.world.cursor, %error, "no world snapshot written"),
         }
-        self.next_snapshot_at = next_snapshot_at(self.world.cursor, self.snapshot_every_facts);
+        // Spaced by the snapshot just waited for, the one before this one.
+        self.next_snapshot_at = crate::snapshots::next_snapshot_at(
+            self.world.cursor,
+            self.world.cursor,
+            self.snapshot_every_facts,
+            self.snapshot_file_bytes_last,
+            self.snapshot_spacing_step_bytes,
+        );
     }
 
     /// Waits for the world snapshot being written, if one is (a snapshot
@@ -1291,6 +1324,7 @@ impl Engine {
         match writing.wait() {
             Ok(written) => {
                 self.snapshot_bytes_last = written.world_bytes;
+                self.snapshot_file_bytes_last = crate::snapshots::snapshot_file_bytes(&self.land, written.cursor);
                 tracing::debug!(cursor = written.cursor, bytes = written.world_bytes, "world snapshot written");
             }
             Err(error) => tracing::warn!(cursor, %error, "no world snapshot written"),

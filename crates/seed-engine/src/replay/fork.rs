@@ -199,6 +199,7 @@ pub fn fork(original: &dyn Store, request: ForkRequest<'_>) -> Result<ForkReport
     let scratch = tempfile::tempdir().map_err(|error| EngineError::Internal(format!("a scratch folder: {error}")))?;
     let options = |land_dir: PathBuf| EngineOptions {
         snapshot_every_facts: None,
+        snapshot_spacing_step_bytes: None,
         store: Default::default(),
         ticks: None,
         seed: request.seed,

@@ -672,6 +672,7 @@ mod tests {
     fn court_options(dir: &std::path::Path) -> crate::engine::EngineOptions {
         crate::engine::EngineOptions {
             snapshot_every_facts: None,
+            snapshot_spacing_step_bytes: None,
             store: Default::default(),
             ticks: None,
             seed: 0,

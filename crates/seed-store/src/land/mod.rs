@@ -12,7 +12,7 @@
 //!   keys/ring   the key ring: every hosted being's key in one 0600 file (keys/ is 0700)
 //!   witness     how many facts are durable, as last recorded: catches a truncated store
 //!   verified-checkpoint   the root's signed record of the last clean `seed verify` (optional)
-//!   snapshots/  world snapshots every `snapshot_every_facts` facts, and the
+//!   snapshots/  world snapshots every `snapshot_every_facts` facts or more, and the
 //!               root's record of those a clean `seed verify` vouched for
 //! ```
 
@@ -52,7 +52,8 @@ const KEYS_DIR: &str = "keys";
 /// How many facts the store had made durable, as last recorded (see `LogStore::open`).
 const WITNESS_FILE: &str = "witness";
 /// How many facts apart a land writes world snapshots unless its
-/// `land.toml` says otherwise (`snapshot_every_facts`; 0 writes none).
+/// `land.toml` says otherwise (`snapshot_every_facts`; 0 writes none): at
+/// least, as a large world's are spaced wider (`seed_engine::snapshots`).
 pub const SNAPSHOT_EVERY_FACTS_DEFAULT: u64 = 100_000;
 
 #[derive(Debug, thiserror::Error)]

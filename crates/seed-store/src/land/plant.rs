@@ -47,7 +47,7 @@ fn refuse_a_planted_land(dir: &Path) -> Result<(), LandError> {
 
 /// The comment heading `land.toml`.
 const LAND_META_HEADER: &str = "# A seed land, written by `seed plant`. Do not edit, except\n\
-# snapshot_every_facts: facts between two world snapshots (0: none).\n";
+# snapshot_every_facts: facts between two world snapshots, at least (0: none).\n";
 
 const MIRROR_META_HEADER: &str = "# A read-only mirror of another seed land, written when it was first followed\n\
 # (docs/canopy.md). Do not edit.\n";
