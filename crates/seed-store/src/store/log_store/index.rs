@@ -174,24 +174,18 @@ impl Indexes {
 
     /// The indexes of the beings `beings.index` holds (`beings`, in file
     /// order, taking `file_bytes`), none of their facts yet: the same
-    /// indexes as [`Indexes::add_being`] for each in turn, each map built
-    /// by the same inserts in the same order, the names' and the ids' on
-    /// two threads. A million beings took one thread over a second, most of
-    /// an open of a land that size, while the other core waited.
+    /// indexes as [`Indexes::add_being`] for each in turn (where an id
+    /// comes twice, the later ordinal is kept, as a later insert would
+    /// keep it), the names' and the ids' maps on two threads. Each map is
+    /// collected whole, which sorts its keys and builds the tree from
+    /// them, rather than inserted into a key at a time: a million inserts
+    /// walked the tree a million times and took most of an open of a land
+    /// that size.
     pub fn of_beings_on_file(beings: Vec<(BeingId, String)>, file_bytes: u64) -> Indexes {
         let (names, ordinals) = std::thread::scope(|scope| {
-            let names = scope.spawn(|| {
-                let mut names = BTreeSet::new();
-                for (being, name) in &beings {
-                    names.insert((name.clone(), *being));
-                }
-                names
-            });
-            let mut ordinals = BTreeMap::new();
-            for ((being, _), ordinal) in beings.iter().zip(0u32..) {
-                ordinals.insert(*being, ordinal);
-            }
-            (names.join().expect("inserting names does not panic"), ordinals)
+            let names = scope.spawn(|| beings.iter().map(|(being, name)| (name.clone(), *being)).collect());
+            let ordinals = beings.iter().map(|(being, _)| *being).zip(0u32..).collect();
+            (names.join().expect("collecting names does not panic"), ordinals)
         });
         let beings: Vec<BeingEntry> =
             beings.into_iter().map(|(id, name)| BeingEntry { id, name, reel: Vec::new(), key_land_seq: 0 }).collect();
@@ -266,5 +260,35 @@ impl Indexes {
         let slot = placed.unwrap_or(LandSlot { offset, seq: 0, ordinal: UNPLACED, flags: 0 });
         self.add_slot_after_file(land_seq, slot);
         slot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The indexes an open builds whole from `beings.index` are those the
+    /// same beings added one by one would give: the ids' and the names'
+    /// maps alike, an id that comes twice keeping its later ordinal.
+    #[test]
+    fn beings_collected_whole_index_as_beings_added_one_by_one() {
+        let id = |byte: u8| BeingId::from_slice(&[byte; 32]).expect("32 bytes make an id");
+        let check = |beings: Vec<(BeingId, String)>| {
+            let mut one_by_one = Indexes::default();
+            for (being, name) in &beings {
+                one_by_one.add_being(*being, name.clone());
+            }
+            let whole = Indexes::of_beings_on_file(beings.clone(), 99);
+            assert_eq!(whole.ordinals, one_by_one.ordinals, "{beings:?}");
+            assert_eq!(whole.names, one_by_one.names, "{beings:?}");
+            let ids = |indexes: &Indexes| indexes.beings.iter().map(|entry| entry.id).collect::<Vec<_>>();
+            assert_eq!(ids(&whole), ids(&one_by_one), "{beings:?}");
+            assert_eq!((whole.beings_on_file, whole.beings_file_bytes), (beings.len() as u32, 99));
+        };
+        check(vec![]);
+        check(vec![(id(7), "ann".into())]);
+        check(vec![(id(9), "cy".into()), (id(2), "bo".into()), (id(5), "ann".into()), (id(1), "bo".into())]);
+        check(vec![(id(3), "ann".into()), (id(4), "dee".into()), (id(3), "ann".into()), (id(8), "eve".into())]);
+        check((0..=255u8).rev().map(|byte| (id(byte), format!("walker-{}", byte % 17))).collect());
     }
 }
