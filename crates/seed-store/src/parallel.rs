@@ -1,13 +1,38 @@
-//! Data parallelism without a thread pool: scoped threads over chunks, results
-//! in input order (so nothing downstream depends on scheduling).
+//! Data parallelism on threads started once: chunks of input handed out in
+//! turn, results in input order (so nothing downstream depends on scheduling).
 //!
 //! [`map_in_order`] hands out chunks of [`PARALLEL_CHUNK_ITEMS`] in turn, so a
 //! thread slowed by other work takes fewer, and each thread writes its results
 //! straight into their places in input order (the module's one `unsafe`).
+//! The threads are a pool started on first use and kept for the process
+//! ([`PARALLEL_POOL_THREADS_MAX`]): a replay maps thousands of chunks, and a
+//! thread started for each found no memory of its own to reuse, so the
+//! allocator took fresh pages for every chunk and the kernel zeroed each
+//! one (a fifth of a one-being replay's samples on a million beings).
 //! [`drop_in_background`] frees large structures nobody needs to wait for on a
 //! thread of their own.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The most threads the pool [`map_in_order`] runs on starts: the machine's
+/// cores, up to this many (a map asking for more threads than the pool has
+/// runs its extra shares on the threads there are).
+pub const PARALLEL_POOL_THREADS_MAX: usize = 64;
+
+/// The pool, started on first use; `None` if no thread could be started
+/// (then maps run on their caller's thread).
+fn pool() -> Option<&'static rayon_core::ThreadPool> {
+    static POOL: OnceLock<Option<rayon_core::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |cores| cores.get());
+        rayon_core::ThreadPoolBuilder::new()
+            .num_threads(cores.clamp(2, PARALLEL_POOL_THREADS_MAX))
+            .thread_name(|index| format!("seed-parallel-{index}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
 
 /// Below this many items, one thread is cheaper than starting others.
 pub const PARALLEL_ITEMS_MIN: usize = 16;
@@ -22,36 +47,33 @@ pub const PARALLEL_CHUNK_ITEMS: usize = 256;
 /// Each thread writes its results straight into their places in the output,
 /// so nothing is gathered, sorted or copied on one thread afterwards.
 pub fn map_in_order<T: Sync, R: Send>(items: &[T], threads: usize, map: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if threads <= 1 || items.len() < PARALLEL_ITEMS_MIN {
-        return items.iter().map(map).collect();
-    }
+    let pool = match pool() {
+        Some(pool) if threads > 1 && items.len() >= PARALLEL_ITEMS_MIN => pool,
+        _ => return items.iter().map(map).collect(),
+    };
     let chunk_items = PARALLEL_CHUNK_ITEMS.min(items.len().div_ceil(threads));
     let mut results: Vec<R> = Vec::with_capacity(items.len());
     let slots = &mut results.spare_capacity_mut()[..items.len()];
     // Chunks of input and the output slots they fill, taken in turn.
     let work = Mutex::new(items.chunks(chunk_items).zip(slots.chunks_mut(chunk_items)));
     let (map, work) = (&map, &work);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(items.len().div_ceil(chunk_items)))
-            .map(|_| {
-                scope.spawn(move || loop {
-                    // Nothing panics while the lock is held, so it is never poisoned.
-                    let next = work.lock().unwrap_or_else(PoisonError::into_inner).next();
-                    let Some((inputs, outputs)) = next else { break };
-                    for (input, output) in inputs.iter().zip(outputs) {
-                        output.write(map(input));
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            // A worker that panicked is a bug in this build, not bad input.
-            worker.join().expect("a parallel worker panicked");
+    // The scope returns once every share has returned; a share that
+    // panicked (a bug in this build, not bad input) panics the caller then.
+    pool.scope(|scope| {
+        for _ in 0..threads.min(items.len().div_ceil(chunk_items)) {
+            scope.spawn(move |_| loop {
+                // Nothing panics while the lock is held, so it is never poisoned.
+                let next = work.lock().unwrap_or_else(PoisonError::into_inner).next();
+                let Some((inputs, outputs)) = next else { break };
+                for (input, output) in inputs.iter().zip(outputs) {
+                    output.write(map(input));
+                }
+            });
         }
     });
     // SAFETY: the chunks of output slots cover the first `items.len()` slots
-    // of the spare capacity, each handed to exactly one worker, which wrote
-    // every slot of it; every worker finished (had one panicked, the panic
+    // of the spare capacity, each handed to exactly one share, which wrote
+    // every slot of it; every share finished (had one panicked, the panic
     // went on above and what was written leaked, which is safe).
     unsafe { results.set_len(items.len()) };
     results
