@@ -126,9 +126,10 @@ const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 /// before mimalloc started, which is before `main`. mimalloc asks the
 /// kernel for huge pages, and the first touch of any byte of one has the
 /// kernel zero all 2 MiB of it: a one-being replay on a million beings
-/// faulted in 2.7 GB to use 1 GB, and zeroing was 30% of its samples.
-/// Without them it ran 14% faster with half the system time; sealing and
-/// the million-being run were no slower (docs/performance.md).
+/// faulted in 2.4–2.7 GB to hold under 1 GB, and zeroing was a fifth to a
+/// third of its samples. Without them it took about 4.1 s instead of 5,
+/// with half the system time; sealing, verification and land-wide replay
+/// were no slower, and their peaks lower (docs/performance.md).
 fn turn_transparent_huge_pages_off() {
     // SAFETY: as in `configure_allocator`.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0) }
