@@ -100,16 +100,12 @@ pub const ALLOCATOR_PURGE_DELAY_MS: i64 = 10_000;
 /// libmimalloc-sys does not name.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Applies [`ALLOCATOR_PURGE_DELAY_MS`] and turns transparent huge pages
-/// off for the process ([`turn_transparent_huge_pages_off`]). Called first
-/// thing by the `seed` binary and by the benchmarks (which measure what the
-/// binary runs); library users may call it too. The `MIMALLOC_PURGE_DELAY`
-/// and `MIMALLOC_ALLOW_THP` environment variables, when set, still decide.
+/// Applies [`ALLOCATOR_PURGE_DELAY_MS`]. Called first thing by the `seed`
+/// binary and by the benchmarks (which measure what the binary runs);
+/// library users may call it too. The `MIMALLOC_PURGE_DELAY` environment
+/// variable, when set, still decides.
 pub fn configure_allocator() {
     seed_engine::freed_memory::set_release_freed_memory(release_freed_memory);
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-        turn_transparent_huge_pages_off();
-    }
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
@@ -123,14 +119,21 @@ const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
 /// Transparent huge pages off for this process (and the processes it
 /// starts), as `MIMALLOC_ALLOW_THP=0` would turn them off had it been set
-/// before mimalloc started, which is before `main`. mimalloc asks the
+/// before mimalloc started, which is before `main`; with that variable set,
+/// it decides instead and this does nothing. What the `seed` binary calls
+/// for a command that reads a land once and exits: mimalloc asks the
 /// kernel for huge pages, and the first touch of any byte of one has the
-/// kernel zero all 2 MiB of it: a one-being replay on a million beings
+/// kernel zero all 2 MiB of it. A one-being replay on a million beings
 /// faulted in 2.4–2.7 GB to hold under 1 GB, and zeroing was a fifth to a
-/// third of its samples. Without them it took about 4.1 s instead of 5,
-/// with half the system time; sealing, verification and land-wide replay
-/// were no slower, and their peaks lower (docs/performance.md).
-fn turn_transparent_huge_pages_off() {
+/// third of its samples; without huge pages it took about 4.1 s instead
+/// of 5, with half the system time. A process that walks a large world
+/// for long is faster on them (the portal's one-being replay took 40%
+/// longer without), so servers and simulations keep them
+/// (docs/performance.md).
+pub fn turn_transparent_huge_pages_off() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
+        return;
+    }
     // SAFETY: as in `configure_allocator`.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0) }
     #[cfg(target_os = "linux")]
@@ -162,10 +165,10 @@ mod tests {
 
     /// Guards the hand-written option indexes: they must read mimalloc's
     /// own defaults (a purge delay of 1,000 ms, huge pages allowed, in v3)
-    /// before anything sets them; configuring sets both, and the kernel
-    /// then gives this process no huge pages.
+    /// before anything sets them; configuring sets the delay, turning huge
+    /// pages off the other, and the kernel then gives this process none.
     #[test]
-    fn the_option_indexes_are_mimallocs_and_configuring_turns_huge_pages_off() {
+    fn the_option_indexes_are_mimallocs_and_huge_pages_turn_off_when_asked() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() || std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
             return;
         }
@@ -176,6 +179,13 @@ mod tests {
         // Nothing else in this test binary configures the allocator.
         assert_eq!((default, thp_default), (1000, 1), "mimalloc's defaults of the two options");
         configure_allocator();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) },
+            1,
+            "configuring leaves huge pages on"
+        );
+        turn_transparent_huge_pages_off();
         // SAFETY: as above.
         let (set, thp_set) = unsafe {
             (libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY), libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP))

@@ -18,4 +18,4 @@ pub use seed_format::{canonical, fact, limits, names, schemas};
 pub use seed_portal::{canopy_http, llm_http, mcp_client, portal};
 pub use seed_store::{bundle, check, clock, keys, land, mirror, parallel, progress, snapshot, store, view};
 
-pub use allocator::{configure_allocator, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};
+pub use allocator::{configure_allocator, turn_transparent_huge_pages_off, SeedAllocator, ALLOCATOR_PURGE_DELAY_MS};

@@ -18,6 +18,9 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let arguments = cli::Arguments::parse();
+    if !arguments.holds_a_world_for_long() {
+        seed::turn_transparent_huge_pages_off();
+    }
     let json = arguments.wants_json();
     match cli::run(arguments) {
         Ok(code) => code,
