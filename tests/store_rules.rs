@@ -469,3 +469,53 @@ on_every_backend!(
     an_interrupted_rotation_is_finished_or_discarded_on_open,
     heads_follow_the_last_fact_and_the_key_of_the_last_rotation_across_reopening,
 );
+
+/// A land whose `land.index` was written before its records were checked
+/// by a CRC-32 (each checked by a keyed BLAKE3 prefix) opens on those
+/// records as they are: a writing open keeps them byte for byte, and the
+/// records of the facts it adds are checked by the CRC.
+#[test]
+fn a_land_index_checked_by_blake3_is_read_as_it_is_and_grows_by_records_checked_by_crc() {
+    const RECORD_BYTES: usize = 28;
+    const CHECKED_BY_CRC: u32 = 1 << 31;
+    let test = plant_on(Backend::Folder);
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    for index in 0..12 {
+        note(&test.land, &worker, &format!("before {index}"));
+    }
+    let before = test.land.store().derived_index_digest().expect("digest");
+    let path = test.path();
+    test.land.close().expect("close");
+
+    // Every record as a build before the CRC wrote it.
+    let index = path.join("log").join("land.index");
+    let mut records = std::fs::read(&index).expect("index");
+    assert_eq!(records.len() % RECORD_BYTES, 0);
+    for (land_seq, record) in records.chunks_exact_mut(RECORD_BYTES).enumerate() {
+        let flags = u32::from_le_bytes(record[20..24].try_into().expect("4 bytes"));
+        assert_ne!(flags & CHECKED_BY_CRC, 0, "land seq {land_seq} is written checked by the CRC");
+        record[20..24].copy_from_slice(&(flags & !CHECKED_BY_CRC).to_le_bytes());
+        let mut hasher = blake3::Hasher::new_derive_key("seed land index record v1");
+        hasher.update(&(land_seq as u64).to_le_bytes());
+        hasher.update(&record[..24]);
+        let check = hasher.finalize();
+        record[24..].copy_from_slice(&check.as_bytes()[..4]);
+    }
+    std::fs::write(&index, &records).expect("write the old records");
+
+    let land = Land::open(&path).expect("reopen");
+    assert_eq!(land.store().derived_index_digest().expect("digest"), before);
+    for index in 0..5 {
+        note(&land, &worker, &format!("after {index}"));
+    }
+    let len = land.store().land_len().expect("len") as usize;
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+    land.close().expect("close");
+    let grown = std::fs::read(&index).expect("index");
+    assert_eq!(grown.len(), len * RECORD_BYTES, "a record for every fact");
+    assert_eq!(&grown[..records.len()], &records[..], "the old records are kept as they were");
+    for (land_seq, record) in grown.chunks_exact(RECORD_BYTES).enumerate().skip(records.len() / RECORD_BYTES) {
+        let flags = u32::from_le_bytes(record[20..24].try_into().expect("4 bytes"));
+        assert_ne!(flags & CHECKED_BY_CRC, 0, "land seq {land_seq}, added, is checked by the CRC");
+    }
+}

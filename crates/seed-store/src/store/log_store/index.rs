@@ -8,9 +8,19 @@
 //!   the frame's offset in its segment (u64), the seq on its reel (u64), the
 //!   being's ordinal (u32), flags (u32: genesis, key change, end), a check (4).
 //!
-//! Each check is a keyed BLAKE3 prefix over the record (and, for the land
-//! index, its land seq), so a damaged or half-written record is found on
-//! reading and everything from it on is rebuilt from the log. Both files are
+//! Each check covers the record (and, for the land index, its land seq), so
+//! a damaged or half-written record is found on reading and everything from
+//! it on is rebuilt from the log. A being record's check is a keyed BLAKE3
+//! prefix. A land record's is a CRC-32 when its flags carry
+//! [`FLAG_CHECKED_BY_CRC`], which every record written since issue 50's
+//! twenty-fourth step does, and a keyed BLAKE3 prefix otherwise (the
+//! records written before, read as they are until `seed reindex` writes
+//! them again): an open checks every record, four million on a land of a
+//! million beings, and a BLAKE3 of each was a third of that open's work.
+//! Both are four bytes and neither is a defence against a forger (the
+//! facts' signatures are): a damaged record passes either with a chance of
+//! one in four billion, and one whose damage sets or clears the flag is
+//! checked by the other function and fails it alike. Both files are
 //! written after the facts they describe are synced and are never synced
 //! themselves: they are derived, and an open reads the log past their end.
 
@@ -33,6 +43,9 @@ pub(super) const UNPLACED: u32 = u32::MAX;
 pub(super) const FLAG_GENESIS: u32 = 1;
 pub(super) const FLAG_KEY_CHANGE: u32 = 2;
 pub(super) const FLAG_END: u32 = 4;
+/// On file only: the record's check is a CRC-32 (else a keyed BLAKE3
+/// prefix, as every record had before). Never in a [`LandSlot`]'s flags.
+pub(super) const FLAG_CHECKED_BY_CRC: u32 = 1 << 31;
 
 /// Where one fact is and whose it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +87,51 @@ fn check(context: &DerivedKeyContext, parts: &[&[u8]]) -> [u8; CHECK_BYTES] {
     out
 }
 
+/// The CRC-32 check of a land record's fields at `land_seq`.
+fn land_record_crc(land_seq: u64, fields: &[u8]) -> [u8; CHECK_BYTES] {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&land_seq.to_le_bytes());
+    hasher.update(fields);
+    hasher.finalize().to_le_bytes()
+}
+
+/// Writes `slot`'s record, checked by a CRC-32.
 pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
+    debug_assert_eq!(slot.flags & FLAG_CHECKED_BY_CRC, 0, "the flag is the file's, not the slot's");
+    let start = out.len();
+    out.extend_from_slice(&slot.offset.to_le_bytes());
+    out.extend_from_slice(&slot.seq.to_le_bytes());
+    out.extend_from_slice(&slot.ordinal.to_le_bytes());
+    out.extend_from_slice(&(slot.flags | FLAG_CHECKED_BY_CRC).to_le_bytes());
+    let sum = land_record_crc(land_seq, &out[start..]);
+    out.extend_from_slice(&sum);
+}
+
+/// The slot a land index record holds, or `None` if its check fails (a
+/// CRC-32 or a keyed BLAKE3 prefix, as its flags say).
+pub(super) fn decode_land_slot(land_seq: u64, record: &[u8]) -> Option<LandSlot> {
+    let record: &[u8; LAND_RECORD_BYTES] = record.try_into().ok()?;
+    let (fields, sum) = record.split_at(LAND_RECORD_BYTES - CHECK_BYTES);
+    let flags = u32::from_le_bytes(fields[20..24].try_into().ok()?);
+    let expected = match flags & FLAG_CHECKED_BY_CRC {
+        0 => check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), fields]),
+        _ => land_record_crc(land_seq, fields),
+    };
+    if expected != sum {
+        return None;
+    }
+    Some(LandSlot {
+        offset: u64::from_le_bytes(fields[0..8].try_into().ok()?),
+        seq: u64::from_le_bytes(fields[8..16].try_into().ok()?),
+        ordinal: u32::from_le_bytes(fields[16..20].try_into().ok()?),
+        flags: flags & !FLAG_CHECKED_BY_CRC,
+    })
+}
+
+/// A record as every record was written before [`FLAG_CHECKED_BY_CRC`]:
+/// checked by a keyed BLAKE3 prefix (for the tests that read such files).
+#[cfg(test)]
+pub(super) fn encode_land_slot_checked_by_blake3(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&slot.offset.to_le_bytes());
     out.extend_from_slice(&slot.seq.to_le_bytes());
@@ -82,21 +139,6 @@ pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>
     out.extend_from_slice(&slot.flags.to_le_bytes());
     let sum = check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), &out[start..]]);
     out.extend_from_slice(&sum);
-}
-
-/// The slot a land index record holds, or `None` if its check fails.
-pub(super) fn decode_land_slot(land_seq: u64, record: &[u8]) -> Option<LandSlot> {
-    let record: &[u8; LAND_RECORD_BYTES] = record.try_into().ok()?;
-    let (fields, sum) = record.split_at(LAND_RECORD_BYTES - CHECK_BYTES);
-    if check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), fields]) != sum {
-        return None;
-    }
-    Some(LandSlot {
-        offset: u64::from_le_bytes(fields[0..8].try_into().ok()?),
-        seq: u64::from_le_bytes(fields[8..16].try_into().ok()?),
-        ordinal: u32::from_le_bytes(fields[16..20].try_into().ok()?),
-        flags: u32::from_le_bytes(fields[20..24].try_into().ok()?),
-    })
 }
 
 pub(super) fn encode_being(being: &BeingId, name: &str, out: &mut Vec<u8>) {
@@ -266,6 +308,37 @@ impl Indexes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A land record reads back as written, whichever check it carries (the
+    /// records of a land written before the CRC, and those since), and not
+    /// at another land seq; damage to any byte, the flag of the check
+    /// included, fails it.
+    #[test]
+    fn land_records_read_back_by_either_check_and_damage_to_any_byte_fails_them() {
+        let slots = [
+            (0, LandSlot { offset: 0, seq: 0, ordinal: 0, flags: FLAG_GENESIS | FLAG_KEY_CHANGE }),
+            (7, LandSlot { offset: 4_096, seq: 3, ordinal: 2, flags: 0 }),
+            (4_000_007, LandSlot { offset: u64::MAX - 1, seq: 99, ordinal: UNPLACED, flags: FLAG_END }),
+        ];
+        for (land_seq, slot) in slots {
+            let (mut by_crc, mut by_blake3) = (Vec::new(), Vec::new());
+            encode_land_slot(land_seq, &slot, &mut by_crc);
+            encode_land_slot_checked_by_blake3(land_seq, &slot, &mut by_blake3);
+            for (record, how) in [(&by_crc, "crc"), (&by_blake3, "blake3")] {
+                assert_eq!(record.len(), LAND_RECORD_BYTES);
+                assert_eq!(decode_land_slot(land_seq, record), Some(slot), "{how} at {land_seq}");
+                assert_eq!(decode_land_slot(land_seq + 1, record), None, "{how}: another land seq");
+                for byte in 0..LAND_RECORD_BYTES {
+                    for bit in [0x01u8, 0x80] {
+                        let mut damaged = record.clone();
+                        damaged[byte] ^= bit;
+                        assert_eq!(decode_land_slot(land_seq, &damaged), None, "{how}: byte {byte} bit {bit:#x}");
+                    }
+                }
+            }
+            assert_ne!(by_crc, by_blake3, "records written now carry the CRC");
+        }
+    }
 
     /// The indexes an open builds whole from `beings.index` are those the
     /// same beings added one by one would give: the ids' and the names'
