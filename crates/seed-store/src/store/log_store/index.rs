@@ -95,14 +95,19 @@ fn land_record_crc(land_seq: u64, fields: &[u8]) -> [u8; CHECK_BYTES] {
     hasher.finalize().to_le_bytes()
 }
 
-/// Writes `slot`'s record, checked by a CRC-32.
-pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
+/// Writes the fields of `slot`'s record, with `flags` for its flags.
+fn push_land_fields(slot: &LandSlot, flags: u32, out: &mut Vec<u8>) {
     debug_assert_eq!(slot.flags & FLAG_CHECKED_BY_CRC, 0, "the flag is the file's, not the slot's");
-    let start = out.len();
     out.extend_from_slice(&slot.offset.to_le_bytes());
     out.extend_from_slice(&slot.seq.to_le_bytes());
     out.extend_from_slice(&slot.ordinal.to_le_bytes());
-    out.extend_from_slice(&(slot.flags | FLAG_CHECKED_BY_CRC).to_le_bytes());
+    out.extend_from_slice(&flags.to_le_bytes());
+}
+
+/// Writes `slot`'s record, checked by a CRC-32.
+pub(super) fn encode_land_slot(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
+    let start = out.len();
+    push_land_fields(slot, slot.flags | FLAG_CHECKED_BY_CRC, out);
     let sum = land_record_crc(land_seq, &out[start..]);
     out.extend_from_slice(&sum);
 }
@@ -133,10 +138,7 @@ pub(super) fn decode_land_slot(land_seq: u64, record: &[u8]) -> Option<LandSlot>
 #[cfg(test)]
 pub(super) fn encode_land_slot_checked_by_blake3(land_seq: u64, slot: &LandSlot, out: &mut Vec<u8>) {
     let start = out.len();
-    out.extend_from_slice(&slot.offset.to_le_bytes());
-    out.extend_from_slice(&slot.seq.to_le_bytes());
-    out.extend_from_slice(&slot.ordinal.to_le_bytes());
-    out.extend_from_slice(&slot.flags.to_le_bytes());
+    push_land_fields(slot, slot.flags, out);
     let sum = check(&LAND_CHECK_CONTEXT, &[&land_seq.to_le_bytes(), &out[start..]]);
     out.extend_from_slice(&sum);
 }
