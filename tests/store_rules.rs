@@ -519,3 +519,55 @@ fn a_land_index_checked_by_blake3_is_read_as_it_is_and_grows_by_records_checked_
         assert_ne!(flags & CHECKED_BY_CRC, 0, "land seq {land_seq}, added, is checked by the CRC");
     }
 }
+
+/// A land whose segments a build before the CRC wrote (every frame closed
+/// by a keyed BLAKE3, magic `SLF1`) opens on them, verifies, and grows by
+/// frames closed by the CRC, keeping the frames it had byte for byte.
+#[test]
+fn segments_checked_by_blake3_are_read_as_they_are_and_grow_by_frames_checked_by_crc() {
+    const HEAD_BYTES: usize = 16;
+    let test = plant_on(Backend::Folder);
+    let worker = test.land.create_being(spec("worker")).expect("worker").being;
+    for index in 0..12 {
+        note(&test.land, &worker, &format!("before {index}"));
+    }
+    let before = test.land.store().land_log_with_envelopes(0, u64::MAX).expect("land log");
+    let path = test.path();
+    test.land.close().expect("close");
+
+    // Every frame as a build before the CRC wrote it; the derived indexes,
+    // whose offsets no longer hold, rebuilt by the next open.
+    let segment = path.join("log").join("segments").join("00000000000000000000.log");
+    let frames = std::fs::read(&segment).expect("segment");
+    let (mut old, mut at) = (Vec::new(), 0);
+    while at < frames.len() {
+        assert_eq!(&frames[at..at + 4], b"SLF2", "byte {at} starts a frame checked by the CRC");
+        let len = u32::from_le_bytes(frames[at + 4..at + 8].try_into().expect("4 bytes")) as usize;
+        let envelope = &frames[at + HEAD_BYTES..at + HEAD_BYTES + len];
+        let mut hasher = blake3::Hasher::new_derive_key("seed segment frame v1");
+        hasher.update(&frames[at + 4..at + HEAD_BYTES]);
+        hasher.update(envelope);
+        old.extend_from_slice(b"SLF1");
+        old.extend_from_slice(&frames[at + 4..at + HEAD_BYTES + len]);
+        old.extend_from_slice(&hasher.finalize().as_bytes()[..8]);
+        at += HEAD_BYTES + len + 4;
+    }
+    std::fs::write(&segment, &old).expect("write the old frames");
+    for derived in ["land.index", "beings.index"] {
+        std::fs::remove_file(path.join("log").join(derived)).expect("remove");
+    }
+
+    let land = Land::open(&path).expect("reopen");
+    assert_eq!(land.store().land_log_with_envelopes(0, u64::MAX).expect("land log"), before);
+    for index in 0..5 {
+        note(&land, &worker, &format!("after {index}"));
+    }
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+    land.close().expect("close");
+    let grown = std::fs::read(&segment).expect("segment");
+    assert_eq!(&grown[..old.len()], &old[..], "the old frames are kept as they were");
+    assert_eq!(&grown[old.len()..old.len() + 4], b"SLF2", "an added frame is checked by the CRC");
+    let land = Land::open(&path).expect("reopen");
+    assert_eq!(land.store().land_len().expect("len"), before.len() as u64 + 5);
+    assert!(verify_land(land.store(), MODE, 1, common::core_rules()).expect("verify").problems.is_empty());
+}

@@ -4,9 +4,15 @@
 //! keeps a fact in about its own size.
 //!
 //! A segment is `segments/<first land seq, 20 digits>.log`. Each fact is one
-//! frame: the magic `SLF1`, the envelope's length (u32, little-endian), the
-//! land seq (u64, little-endian), the envelope, and a check: the first 8
-//! bytes of a keyed BLAKE3 over the length, the land seq and the envelope.
+//! frame: the magic `SLF2`, the envelope's length (u32, little-endian), the
+//! land seq (u64, little-endian), the envelope, and a check: a CRC-32 (4
+//! bytes, little-endian) over the length, the land seq and the envelope.
+//! Frames written before issue 50's twenty-fifth step carry the magic
+//! `SLF1` and, as their check, the first 8 bytes of a keyed BLAKE3 over the
+//! same bytes; they are read as they are, and a segment may hold both. The
+//! check only finds damage (a torn write, a flipped bit): what a fact says
+//! is held by its id, its body's hash and its signature, which every reader
+//! that trusts a fact checks after the frame's.
 //! Framing is read as strictly as a fact: a wrong magic, a length over
 //! [`FRAME_ENVELOPE_BYTES_MAX`], a land seq out of order or a check that does
 //! not hold is damage, named by file and offset. Reading never panics and
@@ -23,12 +29,15 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// The first bytes of every frame.
-pub const FRAME_MAGIC: [u8; 4] = *b"SLF1";
+/// The first bytes of every frame written: one closed by a CRC-32.
+pub const FRAME_MAGIC: [u8; 4] = *b"SLF2";
+/// The first bytes of a frame closed by a keyed BLAKE3, as frames were
+/// written before the CRC (read, never written).
+pub const FRAME_MAGIC_CHECKED_BY_BLAKE3: [u8; 4] = *b"SLF1";
 /// Magic, envelope length, land seq.
 const FRAME_HEAD_BYTES: usize = 4 + 4 + 8;
-/// The keyed BLAKE3 prefix closing a frame.
-const FRAME_CHECK_BYTES: usize = 8;
+/// The longest check closing a frame (the keyed BLAKE3 prefix).
+const FRAME_CHECK_BYTES_MAX: usize = 8;
 /// BLAKE3 key-derivation context of a frame's check.
 static FRAME_CHECK_CONTEXT: DerivedKeyContext = DerivedKeyContext::new("seed segment frame v1");
 /// The longest envelope a frame may hold: far over any fact a land accepts
@@ -111,27 +120,91 @@ pub struct SegmentLog {
 /// larger group's buffer is let go once it is written.
 pub const SEGMENT_FRAMES_BUFFER_BYTES_KEPT_MAX: usize = 4 << 20;
 
-fn frame_check(len: u32, land_seq: u64, envelope: &[u8]) -> [u8; FRAME_CHECK_BYTES] {
-    let mut hasher = FRAME_CHECK_CONTEXT.hasher();
-    hasher.update(&len.to_le_bytes());
-    hasher.update(&land_seq.to_le_bytes());
-    hasher.update(envelope);
-    let mut check = [0; FRAME_CHECK_BYTES];
-    check.copy_from_slice(&hasher.finalize().as_bytes()[..FRAME_CHECK_BYTES]);
-    check
+/// How a frame's check is made, which its magic says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameCheck {
+    /// A CRC-32 (IEEE), 4 bytes little-endian: every frame written now. It
+    /// costs a small part of a BLAKE3 over the same bytes, and a reader
+    /// that trusts a fact hashes its bytes again for the fact's id anyway.
+    Crc,
+    /// The first 8 bytes of a keyed BLAKE3: frames written before the CRC.
+    Blake3,
 }
 
-/// Writes one frame into `out`.
+impl FrameCheck {
+    fn of_magic(magic: &[u8]) -> Option<FrameCheck> {
+        match magic {
+            magic if magic == FRAME_MAGIC => Some(FrameCheck::Crc),
+            magic if magic == FRAME_MAGIC_CHECKED_BY_BLAKE3 => Some(FrameCheck::Blake3),
+            _ => None,
+        }
+    }
+
+    fn magic(self) -> [u8; 4] {
+        match self {
+            FrameCheck::Crc => FRAME_MAGIC,
+            FrameCheck::Blake3 => FRAME_MAGIC_CHECKED_BY_BLAKE3,
+        }
+    }
+
+    /// The bytes of the check closing a frame.
+    fn bytes(self) -> usize {
+        match self {
+            FrameCheck::Crc => 4,
+            FrameCheck::Blake3 => FRAME_CHECK_BYTES_MAX,
+        }
+    }
+
+    /// The check of a frame of `len` bytes' `envelope` at `land_seq`, in
+    /// the first [`FrameCheck::bytes`] of the array.
+    fn of_frame(self, len: u32, land_seq: u64, envelope: &[u8]) -> [u8; FRAME_CHECK_BYTES_MAX] {
+        let mut check = [0; FRAME_CHECK_BYTES_MAX];
+        match self {
+            FrameCheck::Crc => {
+                let mut crc = crc32fast::Hasher::new();
+                crc.update(&len.to_le_bytes());
+                crc.update(&land_seq.to_le_bytes());
+                crc.update(envelope);
+                check[..4].copy_from_slice(&crc.finalize().to_le_bytes());
+            }
+            FrameCheck::Blake3 => {
+                let mut hasher = FRAME_CHECK_CONTEXT.hasher();
+                hasher.update(&len.to_le_bytes());
+                hasher.update(&land_seq.to_le_bytes());
+                hasher.update(envelope);
+                check.copy_from_slice(&hasher.finalize().as_bytes()[..FRAME_CHECK_BYTES_MAX]);
+            }
+        }
+        check
+    }
+
+    /// Whether `check` is the check of that frame.
+    fn holds(self, len: u32, land_seq: u64, envelope: &[u8], check: &[u8]) -> bool {
+        self.of_frame(len, land_seq, envelope)[..self.bytes()] == *check
+    }
+}
+
+/// Writes one frame into `out`, closed by the CRC.
 fn write_frame(land_seq: u64, envelope: &[u8], out: &mut Vec<u8>) -> Result<(), SegmentError> {
+    write_frame_checked_by(FrameCheck::Crc, land_seq, envelope, out)
+}
+
+/// Writes one frame into `out`, closed by `check`.
+fn write_frame_checked_by(
+    check: FrameCheck,
+    land_seq: u64,
+    envelope: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), SegmentError> {
     if envelope.len() > FRAME_ENVELOPE_BYTES_MAX {
         return Err(SegmentError::TooLarge { len: envelope.len() });
     }
     let len = envelope.len() as u32;
-    out.extend_from_slice(&FRAME_MAGIC);
+    out.extend_from_slice(&check.magic());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&land_seq.to_le_bytes());
     out.extend_from_slice(envelope);
-    out.extend_from_slice(&frame_check(len, land_seq, envelope));
+    out.extend_from_slice(&check.of_frame(len, land_seq, envelope)[..check.bytes()]);
     Ok(())
 }
 
@@ -141,24 +214,23 @@ enum FrameRead {
         land_seq: u64,
         envelope: Vec<u8>,
         bytes: u64,
+        check: FrameCheck,
     },
     /// The file ends inside this frame.
     CutShort,
     End,
 }
 
-/// A frame head's envelope length and land seq, or why it is no frame's
-/// head (no magic, a length over the limit).
-fn frame_head(head: &[u8; FRAME_HEAD_BYTES]) -> Result<(u32, u64), Damage> {
-    if head[..4] != FRAME_MAGIC {
-        return Err(Damage::NoFrameHere);
-    }
+/// A frame head's envelope length, land seq and check, or why it is no
+/// frame's head (no magic, a length over the limit).
+fn frame_head(head: &[u8; FRAME_HEAD_BYTES]) -> Result<(u32, u64, FrameCheck), Damage> {
+    let check = FrameCheck::of_magic(&head[..4]).ok_or(Damage::NoFrameHere)?;
     let len = u32::from_le_bytes(head[4..8].try_into().expect("four bytes"));
     let land_seq = u64::from_le_bytes(head[8..16].try_into().expect("eight bytes"));
     if len as usize > FRAME_ENVELOPE_BYTES_MAX {
         return Err(Damage::FrameOverLimit { len });
     }
-    Ok((len, land_seq))
+    Ok((len, land_seq, check))
 }
 
 /// Reads the frame at the reader's position (`offset` names it in errors).
@@ -171,18 +243,18 @@ fn read_frame(reader: &mut impl Read, path: &Path, offset: u64) -> Result<FrameR
         read if read < FRAME_HEAD_BYTES => return Ok(FrameRead::CutShort),
         _ => {}
     }
-    let (len, land_seq) = frame_head(&head).map_err(damaged)?;
-    let mut rest = vec![0u8; len as usize + FRAME_CHECK_BYTES];
+    let (len, land_seq, check) = frame_head(&head).map_err(damaged)?;
+    let mut rest = vec![0u8; len as usize + check.bytes()];
     if read_full(reader, &mut rest).map_err(io)? < rest.len() {
         return Ok(FrameRead::CutShort);
     }
-    let check: [u8; FRAME_CHECK_BYTES] = rest[len as usize..].try_into().expect("eight bytes");
-    rest.truncate(len as usize);
-    if frame_check(len, land_seq, &rest) != check {
+    let (envelope, check_bytes) = rest.split_at(len as usize);
+    if !check.holds(len, land_seq, envelope, check_bytes) {
         return Err(damaged(Damage::CheckFails { land_seq }));
     }
-    let bytes = (FRAME_HEAD_BYTES + len as usize + FRAME_CHECK_BYTES) as u64;
-    Ok(FrameRead::Whole { land_seq, envelope: rest, bytes })
+    rest.truncate(len as usize);
+    let bytes = (FRAME_HEAD_BYTES + len as usize + check.bytes()) as u64;
+    Ok(FrameRead::Whole { land_seq, envelope: rest, bytes, check })
 }
 
 /// Reads until `buffer` is full or the input ends; returns the bytes read.
@@ -326,7 +398,7 @@ impl SegmentLog {
         let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
         loop {
             match read_frame(&mut reader, path, offset)? {
-                FrameRead::Whole { land_seq, envelope, bytes } => {
+                FrameRead::Whole { land_seq, envelope, bytes, .. } => {
                     if land_seq != expected {
                         let damage = Damage::LandSeqOutOfPlace { found: land_seq, expected };
                         return Err(SegmentError::Damaged { path: path.clone(), offset, damage });
@@ -480,12 +552,6 @@ impl SegmentLog {
         }
         Ok(())
     }
-
-    /// The last segment (tests read its file).
-    #[cfg(test)]
-    fn last_segment(&self) -> Option<&Segment> {
-        self.segments.last()
-    }
 }
 
 /// Reads one frame at `offset` of `path` (for a reader that kept where each
@@ -505,21 +571,26 @@ pub fn read_frame_in(file: &fs::File, path: &Path, offset: u64) -> Result<Option
 }
 
 /// Rewrites the frame of `land_seq` at `offset` of `path` in place with
-/// `envelope` (of the same length), its check made to match: for tests and
-/// repair tools that alter a stored fact on purpose, past every chain rule.
+/// `envelope` (of the same length), its check made to match (of the kind
+/// the frame had, so that it keeps its length): for tests and repair tools
+/// that alter a stored fact on purpose, past every chain rule.
 pub fn rewrite_frame_unchecked(path: &Path, offset: u64, land_seq: u64, envelope: &[u8]) -> Result<(), SegmentError> {
     use std::os::unix::fs::FileExt;
     let io = |source| SegmentError::Io { path: path.to_path_buf(), source };
     let file = fs::OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
-    match read_frame_in(&file, path, offset)? {
-        Some((found, old)) if found == land_seq && old.len() == envelope.len() => {}
+    let check = match read_frame(&mut PositionedReader { file: &file, position: offset }, path, offset)? {
+        FrameRead::Whole { land_seq: found, envelope: old, check, .. }
+            if found == land_seq && old.len() == envelope.len() =>
+        {
+            check
+        }
         _ => {
             let damage = Damage::NoSuchFrame { land_seq, len: envelope.len() };
             return Err(SegmentError::Damaged { path: path.to_path_buf(), offset, damage });
         }
-    }
-    let mut frame = Vec::with_capacity(envelope.len() + FRAME_HEAD_BYTES + FRAME_CHECK_BYTES);
-    write_frame(land_seq, envelope, &mut frame)?;
+    };
+    let mut frame = Vec::with_capacity(envelope.len() + FRAME_HEAD_BYTES + FRAME_CHECK_BYTES_MAX);
+    write_frame_checked_by(check, land_seq, envelope, &mut frame)?;
     file.write_all_at(&frame, offset).map_err(io)?;
     file.sync_data().map_err(io)
 }
@@ -539,7 +610,7 @@ pub fn read_frames_in(
     let mut at = offset;
     while frames.len() < count {
         match read_frame(&mut reader, path, at)? {
-            FrameRead::Whole { land_seq, envelope, bytes } => {
+            FrameRead::Whole { land_seq, envelope, bytes, .. } => {
                 frames.push((land_seq, at, envelope));
                 at += bytes;
             }
@@ -589,10 +660,10 @@ pub fn read_frame_span_unverified(
         loop {
             let offset = first_offset + at as u64;
             let head = buffer[base + at..base + at + FRAME_HEAD_BYTES].try_into().expect("a head's bytes");
-            let (len, land_seq) = frame_head(head).map_err(|damage| damaged(offset, damage))?;
+            let (len, land_seq, check) = frame_head(head).map_err(|damage| damaged(offset, damage))?;
             let len = len as usize;
             let envelope = at + FRAME_HEAD_BYTES..at + FRAME_HEAD_BYTES + len;
-            let frame_end = envelope.end + FRAME_CHECK_BYTES;
+            let frame_end = envelope.end + check.bytes();
             let in_buffer = base + envelope.start..base + envelope.end;
             if offset == last_offset {
                 // The span held the last frame's head only: read the rest.
@@ -652,6 +723,19 @@ mod tests {
         read
     }
 
+    /// A first segment in `dir` of one frame per check of `checks`, land
+    /// seqs from 0, as a build would have written them (the one before the
+    /// CRC wrote every frame checked by BLAKE3).
+    fn segment_of_frames(dir: &Path, checks: &[FrameCheck]) -> PathBuf {
+        let mut bytes = Vec::new();
+        for (land_seq, check) in checks.iter().enumerate() {
+            write_frame_checked_by(*check, land_seq as u64, &envelope(land_seq as u64), &mut bytes).expect("frame");
+        }
+        let path = dir.join(format!("{:020}{SEGMENT_SUFFIX}", 0));
+        fs::write(&path, bytes).expect("writes");
+        path
+    }
+
     fn written(dir: &Path, groups: &[u64], segment_bytes_max: u64) -> SegmentLog {
         let mut log = SegmentLog::open_for_appending(dir, segment_bytes_max).expect("opens");
         for &size in groups {
@@ -672,11 +756,16 @@ mod tests {
             head
         };
         let over = FRAME_ENVELOPE_BYTES_MAX as u32 + 1;
+        let max = FRAME_ENVELOPE_BYTES_MAX as u32;
         let cases = [
-            (head(FRAME_MAGIC, 12, 7), Ok((12, 7))),
-            (head(FRAME_MAGIC, FRAME_ENVELOPE_BYTES_MAX as u32, 0), Ok((FRAME_ENVELOPE_BYTES_MAX as u32, 0))),
+            (head(*b"SLF2", 12, 7), Ok((12, 7, FrameCheck::Crc))),
+            (head(*b"SLF1", 12, 7), Ok((12, 7, FrameCheck::Blake3))),
+            (head(FRAME_MAGIC, max, 0), Ok((max, 0, FrameCheck::Crc))),
             (head(*b"nope", 12, 7), Err(Damage::NoFrameHere)),
+            (head(*b"SLF3", 12, 7), Err(Damage::NoFrameHere)),
+            (head(*b"SLF0", 12, 7), Err(Damage::NoFrameHere)),
             (head(FRAME_MAGIC, over, 7), Err(Damage::FrameOverLimit { len: over })),
+            (head(FRAME_MAGIC_CHECKED_BY_BLAKE3, over, 7), Err(Damage::FrameOverLimit { len: over })),
         ];
         for (bytes, expected) in cases {
             assert_eq!(frame_head(&bytes), expected, "{bytes:?}");
@@ -722,6 +811,58 @@ mod tests {
         assert_eq!(buffer, b"kept");
     }
 
+    /// A log written before the CRC (every frame checked by BLAKE3) reads
+    /// as it is, by every reader, and grows by frames checked by the CRC;
+    /// the frames it had stay byte for byte.
+    #[test]
+    fn frames_checked_by_blake3_read_as_they_are_and_the_log_grows_by_frames_checked_by_crc() {
+        let dir = tempfile::tempdir().expect("folder");
+        let path = segment_of_frames(dir.path(), &[FrameCheck::Blake3; 5]);
+        let before = fs::read(&path).expect("reads");
+        let mut log = SegmentLog::open_for_appending(dir.path(), u64::MAX).expect("opens");
+        assert_eq!((log.len(), log.torn_tail_bytes()), (5, 0));
+        let envelopes: Vec<Vec<u8>> = (5..8).map(envelope).collect();
+        log.append_group(envelopes.iter().map(Vec::as_slice)).expect("appends");
+        drop(log);
+        let after = fs::read(&path).expect("reads");
+        assert_eq!(&after[..before.len()], &before[..], "the frames before are kept as they were");
+        assert_eq!(&after[before.len()..before.len() + 4], b"SLF2", "an added frame is checked by the CRC");
+        let crc_frame = FRAME_HEAD_BYTES + envelope(5).len() + 4;
+        assert_eq!(&after[before.len() + crc_frame..before.len() + crc_frame + 4], b"SLF2");
+
+        let log = SegmentLog::open_read_only(dir.path()).expect("opens");
+        let expected: Vec<(u64, Vec<u8>)> = (0..8).map(|land_seq| (land_seq, envelope(land_seq))).collect();
+        assert_eq!(all(&log), expected);
+        let mut positioned = Vec::new();
+        log.read_positioned_from(0, |land_seq, offset, bytes| {
+            positioned.push((land_seq, offset, bytes));
+            Ok(())
+        })
+        .expect("reads");
+        let file = fs::File::open(&path).expect("opens");
+        assert_eq!(read_frames_in(&file, &path, 0, 8).expect("reads"), positioned);
+        for (land_seq, offset, bytes) in &positioned {
+            assert_eq!(read_frame_in(&file, &path, *offset).expect("reads"), Some((*land_seq, bytes.clone())));
+        }
+        for (first, last) in [(0, 7), (3, 6), (4, 5), (6, 7), (7, 7)] {
+            let mut buffer = Vec::new();
+            let frames = read_frame_span_unverified(&file, &path, positioned[first].1, positioned[last].1, &mut buffer)
+                .expect("reads");
+            let read: Vec<(u64, u64, Vec<u8>)> =
+                frames.into_iter().map(|(land_seq, offset, at)| (land_seq, offset, buffer[at].to_vec())).collect();
+            assert_eq!(read, positioned[first..=last].to_vec(), "frames {first} to {last}");
+        }
+        // A frame rewritten in place keeps its check's kind, so its length.
+        for land_seq in [2, 6] {
+            let (_, offset, bytes) = &positioned[land_seq];
+            let altered: Vec<u8> = bytes.iter().map(|byte| byte ^ 1).collect();
+            rewrite_frame_unchecked(&path, *offset, land_seq as u64, &altered).expect("rewrites");
+            assert_eq!(read_frame_in(&file, &path, *offset).expect("reads"), Some((land_seq as u64, altered)));
+        }
+        assert_eq!(fs::read(&path).expect("reads").len(), after.len());
+        assert_eq!(all(&SegmentLog::open_read_only(dir.path()).expect("opens")).len(), 8);
+    }
+
     #[test]
     fn groups_read_back_in_order_across_segments_and_reopened() {
         let dir = tempfile::tempdir().expect("dir");
@@ -752,41 +893,51 @@ mod tests {
     /// A crash cuts the last frame at any byte: a read-only open reads every
     /// whole frame before it and writes nothing; an open for appending cuts
     /// it off and the log goes on from there.
+    /// (Whichever check closes the frame cut.)
     #[test]
     fn a_frame_cut_short_at_any_byte_leaves_every_whole_frame_and_is_cut_off_before_appending() {
-        let dir = tempfile::tempdir().expect("dir");
-        let log = written(dir.path(), &[4, 3], u64::MAX);
-        let path = log.last_segment().expect("a segment").path.clone();
-        drop(log);
-        let full = fs::read(&path).expect("read");
-        let last_frame = FRAME_HEAD_BYTES + envelope(6).len() + FRAME_CHECK_BYTES;
-        let before_last = full.len() - last_frame;
-        for cut in before_last + 1..full.len() {
-            fs::write(&path, &full[..cut]).expect("write");
-            let read_only = SegmentLog::open_read_only(dir.path()).expect("opens");
-            assert_eq!((read_only.len(), read_only.torn_tail_bytes()), (6, (cut - before_last) as u64), "cut {cut}");
-            assert_eq!(all(&read_only).len(), 6);
-            assert_eq!(fs::read(&path).expect("read").len(), cut, "a read-only open wrote nothing");
-            let mut appending = SegmentLog::open_for_appending(dir.path(), u64::MAX).expect("opens");
-            appending.append_group([envelope(6).as_slice()]).expect("appends");
-            assert_eq!(fs::read(&path).expect("read"), full, "cut {cut}");
+        for check in [FrameCheck::Crc, FrameCheck::Blake3] {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = segment_of_frames(dir.path(), &[check; 7]);
+            let full = fs::read(&path).expect("read");
+            let last_frame = FRAME_HEAD_BYTES + envelope(6).len() + check.bytes();
+            let before_last = full.len() - last_frame;
+            // The frame appended again after the cut is checked by the CRC.
+            let mut again = full[..before_last].to_vec();
+            write_frame(6, &envelope(6), &mut again).expect("frame");
+            for cut in before_last + 1..full.len() {
+                fs::write(&path, &full[..cut]).expect("write");
+                let read_only = SegmentLog::open_read_only(dir.path()).expect("opens");
+                let read = (read_only.len(), read_only.torn_tail_bytes());
+                assert_eq!(read, (6, (cut - before_last) as u64), "{check:?}, cut {cut}");
+                assert_eq!(all(&read_only).len(), 6);
+                assert_eq!(fs::read(&path).expect("read").len(), cut, "a read-only open wrote nothing");
+                let mut appending = SegmentLog::open_for_appending(dir.path(), u64::MAX).expect("opens");
+                appending.append_group([envelope(6).as_slice()]).expect("appends");
+                assert_eq!(fs::read(&path).expect("read"), again, "{check:?}, cut {cut}");
+            }
         }
     }
 
     /// Every flipped byte of a small log is named as damage with its file
     /// and offset, or (inside the last frame's head, read as cut short) ends
     /// the log early; never a panic, never a wrong fact.
+    /// (In a log of frames checked by the CRC and by BLAKE3, each flipped
+    /// at two bits.)
     #[test]
     fn every_flipped_byte_is_named_as_damage_or_ends_the_log_never_a_wrong_fact() {
         let dir = tempfile::tempdir().expect("dir");
-        let log = written(dir.path(), &[2, 3], u64::MAX);
-        let path = log.last_segment().expect("a segment").path.clone();
+        let path = segment_of_frames(dir.path(), &[FrameCheck::Blake3, FrameCheck::Blake3]);
+        let mut log = SegmentLog::open_for_appending(dir.path(), u64::MAX).expect("opens");
+        let envelopes: Vec<Vec<u8>> = (2..5).map(envelope).collect();
+        log.append_group(envelopes.iter().map(Vec::as_slice)).expect("appends");
         let expected = all(&log);
+        assert_eq!(expected.len(), 5);
         drop(log);
         let full = fs::read(&path).expect("read");
-        for index in 0..full.len() {
+        for (index, bit) in (0..full.len()).flat_map(|index| [(index, 0x20), (index, 0x01)]) {
             let mut flipped = full.clone();
-            flipped[index] ^= 0x20;
+            flipped[index] ^= bit;
             fs::write(&path, &flipped).expect("write");
             let read = SegmentLog::open_read_only(dir.path()).and_then(|log| {
                 let mut read = Vec::new();
