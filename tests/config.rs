@@ -47,6 +47,7 @@ fn check_set_by_is_the_land_logs(land: &std::path::Path) {
         .collect();
     assert!(!expected.is_empty(), "the land log sets keys");
     assert_eq!(folded, expected);
+    crate::common::assert_configuration_folds_as_the_worlds(land);
 }
 
 /// `seed config set KEY VALUE` on a stopped land: what it prints and its exit.

@@ -7,7 +7,7 @@
 
 use super::print_json;
 use anyhow::{bail, Result};
-use seed::config_view::{config_json, key_line, set_by};
+use seed::config_view::{config_json, key_line};
 use seed::land::Land;
 use seed::moment::PersonChoice;
 use seed::world::{VerbCall, Wake};
@@ -16,8 +16,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
-    let world = seed::engine::world_at_end(land)?;
-    let view = config_json(&world, &set_by(&world));
+    let view = config_json(&seed::engine::configuration_at_end(land)?);
     if json {
         print_json(&view)?;
         return Ok(ExitCode::SUCCESS);

@@ -8,18 +8,19 @@
 use super::print_json;
 use anyhow::{bail, Result};
 use seed::engine::EngineError;
-use seed::health::{revival_of, trip_line, trip_of};
+use seed::health::{revival_in, trip_in, trip_line};
 use seed::land::Land;
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
-    let world = seed::engine::world_at_end(land)?;
-    let (trip, revived) = (trip_of(&world), revival_of(&world));
+    let configuration = seed::engine::configuration_at_end(land)?;
+    let (trip, revived) = (trip_in(&configuration.values), revival_in(&configuration.values));
+    let land_seq = configuration.land_seq;
     if json {
         print_json(&json!({
-            "landSeq": world.cursor,
+            "landSeq": land_seq,
             "tripped": trip.is_some(),
             "trip": trip,
             "revived": revived,
@@ -28,7 +29,7 @@ pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
     }
     match &trip {
         Some(trip) => {
-            println!("tripped at land seq {}: {}", world.cursor, trip_line(trip));
+            println!("tripped at land seq {land_seq}: {}", trip_line(trip));
             for reading in &trip.readings {
                 println!(
                     "  {:<24} {:>12} of {:<12} weight {:>5}‰  part {:>6}‰",
@@ -36,7 +37,7 @@ pub fn show(land: &Land, json: bool) -> Result<ExitCode> {
                 );
             }
         }
-        None => println!("running (not tripped) at land seq {}", world.cursor),
+        None => println!("running (not tripped) at land seq {land_seq}"),
     }
     if let Some(revived) = &revived {
         println!(

@@ -63,12 +63,24 @@ pub fn court_with_config(dir: &Path, config: &str) -> PathBuf {
 /// `seed verify` passes on `land` and `seed replay --all` recomputes every
 /// stored act with no divergence.
 pub fn assert_verifies_and_replays_clean(land: &Path) {
+    assert_configuration_folds_as_the_worlds(land);
     let verified = seed(land, &["verify"]);
     assert!(verified.status.success(), "verify: {}{}", stdout(&verified), stderr(&verified));
     let replayed = seed(land, &["replay", "--all", "--json"]);
     assert!(replayed.status.success(), "replay --all: {}{}", stdout(&replayed), stderr(&replayed));
     let report: serde_json::Value = serde_json::from_str(&stdout(&replayed)).expect("JSON");
     assert_eq!(report["divergences"], 0, "{report}");
+}
+
+/// The configuration `seed config` and `seed health` fold, passing over
+/// the acts that change only their actor's activity, is the configuration
+/// of the world folded from every fact (`configuration_at_end`'s
+/// differential test, on every land a test verifies).
+pub fn assert_configuration_folds_as_the_worlds(land: &Path) {
+    let opened = seed::land::Land::open_read_only(land).expect("the land opens");
+    let world = seed::engine::world_at_end(&opened).expect("the world");
+    let configuration = seed::engine::configuration_at_end(&opened).expect("the configuration");
+    assert_eq!(configuration, seed::config_view::Configuration::of_world(&world), "{}", land.display());
 }
 
 pub fn core_rules() -> seed::check::BodyRules<'static> {

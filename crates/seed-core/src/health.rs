@@ -20,6 +20,7 @@
 use crate::world::World;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
+use std::collections::BTreeMap;
 
 /// The configuration value a trip sets (and a revival clears).
 pub const LAND_TRIPPED_CONFIG_KEY: &str = "land_tripped";
@@ -197,12 +198,22 @@ pub fn trip_for(health: &Health, at_ms: u64) -> Option<Trip> {
 
 /// The trip in force in `world`, if the land is tripped.
 pub fn trip_of(world: &World) -> Option<Trip> {
-    world.config.get(LAND_TRIPPED_CONFIG_KEY).and_then(|value| serde_json::from_value(value.clone()).ok())
+    trip_in(&world.config)
+}
+
+/// The trip in force by a land's configuration values, if it is tripped.
+pub fn trip_in(config: &BTreeMap<String, Json>) -> Option<Trip> {
+    config.get(LAND_TRIPPED_CONFIG_KEY).and_then(|value| serde_json::from_value(value.clone()).ok())
 }
 
 /// The latest revival of `world`, if it was ever revived.
 pub fn revival_of(world: &World) -> Option<Revival> {
-    world.config.get(LAND_REVIVED_CONFIG_KEY).and_then(|value| serde_json::from_value(value.clone()).ok())
+    revival_in(&world.config)
+}
+
+/// The latest revival by a land's configuration values, if any.
+pub fn revival_in(config: &BTreeMap<String, Json>) -> Option<Revival> {
+    config.get(LAND_REVIVED_CONFIG_KEY).and_then(|value| serde_json::from_value(value.clone()).ok())
 }
 
 /// The effects of tripping: `land_tripped` set to the trip.

@@ -21,6 +21,25 @@ pub struct SetBy {
     pub time_ms: u64,
 }
 
+/// The land's configuration at one land seq, as a person reads it: the
+/// values in force and the fact that last set each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Configuration {
+    /// The land seq it stands at (the cursor of the world it was read from).
+    pub land_seq: u64,
+    /// Every value set and in force, by key (a key at its default has none).
+    pub values: BTreeMap<String, Json>,
+    /// The fact that last set each value.
+    pub set_by: BTreeMap<String, SetBy>,
+}
+
+impl Configuration {
+    /// The configuration of `world`, at its cursor.
+    pub fn of_world(world: &World) -> Configuration {
+        Configuration { land_seq: world.cursor, values: world.config.clone(), set_by: set_by(world) }
+    }
+}
+
 /// Which fact last set each configuration value: the world's
 /// `config_set_by`, folded with the values, each being named as the world
 /// knows it (its id in hex once its row is gone).
@@ -42,8 +61,8 @@ fn set_by_json(by: Option<&SetBy>) -> Json {
     )
 }
 
-fn key_json(key: &ConfigKey, world: &World, by: Option<&SetBy>) -> Json {
-    let value = world.config.get(key.name).and_then(Json::as_u64);
+fn key_json(key: &ConfigKey, values: &BTreeMap<String, Json>, by: Option<&SetBy>) -> Json {
+    let value = values.get(key.name).and_then(Json::as_u64);
     json!({
         "key": key.name,
         "unit": key.unit,
@@ -57,17 +76,17 @@ fn key_json(key: &ConfigKey, world: &World, by: Option<&SetBy>) -> Json {
     })
 }
 
-/// The configuration of `world` (at `world.cursor`), each key with the fact
-/// that set it; the values set some other way (`budgets`, …) under `other`.
-pub fn config_json(world: &World, set_by: &BTreeMap<String, SetBy>) -> Json {
-    let keys: Vec<Json> = CONFIG_KEYS.iter().map(|key| key_json(key, world, set_by.get(key.name))).collect();
-    let other: Vec<Json> = world
-        .config
+/// `configuration`, each key with the fact that set it; the values set
+/// some other way (`budgets`, …) under `other`.
+pub fn config_json(configuration: &Configuration) -> Json {
+    let Configuration { land_seq, values, set_by } = configuration;
+    let keys: Vec<Json> = CONFIG_KEYS.iter().map(|key| key_json(key, values, set_by.get(key.name))).collect();
+    let other: Vec<Json> = values
         .iter()
         .filter(|(name, _)| crate::config::key_named(name).is_none())
         .map(|(name, value)| json!({"key": name, "value": value, "setBy": set_by_json(set_by.get(name))}))
         .collect();
-    json!({"landSeq": world.cursor, "keys": keys, "other": other})
+    json!({"landSeq": land_seq, "keys": keys, "other": other})
 }
 
 /// One key's line for a terminal.

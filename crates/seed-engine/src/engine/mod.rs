@@ -214,7 +214,35 @@ pub const FOLD_CHUNKS_READ_AHEAD: usize = 2;
 /// about three times what folding it does, most of `seed up`'s opening of
 /// the million crowd.
 pub fn fold_until(store: &dyn Store, world: &mut World, end: u64) -> Result<(), EngineError> {
-    fold_reading_ahead(store, world, end, FOLD_LAND_LOG_CHUNK_ENTRIES, None)
+    fold_reading_ahead(store, world, end, FOLD_LAND_LOG_CHUNK_ENTRIES, None, FoldReach::EveryFact)
+}
+
+/// Which of the facts it reads a fold decodes and folds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FoldReach {
+    /// Every fact: the land's world.
+    EveryFact,
+    /// Only the facts that change more than their actor's activity
+    /// (`world::reach`): a world whose beings' activity and memories are
+    /// left out, for a view that reads none of them.
+    PastActivity,
+}
+
+/// The land's configuration at its end and the facts that set it, without
+/// folding what cannot change it: from the latest vouched snapshot (or
+/// genesis) the fold reads every fact, but decodes and folds only those
+/// that change more than their actor's activity. Such an act carries no
+/// effect, so it sets no key, and on a land of scripted crowds it is most
+/// of the facts. The world folded so is not the land's (its beings'
+/// activity and memories are left out) and never leaves this function.
+pub fn configuration_at_end(land: &Land) -> Result<crate::config_view::Configuration, EngineError> {
+    let end = land.store().land_len()?;
+    let mut without_activity = latest_vouched_world_at_or_before(land, end);
+    let reach = FoldReach::PastActivity;
+    fold_reading_ahead(land.store(), &mut without_activity, end, FOLD_LAND_LOG_CHUNK_ENTRIES, None, reach)?;
+    // The facts passed over at the end moved no cursor.
+    without_activity.cursor = without_activity.cursor.max(end);
+    Ok(crate::config_view::Configuration::of_world(&without_activity))
 }
 
 /// A chunk of the land log read and decoded for the fold: its facts, and
@@ -237,6 +265,7 @@ fn fold_reading_ahead(
     end: u64,
     chunk_entries: u64,
     kept: Option<&crate::replay::KeptWorlds>,
+    reach: FoldReach,
 ) -> Result<(), EngineError> {
     let from = world.cursor;
     let chunk_entries = chunk_entries.max(1);
@@ -246,7 +275,7 @@ fn fold_reading_ahead(
     if end.saturating_sub(from) <= chunk_entries {
         // One chunk or none (a fold after each seal): no thread to start.
         if from < end {
-            fold.apply(world, read_fold_chunk(store, from, end, kept.is_some(), &flows)?);
+            fold.apply(world, read_fold_chunk(store, from, end, kept.is_some(), reach, &flows)?);
         }
         return Ok(());
     }
@@ -264,7 +293,7 @@ fn fold_reading_ahead(
             scope.spawn(move || {
                 for next in chunk_starts(reader) {
                     let to = end.min(next.saturating_add(chunk_entries));
-                    let chunk = read_fold_chunk(store, next, to, kept.is_some(), flows);
+                    let chunk = read_fold_chunk(store, next, to, kept.is_some(), reach, flows);
                     let failed = chunk.is_err();
                     // A fold that stopped (at an error) takes no more.
                     if chunks_read.send(chunk).is_err() || failed {
@@ -297,6 +326,7 @@ fn read_fold_chunk(
     from: u64,
     to: u64,
     keeping_for_replays: bool,
+    reach: FoldReach,
     flows: &crate::world::GenesisFlows,
 ) -> Result<FoldChunk, EngineError> {
     let read = read_land_log_envelopes(store, from, to)?;
@@ -307,8 +337,13 @@ fn read_fold_chunk(
         let first_act = read.iter().find(|(_, envelope)| crate::replay::kept_worlds::is_act(envelope));
         first_act_opening = first_act.map(|(_, envelope)| crate::replay::land::opening_cursor(envelope));
     }
+    let folded = |envelope: &Vec<u8>| match reach {
+        FoldReach::EveryFact => true,
+        FoldReach::PastActivity => !crate::world::reach::changes_only_its_actors_activity(envelope),
+    };
     let facts = read
         .iter()
+        .filter(|(_, envelope)| folded(envelope))
         .map(|(entry, envelope)| {
             let (land_seq, fact) = decode_land_fact(entry, envelope)?;
             let body = crate::world::FoldBody::read_keeping_flows(&fact.header, fact.body(), flows);
@@ -449,7 +484,7 @@ pub fn fold_from_genesis_keeping_for_replays(
     chunk_entries: u64,
 ) -> Result<(), EngineError> {
     assert_eq!(world.cursor, 0, "a fold that keeps worlds for replays starts at genesis");
-    fold_reading_ahead(store, world, end, chunk_entries, Some(kept))
+    fold_reading_ahead(store, world, end, chunk_entries, Some(kept), FoldReach::EveryFact)
 }
 
 /// The world folded from the whole land log, starting from the latest

@@ -10,7 +10,7 @@ use super::html::{esc, field, hidden_csrf, list, page, text};
 use super::work::{acts_as_self, html, query, see_other};
 use super::Portal;
 use crate::config::{check_value, key_for_setting, parse_value};
-use crate::config_view::{config_json, set_by};
+use crate::config_view::{config_json, Configuration};
 use crate::portal::auth::Principal;
 use crate::world::VerbCall;
 use axum::extract::State;
@@ -25,7 +25,7 @@ type Shared = State<Arc<Portal>>;
 /// that set it (folded into the world with the values).
 async fn view(portal: &Arc<Portal>) -> Result<Json, PortalError> {
     let world = portal.live.world();
-    Ok(config_json(&world, &set_by(&world)))
+    Ok(config_json(&Configuration::of_world(&world)))
 }
 
 /// Sets `key` to `value` (a whole number, or null for its default) as the
