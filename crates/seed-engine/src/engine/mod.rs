@@ -233,8 +233,11 @@ enum FoldReach {
 /// genesis) the fold reads every fact, but decodes and folds only those
 /// that change more than their actor's activity. Such an act carries no
 /// effect, so it sets no key, and on a land of scripted crowds it is most
-/// of the facts. The world folded so is not the land's (its beings'
-/// activity and memories are left out) and never leaves this function.
+/// of the facts. The acts passed over are not checked (their bodies are
+/// not even hashed), as a replay of one being passes over them: `seed
+/// verify` is what checks every fact. The world folded so is not the
+/// land's (its beings' activity and memories are left out) and never
+/// leaves this function.
 pub fn configuration_at_end(land: &Land) -> Result<crate::config_view::Configuration, EngineError> {
     let end = land.store().land_len()?;
     let mut without_activity = latest_vouched_world_at_or_before(land, end);
