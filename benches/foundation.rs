@@ -16,6 +16,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey};
 use seed::check::{verify_land, SignatureMode};
 use seed::clock::WallClock;
 use seed::fact::body::{Cognition, NoteBody, KIND_NOTE};
+use seed::fact::KeyPair;
 use seed::land::{BeingSpec, Land};
 use seed::limits::Limits;
 use std::path::Path;
@@ -35,6 +36,11 @@ const SEAL_THREADS: usize = 2;
 /// Facts in the land the verify benchmark checks.
 const VERIFY_LAND_FACTS: u64 = 20_000;
 const BATCH_SIGNATURES: usize = 256;
+/// Signatures made together in the sign-together figures: a simulation's
+/// moment thread hands over 16 moments at a time, a planting group is 64.
+const SIGNED_TOGETHER: [usize; 2] = [16, 64];
+/// Keys derived together in the key figure (a planting group).
+const KEYS_DERIVED_TOGETHER: usize = 64;
 
 fn header_like_message(index: u64) -> Vec<u8> {
     // About the size of a real fact header (~150 bytes).
@@ -66,6 +72,25 @@ fn bench_reference(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH_SIGNATURES as u64));
     group.bench_function("ed25519_verify_batch", |b| {
         b.iter(|| ed25519_dalek::verify_batch(&message_refs, &signatures, &verifying_keys).expect("valid"))
+    });
+    // What the substrate signs and derives keys with: many together
+    // (`seed::fact::sign_each`, `KeyPair::derive_all`), the same bytes.
+    let pairs: Vec<KeyPair> = keys.iter().map(KeyPair::of).collect();
+    for together in SIGNED_TOGETHER {
+        let items: Vec<(&[u8], &KeyPair)> =
+            message_refs.iter().zip(&pairs).take(together).map(|(message, pair)| (*message, pair)).collect();
+        group.throughput(Throughput::Elements(together as u64));
+        group.bench_function(BenchmarkId::new("ed25519_sign_together", together), |b| {
+            b.iter(|| seed::fact::sign_each(std::hint::black_box(&items)))
+        });
+    }
+    group.throughput(Throughput::Elements(1));
+    let secret = [9u8; 32];
+    group.bench_function("ed25519_key_derive", |b| b.iter(|| SigningKey::from_bytes(std::hint::black_box(&secret))));
+    let secrets: Vec<[u8; 32]> = (0..KEYS_DERIVED_TOGETHER).map(|index| [index as u8; 32]).collect();
+    group.throughput(Throughput::Elements(KEYS_DERIVED_TOGETHER as u64));
+    group.bench_function("ed25519_keys_derived_together", |b| {
+        b.iter(|| KeyPair::derive_all(std::hint::black_box(&secrets)))
     });
     group.finish();
 }
@@ -190,6 +215,12 @@ fn print_ratios() {
     let Some(sign) = rate("reference/ed25519_sign", 1.0) else { return };
     let strict = rate("reference/ed25519_verify_strict", 1.0);
     let batch = rate("reference/ed25519_verify_batch", BATCH_SIGNATURES as f64);
+    let signed_together: Vec<(usize, Option<f64>)> = SIGNED_TOGETHER
+        .iter()
+        .map(|together| (*together, rate(&format!("reference/ed25519_sign_together/{together}"), *together as f64)))
+        .collect();
+    let key_derive = rate("reference/ed25519_key_derive", 1.0);
+    let keys_together = rate("reference/ed25519_keys_derived_together", KEYS_DERIVED_TOGETHER as f64);
     let facts = VERIFY_LAND_FACTS as f64 + 4.0 + 1.0 + SEAL_BEINGS as f64;
     let seal = rate("substrate/seal_durable", SEAL_FACTS_PER_ITERATION as f64);
     let seal_postgres = rate("substrate/seal_durable_postgres", SEAL_FACTS_PER_ITERATION as f64);
@@ -205,6 +236,10 @@ fn print_ratios() {
         }
     };
     line("ed25519 strict verify", strict, Some(sign), "raw sign");
+    for (together, rate) in signed_together {
+        line(&format!("ed25519 signed together ({together})"), rate, Some(sign), "raw sign");
+    }
+    line("ed25519 keys derived together (64)", keys_together, key_derive, "one key derived");
     line("ed25519 batch verify (256)", batch, Some(sign), "raw sign");
     line("seal, durable, group commit", seal, Some(sign), "raw sign (target >= 50%)");
     line("seal on PostgreSQL, 1 process", seal_postgres, Some(sign), "raw sign");

@@ -176,8 +176,9 @@ impl KeyRing {
 
     /// Stores the keys of many beings in one append and one sync (a
     /// planting mints thousands at once; one sync each bound it to the disk).
-    pub fn store_many<'a>(&self, keys: impl IntoIterator<Item = (BeingId, &'a SigningKey)>) -> Result<(), KeyError> {
-        let lines: Vec<_> = keys.into_iter().map(|(being, key)| (Record::Key, being, Some(key.to_bytes()))).collect();
+    /// Each key is given by its 32 secret bytes.
+    pub fn store_many<'a>(&self, keys: impl IntoIterator<Item = (BeingId, &'a KeySeed)>) -> Result<(), KeyError> {
+        let lines: Vec<_> = keys.into_iter().map(|(being, secret)| (Record::Key, being, Some(*secret))).collect();
         self.append_lines(&lines)
     }
 

@@ -1551,8 +1551,17 @@ impl Engine {
             let (model, writers) = (self.model.clone(), writers.clone());
             self.runtime.spawn_blocking(move || {
                 let mut computed: Vec<(usize, Computed)> = Vec::with_capacity(sent_together);
+                // The acts of `computed` to sign ahead, by their place in it:
+                // signed together as they are handed over, for less work
+                // than one by one (`crate::land::sign_ahead`).
+                let mut ahead: Vec<(usize, crate::land::UnsignedAhead)> = Vec::with_capacity(sent_together);
                 // False once the sealing thread no longer listens.
-                let hand_over = |computed: &mut Vec<(usize, Computed)>| {
+                let hand_over = |computed: &mut Vec<(usize, Computed)>,
+                                 ahead: &mut Vec<(usize, crate::land::UnsignedAhead)>| {
+                    let (places, facts): (Vec<usize>, Vec<crate::land::UnsignedAhead>) = ahead.drain(..).unzip();
+                    for (place, presigned) in places.into_iter().zip(crate::land::sign_ahead(facts)) {
+                        computed[place].1.presigned = Some(presigned);
+                    }
                     computed.is_empty() || sender.send(std::mem::take(computed)).is_ok()
                 };
                 let (live_observer, timed_observer) =
@@ -1562,7 +1571,9 @@ impl Engine {
                     false => &timed_observer,
                 };
                 let mut listened = true;
-                while let Some(index) = window.claim_handing_over(wakes.len(), || listened = hand_over(&mut computed)) {
+                while let Some(index) =
+                    window.claim_handing_over(wakes.len(), || listened = hand_over(&mut computed, &mut ahead))
+                {
                     if !listened {
                         return;
                     }
@@ -1573,19 +1584,21 @@ impl Engine {
                         running.finish(being);
                     }
                     let writer = writers.as_ref().and_then(|writers| writers.get(index)).and_then(Option::as_ref);
-                    let presigned = match (&outcome, writer) {
-                        (Outcome::Act(act), Some(writer)) => act
-                            .encoded
-                            .as_ref()
-                            .and_then(|body| writer.presign(being, KIND_ACT, body.clone(), now_ms).ok().flatten()),
+                    let unsigned = match (&outcome, writer) {
+                        (Outcome::Act(act), Some(writer)) => act.encoded.as_ref().and_then(|body| {
+                            writer.prepare_ahead(being, KIND_ACT, body.clone(), now_ms).ok().flatten()
+                        }),
                         _ => None,
                     };
-                    computed.push((index, Computed { outcome, trace, presigned }));
-                    if computed.len() >= sent_together && !hand_over(&mut computed) {
+                    if let Some(unsigned) = unsigned {
+                        ahead.push((computed.len(), unsigned));
+                    }
+                    computed.push((index, Computed { outcome, trace, presigned: None }));
+                    if computed.len() >= sent_together && !hand_over(&mut computed, &mut ahead) {
                         return;
                     }
                 }
-                hand_over(&mut computed);
+                hand_over(&mut computed, &mut ahead);
                 // After the last moments are handed over, so the sealing
                 // thread seals them while the round's world may be freed here
                 // (by the last worker to finish), before this worker's sender

@@ -185,7 +185,9 @@ impl Sealing {
                 .into_iter()
                 .map(|part| {
                     scope.spawn(move || {
-                        part.into_iter().map(|(seq, p, ahead)| (seq, p.sign_reusing(ahead))).collect::<Vec<_>>()
+                        let (land_seqs, facts): (Vec<u64>, Vec<(Prepared, Option<Presigned>)>) =
+                            part.into_iter().map(|(seq, p, ahead)| (seq, (p, ahead))).unzip();
+                        land_seqs.into_iter().zip(Prepared::sign_all_reusing(facts)).collect::<Vec<_>>()
                     })
                 })
                 .collect();

@@ -7,8 +7,10 @@
 
 pub mod body;
 mod ids;
+mod sign_together;
 
 pub use ids::{blake3_of, BeingId, FactId, GatheringHasher, Hash32, PublicKeyBytes, HASH_GATHER_BYTES};
+pub use sign_together::{sign_each, KeyPair};
 
 use crate::canonical::{self, as_u64, CanonicalError};
 use ciborium::value::Value;
@@ -295,6 +297,23 @@ impl UnsignedFact {
     pub fn sign(self, key: &SigningKey) -> Fact {
         let signature = key.sign(&self.header_bytes).to_bytes();
         self.with_signature(signature)
+    }
+
+    /// Signs with a key pair ([`KeyPair`]): the fact [`UnsignedFact::sign`]
+    /// gives with the pair's key.
+    pub fn sign_with(self, key: &KeyPair) -> Fact {
+        let signature = sign_each(&[(&self.header_bytes, key)])[0];
+        self.with_signature(signature)
+    }
+
+    /// Signs each fact with its key, all together ([`sign_each`]): the
+    /// facts [`UnsignedFact::sign`] gives one by one, for less work.
+    pub fn sign_all<K: std::borrow::Borrow<KeyPair>>(facts: Vec<(UnsignedFact, K)>) -> Vec<Fact> {
+        let items: Vec<(&[u8], &KeyPair)> =
+            facts.iter().map(|(fact, key)| (fact.header_bytes.as_slice(), key.borrow())).collect();
+        let signatures = sign_each(&items);
+        drop(items);
+        facts.into_iter().zip(signatures).map(|((fact, _), signature)| fact.with_signature(signature)).collect()
     }
 
     /// The fact with `signature`, made earlier over these same header bytes

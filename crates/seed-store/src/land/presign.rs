@@ -15,7 +15,7 @@
 //! is still what places each fact.
 
 use super::{Land, Prepared, SignedFact, Writer};
-use crate::fact::{BeingId, CanonicalBody, FactError, FactId, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, FactError, FactId, KeyPair, UnsignedFact};
 use std::sync::{Arc, Mutex};
 
 /// The signature of a fact signed ahead of its turn, the fact's id and the
@@ -53,6 +53,18 @@ impl WriterHandle {
         body: CanonicalBody,
         now_ms: u64,
     ) -> Result<Option<Presigned>, FactError> {
+        Ok(self.prepare_ahead(being, kind, body, now_ms)?.and_then(|ahead| sign_ahead(vec![ahead]).pop()))
+    }
+
+    /// [`WriterHandle::presign`] up to the signature: the fact, with its
+    /// key, for [`sign_ahead`] to sign together with others.
+    pub fn prepare_ahead(
+        &self,
+        being: &BeingId,
+        kind: &str,
+        body: CanonicalBody,
+        now_ms: u64,
+    ) -> Result<Option<UnsignedAhead>, FactError> {
         let (key, next_seq, prev, stored_time_ms) = {
             let writer = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             if writer.stale || writer.ended {
@@ -60,10 +72,28 @@ impl WriterHandle {
             }
             (writer.key.clone(), writer.next_seq, writer.prev, now_ms.max(writer.last_time_ms))
         };
-        let fact = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?.sign(&key);
-        let public_key = key.verifying_key().to_bytes();
-        Ok(Some(Presigned { id: fact.id(), public_key, signature: *fact.signature() }))
+        let unsigned = UnsignedFact::from_canonical(*being, next_seq, prev, stored_time_ms, kind, body)?;
+        Ok(Some(UnsignedAhead { unsigned, key }))
     }
+}
+
+/// A fact prepared ahead of its turn ([`WriterHandle::prepare_ahead`]),
+/// not signed yet.
+pub struct UnsignedAhead {
+    unsigned: UnsignedFact,
+    key: KeyPair,
+}
+
+/// Signs the facts prepared ahead, all together (`UnsignedFact::sign_all`:
+/// the signatures one by one signing makes, for less work), in order.
+pub fn sign_ahead(facts: Vec<UnsignedAhead>) -> Vec<Presigned> {
+    let public_keys: Vec<[u8; 32]> = facts.iter().map(|ahead| ahead.key.public_key()).collect();
+    let signed = UnsignedFact::sign_all(facts.into_iter().map(|ahead| (ahead.unsigned, ahead.key)).collect());
+    signed
+        .into_iter()
+        .zip(public_keys)
+        .map(|(fact, public_key)| Presigned { id: fact.id(), public_key, signature: *fact.signature() })
+        .collect()
 }
 
 impl Land {
@@ -84,8 +114,7 @@ impl Prepared {
     /// key over this very fact (the same id); otherwise signs as
     /// [`Prepared::sign`] does. Either way the fact is the same bytes.
     pub fn sign_reusing(self, ahead: Option<Presigned>) -> SignedFact {
-        let usable = ahead
-            .filter(|ahead| ahead.id == self.unsigned.id() && ahead.public_key == self.key.verifying_key().to_bytes());
+        let usable = ahead.filter(|ahead| ahead.id == self.unsigned.id() && ahead.public_key == self.key.public_key());
         match usable {
             Some(ahead) => SignedFact {
                 fact: self.unsigned.with_signature(ahead.signature),
@@ -96,6 +125,38 @@ impl Prepared {
             },
             None => self.sign(),
         }
+    }
+
+    /// [`Prepared::sign_reusing`] for many facts: those not signed ahead
+    /// are signed all together (`UnsignedFact::sign_all`), for less work.
+    /// The facts are the same bytes either way, in order.
+    pub fn sign_all_reusing(facts: Vec<(Prepared, Option<Presigned>)>) -> Vec<SignedFact> {
+        let mut signed: Vec<Option<SignedFact>> = Vec::with_capacity(facts.len());
+        let mut to_sign: Vec<(usize, Prepared)> = Vec::new();
+        for (prepared, ahead) in facts {
+            let public_key = prepared.key.public_key();
+            match ahead.filter(|ahead| ahead.id == prepared.unsigned.id() && ahead.public_key == public_key) {
+                Some(ahead) => signed.push(Some(prepared.sign_reusing(Some(ahead)))),
+                None => {
+                    to_sign.push((signed.len(), prepared));
+                    signed.push(None);
+                }
+            }
+        }
+        let (places, prepared): (Vec<usize>, Vec<Prepared>) = to_sign.into_iter().unzip();
+        let mut rest = Vec::with_capacity(prepared.len());
+        let unsigned: Vec<(UnsignedFact, KeyPair)> = prepared
+            .into_iter()
+            .map(|Prepared { unsigned, key, being, seq, stored_time_ms, writer }| {
+                rest.push((being, seq, stored_time_ms, writer));
+                (unsigned, key)
+            })
+            .collect();
+        let facts = UnsignedFact::sign_all(unsigned);
+        for ((place, fact), (being, seq, stored_time_ms, writer)) in places.into_iter().zip(facts).zip(rest) {
+            signed[place] = Some(SignedFact { fact, being, seq, stored_time_ms, writer });
+        }
+        signed.into_iter().map(|fact| fact.expect("every fact is signed, ahead or together")).collect()
     }
 }
 
@@ -168,8 +229,8 @@ mod tests {
         clock.advance_to(NOW_MS);
         let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
         assert_eq!(prepared.unsigned.id() == presigned.id(), reused, "whether the fact signed ahead is the turn's");
-        let plain = prepared.unsigned.clone().sign(&prepared.key);
-        let key = prepared.key.verifying_key();
+        let plain = prepared.unsigned.clone().sign(&prepared.key.signing_key());
+        let key = prepared.key.signing_key().verifying_key();
         let signed = prepared.sign_reusing(Some(presigned));
         assert_eq!(signed.fact.encode_envelope(), plain.encode_envelope(), "the same bytes either way");
         assert!(signed.fact.verify_signature(&key), "the signature is ada's over the fact");
@@ -182,6 +243,39 @@ mod tests {
         check(Ahead::OtherTime, false);
         check(Ahead::OtherBeing, false);
         check(Ahead::BeforeAnotherFact, false);
+    }
+
+    #[test]
+    fn facts_signed_together_are_the_bytes_each_signed_alone_gives_with_or_without_a_signature_ahead() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (land, clock, ada, bo) = land_with_two_beings(dir.path());
+        land.load_writers(&[ada, bo]).expect("writers");
+        // Signed ahead together, as a simulation's moment thread does: one
+        // is the turn's fact, one is not (another body).
+        let handles = land.writer_handles([&ada, &bo]);
+        let ahead: Vec<UnsignedAhead> = [(&ada, "hello"), (&bo, "not the turn's")]
+            .into_iter()
+            .zip(&handles)
+            .map(|((being, text), handle)| {
+                let handle = handle.as_ref().expect("loaded");
+                handle.prepare_ahead(being, KIND_NOTE, note(text), NOW_MS).expect("prepared").expect("a writer")
+            })
+            .collect();
+        let mut presigned = sign_ahead(ahead).into_iter();
+        clock.advance_to(NOW_MS);
+        let facts: Vec<(Prepared, Option<Presigned>)> = [(&ada, "hello"), (&bo, "hi"), (&ada, "again"), (&bo, "bye")]
+            .into_iter()
+            .map(|(being, text)| {
+                (land.prepare_canonical(being, KIND_NOTE, note(text)).expect("prepared"), presigned.next())
+            })
+            .collect();
+        let alone: Vec<Vec<u8>> = facts
+            .iter()
+            .map(|(prepared, _)| prepared.unsigned.clone().sign(&prepared.key.signing_key()).encode_envelope())
+            .collect();
+        let together: Vec<Vec<u8>> =
+            Prepared::sign_all_reusing(facts).into_iter().map(|signed| signed.fact.encode_envelope()).collect();
+        assert_eq!(together, alone);
     }
 
     #[test]
