@@ -696,14 +696,21 @@ impl Land {
     /// queued, as one by one). A planting of thousands of beings was bound by
     /// one ring sync each. The results keep `specs`' order; a spec that
     /// cannot be minted (a bad name, a body too large) stops the batch
-    /// before anything is written.
+    /// before anything is written. The beings are minted in groups of up
+    /// to `PLANTING_GROUP_BEINGS`, whose keys are derived and geneses
+    /// signed together: within a group every name is checked before any
+    /// body, so a group holding both a body too large and, after it, a bad
+    /// name is refused for the name.
     pub fn submit_beings(&self, specs: Vec<BeingSpec>, threads: usize) -> Result<Vec<PendingSeal>, LandError> {
         // In groups, whose geneses are signed together (for less work than
         // one by one: `UnsignedFact::sign_all`).
+        // Groups small enough for a batch of under a thousand beings to
+        // make enough of them to be spread over the threads.
+        let group_beings = specs.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, PLANTING_GROUP_BEINGS);
         let mut groups: Vec<Mutex<Option<Vec<BeingSpec>>>> = Vec::new();
         let mut specs = specs.into_iter().peekable();
         while specs.peek().is_some() {
-            groups.push(Mutex::new(Some(specs.by_ref().take(PLANTING_GROUP_BEINGS).collect())));
+            groups.push(Mutex::new(Some(specs.by_ref().take(group_beings).collect())));
         }
         let minted = crate::parallel::map_in_order(&groups, threads, |group| {
             let group =
@@ -741,13 +748,14 @@ impl Land {
     /// keys derived together (`KeyPair::derive_all`: less work than one by
     /// one).
     fn unsigned_geneses(&self, specs: Vec<BeingSpec>) -> Result<Vec<(UnsignedFact, KeyPair)>, LandError> {
-        let mut secrets = Vec::with_capacity(specs.len());
+        // Wiped when dropped, on an error too.
+        let mut secrets = zeroize::Zeroizing::new(Vec::with_capacity(specs.len()));
         for spec in &specs {
             validate_being_name(&spec.name)?;
             secrets.push(self.key_source.secret_key(&spec.name)?);
         }
         let keys = KeyPair::derive_all(&secrets);
-        secrets.iter_mut().for_each(zeroize::Zeroize::zeroize);
+        drop(secrets);
         specs.into_iter().zip(keys).map(|(spec, key)| Ok((self.unsigned_genesis(spec, &key)?, key))).collect()
     }
 
@@ -1314,7 +1322,8 @@ mod tests {
     fn beings_submitted_in_one_batch_are_the_facts_and_keys_one_by_one_gives() {
         let (one_dir, batch_dir) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
         let (one_by_one, batch) = (seeded_land(one_dir.path()), seeded_land(batch_dir.path()));
-        // More than two groups whose keys are derived and geneses signed together.
+        // Sixteen groups whose keys are derived and geneses signed together,
+        // on two threads (the one-by-one side derives and signs each alone).
         let names: Vec<String> = (0..PLANTING_GROUP_BEINGS * 2 + 9).map(|index| format!("walker-{index}")).collect();
         for name in &names {
             one_by_one.submit_being(spec(&one_by_one, name)).expect("submit").wait().expect("sealed");
@@ -1358,11 +1367,17 @@ mod tests {
         let land = seeded_land(dir.path());
         let before = envelopes(&land);
         let ring_before = std::fs::read(land.keys().path()).ok();
-        let specs = vec![spec(&land, "fine"), spec(&land, "not a name!")];
-        let refused = land.submit_beings(specs, 2).err().expect("a bad name is refused");
-        assert!(matches!(&refused, LandError::BadName { name, .. } if name == "not a name!"), "{refused:?}");
-        assert_eq!(envelopes(&land), before);
-        assert_eq!(std::fs::read(land.keys().path()).ok(), ring_before, "no key was written");
+        // The bad name in the first group, and in a group after groups that mint.
+        for fine_before in [1, PLANTING_GROUP_BEINGS * 3 + 5] {
+            let mut specs: Vec<BeingSpec> =
+                (0..fine_before).map(|index| spec(&land, &format!("fine-{index}"))).collect();
+            specs.push(spec(&land, "not a name!"));
+            specs.push(spec(&land, "fine-after"));
+            let refused = land.submit_beings(specs, 2).err().expect("a bad name is refused");
+            assert!(matches!(&refused, LandError::BadName { name, .. } if name == "not a name!"), "{refused:?}");
+            assert_eq!(envelopes(&land), before);
+            assert_eq!(std::fs::read(land.keys().path()).ok(), ring_before, "no key was written");
+        }
     }
 
     /// What the writer `land` keeps for `being` holds: its next seq, the
