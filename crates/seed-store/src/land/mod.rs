@@ -703,9 +703,9 @@ impl Land {
     /// name is refused for the name.
     pub fn submit_beings(&self, specs: Vec<BeingSpec>, threads: usize) -> Result<Vec<PendingSeal>, LandError> {
         // In groups, whose geneses are signed together (for less work than
-        // one by one: `UnsignedFact::sign_all`).
-        // Groups small enough for a batch of under a thousand beings to
-        // make enough of them to be spread over the threads.
+        // one by one: `UnsignedFact::sign_all`), small enough for a batch of
+        // under a thousand beings to make enough of them to be spread over
+        // the threads.
         let group_beings = specs.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, PLANTING_GROUP_BEINGS);
         let mut groups: Vec<Mutex<Option<Vec<BeingSpec>>>> = Vec::new();
         let mut specs = specs.into_iter().peekable();
@@ -715,11 +715,10 @@ impl Land {
         let minted = crate::parallel::map_in_order(&groups, threads, |group| {
             let group =
                 group.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take().expect("each group is taken once");
-            let unsigned: Vec<(UnsignedFact, KeyPair)> = self.unsigned_geneses(group)?;
+            let (unsigned, keys): (Vec<UnsignedFact>, Vec<KeyPair>) = self.unsigned_geneses(group)?.into_iter().unzip();
             let writers: Vec<Arc<Mutex<Writer>>> =
-                unsigned.iter().map(|(unsigned, key)| Writer::after_genesis(unsigned, key)).collect();
-            let keys: Vec<KeyPair> = unsigned.iter().map(|(_, key)| key.clone()).collect();
-            let facts = UnsignedFact::sign_all(unsigned);
+                unsigned.iter().zip(&keys).map(|(unsigned, key)| Writer::after_genesis(unsigned, key)).collect();
+            let facts = UnsignedFact::sign_all(unsigned.into_iter().zip(&keys).collect());
             Ok::<_, LandError>(
                 facts
                     .into_iter()

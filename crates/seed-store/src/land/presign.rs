@@ -114,8 +114,7 @@ impl Prepared {
     /// key over this very fact (the same id); otherwise signs as
     /// [`Prepared::sign`] does. Either way the fact is the same bytes.
     pub fn sign_reusing(self, ahead: Option<Presigned>) -> SignedFact {
-        let usable = ahead.filter(|ahead| ahead.id == self.unsigned.id() && ahead.public_key == self.key.public_key());
-        match usable {
+        match ahead.filter(|ahead| self.is_signed_by(ahead)) {
             Some(ahead) => SignedFact {
                 fact: self.unsigned.with_signature(ahead.signature),
                 being: self.being,
@@ -127,6 +126,11 @@ impl Prepared {
         }
     }
 
+    /// Whether `ahead` was made by this fact's key over this very fact.
+    fn is_signed_by(&self, ahead: &Presigned) -> bool {
+        ahead.id == self.unsigned.id() && ahead.public_key == self.key.public_key()
+    }
+
     /// [`Prepared::sign_reusing`] for many facts: those not signed ahead
     /// are signed all together (`UnsignedFact::sign_all`), for less work.
     /// The facts are the same bytes either way, in order.
@@ -134,8 +138,7 @@ impl Prepared {
         let mut signed: Vec<Option<SignedFact>> = Vec::with_capacity(facts.len());
         let mut to_sign: Vec<(usize, Prepared)> = Vec::new();
         for (prepared, ahead) in facts {
-            let public_key = prepared.key.public_key();
-            match ahead.filter(|ahead| ahead.id == prepared.unsigned.id() && ahead.public_key == public_key) {
+            match ahead.filter(|ahead| prepared.is_signed_by(ahead)) {
                 Some(ahead) => signed.push(Some(prepared.sign_reusing(Some(ahead)))),
                 None => {
                     to_sign.push((signed.len(), prepared));
