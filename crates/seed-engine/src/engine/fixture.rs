@@ -337,16 +337,6 @@ impl Fixture {
                 fail(&format!("signal[{index}].key"), reason, None);
             }
         }
-        // Each being with its flow apart: the beings of one group share theirs.
-        let mut templates: Vec<(String, String, FixtureBeing, Arc<Json>)> = self
-            .beings
-            .iter()
-            .enumerate()
-            .map(|(index, being)| {
-                let flow = Arc::new(Json::Array(being.flow.clone()));
-                (format!("being[{index}]"), format!("being[{index}].home"), being.clone(), flow)
-            })
-            .collect();
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
                 fail(
@@ -354,26 +344,54 @@ impl Fixture {
                     format!("more than {FIXTURE_GENERATED_BEINGS_MAX} beings (the most one group generates)"),
                     None,
                 );
-                continue;
-            }
-            let flow = Arc::new(Json::Array(generate.template.flow.clone()));
-            let template = FixtureBeing { flow: Vec::new(), ..generate.template.clone() };
-            for index in 0..generate.count {
-                let mut being = template.clone();
-                being.name = being.name.replace("{i}", &index.to_string());
-                // Problems of a template are told once, at the template.
-                let written = format!("generate[{group}].template");
-                let home_at = if generate.homes.is_empty() {
-                    format!("{written}.home")
-                } else {
-                    let home = index as usize % generate.homes.len();
-                    being.home = generate.homes[home].clone();
-                    format!("generate[{group}].homes[{home}]")
-                };
-                templates.push((written, home_at, being, flow.clone()));
             }
         }
-        let mut planned = Vec::with_capacity(templates.len());
+        // Each being with its flow apart: the beings of one group share
+        // theirs, and the places its problems are told at. Made one at a
+        // time as the loop below asks: a million of them made ahead, each a
+        // copy of its template, took a third of a gigabyte and, growing, a
+        // second of `seed up`'s opening.
+        let written_beings = self.beings.iter().enumerate().map(|(index, being)| {
+            let flow = Arc::new(Json::Array(being.flow.clone()));
+            let at: Arc<str> = format!("being[{index}]").into();
+            let home_at: Arc<str> = format!("being[{index}].home").into();
+            (at, home_at, being.clone(), flow)
+        });
+        let generated_beings = self
+            .generate
+            .iter()
+            .enumerate()
+            .filter(|(_, generate)| generate.count <= FIXTURE_GENERATED_BEINGS_MAX)
+            .flat_map(|(group, generate)| {
+                let flow = Arc::new(Json::Array(generate.template.flow.clone()));
+                let template = FixtureBeing { flow: Vec::new(), ..generate.template.clone() };
+                // Problems of a template are told once, at the template.
+                let written: Arc<str> = format!("generate[{group}].template").into();
+                let homes_at: Vec<Arc<str>> = match generate.homes.is_empty() {
+                    true => vec![format!("{written}.home").into()],
+                    false => (0..generate.homes.len())
+                        .map(|home| format!("generate[{group}].homes[{home}]").into())
+                        .collect(),
+                };
+                (0..generate.count).map(move |index| {
+                    let mut being = template.clone();
+                    being.name = being.name.replace("{i}", &index.to_string());
+                    let home = index as usize % homes_at.len();
+                    if !generate.homes.is_empty() {
+                        being.home = generate.homes[home].clone();
+                    }
+                    (written.clone(), homes_at[home].clone(), being, flow.clone())
+                })
+            });
+        let templates = written_beings.chain(generated_beings);
+        let mut planned = Vec::with_capacity(
+            self.beings.len()
+                + self
+                    .generate
+                    .iter()
+                    .map(|generate| generate.count.min(FIXTURE_GENERATED_BEINGS_MAX) as usize)
+                    .sum::<usize>(),
+        );
         let mut names = std::collections::BTreeSet::new();
         let mut told: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut scripts: BTreeMap<String, Option<String>> = BTreeMap::new();
@@ -415,12 +433,12 @@ impl Fixture {
             let home = match parse_space(&being.home) {
                 Ok(home) if spaces.contains(&home) => home,
                 Ok(home) => {
-                    fail_once(home_at.clone(), format!("no space {home} is declared"), space_named(&home));
+                    fail_once(home_at.to_string(), format!("no space {home} is declared"), space_named(&home));
                     ok = false;
                     home
                 }
                 Err(error) => {
-                    fail_once(home_at.clone(), error.to_string(), None);
+                    fail_once(home_at.to_string(), error.to_string(), None);
                     ok = false;
                     being.home.clone()
                 }
@@ -577,5 +595,55 @@ mod tests {
         assert_eq!(planned.len(), 10_000);
         assert!(planned.windows(2).all(|pair| Arc::ptr_eq(&pair[0].flow, &pair[1].flow)), "one flow for the group");
         assert_eq!(planned[0].flow.as_array().map(Vec::len), Some(1), "the template's one clause");
+    }
+
+    /// The beings a group generates are made one at a time as they are
+    /// checked: what each is planned as, and where its problems are told
+    /// (once, at the template or the home it was dealt), guard that.
+    #[test]
+    fn generated_beings_are_planned_in_order_and_their_problems_told_once_where_written() {
+        let roles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/roles");
+        let registry = crate::roles::RoleRegistry::load_dirs(&[roles]).0;
+        let plan = |text: &str| {
+            let folder = tempfile::tempdir().expect("a folder");
+            let path = folder.path().join("world.toml");
+            std::fs::write(&path, text).expect("written");
+            let fixture = Fixture::load(&path).expect("the fixture loads");
+            fixture.plan(&registry, &Default::default()).map_err(|error| {
+                error.problems.iter().map(|problem| format!("{}: {}", problem.at, problem.reason)).collect::<Vec<_>>()
+            })
+        };
+        let spaces = "[[space]]\npath = \"/a\"\nkind = \"room\"\n[[space]]\npath = \"/b\"\nkind = \"room\"\n";
+        let written = "[[being]]\nname = \"ada\"\nhome = \"/a\"\ndefault_role = \"onlooker\"\n";
+        let group = |count: u64, homes: &str, name: &str| {
+            format!(
+                "[[generate]]\ncount = {count}\nhomes = [{homes}]\ntemplate = {{ name = \"{name}\", home = \"/\", default_role = \"onlooker\", wake_every = 2 }}\n"
+            )
+        };
+        let planned = plan(&format!(
+            "name = \"w\"\n{spaces}{written}{}{}",
+            group(3, "\"/a\", \"/b\"", "g-{i}"),
+            group(2, "", "h-{i}")
+        ))
+        .expect("the world plans");
+        let seen: Vec<(&str, &str, u64)> =
+            planned.iter().map(|being| (being.name.as_str(), being.home.as_str(), being.wake_every)).collect();
+        assert_eq!(
+            seen,
+            [("ada", "/a", 0), ("g-0", "/a", 2), ("g-1", "/b", 2), ("g-2", "/a", 2), ("h-0", "/", 2), ("h-1", "/", 2)]
+        );
+        assert!(Arc::ptr_eq(&planned[1].flow, &planned[3].flow), "a group's beings share its flow");
+        assert!(!Arc::ptr_eq(&planned[3].flow, &planned[4].flow), "each group has its own");
+        // A home no space declares, dealt to every other being, and a name
+        // every generated being repeats: each told once, where it is written.
+        let problems = plan(&format!("name = \"w\"\n{spaces}{}", group(4, "\"/a\", \"/nowhere\"", "same")))
+            .expect_err("the world does not plan");
+        assert_eq!(
+            problems,
+            [
+                "generate[0].template.name: the name @same is used twice",
+                "generate[0].homes[1]: no space /nowhere is declared",
+            ]
+        );
     }
 }
