@@ -82,8 +82,14 @@ impl Scheduler {
     /// opening.
     pub(super) fn subscribing_every_being(world: &World, wake_every_of: impl Fn(&str) -> Option<u64>) -> Scheduler {
         let mut reads_by_flow: BTreeMap<Hash32, FlowReads> = BTreeMap::new();
-        let mut scheduler = Scheduler::default();
-        // Beings come in id order: each insert is at the maps' right edge.
+        // Each map is built whole from its entries in id order (the order
+        // the world holds its beings in), which is linear: inserted one at
+        // a time, each insert searched the map from its root, and a million
+        // beings' took over a second of `seed up`'s opening.
+        let mut seen_signals = Vec::new();
+        let mut subscriptions = Vec::with_capacity(world.beings.len());
+        let mut wake_every = Vec::with_capacity(world.beings.len());
+        let mut cascade_from = Vec::new();
         for (id, row) in &world.beings {
             let read_now;
             let reads = match row.role_flow_digest {
@@ -93,12 +99,25 @@ impl Scheduler {
                     &read_now
                 }
             };
-            scheduler.subscribe_reading(world, *id, reads);
+            // What `subscribe_reading` does for a being a new scheduler does not know yet.
+            if !reads.signals.is_empty() {
+                seen_signals.push((*id, Scheduler::signals_now(world, &reads.signals)));
+            }
+            subscriptions.push((*id, reads.signals.clone()));
+            if reads.reads_cascade {
+                cascade_from.push((*id, world.cursor));
+            }
             if let Some(every) = wake_every_of(&row.name) {
-                scheduler.wake_every.insert(*id, every);
+                wake_every.push((*id, every));
             }
         }
-        scheduler
+        Scheduler {
+            seen_signals: BTreeMap::from_iter(seen_signals),
+            subscriptions: BTreeMap::from_iter(subscriptions),
+            wake_every: BTreeMap::from_iter(wake_every),
+            cascade_from: BTreeMap::from_iter(cascade_from),
+            ..Scheduler::default()
+        }
     }
 
     /// Whether `being` was subscribed (every being the world held at the
