@@ -238,8 +238,8 @@ fn two_processes_taking_turns_on_the_same_reels_follow_each_others_facts() {
     let beings: Vec<_> =
         ["ada", "bo", "cy"].iter().map(|name| first.create_being(spec(name)).expect("being").being).collect();
     let second = seed::land::Land::open(&test.path()).expect("a second process's land");
-    first.load_writers(&beings).expect("writers");
-    second.load_writers(&beings).expect("writers");
+    first.load_writers(&beings, 2).expect("writers");
+    second.load_writers(&beings, 2).expect("writers");
     let (mut first_seen, mut second_seen) =
         (first.store().land_len().expect("len"), first.store().land_len().expect("len"));
     for turn in 0..6 {

@@ -549,7 +549,8 @@ impl Engine {
         // serial path (docs/scale.md). A writer that does not load is left
         // to the turn, which says why.
         let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
-        let writers = self.land.load_writers(&beings).ok().map(|()| Arc::new(self.land.writer_handles(&beings)));
+        let _left_to_the_turn = self.land.load_writers(&beings, self.threads.max(1));
+        let writers = Some(Arc::new(self.land.writer_handles(&beings)));
         let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
         let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
         let mut received = 0;
@@ -574,7 +575,7 @@ impl Engine {
     fn send_run(&mut self, round: &Round, worker: &str, traced: bool, run: Vec<Held>) -> Result<SentTurn, EngineError> {
         let beings: Vec<BeingId> = run.iter().map(|wake| wake.claim.wake.being).collect();
         self.fold_others_until(self.land.store().land_len()?)?;
-        self.land.load_writers(&beings)?;
+        self.land.load_writers(&beings, self.threads.max(1))?;
         self.clock.advance_to(round.now_ms);
         let first = run[0].claim.wake.index;
         let moments = run.len() as u64;

@@ -218,7 +218,7 @@ mod tests {
     fn check(ahead: Ahead, reused: bool) {
         let dir = tempfile::tempdir().expect("dir");
         let (land, clock, ada, bo) = land_with_two_beings(dir.path());
-        land.load_writers(&[ada, bo]).expect("writers");
+        land.load_writers(&[ada, bo], 1).expect("writers");
         let presigned = match ahead {
             Ahead::Same | Ahead::BeforeAnotherFact => presign(&land, &ada, "hello", NOW_MS),
             Ahead::OtherBody => presign(&land, &ada, "hullo", NOW_MS),
@@ -252,7 +252,7 @@ mod tests {
     fn facts_signed_together_are_the_bytes_each_signed_alone_gives_with_or_without_a_signature_ahead() {
         let dir = tempfile::tempdir().expect("dir");
         let (land, clock, ada, bo) = land_with_two_beings(dir.path());
-        land.load_writers(&[ada, bo]).expect("writers");
+        land.load_writers(&[ada, bo], 1).expect("writers");
         // Signed ahead together, as a simulation's moment thread does: one
         // is the turn's fact, one is not (another body).
         let handles = land.writer_handles([&ada, &bo]);
@@ -287,7 +287,7 @@ mod tests {
         let (land, _clock, ada, _bo) = land_with_two_beings(dir.path());
         land.forget_writers(&[ada]);
         assert!(presign(&land, &ada, "hello", NOW_MS).is_none(), "not loaded");
-        land.load_writers(&[ada]).expect("writers");
+        land.load_writers(&[ada], 1).expect("writers");
         let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
         land.abandon(prepared);
         assert!(presign(&land, &ada, "hello", NOW_MS).is_none(), "stale");
