@@ -198,22 +198,23 @@ impl KeyRing {
 
     /// The current secret of each of `beings` whose keys hold nothing
     /// else (no key staged for a rotation, no damage), read in one look at
-    /// the ring; `None` for any other being, whose key is asked for alone
-    /// ([`KeyRing::load`], [`KeyRing::staged_next`]), which finishes a
-    /// rotation or names what is wrong. A round's million writers asked
-    /// for one at a time looked at the ring's file twice each.
-    pub fn plain_secrets(&self, beings: &[BeingId]) -> Result<Vec<Option<Zeroizing<KeySeed>>>, KeyError> {
+    /// the ring: the indexes in `beings` of those that have one, and their
+    /// secrets in that order (wiped when dropped). Any other being's key
+    /// is asked for alone ([`KeyRing::load`], [`KeyRing::staged_next`]),
+    /// which finishes a rotation or names what is wrong. A round's million
+    /// writers asked for one at a time looked at the ring's file twice each.
+    pub fn plain_secrets(&self, beings: &[BeingId]) -> Result<(Vec<usize>, Zeroizing<Vec<KeySeed>>), KeyError> {
         self.with_loaded(|loaded| {
-            Ok(beings
-                .iter()
-                .map(|being| {
-                    let keys = loaded.beings.get(being)?;
-                    match keys.rare.is_none() {
-                        true => keys.current.map(Zeroizing::new),
-                        false => None,
-                    }
-                })
-                .collect())
+            let mut indexes = Vec::new();
+            let mut secrets = Zeroizing::new(Vec::with_capacity(beings.len()));
+            for (index, being) in beings.iter().enumerate() {
+                let Some(keys) = loaded.beings.get(being).filter(|keys| keys.rare.is_none()) else { continue };
+                if let Some(secret) = keys.current {
+                    indexes.push(index);
+                    secrets.push(secret);
+                }
+            }
+            Ok((indexes, secrets))
         })
     }
 

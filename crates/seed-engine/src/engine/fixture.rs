@@ -389,7 +389,8 @@ impl Fixture {
                 + self
                     .generate
                     .iter()
-                    .map(|generate| generate.count.min(FIXTURE_GENERATED_BEINGS_MAX) as usize)
+                    .filter(|generate| generate.count <= FIXTURE_GENERATED_BEINGS_MAX)
+                    .map(|generate| generate.count as usize)
                     .sum::<usize>(),
         );
         let mut names = std::collections::BTreeSet::new();

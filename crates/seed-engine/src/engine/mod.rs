@@ -1455,10 +1455,11 @@ impl Engine {
         // The writers of the beings that wake and have none loaded yet (a
         // land just opened, a run resumed) are loaded before the round, their
         // keys derived together on the round's threads, rather than one by
-        // one on this thread as each act is sealed. One that does not load
-        // is left to its act's seal, which says why.
+        // one on this thread as each act is sealed. Only plain keys: a
+        // being with a rotation in its ring, or one that does not load, is
+        // left to its act's seal, which finishes it or says why.
         let waking: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
-        let _left_to_the_seal = self.land.load_writers(&waking, self.threads.max(1));
+        let _left_to_the_seal = self.land.load_plain_writers(&waking, self.threads.max(1));
         drop(waking);
         let now_ms = self.clock.now_ms();
         // The world is folded to exactly what the land holds, but while a

@@ -40,7 +40,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use zeroize::Zeroizing;
 
 pub const LAND_META_FILE: &str = "land.toml";
 pub const LAND_FORMAT_VERSION: u64 = 1;
@@ -333,7 +332,6 @@ impl Writer {
         true
     }
 
-    /// The writer of a being's facts after its `genesis`, signed with `key`.
     /// The writer with `key` of the reel ending at `head`.
     fn at_head(key: KeyPair, head: &crate::store::Head) -> Writer {
         Writer {
@@ -346,6 +344,7 @@ impl Writer {
         }
     }
 
+    /// The writer of a being's facts after its `genesis`, signed with `key`.
     fn after_genesis(genesis: &UnsignedFact, key: &KeyPair) -> Arc<Mutex<Writer>> {
         Arc::new(Mutex::new(Writer {
             key: key.clone(),
@@ -927,13 +926,27 @@ impl Land {
     /// spread over `threads`, and checked against the public key each
     /// reel expects; any other being (a rotation cut short, a key missing,
     /// damaged or not the reel's) is loaded alone as its first use would
-    /// load it. Loaded one at a time on the thread that seals, the writers
-    /// of a live land's first round on a million beings were a fifth of
-    /// its samples.
+    /// load it, which finishes the rotation or names what is wrong.
     ///
     /// Every writer that loads is kept; the first error, in id order, is
     /// returned after the rest are loaded.
     pub fn load_writers(&self, beings: &[BeingId], threads: usize) -> Result<(), LandError> {
+        self.load_writers_with(beings, threads, true)
+    }
+
+    /// [`Land::load_writers`] for the beings whose keys hold nothing but a
+    /// current key, the reel's; every other being is left to its writer's
+    /// first use, nothing about it read or changed. What a round loads
+    /// ahead of its moments, for beings that may not seal: a key staged
+    /// for a rotation another process has not sealed yet is not dropped
+    /// for a being that only woke. Loaded one at a time on the thread that
+    /// seals, as each act was sealed, the writers of a live land's first
+    /// round on a million beings were a fifth of its samples.
+    pub fn load_plain_writers(&self, beings: &[BeingId], threads: usize) -> Result<(), LandError> {
+        self.load_writers_with(beings, threads, false)
+    }
+
+    fn load_writers_with(&self, beings: &[BeingId], threads: usize, others_too: bool) -> Result<(), LandError> {
         let missing: Vec<BeingId> = {
             let writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let mut missing: Vec<BeingId> =
@@ -954,7 +967,8 @@ impl Land {
                 Some(key) => Ok(Writer::at_head(key, &head)),
                 // The general path finishes a rotation, names a key that is
                 // missing, damaged or another's, or a being that moved away.
-                None => self.writer_at(being, &head),
+                None if others_too => self.writer_at(being, &head),
+                None => continue,
             };
             match loaded {
                 Ok(writer) => {
@@ -979,27 +993,22 @@ impl Land {
         heads: &[Option<crate::store::Head>],
         threads: usize,
     ) -> Result<Vec<Option<KeyPair>>, LandError> {
-        let secrets = self.keys.plain_secrets(beings)?;
-        // Which beings have their keys derived together, and from what.
-        let (together, together_secrets): (Vec<usize>, Vec<Zeroizing<[u8; 32]>>) = heads
-            .iter()
-            .zip(secrets)
-            .enumerate()
-            .filter_map(|(index, (head, secret))| Some((index, secret.filter(|_| head.is_some())?)))
-            .unzip();
-        let group_beings =
-            together_secrets.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, WRITER_KEYS_GROUP_BEINGS);
-        let groups: Vec<&[Zeroizing<[u8; 32]>]> = together_secrets.chunks(group_beings).collect();
-        let derived = crate::parallel::map_in_order(&groups, threads, |group| {
-            // Wiped when dropped.
-            let secrets = Zeroizing::new(group.iter().map(|secret| **secret).collect::<Vec<[u8; 32]>>());
-            KeyPair::derive_all(&secrets)
-        });
-        drop(together_secrets);
+        // Only beings with a reel: the ring is not read for none.
+        let with_heads: Vec<usize> = (0..beings.len()).filter(|index| heads[*index].is_some()).collect();
         let mut keys: Vec<Option<KeyPair>> = (0..beings.len()).map(|_| None).collect();
-        for (index, key) in together.into_iter().zip(derived.into_iter().flatten()) {
-            let expected = heads[index].as_ref().map(|head| head.public_key);
-            if expected == Some(PublicKeyBytes(key.public_key())) {
+        if with_heads.is_empty() {
+            return Ok(keys);
+        }
+        let asked: Vec<BeingId> = with_heads.iter().map(|index| beings[*index]).collect();
+        let (plain, secrets) = self.keys.plain_secrets(&asked)?;
+        let group_beings =
+            secrets.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, WRITER_KEYS_GROUP_BEINGS);
+        let groups: Vec<&[[u8; 32]]> = secrets.chunks(group_beings).collect();
+        let derived = crate::parallel::map_in_order(&groups, threads, |group| KeyPair::derive_all(group));
+        drop(secrets);
+        for (asked_index, key) in plain.into_iter().zip(derived.into_iter().flatten()) {
+            let index = with_heads[asked_index];
+            if heads[index].as_ref().map(|head| head.public_key) == Some(PublicKeyBytes(key.public_key())) {
                 keys[index] = Some(key);
             }
         }
@@ -1539,8 +1548,9 @@ mod tests {
     /// sealed but whose staged key was not made current, a staged key
     /// whose rotation never sealed, a key forgotten, and a key that is not
     /// the reel's. Built the same way on any folder, so two of them are
-    /// the same land. Returns the land and its beings, in id order.
-    fn land_of_writers_in_every_state(dir: &Path) -> (Land, Vec<BeingId>) {
+    /// the same land. Returns the land, its beings in id order, and the
+    /// two beings with a key staged (the rotation sealed, then the other).
+    fn land_of_writers_in_every_state(dir: &Path) -> (Land, Vec<BeingId>, [BeingId; 2]) {
         let land = seeded_land(dir);
         let specs = (0..52).map(|index| spec(&land, &format!("being-{index}"))).collect();
         let pending = land.submit_beings(specs, 1).expect("submitted");
@@ -1557,7 +1567,7 @@ mod tests {
         land.keys.store(&foreign, &other_key(2)).expect("another key current");
         beings.sort();
         land.forget_writers(&beings);
-        (land, beings)
+        (land, beings, [rotated, staged])
     }
 
     /// A writer as a test compares it: next seq, prev, last time, ended,
@@ -1579,8 +1589,8 @@ mod tests {
     #[test]
     fn writers_loaded_together_are_the_writers_loaded_one_by_one_and_the_first_failure_is_named() {
         let (one_dir, together_dir) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
-        let (one_by_one, beings) = land_of_writers_in_every_state(one_dir.path());
-        let (together, same_beings) = land_of_writers_in_every_state(together_dir.path());
+        let (one_by_one, beings, _) = land_of_writers_in_every_state(one_dir.path());
+        let (together, same_beings, [rotated, staged]) = land_of_writers_in_every_state(together_dir.path());
         assert_eq!(beings, same_beings, "the two lands are the same land");
         // Derived together: the 48 plain beings' keys and no other, each
         // the key loading it alone gives (a mismatch would only be loaded
@@ -1605,6 +1615,19 @@ mod tests {
             }
         }
         assert_eq!(failures.len(), 2, "the forgotten key and the other being's: {failures:?}");
+        // Plain keys alone first, as a round loads them ahead: the other
+        // four are left as they are, a staged key in the ring included.
+        together.load_plain_writers(&beings, 2).expect("plain writers load, the others are left");
+        let plain_loaded = writer_states(&together, &beings);
+        assert_eq!(plain_loaded.iter().filter(|state| state.is_some()).count(), 48);
+        assert!(together.keys.staged_next(&rotated).expect("ring").is_some(), "a rotation left to finish");
+        assert!(together.keys.staged_next(&staged).expect("ring").is_some(), "a staged key left alone");
+        // A being with a key and no reel has no writer, and no failure.
+        let no_reel = BeingId([9; 32]);
+        together.keys.store(&no_reel, &SigningKey::from_bytes(&[3; 32])).expect("a key");
+        together.load_writers(&[no_reel], 2).expect("nothing to load");
+        assert_eq!(writer_states(&together, &[no_reel]), [None]);
+        // Then the rest, as a turn loads them: the writers loaded stay.
         let error = together.load_writers(&beings, 2).expect_err("two writers do not load");
         let error = error.to_string().replace(&together_dir.path().display().to_string(), "LAND");
         assert_eq!(error, failures[0], "the first failure in id order");

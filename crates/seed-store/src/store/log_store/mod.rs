@@ -534,8 +534,10 @@ impl Shared {
             public_key: keyed.public_key,
             ended: last_fact.kind() == crate::fact::body::KIND_END,
         };
-        self.heads.lock().map_err(|_| StoreError::Closed)?.insert(*being, head);
-        Ok(Some(head))
+        // A head the committer kept meanwhile is newer than this one (read
+        // from the indexes before it committed): it stays, and is the answer.
+        let mut heads = self.heads.lock().map_err(|_| StoreError::Closed)?;
+        Ok(Some(*heads.entry(*being).or_insert(head)))
     }
 }
 
