@@ -37,6 +37,16 @@ fn pool() -> Option<&'static rayon_core::ThreadPool> {
 /// Below this many items, one thread is cheaper than starting others.
 pub const PARALLEL_ITEMS_MIN: usize = 16;
 
+/// How many items to put in each group when `items` are done in groups of
+/// at most `most` (work shared within a group, such as keys derived or
+/// facts signed together) and the groups are mapped over threads: fewer
+/// than `most` when that many would make too few groups to be spread
+/// over the threads ([`PARALLEL_ITEMS_MIN`] groups at least, where there
+/// are items enough). At least 1.
+pub fn items_per_group(items: usize, most: usize) -> usize {
+    items.div_ceil(PARALLEL_ITEMS_MIN).clamp(1, most.max(1))
+}
+
 /// Items are handed to the threads in chunks of this many, taken in turn:
 /// a thread that shares its core with other work (verification runs beside
 /// the replay's fold) takes fewer chunks instead of holding up the others.
@@ -91,6 +101,25 @@ pub fn drop_in_background<T: Send + 'static>(value: T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_are_as_large_as_allowed_once_there_are_enough_of_them_for_the_threads() {
+        let check = |items: usize, most: usize, expected: usize| {
+            assert_eq!(items_per_group(items, most), expected, "{items} items, at most {most} a group");
+        };
+        for (items, most, expected) in [
+            (0, 64, 1),
+            (10, 64, 1),
+            (16, 64, 1),
+            (17, 64, 2),
+            (1_000, 64, 63),
+            (1_024, 64, 64),
+            (1_000_000, 64, 64),
+            (5, 0, 1),
+        ] {
+            check(items, most, expected);
+        }
+    }
 
     #[test]
     fn results_keep_the_input_order_whatever_the_threads_and_chunks() {

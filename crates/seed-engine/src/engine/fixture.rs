@@ -337,6 +337,8 @@ impl Fixture {
                 fail(&format!("signal[{index}].key"), reason, None);
             }
         }
+        // The beings the groups generate: none for a group over the limit.
+        let mut generated_count = 0usize;
         for (group, generate) in self.generate.iter().enumerate() {
             if generate.count > FIXTURE_GENERATED_BEINGS_MAX {
                 fail(
@@ -344,6 +346,8 @@ impl Fixture {
                     format!("more than {FIXTURE_GENERATED_BEINGS_MAX} beings (the most one group generates)"),
                     None,
                 );
+            } else {
+                generated_count += generate.count as usize;
             }
         }
         // Each being with its flow apart: the beings of one group share
@@ -384,15 +388,7 @@ impl Fixture {
                 })
             });
         let templates = written_beings.chain(generated_beings);
-        let mut planned = Vec::with_capacity(
-            self.beings.len()
-                + self
-                    .generate
-                    .iter()
-                    .filter(|generate| generate.count <= FIXTURE_GENERATED_BEINGS_MAX)
-                    .map(|generate| generate.count as usize)
-                    .sum::<usize>(),
-        );
+        let mut planned = Vec::with_capacity(self.beings.len() + generated_count);
         let mut names = std::collections::BTreeSet::new();
         let mut told: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut scripts: BTreeMap<String, Option<String>> = BTreeMap::new();

@@ -722,7 +722,7 @@ impl Land {
         // one by one: `UnsignedFact::sign_all`), small enough for a batch of
         // under a thousand beings to make enough of them to be spread over
         // the threads.
-        let group_beings = specs.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, PLANTING_GROUP_BEINGS);
+        let group_beings = crate::parallel::items_per_group(specs.len(), PLANTING_GROUP_BEINGS);
         let mut groups: Vec<Mutex<Option<Vec<BeingSpec>>>> = Vec::new();
         let mut specs = specs.into_iter().peekable();
         while specs.peek().is_some() {
@@ -1001,8 +1001,7 @@ impl Land {
         }
         let asked: Vec<BeingId> = with_heads.iter().map(|index| beings[*index]).collect();
         let (plain, secrets) = self.keys.plain_secrets(&asked)?;
-        let group_beings =
-            secrets.len().div_ceil(crate::parallel::PARALLEL_ITEMS_MIN).clamp(1, WRITER_KEYS_GROUP_BEINGS);
+        let group_beings = crate::parallel::items_per_group(secrets.len(), WRITER_KEYS_GROUP_BEINGS);
         let groups: Vec<&[[u8; 32]]> = secrets.chunks(group_beings).collect();
         let derived = crate::parallel::map_in_order(&groups, threads, |group| KeyPair::derive_all(group));
         drop(secrets);
