@@ -31,6 +31,10 @@ pub(crate) struct MomentWindow {
 struct Sealed {
     taken: usize,
     stopped: bool,
+    /// Workers waiting for the window to move: the sealing thread wakes
+    /// them only when there are some (a wake is a system call, and it took
+    /// one for every moment sealed).
+    waiting: usize,
 }
 
 impl MomentWindow {
@@ -38,7 +42,7 @@ impl MomentWindow {
         assert!(ahead_max > 0, "a window must let at least one moment through");
         MomentWindow {
             next_to_claim: AtomicUsize::new(0),
-            sealing: Mutex::new(Sealed { taken: 0, stopped: false }),
+            sealing: Mutex::new(Sealed { taken: 0, stopped: false, waiting: 0 }),
             moved: Condvar::new(),
             ahead_max,
         }
@@ -67,7 +71,9 @@ impl MomentWindow {
             sealed = self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         while !sealed.stopped && index >= sealed.taken.saturating_add(self.ahead_max) {
+            sealed.waiting += 1;
             sealed = self.moved.wait(sealed).unwrap_or_else(|poisoned| poisoned.into_inner());
+            sealed.waiting -= 1;
         }
         (!sealed.stopped).then_some(index)
     }
@@ -76,8 +82,14 @@ impl MomentWindow {
     pub(crate) fn taken(&self, taken: usize) {
         let mut sealed = self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         sealed.taken = taken;
+        // A worker counts itself waiting under this lock before it waits,
+        // after reading `taken`: one that is not counted yet will read the
+        // new `taken` first.
+        let anyone_waiting = sealed.waiting > 0;
         drop(sealed);
-        self.moved.notify_all();
+        if anyone_waiting {
+            self.moved.notify_all();
+        }
     }
 
     /// Sealing stopped (the round ended or failed): workers take no more wakes.
