@@ -700,8 +700,10 @@ pub struct Engine {
     mode: Mode,
     /// The operator's login token, when this run planted the land (shown once).
     pub operator_token: Option<String>,
-    /// The latest moment traces (live lands only), oldest first.
-    pub recent_traces: std::collections::VecDeque<Json>,
+    /// The latest moment traces (live lands only), oldest first, as the
+    /// moments left them: each is written out as JSON only when asked for
+    /// ([`Engine::recent_traces_json`]), not once for every moment sealed.
+    recent_traces: std::collections::VecDeque<report::RecentTrace>,
     /// The file each script of the world was read from, by the BLAKE3 of
     /// its source: a failure example names where a script failed.
     script_files: BTreeMap<Hash32, String>,
@@ -1163,6 +1165,12 @@ impl Engine {
     /// When the run started (the running-moments table's clock counts from it).
     pub fn epoch(&self) -> std::time::Instant {
         self.epoch
+    }
+
+    /// The latest moment traces of a live land, oldest first, as the
+    /// portal shows them (each with the reel seq its act sealed at).
+    pub fn recent_traces_json(&self) -> Vec<Json> {
+        self.recent_traces.iter().map(report::RecentTrace::to_json).collect()
     }
 
     /// The clock every fact of the land is stamped from.
@@ -1821,9 +1829,10 @@ impl Engine {
             if self.recent_traces.len() >= LIVE_MOMENT_TRACES_KEPT {
                 self.recent_traces.pop_front();
             }
-            let mut line = trace_json(tick, &trace);
-            line["seq"] = json!(sealed_seq.filter(|_| failed.is_none()));
-            self.recent_traces.push_back(line);
+            let outcome = trace.outcome.clone();
+            let seq = sealed_seq.filter(|_| failed.is_none());
+            self.recent_traces.push_back(report::RecentTrace { tick, trace, seq });
+            return Ok((outcome, failed));
         }
         Ok((trace.outcome, failed))
     }

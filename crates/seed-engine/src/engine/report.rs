@@ -104,6 +104,22 @@ impl RunSummary {
     }
 }
 
+/// A moment trace a live land keeps for the portal: the round it ran in,
+/// and the reel seq its act sealed at (none for a see or a failure).
+pub(super) struct RecentTrace {
+    pub(super) tick: u64,
+    pub(super) trace: MomentTrace,
+    pub(super) seq: Option<u64>,
+}
+
+impl RecentTrace {
+    pub(super) fn to_json(&self) -> Json {
+        let mut line = trace_json(self.tick, &self.trace);
+        line["seq"] = json!(self.seq);
+        line
+    }
+}
+
 pub(super) fn trace_json(tick: u64, trace: &MomentTrace) -> Json {
     json!({
         "tick": tick, "being": trace.being.to_hex(), "name": trace.name,

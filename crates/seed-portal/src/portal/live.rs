@@ -166,7 +166,7 @@ impl LiveLand {
         let round_interrupt = engine.round_interrupt();
         let land = Arc::new(LiveLand {
             snapshot: RwLock::new(Arc::new(engine.world.clone())),
-            recent_traces: RwLock::new(Arc::new(engine.recent_traces.iter().cloned().collect())),
+            recent_traces: RwLock::new(Arc::new(engine.recent_traces_json())),
             substrate: engine.substrate_shared(),
             running: engine.running.clone(),
             epoch: engine.epoch(),
@@ -353,7 +353,7 @@ impl LiveLand {
         let moments_before = engine.summary.moments;
         let result = work(engine);
         if engine.summary.moments != moments_before {
-            let traces = Arc::new(engine.recent_traces.iter().cloned().collect());
+            let traces = Arc::new(engine.recent_traces_json());
             *self.recent_traces.write().unwrap_or_else(|p| p.into_inner()) = traces;
         }
         if engine.world.cursor != cursor_before {
