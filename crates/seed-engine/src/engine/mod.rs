@@ -641,10 +641,12 @@ fn plant(
     seal_world(land, qualities)
 }
 
-/// Moments a simulation's worker computes before it hands them to the
-/// sealing thread together (sooner if it would wait for the window): each
-/// hand-over may wake the sealing thread, and one a moment cost the crowd
-/// about 5% of its samples in system calls.
+/// Moments a worker computes before it hands them to the sealing thread
+/// together (sooner if it would wait for the window, and on a live land
+/// around any moment not a script's): each hand-over may wake the sealing
+/// thread, and one a moment cost the crowd about 5% of its samples in
+/// system calls; their acts are signed together, for less work
+/// (`crate::land::sign_ahead`).
 const MOMENTS_SENT_TOGETHER_MAX: usize = 16;
 
 /// A moment computed on the engine's threads, and its act signed there
@@ -653,6 +655,15 @@ struct Computed {
     outcome: Outcome,
     trace: MomentTrace,
     presigned: Option<crate::land::Presigned>,
+}
+
+/// How an engine's steps signed the facts they sealed: where each act's
+/// moment ran, or at the seal (every other fact, and an act whose fact
+/// turned out otherwise there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FactsSigned {
+    pub ahead: u64,
+    pub at_seal: u64,
 }
 
 /// A planted world, ready to run round by round.
@@ -704,6 +715,8 @@ pub struct Engine {
     /// moments left them: each is written out as JSON only when asked for
     /// ([`Engine::recent_traces_json`]), not once for every moment sealed.
     recent_traces: std::collections::VecDeque<report::RecentTrace>,
+    /// How this engine's steps signed their facts, all steps together.
+    facts_signed: FactsSigned,
     /// The file each script of the world was read from, by the BLAKE3 of
     /// its source: a failure example names where a script failed.
     script_files: BTreeMap<Hash32, String>,
@@ -962,6 +975,7 @@ impl Engine {
             moment_log: None,
             mode: options.mode,
             recent_traces: std::collections::VecDeque::new(),
+            facts_signed: FactsSigned::default(),
             script_files,
             operator_token: None,
             snapshot_every_facts,
@@ -1165,6 +1179,11 @@ impl Engine {
     /// When the run started (the running-moments table's clock counts from it).
     pub fn epoch(&self) -> std::time::Instant {
         self.epoch
+    }
+
+    /// How this engine's steps signed their facts so far.
+    pub fn facts_signed(&self) -> FactsSigned {
+        self.facts_signed
     }
 
     /// The latest moment traces of a live land, oldest first, as the
@@ -1480,10 +1499,12 @@ impl Engine {
         // the runtime compute them from one snapshot while this thread seals
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
-        // A simulation's clock is the round's while it seals, so each act can
-        // be signed where its moment ran (a live land's clock moves on).
-        let writers = (self.mode == Mode::Simulation)
-            .then(|| Arc::new(self.land.writer_handles(wakes.iter().map(|(being, _)| being))));
+        // The clock stays at the round's time while it seals (a live land
+        // reads the wall time once, as the round begins, and nothing else
+        // moves it while the round holds the engine), so each act can be
+        // signed where its moment ran; one whose fact turns out otherwise
+        // at the seal is signed there.
+        let writers = Arc::new(self.land.writer_handles(wakes.iter().map(|(being, _)| being)));
         let wakes = Arc::new(wakes);
         let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
         // However this loop ends, the workers take no more wakes.
@@ -1538,8 +1559,8 @@ impl Engine {
     /// Runs the moments of `wakes` on `world` as blocking tasks on the
     /// engine's runtime (`workers` of them, each taking the next wake
     /// `window` lets through); each result arrives with its wake's index.
-    /// With `writers` (each wake's being's, by index), each act is also
-    /// signed there, beside the other moments, as its being's next fact
+    /// Each act is also signed there (with `writers`: each wake's being's,
+    /// by index), beside the other moments, as its being's next fact
     /// would be at `now_ms` ([`crate::land::WriterHandle::presign`]): the
     /// sealing takes that signature where it prepares the very same fact,
     /// and signs the rest itself.
@@ -1549,15 +1570,9 @@ impl Engine {
         wakes: &Arc<Vec<(BeingId, Wake)>>,
         window: &Arc<moment_window::MomentWindow>,
         now_ms: u64,
-        writers: Option<Arc<Vec<Option<crate::land::WriterHandle>>>>,
+        writers: Arc<Vec<Option<crate::land::WriterHandle>>>,
     ) -> std::sync::mpsc::Receiver<Vec<(usize, Computed)>> {
         let workers = self.workers.min(wakes.len()).max(1);
-        // A live land's moments may wait on a model or a person: each is
-        // handed over as soon as it is computed, never held behind the next.
-        let sent_together = match self.mode {
-            Mode::Simulation => MOMENTS_SENT_TOGETHER_MAX,
-            Mode::Live => 1,
-        };
         // Only a live land's running moments are listed (the portal's live
         // table); a simulation's moments are timed for their traces alone.
         let live = self.mode == Mode::Live;
@@ -1567,11 +1582,11 @@ impl Engine {
             let (substrate, running, epoch) = (self.substrate.clone(), self.running.clone(), self.epoch);
             let (model, writers) = (self.model.clone(), writers.clone());
             self.runtime.spawn_blocking(move || {
-                let mut computed: Vec<(usize, Computed)> = Vec::with_capacity(sent_together);
+                let mut computed: Vec<(usize, Computed)> = Vec::with_capacity(MOMENTS_SENT_TOGETHER_MAX);
                 // The acts of `computed` to sign ahead, by their place in it:
                 // signed together as they are handed over, for less work
                 // than one by one (`crate::land::sign_ahead`).
-                let mut ahead: Vec<(usize, crate::land::UnsignedAhead)> = Vec::with_capacity(sent_together);
+                let mut ahead: Vec<(usize, crate::land::UnsignedAhead)> = Vec::with_capacity(MOMENTS_SENT_TOGETHER_MAX);
                 // False once the sealing thread no longer listens.
                 let hand_over = |computed: &mut Vec<(usize, Computed)>,
                                  ahead: &mut Vec<(usize, crate::land::UnsignedAhead)>| {
@@ -1595,12 +1610,18 @@ impl Engine {
                         return;
                     }
                     let (being, wake) = &wakes[index];
+                    // A live land's moments may wait on a model or a person:
+                    // what this worker holds is not held behind one.
+                    let held_back = !live || moment_window::may_be_held_back(&world, being);
+                    if !held_back && !hand_over(&mut computed, &mut ahead) {
+                        return;
+                    }
                     let (outcome, trace) =
                         moment::run_observed(&substrate, &world, *being, wake.clone(), now_ms, observer, &*model);
                     if live {
                         running.finish(being);
                     }
-                    let writer = writers.as_ref().and_then(|writers| writers.get(index)).and_then(Option::as_ref);
+                    let writer = writers.get(index).and_then(Option::as_ref);
                     let unsigned = match (&outcome, writer) {
                         (Outcome::Act(act), Some(writer)) => act.encoded.as_ref().and_then(|body| {
                             writer.prepare_ahead(being, KIND_ACT, body.clone(), now_ms).ok().flatten()
@@ -1611,7 +1632,9 @@ impl Engine {
                         ahead.push((computed.len(), unsigned));
                     }
                     computed.push((index, Computed { outcome, trace, presigned: None }));
-                    if computed.len() >= sent_together && !hand_over(&mut computed, &mut ahead) {
+                    if (computed.len() >= MOMENTS_SENT_TOGETHER_MAX || !held_back)
+                        && !hand_over(&mut computed, &mut ahead)
+                    {
                         return;
                     }
                 }
@@ -1641,6 +1664,8 @@ impl Engine {
             unused_ahead = sealing.unused_presigned(),
             "a step's facts signed"
         );
+        self.facts_signed.ahead += sealing.signed_ahead;
+        self.facts_signed.at_seal += sealing.signed_here;
         let sealed = self.settle(decided, sealing)?;
         for (actor, call, seed) in std::mem::take(&mut self.sealed_calls) {
             self.substrate.hooks.after(&actor, &call, &self.world, seed);

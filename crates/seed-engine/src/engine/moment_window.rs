@@ -11,6 +11,9 @@
 //! computes which wake does not change any result (every moment reads the
 //! same snapshot, and they are sealed in wake order).
 
+use crate::fact::body::Cognition;
+use crate::fact::BeingId;
+use crate::world::World;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
@@ -97,6 +100,16 @@ impl MomentWindow {
         self.sealing.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped = true;
         self.moved.notify_all();
     }
+}
+
+/// Whether a live land's worker may hold `being`'s finished moment back to
+/// hand it over with later ones: only a script's, whose moments wait on no
+/// model and no person. A moment of any other cognition (a model's, a
+/// panel's, one a person inhabits) is handed over as soon as it is
+/// computed, and what the worker holds goes before it runs: a finished
+/// moment is never held behind a model's answer.
+pub(crate) fn may_be_held_back(world: &World, being: &BeingId) -> bool {
+    world.beings.get(being).is_some_and(|row| row.effective_cognition() == Cognition::Scripted)
 }
 
 /// Stops a window when the sealing loop holding it ends, by any path (an
@@ -192,6 +205,34 @@ mod tests {
         for worker in workers {
             worker.join().expect("a worker ends");
         }
+    }
+
+    #[test]
+    fn only_a_scripts_moments_are_held_back_on_a_live_land() {
+        let flow = Arc::new(serde_json::json!([]));
+        let row = |byte: u8, cognition: Cognition, inhabited: bool| crate::world::BeingRow {
+            cognition,
+            inhabited_by: inhabited.then_some(BeingId([0; 32])),
+            ..crate::engine::scheduler::tests::row(byte, &flow, false)
+        };
+        let cases = [
+            (1, Cognition::Scripted, false, true),
+            (2, Cognition::Scripted, true, false),
+            (3, Cognition::Llm, false, false),
+            (4, Cognition::Panel, false, false),
+            (5, Cognition::Human, false, false),
+            (6, Cognition::None, false, false),
+        ];
+        let mut world = World::new();
+        for (byte, cognition, inhabited, _) in cases {
+            let row = row(byte, cognition, inhabited);
+            world.beings.insert(row.id, Arc::new(row));
+        }
+        for (byte, cognition, inhabited, expected) in cases {
+            let held = may_be_held_back(&world, &BeingId([byte; 32]));
+            assert_eq!(held, expected, "{cognition:?}, inhabited: {inhabited}");
+        }
+        assert!(!may_be_held_back(&world, &BeingId([9; 32])), "a being the round's world does not hold");
     }
 
     #[test]

@@ -550,7 +550,7 @@ impl Engine {
         // to the turn, which says why.
         let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
         let _left_to_the_turn = self.land.load_plain_writers(&beings, self.threads.max(1));
-        let writers = Some(Arc::new(self.land.writer_handles(&beings)));
+        let writers = Arc::new(self.land.writer_handles(&beings));
         let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
         let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
         let mut received = 0;

@@ -207,13 +207,14 @@ impl Scheduler {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::fact::body::Cognition;
     use crate::world::{role_flow_digest, BeingRow};
     use std::sync::Arc;
 
-    fn row(byte: u8, flow: &Arc<Json>, digest_kept: bool) -> BeingRow {
+    /// A scripted being's row, `being-BYTE` in `/square`.
+    pub(crate) fn row(byte: u8, flow: &Arc<Json>, digest_kept: bool) -> BeingRow {
         BeingRow {
             id: BeingId([byte; 32]),
             acts: 0,

@@ -719,25 +719,55 @@ mod tests {
                 live.stop_rounds();
             }
             live.round().expect("the court wakes every other tick");
-            let store = live.store_shared();
-            let read = store.land_log_with_envelopes(before, store.land_len().expect("reads")).expect("reads");
-            let is_act = |envelope: &[u8]| {
-                crate::fact::Fact::peek_kind_and_body(envelope)
-                    .is_some_and(|(kind, _)| kind == crate::world::body::KIND_ACT)
-            };
-            let acts = read.iter().filter(|(_, envelope)| is_act(envelope)).count();
-            for being in store.beings().expect("beings") {
-                let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(live.substrate()));
-                let options = crate::replay::ReplayOptions::default();
-                let replayer = crate::replay::Replayer::with_definitions(&*store, definitions, being, options);
-                let report = replayer.expect("replayer").run().expect("replays");
-                assert!(report.clean(), "{}: {:?} {:?}", report.name, report.divergences, report.problems);
-            }
+            let acts = acts_sealed_since(&live, before);
+            assert_every_being_replays(&live);
             live.stop().expect("stop");
             acts
         };
         assert!(acts_in_second_round(false) > 0, "the second round played no moment: nothing to stop");
         assert_eq!(acts_in_second_round(true), 0, "the stopping land played the round's moments");
+    }
+
+    /// A live land's acts are signed on the threads their moments ran on,
+    /// together, as a simulation's are: they were all signed on the round's
+    /// thread, after their moments, one step's at a time. The land replays.
+    #[test]
+    fn a_live_lands_acts_are_signed_where_their_moments_ran() {
+        let dir = tempfile::tempdir().expect("folder");
+        let options = crate::engine::EngineOptions { threads: 2, ..court_options(dir.path()) };
+        let live = LiveLand::new(Engine::plant(&court_fixture(), &options).expect("plant")).expect("live");
+        let before = live.store_shared().land_len().expect("reads");
+        for _ in 0..4 {
+            live.round().expect("a round");
+        }
+        let acts = acts_sealed_since(&live, before) as u64;
+        assert!(acts > 0, "the court's rounds sealed no act");
+        let signed = live.with_engine(|engine| engine.facts_signed()).expect("the engine");
+        assert_eq!(signed.ahead, acts, "acts signed where their moments ran ({signed:?})");
+        assert_every_being_replays(&live);
+        live.stop().expect("stop");
+    }
+
+    /// The acts the land sealed from land seq `from` on.
+    fn acts_sealed_since(live: &LiveLand, from: u64) -> usize {
+        let store = live.store_shared();
+        let read = store.land_log_with_envelopes(from, store.land_len().expect("reads")).expect("reads");
+        let is_act = |envelope: &[u8]| {
+            crate::fact::Fact::peek_kind_and_body(envelope)
+                .is_some_and(|(kind, _)| kind == crate::world::body::KIND_ACT)
+        };
+        read.iter().filter(|(_, envelope)| is_act(envelope)).count()
+    }
+
+    fn assert_every_being_replays(live: &LiveLand) {
+        let store = live.store_shared();
+        for being in store.beings().expect("beings") {
+            let definitions = crate::replay::ReplayDefinitions::recorded(&*store, Some(live.substrate()));
+            let options = crate::replay::ReplayOptions::default();
+            let replayer = crate::replay::Replayer::with_definitions(&*store, definitions, being, options);
+            let report = replayer.expect("replayer").run().expect("replays");
+            assert!(report.clean(), "{}: {:?} {:?}", report.name, report.divergences, report.problems);
+        }
     }
 
     /// The world where a land's first act opened is kept as the land opens
