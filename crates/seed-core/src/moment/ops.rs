@@ -238,6 +238,12 @@ impl OpRegistry {
         self.ops.keys()
     }
 
+    /// Whether any operation calls an MCP server's tool (a moment doing one
+    /// waits on that server).
+    pub fn calls_tools(&self) -> bool {
+        self.ops.values().any(|spec| matches!(spec.handler, OpHandler::Tool { .. }))
+    }
+
     /// The MCP server and tool an operation calls, if it is one's.
     pub fn tool_of(&self, name: &str) -> Option<(&str, &str)> {
         match &self.ops.get(name)?.handler {

@@ -1602,6 +1602,8 @@ impl Engine {
                     true => &live_observer,
                     false => &timed_observer,
                 };
+                // Computed once: what can make a script's moment wait.
+                let scripts_call_out = live && moment_window::scripts_may_call_out(&substrate, &world);
                 let mut listened = true;
                 while let Some(index) =
                     window.claim_handing_over(wakes.len(), || listened = hand_over(&mut computed, &mut ahead))
@@ -1610,9 +1612,9 @@ impl Engine {
                         return;
                     }
                     let (being, wake) = &wakes[index];
-                    // A live land's moments may wait on a model or a person:
-                    // what this worker holds is not held behind one.
-                    let held_back = !live || moment_window::may_be_held_back(&world, being);
+                    // A live land's moments may wait on a model, a tool or a
+                    // person: what this worker holds is not held behind one.
+                    let held_back = !live || moment_window::may_be_held_back(&world, being, scripts_call_out);
                     if !held_back && !hand_over(&mut computed, &mut ahead) {
                         return;
                     }

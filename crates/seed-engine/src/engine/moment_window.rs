@@ -11,8 +11,10 @@
 //! computes which wake does not change any result (every moment reads the
 //! same snapshot, and they are sealed in wake order).
 
+use crate::embedding::EMBEDDING_CONNECTION_CONFIG_KEY;
 use crate::fact::body::Cognition;
 use crate::fact::BeingId;
+use crate::moment::Substrate;
 use crate::world::World;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -102,14 +104,23 @@ impl MomentWindow {
     }
 }
 
+/// Whether a script's moment on this land may wait on something outside
+/// the process: an embedding model (a recall, where the land names an
+/// embedding connection) or an MCP server (an operation that calls a tool).
+pub(crate) fn scripts_may_call_out(substrate: &Substrate, world: &World) -> bool {
+    world.config.contains_key(EMBEDDING_CONNECTION_CONFIG_KEY) || substrate.ops.calls_tools()
+}
+
 /// Whether a live land's worker may hold `being`'s finished moment back to
-/// hand it over with later ones: only a script's, whose moments wait on no
-/// model and no person. A moment of any other cognition (a model's, a
-/// panel's, one a person inhabits) is handed over as soon as it is
-/// computed, and what the worker holds goes before it runs: a finished
-/// moment is never held behind a model's answer.
-pub(crate) fn may_be_held_back(world: &World, being: &BeingId) -> bool {
-    world.beings.get(being).is_some_and(|row| row.effective_cognition() == Cognition::Scripted)
+/// hand it over with later ones: only a script's, and only where a
+/// script's moments wait on nothing outside the process
+/// ([`scripts_may_call_out`], `scripts_call_out`). Any other moment (a
+/// model's, a panel's, one a person inhabits, a script's that may call
+/// out) is handed over as soon as it is computed, and what the worker
+/// holds goes before it runs: a finished moment is never held behind a
+/// call to a model, a tool or a person.
+pub(crate) fn may_be_held_back(world: &World, being: &BeingId, scripts_call_out: bool) -> bool {
+    !scripts_call_out && world.beings.get(being).is_some_and(|row| row.effective_cognition() == Cognition::Scripted)
 }
 
 /// Stops a window when the sealing loop holding it ends, by any path (an
@@ -229,10 +240,27 @@ mod tests {
             world.beings.insert(row.id, Arc::new(row));
         }
         for (byte, cognition, inhabited, expected) in cases {
-            let held = may_be_held_back(&world, &BeingId([byte; 32]));
+            let held = may_be_held_back(&world, &BeingId([byte; 32]), false);
             assert_eq!(held, expected, "{cognition:?}, inhabited: {inhabited}");
+            let held = may_be_held_back(&world, &BeingId([byte; 32]), true);
+            assert!(!held, "{cognition:?}, inhabited: {inhabited}, on a land whose scripts call out");
         }
-        assert!(!may_be_held_back(&world, &BeingId([9; 32])), "a being the round's world does not hold");
+        assert!(!may_be_held_back(&world, &BeingId([9; 32]), false), "a being the round's world does not hold");
+        // What makes a land's scripts call out: an embedding connection
+        // named, or an operation that calls an MCP server's tool.
+        let mut substrate = Substrate::new(crate::roles::RoleRegistry::default());
+        assert!(!scripts_may_call_out(&substrate, &world), "the core's operations call no tool");
+        let mut embedding = world.clone();
+        embedding.config.insert(EMBEDDING_CONNECTION_CONFIG_KEY.into(), serde_json::json!("embedder"));
+        assert!(scripts_may_call_out(&substrate, &embedding), "an embedding connection named");
+        substrate.ops.register(crate::moment::ops::OpSpec {
+            name: "look-up".into(),
+            schema: crate::moment::ops::ArgSchema::open(),
+            handler: crate::moment::ops::OpHandler::Tool { server: "files".into(), tool: "read".into() },
+            origin: "an-extension".into(),
+            described: None,
+        });
+        assert!(scripts_may_call_out(&substrate, &world), "an operation that calls a tool");
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub(super) struct Sealing {
     pub(super) catch_up_until: u64,
     /// The first prepared fact that differed from the stored one.
     diverged: Option<EngineError>,
-    /// Facts a pool worker signed ahead of its turn, by id: a prepared fact
-    /// with one of these ids takes its signature instead of being signed.
+    /// Facts signed ahead where their moments ran (a round's, a pool
+    /// worker's), by id: a prepared fact with one of these ids and its key
+    /// takes the signature instead of being signed.
     presigned: BTreeMap<FactId, Presigned>,
     /// How many facts took a signature made ahead, and how many were signed here.
     pub(super) signed_ahead: u64,
@@ -164,7 +165,8 @@ impl Sealing {
         let prepared: Vec<(u64, Prepared, Option<Presigned>)> = prepared
             .into_iter()
             .map(|(land_seq, fact)| {
-                let ahead = self.presigned.remove(&fact.unsigned.id());
+                // Counted as signed ahead only where the signature is taken.
+                let ahead = self.presigned.remove(&fact.unsigned.id()).filter(|ahead| fact.is_signed_by(ahead));
                 (land_seq, fact, ahead)
             })
             .collect();

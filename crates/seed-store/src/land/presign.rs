@@ -1,6 +1,6 @@
 //! Signing a fact before its place on the reel is settled: each act is
-//! signed on the thread its moment ran on (a simulation's round, a pool
-//! worker's claim), against the head its being has then, and the in-order
+//! signed on the thread its moment ran on (a round's, simulated or live, a
+//! pool worker's claim), against the head its being has then, and the in-order
 //! seal (a pool's turn) takes that signature when the fact it prepares is
 //! the same one.
 //!
@@ -127,7 +127,7 @@ impl Prepared {
     }
 
     /// Whether `ahead` was made by this fact's key over this very fact.
-    fn is_signed_by(&self, ahead: &Presigned) -> bool {
+    pub fn is_signed_by(&self, ahead: &Presigned) -> bool {
         ahead.id == self.unsigned.id() && ahead.public_key == self.key.public_key()
     }
 
