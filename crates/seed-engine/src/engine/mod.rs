@@ -1479,14 +1479,18 @@ impl Engine {
 
     fn round_sealing(&mut self, sealing: &mut Sealing) -> Result<(), EngineError> {
         let (tick, wakes) = self.begin_round()?;
-        // The writers of the beings that wake and have none loaded yet (a
-        // land just opened, a run resumed) are loaded before the round, their
-        // keys derived together on the round's threads, rather than one by
-        // one on this thread as each act is sealed. Only plain keys: a
-        // being with a rotation in its ring, or one that does not load, is
-        // left to its act's seal, which finishes it or says why.
+        // The writers each act is signed with where its moment ran: the
+        // clock stays at the round's time while it seals (a live land reads
+        // the wall time once, as the round begins, and nothing else moves it
+        // while the round holds the engine); one whose fact turns out
+        // otherwise at the seal is signed there. Those of beings that have
+        // none loaded yet (a land just opened, a run resumed) are loaded
+        // now, their keys derived together on the round's threads, rather
+        // than one by one on this thread as each act is sealed. Only plain
+        // keys: a being with a rotation in its ring, or one that does not
+        // load, is left to its act's seal, which finishes it or says why.
         let waking: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
-        let _left_to_the_seal = self.land.load_plain_writers(&waking, self.threads.max(1));
+        let writers = Arc::new(self.land.plain_writer_handles(&waking, self.threads.max(1)));
         drop(waking);
         let now_ms = self.clock.now_ms();
         // The world is folded to exactly what the land holds, but while a
@@ -1499,12 +1503,6 @@ impl Engine {
         // the runtime compute them from one snapshot while this thread seals
         // finished ones, in being-id order.
         let snapshot = Arc::new(self.world.clone());
-        // The clock stays at the round's time while it seals (a live land
-        // reads the wall time once, as the round begins, and nothing else
-        // moves it while the round holds the engine), so each act can be
-        // signed where its moment ran; one whose fact turns out otherwise
-        // at the seal is signed there.
-        let writers = Arc::new(self.land.writer_handles(wakes.iter().map(|(being, _)| being)));
         let wakes = Arc::new(wakes);
         let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
         // However this loop ends, the workers take no more wakes.

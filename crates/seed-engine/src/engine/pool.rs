@@ -549,8 +549,7 @@ impl Engine {
         // serial path (docs/scale.md). A writer that does not load is left
         // to the turn, which says why.
         let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
-        let _left_to_the_turn = self.land.load_plain_writers(&beings, self.threads.max(1));
-        let writers = Arc::new(self.land.writer_handles(&beings));
+        let writers = Arc::new(self.land.plain_writer_handles(&beings, self.threads.max(1)));
         let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
         let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
         let mut received = 0;

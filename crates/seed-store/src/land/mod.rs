@@ -1619,6 +1619,13 @@ mod tests {
         together.load_plain_writers(&beings, 2).expect("plain writers load, the others are left");
         let plain_loaded = writer_states(&together, &beings);
         assert_eq!(plain_loaded.iter().filter(|state| state.is_some()).count(), 48);
+        // The handles a round signs ahead with are those writers', the
+        // others left to the seal.
+        together.forget_writers(&beings);
+        let handles = together.plain_writer_handles(&beings, 2);
+        let handled: Vec<bool> = handles.iter().map(Option::is_some).collect();
+        assert_eq!(handled, plain_loaded.iter().map(Option::is_some).collect::<Vec<_>>());
+        assert_eq!(writer_states(&together, &beings), plain_loaded);
         assert!(together.keys.staged_next(&rotated).expect("ring").is_some(), "a rotation left to finish");
         assert!(together.keys.staged_next(&staged).expect("ring").is_some(), "a staged key left alone");
         // A being with a key and no reel has no writer, and no failure.

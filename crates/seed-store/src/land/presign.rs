@@ -107,6 +107,26 @@ impl Land {
             .map(|being| writers.get(being).map(|writer| WriterHandle { writer: writer.clone() }))
             .collect()
     }
+
+    /// [`Land::writer_handles`], loading first the writers of those not
+    /// loaded yet whose keys are plain ([`Land::load_plain_writers`]): what
+    /// a round and a pool worker's claim sign ahead with. A being whose
+    /// writer does not load that way has `None`, left to its act's seal,
+    /// which loads it or says why. A being already loaded is looked up once.
+    pub fn plain_writer_handles(&self, beings: &[BeingId], threads: usize) -> Vec<Option<WriterHandle>> {
+        let mut handles = self.writer_handles(beings);
+        let missing: Vec<BeingId> =
+            beings.iter().zip(&handles).filter(|(_, handle)| handle.is_none()).map(|(being, _)| *being).collect();
+        if missing.is_empty() {
+            return handles;
+        }
+        let _left_to_the_seal = self.load_plain_writers(&missing, threads);
+        let writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (being, handle) in beings.iter().zip(&mut handles).filter(|(_, handle)| handle.is_none()) {
+            *handle = writers.get(being).map(|writer| WriterHandle { writer: writer.clone() });
+        }
+        handles
+    }
 }
 
 impl Prepared {
