@@ -160,3 +160,30 @@ fn a_resume_with_another_seed_a_damaged_checkpoint_or_changed_definitions_is_ref
     assert_eq!(none.status.code(), Some(1));
     assert!(stderr(&none).contains("no run to resume at"), "{}", stderr(&none));
 }
+
+/// A round's checkpoint is written beside the round's start, on a thread of
+/// its own, and the round submits nothing before it is durable: a round
+/// whose checkpoint cannot be written fails naming it, and the land holds
+/// none of its facts (a kill then would leave more than the round after the
+/// checkpoint sealed).
+#[test]
+fn a_round_whose_checkpoint_cannot_be_written_fails_and_seals_none_of_its_facts() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let land = dir.path().join("land");
+    let fixture = seed::engine::fixture::Fixture::load(&world()).expect("the world");
+    let options = seed::engine::EngineOptions { threads: 2, ..crate::common::simulation_options(land.clone()) };
+    let mut engine = seed::engine::Engine::plant(&fixture, &options).expect("plants");
+    engine.keep_resume_checkpoints();
+    engine.round().expect("the first round");
+    let sealed = engine.world.cursor;
+    assert_eq!(seed::engine::resume_checkpoint_rounds_done(&land).expect("a checkpoint"), 0);
+    // The checkpoint's temporary file cannot be created: a folder is in its place.
+    std::fs::create_dir(land.join(format!("{}.tmp", seed::engine::RESUME_CHECKPOINT_FILE))).expect("a folder");
+    let failed = engine.round();
+    assert!(matches!(failed, Err(seed::engine::EngineError::CheckpointWrite { .. })), "{:?}", failed.err());
+    assert_eq!(engine.world.cursor, sealed, "the round sealed facts before its checkpoint was written");
+    drop(engine);
+    let reopened = seed::land::Land::open(&land).expect("the land opens");
+    assert_eq!(reopened.store().land_len().expect("its length"), sealed);
+    assert_eq!(seed::engine::resume_checkpoint_rounds_done(&land).expect("the checkpoint before"), 0);
+}

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// What the scheduler remembers between rounds (derived, not truth: a run
 /// that resumes reads it from its checkpoint, `resume.rs`).
-#[derive(Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Scheduler {
     /// Summons delivered, by the being they woke: one request for
     /// approval is one fact in several approvers' inboxes.

@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 /// Prepared facts signed and submitted together while a round is sealing.
 pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
 
+/// Facts left to sign at a flush (none signed ahead) from which they are
+/// signed on the step's threads rather than on the sealing thread alone.
+pub(super) const FLUSH_SIGNED_ON_THREADS_FACTS_MIN: u64 = 16;
+
 /// Facts of a round on their way to the store, with the land seq each will
 /// get (the simulation is the land's only writer, so land seqs follow
 /// submission order). Facts are prepared in order, signed in parallel, and
@@ -34,8 +38,13 @@ pub(super) struct Sealing {
     /// below it are the land's already, compared with the stored ones and
     /// never submitted.
     pub(super) catch_up_until: u64,
-    /// The first prepared fact that differed from the stored one.
-    diverged: Option<EngineError>,
+    /// What stops anything more being submitted: the first prepared fact
+    /// that differed from the stored one, or the round's resume checkpoint
+    /// that could not be written.
+    stopped: Option<EngineError>,
+    /// The round's resume checkpoint, still being written: waited for
+    /// before the first fact is submitted (`resume.rs`).
+    resume_checkpoint: Option<super::resume::CheckpointInWriting>,
     /// Facts signed ahead where their moments ran (a round's, a pool
     /// worker's), by id: a prepared fact with one of these ids and its key
     /// takes the signature instead of being signed.
@@ -74,7 +83,8 @@ impl Sealing {
             held: None,
             rotations: Vec::new(),
             catch_up_until: 0,
-            diverged: None,
+            stopped: None,
+            resume_checkpoint: None,
             presigned: BTreeMap::new(),
             signed_ahead: 0,
             signed_here: 0,
@@ -106,12 +116,28 @@ impl Sealing {
         self.held.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Holds the step's first submission until `checkpoint` is written.
+    pub(super) fn resume_checkpoint_first(&mut self, checkpoint: Option<super::resume::CheckpointInWriting>) {
+        self.resume_checkpoint = checkpoint;
+    }
+
+    /// Waits for the resume checkpoint, if one is being written; if it
+    /// could not be, nothing more is submitted and that is the step's failure.
+    fn wait_for_resume_checkpoint(&mut self) {
+        if let Some(checkpoint) = self.resume_checkpoint.take() {
+            if let Err(error) = checkpoint.wait() {
+                self.stopped.get_or_insert(error);
+            }
+        }
+    }
+
     /// Waits for every fact handed to the store, each at the land seq the
     /// world folded it at. Waits for all of them even after a failure, so
     /// that nothing is still on its way to the store when the caller reloads
     /// the writers from it; returns the first failure.
     pub(super) fn wait_all(&mut self) -> Result<(), EngineError> {
-        let mut first_failure = self.diverged.take().or(self.settled_failure.take());
+        self.wait_for_resume_checkpoint();
+        let mut first_failure = self.stopped.take().or(self.settled_failure.take());
         for (expected, seal) in std::mem::take(&mut self.pending) {
             if let Some(failure) = failure_of(expected, seal.wait()) {
                 first_failure.get_or_insert(failure);
@@ -147,14 +173,15 @@ impl Sealing {
     /// Signs what is prepared on `threads` threads, then submits it in order.
     pub(super) fn flush(&mut self, land: &Land) {
         let mut prepared = std::mem::take(&mut self.prepared);
-        if self.diverged.is_some() {
+        self.wait_for_resume_checkpoint();
+        if self.stopped.is_some() {
             return;
         }
         let again = prepared.iter().take_while(|(land_seq, _)| *land_seq < self.catch_up_until).count();
         if again > 0 {
             let fresh = prepared.split_off(again);
             if let Err(diverged) = same_as_stored(land, &prepared) {
-                self.diverged = Some(diverged);
+                self.stopped = Some(diverged);
                 return;
             }
             prepared = fresh;
@@ -173,7 +200,24 @@ impl Sealing {
         let ahead = prepared.iter().filter(|(_, _, ahead)| ahead.is_some()).count() as u64;
         self.signed_ahead += ahead;
         self.signed_here += prepared.len() as u64 - ahead;
-        let chunk = prepared.len().div_ceil(self.threads.max(1));
+        // Signing is shared out over the threads only where there is some to
+        // share: attaching signatures made ahead is less work than starting
+        // a thread (a round's flushes started two threads each to do only that).
+        let threads = match (prepared.len() as u64 - ahead) < FLUSH_SIGNED_ON_THREADS_FACTS_MIN {
+            true => 1,
+            false => self.threads.max(1),
+        };
+        let sign = |part: Vec<(u64, Prepared, Option<Presigned>)>| {
+            let (land_seqs, facts): (Vec<u64>, Vec<(Prepared, Option<Presigned>)>) =
+                part.into_iter().map(|(seq, p, ahead)| (seq, (p, ahead))).unzip();
+            land_seqs.into_iter().zip(Prepared::sign_all_reusing(facts)).collect::<Vec<_>>()
+        };
+        if threads == 1 {
+            let signed = sign(prepared);
+            self.submit(land, signed);
+            return;
+        }
+        let chunk = prepared.len().div_ceil(threads);
         let mut chunks: Vec<Vec<(u64, Prepared, Option<Presigned>)>> = Vec::new();
         let mut rest = prepared;
         while rest.len() > chunk {
@@ -183,24 +227,21 @@ impl Sealing {
         }
         chunks.push(rest);
         let signed: Vec<Vec<(u64, SignedFact)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunks
-                .into_iter()
-                .map(|part| {
-                    scope.spawn(move || {
-                        let (land_seqs, facts): (Vec<u64>, Vec<(Prepared, Option<Presigned>)>) =
-                            part.into_iter().map(|(seq, p, ahead)| (seq, (p, ahead))).unzip();
-                        land_seqs.into_iter().zip(Prepared::sign_all_reusing(facts)).collect::<Vec<_>>()
-                    })
-                })
-                .collect();
+            let handles: Vec<_> = chunks.into_iter().map(|part| scope.spawn(move || sign(part))).collect();
             handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
         });
+        self.submit(land, signed.into_iter().flatten().collect());
+    }
+
+    /// Hands signed facts to the store in order (or holds them: a pool
+    /// worker's turn).
+    fn submit(&mut self, land: &Land, signed: Vec<(u64, SignedFact)>) {
         if let Some(held) = self.held.as_mut() {
-            held.extend(signed.into_iter().flatten());
+            held.extend(signed);
             return;
         }
         self.settle_answered();
-        for (land_seq, fact) in signed.into_iter().flatten() {
+        for (land_seq, fact) in signed {
             self.pending.push_back((land_seq, land.submit_signed(fact)));
         }
     }
