@@ -707,3 +707,27 @@ fn reindex_folds_the_memories_again_and_writes_again_a_snapshot_that_lost_them()
     assert_eq!(third["memories"], first["memories"]);
     assert_eq!(third["snapshots"], serde_json::json!({"agreed": [], "rebuilt": []}));
 }
+
+/// A round signs its acts ahead with the writers' handles of the round
+/// before where the same beings wake and no loaded writer changed; once one
+/// did, it takes them again. In the library the same beings wake every
+/// round; every writer is forgotten after the first round and loaded again
+/// by the second's: a third round signing with the first round's handles
+/// (forgotten writers, their heads two rounds behind) would sign its acts
+/// again at the seal.
+#[test]
+fn a_round_keeps_the_writers_handles_of_the_round_before_until_a_loaded_writer_changes() {
+    let dir = tempfile::tempdir().expect("folder");
+    let fixture = Fixture::load(&fixture_path("library.toml")).expect("fixture");
+    let options = seed::engine::EngineOptions { threads: 2, ..common::simulation_options(dir.path().join("land")) };
+    let mut engine = seed::engine::Engine::plant(&fixture, &options).expect("plants");
+    engine.round().expect("the first round");
+    let beings: Vec<BeingId> = engine.world.beings.keys().copied().collect();
+    engine.land.forget_writers(&beings);
+    for round in 2..=4 {
+        engine.round().expect("a round");
+        let signed = engine.facts_signed();
+        assert_eq!(signed.at_seal, 0, "round {round} signed acts at the seal: {} ahead", signed.ahead);
+    }
+    assert!(engine.facts_signed().ahead > 0, "no act was signed ahead");
+}

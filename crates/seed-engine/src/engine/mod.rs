@@ -740,6 +740,8 @@ pub struct Engine {
     /// The checkpoint of the round under way, still being written beside
     /// it: waited for before the round submits anything.
     resume_checkpoint_in_writing: Option<resume::CheckpointInWriting>,
+    /// The writers' handles the last round signed ahead with.
+    kept_round_writers: Option<KeptRoundWriters>,
     /// A resumed run's catch-up: facts prepared at land seqs below it are
     /// compared with the land's, never submitted (0: not catching up).
     catch_up_until: u64,
@@ -995,6 +997,7 @@ impl Engine {
             pool_traces: None,
             resume_checkpoints: false,
             resume_checkpoint_in_writing: None,
+            kept_round_writers: None,
             catch_up_until: 0,
             definitions_to_seal: None,
             definitions_digest: Hash32::ZERO,
@@ -1541,9 +1544,7 @@ impl Engine {
         // than one by one on this thread as each act is sealed. Only plain
         // keys: a being with a rotation in its ring, or one that does not
         // load, is left to its act's seal, which finishes it or says why.
-        let waking: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
-        let writers = Arc::new(self.land.plain_writer_handles(&waking, self.threads.max(1)));
-        drop(waking);
+        let writers = self.round_writer_handles(&wakes);
         let now_ms = self.clock.now_ms();
         // The world is folded to exactly what the land holds, but while a
         // resumed run catches up, when it is folded to the round's start.
@@ -1607,6 +1608,31 @@ impl Engine {
         }
         self.summary.ticks = tick;
         Ok(())
+    }
+
+    /// The handles of the writers of the beings `wakes` wakes, as
+    /// [`crate::land::Land::plain_writer_handles`] gives them: the round
+    /// before's where the same beings wake and no loaded writer changed
+    /// since ([`crate::land::Land::loaded_writers_changes`]). Looking ten
+    /// thousand beings up again took about 2 ms of each of the crowd's
+    /// rounds, before its moments start and with the other core idle.
+    fn round_writer_handles(&mut self, wakes: &[(BeingId, Wake)]) -> Arc<Vec<Option<crate::land::WriterHandle>>> {
+        let mut digest = crate::fact::GatheringHasher::new();
+        for (being, _) in wakes {
+            digest.update(&being.0);
+        }
+        let waking = digest.finalize();
+        if let Some(kept) = &self.kept_round_writers {
+            if kept.waking == waking && kept.changes == self.land.loaded_writers_changes() {
+                return kept.handles.clone();
+            }
+        }
+        let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
+        let handles = Arc::new(self.land.plain_writer_handles(&beings, self.threads.max(1)));
+        // Counted after the loading the handles may have done.
+        let changes = self.land.loaded_writers_changes();
+        self.kept_round_writers = Some(KeptRoundWriters { waking, changes, handles: handles.clone() });
+        handles
     }
 
     /// Runs the moments of `wakes` on `world` as blocking tasks on the
@@ -2244,6 +2270,15 @@ fn being_fault(error: &LandError) -> Option<BeingFault> {
         | LandError::Snapshot(_)
         | LandError::RewindPastRotation { .. } => None,
     }
+}
+
+/// The writers' handles a round signed ahead with, and what they were
+/// taken for: the beings it woke (their ids' digest, in wake order) and the
+/// land's count of changes to its loaded writers after taking them.
+struct KeptRoundWriters {
+    waking: Hash32,
+    changes: u64,
+    handles: Arc<Vec<Option<crate::land::WriterHandle>>>,
 }
 
 /// The wall clock, read where a live land steps (never inside a moment).

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod copy;
+mod loaded_writers;
 mod migrate;
 mod plant;
 mod presign;
@@ -37,7 +38,6 @@ use crate::store::work::SealTurn;
 use crate::store::{AppendTicket, LogOpenError, LogStore, PgStore, Store, StoreError};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -374,7 +374,7 @@ pub struct Land {
     clock: Arc<dyn Clock>,
     limits: Limits,
     key_source: KeySource,
-    writers: Mutex<HashMap<BeingId, Arc<Mutex<Writer>>>>,
+    writers: Mutex<loaded_writers::LoadedWriters>,
 }
 
 /// A fact with its place on the reel fixed, not yet signed.
@@ -581,7 +581,7 @@ impl Land {
             clock,
             limits,
             key_source: KeySource::Os,
-            writers: Mutex::new(HashMap::new()),
+            writers: Mutex::new(loaded_writers::LoadedWriters::default()),
         })
     }
 
@@ -973,7 +973,7 @@ impl Land {
             match loaded {
                 Ok(writer) => {
                     let mut writers = self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    writers.entry(*being).or_insert(Arc::new(Mutex::new(writer)));
+                    writers.insert_if_absent(*being, || Arc::new(Mutex::new(writer)));
                 }
                 Err(error) => {
                     first_error.get_or_insert(error);
@@ -1540,6 +1540,50 @@ mod tests {
         check_following(Shown::AllButFirst, false, false);
         check_following(Shown::AllButFirst, true, false);
         check_following(Shown::LastAgain, false, false);
+    }
+
+    /// A round keeps its writers' handles for the next one while the count
+    /// of changes to the loaded writers stands still: it moves whenever a
+    /// writer is loaded, replaced or forgotten, and stands still as facts
+    /// are sealed (a writer moves on in place) and handles are taken.
+    #[test]
+    fn the_count_of_loaded_writers_changes_moves_when_a_writer_is_loaded_replaced_or_forgotten() {
+        let dir = tempfile::tempdir().expect("dir");
+        let land = seeded_land(dir.path());
+        let specs = (0..4).map(|index| spec(&land, &format!("being-{index}"))).collect();
+        let beings: Vec<BeingId> = land
+            .submit_beings(specs, 1)
+            .expect("submitted")
+            .into_iter()
+            .map(|seal| seal.wait().expect("sealed").being)
+            .collect();
+        let note = |land: &Land| {
+            land.seal_body(&beings[0], KIND_NOTE, &NoteBody { text: "on".into() }).expect("sealed");
+        };
+        // What is done, how, and whether the count moves.
+        type Step<'a> = (&'a str, &'a dyn Fn(&Land), bool);
+        let steps: [Step; 10] = [
+            ("a fact sealed by a loaded writer", &note, false),
+            ("handles taken", &|land| drop(land.writer_handles(&beings)), false),
+            ("a writer forgotten", &|land| land.forget_writers(&beings[..1]), true),
+            ("a writer not loaded forgotten", &|land| land.forget_writers(&beings[..1]), false),
+            ("a fact sealed by a writer loaded for it", &note, true),
+            ("the others forgotten, then loaded for a round", &|land| land.forget_writers(&beings[1..]), true),
+            ("plain writers loaded with their handles", &|land| drop(land.plain_writer_handles(&beings, 2)), true),
+            ("the same handles taken again", &|land| drop(land.plain_writer_handles(&beings, 2)), false),
+            ("every writer reloaded", &|land| land.reload_writers(), true),
+            ("nothing loaded reloaded", &|land| land.reload_writers(), false),
+        ];
+        for (step, act, moves) in steps {
+            let before = land.loaded_writers_changes();
+            act(&land);
+            assert_eq!(land.loaded_writers_changes() != before, moves, "{step}");
+        }
+        let len = land.store().land_len().expect("len");
+        land.load_writers(&beings, 1).expect("loaded");
+        let before = land.loaded_writers_changes();
+        land.rewind_writers_to(len - 1).expect("rewound");
+        assert_ne!(land.loaded_writers_changes(), before, "a writer rewound");
     }
 
     /// A land of 48 plain beings (enough groups for two threads) and four

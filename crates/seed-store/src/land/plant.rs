@@ -1,7 +1,7 @@
 //! Planting: creating a land with its first beings.
 
 use super::{
-    open_store, Access, BeingSpec, KeySource, Land, LandError, LandMeta, StoreLocation, Writer, LAND_FORMAT_VERSION,
+    open_store, Access, BeingSpec, KeySource, Land, LandError, LandMeta, StoreLocation, LAND_FORMAT_VERSION,
     LAND_META_FILE,
 };
 use super::{KEYS_DIR, LOG_DIR};
@@ -10,7 +10,6 @@ use crate::fact::body::{Cognition, OperatorTokenBody, KIND_OPERATOR_TOKEN};
 use crate::fact::{blake3_of, BeingId};
 use crate::keys::{random_bytes, KeyRing};
 use crate::limits::Limits;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -134,7 +133,7 @@ impl Land {
             clock,
             limits,
             key_source,
-            writers: Mutex::new(HashMap::<BeingId, Arc<Mutex<Writer>>>::new()),
+            writers: Mutex::new(super::loaded_writers::LoadedWriters::default()),
         };
         let spec = |name: &str, parent: Option<BeingId>, cognition: Cognition| BeingSpec {
             name: name.to_string(),

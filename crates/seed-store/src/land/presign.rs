@@ -108,6 +108,15 @@ impl Land {
             .collect()
     }
 
+    /// A count that moves whenever a being's loaded writer is loaded,
+    /// replaced or forgotten: while it stands still, handles taken from
+    /// [`Land::writer_handles`] are still each being's writer (a round keeps
+    /// its handles for the next one, the same beings waking, rather than
+    /// looking them all up again).
+    pub fn loaded_writers_changes(&self) -> u64 {
+        self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).changes()
+    }
+
     /// [`Land::writer_handles`], loading first the writers of those not
     /// loaded yet whose keys are plain ([`Land::load_plain_writers`]): what
     /// a round and a pool worker's claim sign ahead with. A being whose
