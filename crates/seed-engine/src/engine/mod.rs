@@ -1102,6 +1102,7 @@ impl Engine {
         Ok((land_len, last_fact))
     }
 
+    /// The checkpoint of the round about to begin, with `scheduler` as its state.
     fn resume_checkpoint(
         &self,
         (land_len, last_fact): (u64, crate::fact::FactId),

@@ -198,12 +198,13 @@ impl Sealing {
             })
             .collect();
         let ahead = prepared.iter().filter(|(_, _, ahead)| ahead.is_some()).count() as u64;
+        let to_sign = prepared.len() as u64 - ahead;
         self.signed_ahead += ahead;
-        self.signed_here += prepared.len() as u64 - ahead;
+        self.signed_here += to_sign;
         // Signing is shared out over the threads only where there is some to
         // share: attaching signatures made ahead is less work than starting
         // a thread (a round's flushes started two threads each to do only that).
-        let threads = match (prepared.len() as u64 - ahead) < FLUSH_SIGNED_ON_THREADS_FACTS_MIN {
+        let threads = match to_sign < FLUSH_SIGNED_ON_THREADS_FACTS_MIN {
             true => 1,
             false => self.threads.max(1),
         };
