@@ -1590,10 +1590,7 @@ impl Engine {
             }
             let Computed { outcome, trace, presigned } = waiting.pop_front().flatten().expect("just checked");
             window.taken(next + 1);
-            if let Some(presigned) = presigned {
-                sealing.offer_presigned(presigned);
-            }
-            self.seal_outcome(tick, *being, outcome, trace, sealing)?;
+            self.seal_outcome(tick, *being, outcome, trace, presigned, sealing)?;
             if sealing.ripe() {
                 sealing.flush(&self.land);
             }
@@ -1744,7 +1741,7 @@ impl Engine {
         tracing::debug!(
             signed_ahead = sealing.signed_ahead,
             signed_at_seal = sealing.signed_here,
-            unused_ahead = sealing.unused_presigned(),
+            unused_ahead = sealing.unused_ahead,
             "a step's facts signed"
         );
         self.facts_signed.ahead += sealing.signed_ahead;
@@ -1756,16 +1753,18 @@ impl Engine {
         Ok(sealed)
     }
 
-    /// Prepares an act's fact and, for a birth, the child's genesis after
-    /// it. If the genesis cannot be prepared, the act's writer forgets the
-    /// act, so nothing of the moment is left half-prepared.
+    /// Prepares an act's fact (taking `presigned` whole where it was
+    /// signed ahead as this very fact) and, for a birth, the child's
+    /// genesis after it. If the genesis cannot be prepared, the act's
+    /// writer forgets the act, so nothing of the moment is left half-prepared.
     fn prepare_act_and_birth(
         &self,
         being: BeingId,
         body: CanonicalBody,
         birth: Option<&moment::BirthRequest>,
+        presigned: Option<crate::land::Presigned>,
     ) -> Result<(Prepared, Option<Prepared>), LandError> {
-        let act = self.land.prepare_canonical(&being, KIND_ACT, body)?;
+        let act = self.land.prepare_canonical_ahead(&being, KIND_ACT, body, presigned)?;
         let Some(birth) = birth else { return Ok((act, None)) };
         let genesis = self.land.prepare_being(BeingSpec {
             name: birth.name.clone(),
@@ -1789,13 +1788,15 @@ impl Engine {
     }
 
     /// Seals one moment's outcome (in being-id order within the round),
-    /// re-checking its act against the world the earlier acts left.
+    /// re-checking its act against the world the earlier acts left;
+    /// `presigned` is its act as signed where the moment ran, if it was.
     fn seal_outcome(
         &mut self,
         tick: u64,
         being: BeingId,
         outcome: Outcome,
         mut trace: MomentTrace,
+        presigned: Option<crate::land::Presigned>,
         sealing: &mut Sealing,
     ) -> Result<(String, Option<Failure>), EngineError> {
         self.summary.moments += 1;
@@ -1827,7 +1828,8 @@ impl Engine {
                     // unreadable or not the reel's, a body over the land's
                     // limit, an ended reel) fails this moment before anything
                     // is folded; the other beings of the round go on.
-                    let prepared = match self.prepare_act_and_birth(being, body, act.birth.as_ref()) {
+                    let offered_ahead = presigned.is_some();
+                    let prepared = match self.prepare_act_and_birth(being, body, act.birth.as_ref(), presigned) {
                         Ok(prepared) => prepared,
                         Err(error) => match being_fault(&error) {
                             Some(fault) => {
@@ -1840,6 +1842,9 @@ impl Engine {
                         },
                     };
                     let (prepared_act, prepared_birth) = prepared;
+                    if offered_ahead && !prepared_act.is_signed_ahead() {
+                        sealing.unused_ahead += 1;
+                    }
                     let act_fact = prepared_act.unsigned.id();
                     let unsigned = &prepared_act.unsigned;
                     sealed_seq = Some(unsigned.header.seq);
@@ -2138,7 +2143,7 @@ impl Engine {
         self.running.finish(&being);
         let first_land_seq = self.land.store().land_len()?;
         let mut sealing = Sealing::new(first_land_seq, 1);
-        let decided = self.seal_outcome(self.tick, being, outcome, trace, &mut sealing);
+        let decided = self.seal_outcome(self.tick, being, outcome, trace, None, &mut sealing);
         let sealed = sealing.next_land_seq > first_land_seq;
         let sealed_step = self.seal_step(decided, sealing);
         self.check_health();

@@ -653,12 +653,9 @@ impl Engine {
         // A trace line is built only for a driver that writes one.
         self.pool_traces = traced.then(Vec::new);
         for Held { claim, outcome, trace, presigned } in run {
-            if let Some(presigned) = presigned {
-                sealing.offer_presigned(presigned);
-            }
             let being = claim.wake.being;
             let before = std::mem::take(&mut self.summary);
-            let decided = self.seal_outcome(tick, being, outcome, trace, sealing);
+            let decided = self.seal_outcome(tick, being, outcome, trace, presigned, sealing);
             let counts = std::mem::replace(&mut self.summary, before);
             decided?;
             let continuing = self.scheduler.continuing.remove(&being);

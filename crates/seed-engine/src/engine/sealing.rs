@@ -4,9 +4,7 @@
 
 use super::EngineError;
 use crate::fact::BeingId;
-use crate::fact::FactId;
-use crate::land::{Land, PendingSeal, Prepared, Presigned, SignedFact, StagedKey};
-use std::collections::BTreeMap;
+use crate::land::{Land, PendingSeal, Prepared, SignedFact, StagedKey};
 
 /// Prepared facts signed and submitted together while a round is sealing.
 pub(super) const SEAL_FLUSH_FACTS: usize = 1024;
@@ -45,13 +43,12 @@ pub(super) struct Sealing {
     /// The round's resume checkpoint, still being written: waited for
     /// before the first fact is submitted (`resume.rs`).
     resume_checkpoint: Option<super::resume::CheckpointInWriting>,
-    /// Facts signed ahead where their moments ran (a round's, a pool
-    /// worker's), by id: a prepared fact with one of these ids and its key
-    /// takes the signature instead of being signed.
-    presigned: BTreeMap<FactId, Presigned>,
-    /// How many facts took a signature made ahead, and how many were signed here.
+    /// How many facts took a signature made ahead where their moments ran
+    /// (`Land::prepare_canonical_ahead`), how many were signed here, and
+    /// how many facts signed ahead were not the fact their turn prepared.
     pub(super) signed_ahead: u64,
     pub(super) signed_here: u64,
+    pub(super) unused_ahead: u64,
 }
 
 /// Whether each prepared fact is the one the land holds at its land seq
@@ -85,26 +82,15 @@ impl Sealing {
             catch_up_until: 0,
             stopped: None,
             resume_checkpoint: None,
-            presigned: BTreeMap::new(),
             signed_ahead: 0,
             signed_here: 0,
+            unused_ahead: 0,
         }
     }
 
     /// A pool worker's sealing: facts are signed and held for one turn.
     pub(super) fn holding(next_land_seq: u64, threads: usize) -> Sealing {
         Sealing { held: Some(Vec::new()), ..Sealing::new(next_land_seq, threads) }
-    }
-
-    /// Offers a fact signed ahead ([`crate::land::WriterHandle::presign`]): the prepared fact
-    /// with its id, if any, takes its signature when flushed.
-    pub(super) fn offer_presigned(&mut self, presigned: Presigned) {
-        self.presigned.insert(presigned.id(), presigned);
-    }
-
-    /// Facts signed ahead and offered that no prepared fact took (yet).
-    pub(super) fn unused_presigned(&self) -> usize {
-        self.presigned.len()
     }
 
     pub(super) fn is_holding(&self) -> bool {
@@ -189,15 +175,7 @@ impl Sealing {
         if prepared.is_empty() {
             return;
         }
-        let prepared: Vec<(u64, Prepared, Option<Presigned>)> = prepared
-            .into_iter()
-            .map(|(land_seq, fact)| {
-                // Counted as signed ahead only where the signature is taken.
-                let ahead = self.presigned.remove(&fact.unsigned.id()).filter(|ahead| fact.is_signed_by(ahead));
-                (land_seq, fact, ahead)
-            })
-            .collect();
-        let ahead = prepared.iter().filter(|(_, _, ahead)| ahead.is_some()).count() as u64;
+        let ahead = prepared.iter().filter(|(_, fact)| fact.is_signed_ahead()).count() as u64;
         let to_sign = prepared.len() as u64 - ahead;
         self.signed_ahead += ahead;
         self.signed_here += to_sign;
@@ -208,10 +186,9 @@ impl Sealing {
             true => 1,
             false => self.threads.max(1),
         };
-        let sign = |part: Vec<(u64, Prepared, Option<Presigned>)>| {
-            let (land_seqs, facts): (Vec<u64>, Vec<(Prepared, Option<Presigned>)>) =
-                part.into_iter().map(|(seq, p, ahead)| (seq, (p, ahead))).unzip();
-            land_seqs.into_iter().zip(Prepared::sign_all_reusing(facts)).collect::<Vec<_>>()
+        let sign = |part: Vec<(u64, Prepared)>| {
+            let (land_seqs, facts): (Vec<u64>, Vec<Prepared>) = part.into_iter().unzip();
+            land_seqs.into_iter().zip(Prepared::sign_all(facts)).collect::<Vec<_>>()
         };
         if threads == 1 {
             let signed = sign(prepared);
@@ -219,7 +196,7 @@ impl Sealing {
             return;
         }
         let chunk = prepared.len().div_ceil(threads);
-        let mut chunks: Vec<Vec<(u64, Prepared, Option<Presigned>)>> = Vec::new();
+        let mut chunks: Vec<Vec<(u64, Prepared)>> = Vec::new();
         let mut rest = prepared;
         while rest.len() > chunk {
             let tail = rest.split_off(chunk);

@@ -325,6 +325,17 @@ impl UnsignedFact {
     }
 }
 
+impl Fact {
+    /// The fact without its signature, and the signature: what a fact
+    /// signed ahead of its turn gives back when the turn takes it whole
+    /// (`seed_store::land::Presigned`), rather than encoding and hashing
+    /// the same header and body again.
+    pub fn into_unsigned(self) -> (UnsignedFact, [u8; 64]) {
+        let Fact { header, header_bytes, body, signature, id } = self;
+        (UnsignedFact { header, header_bytes, body, id }, signature)
+    }
+}
+
 /// One fact: header, body and signature, with the exact bytes of each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {

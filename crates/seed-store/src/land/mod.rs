@@ -385,6 +385,10 @@ pub struct Prepared {
     seq: u64,
     stored_time_ms: u64,
     writer: Arc<Mutex<Writer>>,
+    /// The signature made ahead where the moment ran, when the fact signed
+    /// there is this very fact ([`Land::prepare_canonical_ahead`]): signing
+    /// takes it instead.
+    signature_ahead: Option<[u8; 64]>,
 }
 
 /// A worker's turn on its way to the store ([`Land::submit_turn`]).
@@ -430,15 +434,14 @@ pub struct SignedFact {
 }
 
 impl Prepared {
-    /// Signs (the costly step; prepared facts may be signed on any thread).
+    /// Signs (the costly step; prepared facts may be signed on any thread),
+    /// or takes the signature made ahead over this very fact.
     pub fn sign(self) -> SignedFact {
-        SignedFact {
-            fact: self.unsigned.sign_with(&self.key),
-            being: self.being,
-            seq: self.seq,
-            stored_time_ms: self.stored_time_ms,
-            writer: self.writer,
-        }
+        let fact = match self.signature_ahead {
+            Some(signature) => self.unsigned.with_signature(signature),
+            None => self.unsigned.sign_with(&self.key),
+        };
+        SignedFact { fact, being: self.being, seq: self.seq, stored_time_ms: self.stored_time_ms, writer: self.writer }
     }
 }
 
@@ -702,7 +705,7 @@ impl Land {
         let writer = Writer::after_genesis(&unsigned, &key);
         self.writers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(being, writer.clone());
         let stored_time_ms = unsigned.header.stored_time_ms;
-        Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer })
+        Ok(Prepared { unsigned, key, being, seq: 0, stored_time_ms, writer, signature_ahead: None })
     }
 
     /// Mints many beings and queues their geneses, as `prepare_being` and
@@ -1066,6 +1069,22 @@ impl Land {
 
     /// As `prepare`, for a body from the canonical encoder.
     pub fn prepare_canonical(&self, being: &BeingId, kind: &str, body: CanonicalBody) -> Result<Prepared, LandError> {
+        self.prepare_canonical_ahead(being, kind, body, None)
+    }
+
+    /// As [`Land::prepare_canonical`], given the fact signed ahead where
+    /// the moment ran ([`WriterHandle::prepare_ahead`], `presign.rs`): where
+    /// it is this very fact (the same reel, place, time, kind, body and
+    /// key), it is taken whole, signature and all, and nothing is encoded,
+    /// hashed or signed again; otherwise it is set aside and the fact is
+    /// prepared as without it. Either way the fact is the same bytes.
+    pub fn prepare_canonical_ahead(
+        &self,
+        being: &BeingId,
+        kind: &str,
+        body: CanonicalBody,
+        ahead: Option<Presigned>,
+    ) -> Result<Prepared, LandError> {
         if body.len() > self.limits.fact_body_bytes_max {
             return Err(LandError::BodyTooLarge { len: body.len(), max: self.limits.fact_body_bytes_max });
         }
@@ -1078,7 +1097,17 @@ impl Land {
             return Err(LandError::Ended { being: *being });
         }
         let stored_time_ms = self.clock.now_ms().max(writer.last_time_ms);
-        let unsigned = UnsignedFact::from_canonical(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body)?;
+        let (unsigned, signature_ahead) = match ahead
+            .filter(|ahead| ahead.is_next_fact(being, &writer, stored_time_ms, kind, &body))
+        {
+            Some(ahead) => {
+                let (unsigned, signature) = ahead.into_fact().into_unsigned();
+                (unsigned, Some(signature))
+            }
+            None => {
+                (UnsignedFact::from_canonical(*being, writer.next_seq, writer.prev, stored_time_ms, kind, body)?, None)
+            }
+        };
         let seq = writer.next_seq;
         writer.next_seq += 1;
         writer.prev = unsigned.id();
@@ -1086,7 +1115,7 @@ impl Land {
         writer.ended = kind == crate::fact::body::KIND_END;
         let key = writer.key.clone();
         drop(writer);
-        Ok(Prepared { unsigned, key, being: *being, seq, stored_time_ms, writer: writer_cell })
+        Ok(Prepared { unsigned, key, being: *being, seq, stored_time_ms, writer: writer_cell, signature_ahead })
     }
 
     /// Seals the next fact of `being` and waits until it is durable.

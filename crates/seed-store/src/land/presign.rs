@@ -11,26 +11,56 @@
 //! fact, byte for byte. Where anything differs (the seal-time rules changed
 //! the body, another fact reached the reel first, the clock or the key
 //! moved), the signature made ahead is set aside and the fact is signed as
-//! before. Signing ahead never changes a writer: the turn's [`Land::prepare`]
-//! is still what places each fact.
+//! before. Signing ahead never changes a writer: the turn's
+//! [`Land::prepare_canonical_ahead`] is still what places each fact.
+//!
+//! The turn compares the fact signed ahead with the one it would prepare
+//! field by field (reel, place, time, kind, body bytes and key) and, where
+//! they are the same, takes it whole: its header is not encoded, nor its
+//! header and body hashed, a second time.
 
 use super::{Land, Prepared, SignedFact, Writer};
-use crate::fact::{BeingId, CanonicalBody, FactError, FactId, KeyPair, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, KeyPair, UnsignedFact};
 use std::sync::{Arc, Mutex};
 
-/// The signature of a fact signed ahead of its turn, the fact's id and the
-/// key that signed it: no copy of the fact is kept (the turn prepares its
-/// own), so nothing allocated where the moment ran lives on to the seal.
+/// A fact signed ahead of its turn, with the public half of the key that
+/// signed it: the turn takes it whole where it is the turn's own fact
+/// ([`Land::prepare_canonical_ahead`]).
 pub struct Presigned {
-    id: FactId,
+    fact: Fact,
     public_key: [u8; 32],
-    signature: [u8; 64],
 }
 
 impl Presigned {
-    /// The id of the fact signed: the turn's prepared fact must have it.
+    /// The id of the fact signed.
     pub fn id(&self) -> FactId {
-        self.id
+        self.fact.id()
+    }
+
+    /// Whether this is the fact `being`'s next would be, prepared now by
+    /// `writer` at `stored_time_ms` with `kind` and `body`: the same header
+    /// fields and body bytes give the same header bytes, hence the same
+    /// id, and the same key's signature over them.
+    pub(super) fn is_next_fact(
+        &self,
+        being: &BeingId,
+        writer: &Writer,
+        stored_time_ms: u64,
+        kind: &str,
+        body: &CanonicalBody,
+    ) -> bool {
+        let header = &self.fact.header;
+        header.being == *being
+            && header.seq == writer.next_seq
+            && header.prev == writer.prev
+            && header.stored_time_ms == stored_time_ms
+            && header.kind == kind
+            && self.public_key == writer.key.public_key()
+            && self.fact.body() == body.as_bytes()
+    }
+
+    pub(super) fn into_fact(self) -> Fact {
+        self.fact
     }
 }
 
@@ -89,11 +119,7 @@ pub struct UnsignedAhead {
 pub fn sign_ahead(facts: Vec<UnsignedAhead>) -> Vec<Presigned> {
     let public_keys: Vec<[u8; 32]> = facts.iter().map(|ahead| ahead.key.public_key()).collect();
     let signed = UnsignedFact::sign_all(facts.into_iter().map(|ahead| (ahead.unsigned, ahead.key)).collect());
-    signed
-        .into_iter()
-        .zip(public_keys)
-        .map(|(fact, public_key)| Presigned { id: fact.id(), public_key, signature: *fact.signature() })
-        .collect()
+    signed.into_iter().zip(public_keys).map(|(fact, public_key)| Presigned { fact, public_key }).collect()
 }
 
 impl Land {
@@ -139,36 +165,16 @@ impl Land {
 }
 
 impl Prepared {
-    /// Signs, taking `ahead`'s signature where it was made by this fact's
-    /// key over this very fact (the same id); otherwise signs as
-    /// [`Prepared::sign`] does. Either way the fact is the same bytes.
-    pub fn sign_reusing(self, ahead: Option<Presigned>) -> SignedFact {
-        match ahead.filter(|ahead| self.is_signed_by(ahead)) {
-            Some(ahead) => SignedFact {
-                fact: self.unsigned.with_signature(ahead.signature),
-                being: self.being,
-                seq: self.seq,
-                stored_time_ms: self.stored_time_ms,
-                writer: self.writer,
-            },
-            None => self.sign(),
-        }
-    }
-
-    /// Whether `ahead` was made by this fact's key over this very fact.
-    pub fn is_signed_by(&self, ahead: &Presigned) -> bool {
-        ahead.id == self.unsigned.id() && ahead.public_key == self.key.public_key()
-    }
-
-    /// [`Prepared::sign_reusing`] for many facts: those not signed ahead
-    /// are signed all together (`UnsignedFact::sign_all`), for less work.
-    /// The facts are the same bytes either way, in order.
-    pub fn sign_all_reusing(facts: Vec<(Prepared, Option<Presigned>)>) -> Vec<SignedFact> {
+    /// Signs each fact, taking the signature made ahead where the fact
+    /// prepared has one ([`Land::prepare_canonical_ahead`]); the rest are
+    /// signed all together (`UnsignedFact::sign_all`), for less work. The
+    /// facts are the same bytes either way, in order.
+    pub fn sign_all(facts: Vec<Prepared>) -> Vec<SignedFact> {
         let mut signed: Vec<Option<SignedFact>> = Vec::with_capacity(facts.len());
         let mut to_sign: Vec<(usize, Prepared)> = Vec::new();
-        for (prepared, ahead) in facts {
-            match ahead.filter(|ahead| prepared.is_signed_by(ahead)) {
-                Some(ahead) => signed.push(Some(prepared.sign_reusing(Some(ahead)))),
+        for prepared in facts {
+            match prepared.signature_ahead {
+                Some(_) => signed.push(Some(prepared.sign())),
                 None => {
                     to_sign.push((signed.len(), prepared));
                     signed.push(None);
@@ -179,7 +185,7 @@ impl Prepared {
         let mut rest = Vec::with_capacity(prepared.len());
         let unsigned: Vec<(UnsignedFact, KeyPair)> = prepared
             .into_iter()
-            .map(|Prepared { unsigned, key, being, seq, stored_time_ms, writer }| {
+            .map(|Prepared { unsigned, key, being, seq, stored_time_ms, writer, signature_ahead: _ }| {
                 rest.push((being, seq, stored_time_ms, writer));
                 (unsigned, key)
             })
@@ -189,6 +195,11 @@ impl Prepared {
             signed[place] = Some(SignedFact { fact, being, seq, stored_time_ms, writer });
         }
         signed.into_iter().map(|fact| fact.expect("every fact is signed, ahead or together")).collect()
+    }
+
+    /// Whether the fact signed ahead was taken: this fact is signed already.
+    pub fn is_signed_ahead(&self) -> bool {
+        self.signature_ahead.is_some()
     }
 }
 
@@ -216,8 +227,12 @@ mod tests {
     /// `being`'s note `text` signed ahead at `now_ms`, through its writer's
     /// handle (`None` where no writer is loaded, or it must reload).
     fn presign(land: &Land, being: &BeingId, text: &str, now_ms: u64) -> Option<Presigned> {
+        presign_kind(land, being, KIND_NOTE, text, now_ms)
+    }
+
+    fn presign_kind(land: &Land, being: &BeingId, kind: &str, text: &str, now_ms: u64) -> Option<Presigned> {
         let handle = land.writer_handles([being]).pop().flatten()?;
-        handle.presign(being, KIND_NOTE, note(text), now_ms).expect("presign")
+        handle.presign(being, kind, note(text), now_ms).expect("presign")
     }
 
     fn note(text: &str) -> CanonicalBody {
@@ -235,36 +250,82 @@ mod tests {
         OtherTime,
         /// The same body on another being's reel, by its key.
         OtherBeing,
+        /// The same body as another kind of fact.
+        OtherKind,
         /// The same fact, signed before another fact of `ada` was sealed.
         BeforeAnotherFact,
+        /// The turn's fact with one field of its header changed (made by
+        /// hand: no writer signs such a fact ahead), each compared apart.
+        Forged(Field),
+    }
+
+    /// The field [`Ahead::Forged`] changes.
+    #[derive(Clone, Copy)]
+    enum Field {
+        /// `bo`'s reel, at `ada`'s place.
+        Being,
+        /// One place farther, after the same fact.
+        Seq,
+        /// After another fact, at the same place.
+        Prev,
+        /// Signed by `bo`'s key.
+        Key,
+    }
+
+    /// `ada`'s next note "hello" at `NOW_MS` as her writer stands, with
+    /// `field` changed, signed as [`sign_ahead`] signs.
+    fn forged(land: &Land, ada: &BeingId, bo: &BeingId, field: Field) -> Presigned {
+        let writer_of = |being: &BeingId| {
+            let handle = land.writer_handles([being]).pop().flatten().expect("loaded");
+            let writer = handle.writer.lock().expect("writer");
+            (writer.key.clone(), writer.next_seq, writer.prev)
+        };
+        let ((key, seq, prev), (bo_key, _, _)) = (writer_of(ada), writer_of(bo));
+        let (being, seq, prev, key) = match field {
+            Field::Being => (*bo, seq, prev, key),
+            Field::Seq => (*ada, seq + 1, prev, key),
+            Field::Prev => (*ada, seq, FactId([9; 32]), key),
+            Field::Key => (*ada, seq, prev, bo_key),
+        };
+        let unsigned =
+            UnsignedFact::from_canonical(being, seq, prev, NOW_MS, KIND_NOTE, note("hello")).expect("a fact");
+        sign_ahead(vec![UnsignedAhead { unsigned, key }]).pop().expect("signed")
     }
 
     const NOW_MS: u64 = 5_000;
 
-    /// The turn's fact, signed reusing what was signed ahead, is the bytes
-    /// plain signing gives and verifies, in every case; `reused` is whether
-    /// the fact signed ahead was the turn's.
-    fn check(ahead: Ahead, reused: bool) {
-        let dir = tempfile::tempdir().expect("dir");
+    /// The turn's fact, prepared given what was signed ahead, is the bytes
+    /// the same fact prepared without it on a land planted the same way
+    /// gives, and verifies, in every case; `taken` is whether the fact
+    /// signed ahead was the turn's (and so taken whole).
+    fn check(ahead: Ahead, taken: bool) {
+        let (dir, plain_dir) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
         let (land, clock, ada, bo) = land_with_two_beings(dir.path());
+        let (plain_land, plain_clock, plain_ada, _) = land_with_two_beings(plain_dir.path());
+        assert_eq!(ada, plain_ada, "the two lands are planted alike");
         land.load_writers(&[ada, bo], 1).expect("writers");
         let presigned = match ahead {
             Ahead::Same | Ahead::BeforeAnotherFact => presign(&land, &ada, "hello", NOW_MS),
             Ahead::OtherBody => presign(&land, &ada, "hullo", NOW_MS),
             Ahead::OtherTime => presign(&land, &ada, "hello", NOW_MS + 1),
             Ahead::OtherBeing => presign(&land, &bo, "hello", NOW_MS),
+            Ahead::OtherKind => presign_kind(&land, &ada, "jotting", "hello", NOW_MS),
+            Ahead::Forged(field) => Some(forged(&land, &ada, &bo, field)),
         }
         .expect("the writer is loaded");
         if let Ahead::BeforeAnotherFact = ahead {
-            land.seal_body(&ada, KIND_NOTE, &NoteBody { text: "first".into() }).expect("sealed");
+            for land in [&land, &plain_land] {
+                land.seal_body(&ada, KIND_NOTE, &NoteBody { text: "first".into() }).expect("sealed");
+            }
         }
         clock.advance_to(NOW_MS);
-        let prepared = land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared");
-        assert_eq!(prepared.unsigned.id() == presigned.id(), reused, "whether the fact signed ahead is the turn's");
-        let plain = prepared.unsigned.clone().sign(&prepared.key.signing_key());
+        plain_clock.advance_to(NOW_MS);
+        let prepared = land.prepare_canonical_ahead(&ada, KIND_NOTE, note("hello"), Some(presigned)).expect("prepared");
+        assert_eq!(prepared.is_signed_ahead(), taken, "whether the fact signed ahead is the turn's");
         let key = prepared.key.signing_key().verifying_key();
-        let signed = prepared.sign_reusing(Some(presigned));
-        assert_eq!(signed.fact.encode_envelope(), plain.encode_envelope(), "the same bytes either way");
+        let signed = prepared.sign();
+        let plain = plain_land.prepare_canonical(&ada, KIND_NOTE, note("hello")).expect("prepared").sign();
+        assert_eq!(signed.fact.encode_envelope(), plain.fact.encode_envelope(), "the same bytes either way");
         assert!(signed.fact.verify_signature(&key), "the signature is ada's over the fact");
     }
 
@@ -274,7 +335,11 @@ mod tests {
         check(Ahead::OtherBody, false);
         check(Ahead::OtherTime, false);
         check(Ahead::OtherBeing, false);
+        check(Ahead::OtherKind, false);
         check(Ahead::BeforeAnotherFact, false);
+        for field in [Field::Being, Field::Seq, Field::Prev, Field::Key] {
+            check(Ahead::Forged(field), false);
+        }
     }
 
     #[test]
@@ -295,18 +360,20 @@ mod tests {
             .collect();
         let mut presigned = sign_ahead(ahead).into_iter();
         clock.advance_to(NOW_MS);
-        let facts: Vec<(Prepared, Option<Presigned>)> = [(&ada, "hello"), (&bo, "hi"), (&ada, "again"), (&bo, "bye")]
+        let facts: Vec<Prepared> = [(&ada, "hello"), (&bo, "hi"), (&ada, "again"), (&bo, "bye")]
             .into_iter()
             .map(|(being, text)| {
-                (land.prepare_canonical(being, KIND_NOTE, note(text)).expect("prepared"), presigned.next())
+                land.prepare_canonical_ahead(being, KIND_NOTE, note(text), presigned.next()).expect("prepared")
             })
             .collect();
+        let taken: Vec<bool> = facts.iter().map(Prepared::is_signed_ahead).collect();
+        assert_eq!(taken, [true, false, false, false], "only ada's hello was signed ahead as the turn's");
         let alone: Vec<Vec<u8>> = facts
             .iter()
-            .map(|(prepared, _)| prepared.unsigned.clone().sign(&prepared.key.signing_key()).encode_envelope())
+            .map(|prepared| prepared.unsigned.clone().sign(&prepared.key.signing_key()).encode_envelope())
             .collect();
         let together: Vec<Vec<u8>> =
-            Prepared::sign_all_reusing(facts).into_iter().map(|signed| signed.fact.encode_envelope()).collect();
+            Prepared::sign_all(facts).into_iter().map(|signed| signed.fact.encode_envelope()).collect();
         assert_eq!(together, alone);
     }
 
