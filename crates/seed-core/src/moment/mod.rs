@@ -536,7 +536,9 @@ fn run_beats(
         let assigned = assign(substrate, world, &opened)?;
         trace.primary = assigned.composed.primary.as_ref().map(|name| name.to_string());
         trace.stack = assigned.composed.stack.iter().map(|name| name.to_string()).collect();
-        trace.clauses = assigned.flow.explain(&assigned.walk);
+        if observer.explains_walks() {
+            trace.clauses = assigned.flow.explain(&assigned.walk);
+        }
         lap(&mut trace, Beat::Assign, Some(Beat::Face));
         let face = build_face(substrate, world, &opened, &assigned, model)?;
         trace.face_digest = Some(face.digest);

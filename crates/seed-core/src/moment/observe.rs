@@ -15,6 +15,13 @@ pub trait MomentObserver {
         0
     }
     fn entered(&self, _being: BeingId, _beat: Beat) {}
+    /// Whether the trace explains the role flow's walk clause by clause
+    /// (`MomentTrace::clauses`, for people: a replay, the portal, a
+    /// `--trace` file). A simulation whose traces nobody reads says no:
+    /// the words were about 2% of the crowd's CPU.
+    fn explains_walks(&self) -> bool {
+        true
+    }
 }
 
 /// Observes nothing and reads no clock.
@@ -73,10 +80,15 @@ impl MomentObserver for LiveObserver<'_> {
 /// the table locked one map shared by every moment thread at each beat).
 pub struct TimedObserver {
     pub epoch: std::time::Instant,
+    /// Whether anything reads the traces' explanations of the walk.
+    pub explains_walks: bool,
 }
 
 impl MomentObserver for TimedObserver {
     fn now_us(&self) -> u64 {
         self.epoch.elapsed().as_micros() as u64
+    }
+    fn explains_walks(&self) -> bool {
+        self.explains_walks
     }
 }

@@ -1561,7 +1561,10 @@ impl Engine {
         let window = Arc::new(moment_window::MomentWindow::new(moment_window::MOMENTS_AHEAD_OF_SEALING_MAX));
         // However this loop ends, the workers take no more wakes.
         let _stop_workers = moment_window::StopWhenDropped(&window);
-        let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers);
+        // A live land's traces are the portal's; a simulation's are read
+        // only from its `--trace` file.
+        let explains_walks = self.mode == Mode::Live || self.trace_out.is_some();
+        let receiver = self.spawn_moments(&snapshot, &wakes, &window, now_ms, writers, explains_walks);
         // From here the workers alone hold the round's world: the last to
         // finish frees it on its own thread while this one seals the round's
         // tail (freeing it here kept both moment threads waiting).
@@ -1640,7 +1643,8 @@ impl Engine {
     /// by index), beside the other moments, as its being's next fact
     /// would be at `now_ms` ([`crate::land::WriterHandle::presign`]): the
     /// sealing takes that signature where it prepares the very same fact,
-    /// and signs the rest itself.
+    /// and signs the rest itself. A simulation's traces explain the role
+    /// flow's walk only where `explains_walks` (something reads them).
     fn spawn_moments(
         &self,
         world: &Arc<World>,
@@ -1648,6 +1652,7 @@ impl Engine {
         window: &Arc<moment_window::MomentWindow>,
         now_ms: u64,
         writers: Arc<Vec<Option<crate::land::WriterHandle>>>,
+        explains_walks: bool,
     ) -> std::sync::mpsc::Receiver<Vec<(usize, Computed)>> {
         let workers = self.workers.min(wakes.len()).max(1);
         // Only a live land's running moments are listed (the portal's live
@@ -1673,8 +1678,10 @@ impl Engine {
                     }
                     computed.is_empty() || sender.send(std::mem::take(computed)).is_ok()
                 };
-                let (live_observer, timed_observer) =
-                    (moment::LiveObserver { running: &running, epoch }, moment::TimedObserver { epoch });
+                let (live_observer, timed_observer) = (
+                    moment::LiveObserver { running: &running, epoch },
+                    moment::TimedObserver { epoch, explains_walks },
+                );
                 let observer: &dyn moment::MomentObserver = match live {
                     true => &live_observer,
                     false => &timed_observer,

@@ -550,7 +550,8 @@ impl Engine {
         // to the turn, which says why.
         let beings: Vec<BeingId> = wakes.iter().map(|(being, _)| *being).collect();
         let writers = Arc::new(self.land.plain_writer_handles(&beings, self.threads.max(1)));
-        let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers);
+        // The driver may ask for the traces (`--trace`): always explained.
+        let receiver = self.spawn_moments(world, &wakes, &window, now_ms, writers, true);
         let mut computed: Vec<Option<super::Computed>> = (0..wakes.len()).map(|_| None).collect();
         let mut received = 0;
         while received < wakes.len() {
