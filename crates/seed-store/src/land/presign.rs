@@ -20,7 +20,7 @@
 //! header and body hashed, a second time.
 
 use super::{Land, Prepared, SignedFact, Writer};
-use crate::fact::{BeingId, CanonicalBody, Fact, FactError, FactId, KeyPair, UnsignedFact};
+use crate::fact::{BeingId, CanonicalBody, Fact, FactError, KeyPair, UnsignedFact};
 use std::sync::{Arc, Mutex};
 
 /// A fact signed ahead of its turn, with the public half of the key that
@@ -32,11 +32,6 @@ pub struct Presigned {
 }
 
 impl Presigned {
-    /// The id of the fact signed.
-    pub fn id(&self) -> FactId {
-        self.fact.id()
-    }
-
     /// Whether this is the fact `being`'s next would be, prepared now by
     /// `writer` at `stored_time_ms` with `kind` and `body`: the same header
     /// fields and body bytes give the same header bytes, hence the same
@@ -284,7 +279,7 @@ mod tests {
         let (being, seq, prev, key) = match field {
             Field::Being => (*bo, seq, prev, key),
             Field::Seq => (*ada, seq + 1, prev, key),
-            Field::Prev => (*ada, seq, FactId([9; 32]), key),
+            Field::Prev => (*ada, seq, crate::fact::FactId([9; 32]), key),
             Field::Key => (*ada, seq, prev, bo_key),
         };
         let unsigned =
